@@ -1,0 +1,320 @@
+import { parseArgs } from 'node:util';
+import { buildGraph, type Graph } from '../pipeline/dag.js';
+import { DEFAULT_CONFIG_FILE, loadConfig, parseSize, type BenchConfig } from '../pipeline/config/load.js';
+import { closest, diagnosticToJson, formatDiagnostic, type Diagnostic } from '../pipeline/diagnostic.js';
+import { lookup, plan, resolveInputs, run, type EngineContext, type PlanEntry } from '../pipeline/engine.js';
+import type { Reporter } from '../pipeline/events.js';
+import { collectGarbage } from '../pipeline/gc.js';
+import type { ResolvedInput } from '../pipeline/inputs.js';
+import { PlainReporter } from '../pipeline/reporters/plain.js';
+import { Store } from '../pipeline/store/store.js';
+import type { GraphNode } from '../pipeline/step-kind.js';
+import { builtinStepKinds } from '../steps/index.js';
+import { EXIT, HELP } from './help.js';
+import { explainNode } from './explain.js';
+
+type Out = { write(s: string): unknown; isTTY?: boolean };
+
+export interface CliIO {
+  stdout: Out;
+  stderr: Out;
+  env: Record<string, string | undefined>;
+}
+
+class UsageError extends Error {}
+
+const OPTIONS = {
+  config: { type: 'string', short: 'c' },
+  store: { type: 'string' },
+  json: { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+  jobs: { type: 'string', short: 'j' },
+  verbose: { type: 'boolean', short: 'v' },
+  progress: { type: 'string' },
+  all: { type: 'boolean', short: 'a' },
+  'max-size': { type: 'string' },
+  'dry-run': { type: 'boolean', short: 'n' },
+} as const;
+
+const COMMANDS = ['run', 'plan', 'explain', 'status', 'gc'] as const;
+type Command = (typeof COMMANDS)[number];
+const ALLOWED: Record<Command, string[]> = {
+  run: ['jobs', 'verbose', 'progress'],
+  plan: ['all'],
+  explain: [],
+  status: [],
+  gc: ['max-size', 'dry-run'],
+};
+
+function printJson(io: CliIO, value: unknown): void {
+  io.stdout.write(JSON.stringify(value, null, 2) + '\n');
+}
+
+function fail(io: CliIO, json: boolean, diagnostics: Diagnostic[]): number {
+  if (json) printJson(io, { ok: false, errors: diagnostics.map(diagnosticToJson) });
+  else io.stderr.write(diagnostics.map(formatDiagnostic).join('\n\n') + '\n');
+  return EXIT.usage;
+}
+
+interface Loaded {
+  config: BenchConfig;
+  graph: Graph;
+  ctx: EngineContext;
+  inputs: Map<string, ResolvedInput[]>;
+}
+
+function load(configPath: string, storeDir: string | undefined): { ok: true; value: Loaded } | { ok: false; error: Diagnostic[] } {
+  const config = loadConfig(configPath, storeDir ? { storeDir } : {});
+  if (!config.ok) return config;
+  const graph = buildGraph(config.value, builtinStepKinds);
+  if (!graph.ok) return graph;
+  const ctx: EngineContext = { config: config.value, graph: graph.value, store: new Store(config.value.storeDir) };
+  const inputs = resolveInputs(ctx, graph.value.nodes);
+  if (!inputs.ok) return inputs;
+  return { ok: true, value: { config: config.value, graph: graph.value, ctx, inputs: inputs.value } };
+}
+
+/** Nodes matching the patterns (id, id prefix, or step name) plus everything they need, in topological order. */
+function selectNodes(graph: Graph, patterns: string[]): { nodes: GraphNode[]; unknown: string[] } {
+  if (!patterns.length) return { nodes: graph.nodes, unknown: [] };
+  const wanted = new Set<GraphNode>();
+  const unknown: string[] = [];
+  for (const p of patterns) {
+    const clean = p.replace(/\/+$/, '');
+    const matches = graph.nodes.filter((n) => n.id === clean || n.id.startsWith(clean + '/'));
+    if (!matches.length) unknown.push(p);
+    const stack = [...matches];
+    while (stack.length) {
+      const n = stack.pop()!;
+      if (wanted.has(n)) continue;
+      wanted.add(n);
+      stack.push(...n.upstream);
+    }
+  }
+  return { nodes: graph.nodes.filter((n) => wanted.has(n)), unknown };
+}
+
+function unknownNodes(graph: Graph, unknown: string[]): Diagnostic[] {
+  const ids = graph.nodes.map((n) => n.id);
+  return unknown.map((u) => {
+    const guess = closest(u, ids.length > 5000 ? [...graph.steps.keys()] : ids);
+    return {
+      message: `no node matches "${u}"`,
+      hint: guess ? `did you mean "${guess}"? ('pairbench plan --all' lists every node)` : "'pairbench plan --all' lists every node",
+    };
+  });
+}
+
+function chooseReporter(io: CliIO, mode: string | undefined, verbose: boolean): Reporter {
+  const m = mode ?? 'auto';
+  if (m === 'none') return { event: () => undefined };
+  const interactive = m === 'auto' && io.stderr.isTTY && !io.env['CI'];
+  if (interactive) {
+    // Loaded only when needed: a no-op run in CI should not pay for it.
+    return new LazyListr(io.stderr);
+  }
+  return new PlainReporter(io.stderr, { verbose, color: Boolean(io.stderr.isTTY) && !io.env['NO_COLOR'] });
+}
+
+/** Defers importing listr2 until the first event; events arrive synchronously, so buffer them. */
+class LazyListr implements Reporter {
+  private inner?: Reporter;
+  private readonly ready: Promise<void>;
+  private readonly queue: Parameters<Reporter['event']>[0][] = [];
+  constructor(out: Out) {
+    this.ready = import('../pipeline/reporters/listr.js').then((m) => {
+      this.inner = new m.ListrReporter(out);
+      for (const e of this.queue.splice(0)) this.inner.event(e);
+    });
+  }
+  event(e: Parameters<Reporter['event']>[0]): void {
+    if (this.inner) this.inner.event(e);
+    else this.queue.push(e);
+  }
+  async close(): Promise<void> {
+    await this.ready;
+    await this.inner?.close?.();
+  }
+}
+
+function printPlan(io: CliIO, entries: PlanEntry[], all: boolean): void {
+  const toRun = entries.filter((e) => e.status === 'run');
+  const lines: string[] = [];
+  for (const e of entries) {
+    if (e.status === 'cached') {
+      if (all) lines.push(`cached  ${e.node}`);
+      continue;
+    }
+    lines.push(`to run  ${e.node}`);
+    for (const r of e.reasons) lines.push(`          ${r}`);
+  }
+  lines.push(
+    toRun.length === 0
+      ? `nothing to run: all ${entries.length} nodes are cached`
+      : `${entries.length} nodes: ${entries.length - toRun.length} cached, ${toRun.length} to run`,
+  );
+  io.stdout.write(lines.join('\n') + '\n');
+}
+
+export async function main(argv: string[], io: CliIO): Promise<number> {
+  const [first, ...rest] = argv;
+  if (!first || first === '--help' || first === '-h' || first === 'help') {
+    io.stdout.write(HELP['main']! + '\n');
+    return first ? EXIT.ok : EXIT.usage;
+  }
+  if (first === '--version') {
+    const { packageVersion } = await import('../pipeline/package-root.js');
+    io.stdout.write(packageVersion() + '\n');
+    return EXIT.ok;
+  }
+  if (!(COMMANDS as readonly string[]).includes(first)) {
+    const guess = closest(first, COMMANDS);
+    io.stderr.write(`pairbench: unknown command "${first}"${guess ? `; did you mean "${guess}"?` : ''}\nRun 'pairbench --help' for the commands.\n`);
+    return EXIT.usage;
+  }
+  const command = first as Command;
+  let values: ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true }>>['values'];
+  let positionals: string[];
+  try {
+    ({ values, positionals } = parseArgs({ args: rest, options: OPTIONS, allowPositionals: true, strict: true }));
+    for (const name of Object.keys(values)) {
+      if (!['config', 'store', 'json', 'help', ...ALLOWED[command]].includes(name)) throw new UsageError(`option --${name} does not apply to "${command}"`);
+    }
+    if (command !== 'run' && command !== 'plan' && command !== 'explain' && positionals.length) throw new UsageError(`"${command}" takes no arguments`);
+    if (command === 'explain' && positionals.length !== 1 && !values.help) throw new UsageError('explain takes exactly one NODE');
+    if (values.jobs !== undefined && !(Number.isInteger(Number(values.jobs)) && Number(values.jobs) >= 1)) throw new UsageError(`--jobs takes a whole number >= 1, not "${values.jobs}"`);
+    if (values.progress !== undefined && !['auto', 'plain', 'none'].includes(values.progress)) throw new UsageError(`--progress takes auto, plain or none, not "${values.progress}"`);
+    if (values['max-size'] !== undefined && Number.isNaN(parseSize(values['max-size']))) throw new UsageError(`--max-size takes a size such as 500MB or 2GiB, not "${values['max-size']}"`);
+  } catch (e) {
+    io.stderr.write(`pairbench ${command}: ${(e as Error).message}\nRun 'pairbench ${command} --help' for its options.\n`);
+    return EXIT.usage;
+  }
+  if (values.help) {
+    io.stdout.write(HELP[command]! + '\n');
+    return EXIT.ok;
+  }
+  const json = Boolean(values.json);
+  const loaded = load(values.config ?? DEFAULT_CONFIG_FILE, values.store);
+  if (!loaded.ok) return fail(io, json, loaded.error);
+  const { graph, ctx, inputs, config } = loaded.value;
+
+  switch (command) {
+    case 'plan': {
+      const sel = selectNodes(graph, positionals);
+      if (sel.unknown.length) return fail(io, json, unknownNodes(graph, sel.unknown));
+      const entries = plan(ctx, inputs, sel.nodes, io.env);
+      if (json) {
+        const toRun = entries.filter((e) => e.status === 'run').length;
+        printJson(io, { ok: true, total: entries.length, cached: entries.length - toRun, to_run: toRun, nodes: entries });
+      } else printPlan(io, entries, Boolean(values.all));
+      return EXIT.ok;
+    }
+    case 'run': {
+      const sel = selectNodes(graph, positionals);
+      if (sel.unknown.length) return fail(io, json, unknownNodes(graph, sel.unknown));
+      const reporter = json ? { event: () => undefined } : chooseReporter(io, values.progress, Boolean(values.verbose));
+      const controller = new AbortController();
+      let interrupts = 0;
+      const onSignal = () => {
+        interrupts++;
+        if (interrupts > 1) process.exit(EXIT.interrupted);
+        io.stderr.write('\npairbench: interrupted; stopping running nodes (completed ones are kept). Press Ctrl-C again to quit at once.\n');
+        controller.abort(new Error('interrupted'));
+      };
+      process.on('SIGINT', onSignal);
+      process.on('SIGTERM', onSignal);
+      try {
+        const { summary, states } = await run(ctx, inputs, {
+          reporter,
+          signal: controller.signal,
+          hostEnv: io.env,
+          ...(values.jobs ? { jobs: Number(values.jobs) } : {}),
+        }, sel.nodes);
+        await reporter.close?.();
+        if (json) {
+          printJson(io, {
+            ok: summary.failed === 0 && summary.skipped === 0,
+            summary,
+            nodes: [...states].map(([node, s]) => ({
+              node,
+              status: s.status,
+              ...(s.status === 'cached' || s.status === 'executed' ? { key: s.record.key, outputs_digest: s.record.outputs_digest } : {}),
+              ...(s.status === 'failed' ? { failure: s.failure } : {}),
+              ...(s.status === 'skipped' ? { because: s.because } : {}),
+            })),
+          });
+        }
+        if (controller.signal.aborted) return EXIT.interrupted;
+        return summary.failed || summary.skipped ? EXIT.nodeFailed : EXIT.ok;
+      } finally {
+        process.off('SIGINT', onSignal);
+        process.off('SIGTERM', onSignal);
+      }
+    }
+    case 'explain': {
+      const id = positionals[0]!.replace(/\/+$/, '');
+      const node = graph.byId.get(id);
+      if (!node) return fail(io, json, unknownNodes(graph, [id]));
+      const sel = selectNodes(graph, [id]);
+      const entries = plan(ctx, inputs, sel.nodes, io.env);
+      const report = explainNode(ctx, node, entries, inputs, io.env);
+      if (json) printJson(io, { ok: true, ...report.json });
+      else io.stdout.write(report.text + '\n');
+      return EXIT.ok;
+    }
+    case 'status': {
+      const entries = plan(ctx, inputs, graph.nodes, io.env);
+      const byStep = new Map<string, { nodes: number; cached: number; to_run: number; failed_last: number }>();
+      for (const s of graph.stepOrder) byStep.set(s, { nodes: 0, cached: 0, to_run: 0, failed_last: 0 });
+      const failures: { node: string; at: string; reason: string; message: string }[] = [];
+      for (const e of entries) {
+        const row = byStep.get(e.node.split('/')[0]!)!;
+        row.nodes++;
+        if (e.status === 'cached') row.cached++;
+        else {
+          row.to_run++;
+          const h = ctx.store.nodes.get(e.node);
+          if (h?.last_failure && h.last_failure.key === e.key) {
+            row.failed_last++;
+            failures.push({ node: e.node, at: h.last_failure.at, reason: h.last_failure.reason, message: h.last_failure.message });
+          }
+        }
+      }
+      if (json) {
+        printJson(io, { ok: true, config: config.configFile, store: config.storeDir, steps: Object.fromEntries(byStep), failed: failures });
+        return EXIT.ok;
+      }
+      const w = Math.max(4, ...graph.stepOrder.map((s) => s.length));
+      const lines = [`store ${config.storeDir}`, `${'step'.padEnd(w)}  nodes  cached  to run  failed last run`];
+      for (const [s, r] of byStep) lines.push(`${s.padEnd(w)}  ${String(r.nodes).padStart(5)}  ${String(r.cached).padStart(6)}  ${String(r.to_run).padStart(6)}  ${String(r.failed_last).padStart(15)}`);
+      for (const f of failures) lines.push(`failed  ${f.node} (${f.at}): ${f.message}`);
+      io.stdout.write(lines.join('\n') + '\n');
+      return EXIT.ok;
+    }
+    case 'gc': {
+      const entries = plan(ctx, inputs, graph.nodes, io.env);
+      const reachable = new Set<string>();
+      for (const e of entries) {
+        if (e.status === 'cached') reachable.add(e.key);
+        const latest = ctx.store.nodes.get(e.node)?.latest;
+        if (latest && lookup(ctx.store, latest.key).status === 'hit') reachable.add(latest.key);
+      }
+      const maxBytes = values['max-size'] !== undefined ? parseSize(values['max-size']) : config.maxStoreBytes;
+      const report = collectGarbage(ctx.store, { maxBytes, dryRun: Boolean(values['dry-run']), reachable });
+      if (json) {
+        printJson(io, { ok: true, ...report });
+        return EXIT.ok;
+      }
+      const mb = (n: number) => `${(n / 1e6).toFixed(2)} MB`;
+      const verb = report.dry_run ? 'would remove' : 'removed';
+      const lines = [
+        `store ${mb(report.bytes_before)} (cap ${mb(report.max_bytes)}); ${report.records_reachable} of ${report.records_total} records are reached by the current config and kept`,
+        ...report.removed_records.map((r) => `${verb} ${r.node} ${r.key.slice(0, 12)} (last used ${r.last_used})`),
+        `${verb} ${report.removed_records.length} records and ${report.removed_blobs} blobs (${mb(report.removed_blob_bytes)}); ${report.removed_temp.length} temp entries, ${report.removed_locks.length} stale locks`,
+        `store ${report.dry_run ? 'would be' : 'is now'} ${mb(report.bytes_after)}`,
+      ];
+      io.stdout.write(lines.join('\n') + '\n');
+      return EXIT.ok;
+    }
+  }
+}

@@ -1,0 +1,170 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import { closest, type Diagnostic } from '../diagnostic.js';
+import { packageRoot } from '../package-root.js';
+import type { FieldPath, YamlSource } from './yaml-source.js';
+
+const SCHEMA_FILES = ['bench.config.schema.json', 'steps.schema.json'] as const;
+export type SchemaName = (typeof SCHEMA_FILES)[number];
+
+let ajv: Ajv | undefined;
+const compiled = new Map<string, ValidateFunction>();
+
+function validatorFor(name: SchemaName): ValidateFunction {
+  let v = compiled.get(name);
+  if (v) return v;
+  if (!ajv) {
+    ajv = new Ajv({ allErrors: true, strict: true, allowUnionTypes: true });
+    for (const f of SCHEMA_FILES) ajv.addSchema(JSON.parse(readFileSync(join(packageRoot(), 'schemas', f), 'utf8')));
+  }
+  v = ajv.getSchema(`https://pairbench.dev/schemas/${name}`)!;
+  compiled.set(name, v);
+  return v;
+}
+
+/** Validates the parsed data of `source` against a shipped schema; errors point at the YAML. */
+export function validateAgainstSchema(name: SchemaName, data: unknown, source: YamlSource): Diagnostic[] {
+  const validate = validatorFor(name);
+  if (validate(data)) return [];
+  return selectErrors(validate.errors ?? [], data).map((e) => toDiagnostic(e, source));
+}
+
+/** JSON pointer -> path segments (unescaping ~1 then ~0 in every segment). */
+export function pointerToPath(pointer: string, data: unknown): (string | number)[] {
+  if (pointer === '') return [];
+  const out: (string | number)[] = [];
+  let cursor: unknown = data;
+  for (const raw of pointer.slice(1).split('/')) {
+    const seg = raw.replaceAll('~1', '/').replaceAll('~0', '~');
+    const key: string | number = Array.isArray(cursor) ? Number(seg) : seg;
+    out.push(key);
+    cursor = cursor !== null && typeof cursor === 'object' ? (cursor as Record<string, unknown>)[seg] : undefined;
+  }
+  return out;
+}
+
+export function fieldName(path: FieldPath): string {
+  return path.map((s, i) => (typeof s === 'number' ? `[${s}]` : i === 0 ? s : `.${s}`)).join('') || '(top level)';
+}
+
+function typeOf(v: unknown): string {
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return 'array';
+  if (typeof v === 'number') return Number.isInteger(v) ? 'integer' : 'number';
+  return typeof v;
+}
+
+function valueAt(data: unknown, pointer: string): unknown {
+  let cursor = data;
+  for (const seg of pointerToPath(pointer, data)) {
+    cursor = cursor !== null && typeof cursor === 'object' ? (cursor as Record<string | number, unknown>)[seg] : undefined;
+  }
+  return cursor;
+}
+
+function schemaAcceptsType(schema: unknown, t: string): boolean {
+  if (typeof schema !== 'object' || schema === null) return true;
+  const s = schema as { type?: string | string[]; const?: unknown; enum?: unknown[] };
+  if (s.type === undefined) return true;
+  const types = Array.isArray(s.type) ? s.type : [s.type];
+  return types.includes(t) || (t === 'integer' && types.includes('number'));
+}
+
+/**
+ * Keeps the errors a person needs: for an anyOf whose value's type picks exactly one
+ * branch, that branch's errors; otherwise the single anyOf error. `if` errors are noise.
+ */
+function selectErrors(errors: ErrorObject[], data: unknown): ErrorObject[] {
+  const dropPrefixes: string[] = [];
+  const keep: ErrorObject[] = [];
+  for (const e of errors) {
+    if (e.keyword !== 'anyOf') continue;
+    const branches = (e.schema as unknown[]) ?? [];
+    const t = typeOf(valueAt(data, e.instancePath));
+    const matching = branches.map((b, i) => (schemaAcceptsType(b, t) ? i : -1)).filter((i) => i >= 0);
+    if (matching.length === 1) {
+      // Report the chosen branch's own errors; silence the others and the anyOf summary.
+      branches.forEach((_, i) => {
+        if (i !== matching[0]) dropPrefixes.push(`${e.schemaPath}/${i}/`);
+      });
+      dropPrefixes.push(e.schemaPath + '\u0000');
+    } else {
+      for (let i = 0; i < branches.length; i++) dropPrefixes.push(`${e.schemaPath}/${i}/`);
+    }
+  }
+  for (const e of errors) {
+    if (e.keyword === 'if') continue;
+    if (dropPrefixes.some((p) => (p.endsWith('\u0000') ? e.schemaPath === p.slice(0, -1) : e.schemaPath.startsWith(p)))) continue;
+    keep.push(e);
+  }
+  // propertyNames reports the name's error and a summary: keep the one with the name.
+  const seen = new Set<string>();
+  return keep.filter((e) => {
+    const id = `${e.instancePath}|${e.keyword}|${JSON.stringify(e.params)}`;
+    if (seen.has(id)) return false;
+    seen.add(id);
+    return !(e.keyword === 'propertyNames' && keep.some((o) => o !== e && o.instancePath === e.instancePath && o.propertyName));
+  });
+}
+
+function describeSchema(schema: unknown): string {
+  if (typeof schema !== 'object' || schema === null) return 'a value';
+  const s = schema as { type?: string | string[]; minimum?: number; const?: unknown; enum?: unknown[] };
+  if (s.const !== undefined) return JSON.stringify(s.const);
+  if (s.enum) return `one of ${s.enum.map((v) => JSON.stringify(v)).join(', ')}`;
+  const t = Array.isArray(s.type) ? s.type.join(' or ') : (s.type ?? 'a value');
+  return s.minimum !== undefined ? `${t} >= ${s.minimum}` : `${t}`;
+}
+
+function toDiagnostic(e: ErrorObject, source: YamlSource): Diagnostic {
+  const data = source.toJS();
+  const path = pointerToPath(e.instancePath, data);
+  const got = valueAt(data, e.instancePath);
+  const p = e.params as Record<string, unknown>;
+  switch (e.keyword) {
+    case 'additionalProperties': {
+      const key = String(p['additionalProperty']);
+      const allowed = Object.keys((e.parentSchema as { properties?: object })?.properties ?? {});
+      const guess = closest(key, allowed);
+      return {
+        field: fieldName([...path, key]),
+        message: `unknown key "${key}"; expected one of: ${allowed.join(', ')}`,
+        hint: guess ? `did you mean "${guess}"?` : 'remove it: unknown keys are never ignored',
+        location: source.locate([...path, key], true),
+      };
+    }
+    case 'required':
+      return {
+        field: fieldName(path),
+        message: `missing required key "${String(p['missingProperty'])}"`,
+        location: source.locate(path),
+      };
+    case 'enum':
+      return {
+        field: fieldName(path),
+        message: `got ${JSON.stringify(got)}; expected one of: ${(p['allowedValues'] as unknown[]).map((v) => JSON.stringify(v)).join(', ')}`,
+        location: source.locate(path),
+      };
+    case 'const':
+      return { field: fieldName(path), message: `got ${JSON.stringify(got)}; expected ${JSON.stringify(p['allowedValue'])}`, location: source.locate(path) };
+    case 'type':
+      return { field: fieldName(path), message: `got ${typeOf(got)}; expected ${String(p['type']).replace(',', ' or ')}`, location: source.locate(path) };
+    case 'anyOf':
+      return {
+        field: fieldName(path),
+        message: `got ${typeOf(got)} ${JSON.stringify(got)}; expected ${(e.schema as unknown[]).map(describeSchema).join(', or ')}`,
+        location: source.locate(path),
+      };
+    default: {
+      if (e.propertyName !== undefined) {
+        return {
+          field: fieldName([...path, e.propertyName]),
+          message: `invalid name "${e.propertyName}": ${e.message ?? 'not allowed'}`,
+          location: source.locate([...path, e.propertyName], true),
+        };
+      }
+      return { field: fieldName(path), message: `got ${JSON.stringify(got)}; expected it to ${e.message ?? 'match the schema'}`, location: source.locate(path) };
+    }
+  }
+}

@@ -1,0 +1,75 @@
+import { isMap, isScalar, isSeq, LineCounter, parseDocument, type Document, type Node } from 'yaml';
+import type { Diagnostic, SourceLocation } from '../diagnostic.js';
+
+export type FieldPath = readonly (string | number)[];
+
+/** One parsed YAML file that keeps its source positions, so any field can be pointed at. */
+export class YamlSource {
+  private readonly lines: string[];
+
+  private constructor(
+    readonly displayPath: string,
+    readonly text: string,
+    readonly doc: Document,
+    private readonly lineCounter: LineCounter,
+  ) {
+    this.lines = text.split(/\r?\n/);
+  }
+
+  static parse(displayPath: string, text: string): { source: YamlSource; diagnostics: Diagnostic[] } {
+    const lineCounter = new LineCounter();
+    const doc = parseDocument(text, { lineCounter, uniqueKeys: true, prettyErrors: false });
+    const source = new YamlSource(displayPath, text, doc, lineCounter);
+    const diagnostics = doc.errors.map((e) => ({
+      message: `invalid YAML: ${e.message.split('\n')[0]}`,
+      location: source.at(e.pos[0], Math.max(1, e.pos[1] - e.pos[0])),
+      hint: 'fix the YAML syntax at this position',
+    }));
+    return { source, diagnostics };
+  }
+
+  toJS(): unknown {
+    return this.doc.toJS({ maxAliasCount: 1000 });
+  }
+
+  /** Location of the value at `path`, or of its key when `key` is set; the nearest existing ancestor otherwise. */
+  locate(path: FieldPath, key = false): SourceLocation {
+    let node: unknown = this.doc.contents;
+    let found: Node | null = isNode(node) ? node : null;
+    for (let i = 0; i < path.length; i++) {
+      const seg = path[i]!;
+      const last = i === path.length - 1;
+      if (isMap(node)) {
+        const pair = node.items.find((p) => (isScalar(p.key) ? p.key.value : p.key) === seg || String(isScalar(p.key) ? p.key.value : p.key) === String(seg));
+        if (!pair) break;
+        if (last && key && isNode(pair.key)) {
+          found = pair.key;
+          break;
+        }
+        node = pair.value;
+        if (isNode(node)) found = node;
+        else if (isNode(pair.key)) found = pair.key; // `key:` with a null value
+      } else if (isSeq(node) && typeof seg === 'number') {
+        node = node.items[seg];
+        if (!isNode(node)) break;
+        found = node;
+      } else {
+        break;
+      }
+    }
+    const range = found?.range;
+    if (!range) return this.at(0, 1);
+    const [start, valueEnd] = range;
+    return this.at(start, Math.max(1, valueEnd - start));
+  }
+
+  private at(offset: number, length: number): SourceLocation {
+    const { line, col } = this.lineCounter.linePos(offset);
+    const lineText = this.lines[line - 1] ?? '';
+    return { file: this.displayPath, line, column: col, length: Math.min(length, Math.max(1, lineText.length - col + 1)), lineText };
+  }
+}
+
+function isNode(x: unknown): x is Node {
+  return typeof x === 'object' && x !== null && 'range' in x;
+}

@@ -1,0 +1,148 @@
+import type { BenchConfig, StepConfig } from './config/load.js';
+import { closest, type Diagnostic } from './diagnostic.js';
+import { err, ok, type Result } from './result.js';
+import type { GraphNode, StepKindRegistry } from './step-kind.js';
+
+export interface Graph {
+  /** Topological order: every node comes after all of its upstream nodes. */
+  nodes: GraphNode[];
+  byId: Map<string, GraphNode>;
+  steps: Map<string, StepConfig>;
+  /** Step names in topological order. */
+  stepOrder: string[];
+}
+
+function cartesian(step: StepConfig): Record<string, string>[] {
+  let combos: Record<string, string>[] = [{}];
+  for (const dim of step.matrix) {
+    const next: Record<string, string>[] = [];
+    for (const c of combos) for (const v of dim.values) next.push({ ...c, [dim.name]: v });
+    combos = next;
+  }
+  return combos;
+}
+
+export function nodeIdOf(step: StepConfig, matrix: Record<string, string>): string {
+  return [step.name, ...step.matrix.map((d) => matrix[d.name]!)].join('/');
+}
+
+/** Orders steps so each comes after what it needs; reports unknown needs and cycles in words. */
+function orderSteps(config: BenchConfig): Result<StepConfig[], Diagnostic[]> {
+  const steps = new Map(config.steps.map((s) => [s.name, s]));
+  const diagnostics: Diagnostic[] = [];
+  for (const s of config.steps) {
+    s.needs.forEach((need, i) => {
+      if (steps.has(need)) {
+        if (need === s.name) {
+          diagnostics.push({ field: `steps.${s.name}.needs[${i}]`, message: `step "${s.name}" needs itself`, location: s.source.locate([...s.path, 'needs', i]) });
+        }
+        return;
+      }
+      const guess = closest(need, [...steps.keys()]);
+      diagnostics.push({
+        field: `steps.${s.name}.needs[${i}]`,
+        message: `step "${s.name}" needs "${need}", which is not a step; steps are: ${[...steps.keys()].join(', ')}`,
+        location: s.source.locate([...s.path, 'needs', i]),
+        ...(guess ? { hint: `did you mean "${guess}"?` } : {}),
+      });
+    });
+  }
+  if (diagnostics.length) return err(diagnostics);
+
+  const order: StepConfig[] = [];
+  const state = new Map<string, 'visiting' | 'done'>();
+  const stack: string[] = [];
+  const visit = (s: StepConfig): boolean => {
+    const st = state.get(s.name);
+    if (st === 'done') return true;
+    if (st === 'visiting') {
+      const cycle = [...stack.slice(stack.indexOf(s.name)), s.name];
+      const from = steps.get(cycle[cycle.length - 2]!)!;
+      diagnostics.push({
+        field: `steps.${from.name}.needs`,
+        message: `cycle: ${cycle.join(' -> ')}`,
+        location: from.source.locate([...from.path, 'needs', from.needs.indexOf(s.name)]),
+        hint: 'a step cannot depend on its own output; remove one of these needs',
+      });
+      return false;
+    }
+    state.set(s.name, 'visiting');
+    stack.push(s.name);
+    for (const n of s.needs) if (!visit(steps.get(n)!)) return false;
+    stack.pop();
+    state.set(s.name, 'done');
+    order.push(s);
+    return true;
+  };
+  for (const s of config.steps) if (!visit(s)) break;
+  return diagnostics.length ? err(diagnostics) : ok(order);
+}
+
+/**
+ * Expands steps into nodes. A node of S needs every node of each upstream step U
+ * that agrees with it on the matrix dimensions S and U share (so run/t1/a/2 needs
+ * materialize/t1, and analyze, with no matrix, needs every verify node).
+ */
+export function buildGraph(config: BenchConfig, kinds: StepKindRegistry): Result<Graph, Diagnostic[]> {
+  const ordered = orderSteps(config);
+  if (!ordered.ok) return ordered;
+  const steps = new Map(config.steps.map((s) => [s.name, s]));
+  const diagnostics: Diagnostic[] = [];
+  for (const s of config.steps) {
+    const kind = kinds.get(s.kind);
+    if (!kind) {
+      diagnostics.push({ field: `steps.${s.name}.kind`, message: `unknown step kind "${s.kind}"; known kinds: ${[...kinds.keys()].join(', ')}`, location: s.source.locate([...s.path, 'kind']) });
+      continue;
+    }
+    diagnostics.push(...(kind.check?.(s, steps) ?? []));
+  }
+  if (diagnostics.length) return err(diagnostics);
+
+  const nodes: GraphNode[] = [];
+  const byId = new Map<string, GraphNode>();
+  const nodesOfStep = new Map<string, GraphNode[]>();
+  for (const step of ordered.value) {
+    const kind = kinds.get(step.kind)!;
+    // For each upstream step: index its nodes by the values of the dimensions shared with this step.
+    const joins = step.needs.map((need) => {
+      const up = steps.get(need)!;
+      const shared = up.matrix.map((d) => d.name).filter((d) => step.matrix.some((m) => m.name === d));
+      const index = new Map<string, GraphNode[]>();
+      for (const n of nodesOfStep.get(need)!) {
+        const k = shared.map((d) => n.matrix[d]).join('\u0000');
+        let list = index.get(k);
+        if (!list) index.set(k, (list = []));
+        list.push(n);
+      }
+      return { up, shared, index };
+    });
+    const own: GraphNode[] = [];
+    for (const matrix of cartesian(step)) {
+      const node: GraphNode = { id: nodeIdOf(step, matrix), step, kind, matrix, upstream: [], downstream: [] };
+      for (const j of joins) {
+        const matches = j.index.get(j.shared.map((d) => matrix[d]).join('\u0000'));
+        if (!matches) {
+          const want = j.shared.map((d) => `${d}=${matrix[d]}`).join(', ');
+          diagnostics.push({
+            field: `steps.${step.name}.needs`,
+            message: `node ${node.id} needs step "${j.up.name}", but "${j.up.name}" has no node with ${want}`,
+            location: step.source.locate([...step.path, 'needs', step.needs.indexOf(j.up.name)]),
+            hint: `give "${j.up.name}" the same matrix values as "${step.name}" for ${j.shared.join(', ')}`,
+          });
+          continue;
+        }
+        for (const u of matches) {
+          node.upstream.push(u);
+          u.downstream.push(node);
+        }
+      }
+      own.push(node);
+      nodes.push(node);
+      byId.set(node.id, node);
+    }
+    nodesOfStep.set(step.name, own);
+    if (diagnostics.length > 20) break;
+  }
+  if (diagnostics.length) return err(diagnostics.slice(0, 20));
+  return ok({ nodes, byId, steps, stepOrder: ordered.value.map((s) => s.name) });
+}

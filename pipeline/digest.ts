@@ -1,0 +1,29 @@
+import { createHash } from 'node:crypto';
+import { canonicalJson } from './canonical-json.js';
+
+/** A SHA-256 of bytes (a blob, a tree object, an output manifest), lower-case hex. */
+export type Sha256 = string & { readonly __brand: 'Sha256' };
+/** A node's cache key: the SHA-256 of its canonical key pre-image. */
+export type CacheKey = string & { readonly __brand: 'CacheKey' };
+
+export function sha256(data: string | Uint8Array): Sha256 {
+  return createHash('sha256').update(data).digest('hex') as Sha256;
+}
+
+export function digestOfJson(value: unknown): Sha256 {
+  return sha256(canonicalJson(value));
+}
+
+export function cacheKeyOf(preimageJson: string): CacheKey {
+  return sha256(preimageJson) as string as CacheKey;
+}
+
+const HEX64 = /^[0-9a-f]{64}$/;
+export function isSha256(s: string): s is Sha256 {
+  return HEX64.test(s);
+}
+
+/** The short form people read in plans and logs. */
+export function short(d: string): string {
+  return d.slice(0, 6);
+}

@@ -1,0 +1,395 @@
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import pLimit, { type LimitFunction } from 'p-limit';
+import type { BenchConfig } from './config/load.js';
+import type { Graph } from './dag.js';
+import type { CacheKey, Sha256 } from './digest.js';
+import type { Diagnostic } from './diagnostic.js';
+import type { EngineEvent, Reporter, RunSummary } from './events.js';
+import { InputResolver, type ResolvedInput } from './inputs.js';
+import { buildPreimage, keyOf, type KeyPreimage } from './key.js';
+import { packageVersion } from './package-root.js';
+import { describePreimageDiff } from './preimage-diff.js';
+import { err, errorMessage, ok, type Result } from './result.js';
+import type { GraphNode, HostEnv, StepFailure } from './step-kind.js';
+import { outputsDigest, type ActionRecord, type OutputManifest } from './store/action-cache.js';
+import { tempPath } from './store/atomic-fs.js';
+import { CorruptBlobError } from './store/cas.js';
+import type { Store } from './store/store.js';
+
+export interface EngineContext {
+  config: BenchConfig;
+  graph: Graph;
+  store: Store;
+}
+
+/** A node's key, computed from its inputs and its upstreams' output digests. */
+export interface NodeKey {
+  key: CacheKey;
+  json: string;
+  preimage: KeyPreimage;
+}
+
+/** Resolves and hashes every node's file inputs up front: a missing input is a config error. */
+export function resolveInputs(ctx: EngineContext, nodes: readonly GraphNode[]): Result<Map<string, ResolvedInput[]>, Diagnostic[]> {
+  const resolver = new InputResolver(ctx.config.rootDir);
+  const out = new Map<string, ResolvedInput[]>();
+  const problems: Diagnostic[] = [];
+  for (const n of nodes) {
+    const r = resolver.resolve(n);
+    if (r.ok) out.set(n.id, r.value);
+    else if (problems.length < 20) problems.push(r.error);
+  }
+  return problems.length ? err(problems) : ok(out);
+}
+
+/** The outputs of `upstream` that `node` reads (all, unless the step selects some). */
+function selectedOutputs(node: GraphNode, upstream: GraphNode, record: ActionRecord): Result<OutputManifest, StepFailure> {
+  const wanted = node.kind.selectUpstream?.(node, upstream);
+  if (!wanted) return ok(record.outputs);
+  const out: OutputManifest = {};
+  for (const w of wanted) {
+    const e = record.outputs[w];
+    if (!e) return err({ reason: 'missing-output', message: `upstream ${upstream.id} has no output "${w}" (it produced: ${Object.keys(record.outputs).join(', ') || 'nothing'})` });
+    out[w] = e;
+  }
+  return ok(out);
+}
+
+export function computeKey(
+  node: GraphNode,
+  inputs: readonly ResolvedInput[],
+  upstreamRecords: ReadonlyMap<string, ActionRecord>,
+  hostEnv: HostEnv,
+): Result<NodeKey, StepFailure> {
+  const digests = new Map<string, Sha256>();
+  for (const u of node.upstream) {
+    const rec = upstreamRecords.get(u.id)!;
+    if (!node.kind.selectUpstream) {
+      digests.set(u.id, rec.outputs_digest);
+      continue;
+    }
+    const sel = selectedOutputs(node, u, rec);
+    if (!sel.ok) return sel;
+    digests.set(u.id, sel.value === rec.outputs ? rec.outputs_digest : outputsDigest(sel.value));
+  }
+  const preimage = buildPreimage(node, inputs, digests, hostEnv);
+  return ok({ ...keyOf(preimage), preimage });
+}
+
+export type Lookup = { status: 'hit'; record: ActionRecord } | { status: 'miss' } | { status: 'corrupt'; reason: string };
+
+/** A record is a hit only if it verifies and every blob it names is intact. */
+export function lookup(store: Store, key: CacheKey): Lookup {
+  const found = store.actions.get(key);
+  if (found.status !== 'hit') return found;
+  for (const [digest, stamp] of Object.entries(found.record.stamps)) {
+    if (!store.cas.isIntact(digest as Sha256, stamp)) {
+      return { status: 'corrupt', reason: `stored output blob ${digest.slice(0, 12)} is missing or does not match its digest` };
+    }
+  }
+  return found;
+}
+
+/** Why a node with no record for its key must run, in words. */
+export function whyMiss(store: Store, node: GraphNode, key: NodeKey): string[] {
+  const history = store.nodes.get(node.id);
+  const reasons: string[] = [];
+  if (history?.last_failure?.key === key.key) reasons.push(`failed last time: ${history.last_failure.message.split('\n')[0]}`);
+  const latest = history?.latest;
+  if (!latest) return [...reasons, 'new node: never built'];
+  const prev = store.actions.get(latest.key);
+  if (prev.status !== 'hit') return [...reasons, `no record for this key; the last build's record (${latest.key.slice(0, 6)}) is gone`];
+  if (latest.key === key.key) return [...reasons, 'record missing'];
+  return [...reasons, ...describePreimageDiff(JSON.parse(prev.record.preimage) as KeyPreimage, key.preimage, node.kind)];
+}
+
+export type PlanEntry =
+  | { node: string; status: 'cached'; key: CacheKey }
+  | { node: string; status: 'run'; key?: CacheKey; reasons: string[] };
+
+/** The dry run: which nodes are cached and why each other one will run. Reads the store, changes nothing. */
+export function plan(
+  ctx: EngineContext,
+  inputs: ReadonlyMap<string, ResolvedInput[]>,
+  nodes: readonly GraphNode[] = ctx.graph.nodes,
+  hostEnv: HostEnv = process.env,
+): PlanEntry[] {
+  const records = new Map<string, ActionRecord>();
+  const pending = new Set<string>();
+  const entries: PlanEntry[] = [];
+  for (const node of nodes) {
+    const waiting = node.upstream.filter((u) => pending.has(u.id));
+    if (waiting.length) {
+      pending.add(node.id);
+      const names = waiting.slice(0, 3).map((u) => u.id).join(', ') + (waiting.length > 3 ? ` and ${waiting.length - 3} more` : '');
+      entries.push({ node: node.id, status: 'run', reasons: [`upstream ${names} will run first (cached again if its output is unchanged)`] });
+      continue;
+    }
+    const k = computeKey(node, inputs.get(node.id)!, records, hostEnv);
+    if (!k.ok) {
+      pending.add(node.id);
+      entries.push({ node: node.id, status: 'run', reasons: [k.error.message] });
+      continue;
+    }
+    const found = lookup(ctx.store, k.value.key);
+    if (found.status === 'hit') {
+      records.set(node.id, found.record);
+      entries.push({ node: node.id, status: 'cached', key: k.value.key });
+    } else {
+      pending.add(node.id);
+      entries.push({
+        node: node.id,
+        status: 'run',
+        key: k.value.key,
+        reasons: found.status === 'corrupt' ? [`${found.reason}: it will be dropped and rebuilt`] : whyMiss(ctx.store, node, k.value),
+      });
+    }
+  }
+  return entries;
+}
+
+export type NodeState =
+  | { status: 'cached'; record: ActionRecord }
+  | { status: 'executed'; record: ActionRecord }
+  | { status: 'failed'; failure: StepFailure }
+  | { status: 'skipped'; because: string };
+
+export interface RunOptions {
+  reporter: Reporter;
+  /** Overrides the config's global concurrency. */
+  jobs?: number;
+  signal?: AbortSignal;
+  hostEnv?: HostEnv;
+  lockStaleMs?: number;
+}
+
+function tail(text: string, lines = 20): string {
+  const all = text.trimEnd().split('\n');
+  return all.slice(-lines).join('\n');
+}
+
+/** Builds every stale node: cached ones are reused, failures stop only their downstream. */
+export async function run(ctx: EngineContext, inputs: ReadonlyMap<string, ResolvedInput[]>, options: RunOptions, nodes: readonly GraphNode[] = ctx.graph.nodes): Promise<{ summary: RunSummary; states: Map<string, NodeState> }> {
+  const { store, config } = ctx;
+  const hostEnv = options.hostEnv ?? process.env;
+  const started = Date.now();
+  const emit = (e: EngineEvent) => options.reporter.event(e);
+  const global = pLimit(options.jobs ?? config.concurrency.global);
+  const kindLimits = new Map<string, LimitFunction>();
+  const limitFor = (kind: string) => {
+    let l = kindLimits.get(kind);
+    if (!l) kindLimits.set(kind, (l = pLimit(config.concurrency.kinds[kind] ?? Number.MAX_SAFE_INTEGER)));
+    return l;
+  };
+  const states = new Map<string, NodeState>();
+  const records = new Map<string, ActionRecord>();
+  const used: CacheKey[] = [];
+  const promises = new Map<string, Promise<NodeState>>();
+
+  const stepCounts = new Map<string, number>();
+  for (const n of nodes) stepCounts.set(n.step.name, (stepCounts.get(n.step.name) ?? 0) + 1);
+  emit({ type: 'start', total: nodes.length, steps: [...stepCounts].map(([name, count]) => ({ name, nodes: count })) });
+  store.init();
+
+  const settle = async (node: GraphNode): Promise<NodeState> => {
+    const ups = node.upstream.length ? await Promise.all(node.upstream.map((u) => promises.get(u.id)!)) : [];
+    const bad = node.upstream.find((_, i) => ups[i]!.status === 'failed' || ups[i]!.status === 'skipped');
+    if (bad) return { status: 'skipped', because: `upstream ${bad.id} did not complete` };
+    if (options.signal?.aborted) return { status: 'skipped', because: 'interrupted' };
+    const k = computeKey(node, inputs.get(node.id)!, records, hostEnv);
+    if (!k.ok) return { status: 'failed', failure: k.error };
+    const found = lookup(store, k.value.key);
+    if (found.status === 'hit') {
+      emit({ type: 'cached', node: node.id, key: k.value.key, builtElsewhere: false });
+      used.push(k.value.key);
+      return { status: 'cached', record: found.record };
+    }
+    if (found.status === 'corrupt') {
+      emit({ type: 'warning', node: node.id, message: `${found.reason}; dropped the entry, rebuilding` });
+      dropRecord(store, k.value.key);
+    }
+    return limitFor(node.kind.name)(() => global(() => executeLocked(ctx, node, k.value, inputs.get(node.id)!, records, options, emit, used)));
+  };
+
+  for (const node of nodes) {
+    const p = settle(node).then(
+      (s) => {
+        states.set(node.id, s);
+        if (s.status === 'cached' || s.status === 'executed') records.set(node.id, s.record);
+        if (s.status === 'skipped') emit({ type: 'skipped', node: node.id, because: s.because });
+        return s;
+      },
+      (e: unknown) => {
+        const s: NodeState = { status: 'failed', failure: { reason: 'internal', message: errorMessage(e) } };
+        states.set(node.id, s);
+        emit({ type: 'failed', node: node.id, failure: s.failure, logTail: '' });
+        return s;
+      },
+    );
+    promises.set(node.id, p);
+  }
+  await Promise.all(promises.values());
+  try {
+    store.recordAccess(used);
+  } catch (e) {
+    emit({ type: 'warning', message: `could not record access times for gc: ${errorMessage(e)}` });
+  }
+  const summary: RunSummary = { total: nodes.length, cached: 0, executed: 0, failed: 0, skipped: 0, durationMs: Date.now() - started };
+  for (const s of states.values()) summary[s.status === 'cached' ? 'cached' : s.status === 'executed' ? 'executed' : s.status]++;
+  emit({ type: 'end', summary });
+  return { summary, states };
+}
+
+function dropRecord(store: Store, key: CacheKey): void {
+  const found = store.actions.get(key);
+  if (found.status === 'hit') {
+    for (const d of Object.keys(found.record.stamps)) {
+      try {
+        store.cas.read(d as Sha256);
+      } catch {
+        store.cas.remove(d as Sha256);
+      }
+    }
+  }
+  store.actions.remove(key);
+}
+
+async function executeLocked(
+  ctx: EngineContext,
+  node: GraphNode,
+  key: NodeKey,
+  inputs: readonly ResolvedInput[],
+  records: ReadonlyMap<string, ActionRecord>,
+  options: RunOptions,
+  emit: (e: EngineEvent) => void,
+  used: CacheKey[],
+): Promise<NodeState> {
+  const { store } = ctx;
+  const lock = await store.locks.acquire(key.key, node.id, {
+    onWait: (holder) => emit({ type: 'waiting', node: node.id, holder }),
+    ...(options.signal ? { signal: options.signal } : {}),
+    ...(options.lockStaleMs ? { staleMs: options.lockStaleMs } : {}),
+  });
+  const workDir = tempPath(store.tmpDir, 'work');
+  const logFile = `${workDir}.log`;
+  try {
+    // Another run may have built it while we waited for the lock.
+    const again = lookup(store, key.key);
+    if (again.status === 'hit') {
+      emit({ type: 'cached', node: node.id, key: key.key, builtElsewhere: true });
+      used.push(key.key);
+      return { status: 'cached', record: again.record };
+    }
+    emit({ type: 'running', node: node.id });
+    mkdirSync(workDir, { recursive: true });
+    writeFileSync(logFile, '');
+    const startedAt = new Date();
+    const result = await executeNode(ctx, node, inputs, records, workDir, logFile, options);
+    const durationMs = Date.now() - startedAt.getTime();
+    let log: Sha256 | null = null;
+    let logText = '';
+    try {
+      const bytes = readFileSync(logFile);
+      logText = bytes.toString('utf8');
+      log = bytes.length ? store.cas.putBytes(bytes) : null;
+    } catch {
+      // no log
+    }
+    if (!result.ok) {
+      store.nodes.update(node.id, (h) => ({ ...h, last_failure: { key: key.key, at: startedAt.toISOString(), reason: result.error.reason, message: result.error.message } }));
+      emit({ type: 'failed', node: node.id, failure: result.error, logTail: tail(logText) });
+      return { status: 'failed', failure: result.error };
+    }
+    const outputs = result.value;
+    const stamps: Record<string, string> = {};
+    for (const entry of Object.values(outputs)) {
+      for (const d of store.cas.closure(entry)) stamps[d] = store.cas.stamp(d)!;
+    }
+    const record: ActionRecord = {
+      schema: 1,
+      key: key.key,
+      preimage: key.json,
+      node: node.id,
+      step: node.step.name,
+      kind: node.kind.name,
+      outputs,
+      outputs_digest: outputsDigest(outputs),
+      stamps,
+      log,
+      started_at: startedAt.toISOString(),
+      duration_ms: durationMs,
+      pairbench_version: packageVersion(),
+    };
+    // Inputs were hashed before the node ran; if one changed meanwhile, the result is not cached.
+    const changed = inputs.filter((i) => InputResolver.rehash(i) !== i.digest);
+    if (changed.length) {
+      emit({ type: 'warning', node: node.id, message: `input ${changed.map((c) => c.path).join(', ')} changed while the node ran; its result is used by this run but not cached` });
+    } else {
+      store.actions.put(record);
+      store.nodes.update(node.id, (h) => {
+        const { last_failure: _dropped, ...rest } = h;
+        return { ...rest, latest: { key: key.key, at: startedAt.toISOString() } };
+      });
+      used.push(key.key);
+    }
+    emit({ type: 'done', node: node.id, key: key.key, durationMs, recorded: changed.length === 0 });
+    return { status: 'executed', record };
+  } finally {
+    rmSync(workDir, { recursive: true, force: true });
+    rmSync(logFile, { force: true });
+    lock.release();
+  }
+}
+
+async function executeNode(
+  ctx: EngineContext,
+  node: GraphNode,
+  inputs: readonly ResolvedInput[],
+  records: ReadonlyMap<string, ActionRecord>,
+  workDir: string,
+  logFile: string,
+  options: RunOptions,
+): Promise<Result<OutputManifest, StepFailure>> {
+  const { store } = ctx;
+  // Store the inputs first: the step then sees exactly the bytes that were hashed into its key.
+  const files = [];
+  for (const i of inputs) {
+    let entry;
+    try {
+      entry = store.cas.putPath(i.abs);
+    } catch (e) {
+      return err({ reason: 'input-changed', message: `cannot read input ${i.path}: ${errorMessage(e)}` });
+    }
+    if (entry.digest !== i.digest) {
+      return err({ reason: 'input-changed', message: `input ${i.path} changed after it was hashed; run again` });
+    }
+    files.push({ path: i.path, entry });
+  }
+  const upstream = [];
+  for (const u of node.upstream) {
+    const sel = selectedOutputs(node, u, records.get(u.id)!);
+    if (!sel.ok) return sel;
+    upstream.push({ node: u.id, outputs: sel.value });
+  }
+  try {
+    return await node.kind.execute({
+      node,
+      config: ctx.config,
+      workDir,
+      files,
+      upstream,
+      artifacts: store.cas,
+      logFile,
+      hostEnv: options.hostEnv ?? process.env,
+      signal: options.signal ?? new AbortController().signal,
+    });
+  } catch (e) {
+    if (e instanceof CorruptBlobError) {
+      store.cas.remove(e.digest);
+      return err({ reason: 'store-error', message: `${e.message}; it was dropped: run again to rebuild it` });
+    }
+    throw e;
+  }
+}
+

@@ -1,0 +1,74 @@
+import { existsSync } from 'node:fs';
+import { isAbsolute, join, normalize } from 'node:path';
+import { globSync, isDynamicPattern } from 'tinyglobby';
+import type { Sha256 } from './digest.js';
+import type { Diagnostic } from './diagnostic.js';
+import { err, errorMessage, ok, type Result } from './result.js';
+import type { GraphNode } from './step-kind.js';
+import { Cas } from './store/cas.js';
+
+export interface ResolvedInput {
+  /** Relative to the project root, forward slashes. */
+  path: string;
+  abs: string;
+  type: 'file' | 'dir';
+  digest: Sha256;
+}
+
+/**
+ * Expands a node's declared file inputs and hashes them. Globs and digests are
+ * memoised for the life of the process: many nodes share the same inputs.
+ */
+export class InputResolver {
+  private readonly globs = new Map<string, string[]>();
+  private readonly digests = new Map<string, { type: 'file' | 'dir'; digest: Sha256 }>();
+
+  constructor(private readonly rootDir: string) {}
+
+  resolve(node: GraphNode): Result<ResolvedInput[], Diagnostic> {
+    const out = new Map<string, ResolvedInput>();
+    for (const spec of node.kind.fileInputs(node)) {
+      const where = { field: `steps.${node.step.name}.${spec.field.join('.')}`, location: node.step.source.locate([...node.step.path, ...spec.field]) };
+      const pattern = spec.pattern;
+      if (isAbsolute(pattern) || normalize(pattern).split(/[\\/]/).includes('..')) {
+        return err({ ...where, message: `input "${pattern}" is outside the project; inputs are paths relative to the config file's directory` });
+      }
+      let paths = this.globs.get(pattern);
+      if (!paths) {
+        paths = isDynamicPattern(pattern)
+          ? globSync(pattern, { cwd: this.rootDir, onlyFiles: true, dot: true }).sort()
+          : existsSync(join(this.rootDir, pattern))
+            ? [normalize(pattern).replaceAll('\\', '/').replace(/\/$/, '')]
+            : [];
+        this.globs.set(pattern, paths);
+      }
+      if (paths.length === 0) {
+        return err({ ...where, message: `node ${node.id}: input "${pattern}" ${isDynamicPattern(pattern) ? 'matches no file' : 'does not exist'}`, hint: 'create it, or fix the path (relative to the config file)' });
+      }
+      for (const path of paths) {
+        if (out.has(path)) continue;
+        const abs = join(this.rootDir, path);
+        let d = this.digests.get(abs);
+        if (!d) {
+          try {
+            d = Cas.hashPath(abs);
+          } catch (e) {
+            return err({ ...where, message: `cannot read input ${path}: ${errorMessage(e)}` });
+          }
+          this.digests.set(abs, d);
+        }
+        out.set(path, { path, abs, ...d });
+      }
+    }
+    return ok([...out.values()]);
+  }
+
+  /** Hashes an input again, bypassing the memo: did it change while the node ran? */
+  static rehash(input: ResolvedInput): Sha256 | undefined {
+    try {
+      return Cas.hashPath(input.abs).digest;
+    } catch {
+      return undefined;
+    }
+  }
+}

@@ -1,0 +1,100 @@
+import { Listr, type ListrTaskWrapper } from 'listr2';
+import type { EngineEvent, Reporter } from '../events.js';
+import { PlainReporter, summaryLine, type Writer } from './plain.js';
+
+interface StepProgress {
+  total: number;
+  cached: number;
+  done: number;
+  failed: number;
+  skipped: number;
+  running: number;
+  task?: ListrTaskWrapper<unknown, never, never>;
+  finish?: () => void;
+  fail?: (e: Error) => void;
+}
+
+/** Interactive progress on a TTY: one listr2 task per step, updated as its nodes settle. */
+export class ListrReporter implements Reporter {
+  private readonly steps = new Map<string, StepProgress>();
+  private readonly nodeStep = (node: string) => node.split('/')[0]!;
+  private readonly after: string[] = [];
+  private listr?: Promise<unknown>;
+  private readonly plain: PlainReporter;
+
+  constructor(private readonly out: Writer) {
+    this.plain = new PlainReporter({ write: (t: string) => this.after.push(t) }, { color: !process.env['NO_COLOR'] });
+  }
+
+  private title(name: string, p: StepProgress): string {
+    const settled = p.cached + p.done + p.failed + p.skipped;
+    const parts = [`${settled}/${p.total}`];
+    if (p.cached) parts.push(`${p.cached} cached`);
+    if (p.done) parts.push(`${p.done} ran`);
+    if (p.running) parts.push(`${p.running} running`);
+    if (p.failed) parts.push(`${p.failed} failed`);
+    if (p.skipped) parts.push(`${p.skipped} skipped`);
+    return `${name}  ${parts.join(', ')}`;
+  }
+
+  private update(node: string, change: (p: StepProgress) => void): void {
+    const name = this.nodeStep(node);
+    const p = this.steps.get(name);
+    if (!p) return;
+    change(p);
+    if (p.task) p.task.title = this.title(name, p);
+    if (p.cached + p.done + p.failed + p.skipped === p.total) {
+      if (p.failed || p.skipped) p.fail?.(new Error(this.title(name, p)));
+      else p.finish?.();
+    }
+  }
+
+  event(e: EngineEvent): void {
+    switch (e.type) {
+      case 'start': {
+        for (const s of e.steps) this.steps.set(s.name, { total: s.nodes, cached: 0, done: 0, failed: 0, skipped: 0, running: 0 });
+        const tasks = [...this.steps].map(([name, p]) => ({
+          title: this.title(name, p),
+          task: (_: unknown, task: ListrTaskWrapper<unknown, never, never>) =>
+            new Promise<void>((resolve, reject) => {
+              p.task = task;
+              p.finish = resolve;
+              p.fail = reject;
+              if (p.total === 0) resolve();
+            }),
+        }));
+        this.listr = new Listr(tasks as never, { concurrent: true, exitOnError: false, rendererOptions: { collapseErrors: false } }).run().catch(() => undefined);
+        return;
+      }
+      case 'cached':
+        return this.update(e.node, (p) => p.cached++);
+      case 'running':
+        return this.update(e.node, (p) => p.running++);
+      case 'done':
+        return this.update(e.node, (p) => {
+          p.running--;
+          p.done++;
+        });
+      case 'failed':
+        this.plain.event(e);
+        return this.update(e.node, (p) => {
+          if (p.running > 0) p.running--;
+          p.failed++;
+        });
+      case 'skipped':
+        return this.update(e.node, (p) => p.skipped++);
+      case 'waiting':
+      case 'warning':
+        this.plain.event(e);
+        return;
+      case 'end':
+        this.after.push(summaryLine(e.summary) + '\n');
+        return;
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.listr;
+    for (const line of this.after) this.out.write(line);
+  }
+}

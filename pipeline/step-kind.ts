@@ -1,0 +1,82 @@
+import type { Json } from './canonical-json.js';
+import type { BenchConfig, StepConfig } from './config/load.js';
+import type { FieldPath } from './config/yaml-source.js';
+import type { Diagnostic } from './diagnostic.js';
+import type { Result } from './result.js';
+import type { OutputManifest } from './store/action-cache.js';
+import type { Cas, OutputEntry } from './store/cas.js';
+
+/** The host environment; a step reads only what it declares. */
+export type HostEnv = Readonly<Record<string, string | undefined>>;
+
+/** One expanded instance of a step: e.g. `run/task-7/treatment/2`. */
+export interface GraphNode {
+  id: string;
+  step: StepConfig;
+  kind: StepKind;
+  matrix: Readonly<Record<string, string>>;
+  upstream: GraphNode[];
+  downstream: GraphNode[];
+}
+
+/** A file input the step declares: a path, directory or glob relative to the config file. */
+export interface FileInputSpec {
+  pattern: string;
+  /** Where it was written, for errors. */
+  field: FieldPath;
+}
+
+export interface StagedFile {
+  /** Relative, forward slashes. */
+  path: string;
+  entry: OutputEntry;
+}
+
+export interface UpstreamOutputs {
+  node: string;
+  outputs: OutputManifest;
+}
+
+/** Everything a step may touch while it executes. It knows nothing of scheduling or the store's layout. */
+export interface ExecutionContext {
+  node: GraphNode;
+  config: BenchConfig;
+  /** A fresh, empty directory that belongs to this execution only; removed afterwards. */
+  workDir: string;
+  /** The node's file inputs, exactly the bytes that were hashed into its key. */
+  files: StagedFile[];
+  /** The outputs of the upstream nodes, selected as the step asked. */
+  upstream: UpstreamOutputs[];
+  /** Writes stored outputs into the work directory (verifying each blob) and stores new ones. */
+  artifacts: Pick<Cas, 'materialize' | 'putPath'>;
+  /** The node's log file: the step writes what a person needs to see when it fails. */
+  logFile: string;
+  hostEnv: HostEnv;
+  signal: AbortSignal;
+}
+
+/** Why a node failed; `message` is what the user reads. */
+export interface StepFailure {
+  reason: 'exit-non-zero' | 'timeout' | 'missing-output' | 'spawn-error' | 'killed' | 'input-changed' | 'store-error' | 'internal';
+  message: string;
+}
+
+/** A step kind: a pure description of inputs -> key -> outputs. Registered by name. */
+export interface StepKind {
+  name: string;
+  /** Bumped whenever the kind's behaviour changes; part of every key. */
+  version: number;
+  /** Checks that need the whole DAG (e.g. an input read from a step that is not in needs). */
+  check?(step: StepConfig, steps: ReadonlyMap<string, StepConfig>): Diagnostic[];
+  /** The slice of the step's config that decides its result, for this node. */
+  keyConfig(node: GraphNode, hostEnv: HostEnv): Json;
+  /** Declared file inputs for this node. */
+  fileInputs(node: GraphNode): FileInputSpec[];
+  /** Which outputs of an upstream node this node reads; undefined means all of them. */
+  selectUpstream?(node: GraphNode, upstream: GraphNode): string[] | undefined;
+  execute(ctx: ExecutionContext): Promise<Result<OutputManifest, StepFailure>>;
+  /** Words for a changed field of keyConfig (path below `config`), e.g. "cmd". */
+  describeConfigField?(path: readonly string[]): string | undefined;
+}
+
+export type StepKindRegistry = ReadonlyMap<string, StepKind>;

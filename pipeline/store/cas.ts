@@ -1,0 +1,239 @@
+import {
+  chmodSync,
+  closeSync,
+  copyFileSync,
+  existsSync,
+  fsyncSync,
+  lstatSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  renameSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeSync,
+  mkdirSync,
+} from 'node:fs';
+import { join } from 'node:path';
+import { canonicalJson } from '../canonical-json.js';
+import { sha256, type Sha256 } from '../digest.js';
+import { ensureDir, tempPath } from './atomic-fs.js';
+
+/** A stored output: a file blob or a directory stored as a Merkle tree. */
+export type OutputEntry =
+  | { type: 'file'; digest: Sha256; size: number; executable: boolean }
+  | { type: 'dir'; digest: Sha256; size: number };
+
+export type TreeEntry =
+  | { name: string; type: 'file'; digest: Sha256; size: number; executable: boolean }
+  | { name: string; type: 'dir'; digest: Sha256; size: number }
+  | { name: string; type: 'symlink'; target: string };
+
+export interface Tree {
+  entries: TreeEntry[];
+}
+
+/** Evidence that a blob was checked: its size and mtime; a changed stamp means re-hash before trusting it. */
+export type Stamp = string;
+
+export class CorruptBlobError extends Error {
+  constructor(readonly digest: Sha256, detail: string) {
+    super(`stored blob ${digest.slice(0, 12)} is corrupt (${detail})`);
+  }
+}
+
+/** Content-addressed blobs: files and tree objects, by SHA-256, written once and read-only. */
+export class Cas {
+  constructor(
+    private readonly dir: string,
+    private readonly tmpDir: string,
+  ) {}
+
+  pathOf(digest: Sha256): string {
+    return join(this.dir, digest.slice(0, 2), digest);
+  }
+
+  has(digest: Sha256): boolean {
+    return existsSync(this.pathOf(digest));
+  }
+
+  stamp(digest: Sha256): Stamp | undefined {
+    try {
+      const st = statSync(this.pathOf(digest), { bigint: true });
+      return `${st.size}:${st.mtimeNs}`;
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** Cheap check: the blob is there with the stamp it had when verified; otherwise re-hash it. */
+  isIntact(digest: Sha256, stamp: Stamp | undefined): boolean {
+    const now = this.stamp(digest);
+    if (now === undefined) return false;
+    if (stamp !== undefined && now === stamp) return true;
+    return this.hashOnDisk(digest) === digest;
+  }
+
+  private hashOnDisk(digest: Sha256): Sha256 | undefined {
+    try {
+      return sha256(readFileSync(this.pathOf(digest)));
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** Reads a blob and re-verifies its digest. */
+  read(digest: Sha256): Buffer {
+    let bytes: Buffer;
+    try {
+      bytes = readFileSync(this.pathOf(digest));
+    } catch (e) {
+      throw new CorruptBlobError(digest, 'missing');
+    }
+    if (sha256(bytes) !== digest) throw new CorruptBlobError(digest, 'content does not match its digest');
+    return bytes;
+  }
+
+  remove(digest: Sha256): void {
+    rmSync(this.pathOf(digest), { force: true });
+  }
+
+  /** Stores bytes; a blob already present is re-verified and replaced if it was corrupt. */
+  putBytes(bytes: Uint8Array): Sha256 {
+    const digest = sha256(bytes);
+    if (this.has(digest) && this.hashOnDisk(digest) === digest) return digest;
+    const tmp = tempPath(this.tmpDir, 'blob');
+    const fd = openSync(tmp, 'w', 0o444);
+    try {
+      writeSync(fd, bytes);
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+    this.publish(tmp, digest);
+    return digest;
+  }
+
+  /** Stores a file by copying it first, so the digest is of exactly the bytes stored. */
+  putFile(path: string): { digest: Sha256; size: number } {
+    const tmp = tempPath(this.tmpDir, 'blob');
+    copyFileSync(path, tmp);
+    const bytes = readFileSync(tmp);
+    const digest = sha256(bytes);
+    if (this.has(digest) && this.hashOnDisk(digest) === digest) {
+      rmSync(tmp, { force: true });
+    } else {
+      chmodSync(tmp, 0o444);
+      this.publish(tmp, digest);
+    }
+    return { digest, size: bytes.length };
+  }
+
+  private publish(tmp: string, digest: Sha256): void {
+    ensureDir(join(this.dir, digest.slice(0, 2)));
+    renameSync(tmp, this.pathOf(digest));
+  }
+
+  /** Stores a file or directory (recursively, as a Merkle tree). */
+  putPath(path: string): OutputEntry {
+    const st = lstatSync(path);
+    if (st.isDirectory()) {
+      const { digest, size } = this.putDir(path);
+      return { type: 'dir', digest, size };
+    }
+    const { digest, size } = this.putFile(path);
+    return { type: 'file', digest, size, executable: (st.mode & 0o111) !== 0 };
+  }
+
+  private putDir(dir: string): { digest: Sha256; size: number } {
+    return walkTree(dir, (p) => this.putFile(p), (bytes) => this.putBytes(bytes));
+  }
+
+  readTree(digest: Sha256): Tree {
+    return JSON.parse(this.read(digest).toString('utf8')) as Tree;
+  }
+
+  /** Every blob an output needs: the entry's own blob and, for a tree, all below it. */
+  closure(entry: { type: 'file' | 'dir'; digest: Sha256 }, into: Set<Sha256> = new Set()): Set<Sha256> {
+    into.add(entry.digest);
+    if (entry.type === 'dir') {
+      for (const e of this.readTree(entry.digest).entries) {
+        if (e.type !== 'symlink') this.closure(e, into);
+      }
+    }
+    return into;
+  }
+
+  /** Writes an output entry at `dest` (verifying every blob it reads). */
+  materialize(entry: { type: 'file' | 'dir'; digest: Sha256; executable?: boolean }, dest: string): void {
+    if (entry.type === 'file') {
+      const bytes = this.read(entry.digest);
+      const fd = openSync(dest, 'w', entry.executable ? 0o755 : 0o644);
+      try {
+        writeSync(fd, bytes);
+      } finally {
+        closeSync(fd);
+      }
+      return;
+    }
+    mkdirSync(dest, { recursive: true });
+    for (const e of this.readTree(entry.digest).entries) {
+      const p = join(dest, e.name);
+      if (e.type === 'symlink') symlinkSync(e.target, p);
+      else this.materialize(e, p);
+    }
+  }
+
+  /** Digest of a file or directory without storing it (inputs are hashed before a node runs). */
+  static hashPath(path: string): { type: 'file' | 'dir'; digest: Sha256 } {
+    if (!statSync(path).isDirectory()) return { type: 'file', digest: sha256(readFileSync(path)) };
+    const hashFile = (p: string) => {
+      const bytes = readFileSync(p);
+      return { digest: sha256(bytes), size: bytes.length };
+    };
+    return { type: 'dir', digest: walkTree(path, hashFile, (bytes) => sha256(bytes)).digest };
+  }
+
+  /** All blob digests present, with sizes (for gc). */
+  *list(): Generator<{ digest: Sha256; size: number; path: string }> {
+    if (!existsSync(this.dir)) return;
+    for (const shard of readdirSync(this.dir)) {
+      for (const name of readdirSync(join(this.dir, shard))) {
+        const path = join(this.dir, shard, name);
+        try {
+          yield { digest: name as Sha256, size: statSync(path).size, path };
+        } catch {
+          // removed meanwhile
+        }
+      }
+    }
+  }
+}
+
+/** Builds the Merkle tree of a directory; `onFile` and `onTree` decide whether blobs are stored or only hashed. */
+function walkTree(
+  dir: string,
+  onFile: (path: string) => { digest: Sha256; size: number },
+  onTree: (bytes: Buffer) => Sha256,
+): { digest: Sha256; size: number } {
+  const entries: TreeEntry[] = [];
+  let size = 0;
+  for (const name of readdirSync(dir).sort()) {
+    const p = join(dir, name);
+    const st = lstatSync(p);
+    if (st.isSymbolicLink()) {
+      entries.push({ name, type: 'symlink', target: readlinkSync(p) });
+    } else if (st.isDirectory()) {
+      const sub = walkTree(p, onFile, onTree);
+      entries.push({ name, type: 'dir', digest: sub.digest, size: sub.size });
+      size += sub.size;
+    } else if (st.isFile()) {
+      const f = onFile(p);
+      entries.push({ name, type: 'file', digest: f.digest, size: f.size, executable: (st.mode & 0o111) !== 0 });
+      size += f.size;
+    }
+  }
+  return { digest: onTree(Buffer.from(canonicalJson({ entries }))), size };
+}

@@ -1,0 +1,82 @@
+import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import type { CacheKey } from '../digest.js';
+import { ActionCache, NodeIndex } from './action-cache.js';
+import { ensureDir, writeFileAtomic } from './atomic-fs.js';
+import { Cas } from './cas.js';
+import { LockDir } from './lock.js';
+
+export const STORE_LAYOUT_VERSION = 1;
+
+/**
+ * The store directory:
+ *   cas/     blobs by SHA-256 (files and tree objects), read-only
+ *   ac/      action records: node key -> output manifest
+ *   nodes/   per node id: latest executed key, last failure
+ *   locks/   per-key locks between concurrent runs
+ *   access/  which keys each run used (for least-recently-used gc)
+ *   tmp/     temp files and work directories (named by owner pid)
+ */
+export class Store {
+  readonly cas: Cas;
+  readonly actions: ActionCache;
+  readonly nodes: NodeIndex;
+  readonly locks: LockDir;
+  readonly tmpDir: string;
+
+  constructor(readonly dir: string) {
+    this.tmpDir = join(dir, 'tmp');
+    this.cas = new Cas(join(dir, 'cas'), this.tmpDir);
+    this.actions = new ActionCache(join(dir, 'ac'), this.tmpDir);
+    this.nodes = new NodeIndex(join(dir, 'nodes'), this.tmpDir);
+    this.locks = new LockDir(join(dir, 'locks'));
+  }
+
+  exists(): boolean {
+    return existsSync(this.dir);
+  }
+
+  init(): void {
+    ensureDir(this.dir);
+    const marker = join(this.dir, 'STORE');
+    if (!existsSync(marker)) writeFileAtomic(marker, JSON.stringify({ pairbench_store: STORE_LAYOUT_VERSION }) + '\n', this.tmpDir);
+  }
+
+  /** Records that a run used these keys (one file per run; gc merges them). */
+  recordAccess(keys: Iterable<CacheKey>, at = new Date()): void {
+    const list = [...keys];
+    if (!list.length) return;
+    const file = join(this.dir, 'access', `${at.getTime()}-${process.pid}.json`);
+    writeFileAtomic(file, JSON.stringify({ at: at.toISOString(), keys: list }) + '\n', this.tmpDir);
+  }
+
+  /** Last use of each key according to the access logs. */
+  lastAccess(): Map<string, number> {
+    const dir = join(this.dir, 'access');
+    const last = new Map<string, number>();
+    if (!existsSync(dir)) return last;
+    for (const name of readdirSync(dir).sort()) {
+      try {
+        const { at, keys } = JSON.parse(readFileSync(join(dir, name), 'utf8')) as { at: string; keys: string[] };
+        const t = Date.parse(at);
+        for (const k of keys) last.set(k, Math.max(t, last.get(k) ?? 0));
+      } catch {
+        rmSync(join(dir, name), { force: true });
+      }
+    }
+    return last;
+  }
+
+  /** Replaces all access logs with one (keeps gc's reading cheap as runs accumulate). */
+  compactAccess(last: Map<string, number>): void {
+    const dir = join(this.dir, 'access');
+    if (!existsSync(dir)) return;
+    const old = readdirSync(dir);
+    const byTime = new Map<number, string[]>();
+    for (const [k, t] of last) byTime.set(t, [...(byTime.get(t) ?? []), k]);
+    for (const [t, keys] of byTime) {
+      writeFileAtomic(join(dir, `${t}-compacted-${process.pid}.json`), JSON.stringify({ at: new Date(t).toISOString(), keys }) + '\n', this.tmpDir);
+    }
+    for (const name of old) if (!name.includes(`-compacted-${process.pid}`)) rmSync(join(dir, name), { force: true });
+  }
+}
