@@ -41,7 +41,7 @@ export function diagnosticToJson(d: Diagnostic): Record<string, unknown> {
 /** Closest candidate by edit distance, for "did you mean" hints. */
 export function closest(word: string, candidates: readonly string[]): string | undefined {
   let best: string | undefined;
-  let bestDistance = Math.max(2, Math.floor(word.length / 3)) + 1;
+  let bestDistance = Math.floor(word.length / 3) + 1;
   for (const c of candidates) {
     const d = editDistance(word.toLowerCase(), c.toLowerCase());
     if (d < bestDistance) {

@@ -3,6 +3,7 @@ import { isAbsolute, join, normalize } from 'node:path';
 import { globSync, isDynamicPattern } from 'tinyglobby';
 import type { Sha256 } from './digest.js';
 import type { Diagnostic } from './diagnostic.js';
+import { fieldName } from './config/schema-validate.js';
 import { err, errorMessage, ok, type Result } from './result.js';
 import type { GraphNode } from './step-kind.js';
 import { Cas } from './store/cas.js';
@@ -28,7 +29,7 @@ export class InputResolver {
   resolve(node: GraphNode): Result<ResolvedInput[], Diagnostic> {
     const out = new Map<string, ResolvedInput>();
     for (const spec of node.kind.fileInputs(node)) {
-      const where = { field: `steps.${node.step.name}.${spec.field.join('.')}`, location: node.step.source.locate([...node.step.path, ...spec.field]) };
+      const where = { field: fieldName([...node.step.path, ...spec.field]), location: node.step.source.locate([...node.step.path, ...spec.field]) };
       const pattern = spec.pattern;
       if (isAbsolute(pattern) || normalize(pattern).split(/[\\/]/).includes('..')) {
         return err({ ...where, message: `input "${pattern}" is outside the project; inputs are paths relative to the config file's directory` });

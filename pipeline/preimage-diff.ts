@@ -12,6 +12,21 @@ function show(v: unknown): string {
   return s.length > 60 ? s.slice(0, 57) + '...' : s;
 }
 
+/** Two long strings shown around where they differ: `...cp a b" -> ...cat a > b"`. */
+function showPair(a: unknown, b: unknown): [string, string] {
+  if (typeof a !== 'string' || typeof b !== 'string' || HEX64.test(a) || (a.length <= 60 && b.length <= 60)) return [show(a), show(b)];
+  let pre = 0;
+  while (pre < a.length && pre < b.length && a[pre] === b[pre]) pre++;
+  let suf = 0;
+  while (suf < a.length - pre && suf < b.length - pre && a[a.length - 1 - suf] === b[b.length - 1 - suf]) suf++;
+  const cut = (x: string) => {
+    const start = Math.max(0, pre - 12);
+    const end = Math.min(x.length, x.length - suf + 12);
+    return (start > 0 ? '...' : '') + JSON.stringify(x.slice(start, end)) + (end < x.length ? '...' : '');
+  };
+  return [cut(a), cut(b)];
+}
+
 function flatten(v: unknown, prefix: string[], out: Map<string, { path: string[]; value: unknown }>): void {
   if (v !== null && typeof v === 'object' && !Array.isArray(v) && Object.keys(v).length > 0) {
     for (const [k, x] of Object.entries(v)) flatten(x, [...prefix, k], out);
@@ -51,7 +66,8 @@ export function describePreimageDiff(before: KeyPreimage, after: KeyPreimage, ki
     if (a && b && canonicalJson(a.value) === canonicalJson(b.value)) continue;
     const path = (a ?? b)!.path;
     const name = kind?.describeConfigField?.(path) ?? (path.join('.') || 'config');
-    lines.push(`${name}: ${show(a?.value)} -> ${show(b?.value)}`);
+    const [was, now] = showPair(a?.value, b?.value);
+    lines.push(`${name}: ${was} -> ${now}`);
   }
   return lines.length ? lines : ['key pre-image changed (no field differs: the record predates this format)'];
 }

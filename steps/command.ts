@@ -155,22 +155,32 @@ export const commandStep: StepKind = {
       stdout: { file: ctx.logFile, append: true },
       stderr: { file: ctx.logFile, append: true },
       reject: false,
-      detached: true, // own process group, so a timeout or interrupt kills everything it started
-      cancelSignal: ctx.signal,
-      timeout: s.timeout ? s.timeout * 1000 : 0,
-      forceKillAfterDelay: 2000,
+      detached: true, // its own process group: a timeout or an interrupt kills everything it started
     });
-    const pid = child.pid;
-    const result = await child;
-    if (pid) {
+    // Kill the whole group: a grandchild holding the log open would otherwise keep us waiting.
+    const killGroup = (signal: NodeJS.Signals) => {
       try {
-        process.kill(-pid, 'SIGKILL');
+        if (child.pid) process.kill(-child.pid, signal);
       } catch {
-        // group already gone
+        // already gone
       }
-    }
-    if (result.timedOut) return err({ reason: 'timeout', message: `command timed out after ${s.timeout} s` });
-    if (result.isCanceled) return err({ reason: 'killed', message: 'command was interrupted' });
+    };
+    let stopped: 'timeout' | 'interrupted' | undefined;
+    const stop = (why: 'timeout' | 'interrupted') => {
+      stopped ??= why;
+      killGroup('SIGTERM');
+      setTimeout(() => killGroup('SIGKILL'), 2000).unref();
+    };
+    const timer = s.timeout ? setTimeout(() => stop('timeout'), s.timeout * 1000) : undefined;
+    const onAbort = () => stop('interrupted');
+    ctx.signal.addEventListener('abort', onAbort);
+    const result = await child.finally(() => {
+      clearTimeout(timer);
+      ctx.signal.removeEventListener('abort', onAbort);
+    });
+    killGroup('SIGKILL'); // stragglers left in the background
+    if (stopped === 'timeout') return err({ reason: 'timeout', message: `command timed out after ${s.timeout} s` });
+    if (stopped === 'interrupted') return err({ reason: 'killed', message: 'command was interrupted' });
     if (result.failed && result.exitCode === undefined) {
       return err({ reason: 'spawn-error', message: `command could not start: ${result.shortMessage}` });
     }

@@ -15,7 +15,7 @@ function validatorFor(name: SchemaName): ValidateFunction {
   let v = compiled.get(name);
   if (v) return v;
   if (!ajv) {
-    ajv = new Ajv({ allErrors: true, strict: true, allowUnionTypes: true });
+    ajv = new Ajv({ allErrors: true, strict: true, allowUnionTypes: true, verbose: true });
     for (const f of SCHEMA_FILES) ajv.addSchema(JSON.parse(readFileSync(join(packageRoot(), 'schemas', f), 'utf8')));
   }
   v = ajv.getSchema(`https://pairbench.dev/schemas/${name}`)!;
@@ -138,7 +138,7 @@ function toDiagnostic(e: ErrorObject, source: YamlSource): Diagnostic {
       return {
         field: fieldName(path),
         message: `missing required key "${String(p['missingProperty'])}"`,
-        location: source.locate(path),
+        location: source.locate(path, true),
       };
     case 'enum':
       return {
@@ -164,7 +164,7 @@ function toDiagnostic(e: ErrorObject, source: YamlSource): Diagnostic {
           location: source.locate([...path, e.propertyName], true),
         };
       }
-      return { field: fieldName(path), message: `got ${JSON.stringify(got)}; expected it to ${e.message ?? 'match the schema'}`, location: source.locate(path) };
+      return { field: fieldName(path), message: `got ${JSON.stringify(got)}; ${e.message ?? 'does not match the schema'}`, location: source.locate(path) };
     }
   }
 }

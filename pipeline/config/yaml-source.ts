@@ -20,16 +20,45 @@ export class YamlSource {
     const lineCounter = new LineCounter();
     const doc = parseDocument(text, { lineCounter, uniqueKeys: true, prettyErrors: false });
     const source = new YamlSource(displayPath, text, doc, lineCounter);
-    const diagnostics = doc.errors.map((e) => ({
-      message: `invalid YAML: ${e.message.split('\n')[0]}`,
-      location: source.at(e.pos[0], Math.max(1, e.pos[1] - e.pos[0])),
-      hint: 'fix the YAML syntax at this position',
-    }));
+    const diagnostics = doc.errors.map((e): Diagnostic => {
+      const field = source.fieldAt(e.pos[0]);
+      return {
+        ...(field.length ? { field: field.map((s, i) => (typeof s === 'number' ? `[${s}]` : i ? `.${s}` : s)).join('') } : {}),
+        message: `invalid YAML: ${e.message.split('\n')[0]}`,
+        location: source.at(e.pos[0], Math.max(1, e.pos[1] - e.pos[0])),
+        hint: e.code === 'DUPLICATE_KEY' ? 'each key may appear once in a mapping' : 'fix the YAML syntax at this position',
+      };
+    });
     return { source, diagnostics };
   }
 
   toJS(): unknown {
     return this.doc.toJS({ maxAliasCount: 1000 });
+  }
+
+  /** The path of the deepest field whose source span holds `offset` (for syntax errors). */
+  fieldAt(offset: number): (string | number)[] {
+    const path: (string | number)[] = [];
+    let node: unknown = this.doc.contents;
+    for (;;) {
+      if (isMap(node)) {
+        const pair = node.items.find((p) => {
+          const start = isNode(p.key) ? p.key.range?.[0] : undefined;
+          const end = (isNode(p.value) ? p.value.range?.[2] : undefined) ?? (isNode(p.key) ? p.key.range?.[2] : undefined);
+          return start !== undefined && end !== undefined && start <= offset && offset <= end;
+        });
+        if (!pair) return path;
+        path.push(isScalar(pair.key) ? String(pair.key.value) : String(pair.key));
+        node = pair.value;
+      } else if (isSeq(node)) {
+        const i = node.items.findIndex((n) => isNode(n) && n.range && n.range[0] <= offset && offset <= n.range[2]);
+        if (i < 0) return path;
+        path.push(i);
+        node = node.items[i];
+      } else {
+        return path;
+      }
+    }
   }
 
   /** Location of the value at `path`, or of its key when `key` is set; the nearest existing ancestor otherwise. */
@@ -63,7 +92,7 @@ export class YamlSource {
     return this.at(start, Math.max(1, valueEnd - start));
   }
 
-  private at(offset: number, length: number): SourceLocation {
+  at(offset: number, length: number): SourceLocation {
     const { line, col } = this.lineCounter.linePos(offset);
     const lineText = this.lines[line - 1] ?? '';
     return { file: this.displayPath, line, column: col, length: Math.min(length, Math.max(1, lineText.length - col + 1)), lineText };
