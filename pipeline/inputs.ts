@@ -29,10 +29,11 @@ export class InputResolver {
   resolve(node: GraphNode): Result<ResolvedInput[], Diagnostic> {
     const out = new Map<string, ResolvedInput>();
     for (const spec of node.kind.fileInputs(node)) {
-      const where = { field: fieldName([...node.step.path, ...spec.field]), location: node.step.source.locate([...node.step.path, ...spec.field]) };
+      // Built only on error: locating a field walks the YAML tree.
+      const where = () => ({ field: fieldName([...node.step.path, ...spec.field]), location: node.step.source.locate([...node.step.path, ...spec.field]) });
       const pattern = spec.pattern;
       if (isAbsolute(pattern) || normalize(pattern).split(/[\\/]/).includes('..')) {
-        return err({ ...where, message: `input "${pattern}" is outside the project; inputs are paths relative to the config file's directory` });
+        return err({ ...where(), message: `input "${pattern}" is outside the project; inputs are paths relative to the config file's directory` });
       }
       let paths = this.globs.get(pattern);
       if (!paths) {
@@ -44,7 +45,7 @@ export class InputResolver {
         this.globs.set(pattern, paths);
       }
       if (paths.length === 0) {
-        return err({ ...where, message: `node ${node.id}: input "${pattern}" ${isDynamicPattern(pattern) ? 'matches no file' : 'does not exist'}`, hint: 'create it, or fix the path (relative to the config file)' });
+        return err({ ...where(), message: `node ${node.id}: input "${pattern}" ${isDynamicPattern(pattern) ? 'matches no file' : 'does not exist'}`, hint: 'create it, or fix the path (relative to the config file)' });
       }
       for (const path of paths) {
         if (out.has(path)) continue;
@@ -54,7 +55,7 @@ export class InputResolver {
           try {
             d = Cas.hashPath(abs);
           } catch (e) {
-            return err({ ...where, message: `cannot read input ${path}: ${errorMessage(e)}` });
+            return err({ ...where(), message: `cannot read input ${path}: ${errorMessage(e)}` });
           }
           this.digests.set(abs, d);
         }

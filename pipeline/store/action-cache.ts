@@ -1,4 +1,4 @@
-import { existsSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readdirSync, readFileSync, readSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { canonicalJson } from '../canonical-json.js';
 import { cacheKeyOf, digestOfJson, sha256, type CacheKey, type Sha256 } from '../digest.js';
@@ -33,6 +33,25 @@ export type RecordLookup =
   | { status: 'miss' }
   | { status: 'corrupt'; reason: string };
 
+const scratch = Buffer.allocUnsafe(64 * 1024);
+
+/** Reads a file that is usually small with one open/read/close (the no-op hot path reads thousands). */
+function readSmallFile(path: string): string | undefined {
+  let fd: number;
+  try {
+    fd = openSync(path, 'r');
+  } catch {
+    return undefined;
+  }
+  try {
+    const n = readSync(fd, scratch, 0, scratch.length, 0);
+    if (n < scratch.length) return scratch.toString('utf8', 0, n);
+  } finally {
+    closeSync(fd);
+  }
+  return readFileSync(path, 'utf8');
+}
+
 export function outputsDigest(outputs: OutputManifest): Sha256 {
   return digestOfJson(outputs);
 }
@@ -50,12 +69,8 @@ export class ActionCache {
 
   /** Reads and re-verifies a record: its pre-image must hash to its key, its outputs to their digest. */
   get(key: CacheKey): RecordLookup {
-    let text: string;
-    try {
-      text = readFileSync(this.pathOf(key), 'utf8');
-    } catch {
-      return { status: 'miss' };
-    }
+    const text = readSmallFile(this.pathOf(key));
+    if (text === undefined) return { status: 'miss' };
     let record: ActionRecord;
     try {
       record = JSON.parse(text) as ActionRecord;

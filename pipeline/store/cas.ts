@@ -60,21 +60,22 @@ export class Cas {
   }
 
   stamp(digest: Sha256): Stamp | undefined {
-    try {
-      const st = statSync(this.pathOf(digest), { bigint: true });
-      return `${st.size}:${st.mtimeNs}`;
-    } catch {
-      return undefined;
-    }
+    const st = statSync(this.pathOf(digest), { throwIfNoEntry: false });
+    return st ? `${st.size}:${st.mtimeMs}` : undefined;
   }
 
   /** Cheap check: the blob is there with the stamp it had when verified; otherwise re-hash it. */
   isIntact(digest: Sha256, stamp: Stamp | undefined): boolean {
+    // Many records share blobs: check each one once per process.
+    if (this.checked.has(digest)) return true;
     const now = this.stamp(digest);
     if (now === undefined) return false;
-    if (stamp !== undefined && now === stamp) return true;
-    return this.hashOnDisk(digest) === digest;
+    const intact = (stamp !== undefined && now === stamp) || this.hashOnDisk(digest) === digest;
+    if (intact) this.checked.add(digest);
+    return intact;
   }
+
+  private readonly checked = new Set<string>();
 
   private hashOnDisk(digest: Sha256): Sha256 | undefined {
     try {
@@ -97,6 +98,7 @@ export class Cas {
   }
 
   remove(digest: Sha256): void {
+    this.checked.delete(digest);
     rmSync(this.pathOf(digest), { force: true });
   }
 

@@ -7,6 +7,7 @@ import { Cas } from './cas.js';
 import { LockDir } from './lock.js';
 
 export const STORE_LAYOUT_VERSION = 1;
+const ACCESS_LOGS_BEFORE_COMPACTION = 32;
 
 /**
  * The store directory:
@@ -48,6 +49,8 @@ export class Store {
     if (!list.length) return;
     const file = join(this.dir, 'access', `${at.getTime()}-${process.pid}.json`);
     writeFileAtomic(file, JSON.stringify({ at: at.toISOString(), keys: list }) + '\n', this.tmpDir);
+    // Keep the log from growing with every run: merge it now and then.
+    if (readdirSync(join(this.dir, 'access')).length > ACCESS_LOGS_BEFORE_COMPACTION) this.compactAccess(this.lastAccess());
   }
 
   /** Last use of each key according to the access logs. */
