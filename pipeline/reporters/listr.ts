@@ -43,10 +43,13 @@ export class ListrReporter implements Reporter {
     if (!p) return;
     change(p);
     if (p.task) p.task.title = this.title(name, p);
-    if (p.cached + p.done + p.failed + p.skipped === p.total) {
-      if (p.failed || p.skipped) p.fail?.(new Error(this.title(name, p)));
-      else p.finish?.();
-    }
+    this.settleIfDone(name, p);
+  }
+
+  private settleIfDone(name: string, p: StepProgress): void {
+    if (p.cached + p.done + p.failed + p.skipped < p.total) return;
+    if (p.failed || p.skipped) p.fail?.(new Error(this.title(name, p)));
+    else p.finish?.();
   }
 
   event(e: EngineEvent): void {
@@ -60,7 +63,9 @@ export class ListrReporter implements Reporter {
               p.task = task;
               p.finish = resolve;
               p.fail = reject;
-              if (p.total === 0) resolve();
+              // The step may have settled before listr started this task.
+              task.title = this.title(name, p);
+              this.settleIfDone(name, p);
             }),
         }));
         this.listr = new Listr(tasks as never, { concurrent: true, exitOnError: false, rendererOptions: { collapseErrors: false } }).run().catch(() => undefined);
