@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
 import { dirname, isAbsolute, join, normalize } from 'node:path';
 import { execa } from 'execa';
 import type { Json } from '../pipeline/canonical-json.js';
@@ -147,13 +147,17 @@ export const commandStep: StepKind = {
     for (const [k, v] of Object.entries(s.env ?? {})) env[k] = String(v);
 
     const cmd = interpolate(s.cmd, ctx.node.matrix);
+    // The log is the child's own stdout/stderr (a file descriptor, not a pipe), so a
+    // background process left holding it does not keep the node waiting after exit.
+    // execa's types only list the small fd literals; at run time any fd works.
+    const logFd = openSync(ctx.logFile, 'a') as 3;
     const child = execa('/bin/sh', ['-c', cmd], {
       cwd: ws,
       env,
       extendEnv: false,
       stdin: 'ignore',
-      stdout: { file: ctx.logFile, append: true },
-      stderr: { file: ctx.logFile, append: true },
+      stdout: logFd,
+      stderr: logFd,
       reject: false,
       detached: true, // its own process group: a timeout or an interrupt kills everything it started
     });
@@ -175,10 +179,11 @@ export const commandStep: StepKind = {
     const onAbort = () => stop('interrupted');
     ctx.signal.addEventListener('abort', onAbort);
     const result = await child.finally(() => {
+      closeSync(logFd);
       clearTimeout(timer);
       ctx.signal.removeEventListener('abort', onAbort);
     });
-    killGroup('SIGKILL'); // stragglers left in the background
+    killGroup('SIGKILL'); // a node's processes end with it: stragglers left in the background are killed
     if (stopped === 'timeout') return err({ reason: 'timeout', message: `command timed out after ${s.timeout} s` });
     if (stopped === 'interrupted') return err({ reason: 'killed', message: 'command was interrupted' });
     if (result.failed && result.exitCode === undefined) {

@@ -132,6 +132,20 @@ describe('failures', () => {
     expect(r.stderr).toContain('FAILED  slow: command timed out after 0.5 s');
     expect(Date.now() - t).toBeLessThan(10_000);
   });
+
+  it('a process left in the background does not hold the node after the command exits', async () => {
+    rig.write('bench.config.yaml', `steps:
+  bg:
+    kind: command
+    cmd: (sleep 30; echo late > ${rig.dir}/late) & echo ok > o
+    outs: [o]
+`);
+    const t = Date.now();
+    expect((await rig.cli('run')).code).toBe(0);
+    expect(Date.now() - t).toBeLessThan(10_000);
+    await new Promise((r) => setTimeout(r, 200));
+    expect(rig.exists('late')).toBe(false);
+  });
 });
 
 describe('concurrency limits', () => {
