@@ -48,7 +48,7 @@ export interface ExecutionContext {
   /** The outputs of the upstream nodes, selected as the step asked. */
   upstream: UpstreamOutputs[];
   /** Writes stored outputs into the work directory (verifying each blob) and stores new ones. */
-  artifacts: Pick<Cas, 'materialize' | 'putPath'>;
+  artifacts: Pick<Cas, 'materialize' | 'putPath' | 'read'>;
   /** The node's log file: the step writes what a person needs to see when it fails. */
   logFile: string;
   hostEnv: HostEnv;
@@ -57,7 +57,7 @@ export interface ExecutionContext {
 
 /** Why a node failed; `message` is what the user reads. */
 export interface StepFailure {
-  reason: 'exit-non-zero' | 'timeout' | 'missing-output' | 'spawn-error' | 'killed' | 'input-changed' | 'store-error' | 'internal';
+  reason: 'exit-non-zero' | 'timeout' | 'missing-output' | 'spawn-error' | 'killed' | 'input-changed' | 'store-error' | 'infra' | 'internal';
   message: string;
 }
 

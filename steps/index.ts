@@ -1,5 +1,8 @@
 import type { StepKindRegistry } from '../pipeline/step-kind.js';
 import { commandStep } from './command.js';
+import { materializeStep } from './materialize.js';
+import { runStep } from './run.js';
+import { verifyStep } from './verify.js';
 
 /** Built-in step kinds by name. Adding one: a module here plus its schema in schemas/. */
-export const builtinStepKinds: StepKindRegistry = new Map([[commandStep.name, commandStep]]);
+export const builtinStepKinds: StepKindRegistry = new Map([commandStep, materializeStep, runStep, verifyStep].map((k) => [k.name, k]));

@@ -21,6 +21,8 @@ export interface StepConfig {
   spec: Record<string, unknown>;
   source: YamlSource;
   path: FieldPath;
+  /** Directory of the main config file: relative paths in any step are relative to it. */
+  rootDir: string;
 }
 
 export interface BenchConfig {
@@ -93,6 +95,7 @@ export function loadConfig(configPath: string, options: LoadOptions = {}): Resul
         spec,
         source: src,
         path: ['steps', name],
+        rootDir,
       };
       const earlier = seen.get(name);
       if (earlier) {

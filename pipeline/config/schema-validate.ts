@@ -5,7 +5,7 @@ import { closest, type Diagnostic } from '../diagnostic.js';
 import { packageRoot } from '../package-root.js';
 import type { FieldPath, YamlSource } from './yaml-source.js';
 
-const SCHEMA_FILES = ['bench.config.schema.json', 'steps.schema.json'] as const;
+const SCHEMA_FILES = ['bench.config.schema.json', 'steps.schema.json', 'task.schema.json'] as const;
 export type SchemaName = (typeof SCHEMA_FILES)[number];
 
 let ajv: Ajv | undefined;

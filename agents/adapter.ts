@@ -1,0 +1,83 @@
+import type { ExecResult, Mount } from '../sandboxes/sandbox.js';
+
+/** Everything an adapter may use to build one attempt's command. */
+export interface AttemptContext {
+  prompt: string;
+  /** Workspace path as the sandbox sees it. */
+  workdir: string;
+  model: string;
+  flags: string[];
+  limits: { turns: number; wallSeconds: number };
+  /** Base URL of the recording gateway as the sandbox sees it (absent for agents that need no model). */
+  gatewayUrl?: string;
+  /** The user's command, for the `command` adapter. */
+  command?: string;
+  /** A private, empty HOME outside the workspace (as the sandbox sees it). */
+  home: string;
+  /** False for the local backend: mounts are not possible, host paths are used as they are. */
+  sandboxed?: boolean;
+  /** Host files of the task's reference solution (the oracle only). */
+  solution?: { patch: string | null; script: string | null };
+}
+
+export interface AgentInvocation {
+  argv: string[];
+  env: Record<string, string>;
+  mounts: Mount[];
+}
+
+/** An ATIF-v1.7 trajectory (see notes/anchors.md). */
+export interface AtifTrajectory {
+  schema_version: 'ATIF-v1.7';
+  session_id: string;
+  trajectory_id: string;
+  agent: { name: string; version: string; model_name: string; tool_definitions?: unknown[]; extra?: Record<string, unknown> };
+  steps: AtifStep[];
+  notes?: string;
+  final_metrics?: { total_prompt_tokens?: number; total_completion_tokens?: number; total_cached_tokens?: number; total_cost_usd?: number | null; total_steps: number; extra?: Record<string, unknown> };
+}
+
+export interface AtifStep {
+  step_id: number;
+  timestamp?: string;
+  source: 'system' | 'user' | 'agent';
+  model_name?: string;
+  message: string;
+  reasoning_content?: string;
+  tool_calls?: { tool_call_id: string; function_name: string; arguments: unknown }[];
+  observation?: { results: { source_call_id: string; content: string }[] };
+  metrics?: { prompt_tokens?: number; completion_tokens?: number; cached_tokens?: number };
+}
+
+export interface ParsedRun {
+  turns: number;
+  toolCalls: number;
+  trajectory: AtifTrajectory;
+  /** The agent's own statement that it stopped at its turn cap. */
+  hitTurnCap: boolean;
+}
+
+/** An agent adapter: `{name, ...a few methods}` in a registry. */
+export interface AgentAdapter {
+  name: string;
+  /** Whether attempts need the model gateway. */
+  needsModel: boolean;
+  /** Version of the agent binary (recorded and part of the run key); memoised by the adapter. */
+  version(): string;
+  invocation(ctx: AttemptContext): AgentInvocation | null;
+  /** Work done on the host before the sandboxed command (the oracle applies a patch). */
+  beforeRun?(ctx: AttemptContext, hostWorkspace: string): Promise<void>;
+  parse(result: ExecResult, ctx: AttemptContext, version: string): ParsedRun;
+}
+
+export function minimalTrajectory(agent: string, version: string, model: string, prompt: string, notes: string): AtifTrajectory {
+  return {
+    schema_version: 'ATIF-v1.7',
+    session_id: 'none',
+    trajectory_id: 'none',
+    agent: { name: agent, version, model_name: model },
+    steps: [{ step_id: 1, source: 'user', message: prompt }],
+    notes,
+    final_metrics: { total_steps: 1 },
+  };
+}

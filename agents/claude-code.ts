@@ -1,0 +1,126 @@
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { execaSync } from 'execa';
+import { packageRoot } from '../pipeline/package-root.js';
+import type { AgentAdapter, AtifStep, AtifTrajectory, AttemptContext } from './adapter.js';
+
+/** The CLI installed as a dev dependency (a native binary inside the npm package). */
+export function claudeBinary(): string {
+  return join(packageRoot(), 'node_modules', '@anthropic-ai', 'claude-code', 'bin', 'claude.exe');
+}
+
+const MOUNT = '/run/agent/claude';
+let cachedVersion: string | undefined;
+
+interface StreamLine {
+  type: string;
+  subtype?: string;
+  session_id?: string;
+  tools?: string[];
+  model?: string;
+  message?: { content?: ContentBlock[]; usage?: Record<string, number>; model?: string };
+  num_turns?: number;
+  total_cost_usd?: number;
+  usage?: Record<string, number>;
+}
+type ContentBlock = { type: 'text'; text: string } | { type: 'tool_use'; id: string; name: string; input: unknown } | { type: 'tool_result'; tool_use_id: string; content: unknown };
+
+function parseLines(stdout: string): StreamLine[] {
+  const out: StreamLine[] = [];
+  for (const line of stdout.split('\n')) {
+    if (!line.trim().startsWith('{')) continue;
+    try {
+      out.push(JSON.parse(line) as StreamLine);
+    } catch {
+      // a partial line from a killed process
+    }
+  }
+  return out;
+}
+
+/** stream-json -> ATIF-v1.7: one agent step per assistant block, tool results as observations. */
+export function toAtif(lines: StreamLine[], ctx: AttemptContext, version: string): { trajectory: AtifTrajectory; turns: number; toolCalls: number; hitTurnCap: boolean } {
+  const init = lines.find((l) => l.type === 'system' && l.subtype === 'init');
+  const result = lines.find((l) => l.type === 'result');
+  const steps: AtifStep[] = [{ step_id: 1, source: 'user', message: ctx.prompt }];
+  const byCall = new Map<string, AtifStep>();
+  let toolCalls = 0;
+  for (const l of lines) {
+    const blocks = l.message?.content ?? [];
+    if (l.type === 'assistant') {
+      for (const b of blocks) {
+        const step: AtifStep = { step_id: steps.length + 1, source: 'agent', model_name: l.message?.model ?? ctx.model, message: '' };
+        if (b.type === 'text') step.message = b.text;
+        else if (b.type === 'tool_use') {
+          step.tool_calls = [{ tool_call_id: b.id, function_name: b.name, arguments: b.input }];
+          byCall.set(b.id, step);
+          toolCalls++;
+        } else continue;
+        steps.push(step);
+      }
+    } else if (l.type === 'user') {
+      for (const b of blocks) {
+        if (b.type !== 'tool_result') continue;
+        const step = byCall.get(b.tool_use_id);
+        if (!step) continue;
+        const content = typeof b.content === 'string' ? b.content : JSON.stringify(b.content);
+        step.observation = { results: [...(step.observation?.results ?? []), { source_call_id: b.tool_use_id, content }] };
+      }
+    }
+  }
+  const usage = result?.usage ?? {};
+  return {
+    turns: result?.num_turns ?? steps.filter((s) => s.source === 'agent').length,
+    toolCalls,
+    hitTurnCap: result?.subtype === 'error_max_turns',
+    trajectory: {
+      schema_version: 'ATIF-v1.7',
+      session_id: init?.session_id ?? result?.session_id ?? 'unknown',
+      trajectory_id: init?.session_id ?? 'unknown',
+      agent: { name: 'claude-code', version, model_name: init?.model ?? ctx.model, extra: { tools: init?.tools ?? [] } },
+      steps,
+      final_metrics: {
+        total_prompt_tokens: usage['input_tokens'] ?? 0,
+        total_completion_tokens: usage['output_tokens'] ?? 0,
+        total_cached_tokens: usage['cache_read_input_tokens'] ?? 0,
+        total_cost_usd: null, // the CLI's own price table is not evidence; cost comes from the gateway
+        total_steps: steps.length,
+        extra: { result_subtype: result?.subtype ?? null },
+      },
+    },
+  };
+}
+
+/** `claude-code`: the real Claude Code CLI, `claude -p ... --output-format stream-json`, pointed at the gateway. */
+export const claudeCodeAgent: AgentAdapter = {
+  name: 'claude-code',
+  needsModel: true,
+  version() {
+    if (cachedVersion === undefined) {
+      const r = execaSync(claudeBinary(), ['--version'], { reject: false, env: { HOME: '/nonexistent', PATH: process.env['PATH'] ?? '' }, extendEnv: false });
+      cachedVersion = r.exitCode === 0 ? String(r.stdout).trim().split(' ')[0]! : 'not-installed';
+    }
+    return cachedVersion;
+  },
+  invocation(ctx) {
+    const bin = claudeBinary();
+    if (!existsSync(bin)) throw new Error(`Claude Code is not installed at ${bin}; run npm ci`);
+    const sandboxed = ctx.sandboxed !== false;
+    const exe = sandboxed ? `${MOUNT}/claude.exe` : bin;
+    return {
+      argv: [exe, '-p', ctx.prompt, '--output-format', 'stream-json', '--verbose', '--max-turns', String(ctx.limits.turns), '--dangerously-skip-permissions', '--model', ctx.model, ...ctx.flags],
+      env: {
+        ANTHROPIC_BASE_URL: ctx.gatewayUrl ?? '',
+        ANTHROPIC_API_KEY: 'sk-pairbench-gateway', // the gateway holds any real credential; the agent never sees one
+        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+        DISABLE_AUTOUPDATER: '1',
+        DISABLE_TELEMETRY: '1',
+        DISABLE_ERROR_REPORTING: '1',
+        IS_SANDBOX: '1',
+        HOME: ctx.home,
+      },
+      mounts: sandboxed ? [{ host: dirname(bin), target: MOUNT, readOnly: true }] : [],
+    };
+  },
+  parse: (r, ctx, version) => toAtif(parseLines(r.stdout), ctx, version),
+};

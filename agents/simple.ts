@@ -1,0 +1,51 @@
+import { execa } from 'execa';
+import { minimalTrajectory, type AgentAdapter } from './adapter.js';
+
+/** `nop`: does nothing; the untouched tree must fail a discriminating verifier. */
+export const nopAgent: AgentAdapter = {
+  name: 'nop',
+  needsModel: false,
+  version: () => 'builtin-1',
+  invocation: () => ({ argv: ['true'], env: {}, mounts: [] }),
+  parse: (_r, ctx, version) => ({ turns: 0, toolCalls: 0, hitTurnCap: false, trajectory: minimalTrajectory('nop', version, 'none', ctx.prompt, 'nop agent: no action') }),
+};
+
+/** `oracle`: applies the task's reference solution (patch on the host side, or solve script in the sandbox). */
+export const oracleAgent: AgentAdapter = {
+  name: 'oracle',
+  needsModel: false,
+  version: () => 'builtin-1',
+  async beforeRun(ctx, hostWorkspace) {
+    if (!ctx.solution?.patch) return;
+    await execa('git', ['apply', '--whitespace=nowarn', ctx.solution.patch], { cwd: hostWorkspace });
+  },
+  invocation(ctx) {
+    if (ctx.solution?.script) {
+      if (ctx.sandboxed === false) return { argv: ['sh', ctx.solution.script], env: {}, mounts: [] };
+      return { argv: ['sh', '/run/oracle/solve.sh'], env: {}, mounts: [{ host: ctx.solution.script, target: '/run/oracle/solve.sh', readOnly: true }] };
+    }
+    if (!ctx.solution?.patch) throw new Error('the oracle agent needs the task to have a solution (patch or script)');
+    return { argv: ['true'], env: {}, mounts: [] };
+  },
+  parse: (_r, ctx, version) => ({ turns: 0, toolCalls: 0, hitTurnCap: false, trajectory: minimalTrajectory('oracle', version, 'none', ctx.prompt, 'oracle agent: applied the reference solution') }),
+};
+
+/** `command`: any shell command; the prompt and the gateway URL are in its environment. */
+export const commandAgent: AgentAdapter = {
+  name: 'command',
+  needsModel: true,
+  // A user's command has no version pairbench can read: its text (in the key) is its identity.
+  version: () => 'user-command',
+  invocation(ctx) {
+    if (!ctx.command) throw new Error('the command agent needs agent.command');
+    const env: Record<string, string> = { PAIRBENCH_PROMPT: ctx.prompt, PAIRBENCH_MODEL: ctx.model };
+    if (ctx.gatewayUrl) env['PAIRBENCH_MODEL_URL'] = ctx.gatewayUrl;
+    return { argv: ['sh', '-c', ctx.command], env, mounts: [] };
+  },
+  parse: (r, ctx, version) => ({
+    turns: 0,
+    toolCalls: 0,
+    hitTurnCap: false,
+    trajectory: minimalTrajectory('command', version, ctx.model, ctx.prompt, `command agent; exit ${r.exitCode}`),
+  }),
+};

@@ -1,0 +1,84 @@
+/**
+ * A scripted model server speaking just enough of the Anthropic Messages and OpenAI Responses
+ * APIs for the real agent CLIs to run end to end with no network and no keys.
+ */
+import { createServer, type IncomingHttpHeaders, type ServerResponse } from 'node:http';
+import { isObject } from './json.js';
+import { anthropicEvents, anthropicMessage, anthropicTurnIndex, type ReplyIds } from './fake-anthropic.js';
+import { openaiEvents, openaiResponse, openaiTurnIndex } from './fake-openai.js';
+import { isSideRequest, SIDE_TURN, turnAt, type FakeScript, type FakeTurn } from './fake-script.js';
+import { decodeBody, readBody } from './http-body.js';
+import { closeServer, listen, type ListenOn } from './listen.js';
+import { formatSse } from './sse.js';
+
+export type { FakeScript, FakeTurn, FakeToolCall, FakeUsage } from './fake-script.js';
+
+export interface RecordedRequest {
+  method: string;
+  /** Path with its query string, e.g. `/v1/messages?beta=true`. */
+  path: string;
+  headers: IncomingHttpHeaders;
+  /** Decoded JSON, or the raw text when the body is not JSON; null when empty. */
+  body: unknown;
+}
+
+export interface FakeModel {
+  url: string;
+  socket?: string;
+  /** Every request received, in arrival order (live: grows while the server runs). */
+  requests: RecordedRequest[];
+  close(): Promise<void>;
+}
+
+type Api = 'anthropic' | 'openai';
+
+export async function startFakeModel(script: FakeScript, on: ListenOn): Promise<FakeModel> {
+  const requests: RecordedRequest[] = [];
+  let seq = 0;
+
+  const server = createServer((req, res) => {
+    void readBody(req).then(
+      (buf) => {
+        const path = req.url ?? '/';
+        const body = decodeBody(buf);
+        requests.push({ method: req.method ?? 'GET', path, headers: req.headers, body });
+        const pathname = path.split('?')[0];
+        // Claude Code probes `HEAD /` first; a 404 is what the real API answers and is fine.
+        if (req.method === 'POST' && pathname === '/v1/messages') return reply('anthropic', body, res);
+        if (req.method === 'POST' && pathname === '/v1/responses') return reply('openai', body, res);
+        sendJson(res, 404, { type: 'error', error: { type: 'not_found_error', message: `no route ${req.method} ${pathname}` } }, req.method === 'HEAD');
+      },
+      () => res.destroy(),
+    );
+  });
+
+  function reply(api: Api, body: unknown, res: ServerResponse): void {
+    if (!isObject(body)) {
+      return sendJson(res, 400, { type: 'error', error: { type: 'invalid_request_error', message: 'body must be a JSON object' } });
+    }
+    const side = isSideRequest(body);
+    const turn = side ? 0 : api === 'anthropic' ? anthropicTurnIndex(body) : openaiTurnIndex(body);
+    const answer: FakeTurn = side ? SIDE_TURN : turnAt(script, turn);
+    const ids: ReplyIds = { seq: seq++, turn, model: typeof body.model === 'string' ? body.model : 'fake-model' };
+    if (body.stream !== true) {
+      return sendJson(res, 200, api === 'anthropic' ? anthropicMessage(answer, ids) : openaiResponse(answer, ids, 'completed'));
+    }
+    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+    const events = api === 'anthropic' ? anthropicEvents(answer, ids) : openaiEvents(answer, ids);
+    for (const [name, data] of events) res.write(formatSse(name, data));
+    res.end();
+  }
+
+  const bound = await listen(server, on);
+  return {
+    ...bound,
+    requests,
+    close: () => closeServer(server),
+  };
+}
+
+function sendJson(res: ServerResponse, status: number, value: unknown, headOnly = false): void {
+  const text = JSON.stringify(value);
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+  res.end(headOnly ? undefined : text);
+}

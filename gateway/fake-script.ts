@@ -1,0 +1,94 @@
+import { err, ok, type Result } from '../pipeline/result.js';
+import { isObject } from './json.js';
+
+/** Token usage a scripted turn reports (Anthropic's field names; input excludes cache tokens). */
+export interface FakeUsage {
+  input_tokens: number;
+  output_tokens: number;
+  cache_creation_input_tokens?: number;
+  cache_read_input_tokens?: number;
+}
+
+export interface FakeToolCall {
+  name: string;
+  input: Record<string, unknown>;
+}
+
+/** One model reply: optional text, then tool calls (stop reason tool_use when there are any). */
+export interface FakeTurn {
+  text?: string;
+  tool_calls?: FakeToolCall[];
+  usage?: FakeUsage;
+}
+
+/** What the fake model answers, turn by turn; the same script drives the Anthropic and the OpenAI API. */
+export interface FakeScript {
+  turns: FakeTurn[];
+}
+
+export const DEFAULT_USAGE: Required<FakeUsage> = {
+  input_tokens: 100,
+  output_tokens: 20,
+  cache_creation_input_tokens: 0,
+  cache_read_input_tokens: 0,
+};
+
+/** Past the end of the script the model says it is done, so an agent always terminates. */
+export const FINAL_TURN: FakeTurn = { text: 'done' };
+
+/** The answer to a side request (no tools: a title, a summary...); it never advances the script. */
+export const SIDE_TURN: FakeTurn = {
+  text: 'ok',
+  usage: { input_tokens: 10, output_tokens: 2 },
+};
+
+export function turnAt(script: FakeScript, index: number): FakeTurn {
+  return script.turns[index] ?? FINAL_TURN;
+}
+
+export function usageOf(turn: FakeTurn): Required<FakeUsage> {
+  return { ...DEFAULT_USAGE, ...turn.usage };
+}
+
+/** Requests without tools are side requests (the agent's own bookkeeping), not turns of the task. */
+export function isSideRequest(body: unknown): boolean {
+  const tools = isObject(body) ? body.tools : undefined;
+  return !Array.isArray(tools) || tools.length === 0;
+}
+
+export interface ScriptFailure {
+  reason: 'invalid-script';
+  /** JSON path of the offending value, e.g. `turns[1].tool_calls[0].input`. */
+  path: string;
+  message: string;
+}
+
+/** Checks a script read from JSON, so a typo fails at load time and not as a confused agent run. */
+export function parseFakeScript(value: unknown): Result<FakeScript, ScriptFailure> {
+  const fail = (path: string, message: string) => err<ScriptFailure>({ reason: 'invalid-script', path, message });
+  if (!isObject(value) || !Array.isArray(value.turns)) return fail('turns', 'expected an object with a "turns" array');
+  for (const [i, turn] of value.turns.entries()) {
+    const at = `turns[${i}]`;
+    if (!isObject(turn)) return fail(at, 'expected an object');
+    if (turn.text !== undefined && typeof turn.text !== 'string') return fail(`${at}.text`, 'expected a string');
+    if (turn.tool_calls !== undefined) {
+      if (!Array.isArray(turn.tool_calls)) return fail(`${at}.tool_calls`, 'expected an array');
+      for (const [j, call] of turn.tool_calls.entries()) {
+        const c = `${at}.tool_calls[${j}]`;
+        if (!isObject(call) || typeof call.name !== 'string' || call.name === '') return fail(`${c}.name`, 'expected a non-empty string');
+        if (!isObject(call.input)) return fail(`${c}.input`, 'expected an object');
+      }
+    }
+    if (turn.usage !== undefined) {
+      if (!isObject(turn.usage)) return fail(`${at}.usage`, 'expected an object');
+      for (const k of ['input_tokens', 'output_tokens', 'cache_creation_input_tokens', 'cache_read_input_tokens']) {
+        const v = turn.usage[k];
+        const required = k === 'input_tokens' || k === 'output_tokens';
+        if ((v !== undefined || required) && !(Number.isInteger(v) && (v as number) >= 0)) {
+          return fail(`${at}.usage.${k}`, 'expected a non-negative integer');
+        }
+      }
+    }
+  }
+  return ok(value as unknown as FakeScript);
+}

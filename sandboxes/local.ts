@@ -1,0 +1,50 @@
+import { err, ok } from '../pipeline/result.js';
+import { runProcess } from './exec-process.js';
+import type { EgressMode, Sandbox, SandboxBackend, SandboxReceipt, SandboxSpec } from './sandbox.js';
+
+/**
+ * `local`: the workspace is a host directory and commands are host processes.
+ * No isolation and no egress control: it says so in every receipt, and refuses
+ * any egress mode other than `open` rather than pretending to enforce it.
+ */
+export const localBackend: SandboxBackend = {
+  name: 'local',
+  isolation: 'none',
+  async available() {
+    return ok(undefined);
+  },
+  canEnforce(mode: EgressMode) {
+    return mode === 'open';
+  },
+  async create(spec: SandboxSpec) {
+    if (spec.egress.mode !== 'open') {
+      return err({
+        reason: 'egress-unenforceable',
+        message: `the local backend cannot enforce egress "${spec.egress.mode}"; use bubblewrap or docker, or egress: open (recorded as not enforced)`,
+      });
+    }
+    const receipt: SandboxReceipt = {
+      backend: 'local',
+      isolation: 'none',
+      egress_mode: 'open',
+      egress_enforced: false,
+      egress_log: [],
+      image_id: null,
+      resources: { cpus: null, memory_mb: null, pids: null },
+    };
+    const sandbox: Sandbox = {
+      workdir: spec.workspace,
+      exec: (argv, o = {}) =>
+        runProcess(argv, {
+          cwd: o.cwd ?? spec.workspace,
+          env: { ...spec.env, ...o.env },
+          ...(o.timeoutMs ? { timeoutMs: o.timeoutMs } : {}),
+          ...(o.signal ? { signal: o.signal } : {}),
+          ...(o.stdin !== undefined ? { stdin: o.stdin } : {}),
+        }),
+      receipt: () => receipt,
+      close: async () => undefined,
+    };
+    return ok(sandbox);
+  },
+};

@@ -1,0 +1,133 @@
+import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { execa } from 'execa';
+import picomatch from 'picomatch';
+import { canonicalJson, type Json } from '../pipeline/canonical-json.js';
+import { sha256 } from '../pipeline/digest.js';
+import { err, errorMessage, ok } from '../pipeline/result.js';
+import type { ExecutionContext, StepKind } from '../pipeline/step-kind.js';
+import { Cas } from '../pipeline/store/cas.js';
+import { checkTasks, taskOf } from './agent-step-config.js';
+
+/** Auto-loaded agent instructions and bindings, removed identically for every arm. */
+export const DEFAULT_REDACTION = [
+  '**/CLAUDE.md',
+  '**/AGENTS.md',
+  '**/GEMINI.md',
+  '**/.claude/**',
+  '**/.cursor/**',
+  '.cursorrules',
+  '.windsurfrules',
+  '.github/copilot-instructions.md',
+  '.mcp.json',
+  '.vscode/mcp.json',
+];
+
+export interface RedactionReceipt {
+  schema_version: 1;
+  task: string;
+  commit: string;
+  policy: string[];
+  source_tree_digest: string;
+  redacted_tree_digest: string;
+  removed: { path: string; bytes: number; sha256: string }[];
+  /** SHA-256 of the canonical JSON of every other field: the seal. */
+  receipt_digest: string;
+}
+
+function policyOf(spec: Record<string, unknown>): string[] {
+  return (spec['redact'] as string[] | undefined) ?? DEFAULT_REDACTION;
+}
+
+function* files(root: string, rel = ''): Generator<string> {
+  for (const name of readdirSync(join(root, rel)).sort()) {
+    const p = rel ? `${rel}/${name}` : name;
+    const st = lstatSync(join(root, p));
+    if (st.isDirectory()) yield* files(root, p);
+    else yield p;
+  }
+}
+
+/** A bare mirror of the task's repository inside the store: materialize never reads a working tree. */
+async function ensureMirror(storeDir: string, source: string, commit: string): Promise<string> {
+  const mirrors = join(storeDir, 'mirrors');
+  mkdirSync(mirrors, { recursive: true });
+  const mirror = join(mirrors, `${sha256(source).slice(0, 16)}.git`);
+  if (!existsSync(mirror)) {
+    const tmp = `${mirror}.tmp-${process.pid}-${Date.now()}`;
+    await execa('git', ['clone', '--quiet', '--mirror', source, tmp]);
+    try {
+      renameSync(tmp, mirror);
+    } catch {
+      rmSync(tmp, { recursive: true, force: true }); // another run made it first
+    }
+  }
+  const has = async () => (await execa('git', ['-C', mirror, 'cat-file', '-e', `${commit}^{commit}`], { reject: false })).exitCode === 0;
+  if (!(await has())) {
+    await execa('git', ['-C', mirror, 'fetch', '--quiet', '--prune', 'origin', '+refs/*:refs/*'], { reject: false });
+  }
+  if (!(await has())) throw new Error(`commit ${commit} is not in ${source}`);
+  return mirror;
+}
+
+/**
+ * `materialize` (per task): the pinned commit, read from git objects of a mirror in
+ * the store, written as a git-less tree; auto-loaded instruction files removed by
+ * policy and recorded in a sealed redaction receipt.
+ */
+export const materializeStep: StepKind = {
+  name: 'materialize',
+  version: 1,
+  check: (step) => checkTasks(step),
+  keyConfig(node): Json {
+    const task = taskOf(node);
+    return { commit: task.repo.commit, redact: policyOf(node.step.spec) };
+  },
+  fileInputs: () => [],
+  describeConfigField: (path) => (path[0] === 'commit' ? 'repo commit' : path[0] === 'redact' ? 'redaction policy' : undefined),
+
+  async execute(ctx: ExecutionContext) {
+    const task = taskOf(ctx.node);
+    const tree = join(ctx.workDir, 'tree');
+    mkdirSync(tree, { recursive: true });
+    try {
+      const mirror = await ensureMirror(ctx.config.storeDir, task.repo.source, task.repo.commit);
+      await execa('git', ['-C', mirror, 'archive', '--format=tar', task.repo.commit]).pipe('tar', ['-x', '-C', tree, '-f', '-']);
+    } catch (e) {
+      writeFileSync(ctx.logFile, errorMessage(e) + '\n', { flag: 'a' });
+      return err({ reason: 'exit-non-zero', message: `task ${task.id}: cannot materialize ${task.repo.source}@${task.repo.commit.slice(0, 12)}: ${errorMessage(e).split('\n')[0]}` });
+    }
+    const sourceDigest = Cas.hashPath(tree).digest;
+    const policy = policyOf(ctx.node.step.spec);
+    const isRedacted = picomatch(policy, { dot: true });
+    const removed: RedactionReceipt['removed'] = [];
+    for (const p of [...files(tree)]) {
+      if (!isRedacted(p)) continue;
+      const bytes = readFileSync(join(tree, p));
+      removed.push({ path: p, bytes: bytes.length, sha256: sha256(bytes) });
+      rmSync(join(tree, p), { force: true });
+    }
+    // Empty directories left by removal (e.g. .claude/) go too.
+    for (const r of removed) {
+      let dir = r.path.split('/').slice(0, -1);
+      while (dir.length && readdirSync(join(tree, ...dir)).length === 0) {
+        rmSync(join(tree, ...dir), { recursive: true });
+        dir = dir.slice(0, -1);
+      }
+    }
+    const body = {
+      schema_version: 1 as const,
+      task: task.id,
+      commit: task.repo.commit,
+      policy,
+      source_tree_digest: sourceDigest,
+      redacted_tree_digest: Cas.hashPath(tree).digest,
+      removed,
+    };
+    const receipt: RedactionReceipt = { ...body, receipt_digest: sha256(canonicalJson(body)) };
+    const receiptFile = join(ctx.workDir, 'redaction.json');
+    writeFileSync(receiptFile, JSON.stringify(receipt, null, 2) + '\n');
+    writeFileSync(ctx.logFile, `materialized ${task.id} at ${task.repo.commit}; redacted ${removed.length} file(s)\n`, { flag: 'a' });
+    return ok({ tree: ctx.artifacts.putPath(tree), 'redaction.json': ctx.artifacts.putPath(receiptFile) });
+  },
+};

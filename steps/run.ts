@@ -1,0 +1,277 @@
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { AttemptContext } from '../agents/adapter.js';
+import { agentAdapters } from '../agents/index.js';
+import type { Json } from '../pipeline/canonical-json.js';
+import type { StepConfig } from '../pipeline/config/load.js';
+import type { Diagnostic } from '../pipeline/diagnostic.js';
+import { err, errorMessage, ok } from '../pipeline/result.js';
+import type { ExecutionContext, FileInputSpec, GraphNode, StepKind } from '../pipeline/step-kind.js';
+import type { OutputManifest } from '../pipeline/store/action-cache.js';
+import { sandboxBackend, type BackendName } from '../sandboxes/index.js';
+import type { EgressMode, Sandbox } from '../sandboxes/sandbox.js';
+import { checkTasks, taskOf } from './agent-step-config.js';
+import { openModel, type ModelSession } from './model-session.js';
+import { copyWritten, diffSnapshots, openForSandbox, snapshot } from './workspace.js';
+
+export interface ArmSpec {
+  files?: Record<string, string>;
+  prompt_append?: string;
+  env?: Record<string, string>;
+  marker?: string;
+}
+
+export interface SandboxSettings {
+  backend?: BackendName;
+  egress?: EgressMode;
+  allow?: string[];
+  image?: string;
+  resources?: { cpus?: number; memory_mb?: number; pids?: number };
+}
+
+interface RunSpec {
+  agent: { adapter: string; model?: string; flags?: string[]; command?: string };
+  arms: Record<string, ArmSpec>;
+  limits?: { turns?: number; wall_seconds?: number; tokens?: number; cost_usd?: number };
+  sandbox?: SandboxSettings;
+  model?: { fake_script?: string; upstream?: string };
+}
+
+export type ExitReason = 'done' | 'turn-cap' | 'time-cap' | 'token-cap' | 'cost-cap' | 'agent-crash' | 'infra-error';
+
+const spec = (step: StepConfig) => step.spec as unknown as RunSpec;
+const GATEWAY_PORT_INSIDE = 41_000;
+
+export function limitsOf(s: { limits?: RunSpec['limits'] }) {
+  return { turns: s.limits?.turns ?? 30, wallSeconds: s.limits?.wall_seconds ?? 600, tokens: s.limits?.tokens ?? null, costUsd: s.limits?.cost_usd ?? null };
+}
+
+export function sandboxOf(s: { sandbox?: SandboxSettings }) {
+  const b = s.sandbox ?? {};
+  return {
+    backend: b.backend ?? 'local',
+    egress: b.egress ?? (b.backend && b.backend !== 'local' ? 'none' : 'open'),
+    allow: b.allow ?? [],
+    image: b.image ?? null,
+    resources: b.resources ?? {},
+  } as const;
+}
+
+/** The arm's marker: what proves, in the model's requests, that its treatment was delivered. */
+function markerOf(arm: ArmSpec, rootDir: string): string | undefined {
+  if (arm.marker) return arm.marker;
+  const first = Object.values(arm.files ?? {})[0];
+  if (!first) return arm.prompt_append?.trim() || undefined;
+  const line = readFileSync(join(rootDir, first), 'utf8').split('\n').find((l) => l.trim().length >= 8);
+  return line?.trim();
+}
+
+/** Starts the sandbox with the gateway reachable; a failure here is infrastructure, not the agent. */
+async function startSandbox(settings: ReturnType<typeof sandboxOf>, workspace: string, mounts: import('../sandboxes/sandbox.js').Mount[], model: ModelSession | undefined, label: string) {
+  const backend = await sandboxBackend(settings.backend);
+  const available = await backend.available();
+  if (!available.ok) return err(`sandbox ${settings.backend} is not available: ${available.error}`);
+  const created = await backend.create({
+    workspace,
+    mounts,
+    ...(settings.image ? { image: settings.image } : {}),
+    resources: { ...(settings.resources.cpus ? { cpus: settings.resources.cpus } : {}), ...(settings.resources.memory_mb ? { memoryMb: settings.resources.memory_mb } : {}), ...(settings.resources.pids ? { pids: settings.resources.pids } : {}) },
+    egress: { mode: settings.egress, allow: [...settings.allow] },
+    forwards: model?.socket ? [{ socket: model.socket, port: GATEWAY_PORT_INSIDE }] : [],
+    env: { PATH: '/usr/local/bin:/usr/bin:/bin', LANG: 'C.UTF-8' },
+    labels: { 'pairbench.node': label },
+  });
+  return created.ok ? ok(created.value) : err(`${created.error.reason}: ${created.error.message}`);
+}
+
+/**
+ * `run` (task x arm x rep): one attempt of the agent on the materialized tree plus
+ * the arm's treatment, in a fresh sandbox, talking to its model only through the
+ * recording gateway. Never sees the verifier or the solution (but for `oracle`).
+ */
+export const runStep: StepKind = {
+  name: 'run',
+  version: 1,
+
+  check(step) {
+    const s = spec(step);
+    const problems: Diagnostic[] = [...checkTasks(step)];
+    const at = (f: (string | number)[]) => ({ field: `steps.${step.name}.${f.join('.')}`, location: step.source.locate([...step.path, ...f]) });
+    if (!agentAdapters.has(s.agent.adapter)) {
+      problems.push({ ...at(['agent', 'adapter']), message: `unknown agent adapter "${s.agent.adapter}"; known: ${[...agentAdapters.keys()].join(', ')}` });
+    }
+    const arms = step.matrix.find((d) => d.name === 'arm');
+    if (!arms) problems.push({ ...at(['matrix']), message: 'a run step fans out over arms: give it matrix.arm' });
+    for (const a of arms?.values ?? []) {
+      if (!s.arms[a]) problems.push({ ...at(['arms']), message: `arm "${a}" (in matrix.arm) has no entry under arms` });
+    }
+    if (!step.matrix.some((d) => d.name === 'rep')) problems.push({ ...at(['matrix']), message: 'a run step needs matrix.rep (repetitions, e.g. rep: 3)' });
+    const needsModel = agentAdapters.get(s.agent.adapter)?.needsModel && s.agent.adapter !== 'command';
+    if (needsModel && !s.model?.fake_script && !s.model?.upstream) problems.push({ ...at(['model']), message: `agent ${s.agent.adapter} needs a model: model.upstream (URL) or model.fake_script` });
+    return problems;
+  },
+
+  keyConfig(node: GraphNode): Json {
+    const s = spec(node.step);
+    const task = taskOf(node);
+    const arm = s.arms[node.matrix['arm']!] ?? {};
+    const adapter = agentAdapters.get(s.agent.adapter)!;
+    return {
+      task: { prompt: task.prompt, allowed_paths: task.allowedPaths },
+      arm: { files: arm.files ?? {}, prompt_append: arm.prompt_append ?? null, env: arm.env ?? {}, marker: arm.marker ?? null },
+      agent: { adapter: adapter.name, version: adapter.version(), model: s.agent.model ?? null, flags: s.agent.flags ?? [], command: s.agent.command ?? null },
+      limits: limitsOf(s),
+      sandbox: sandboxOf(s),
+      model: { upstream: s.model?.upstream ?? null, fake: Boolean(s.model?.fake_script) },
+      solution: adapter.name === 'oracle' ? task.solution.patch ?? task.solution.script : null,
+    } as unknown as Json;
+  },
+
+  fileInputs(node): FileInputSpec[] {
+    const s = spec(node.step);
+    const arm = s.arms[node.matrix['arm']!] ?? {};
+    const out: FileInputSpec[] = Object.entries(arm.files ?? {}).map(([dest, src]) => ({ pattern: src, field: ['arms', node.matrix['arm']!, 'files', dest] }));
+    if (s.model?.fake_script) out.push({ pattern: s.model.fake_script, field: ['model', 'fake_script'] });
+    return out;
+  },
+
+  selectUpstream: (_node, upstream) => (upstream.kind.name === 'materialize' ? ['tree'] : undefined),
+
+  describeConfigField(path) {
+    const [a, b] = path;
+    if (a === 'agent' && b === 'version') return 'agent version';
+    if (a === 'task' && b === 'prompt') return 'prompt';
+    return path.join('.');
+  },
+
+  async execute(ctx: ExecutionContext) {
+    const s = spec(ctx.node.step);
+    const task = taskOf(ctx.node);
+    const armName = ctx.node.matrix['arm']!;
+    const arm = s.arms[armName] ?? {};
+    const adapter = agentAdapters.get(s.agent.adapter)!;
+    const limits = limitsOf(s);
+    const settings = sandboxOf(s);
+    const log = (line: string) => writeFileSync(ctx.logFile, line + '\n', { flag: 'a' });
+
+    // 1. The workspace: the materialized tree, then the arm's treatment files.
+    const ws = join(ctx.workDir, 'ws');
+    const home = join(ctx.workDir, 'home');
+    mkdirSync(home, { recursive: true });
+    const tree = ctx.upstream.find((u) => u.outputs['tree'])?.outputs['tree'];
+    if (!tree) return err({ reason: 'internal', message: 'run needs a materialize upstream with a tree' });
+    ctx.artifacts.materialize(tree, ws);
+    for (const [dest, src] of Object.entries(arm.files ?? {})) {
+      const staged = ctx.files.find((f) => f.path === src);
+      if (!staged) return err({ reason: 'internal', message: `treatment file ${src} was not staged` });
+      mkdirSync(join(ws, dest, '..'), { recursive: true });
+      ctx.artifacts.materialize(staged.entry, join(ws, dest));
+    }
+    const before = snapshot(ws);
+    openForSandbox(ws);
+    openForSandbox(home);
+
+    // 2. The model, through the recording gateway (markers of every arm: delivery is checked in all of them).
+    const markers: Record<string, string> = {};
+    for (const [name, a] of Object.entries(s.arms)) {
+      const m = markerOf(a, ctx.config.rootDir);
+      if (m) markers[name] = m;
+    }
+    const fake = ctx.files.find((f) => f.path === s.model?.fake_script);
+    let model: ModelSession | undefined;
+    const outDir = join(ctx.workDir, 'out');
+    mkdirSync(outDir, { recursive: true });
+    const sandboxed = settings.backend !== 'local';
+    if (adapter.needsModel && (s.model?.upstream || fake)) {
+      model = await openModel({
+        ...(fake ? { fakeScript: JSON.parse(ctx.artifacts.read(fake.entry.digest).toString('utf8')) } : { upstream: s.model!.upstream! }),
+        caps: { ...(limits.tokens ? { maxTokens: limits.tokens } : {}), ...(limits.costUsd ? { maxCostUsd: limits.costUsd } : {}) },
+        markers,
+        logFile: join(outDir, 'gateway.jsonl'),
+        socketDir: sandboxed ? join(ctx.workDir, 'gw') : undefined,
+      });
+    }
+
+    const actx: AttemptContext = {
+      prompt: arm.prompt_append ? `${task.prompt}\n\n${arm.prompt_append}` : task.prompt,
+      workdir: sandboxed ? '/work' : ws,
+      model: s.agent.model ?? 'default',
+      flags: s.agent.flags ?? [],
+      limits: { turns: limits.turns, wallSeconds: limits.wallSeconds },
+      home: sandboxed ? '/tmp/home' : home,
+      sandboxed,
+      ...(model ? { gatewayUrl: sandboxed ? `http://127.0.0.1:${GATEWAY_PORT_INSIDE}` : model.url } : {}),
+      ...(s.agent.command ? { command: s.agent.command } : {}),
+      ...(adapter.name === 'oracle' ? { solution: task.solution } : {}),
+    };
+    let sandbox: Sandbox | undefined;
+    const started = Date.now();
+    try {
+      const inv = adapter.invocation(actx);
+      await adapter.beforeRun?.(actx, ws);
+      const sb = await startSandbox(settings, ws, inv?.mounts ?? [], model, ctx.node.id);
+      if (!sb.ok) {
+        log(sb.error);
+        return err({ reason: 'infra', message: `infrastructure: ${sb.error}` });
+      }
+      sandbox = sb.value;
+      const result = inv
+        ? await sandbox.exec(inv.argv, { env: { ...inv.env, ...(arm.env ?? {}), ...(sandboxed ? { HOME: '/tmp/home' } : {}) }, timeoutMs: limits.wallSeconds * 1000, signal: ctx.signal })
+        : { exitCode: 0, signal: null, timedOut: false, stdout: '', stderr: '', durationMs: 0 };
+      const wallMs = Date.now() - started;
+      writeFileSync(join(outDir, 'agent.log'), `$ ${inv?.argv.join(' ') ?? '(nothing)'}\n--- stdout\n${result.stdout}\n--- stderr\n${result.stderr}\n`);
+      const parsed = adapter.parse(result, actx, adapter.version());
+      const gw = model?.summary();
+      const exitReason: ExitReason = gw?.cap_hit
+        ? gw.cap_hit
+        : result.timedOut
+          ? 'time-cap'
+          : parsed.hitTurnCap
+            ? 'turn-cap'
+            : gw && gw.upstream_errors > 0 && result.exitCode !== 0
+              ? 'infra-error'
+              : result.exitCode !== 0
+                ? 'agent-crash'
+                : 'done';
+      // 3. What the attempt changed (the verifier sees only this, applied to a fresh tree).
+      const changes = diffSnapshots(before, snapshot(ws));
+      copyWritten(changes, ws, join(outDir, 'changed'));
+      writeFileSync(join(outDir, 'changes.json'), JSON.stringify(changes, null, 2) + '\n');
+      writeFileSync(join(outDir, 'trajectory.json'), JSON.stringify(parsed.trajectory, null, 2) + '\n');
+      const receipt = sandbox.receipt();
+      const resultJson = {
+        schema_version: 1,
+        task: task.id,
+        arm: armName,
+        rep: Number(ctx.node.matrix['rep']),
+        agent: { adapter: adapter.name, version: adapter.version(), model: actx.model },
+        exit_reason: exitReason,
+        exit_code: result.exitCode,
+        wall_ms: wallMs,
+        turns: gw ? gw.model_requests : parsed.turns,
+        agent_reported_turns: parsed.turns,
+        tool_calls: gw ? gw.tool_calls : parsed.toolCalls,
+        usage: gw?.usage ?? null,
+        cost_usd: gw?.cost_usd ?? null,
+        cost_confidence: gw ? gw.cost_confidence : 'free',
+        delivered: gw?.delivered ?? {},
+        files_changed: Object.keys(changes.written).length + changes.deleted.length,
+        sandbox: receipt,
+      };
+      writeFileSync(join(outDir, 'result.json'), JSON.stringify(resultJson, null, 2) + '\n');
+      log(`${ctx.node.id}: ${exitReason} in ${(wallMs / 1000).toFixed(2)} s, ${resultJson.files_changed} file(s) changed`);
+      if (!model) writeFileSync(join(outDir, 'gateway.jsonl'), '');
+      const outputs: OutputManifest = {};
+      for (const name of ['changes.json', 'changed', 'result.json', 'trajectory.json', 'gateway.jsonl', 'agent.log']) {
+        outputs[name] = ctx.artifacts.putPath(join(outDir, name));
+      }
+      return ok(outputs);
+    } catch (e) {
+      log(errorMessage(e));
+      return err({ reason: 'infra', message: `attempt could not run: ${errorMessage(e)}` });
+    } finally {
+      await sandbox?.close();
+      await model?.close();
+    }
+  },
+};

@@ -1,0 +1,96 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { displayPath } from '../pipeline/config/load.js';
+import { validateAgainstSchema } from '../pipeline/config/schema-validate.js';
+import { YamlSource } from '../pipeline/config/yaml-source.js';
+import type { Diagnostic } from '../pipeline/diagnostic.js';
+import { err, ok, type Result } from '../pipeline/result.js';
+
+/** A task as the steps use it: paths resolved, hidden parts separated from what an agent may see. */
+export interface Task {
+  id: string;
+  family: string;
+  category: string;
+  dir: string;
+  file: string;
+  repo: { source: string; commit: string };
+  prompt: string;
+  allowedPaths: string[];
+  verifier: {
+    command: string | null;
+    failToPass: Record<string, string>;
+    passToPass: Record<string, string>;
+    timeoutSec: number;
+    /** Host directory of hidden verifier files (mounted at /verifier at verify time only). */
+    filesDir: string | null;
+  };
+  solution: { patch: string | null; script: string | null };
+  canary: string | null;
+}
+
+const FULL_SHA = /^[0-9a-f]{40}$/;
+const cache = new Map<string, Result<Task, Diagnostic[]>>();
+
+/** Task `id` lives in `<tasksDir>/<id>/task.yaml`; its hidden files in `verifier/` beside it. */
+export function loadTask(tasksDir: string, id: string): Result<Task, Diagnostic[]> {
+  const file = resolve(tasksDir, id, 'task.yaml');
+  const hit = cache.get(file);
+  if (hit) return hit;
+  const r = parseTask(file, id);
+  cache.set(file, r);
+  return r;
+}
+
+function parseTask(file: string, id: string): Result<Task, Diagnostic[]> {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch {
+    return err([{ message: `task "${id}": no task file at ${displayPath(file)}`, hint: 'each matrix value of `task` names a directory tasks/<id>/ with a task.yaml' }]);
+  }
+  const { source, diagnostics } = YamlSource.parse(displayPath(file), text);
+  if (diagnostics.length) return err(diagnostics);
+  const data = source.toJS() as Record<string, any>;
+  const problems = validateAgainstSchema('task.schema.json', data, source);
+  if (problems.length) return err(problems);
+  const dir = dirname(file);
+  if (data['id'] !== id) {
+    problems.push({ field: 'id', message: `task "${id}": id is "${data['id']}"; it must match its directory name`, location: source.locate(['id']) });
+  }
+  const repo = data['repo'] as { path?: string; url?: string; commit: string };
+  if (!FULL_SHA.test(repo.commit)) {
+    problems.push({ field: 'repo.commit', message: `task "${id}": commit "${repo.commit}" is not a full 40-hex commit id`, hint: 'pin the exact commit: git rev-parse <ref>', location: source.locate(['repo', 'commit']) });
+  }
+  if (!repo.path === !repo.url) {
+    problems.push({ field: 'repo', message: `task "${id}": give exactly one of repo.path or repo.url`, location: source.locate(['repo']) });
+  }
+  const v = data['verifier'] as { command?: string; fail_to_pass?: Record<string, string>; pass_to_pass?: Record<string, string>; timeout?: number };
+  if (!v.command && !v.fail_to_pass && !v.pass_to_pass) {
+    problems.push({ field: 'verifier', message: `task "${id}": the verifier needs a command or fail_to_pass tests`, location: source.locate(['verifier']) });
+  }
+  const sol = (data['solution'] ?? {}) as { patch?: string; script?: string };
+  for (const [k, p] of Object.entries(sol)) {
+    if (p && !existsSync(join(dir, p))) problems.push({ field: `solution.${k}`, message: `task "${id}": ${p} does not exist`, location: source.locate(['solution', k]) });
+  }
+  if (problems.length) return err(problems);
+  const verifierDir = join(dir, 'verifier');
+  return ok({
+    id,
+    family: data['family'] ?? id,
+    category: data['category'] ?? 'uncategorized',
+    dir,
+    file,
+    repo: { source: repo.path ? resolve(dir, repo.path) : repo.url!, commit: repo.commit },
+    prompt: data['prompt'],
+    allowedPaths: data['allowed_paths'] ?? ['**'],
+    verifier: {
+      command: v.command ?? null,
+      failToPass: v.fail_to_pass ?? {},
+      passToPass: v.pass_to_pass ?? {},
+      timeoutSec: v.timeout ?? 600,
+      filesDir: existsSync(verifierDir) ? verifierDir : null,
+    },
+    solution: { patch: sol.patch ? join(dir, sol.patch) : null, script: sol.script ? join(dir, sol.script) : null },
+    canary: data['canary'] ?? null,
+  });
+}

@@ -1,0 +1,102 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { claudeBinary } from '../agents/claude-code.js';
+import { calculatorTask } from './fixtures.js';
+import { Rig } from './rig.js';
+
+// The REAL Claude Code CLI (npm dev dependency) against the scripted fake model,
+// through pairbench's recording gateway, inside each available sandbox backend.
+let rig: Rig;
+beforeEach(() => {
+  rig = new Rig();
+  calculatorTask(rig.dir);
+  rig.write('fixtures/CLAUDE.md', 'House rule 7f3a: add() must use the plus operator.\n');
+  rig.write(
+    'fixtures/fix-add.script.json',
+    JSON.stringify({
+      turns: [
+        { tool_calls: [{ name: 'Bash', input: { command: "sed -i 's/a - b/a + b/' src/add.mjs && cat src/add.mjs", description: 'fix add' } }], usage: { input_tokens: 1200, output_tokens: 40, cache_creation_input_tokens: 300, cache_read_input_tokens: 50 } },
+        { text: 'Fixed add() to use +.', usage: { input_tokens: 1300, output_tokens: 12 } },
+      ],
+    }),
+  );
+});
+afterEach(() => rig.cleanup());
+
+function config(backend: string, extra = ''): string {
+  const sandbox = backend === 'local' ? '{ backend: local, egress: open }' : `{ backend: ${backend}, egress: none }`;
+  return `steps:
+  materialize:
+    kind: materialize
+    matrix: { task: [fix-add] }
+  attempts:
+    kind: run
+    needs: [materialize]
+    matrix: { task: [fix-add], arm: [control, treatment], rep: 1 }
+    agent: { adapter: claude-code, model: claude-fake-1 }
+    arms:
+      control: {}
+      treatment: { files: { CLAUDE.md: fixtures/CLAUDE.md } }
+    limits: { turns: 6, wall_seconds: 120${extra} }
+    sandbox: ${sandbox}
+    model: { fake_script: fixtures/fix-add.script.json }
+  verify:
+    kind: verify
+    needs: [materialize, attempts]
+    matrix: { task: [fix-add], arm: [control, treatment], rep: 1 }
+    sandbox: ${sandbox}
+`;
+}
+
+async function output(node: string, name: string): Promise<any> {
+  const ex = JSON.parse((await rig.cli('explain', node, '--json')).stdout);
+  const entry = ex.record.outputs[name];
+  return readFileSync(join(rig.dir, '.pairbench', 'cas', entry.digest.slice(0, 2), entry.digest), 'utf8');
+}
+
+const backends = ['local', 'bubblewrap'];
+
+describe.skipIf(!existsSync(claudeBinary()))('Claude Code end to end', () => {
+  for (const backend of backends) {
+    it(`${backend}: edits the workspace, passes the verifier; usage, turns and CLAUDE.md delivery come from the gateway`, async () => {
+      rig.write('bench.config.yaml', config(backend));
+      const r = await rig.cli('run');
+      expect(r.code, r.stderr).toBe(0);
+      for (const arm of ['control', 'treatment']) {
+        const result = JSON.parse(await output(`attempts/fix-add/${arm}/1`, 'result.json'));
+        expect(result.exit_reason, await output(`attempts/fix-add/${arm}/1`, 'agent.log')).toBe('done');
+        expect(result.agent).toMatchObject({ adapter: 'claude-code', version: '2.1.197', model: 'claude-fake-1' });
+        expect(result.turns).toBeGreaterThanOrEqual(2);
+        expect(result.tool_calls).toBe(1);
+        expect(result.usage).toMatchObject({ input_tokens: 2500, output_tokens: 52, cache_write_tokens: 300, cache_read_tokens: 50 });
+        expect(result.delivered.treatment).toBe(arm === 'treatment');
+        expect(result.sandbox.backend).toBe(backend);
+        const verdict = JSON.parse(await output(`verify/fix-add/${arm}/1`, 'verdict.json'));
+        expect(verdict.pass).toBe(true);
+        const trajectory = JSON.parse(await output(`attempts/fix-add/${arm}/1`, 'trajectory.json'));
+        expect(trajectory.schema_version).toBe('ATIF-v1.7');
+        expect(trajectory.steps.some((s: { tool_calls?: { function_name: string }[] }) => s.tool_calls?.[0]?.function_name === 'Bash')).toBe(true);
+        const gatewayLog = await output(`attempts/fix-add/${arm}/1`, 'gateway.jsonl');
+        expect(gatewayLog).not.toContain('sk-pairbench-gateway');
+        expect(gatewayLog.includes('House rule 7f3a')).toBe(arm === 'treatment');
+      }
+    });
+  }
+
+  it('a token cap ends the attempt as token-cap (the gateway refuses the request past the budget)', async () => {
+    rig.write('bench.config.yaml', config('local', ', tokens: 1000'));
+    const r = await rig.cli('run', 'attempts/fix-add/control');
+    expect(r.code, r.stderr).toBe(0);
+    const result = JSON.parse(await output('attempts/fix-add/control/1', 'result.json'));
+    expect(result.exit_reason).toBe('token-cap');
+  });
+
+  it('a turn cap ends the attempt as turn-cap', async () => {
+    rig.write('bench.config.yaml', config('local').replace('turns: 6', 'turns: 1'));
+    const r = await rig.cli('run', 'attempts/fix-add/control');
+    expect(r.code, r.stderr).toBe(0);
+    const result = JSON.parse(await output('attempts/fix-add/control/1', 'result.json'));
+    expect(result.exit_reason).toBe('turn-cap');
+  });
+});

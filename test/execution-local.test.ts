@@ -1,0 +1,148 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { calculatorTask } from './fixtures.js';
+import { Rig } from './rig.js';
+
+let rig: Rig;
+beforeEach(() => (rig = new Rig()));
+afterEach(() => rig.cleanup());
+
+/** The command agent fixes add() only when the treatment's CLAUDE.md is in the workspace. */
+function config(options: { adapter?: string; reps?: number; extraRun?: string } = {}): string {
+  const agent = options.adapter && options.adapter !== 'command'
+    ? `{ adapter: ${options.adapter} }`
+    : `{ adapter: command, command: 'echo "$PAIRBENCH_NODE_ARM" >> ${rig.execLog}; if [ -f CLAUDE.md ]; then sed -i "s/a - b/a + b/" src/add.mjs; fi' }`;
+  return `steps:
+  materialize:
+    kind: materialize
+    matrix: { task: [fix-add] }
+  attempts:
+    kind: run
+    needs: [materialize]
+    matrix: { task: [fix-add], arm: [control, treatment], rep: ${options.reps ?? 2} }
+    agent: ${agent}
+    arms:
+      control: {}
+      treatment: { files: { CLAUDE.md: fixtures/CLAUDE.md }, env: { PAIRBENCH_NODE_ARM: treatment } }
+    limits: { turns: 4, wall_seconds: 30 }
+    sandbox: { backend: local, egress: open }
+${options.extraRun ?? ''}
+  verify:
+    kind: verify
+    needs: [materialize, attempts]
+    matrix: { task: [fix-add], arm: [control, treatment], rep: ${options.reps ?? 2} }
+    sandbox: { backend: local, egress: open }
+`;
+}
+
+async function output(node: string, name: string): Promise<any> {
+  const ex = JSON.parse((await rig.cli('explain', node, '--json')).stdout);
+  const entry = ex.record.outputs[name];
+  const p = join(rig.dir, '.pairbench', 'cas', entry.digest.slice(0, 2), entry.digest);
+  return JSON.parse(readFileSync(p, 'utf8'));
+}
+
+describe('materialize', () => {
+  it('writes a git-less tree from the mirror, redacts auto-loaded instructions, seals a receipt, and caches', async () => {
+    calculatorTask(rig.dir);
+    rig.write('bench.config.yaml', `steps:\n  materialize:\n    kind: materialize\n    matrix: { task: [fix-add] }\n`);
+    const r = await rig.cli('run');
+    expect(r.code, r.stderr).toBe(0);
+    const ex = JSON.parse((await rig.cli('explain', 'materialize/fix-add', '--json')).stdout);
+    expect(ex.record.outputs.tree.type).toBe('dir');
+    const receipt = await output('materialize/fix-add', 'redaction.json');
+    expect(receipt.removed.map((x: { path: string }) => x.path)).toEqual(['.claude/settings.json', 'CLAUDE.md', 'docs/AGENTS.md']);
+    expect(receipt.removed[1]).toMatchObject({ bytes: 'Repository instructions that must not reach any arm.\n'.length, sha256: expect.stringMatching(/^[0-9a-f]{64}$/) });
+    expect(receipt.source_tree_digest).not.toBe(receipt.redacted_tree_digest);
+    const { receipt_digest, ...body } = receipt;
+    const { canonicalJson } = await import('../pipeline/canonical-json.js');
+    const { sha256 } = await import('../pipeline/digest.js');
+    expect(receipt_digest).toBe(sha256(canonicalJson(body)));
+    // The mirror lives in the store; the tree has no .git.
+    expect(existsSync(join(rig.dir, '.pairbench', 'mirrors'))).toBe(true);
+    const tree = await rig.cli('explain', 'materialize/fix-add');
+    expect(tree.stdout).toContain('status   cached');
+    // Edits in the source repo's working tree are never read: only the pinned commit.
+    rig.write('repos/calc/src/add.mjs', 'export const add = () => 42;\n');
+    expect((await rig.cli('plan')).stdout).toContain('nothing to run');
+  });
+
+  it('refuses a commit that is not a full 40-hex id, naming the task', async () => {
+    calculatorTask(rig.dir, { commit: 'main' });
+    rig.write('bench.config.yaml', `steps:\n  materialize:\n    kind: materialize\n    matrix: { task: [fix-add] }\n`);
+    const r = await rig.cli('plan');
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('task.yaml:7:11: error: repo.commit: task "fix-add": commit "main" is not a full 40-hex commit id');
+  });
+});
+
+describe('run and verify on the local backend', () => {
+  beforeEach(() => {
+    calculatorTask(rig.dir);
+    rig.write('fixtures/CLAUDE.md', 'Always use + in add(): the project adds numbers.\n');
+  });
+
+  it('runs paired attempts and scores them with the hidden verifier in a fresh workspace', async () => {
+    rig.write('bench.config.yaml', config());
+    const r = await rig.cli('run');
+    expect(r.code, r.stderr).toBe(0);
+    const control = await output('verify/fix-add/control/1', 'verdict.json');
+    const treatment = await output('verify/fix-add/treatment/1', 'verdict.json');
+    expect(control).toMatchObject({ pass: false, fail_to_pass: { add_works: 'fail' }, pass_to_pass: { module_exists: 'pass' } });
+    expect(treatment).toMatchObject({ pass: true, fail_to_pass: { add_works: 'pass' } });
+    const result = await output('attempts/fix-add/treatment/1', 'result.json');
+    expect(result).toMatchObject({ exit_reason: 'done', files_changed: 1, sandbox: { backend: 'local', isolation: 'none', egress_enforced: false } });
+    const changes = await output('attempts/fix-add/treatment/1', 'changes.json');
+    // The treatment file itself is not part of the attempt's changes.
+    expect(Object.keys(changes.written)).toEqual(['src/add.mjs']);
+  });
+
+  it('raising reps from 2 to 3 runs only rep 3; changing the verifier re-runs no agent', async () => {
+    rig.write('bench.config.yaml', config());
+    await rig.cli('run');
+    rig.clearExecutions();
+    rig.write('bench.config.yaml', config({ reps: 3 }));
+    const plan = JSON.parse((await rig.cli('plan', '--json')).stdout);
+    expect(plan.nodes.filter((n: { status: string }) => n.status === 'run').map((n: { node: string }) => n.node).sort()).toEqual([
+      'attempts/fix-add/control/3',
+      'attempts/fix-add/treatment/3',
+      'verify/fix-add/control/3',
+      'verify/fix-add/treatment/3',
+    ]);
+    expect((await rig.cli('run')).code).toBe(0);
+    expect(rig.executions()).toEqual(['treatment']); // the control arm logs nothing: one control + one treatment attempt ran
+    rig.clearExecutions();
+
+    rig.write('tasks/fix-add/verifier/test_add.mjs', "const { add } = await import(process.cwd() + '/src/add.mjs');\nif (add(2, 2) !== 4) process.exit(1);\n");
+    const plan2 = await rig.cli('plan');
+    expect(plan2.stdout).toMatch(/to run {2}verify\/fix-add\/control\/1\n {10}directory tasks\/fix-add\/verifier digest [0-9a-f]{6} -> [0-9a-f]{6}/);
+    expect(plan2.stdout).not.toContain('to run  attempts/');
+    expect((await rig.cli('run')).code).toBe(0);
+    expect(rig.executions()).toEqual([]);
+  });
+
+  it('oracle passes and nop fails the same verifier', async () => {
+    rig.write('bench.config.yaml', config({ adapter: 'oracle', reps: 1 }));
+    expect((await rig.cli('run')).code).toBe(0);
+    expect((await output('verify/fix-add/control/1', 'verdict.json')).pass).toBe(true);
+    rig.write('bench.config.yaml', config({ adapter: 'nop', reps: 1 }));
+    expect((await rig.cli('run')).code).toBe(0);
+    expect((await output('verify/fix-add/control/1', 'verdict.json')).pass).toBe(false);
+  });
+
+  it('an attempt over its wall-time cap ends as time-cap', async () => {
+    rig.write('bench.config.yaml', config().replace(/agent: .*\n/, "agent: { adapter: command, command: 'sleep 20' }\n").replace('wall_seconds: 30', 'wall_seconds: 0.5').replace(/rep: 2/g, 'rep: 1'));
+    const t = Date.now();
+    expect((await rig.cli('run', 'attempts')).code).toBe(0);
+    expect(Date.now() - t).toBeLessThan(10_000);
+    expect((await output('attempts/fix-add/control/1', 'result.json')).exit_reason).toBe('time-cap');
+  });
+
+  it('the local backend refuses egress it cannot enforce', async () => {
+    rig.write('bench.config.yaml', config().replace('sandbox: { backend: local, egress: open }', 'sandbox: { backend: local, egress: none }'));
+    const r = await rig.cli('run', 'attempts');
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain('the local backend cannot enforce egress "none"');
+  });
+});

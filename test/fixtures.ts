@@ -1,0 +1,89 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { execFileSync } from 'node:child_process';
+
+/** Fixed identity and dates: the same files give the same commit ids on every machine. */
+const GIT_ENV = {
+  GIT_AUTHOR_NAME: 'Fixture',
+  GIT_AUTHOR_EMAIL: 'fixture@example.invalid',
+  GIT_COMMITTER_NAME: 'Fixture',
+  GIT_COMMITTER_EMAIL: 'fixture@example.invalid',
+  GIT_AUTHOR_DATE: '2026-01-01T00:00:00Z',
+  GIT_COMMITTER_DATE: '2026-01-01T00:00:00Z',
+  HOME: '/nonexistent',
+  GIT_CONFIG_NOSYSTEM: '1',
+  PATH: process.env['PATH'] ?? '/usr/bin:/bin',
+};
+
+export function git(cwd: string, ...args: string[]): string {
+  return execFileSync('git', args, { cwd, env: GIT_ENV, encoding: 'utf8' }).trim();
+}
+
+function writeAll(root: string, files: Record<string, string>): void {
+  for (const [p, content] of Object.entries(files)) {
+    mkdirSync(dirname(join(root, p)), { recursive: true });
+    writeFileSync(join(root, p), content);
+  }
+}
+
+/** A real git repository with one commit per entry of `commits`; returns the commit ids. */
+export function makeRepo(dir: string, commits: Record<string, string>[]): string[] {
+  mkdirSync(dir, { recursive: true });
+  git(dir, 'init', '-q', '-b', 'main');
+  const ids: string[] = [];
+  commits.forEach((files, i) => {
+    writeAll(dir, files);
+    git(dir, 'add', '-A');
+    git(dir, 'commit', '-q', '-m', `commit ${i + 1}`);
+    ids.push(git(dir, 'rev-parse', 'HEAD'));
+  });
+  return ids;
+}
+
+/** The calculator fixture: `add` subtracts; the task is to fix it. */
+export function calculatorTask(projectDir: string, options: { id?: string; commit?: string } = {}): { repo: string; commit: string; taskDir: string } {
+  const repo = join(projectDir, 'repos', 'calc');
+  const [commit] = makeRepo(repo, [
+    {
+      'src/add.mjs': 'export const add = (a, b) => a - b;\n',
+      'README.md': '# calc\n',
+      'CLAUDE.md': 'Repository instructions that must not reach any arm.\n',
+      '.claude/settings.json': '{"permissions": {}}\n',
+      'docs/AGENTS.md': 'nested agent instructions\n',
+    },
+  ]);
+  const id = options.id ?? 'fix-add';
+  const taskDir = join(projectDir, 'tasks', id);
+  writeAll(taskDir, {
+    'task.yaml': `# yaml-language-server: $schema=../../schemas/task.schema.json
+id: ${id}
+family: arithmetic
+category: bugfix
+repo:
+  path: ../../repos/calc
+  commit: ${options.commit ?? commit}
+prompt: "add(a, b) in src/add.mjs returns the wrong result. Fix it."
+allowed_paths: ["src/**"]
+verifier:
+  fail_to_pass:
+    add_works: node "$VERIFIER_DIR/test_add.mjs"
+  pass_to_pass:
+    module_exists: test -f src/add.mjs
+  timeout: 30
+solution:
+  patch: solution.patch
+`,
+    'verifier/test_add.mjs': `const { add } = await import(process.cwd() + '/src/add.mjs');
+if (add(2, 3) !== 5) { console.error('add(2, 3) = ' + add(2, 3)); process.exit(1); }
+console.log('ok');
+`,
+    'solution.patch': `diff --git a/src/add.mjs b/src/add.mjs
+--- a/src/add.mjs
++++ b/src/add.mjs
+@@ -1 +1 @@
+-export const add = (a, b) => a - b;
++export const add = (a, b) => a + b;
+`,
+  });
+  return { repo, commit: commit!, taskDir };
+}

@@ -1,0 +1,436 @@
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createServer, request, type IncomingHttpHeaders } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { execa } from 'execa';
+import { afterEach, describe, expect, it } from 'vitest';
+import { startFakeModel, type FakeModel, type FakeScript } from '../gateway/fake-model.js';
+import { openaiTurnIndex } from '../gateway/fake-openai.js';
+import { parseFakeScript } from '../gateway/fake-script.js';
+import { startGateway, type Gateway, type GatewayOptions } from '../gateway/gateway.js';
+import { SseParser, type SseEvent } from '../gateway/sse.js';
+
+// Real sockets end to end: a client -> the gateway -> the scripted fake model (or a tiny real upstream).
+
+const cleanups: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+function tempDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'pairbench-gw-'));
+  cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+async function fake(script: FakeScript, on: { port: 0 } | { socket: string } = { port: 0 }): Promise<FakeModel> {
+  const f = await startFakeModel(script, on);
+  cleanups.push(() => f.close());
+  return f;
+}
+
+async function gateway(options: Omit<GatewayOptions, 'listen'> & Partial<Pick<GatewayOptions, 'listen'>>): Promise<Gateway> {
+  const g = await startGateway({ listen: { port: 0 }, ...options });
+  cleanups.push(() => g.close());
+  return g;
+}
+
+interface Reply {
+  status: number;
+  headers: IncomingHttpHeaders;
+  text: string;
+}
+
+/** One HTTP exchange with Node's own client, over TCP (url) or a unix socket. */
+function send(target: { url: string; socket?: string }, method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Reply> {
+  const u = new URL(target.url);
+  const data = body === undefined ? undefined : JSON.stringify(body);
+  return new Promise((resolve, reject) => {
+    const req = request(
+      {
+        ...(target.socket ? { socketPath: target.socket } : { hostname: u.hostname, port: u.port }),
+        method,
+        path,
+        headers: { ...(data ? { 'content-type': 'application/json' } : {}), ...headers },
+      },
+      (res) => {
+        const parts: Buffer[] = [];
+        res.on('data', (c: Buffer) => parts.push(c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text: Buffer.concat(parts).toString('utf8') }));
+        res.on('error', reject);
+      },
+    );
+    req.on('error', reject);
+    req.end(data);
+  });
+}
+
+function events(text: string): SseEvent[] {
+  const p = new SseParser();
+  return [...p.feed(text), ...p.end()];
+}
+
+const CREDS = { 'x-api-key': 'sk-test', authorization: 'Bearer sk-test' };
+const TOOLS = [{ name: 'Write', description: 'write a file', input_schema: { type: 'object' } }];
+
+function anthropicRequest(messages: unknown[], extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return { model: 'claude-fake', max_tokens: 1024, stream: true, system: [{ type: 'text', text: 'You are helpful.' }], tools: TOOLS, messages, ...extra };
+}
+
+/** Rebuilds the assistant content blocks from an Anthropic stream, as a client SDK would. */
+function assemble(evs: SseEvent[]): { blocks: Record<string, unknown>[]; stop: unknown } {
+  const blocks: Record<string, unknown>[] = [];
+  const json: string[] = [];
+  let stop: unknown = null;
+  for (const { data } of evs) {
+    const d = data as Record<string, any>;
+    if (d.type === 'content_block_start') (blocks[d.index] = { ...d.content_block }), (json[d.index] = '');
+    if (d.type === 'content_block_delta' && d.delta.type === 'text_delta') blocks[d.index]!.text += d.delta.text;
+    if (d.type === 'content_block_delta' && d.delta.type === 'input_json_delta') json[d.index] += d.delta.partial_json;
+    if (d.type === 'content_block_stop' && blocks[d.index]!.type === 'tool_use') blocks[d.index]!.input = JSON.parse(json[d.index]!);
+    if (d.type === 'message_delta') stop = d.delta.stop_reason;
+  }
+  return { blocks, stop };
+}
+
+const WRITE_SCRIPT: FakeScript = {
+  turns: [
+    { text: 'Writing it.', tool_calls: [{ name: 'Write', input: { file_path: '/tmp/x/hello.txt', content: 'hi\n' } }], usage: { input_tokens: 100, output_tokens: 20, cache_creation_input_tokens: 50, cache_read_input_tokens: 0 } },
+    { text: 'All done.', usage: { input_tokens: 10, output_tokens: 5, cache_read_input_tokens: 150 } },
+  ],
+};
+
+describe('fake model + gateway: Anthropic Messages', () => {
+  it('streams the scripted tool_use then text, sums usage from the SSE, and proves delivery', async () => {
+    const model = await fake(WRITE_SCRIPT);
+    const gw = await gateway({
+      upstream: model.url,
+      prices: { 'claude-fake': { input: 3, output: 15, cache_write: 3.75, cache_read: 0.3 } },
+      markers: { context: 'MARKER-7f3a: use tabs', absent: 'MARKER-never-sent' },
+    });
+
+    const head = await send(gw, 'HEAD', '/');
+    expect(head.status).toBe(404);
+
+    const user = { role: 'user', content: [{ type: 'text', text: 'create hello.txt' }] };
+    const first = await send(gw, 'POST', '/v1/messages?beta=true', anthropicRequest([user], { system: [{ type: 'text', text: 'Project notes:\nMARKER-7f3a: use tabs\n' }] }), CREDS);
+    expect(first.status).toBe(200);
+    expect(first.headers['content-type']).toMatch(/text\/event-stream/);
+    const evs = events(first.text);
+    expect(evs.map((e) => e.event)).toEqual([
+      'message_start',
+      'content_block_start', 'content_block_delta', 'content_block_stop',
+      // the tool input JSON (49 characters) arrives in three partial_json chunks
+      'content_block_start', 'content_block_delta', 'content_block_delta', 'content_block_delta', 'content_block_stop',
+      'message_delta', 'message_stop',
+    ]);
+    const one = assemble(evs);
+    expect(one.stop).toBe('tool_use');
+    expect(one.blocks).toEqual([
+      { type: 'text', text: 'Writing it.' },
+      { type: 'tool_use', id: 'toolu_fake_0_0', name: 'Write', input: { file_path: '/tmp/x/hello.txt', content: 'hi\n' } },
+    ]);
+
+    // A side request (no tools) gets plain text and does not advance the script.
+    const side = await send(gw, 'POST', '/v1/messages', { model: 'claude-fake', max_tokens: 10, messages: [user] }, CREDS);
+    expect(JSON.parse(side.text)).toMatchObject({ type: 'message', content: [{ type: 'text', text: 'ok' }] });
+
+    // Turn = assistant entries in messages; a role "system" entry is tolerated.
+    const assistant = { role: 'assistant', content: one.blocks };
+    const result = { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_fake_0_0', content: 'ok' }] };
+    const second = await send(gw, 'POST', '/v1/messages?beta=true', anthropicRequest([user, assistant, { role: 'system', content: 'note' }, result]), CREDS);
+    const two = assemble(events(second.text));
+    expect(two).toEqual({ blocks: [{ type: 'text', text: 'All done.' }], stop: 'end_turn' });
+
+    // Past the end of the script: "done".
+    const third = await send(gw, 'POST', '/v1/messages', anthropicRequest([user, assistant, result, { role: 'assistant', content: 'All done.' }, user]));
+    expect(assemble(events(third.text)).blocks).toEqual([{ type: 'text', text: 'done' }]);
+
+    const s = gw.summary();
+    // Side reply: 10 in / 2 out. message_delta's output_tokens is the final count, not an addition to message_start's 1.
+    expect(s.usage).toEqual({ input_tokens: 100 + 10 + 10 + 100, output_tokens: 20 + 2 + 5 + 20, cache_write_tokens: 50, cache_read_tokens: 150 });
+    expect(s).toMatchObject({ requests: 5, model_requests: 4, tool_calls: 1, cap_hit: null, upstream_errors: 0, cost_confidence: 'exact' });
+    expect(s.cost_usd).toBeCloseTo((220 * 3 + 47 * 15 + 50 * 3.75 + 150 * 0.3) / 1e6, 12);
+    expect(s.delivered).toEqual({ context: true, absent: false });
+    expect(gw.records().map((r) => r.markers)).toEqual([[], ['context'], [], [], []]);
+    expect(model.requests.map((r) => `${r.method} ${r.path}`)).toEqual(['HEAD /', 'POST /v1/messages?beta=true', 'POST /v1/messages', 'POST /v1/messages?beta=true', 'POST /v1/messages']);
+    // The credential reaches the upstream untouched; only the records are redacted.
+    expect(model.requests[1]!.headers['x-api-key']).toBe('sk-test');
+  });
+
+  it('passes a streaming reply through chunk by chunk, not buffered', async () => {
+    // A real upstream that sends one event, then waits until the client has seen it before finishing.
+    let release!: () => void;
+    const released = new Promise<void>((r) => (release = r));
+    const upstream = createServer((req, res) => {
+      req.resume();
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write('event: message_start\ndata: {"type":"message_start","message":{"model":"m","usage":{"input_tokens":7,"output_tokens":1}}}\n\n');
+      void released.then(() => res.end('event: message_delta\ndata: {"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":3}}\n\n'));
+    });
+    await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r));
+    cleanups.push(() => new Promise<void>((r) => upstream.close(() => r())));
+    const gw = await gateway({ upstream: `http://127.0.0.1:${(upstream.address() as AddressInfo).port}` });
+
+    const u = new URL(gw.url);
+    const text = await new Promise<string>((resolve, reject) => {
+      const req = request({ hostname: u.hostname, port: u.port, method: 'POST', path: '/v1/messages' }, (res) => {
+        let all = '';
+        res.on('data', (c: Buffer) => {
+          all += c.toString();
+          if (all.includes('message_start')) release();
+        });
+        res.on('end', () => resolve(all));
+      });
+      req.on('error', reject);
+      req.end(JSON.stringify({ tools: TOOLS, messages: [] }));
+    });
+    expect(events(text).map((e) => e.event)).toEqual(['message_start', 'message_delta']);
+    expect(gw.summary().usage).toEqual({ input_tokens: 7, output_tokens: 3, cache_write_tokens: 0, cache_read_tokens: 0 });
+  });
+
+  it('accounts a non-streaming reply from its JSON body', async () => {
+    const model = await fake(WRITE_SCRIPT);
+    const gw = await gateway({ upstream: model.url });
+    const r = await send(gw, 'POST', '/v1/messages', anthropicRequest([{ role: 'user', content: 'hi' }], { stream: false }));
+    const body = JSON.parse(r.text);
+    expect(body).toMatchObject({ type: 'message', stop_reason: 'tool_use', content: [{ type: 'text' }, { type: 'tool_use', name: 'Write' }] });
+    // Unpriced model: the default price gives an estimate.
+    expect(gw.summary()).toMatchObject({ model_requests: 1, tool_calls: 1, usage: { input_tokens: 100, output_tokens: 20, cache_write_tokens: 50 }, cost_confidence: 'estimated' });
+    expect(gw.summary().cost_usd).toBeGreaterThan(0);
+  });
+});
+
+describe('gateway: caps', () => {
+  it('a token cap refuses the next request with 429 before it reaches the model', async () => {
+    const model = await fake(WRITE_SCRIPT);
+    const gw = await gateway({ upstream: model.url, caps: { maxTokens: 150 } });
+    const user = { role: 'user', content: 'go' };
+    expect((await send(gw, 'POST', '/v1/messages', anthropicRequest([user]))).status).toBe(200); // 170 tokens
+    const refused = await send(gw, 'POST', '/v1/messages', anthropicRequest([user]));
+    expect(refused.status).toBe(429);
+    expect(refused.headers['x-should-retry']).toBe('false');
+    expect(JSON.parse(refused.text)).toMatchObject({ type: 'error', error: { type: 'budget_exceeded' } });
+    expect(model.requests).toHaveLength(1);
+    expect(gw.summary()).toMatchObject({ requests: 2, model_requests: 1, cap_hit: 'token-cap' });
+    expect(gw.records()[1]).toMatchObject({ status: 429, refused: 'token-cap' });
+  });
+
+  it('a cost cap refuses once the priced cost reaches it; free models are reported free', async () => {
+    const model = await fake({ turns: [{ text: 'a', usage: { input_tokens: 1_000_000, output_tokens: 0 } }] });
+    const gw = await gateway({ upstream: model.url, caps: { maxCostUsd: 1 }, prices: { 'claude-fake': { input: 1, output: 1, cache_write: 1, cache_read: 1 } } });
+    const user = { role: 'user', content: 'go' };
+    expect((await send(gw, 'POST', '/v1/messages', anthropicRequest([user]))).status).toBe(200);
+    expect((await send(gw, 'POST', '/v1/messages', anthropicRequest([user]))).status).toBe(429);
+    expect(gw.summary()).toMatchObject({ cost_usd: 1, cost_confidence: 'exact', cap_hit: 'cost-cap' });
+
+    const free = await gateway({ upstream: model.url, prices: { '*': { input: 0, output: 0, cache_write: 0, cache_read: 0 } } });
+    await send(free, 'POST', '/v1/messages', anthropicRequest([user]));
+    expect(free.summary()).toMatchObject({ cost_usd: 0, cost_confidence: 'free' });
+  });
+});
+
+describe('gateway: records', () => {
+  it('redacts credentials in the log file and in memory, keeping token counts', async () => {
+    const dir = tempDir();
+    const logFile = join(dir, 'gateway.jsonl');
+    const model = await fake(WRITE_SCRIPT);
+    const gw = await gateway({ upstream: model.url, logFile });
+    await send(gw, 'HEAD', '/', undefined, CREDS);
+    await send(gw, 'POST', '/v1/messages?beta=true&key=sk-test', anthropicRequest([{ role: 'user', content: 'go' }], { metadata: { user_id: 'u1', api_key: 'sk-test' } }), { ...CREDS, 'x-secret-thing': 'hush-hush-123' });
+    await gw.close();
+
+    const text = readFileSync(logFile, 'utf8');
+    expect(text).not.toContain('sk-test');
+    expect(text).not.toContain('hush-hush-123');
+    const lines = text.trim().split('\n').map((l) => JSON.parse(l));
+    expect(lines).toHaveLength(2);
+    const post = lines[1];
+    expect(post.request_headers).toMatchObject({ 'x-api-key': '[redacted]', authorization: '[redacted]', 'x-secret-thing': '[redacted]' });
+    expect(post.path).toBe('/v1/messages?beta=true&key=%5Bredacted%5D');
+    expect(post.request_body).toMatchObject({ max_tokens: 1024, metadata: { user_id: 'u1', api_key: '[redacted]' } });
+    expect(post.status).toBe(200);
+    expect(post.response_events[0]).toMatchObject({ event: 'message_start', data: { message: { usage: { input_tokens: 100 } } } });
+    expect(post).toMatchObject({ model: 'claude-fake', tool_calls: 1, usage: { input_tokens: 100, output_tokens: 20 } });
+    expect(JSON.stringify(gw.records())).not.toContain('sk-test');
+  });
+
+  it('an unreachable upstream answers 502 and counts as an upstream error', async () => {
+    const probe = createServer();
+    await new Promise<void>((r) => probe.listen(0, '127.0.0.1', r));
+    const port = (probe.address() as AddressInfo).port;
+    await new Promise<void>((r) => probe.close(() => r()));
+    const gw = await gateway({ upstream: `http://127.0.0.1:${port}` });
+    const r = await send(gw, 'POST', '/v1/messages', anthropicRequest([]));
+    expect(r.status).toBe(502);
+    expect(gw.summary()).toMatchObject({ requests: 1, model_requests: 0, upstream_errors: 1 });
+    expect(gw.records()[0]!.upstream_error).toMatch(/ECONNREFUSED/);
+  });
+});
+
+describe('gateway: a broken upstream stream', () => {
+  it('an upstream that dies mid-stream counts as an upstream error, and the usage seen so far is kept', async () => {
+    const upstream = createServer((req, res) => {
+      req.resume();
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write('event: message_start\ndata: {"type":"message_start","message":{"model":"m","usage":{"input_tokens":7,"output_tokens":1}}}\n\n', () =>
+        setTimeout(() => res.socket?.destroy(), 20),
+      );
+    });
+    await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r));
+    cleanups.push(() => new Promise<void>((r) => upstream.close(() => r())));
+    const gw = await gateway({ upstream: `http://127.0.0.1:${(upstream.address() as AddressInfo).port}` });
+    await expect(send(gw, 'POST', '/v1/messages', anthropicRequest([]))).rejects.toThrow();
+    // The client sees the reset about when the gateway does: wait for the record rather than sleep.
+    for (let i = 0; i < 200 && gw.records().length === 0; i++) await new Promise((r) => setTimeout(r, 10));
+    expect(gw.summary()).toMatchObject({ upstream_errors: 1, model_requests: 1, usage: { input_tokens: 7, output_tokens: 1 } });
+    expect(gw.records()[0]).toMatchObject({ status: 200, upstream_error: 'upstream closed the connection mid-response' });
+  });
+});
+
+describe('fake model + gateway: OpenAI Responses', () => {
+  it('answers function_call then a message, and splits cached tokens out of input', async () => {
+    const model = await fake({
+      turns: [
+        { tool_calls: [{ name: 'exec_command', input: { cmd: 'echo hi > hello.txt' } }], usage: { input_tokens: 50, output_tokens: 10, cache_read_input_tokens: 30 } },
+        { text: 'Created hello.txt.' },
+      ],
+    });
+    const gw = await gateway({ upstream: model.url, markers: { agents: '# AGENTS.md instructions for /w' } });
+    const tools = [{ type: 'function', name: 'exec_command', parameters: { type: 'object' } }];
+    const user = { type: 'message', role: 'user', content: [{ type: 'input_text', text: '# AGENTS.md instructions for /w\n\nbe brief' }] };
+
+    const first = events((await send(gw, 'POST', '/v1/responses', { model: 'gpt-fake', stream: true, tools, input: [user] }, CREDS)).text);
+    expect(first.map((e) => e.event)).toEqual(['response.created', 'response.output_item.done', 'response.completed']);
+    const call = (first[1]!.data as any).item;
+    expect(call).toEqual({ type: 'function_call', id: 'fc_fake_0_0', call_id: 'call_fake_0_0', name: 'exec_command', arguments: '{"cmd":"echo hi > hello.txt"}', status: 'completed' });
+    expect((first[2]!.data as any).response.usage).toEqual({ input_tokens: 80, input_tokens_details: { cached_tokens: 30 }, output_tokens: 10, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: 90 });
+
+    const input = [user, call, { type: 'function_call_output', call_id: 'call_fake_0_0', output: 'ok' }];
+    const second = events((await send(gw, 'POST', '/v1/responses', { model: 'gpt-fake', stream: true, tools, input }, CREDS)).text);
+    expect((second[1]!.data as any).item).toMatchObject({ type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: 'Created hello.txt.', annotations: [] }] });
+    expect((second[2]!.data as any).response).toMatchObject({ status: 'completed', output: [{ type: 'message' }] });
+
+    expect(gw.summary()).toMatchObject({
+      model_requests: 2,
+      tool_calls: 1,
+      usage: { input_tokens: 50 + 100, output_tokens: 30, cache_write_tokens: 0, cache_read_tokens: 30 },
+      delivered: { agents: true },
+    });
+  });
+});
+
+describe('listening on a unix socket', () => {
+  it('serves the gateway (and the fake model) on sockets a sandboxed uid can open', async () => {
+    const dir = tempDir();
+    const model = await fake(WRITE_SCRIPT, { socket: join(dir, 'model.sock') });
+    expect(model.socket).toBe(join(dir, 'model.sock'));
+    const gw = await gateway({ upstream: 'http://localhost', upstreamSocket: model.socket!, listen: { socket: join(dir, 'gw.sock') } });
+    expect(statSync(join(dir, 'gw.sock')).mode & 0o777).toBe(0o666);
+
+    const r = await send({ url: 'http://localhost', socket: join(dir, 'gw.sock') }, 'POST', '/v1/messages', anthropicRequest([{ role: 'user', content: 'go' }]));
+    expect(assemble(events(r.text)).stop).toBe('tool_use');
+    expect(gw.summary()).toMatchObject({ model_requests: 1, tool_calls: 1 });
+
+  });
+
+  it('replaces a stale socket left by a killed process, but never deletes a regular file', async () => {
+    const dir = tempDir();
+    const sock = join(dir, 'gw.sock');
+    // A real process that dies by SIGKILL while listening leaves its socket file behind.
+    await execa(process.execPath, ['-e', "require('net').createServer().listen(process.argv[1], () => process.kill(process.pid, 'SIGKILL'))", sock], { reject: false });
+    expect(statSync(sock).isSocket()).toBe(true);
+    const model = await fake(WRITE_SCRIPT);
+    const gw = await gateway({ upstream: model.url, listen: { socket: sock } });
+    expect((await send(gw, 'POST', '/v1/messages', anthropicRequest([]))).status).toBe(200);
+
+    const file = join(dir, 'not-a-socket');
+    writeFileSync(file, 'keep me');
+    await expect(startGateway({ upstream: model.url, listen: { socket: file } })).rejects.toThrow(/EADDRINUSE/);
+    expect(readFileSync(file, 'utf8')).toBe('keep me');
+  });
+});
+
+describe('pieces', () => {
+  it('the SSE parser copes with chunks split anywhere, CRLF and multi-byte characters', () => {
+    const wire = Buffer.from('event: a\r\ndata: {"t":"é✓"}\r\n\r\n: keep-alive\n\nevent: b\ndata: x\ndata: y\n\n');
+    const p = new SseParser();
+    const out: SseEvent[] = [];
+    for (const byte of wire) out.push(...p.feed(Uint8Array.of(byte)));
+    out.push(...p.end());
+    expect(out).toEqual([{ event: 'a', data: { t: 'é✓' } }, { event: 'b', data: 'x\ny' }]);
+  });
+
+  it('OpenAI turn = earlier model replies, however many calls each made', () => {
+    const call = (id: string) => ({ type: 'function_call', call_id: id, name: 'exec_command', arguments: '{}' });
+    const out = (id: string) => ({ type: 'function_call_output', call_id: id, output: 'ok' });
+    const user = { type: 'message', role: 'user', content: 'go' };
+    expect(openaiTurnIndex({ input: 'just a string' })).toBe(0);
+    expect(openaiTurnIndex({ input: [user] })).toBe(0);
+    expect(openaiTurnIndex({ input: [user, call('a'), out('a')] })).toBe(1);
+    expect(openaiTurnIndex({ input: [user, { type: 'message', role: 'assistant', content: 'x' }, call('a'), call('b'), out('a'), out('b'), call('c'), out('c')] })).toBe(2);
+  });
+
+  it('parseFakeScript names the offending field', () => {
+    expect(parseFakeScript({ turns: [{ text: 'x' }, { tool_calls: [{ name: 'Write', input: 'nope' }] }] })).toEqual({
+      ok: false,
+      error: { reason: 'invalid-script', path: 'turns[1].tool_calls[0].input', message: 'expected an object' },
+    });
+    expect(parseFakeScript(WRITE_SCRIPT)).toEqual({ ok: true, value: WRITE_SCRIPT });
+  });
+});
+
+const CLAUDE = fileURLToPath(new URL('../node_modules/.bin/claude', import.meta.url));
+
+describe.runIf(existsSync(CLAUDE))('the real Claude Code CLI through the gateway', () => {
+  it('writes hello.txt from the scripted Write call; the gateway counts turns, usage and CLAUDE.md delivery', async () => {
+    const cwd = tempDir();
+    const home = tempDir();
+    const marker = 'PAIRBENCH-MARKER-0c4e: always write files with a trailing newline';
+    writeFileSync(join(cwd, 'CLAUDE.md'), `# Project notes\n\n${marker}\n`);
+    const model = await fake({
+      turns: [
+        { tool_calls: [{ name: 'Write', input: { file_path: join(cwd, 'hello.txt'), content: 'hi\n' } }] },
+        { text: 'Created hello.txt.' },
+      ],
+    });
+    const logFile = join(home, 'gateway.jsonl');
+    const gw = await gateway({ upstream: model.url, markers: { claude_md: marker, absent: 'never-in-any-request' }, logFile });
+
+    const run = await execa(CLAUDE, ['-p', 'create hello.txt', '--output-format', 'stream-json', '--verbose', '--max-turns', '4', '--dangerously-skip-permissions'], {
+      cwd,
+      env: {
+        ANTHROPIC_BASE_URL: gw.url,
+        ANTHROPIC_API_KEY: 'sk-test',
+        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+        DISABLE_AUTOUPDATER: '1',
+        DISABLE_TELEMETRY: '1',
+        DISABLE_ERROR_REPORTING: '1',
+        HOME: home,
+        PATH: process.env.PATH ?? '',
+        IS_SANDBOX: '1',
+      },
+      extendEnv: false,
+      timeout: 60_000,
+      reject: false,
+      stdin: 'ignore',
+    });
+    expect(run.exitCode, `${run.stdout}\n${run.stderr}`).toBe(0);
+    expect(readFileSync(join(cwd, 'hello.txt'), 'utf8')).toBe('hi\n');
+
+    const s = gw.summary();
+    expect(s.model_requests).toBeGreaterThanOrEqual(2);
+    expect(s.tool_calls).toBeGreaterThanOrEqual(1);
+    expect(s.usage.input_tokens).toBeGreaterThanOrEqual(200);
+    expect(s.usage.output_tokens).toBeGreaterThanOrEqual(40);
+    expect(s.delivered).toEqual({ claude_md: true, absent: false });
+    expect(s).toMatchObject({ cap_hit: null, upstream_errors: 0 });
+    await gw.close();
+    expect(readFileSync(logFile, 'utf8')).not.toContain('sk-test');
+
+    const result = run.stdout.trim().split('\n').map((l) => JSON.parse(l)).find((l) => l.type === 'result');
+    expect(result).toMatchObject({ subtype: 'success', is_error: false });
+  });
+});
