@@ -52,15 +52,16 @@ const INSTALL_HINT = 'install it with `apt-get install bubblewrap` (Debian/Ubunt
 export const bubblewrapBackend: SandboxBackend = {
   name: 'bubblewrap',
   isolation: 'namespaces',
-  available: () => (availability ??= checkAvailable()),
+  available: () => (availability ??= checkBubblewrap()),
   canEnforce: (mode: EgressMode) => mode === 'none' || mode === 'allowlist',
   create,
 };
 
 let availability: Promise<Result<void, string>> | undefined;
 
-async function checkAvailable(): Promise<Result<void, string>> {
-  const bwrap = findOnPath('bwrap');
+/** Whether bwrap is on `pathVar` and can build a sandbox here; if not, what to do about it. */
+export async function checkBubblewrap(pathVar = process.env['PATH'] ?? DEFAULT_PATH): Promise<Result<void, string>> {
+  const bwrap = findOnPath('bwrap', pathVar);
   if (!bwrap) return err(`bubblewrap (bwrap) is not on PATH; ${INSTALL_HINT}`);
   // The same namespaces and binds as a real sandbox, so a kernel or container
   // runtime that forbids them is found here and not in the middle of a run.
@@ -77,7 +78,8 @@ async function checkAvailable(): Promise<Result<void, string>> {
 
 async function create(spec: SandboxSpec): Promise<Result<Sandbox, SandboxFailure>> {
   const available = await bubblewrapBackend.available();
-  if (!available.ok) return err({ reason: 'unavailable', message: available.error });
+  const bwrap = findOnPath('bwrap');
+  if (!available.ok || !bwrap) return err({ reason: 'unavailable', message: available.ok ? `bwrap is no longer on PATH; ${INSTALL_HINT}` : available.error });
   const invalid = checkSpec(spec);
   if (invalid) return err({ reason: 'start-failed', message: `bubblewrap: ${invalid}` });
 
@@ -95,7 +97,7 @@ async function create(spec: SandboxSpec): Promise<Result<Sandbox, SandboxFailure
     const forwarder = forwards.length > 0 ? forwarderScript() : undefined;
     if (forwards.length > 0 && !forwarder) throw new Error('forwarder.mjs is missing next to bubblewrap.ts (is the package complete?)');
     const layout: Layout = { spec, privateDir, forwards, forwarder };
-    return ok(openSandbox(findOnPath('bwrap')!, layout, proxy));
+    return ok(openSandbox(bwrap, layout, proxy));
   } catch (e) {
     await proxy?.close();
     await rm(privateDir, { recursive: true, force: true });

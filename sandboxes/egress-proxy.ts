@@ -42,27 +42,30 @@ export async function startEgressProxy(options: EgressProxyOptions): Promise<Egr
   const events: EgressEvent[] = [];
   const open = new Set<Duplex>();
 
-  const decide = (method: string, target: Target): EgressEvent['decision'] => {
-    const decision = isAllowed(allowed, target) ? 'allowed' : 'blocked';
+  const record = (method: string, target: Target, decision: EgressEvent['decision']) => {
     events.push({ at: new Date().toISOString(), method, host: target.host, port: target.port, decision });
     return decision;
   };
+  const decide = (method: string, target: Target) => record(method, target, isAllowed(allowed, target) ? 'allowed' : 'blocked');
 
   const server = http.createServer((req, res) => forwardRequest(req, res, decide, open));
+  // A client may half-close right after its request (`printf 'GET ...' | nc`). By
+  // default node's HTTP server then aborts the request and answers nothing; with
+  // this (long-standing, undocumented) flag it answers, then closes.
+  (server as http.Server & { httpAllowHalfOpen: boolean }).httpAllowHalfOpen = true;
   server.on('connect', (req: http.IncomingMessage, client: Duplex, head: Buffer) => {
     track(open, client);
     tunnel(req, client, head, decide, open);
   });
-  // Clients may also try a protocol upgrade (websockets) through the proxy; not supported.
+  // A protocol upgrade (websockets) through the proxy is not supported: blocked whatever the host.
   server.on('upgrade', (req: http.IncomingMessage, client: Duplex) => {
-    const target = targetOfUrl(req.url ?? '');
-    if (target) decide(req.method ?? 'GET', target);
+    record(req.method ?? 'GET', targetOfUrl(req.url ?? '') ?? { host: hostHeader(req), port: 0 }, 'blocked');
     client.end('HTTP/1.1 501 Not Implemented\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
   });
   server.on('connection', (socket: net.Socket) => track(open, socket));
 
   await listen(server, options.socket);
-  // The sandboxed process runs as another uid (1000 inside); it must be able to connect.
+  // Sandboxed clients connect as another uid (docker's forwarder runs as 65534).
   await chmod(options.socket, 0o666);
 
   let closing: Promise<void> | undefined;

@@ -1,5 +1,188 @@
-import { bubblewrapBackend } from '../sandboxes/bubblewrap.js';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { bubblewrapBackend, checkBubblewrap, namespaceArgs, systemArgs } from '../sandboxes/bubblewrap.js';
+import type { Sandbox, SandboxSpec } from '../sandboxes/sandbox.js';
 import { sandboxSuite } from './sandbox-suite.js';
 
+// Skips (saying why) on a machine without a working bwrap. Where bubblewrap is a
+// prerequisite (CI), set PAIRBENCH_REQUIRE_SANDBOXES=1 so a broken install fails instead.
 const available = await bubblewrapBackend.available();
-sandboxSuite(bubblewrapBackend, available.ok ? {} : { skip: available.error });
+if (!available.ok && process.env['PAIRBENCH_REQUIRE_SANDBOXES']) throw new Error(`bubblewrap is required here: ${available.error}`);
+const skip = available.ok ? undefined : available.error;
+if (skip) console.warn(`[sandbox-bubblewrap] SKIPPED: ${skip}`);
+
+sandboxSuite(bubblewrapBackend, skip === undefined ? {} : { skip });
+
+describe('bubblewrap argv (no bwrap needed)', () => {
+  it('always drops root: new user namespace as uid 1000 without capabilities, new pid/ipc/uts/cgroup namespaces', () => {
+    const args = namespaceArgs('none').join(' ');
+    for (const flag of ['--unshare-user --uid 1000 --gid 1000', '--cap-drop ALL', '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try', '--die-with-parent', '--new-session'])
+      expect(args).toContain(flag);
+  });
+
+  it('has no network for egress none and allowlist, and the host network only for open', () => {
+    expect(namespaceArgs('none')).toContain('--unshare-net');
+    expect(namespaceArgs('allowlist')).toContain('--unshare-net');
+    expect(namespaceArgs('open')).not.toContain('--unshare-net');
+  });
+
+  it('binds only system paths read-only: never /, never writable, never TLS private keys', () => {
+    const args = systemArgs();
+    const binds = args.flatMap((a, i): [string, string][] => (a.startsWith('--') && a.includes('bind') ? [[a, args[i + 1]!]] : []));
+    expect(binds.length).toBeGreaterThan(0);
+    for (const [flag, source] of binds) {
+      expect(flag).toBe('--ro-bind');
+      expect(source).not.toBe('/');
+      expect(source.startsWith('/etc/ssl/private')).toBe(false);
+    }
+  });
+
+  it('says how to install bubblewrap when bwrap is not on PATH', async () => {
+    const r = await checkBubblewrap('/nonexistent');
+    expect(r).toEqual({ ok: false, error: expect.stringContaining('apt-get install bubblewrap') });
+  });
+});
+
+describe.skipIf(skip !== undefined)('bubblewrap specifics', () => {
+  let root: string;
+  let hostServer: http.Server;
+  let hostPort: number;
+  const open: Sandbox[] = [];
+
+  beforeAll(async () => {
+    root = mkdtempSync(join(tmpdir(), 'pairbench-bwrap-test-'));
+    hostServer = http.createServer((_req, res) => res.end('host loopback answered'));
+    await new Promise<void>((resolve) => hostServer.listen(0, '127.0.0.1', resolve));
+    hostPort = (hostServer.address() as AddressInfo).port;
+  });
+  afterAll(async () => {
+    await new Promise((resolve) => hostServer.close(resolve));
+    rmSync(root, { recursive: true, force: true });
+  });
+  afterEach(async () => {
+    for (const s of open.splice(0)) await s.close();
+  });
+
+  let n = 0;
+  function workspace(): string {
+    const ws = join(root, `ws-${++n}`);
+    mkdirSync(ws);
+    return ws;
+  }
+
+  async function start(spec: Partial<SandboxSpec> = {}): Promise<Sandbox> {
+    const r = await bubblewrapBackend.create({ workspace: workspace(), egress: { mode: 'none' }, ...spec });
+    if (!r.ok) throw new Error(`${r.error.reason}: ${r.error.message}`);
+    open.push(r.value);
+    return r.value;
+  }
+
+  async function sh(sandbox: Sandbox, script: string) {
+    return sandbox.exec(['/bin/sh', '-c', script]);
+  }
+
+  it('shows only the system, scratch space and the workspace at the root; the repository is not there', async () => {
+    const s = await start();
+    const r = await sh(s, `ls -A /; test -e ${JSON.stringify(join(process.cwd(), 'package.json'))} && echo REPO_VISIBLE`);
+    expect(r.stdout.split('\n').filter(Boolean).sort()).toEqual(['bin', 'dev', 'etc', 'lib', 'lib64', 'proc', 'run', 'sbin', 'tmp', 'usr', 'work']);
+  });
+
+  it('runs as an unprivileged named user with a writable HOME and no capabilities', async () => {
+    const s = await start();
+    const r = await sh(s, 'id -un; id -u; echo "$HOME"; touch "$HOME/x" && echo home-writable; grep CapEff /proc/self/status; touch /usr/x 2>/dev/null || echo usr-read-only');
+    expect(r.stdout.split('\n')).toEqual(['pairbench', '1000', '/tmp/home', 'home-writable', 'CapEff:\t0000000000000000', 'usr-read-only']);
+  });
+
+  it('mounts extra paths read-only or read-write at their targets', async () => {
+    const agent = join(root, 'agent-install');
+    const data = join(root, 'data');
+    mkdirSync(agent);
+    mkdirSync(data);
+    writeFileSync(join(agent, 'cli.js'), 'agent code');
+    const s = await start({
+      mounts: [
+        { host: agent, target: '/opt/agent', readOnly: true },
+        { host: data, target: '/run/data', readOnly: false },
+      ],
+    });
+    const r = await sh(s, 'cat /opt/agent/cli.js; echo; touch /opt/agent/x 2>/dev/null || echo agent-read-only; echo out > /run/data/result && echo data-written');
+    expect(r.stdout.split('\n')).toEqual(['agent code', 'agent-read-only', 'data-written']);
+    expect(readFileSync(join(data, 'result'), 'utf8')).toBe('out\n');
+    expect(existsSync(join(agent, 'x'))).toBe(false);
+  });
+
+  it.each([
+    [{ host: '/tmp', target: '/usr/local/agent', readOnly: true }, 'inside the read-only system bind /usr'],
+    [{ host: '/nonexistent-pairbench', target: '/opt/x', readOnly: true }, 'the host path does not exist'],
+    [{ host: '/tmp', target: '/work', readOnly: true }, '/work is the workspace'],
+    [{ host: '/tmp', target: 'relative', readOnly: true }, 'normalized absolute path'],
+  ])('refuses an impossible mount with a message naming it: %j', async (mount, message) => {
+    const r = await bubblewrapBackend.create({ workspace: workspace(), egress: { mode: 'none' }, mounts: [mount] });
+    expect(r.ok).toBe(false);
+    if (!r.ok) {
+      expect(r.error.reason).toBe('start-failed');
+      expect(r.error.message).toContain(`mount ${mount.host} -> ${mount.target}`);
+      expect(r.error.message).toContain(message);
+    }
+  });
+
+  it("refuses to forward a socket whose directory holds other files (they would be visible inside)", async () => {
+    const dir = join(root, 'shared-dir');
+    mkdirSync(dir);
+    writeFileSync(join(dir, 'secret.json'), '{}');
+    const r = await bubblewrapBackend.create({ workspace: workspace(), egress: { mode: 'none' }, forwards: [{ socket: join(dir, 'gw.sock'), port: 9000 }] });
+    expect(r).toMatchObject({ ok: false, error: { reason: 'start-failed', message: expect.stringContaining('keep the socket in a directory of its own') } });
+  });
+
+  it('refuses a forward on the egress proxy port when egress is allowlist', async () => {
+    const dir = join(root, 'sock-dir');
+    mkdirSync(dir, { recursive: true });
+    const r = await bubblewrapBackend.create({ workspace: workspace(), egress: { mode: 'allowlist', allow: [] }, forwards: [{ socket: join(dir, 'x.sock'), port: 3128 }] });
+    expect(r).toMatchObject({ ok: false, error: { reason: 'start-failed', message: expect.stringContaining('3128') } });
+  });
+
+  it('egress open shares the host network and says it is not enforced', async () => {
+    const s = await start({ egress: { mode: 'open' } });
+    const r = await s.exec(['busybox', 'wget', '-q', '-Y', 'off', '-O', '-', `http://127.0.0.1:${hostPort}/`]);
+    expect(r.stdout).toBe('host loopback answered');
+    expect(s.receipt()).toMatchObject({ egress_mode: 'open', egress_enforced: false, egress_log: [] });
+  });
+
+  it('fails the exec with a clear message when the forwarder cannot start', async () => {
+    // With egress open the forwarder listens on the host's loopback, where hostPort is taken.
+    const dir = join(root, 'fwd-fail');
+    mkdirSync(dir);
+    const s = await start({ egress: { mode: 'open' }, forwards: [{ socket: join(dir, 'gw.sock'), port: hostPort }] });
+    const r = await s.exec(['/bin/sh', '-c', 'echo agent ran']);
+    expect(r.exitCode).toBe(125);
+    expect(r.stdout).not.toContain('agent ran');
+    expect(r.stderr).toContain(`cannot listen on 127.0.0.1:${hostPort}`);
+    expect(r.stderr).toContain('the port forwarder inside the sandbox did not start');
+  });
+
+  it('records resources as given (bubblewrap does not enforce them)', async () => {
+    const s = await start({ resources: { cpus: 2, memoryMb: 512, pids: 64 } });
+    expect(s.receipt()).toEqual({
+      backend: 'bubblewrap',
+      isolation: 'namespaces',
+      egress_mode: 'none',
+      egress_enforced: true,
+      egress_log: [],
+      image_id: null,
+      resources: { cpus: 2, memory_mb: 512, pids: 64 },
+    });
+  });
+
+  it('close() stops the egress proxy; exec afterwards is a programming error', async () => {
+    const s = await start({ egress: { mode: 'allowlist', allow: [] } });
+    const before = await s.exec(['busybox', 'wget', '-q', '-O', '-', 'http://blocked.example/']);
+    expect(before.stderr).toContain('403');
+    await s.close();
+    expect(s.receipt().egress_log).toMatchObject([{ host: 'blocked.example', decision: 'blocked' }]);
+    await expect(s.exec(['true'])).rejects.toThrow(/after close/);
+  });
+});

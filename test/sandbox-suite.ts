@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -18,8 +18,8 @@ import type { EgressMode, ExecResult, Sandbox, SandboxBackend, SandboxSpec } fro
 export interface SandboxSuiteOptions {
   /** Why the backend cannot run here. Every test is then skipped, with the reason in the suite's name. */
   skip?: string;
-  /** Merged into every spec the suite creates (docker: `image`). */
-  baseSpec?: Partial<SandboxSpec>;
+  /** Merged into every spec the suite creates (docker: `image`, `labels`); a function runs once, before the tests. */
+  baseSpec?: Partial<SandboxSpec> | (() => Promise<Partial<SandboxSpec>>);
   /** Command that provides the `wget` and `nc` applets inside the sandbox; default `busybox`. */
   busybox?: string;
   /** Puts a file into a sandbox's workspace. Default: write it into spec.workspace on the host. */
@@ -37,9 +37,11 @@ export function sandboxSuite(backend: SandboxBackend, options: SandboxSuiteOptio
 
   describe.skipIf(options.skip !== undefined)(title, () => {
     let fx: Fixture;
+    let baseSpec: Partial<SandboxSpec> = {};
     const open: Sandbox[] = [];
 
     beforeAll(async () => {
+      baseSpec = typeof options.baseSpec === 'function' ? await options.baseSpec() : (options.baseSpec ?? {});
       fx = await makeFixture();
       process.env[fx.hostEnvName] = fx.secrets.hostEnv;
     });
@@ -53,7 +55,7 @@ export function sandboxSuite(backend: SandboxBackend, options: SandboxSuiteOptio
 
     /** Creates a sandbox over a fresh workspace and closes it after the test. */
     async function start(egress: SandboxSpec['egress'], extra: Partial<SandboxSpec> = {}): Promise<{ sandbox: Sandbox; spec: SandboxSpec }> {
-      const spec: SandboxSpec = { ...options.baseSpec, workspace: fx.newWorkspace(), egress, ...extra };
+      const spec: SandboxSpec = { ...baseSpec, workspace: fx.newWorkspace(), egress, ...extra };
       const created = await backend.create(spec);
       if (!created.ok) throw new Error(`create failed: ${created.error.reason}: ${created.error.message}`);
       open.push(created.value);
@@ -82,7 +84,8 @@ export function sandboxSuite(backend: SandboxBackend, options: SandboxSuiteOptio
       it('reports exit codes, output streams and stdin', async () => {
         const { sandbox } = await start({ mode: basicEgress });
         const r = await sandbox.exec(['/bin/sh', '-c', 'read line; echo "out:$line"; echo err >&2; exit 7'], { stdin: 'hello\n' });
-        expect(r).toMatchObject({ exitCode: 7, timedOut: false, stdout: 'out:hello\n', stderr: 'err\n' });
+        expect(r).toMatchObject({ exitCode: 7, signal: null, timedOut: false });
+        expect([r.stdout.trim(), r.stderr.trim()]).toEqual(['out:hello', 'err']);
       });
 
       it('runs in the requested working directory', async () => {
@@ -128,7 +131,7 @@ export function sandboxSuite(backend: SandboxBackend, options: SandboxSuiteOptio
 
         it.each(['none', 'allowlist'] as const)('refuses egress %s instead of pretending to enforce it', async (mode) => {
           expect(backend.canEnforce(mode)).toBe(false);
-          const r = await backend.create({ ...options.baseSpec, workspace: fx.newWorkspace(), egress: { mode, allow: ['example.com'] } });
+          const r = await backend.create({ ...baseSpec, workspace: fx.newWorkspace(), egress: { mode, allow: ['example.com'] } });
           expect(r.ok).toBe(false);
           if (!r.ok) expect(r.error.reason).toBe('egress-unenforceable');
         });
@@ -294,6 +297,8 @@ async function makeFixture(): Promise<Fixture> {
   const gatewaySocket = join(root, 'gateway', 'gw.sock');
   const gateway = http.createServer((req, res) => res.end(`${secrets.gateway} ${req.url}`));
   await new Promise<void>((resolve) => gateway.listen(gatewaySocket, resolve));
+  // As the real gateway does: a sandbox may connect as another uid (docker's forwarder runs as 65534).
+  chmodSync(gatewaySocket, 0o666);
 
   let workspaces = 0;
   const escapeMarker = token('pairbench-escape');
