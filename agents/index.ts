@@ -1,8 +1,9 @@
 import type { AgentAdapter } from './adapter.js';
 import { claudeCodeAgent } from './claude-code.js';
+import { codexAgent } from './codex.js';
 import { commandAgent, nopAgent, oracleAgent } from './simple.js';
 
 /** Built-in agent adapters by name. */
 export const agentAdapters: ReadonlyMap<string, AgentAdapter> = new Map(
-  [nopAgent, oracleAgent, commandAgent, claudeCodeAgent].map((a) => [a.name, a]),
+  [nopAgent, oracleAgent, commandAgent, claudeCodeAgent, codexAgent].map((a) => [a.name, a]),
 );

@@ -1,0 +1,111 @@
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { execaSync } from 'execa';
+import { packageRoot } from '../pipeline/package-root.js';
+import type { AgentAdapter, AtifStep, AttemptContext, ParsedRun } from './adapter.js';
+
+/** The statically linked (musl) binary inside the npm package: it runs in any sandbox as it is. */
+export function codexBinary(): string {
+  return join(packageRoot(), 'node_modules', '@openai', 'codex-linux-x64', 'vendor', 'x86_64-unknown-linux-musl', 'bin', 'codex');
+}
+
+const MOUNT = '/run/agent/codex';
+let cachedVersion: string | undefined;
+
+interface CodexEvent {
+  type: string;
+  thread_id?: string;
+  item?: { id: string; type: string; command?: string; aggregated_output?: string; exit_code?: number | null; text?: string; message?: string };
+  usage?: { input_tokens?: number; cached_input_tokens?: number; output_tokens?: number };
+}
+
+/** `codex exec --json` events -> turns, tool calls and an ATIF-v1.7 trajectory. */
+export function parseCodex(stdout: string, ctx: AttemptContext, version: string): ParsedRun {
+  const events: CodexEvent[] = [];
+  for (const line of stdout.split('\n')) {
+    if (!line.startsWith('{')) continue;
+    try {
+      events.push(JSON.parse(line) as CodexEvent);
+    } catch {
+      // partial line
+    }
+  }
+  const steps: AtifStep[] = [{ step_id: 1, source: 'user', message: ctx.prompt }];
+  let toolCalls = 0;
+  let turns = 0;
+  const usage = { input: 0, cached: 0, output: 0 };
+  for (const e of events) {
+    if (e.type === 'turn.completed') {
+      turns++;
+      usage.input += e.usage?.input_tokens ?? 0;
+      usage.cached += e.usage?.cached_input_tokens ?? 0;
+      usage.output += e.usage?.output_tokens ?? 0;
+    }
+    if (e.type !== 'item.completed' || !e.item) continue;
+    const it = e.item;
+    if (it.type === 'command_execution') {
+      toolCalls++;
+      steps.push({
+        step_id: steps.length + 1,
+        source: 'agent',
+        model_name: ctx.model,
+        message: '',
+        tool_calls: [{ tool_call_id: it.id, function_name: 'exec_command', arguments: { cmd: it.command } }],
+        observation: { results: [{ source_call_id: it.id, content: `${it.aggregated_output ?? ''}\n[exit ${it.exit_code}]` }] },
+      });
+    } else if (it.type === 'agent_message') {
+      steps.push({ step_id: steps.length + 1, source: 'agent', model_name: ctx.model, message: it.text ?? '' });
+    }
+  }
+  const thread = events.find((e) => e.type === 'thread.started')?.thread_id ?? 'unknown';
+  return {
+    turns,
+    toolCalls,
+    hitTurnCap: false, // codex has no turn cap of its own: the gateway's caps bound it
+    trajectory: {
+      schema_version: 'ATIF-v1.7',
+      session_id: thread,
+      trajectory_id: thread,
+      agent: { name: 'codex', version, model_name: ctx.model },
+      steps,
+      final_metrics: { total_prompt_tokens: usage.input, total_completion_tokens: usage.output, total_cached_tokens: usage.cached, total_cost_usd: null, total_steps: steps.length },
+    },
+  };
+}
+
+/** `codex`: the real Codex CLI, `codex exec --json`, its provider pointed at the gateway by -c overrides. */
+export const codexAgent: AgentAdapter = {
+  name: 'codex',
+  needsModel: true,
+  version() {
+    if (cachedVersion === undefined) {
+      const r = execaSync(codexBinary(), ['--version'], { reject: false, env: { HOME: '/nonexistent', PATH: process.env['PATH'] ?? '' }, extendEnv: false });
+      cachedVersion = r.exitCode === 0 ? String(r.stdout).trim().split(' ').pop()! : 'not-installed';
+    }
+    return cachedVersion;
+  },
+  invocation(ctx) {
+    const bin = codexBinary();
+    if (!existsSync(bin)) throw new Error(`Codex is not installed at ${bin}; run npm ci`);
+    const sandboxed = ctx.sandboxed !== false;
+    const provider = `{name="pairbench",base_url="${ctx.gatewayUrl ?? ''}/v1",env_key="OPENAI_API_KEY",wire_api="responses",request_max_retries=0,stream_max_retries=0}`;
+    return {
+      argv: [
+        sandboxed ? `${MOUNT}/codex` : bin,
+        'exec',
+        '--json',
+        '--skip-git-repo-check',
+        '-c', `model="${ctx.model}"`,
+        '-c', 'model_provider="pairbench"',
+        '-c', 'approval_policy="never"',
+        '-c', 'sandbox_mode="danger-full-access"', // pairbench's sandbox is the boundary
+        '-c', `model_providers.pairbench=${provider}`,
+        ...ctx.flags,
+        ctx.prompt,
+      ],
+      env: { OPENAI_API_KEY: 'sk-pairbench-gateway', HOME: ctx.home, CODEX_HOME: ctx.home },
+      mounts: sandboxed ? [{ host: dirname(bin), target: MOUNT, readOnly: true }] : [],
+    };
+  },
+  parse: (r, ctx, version) => parseCodex(r.stdout, ctx, version),
+};

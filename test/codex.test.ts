@@ -1,0 +1,76 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { codexBinary } from '../agents/codex.js';
+import { calculatorTask } from './fixtures.js';
+import { Rig } from './rig.js';
+
+// The REAL Codex CLI (npm dev dependency) against the scripted fake model (OpenAI
+// Responses API), through the recording gateway; AGENTS.md is the treatment.
+let rig: Rig;
+beforeEach(() => {
+  rig = new Rig();
+  calculatorTask(rig.dir);
+  rig.write('fixtures/AGENTS.md', 'Convention 51bd: arithmetic helpers use the obvious operator.\n');
+  rig.write(
+    'fixtures/codex.script.json',
+    JSON.stringify({
+      turns: [
+        { tool_calls: [{ name: 'exec_command', input: { cmd: "sed -i 's/a - b/a + b/' src/add.mjs" } }], usage: { input_tokens: 900, output_tokens: 30, cache_read_input_tokens: 100 } },
+        { text: 'Fixed.', usage: { input_tokens: 1000, output_tokens: 5 } },
+      ],
+    }),
+  );
+});
+afterEach(() => rig.cleanup());
+
+function config(backend: string): string {
+  const sandbox = backend === 'local' ? '{ backend: local, egress: open }' : `{ backend: ${backend}, egress: none }`;
+  return `steps:
+  materialize: { kind: materialize, matrix: { task: [fix-add] } }
+  attempts:
+    kind: run
+    needs: [materialize]
+    matrix: { task: [fix-add], arm: [control, treatment], rep: 1 }
+    agent: { adapter: codex, model: gpt-fake }
+    arms:
+      control: {}
+      treatment: { files: { AGENTS.md: fixtures/AGENTS.md } }
+    limits: { turns: 6, wall_seconds: 120 }
+    sandbox: ${sandbox}
+    model: { fake_script: fixtures/codex.script.json }
+  verify:
+    kind: verify
+    needs: [materialize, attempts]
+    matrix: { task: [fix-add], arm: [control, treatment], rep: 1 }
+    sandbox: ${sandbox}
+`;
+}
+
+async function output(node: string, name: string): Promise<string> {
+  const ex = JSON.parse((await rig.cli('explain', node, '--json')).stdout);
+  const entry = ex.record.outputs[name];
+  return readFileSync(join(rig.dir, '.pairbench', 'cas', entry.digest.slice(0, 2), entry.digest), 'utf8');
+}
+
+describe.skipIf(!existsSync(codexBinary()))('Codex end to end', () => {
+  for (const backend of ['local', 'bubblewrap']) {
+    it(`${backend}: edits, passes the verifier; usage from the gateway; AGENTS.md delivery proven`, async () => {
+      rig.write('bench.config.yaml', config(backend));
+      const r = await rig.cli('run');
+      expect(r.code, r.stderr).toBe(0);
+      for (const arm of ['control', 'treatment']) {
+        const result = JSON.parse(await output(`attempts/fix-add/${arm}/1`, 'result.json'));
+        expect(result.exit_reason, await output(`attempts/fix-add/${arm}/1`, 'agent.log')).toBe('done');
+        expect(result.agent).toMatchObject({ adapter: 'codex', version: '0.171.0' });
+        expect(result.tool_calls).toBe(1);
+        // The fake reports OpenAI semantics (input_tokens includes the cached ones); the gateway splits them.
+        expect(result.usage).toMatchObject({ input_tokens: 1900, output_tokens: 35, cache_read_tokens: 100 });
+        expect(result.delivered.treatment).toBe(arm === 'treatment');
+        expect(JSON.parse(await output(`verify/fix-add/${arm}/1`, 'verdict.json')).pass).toBe(true);
+        const trajectory = JSON.parse(await output(`attempts/fix-add/${arm}/1`, 'trajectory.json'));
+        expect(trajectory.steps.some((s: { tool_calls?: unknown[] }) => s.tool_calls?.length)).toBe(true);
+      }
+    });
+  }
+});
