@@ -92,6 +92,15 @@ describe.skipIf(!existsSync(claudeBinary()))('Claude Code end to end', () => {
     expect(result.exit_reason).toBe('token-cap');
   });
 
+  it('a cost cap ends the attempt as cost-cap', async () => {
+    rig.write('bench.config.yaml', config('local', ', cost_usd: 0.001'));
+    const r = await rig.cli('run', 'attempts/fix-add/control');
+    expect(r.code, r.stderr).toBe(0);
+    const result = JSON.parse(await output('attempts/fix-add/control/1', 'result.json'));
+    expect(result.exit_reason).toBe('cost-cap');
+    expect(result.cost_usd).toBeGreaterThan(0.001);
+  });
+
   it('a turn cap ends the attempt as turn-cap', async () => {
     rig.write('bench.config.yaml', config('local').replace('turns: 6', 'turns: 1'));
     const r = await rig.cli('run', 'attempts/fix-add/control');

@@ -1,0 +1,62 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { execa } from 'execa';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { dockerBackend } from '../sandboxes/docker.js';
+import { ensureTestImage } from './docker-image.js';
+import { calculatorTask } from './fixtures.js';
+import { Rig } from './rig.js';
+
+// run and verify through the docker backend: a fresh container per node, pinned by image ID.
+const availability = await dockerBackend().available();
+const required = process.env['PAIRBENCH_REQUIRE_SANDBOXES'] === '1';
+
+let rig: Rig;
+beforeEach(() => {
+  rig = new Rig();
+  calculatorTask(rig.dir);
+});
+afterEach(() => rig.cleanup());
+
+async function output(node: string, name: string): Promise<any> {
+  const ex = JSON.parse((await rig.cli('explain', node, '--json')).stdout);
+  const entry = ex.record.outputs[name];
+  return JSON.parse(readFileSync(join(rig.dir, '.pairbench', 'cas', entry.digest.slice(0, 2), entry.digest), 'utf8'));
+}
+
+describe.skipIf(!availability.ok && !required)('run and verify in docker', () => {
+  it('oracle passes and nop fails; the image ID is in the receipt; no container is left', async () => {
+    const image = await ensureTestImage();
+    for (const [adapter, pass] of [['oracle', true], ['nop', false]] as const) {
+      rig.write(
+        'bench.config.yaml',
+        `steps:
+  materialize: { kind: materialize, matrix: { task: [fix-add] } }
+  attempts:
+    kind: run
+    needs: [materialize]
+    matrix: { task: [fix-add], arm: [control], rep: 1 }
+    agent: { adapter: ${adapter} }
+    arms: { control: {} }
+    sandbox: { backend: docker, egress: none, image: "${image}", resources: { cpus: 1, memory_mb: 256, pids: 128 } }
+  verify:
+    kind: verify
+    needs: [materialize, attempts]
+    matrix: { task: [fix-add], arm: [control], rep: 1 }
+    sandbox: { backend: docker, egress: none, image: "${image}" }
+`,
+      );
+      const r = await rig.cli('run');
+      expect(r.code, r.stderr).toBe(0);
+      const verdict = await output('verify/fix-add/control/1', 'verdict.json');
+      expect(verdict.pass).toBe(pass);
+      expect(verdict.sandbox).toMatchObject({ backend: 'docker', isolation: 'container', image_id: image });
+      const result = await output('attempts/fix-add/control/1', 'result.json');
+      expect(result.sandbox).toMatchObject({ backend: 'docker', image_id: image, egress_mode: 'none', egress_enforced: true, resources: { cpus: 1, memory_mb: 256, pids: 128 } });
+    }
+    for (const node of ['attempts/fix-add/control/1', 'verify/fix-add/control/1']) {
+      const left = await execa('docker', ['ps', '-aq', '--filter', `label=pairbench.node=${node}`]);
+      expect(left.stdout.trim()).toBe('');
+    }
+  });
+});
