@@ -1,4 +1,4 @@
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { AttemptContext } from '../agents/adapter.js';
 import { agentAdapters } from '../agents/index.js';
@@ -9,7 +9,7 @@ import { err, errorMessage, ok } from '../pipeline/result.js';
 import type { ExecutionContext, FileInputSpec, GraphNode, StepKind } from '../pipeline/step-kind.js';
 import type { OutputManifest } from '../pipeline/store/action-cache.js';
 import { sandboxBackend, type BackendName } from '../sandboxes/index.js';
-import type { EgressMode, Sandbox } from '../sandboxes/sandbox.js';
+import type { EgressMode, Mount, Sandbox } from '../sandboxes/sandbox.js';
 import { checkTasks, taskOf } from './agent-step-config.js';
 import { openModel, type ModelSession } from './model-session.js';
 import { copyWritten, diffSnapshots, openForSandbox, snapshot } from './workspace.js';
@@ -57,17 +57,29 @@ export function sandboxOf(s: { sandbox?: SandboxSettings }) {
   } as const;
 }
 
-/** The arm's marker: what proves, in the model's requests, that its treatment was delivered. */
-function markerOf(arm: ArmSpec, rootDir: string): string | undefined {
+/**
+ * The arm's marker: text whose presence in the model's requests proves its
+ * treatment was delivered. Taken from the staged bytes (the ones in the key). Only
+ * the node's own arm is checked here: checking another arm's marker would make this
+ * attempt's key depend on that arm's files; the cross-arm check belongs to audit,
+ * which reads both arms' gateway logs.
+ */
+function markerOf(arm: ArmSpec, staged: ExecutionContext['files'], read: (d: StagedDigest) => string): string | undefined {
   if (arm.marker) return arm.marker;
   const first = Object.values(arm.files ?? {})[0];
   if (!first) return arm.prompt_append?.trim() || undefined;
-  const line = readFileSync(join(rootDir, first), 'utf8').split('\n').find((l) => l.trim().length >= 8);
-  return line?.trim();
+  const entry = staged.find((f) => f.path === first)?.entry;
+  if (!entry) return undefined;
+  return read(entry.digest)
+    .split('\n')
+    .find((l) => l.trim().length >= 8)
+    ?.trim();
 }
 
+type StagedDigest = ExecutionContext['files'][number]['entry']['digest'];
+
 /** Starts the sandbox with the gateway reachable; a failure here is infrastructure, not the agent. */
-async function startSandbox(settings: ReturnType<typeof sandboxOf>, workspace: string, mounts: import('../sandboxes/sandbox.js').Mount[], model: ModelSession | undefined, label: string) {
+async function startSandbox(settings: ReturnType<typeof sandboxOf>, workspace: string, mounts: Mount[], model: ModelSession | undefined, label: string) {
   const backend = await sandboxBackend(settings.backend);
   const available = await backend.available();
   if (!available.ok) return err(`sandbox ${settings.backend} is not available: ${available.error}`);
@@ -171,12 +183,10 @@ export const runStep: StepKind = {
     openForSandbox(ws);
     openForSandbox(home);
 
-    // 2. The model, through the recording gateway (markers of every arm: delivery is checked in all of them).
+    // 2. The model, through the recording gateway, which also checks the arm's marker was delivered.
     const markers: Record<string, string> = {};
-    for (const [name, a] of Object.entries(s.arms)) {
-      const m = markerOf(a, ctx.config.rootDir);
-      if (m) markers[name] = m;
-    }
+    const marker = markerOf(arm, ctx.files, (d) => ctx.artifacts.read(d).toString('utf8'));
+    if (marker) markers[armName] = marker;
     const fake = ctx.files.find((f) => f.path === s.model?.fake_script);
     let model: ModelSession | undefined;
     const outDir = join(ctx.workDir, 'out');

@@ -70,7 +70,7 @@ describe.skipIf(!existsSync(claudeBinary()))('Claude Code end to end', () => {
         expect(result.turns).toBeGreaterThanOrEqual(2);
         expect(result.tool_calls).toBe(1);
         expect(result.usage).toMatchObject({ input_tokens: 2500, output_tokens: 52, cache_write_tokens: 300, cache_read_tokens: 50 });
-        expect(result.delivered.treatment).toBe(arm === 'treatment');
+        expect(result.delivered).toEqual(arm === 'treatment' ? { treatment: true } : {});
         expect(result.sandbox.backend).toBe(backend);
         const verdict = JSON.parse(await output(`verify/fix-add/${arm}/1`, 'verdict.json'));
         expect(verdict.pass).toBe(true);

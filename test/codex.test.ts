@@ -66,7 +66,7 @@ describe.skipIf(!existsSync(codexBinary()))('Codex end to end', () => {
         expect(result.tool_calls).toBe(1);
         // The fake reports OpenAI semantics (input_tokens includes the cached ones); the gateway splits them.
         expect(result.usage).toMatchObject({ input_tokens: 1900, output_tokens: 35, cache_read_tokens: 100 });
-        expect(result.delivered.treatment).toBe(arm === 'treatment');
+        expect(result.delivered).toEqual(arm === 'treatment' ? { treatment: true } : {});
         expect(JSON.parse(await output(`verify/fix-add/${arm}/1`, 'verdict.json')).pass).toBe(true);
         const trajectory = JSON.parse(await output(`attempts/fix-add/${arm}/1`, 'trajectory.json'));
         expect(trajectory.steps.some((s: { tool_calls?: unknown[] }) => s.tool_calls?.length)).toBe(true);

@@ -122,6 +122,16 @@ describe('run and verify on the local backend', () => {
     expect(rig.executions()).toEqual([]);
   });
 
+  it('editing the treatment file re-runs only the treatment arm', async () => {
+    rig.write('bench.config.yaml', config());
+    await rig.cli('run');
+    rig.write('fixtures/CLAUDE.md', 'Always use + in add(). Also: keep it short.\n');
+    const plan = JSON.parse((await rig.cli('plan', '--json')).stdout);
+    const toRun = plan.nodes.filter((n: { status: string }) => n.status === 'run').map((n: { node: string }) => n.node);
+    expect(toRun.filter((n: string) => n.startsWith('attempts/')).sort()).toEqual(['attempts/fix-add/treatment/1', 'attempts/fix-add/treatment/2']);
+    expect((await rig.cli('plan')).stdout).toMatch(/to run {2}attempts\/fix-add\/treatment\/1\n {10}file fixtures\/CLAUDE\.md digest [0-9a-f]{6} -> [0-9a-f]{6}/);
+  });
+
   it('oracle passes and nop fails the same verifier', async () => {
     rig.write('bench.config.yaml', config({ adapter: 'oracle', reps: 1 }));
     expect((await rig.cli('run')).code).toBe(0);

@@ -68,7 +68,13 @@ export class ListrReporter implements Reporter {
               this.settleIfDone(name, p);
             }),
         }));
-        this.listr = new Listr(tasks as never, { concurrent: true, exitOnError: false, rendererOptions: { collapseErrors: false } }).run().catch(() => undefined);
+        this.listr = new Listr(tasks as never, {
+          concurrent: true,
+          exitOnError: false,
+          // Only a terminal gets the live renderer (a writer that is not one, e.g. in tests, gets nothing).
+          renderer: this.out.isTTY ? 'default' : 'silent',
+          rendererOptions: { collapseErrors: false },
+        }).run().catch(() => undefined);
         return;
       }
       case 'cached':
