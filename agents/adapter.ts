@@ -10,6 +10,8 @@ export interface AttemptContext {
   limits: { turns: number; wallSeconds: number };
   /** Base URL of the recording gateway as the sandbox sees it (absent for agents that need no model). */
   gatewayUrl?: string;
+  /** MCP servers the arm offers (commands run inside the sandbox, from the workspace). */
+  mcpServers?: Record<string, McpServer>;
   /** The user's command, for the `command` adapter. */
   command?: string;
   /** A private, empty HOME outside the workspace (as the sandbox sees it). */
@@ -18,6 +20,12 @@ export interface AttemptContext {
   sandboxed?: boolean;
   /** Host files of the task's reference solution (the oracle only). */
   solution?: { patch: string | null; script: string | null };
+}
+
+export interface McpServer {
+  command: string;
+  args?: string[];
+  env?: Record<string, string>;
 }
 
 export interface AgentInvocation {

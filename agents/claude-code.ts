@@ -108,7 +108,12 @@ export const claudeCodeAgent: AgentAdapter = {
     const sandboxed = ctx.sandboxed !== false;
     const exe = sandboxed ? `${MOUNT}/claude.exe` : bin;
     return {
-      argv: [exe, '-p', ctx.prompt, '--output-format', 'stream-json', '--verbose', '--max-turns', String(ctx.limits.turns), '--dangerously-skip-permissions', '--model', ctx.model, ...ctx.flags],
+      argv: [
+        exe, '-p', ctx.prompt, '--output-format', 'stream-json', '--verbose', '--max-turns', String(ctx.limits.turns), '--dangerously-skip-permissions', '--model', ctx.model,
+        // MCP servers reach the agent only from the arm, never from a user's or project's settings.
+        '--strict-mcp-config', ...(ctx.mcpServers && Object.keys(ctx.mcpServers).length ? ['--mcp-config', JSON.stringify({ mcpServers: ctx.mcpServers })] : []),
+        ...ctx.flags,
+      ],
       env: {
         ANTHROPIC_BASE_URL: ctx.gatewayUrl ?? '',
         ANTHROPIC_API_KEY: 'sk-pairbench-gateway', // the gateway holds any real credential; the agent never sees one

@@ -73,6 +73,14 @@ export function parseCodex(stdout: string, ctx: AttemptContext, version: string)
   };
 }
 
+/** An MCP server as a TOML inline table (codex's -c takes TOML values). */
+function tomlInline(m: { command: string; args?: string[]; env?: Record<string, string> }): string {
+  const str = (v: string) => JSON.stringify(v); // a JSON string is a valid TOML basic string
+  const parts = [`command=${str(m.command)}`, `args=[${(m.args ?? []).map(str).join(',')}]`];
+  if (m.env) parts.push(`env={${Object.entries(m.env).map(([k, v]) => `${str(k)}=${str(v)}`).join(',')}}`);
+  return `{${parts.join(',')}}`;
+}
+
 /** `codex`: the real Codex CLI, `codex exec --json`, its provider pointed at the gateway by -c overrides. */
 export const codexAgent: AgentAdapter = {
   name: 'codex',
@@ -100,6 +108,7 @@ export const codexAgent: AgentAdapter = {
         '-c', 'approval_policy="never"',
         '-c', 'sandbox_mode="danger-full-access"', // pairbench's sandbox is the boundary
         '-c', `model_providers.pairbench=${provider}`,
+        ...Object.entries(ctx.mcpServers ?? {}).flatMap(([name, m]) => ['-c', `mcp_servers.${name}=${tomlInline(m)}`]),
         ...ctx.flags,
         ctx.prompt,
       ],

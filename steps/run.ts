@@ -1,6 +1,6 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { AttemptContext } from '../agents/adapter.js';
+import type { AttemptContext, McpServer } from '../agents/adapter.js';
 import { agentAdapters } from '../agents/index.js';
 import type { Json } from '../pipeline/canonical-json.js';
 import type { StepConfig } from '../pipeline/config/load.js';
@@ -16,6 +16,7 @@ import { copyWritten, diffSnapshots, openForSandbox, snapshot } from './workspac
 
 export interface ArmSpec {
   files?: Record<string, string>;
+  mcp_servers?: Record<string, McpServer>;
   prompt_append?: string;
   env?: Record<string, string>;
   marker?: string;
@@ -66,6 +67,9 @@ export function sandboxOf(s: { sandbox?: SandboxSettings }) {
  */
 function markerOf(arm: ArmSpec, staged: ExecutionContext['files'], read: (d: StagedDigest) => string): string | undefined {
   if (arm.marker) return arm.marker;
+  // An MCP arm is delivered when its tools are offered to the model (Claude Code names them mcp__<server>__<tool>).
+  const server = Object.keys(arm.mcp_servers ?? {})[0];
+  if (server) return `mcp__${server}__`;
   const first = Object.values(arm.files ?? {})[0];
   if (!first) return arm.prompt_append?.trim() || undefined;
   const entry = staged.find((f) => f.path === first)?.entry;
@@ -130,7 +134,7 @@ export const runStep: StepKind = {
     const adapter = agentAdapters.get(s.agent.adapter)!;
     return {
       task: { prompt: task.prompt, allowed_paths: task.allowedPaths },
-      arm: { files: arm.files ?? {}, prompt_append: arm.prompt_append ?? null, env: arm.env ?? {}, marker: arm.marker ?? null },
+      arm: { files: arm.files ?? {}, mcp_servers: arm.mcp_servers ?? {}, prompt_append: arm.prompt_append ?? null, env: arm.env ?? {}, marker: arm.marker ?? null },
       agent: { adapter: adapter.name, version: adapter.version(), model: s.agent.model ?? null, flags: s.agent.flags ?? [], command: s.agent.command ?? null },
       limits: limitsOf(s),
       sandbox: sandboxOf(s),
@@ -212,6 +216,7 @@ export const runStep: StepKind = {
       sandboxed,
       ...(model ? { gatewayUrl: sandboxed ? `http://127.0.0.1:${GATEWAY_PORT_INSIDE}` : model.url } : {}),
       ...(s.agent.command ? { command: s.agent.command } : {}),
+      ...(arm.mcp_servers ? { mcpServers: arm.mcp_servers } : {}),
       ...(adapter.name === 'oracle' ? { solution: task.solution } : {}),
     };
     let sandbox: Sandbox | undefined;

@@ -57,6 +57,18 @@ async function output(node: string, name: string): Promise<any> {
 
 const backends = ['local', 'bubblewrap'];
 
+/** A minimal MCP stdio server: one tool, `ping`. */
+const MCP_SERVER = `import { createInterface } from 'node:readline';
+const send = (m) => process.stdout.write(JSON.stringify(m) + '\\n');
+for await (const line of createInterface({ input: process.stdin })) {
+  const msg = JSON.parse(line);
+  if (msg.method === 'initialize') send({ jsonrpc: '2.0', id: msg.id, result: { protocolVersion: msg.params.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: 'probe', version: '1.0.0' } } });
+  else if (msg.method === 'tools/list') send({ jsonrpc: '2.0', id: msg.id, result: { tools: [{ name: 'ping', description: 'Answers pong.', inputSchema: { type: 'object', properties: {} } }] } });
+  else if (msg.method === 'tools/call') send({ jsonrpc: '2.0', id: msg.id, result: { content: [{ type: 'text', text: 'pong from the probe' }] } });
+  else if (msg.id !== undefined) send({ jsonrpc: '2.0', id: msg.id, result: {} });
+}
+`;
+
 describe.skipIf(!existsSync(claudeBinary()))('Claude Code end to end', () => {
   for (const backend of backends) {
     it(`${backend}: edits the workspace, passes the verifier; usage, turns and CLAUDE.md delivery come from the gateway`, async () => {
@@ -83,6 +95,35 @@ describe.skipIf(!existsSync(claudeBinary()))('Claude Code end to end', () => {
       }
     });
   }
+
+  it('an MCP server arm: its tools are offered to the model (delivery) and called through MCP inside the sandbox', async () => {
+    rig.write('fixtures/mcp-server.mjs', MCP_SERVER);
+    rig.write('fixtures/mcp.script.json', JSON.stringify({ turns: [{ tool_calls: [{ name: 'mcp__probe__ping', input: {} }] }, { text: 'The probe answered.' }] }));
+    rig.write(
+      'bench.config.yaml',
+      config('bubblewrap')
+        .replace('arm: [control, treatment]', 'arm: [control, mcp]')
+        .replace('treatment: { files: { CLAUDE.md: fixtures/CLAUDE.md } }', 'mcp: { files: { .tools/probe.mjs: fixtures/mcp-server.mjs }, mcp_servers: { probe: { command: node, args: [.tools/probe.mjs] } } }')
+        .replace('fake_script: fixtures/fix-add.script.json', 'fake_script: fixtures/mcp.script.json')
+        .replace(/arm: \[control, treatment\]/g, 'arm: [control, mcp]'),
+    );
+    const r = await rig.cli('run', 'attempts');
+    expect(r.code, r.stderr).toBe(0);
+    const mcp = JSON.parse(await output('attempts/fix-add/mcp/1', 'result.json'));
+    expect(mcp.delivered).toEqual({ mcp: true });
+    const log = await output('attempts/fix-add/mcp/1', 'gateway.jsonl');
+    expect(log).toContain('pong from the probe'); // the tool result went back to the model
+    // The control arm's requests never offer the tool (its scripted model still asks for it).
+    const offered = (log: string) =>
+      log
+        .split('\n')
+        .filter(Boolean)
+        .flatMap((l) => ((JSON.parse(l).request_body?.tools ?? []) as { name: string }[]).map((t) => t.name));
+    expect(offered(await output('attempts/fix-add/control/1', 'gateway.jsonl')).filter((n) => n.startsWith('mcp__'))).toEqual([]);
+    expect(offered(log)).toContain('mcp__probe__ping');
+    const changes = JSON.parse(await output('attempts/fix-add/mcp/1', 'changes.json'));
+    expect(changes.written).toEqual({}); // the server file is treatment, not a change
+  });
 
   it('a token cap ends the attempt as token-cap (the gateway refuses the request past the budget)', async () => {
     rig.write('bench.config.yaml', config('local', ', tokens: 1000'));
