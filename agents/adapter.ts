@@ -18,7 +18,7 @@ export interface AttemptContext {
   home: string;
   /** False for the local backend: mounts are not possible, host paths are used as they are. */
   sandboxed?: boolean;
-  /** Host files of the task's reference solution (the oracle only). */
+  /** The task's reference solution (the oracle only): diff text, or a host path to a script. */
   solution?: { patch: string | null; script: string | null };
 }
 

@@ -17,7 +17,7 @@ export const oracleAgent: AgentAdapter = {
   version: () => 'builtin-1',
   async beforeRun(ctx, hostWorkspace) {
     if (!ctx.solution?.patch) return;
-    await execa('git', ['apply', '--whitespace=nowarn', ctx.solution.patch], { cwd: hostWorkspace });
+    await execa('git', ['apply', '--whitespace=nowarn', '-'], { cwd: hostWorkspace, input: ctx.solution.patch });
   },
   invocation(ctx) {
     if (ctx.solution?.script) {

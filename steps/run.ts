@@ -1,5 +1,5 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import type { AttemptContext, McpServer } from '../agents/adapter.js';
 import { agentAdapters } from '../agents/index.js';
 import type { Json } from '../pipeline/canonical-json.js';
@@ -139,7 +139,7 @@ export const runStep: StepKind = {
       limits: limitsOf(s),
       sandbox: sandboxOf(s),
       model: { upstream: s.model?.upstream ?? null, fake: Boolean(s.model?.fake_script) },
-      solution: adapter.name === 'oracle' ? task.solution.patch ?? task.solution.script : null,
+      solution: adapter.name === 'oracle' ? { patch: task.solution.patch, script: task.solution.script } : null,
     } as unknown as Json;
   },
 
@@ -148,6 +148,9 @@ export const runStep: StepKind = {
     const arm = s.arms[node.matrix['arm']!] ?? {};
     const out: FileInputSpec[] = Object.entries(arm.files ?? {}).map(([dest, src]) => ({ pattern: src, field: ['arms', node.matrix['arm']!, 'files', dest] }));
     if (s.model?.fake_script) out.push({ pattern: s.model.fake_script, field: ['model', 'fake_script'] });
+    // The oracle's solve script is an input of its attempts (a patch is in keyConfig as text).
+    const script = s.agent.adapter === 'oracle' ? taskOf(node).solution.script : null;
+    if (script) out.push({ pattern: relative(node.step.rootDir, script), field: ['agent'] });
     return out;
   },
 

@@ -13,7 +13,8 @@ export interface Task {
   category: string;
   dir: string;
   file: string;
-  repo: { source: string; commit: string };
+  /** Where the tree comes from: a repository at a full commit (optionally one subdirectory of it). */
+  repo: { source: string; commit: string; subdir?: string };
   prompt: string;
   allowedPaths: string[];
   verifier: {
@@ -23,8 +24,15 @@ export interface Task {
     timeoutSec: number;
     /** Host directory of hidden verifier files (mounted at /verifier at verify time only). */
     filesDir: string | null;
+    /** A hidden patch (e.g. SWE-bench's test_patch) applied to the workspace before the tests run. */
+    patch: string | null;
+    /** The verdict: exit codes of the commands, or a Harbor reward file (/logs/verifier/reward.txt|json). */
+    result: 'exit-code' | 'reward-file';
   };
+  /** The reference solution: a unified diff (text) or a host path to a script run in the workspace. */
   solution: { patch: string | null; script: string | null };
+  /** Where the task was defined, for messages: a file, or file + instance. */
+  origin: string;
   canary: string | null;
 }
 
@@ -89,8 +97,11 @@ function parseTask(file: string, id: string): Result<Task, Diagnostic[]> {
       passToPass: v.pass_to_pass ?? {},
       timeoutSec: v.timeout ?? 600,
       filesDir: existsSync(verifierDir) ? verifierDir : null,
+      patch: null,
+      result: 'exit-code',
     },
-    solution: { patch: sol.patch ? join(dir, sol.patch) : null, script: sol.script ? join(dir, sol.script) : null },
+    solution: { patch: sol.patch ? readFileSync(join(dir, sol.patch), 'utf8') : null, script: sol.script ? join(dir, sol.script) : null },
     canary: data['canary'] ?? null,
+    origin: displayPath(file),
   });
 }
