@@ -7,6 +7,7 @@ import Docker from 'dockerode';
 import { packageRoot, packageVersion } from '../pipeline/package-root.js';
 import { err, errorMessage, ok, type Result } from '../pipeline/result.js';
 import { parsePinnedImage, resolvePinnedImage, type ImageId } from './docker-image.js';
+export type { ImageId } from './docker-image.js';
 import { startEgressProxy, type EgressProxy } from './egress-proxy.js';
 import type { EgressEvent, EgressMode, ExecOptions, ExecResult, Sandbox, SandboxBackend, SandboxFailure, SandboxReceipt, SandboxSpec } from './sandbox.js';
 
@@ -33,8 +34,10 @@ import type { EgressEvent, EgressMode, ExecOptions, ExecResult, Sandbox, Sandbox
  *   network; `openNetwork: 'host'` is an explicit opt-in to share it.
  *
  * `spec.forwards` (the model gateway's unix socket) reach 127.0.0.1:PORT inside the
- * same way as the proxy. A forwarded socket must be connectable by uid 65534
- * (mode 0666, directory searchable by others); create() checks that.
+ * same way as the proxy; the socket file alone is bound (read-only), not its
+ * directory, so nothing next to it becomes visible. A forwarded socket must be
+ * connectable by uid 65534 (mode 0666, directory searchable by others); create()
+ * checks that.
  *
  * Workspace ownership: the agent runs as uid 1000, so create() makes the host
  * workspace writable for it: when pairbench runs as root it chowns the workspace
@@ -216,9 +219,10 @@ async function createSandbox(docker: Docker, spec: SandboxSpec, options: Resolve
       Object.assign(env, { http_proxy: url, https_proxy: url, HTTP_PROXY: url, HTTPS_PROXY: url, no_proxy: '127.0.0.1,localhost', NO_PROXY: '127.0.0.1,localhost' });
     }
     forwards.forEach((f, i) => {
-      const target = `${RUN_DIR}/fwd${i}`;
-      mounts.push({ Type: 'bind', Source: dirname(resolve(f.socket)), Target: target, ReadOnly: true });
-      pairs.push(`${f.port}=${target}/${basename(f.socket)}`);
+      // The socket file itself, not its directory: siblings of a gateway socket (in /tmp, say) stay invisible.
+      const target = `${RUN_DIR}/fwd${i}/${basename(f.socket)}`;
+      mounts.push({ Type: 'bind', Source: resolve(f.socket), Target: target, ReadOnly: true });
+      pairs.push(`${f.port}=${target}`);
     });
     if (needForwarder) {
       mounts.push({ Type: 'bind', Source: realpathSync(options.forwarderScript), Target: `${RUN_DIR}/forwarder.mjs`, ReadOnly: true });
@@ -350,7 +354,9 @@ async function execIn(container: Docker.Container, argv: string[], o: ExecOption
 
   let timedOut = false;
   let killed: Promise<void> | undefined;
-  const kill = () => (killed ??= killAgentProcesses(container));
+  // After the kill, the output stream gets a grace period to end, then is cut.
+  const kill = () =>
+    (killed ??= killAgentProcesses(container).then(() => void setTimeout(() => stream.destroy(), KILL_GRACE_MS).unref()));
   const timer = o.timeoutMs ? setTimeout(() => ((timedOut = true), void kill()), o.timeoutMs) : undefined;
   const onAbort = () => void kill();
   if (o.signal?.aborted) onAbort();
@@ -615,4 +621,3 @@ function walk(p: string, visit: (p: string, st: Stats) => void): void {
   if (st.isDirectory()) for (const name of readdirSync(p)) walk(join(p, name), visit);
 }
 
-export type { ImageId };

@@ -81,10 +81,10 @@ export const materializeStep: StepKind = {
   check: (step) => checkTasks(step),
   keyConfig(node): Json {
     const task = taskOf(node);
-    return { commit: task.repo.commit, redact: policyOf(node.step.spec) };
+    return { commit: task.repo.commit, subdir: task.repo.subdir ?? null, setup_patch: task.repo.setupPatch ?? null, redact: policyOf(node.step.spec) };
   },
   fileInputs: () => [],
-  describeConfigField: (path) => (path[0] === 'commit' ? 'repo commit' : path[0] === 'redact' ? 'redaction policy' : undefined),
+  describeConfigField: (path) => ({ commit: 'repo commit', subdir: 'repo subdirectory', setup_patch: 'setup patch', redact: 'redaction policy' })[path[0] ?? ''],
 
   async execute(ctx: ExecutionContext) {
     const task = taskOf(ctx.node);
@@ -92,7 +92,10 @@ export const materializeStep: StepKind = {
     mkdirSync(tree, { recursive: true });
     try {
       const mirror = await ensureMirror(ctx.config.storeDir, task.repo.source, task.repo.commit);
-      await execa('git', ['-C', mirror, 'archive', '--format=tar', task.repo.commit]).pipe('tar', ['-x', '-C', tree, '-f', '-']);
+      const treeish = task.repo.subdir ? `${task.repo.commit}:${task.repo.subdir}` : task.repo.commit;
+      await execa('git', ['-C', mirror, 'archive', '--format=tar', treeish]).pipe('tar', ['-x', '-C', tree, '-f', '-']);
+      // The starting state of a generated task (e.g. a stubbed function) is a patch on the pinned commit.
+      if (task.repo.setupPatch) await execa('git', ['apply', '--whitespace=nowarn', '-'], { cwd: tree, input: task.repo.setupPatch });
     } catch (e) {
       writeFileSync(ctx.logFile, errorMessage(e) + '\n', { flag: 'a' });
       return err({ reason: 'exit-non-zero', message: `task ${task.id}: cannot materialize ${task.repo.source}@${task.repo.commit.slice(0, 12)}: ${errorMessage(e).split('\n')[0]}` });

@@ -14,7 +14,7 @@ export interface Task {
   dir: string;
   file: string;
   /** Where the tree comes from: a repository at a full commit (optionally one subdirectory of it). */
-  repo: { source: string; commit: string; subdir?: string };
+  repo: { source: string; commit: string; subdir?: string; setupPatch?: string | null };
   prompt: string;
   allowedPaths: string[];
   verifier: {
@@ -65,7 +65,10 @@ function parseTask(file: string, id: string): Result<Task, Diagnostic[]> {
   if (data['id'] !== id) {
     problems.push({ field: 'id', message: `task "${id}": id is "${data['id']}"; it must match its directory name`, location: source.locate(['id']) });
   }
-  const repo = data['repo'] as { path?: string; url?: string; commit: string };
+  const repo = data['repo'] as { path?: string; url?: string; commit: string; setup_patch?: string };
+  if (repo.setup_patch && !existsSync(join(dirname(file), repo.setup_patch))) {
+    problems.push({ field: 'repo.setup_patch', message: `task "${id}": ${repo.setup_patch} does not exist`, location: source.locate(['repo', 'setup_patch']) });
+  }
   if (!FULL_SHA.test(repo.commit)) {
     problems.push({ field: 'repo.commit', message: `task "${id}": commit "${repo.commit}" is not a full 40-hex commit id`, hint: 'pin the exact commit: git rev-parse <ref>', location: source.locate(['repo', 'commit']) });
   }
@@ -88,7 +91,11 @@ function parseTask(file: string, id: string): Result<Task, Diagnostic[]> {
     category: data['category'] ?? 'uncategorized',
     dir,
     file,
-    repo: { source: repo.path ? resolve(dir, repo.path) : repo.url!, commit: repo.commit },
+    repo: {
+      source: repo.path ? resolve(dir, repo.path) : repo.url!,
+      commit: repo.commit,
+      setupPatch: repo.setup_patch ? readFileSync(join(dir, repo.setup_patch), 'utf8') : null,
+    },
     prompt: data['prompt'],
     allowedPaths: data['allowed_paths'] ?? ['**'],
     verifier: {
