@@ -57,7 +57,7 @@ export interface ExecutionContext {
 
 /** Why a node failed; `message` is what the user reads. */
 export interface StepFailure {
-  reason: 'exit-non-zero' | 'timeout' | 'missing-output' | 'spawn-error' | 'killed' | 'input-changed' | 'store-error' | 'infra' | 'internal';
+  reason: 'exit-non-zero' | 'timeout' | 'missing-output' | 'spawn-error' | 'killed' | 'input-changed' | 'store-error' | 'infra' | 'refused' | 'internal';
   message: string;
 }
 

@@ -154,7 +154,7 @@ export const runStep: StepKind = {
     return out;
   },
 
-  selectUpstream: (_node, upstream) => (upstream.kind.name === 'materialize' ? ['tree'] : undefined),
+  selectUpstream: (_node, upstream) => (upstream.kind.name === 'materialize' ? ['tree'] : upstream.kind.name === 'certify' ? ['certification.json'] : undefined),
 
   describeConfigField(path) {
     const [a, b] = path;
@@ -172,6 +172,15 @@ export const runStep: StepKind = {
     const limits = limitsOf(s);
     const settings = sandboxOf(s);
     const log = (line: string) => writeFileSync(ctx.logFile, line + '\n', { flag: 'a' });
+
+    // 0. A task that failed certification is never run.
+    const cert = ctx.upstream.find((u) => u.outputs['certification.json'])?.outputs['certification.json'];
+    if (cert) {
+      const receipt = JSON.parse(ctx.artifacts.read(cert.digest).toString('utf8')) as { verdict: string; reasons: string[] };
+      if (receipt.verdict !== 'certified') {
+        return err({ reason: 'refused', message: `task ${task.id} failed certification: ${receipt.reasons.join('; ')}` });
+      }
+    }
 
     // 1. The workspace: the materialized tree, then the arm's treatment files.
     const ws = join(ctx.workDir, 'ws');

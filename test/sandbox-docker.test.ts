@@ -27,6 +27,15 @@ async function containersOfRun(extra: Record<string, string> = {}): Promise<Dock
   return docker.listContainers({ all: true, filters: { label } });
 }
 
+it('an engine that does not answer: available() and create() say how to start one', async () => {
+  const missing = dockerBackend({ socketPath: join(tmpdir(), `no-docker-${RUN}.sock`) });
+  const a = await missing.available();
+  expect(a.ok).toBe(false);
+  if (!a.ok) expect(a.error).toMatch(/does not answer.*scripts\/start-dockerd\.sh.*dockerd --storage-driver=vfs/s);
+  const c = await missing.create({ workspace: tmpdir(), image: `sha256:${'a'.repeat(64)}`, egress: { mode: 'none' } });
+  expect(!c.ok && c.error.reason).toBe('unavailable');
+});
+
 // The shared suite (same tests as local and bubblewrap): escapes, hidden files, egress, forwards.
 sandboxSuite(backend, {
   ...(availability.ok ? {} : { skip: availability.error }),
@@ -297,6 +306,9 @@ describe.skipIf(!availability.ok)('docker sandbox backend (real engine)', () => 
       const sb = await create({ forwards: [{ socket: sock, port: 18080 }] });
       const r = await sb.exec(['wget', '-q', '-O', '-', 'http://127.0.0.1:18080/v1/messages']);
       expect(r.stdout).toBe('gateway saw /v1/messages');
+      // Only the socket is bound, not its directory's other files.
+      writeFileSync(join(dir, 'sibling.txt'), 'secret');
+      expect((await sb.exec(['sh', '-c', 'ls -R /run/pairbench; cat /run/pairbench/*/sibling.txt'])).stdout).not.toContain('secret');
       // The agent cannot kill the forwarder (another uid); a timeout's kill leaves it running.
       await sb.exec(['sleep', '100'], { timeoutMs: 200 });
       expect((await sb.exec(['wget', '-q', '-O', '-', 'http://127.0.0.1:18080/again'])).stdout).toBe('gateway saw /again');

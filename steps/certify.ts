@@ -1,0 +1,209 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { execa } from 'execa';
+import { canonicalJson, type Json } from '../pipeline/canonical-json.js';
+import type { StepConfig } from '../pipeline/config/load.js';
+import { sha256 } from '../pipeline/digest.js';
+import { err, errorMessage, ok, type Result } from '../pipeline/result.js';
+import type { ExecutionContext, FileInputSpec, GraphNode, StepKind } from '../pipeline/step-kind.js';
+import type { OutputEntry } from '../pipeline/store/cas.js';
+import { sandboxBackend } from '../sandboxes/index.js';
+import { checkTasks, taskOf } from './agent-step-config.js';
+import { DEFAULT_POLICY, failingFindings, policyFromSpec, type CertifyPolicy } from './certify/policy.js';
+import { scanSurfaces, surfaceFromDir, type Finding, type Surface } from './certify/scan.js';
+import { sandboxOf, type ArmSpec, type SandboxSettings } from './run.js';
+import type { Task } from './task.js';
+import { runVerifier, type VerifierOutcome } from './verifier-run.js';
+
+interface CertifySpec {
+  sandbox?: SandboxSettings;
+  policy?: Partial<CertifyPolicy>;
+}
+
+const spec = (step: StepConfig) => step.spec as unknown as CertifySpec;
+
+/** The arms that will run on this task: the treatments of every downstream run step. */
+function armsOf(node: GraphNode): Record<string, ArmSpec> {
+  const arms: Record<string, ArmSpec> = {};
+  const seen = new Set<string>();
+  for (const d of node.downstream) {
+    if (d.kind.name !== 'run' || seen.has(d.step.name)) continue;
+    seen.add(d.step.name);
+    for (const [name, arm] of Object.entries((d.step.spec['arms'] as Record<string, ArmSpec> | undefined) ?? {})) arms[`${d.step.name}:${name}`] = arm;
+  }
+  return arms;
+}
+
+export interface CertificationReceipt {
+  schema_version: 1;
+  task: string;
+  verdict: 'certified' | 'rejected';
+  reasons: string[];
+  surfaces: Record<string, string>;
+  findings_count: Record<string, number>;
+  findings: Finding[];
+  checks: { nop: boolean[]; oracle: boolean[]; repeats: number; discriminating: boolean; flaky: string[] };
+  policy: CertifyPolicy;
+  policy_digest: string;
+  receipt_digest: string;
+}
+
+/** Applies the reference solution the way the oracle agent does: a patch on the host, a script in the sandbox. */
+async function applySolution(task: Task, ws: string, settings: ReturnType<typeof sandboxOf>): Promise<Result<void, string>> {
+  if (task.solution.patch) {
+    const r = await execa('git', ['apply', '--whitespace=nowarn', '-'], { cwd: ws, input: task.solution.patch, reject: false });
+    return r.exitCode === 0 ? ok(undefined) : err(`the reference patch does not apply: ${r.stderr.trim()}`);
+  }
+  if (!task.solution.script) return err('the task has no reference solution (solution.patch or solution.script)');
+  const sandboxed = settings.backend !== 'local';
+  const backend = await sandboxBackend(settings.backend);
+  const created = await backend.create({
+    workspace: ws,
+    mounts: sandboxed ? [{ host: task.solution.script, target: '/run/oracle/solve.sh', readOnly: true }] : [],
+    ...(settings.image ? { image: settings.image } : {}),
+    egress: { mode: settings.egress },
+    env: { PATH: '/usr/local/bin:/usr/bin:/bin', HOME: '/tmp' },
+  });
+  if (!created.ok) return err(created.error.message);
+  try {
+    const r = await created.value.exec(['sh', sandboxed ? '/run/oracle/solve.sh' : task.solution.script], { timeoutMs: 600_000 });
+    return r.exitCode === 0 ? ok(undefined) : err(`the reference script exited ${r.exitCode}: ${r.stderr.trim().slice(-400)}`);
+  } finally {
+    await created.value.close();
+  }
+}
+
+/**
+ * `certify` (per task), before any attempt: a static scan of every agent-visible
+ * surface (prompt, tree, each arm's treatment) for solution and verifier leakage,
+ * benchmark awareness, the canary and surviving instruction files; then the
+ * discrimination check, repeated: the verifier must FAIL on the untouched tree
+ * (nop) and PASS with the reference solution (oracle), every time. A rejected task
+ * is never run: the run step refuses it with these reasons.
+ */
+export const certifyStep: StepKind = {
+  name: 'certify',
+  version: 1,
+  check: (step) => checkTasks(step),
+  keyConfig(node): Json {
+    const task = taskOf(node);
+    const arms = armsOf(node);
+    return {
+      prompt: task.prompt,
+      allowed_paths: task.allowedPaths,
+      canary: task.canary,
+      solution: task.solution.patch,
+      verifier: { command: task.verifier.command, fail_to_pass: task.verifier.failToPass, pass_to_pass: task.verifier.passToPass, patch: task.verifier.patch, result: task.verifier.result, timeout: task.verifier.timeoutSec },
+      arms: Object.fromEntries(Object.entries(arms).map(([k, a]) => [k, { files: a.files ?? {}, prompt_append: a.prompt_append ?? null }])),
+      policy: policyFromSpec(spec(node.step).policy) as unknown as Json,
+      sandbox: sandboxOf(spec(node.step)) as unknown as Json,
+    };
+  },
+  fileInputs(node): FileInputSpec[] {
+    const task = taskOf(node);
+    const out: FileInputSpec[] = [];
+    if (task.verifier.filesDir) out.push({ pattern: relative(node.step.rootDir, task.verifier.filesDir), field: ['tasks'] });
+    if (task.solution.script) out.push({ pattern: relative(node.step.rootDir, task.solution.script), field: ['tasks'] });
+    for (const arm of Object.values(armsOf(node))) for (const src of Object.values(arm.files ?? {})) out.push({ pattern: src, field: ['tasks'] });
+    return out;
+  },
+  selectUpstream: (_node, upstream) => (upstream.kind.name === 'materialize' ? ['tree'] : undefined),
+  describeConfigField: (path) => path.join('.'),
+
+  async execute(ctx: ExecutionContext) {
+    const task = taskOf(ctx.node);
+    const policy = policyFromSpec(spec(ctx.node.step).policy);
+    const settings = sandboxOf(spec(ctx.node.step));
+    const tree = ctx.upstream.find((u) => u.outputs['tree'])?.outputs['tree'];
+    if (!tree) return err({ reason: 'internal', message: 'certify needs a materialize upstream (tree)' });
+    const log = (line: string) => writeFileSync(ctx.logFile, line + '\n', { flag: 'a' });
+    const staged = (path: string): OutputEntry | undefined => ctx.files.find((f) => f.path === path)?.entry;
+    const root = join(ctx.workDir, 'surfaces');
+
+    // 1. The static scan of every surface the agent can see.
+    const treeDir = join(root, 'tree');
+    ctx.artifacts.materialize(tree, treeDir);
+    const surfaces: Surface[] = [{ kind: 'prompt', name: 'prompt', files: [{ path: 'prompt', text: task.prompt }] }, surfaceFromDir('tree', 'tree', treeDir)];
+    for (const [name, arm] of Object.entries(armsOf(ctx.node))) {
+      const files: { path: string; text: string }[] = [];
+      for (const [dest, src] of Object.entries(arm.files ?? {})) {
+        const e = staged(src);
+        if (e?.type === 'file') files.push({ path: dest, text: ctx.artifacts.read(e.digest).toString('utf8') });
+      }
+      if (arm.prompt_append) files.push({ path: 'prompt_append', text: arm.prompt_append });
+      if (files.length) surfaces.push({ kind: 'treatment', name: `treatment:${name}`, files });
+    }
+    let verifierDir: string | null = null;
+    if (task.verifier.filesDir) {
+      const e = staged(relative(ctx.node.step.rootDir, task.verifier.filesDir));
+      if (e) {
+        verifierDir = join(ctx.workDir, 'verifier');
+        ctx.artifacts.materialize(e, verifierDir);
+      }
+    }
+    const verifierFiles = verifierDir ? surfaceFromDir('tree', 'verifier', verifierDir).files : [];
+    const findings = scanSurfaces({ task, surfaces, extraWords: policy.words, verifierFiles });
+    const failing = failingFindings(findings, policy);
+
+    // 2. The discrimination check, `repeats` times, through the same verifier path as verify.
+    const checks = { nop: [] as boolean[], oracle: [] as boolean[] };
+    const reasons: string[] = [];
+    try {
+      for (let i = 0; i < policy.repeats; i++) {
+        for (const agent of ['nop', 'oracle'] as const) {
+          const scratch = join(ctx.workDir, `check-${agent}-${i}`);
+          const ws = join(scratch, 'ws');
+          ctx.artifacts.materialize(tree, ws);
+          if (agent === 'oracle') {
+            const applied = await applySolution(task, ws, settings);
+            if (!applied.ok) {
+              reasons.push(`oracle: ${applied.error}`);
+              checks.oracle.push(false);
+              continue;
+            }
+          }
+          const outcome: Result<VerifierOutcome, string> = await runVerifier(task, ws, verifierDir, scratch, { backend: settings.backend, egress: settings.egress, image: settings.image }, ctx.signal);
+          if (!outcome.ok) return err({ reason: 'infra', message: `infrastructure: ${outcome.error}` });
+          checks[agent].push(outcome.value.pass);
+          log(`check ${i + 1}/${policy.repeats} ${agent}: verifier ${outcome.value.pass ? 'passes' : 'fails'} (${outcome.value.evidence.map((e) => `${e.name}=${e.status}`).join(', ')})`);
+        }
+      }
+    } catch (e) {
+      return err({ reason: 'infra', message: `certification could not run: ${errorMessage(e)}` });
+    }
+    const nopPasses = checks.nop.filter(Boolean).length;
+    const oraclePasses = checks.oracle.filter(Boolean).length;
+    const flaky: string[] = [];
+    if (nopPasses > 0 && nopPasses < policy.repeats) flaky.push(`flaky verifier: passed ${nopPasses} of ${policy.repeats} times on the untouched tree`);
+    if (oraclePasses > 0 && oraclePasses < policy.repeats) flaky.push(`flaky verifier: passed ${oraclePasses} of ${policy.repeats} times with the reference solution`);
+    const discriminating = nopPasses === 0 && oraclePasses === policy.repeats;
+    if (nopPasses === policy.repeats) reasons.push('non-discriminating: the verifier passes on the untouched tree');
+    if (oraclePasses === 0 && !reasons.some((r) => r.startsWith('oracle:'))) reasons.push('the verifier fails with the reference solution');
+    reasons.push(...flaky);
+    for (const f of failing.slice(0, 20)) reasons.push(`${f.class} in ${f.surface} ${f.path}:${f.line}: ${f.detail}`);
+    if (failing.length > 20) reasons.push(`... and ${failing.length - 20} more findings`);
+
+    const count: Record<string, number> = {};
+    for (const f of findings) count[f.class] = (count[f.class] ?? 0) + 1;
+    const body = {
+      schema_version: 1 as const,
+      task: task.id,
+      verdict: (discriminating && failing.length === 0 ? 'certified' : 'rejected') as 'certified' | 'rejected',
+      reasons,
+      surfaces: Object.fromEntries(surfaces.map((s) => [s.name, sha256(canonicalJson(s.files))])),
+      findings_count: count,
+      findings,
+      checks: { ...checks, repeats: policy.repeats, discriminating, flaky },
+      policy,
+      policy_digest: sha256(canonicalJson(policy)),
+    };
+    const receipt: CertificationReceipt = { ...body, receipt_digest: sha256(canonicalJson(body)) };
+    const out = join(ctx.workDir, 'out');
+    mkdirSync(out, { recursive: true });
+    writeFileSync(join(out, 'certification.json'), JSON.stringify(receipt, null, 2) + '\n');
+    log(`${task.id}: ${receipt.verdict}${reasons.length ? ': ' + reasons.join('; ') : ''}`);
+    return ok({ 'certification.json': ctx.artifacts.putPath(join(out, 'certification.json')) });
+  },
+};
+
+export { DEFAULT_POLICY };

@@ -1,0 +1,493 @@
+import { lstatSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Task } from '../task.js';
+
+/**
+ * The static half of `certify`: every agent-visible surface (the prompt, the
+ * materialized tree, each arm's treatment files) is scanned for text that would
+ * let an agent see the answer or know it is being benchmarked. Pure functions over
+ * file contents; only `surfaceFromDir` touches the disk, and only to read.
+ */
+
+export type FindingClass = 'solution-leak' | 'verifier-leak' | 'benchmark-awareness' | 'canary' | 'instructions-survived';
+
+export type SurfaceKind = 'prompt' | 'tree' | 'treatment';
+
+export interface SurfaceFile {
+  path: string;
+  text: string;
+}
+
+/** A file below a surface directory that was not read as text, and why. */
+export interface SkippedFile {
+  path: string;
+  reason: 'binary' | 'too-large' | 'not-regular';
+}
+
+export interface Surface {
+  kind: SurfaceKind;
+  /** e.g. 'prompt', 'tree', 'treatment:treatment' */
+  name: string;
+  /** Relative paths with '/'; the prompt is one file named 'prompt'. */
+  files: SurfaceFile[];
+  /** Files present but not scanned as text; their paths still count for instructions-survived. */
+  skipped?: SkippedFile[];
+}
+
+export interface Finding {
+  surface: string;
+  path: string;
+  /** 1-based */
+  line: number;
+  class: FindingClass;
+  /** The matched text, truncated to 120 characters. */
+  match: string;
+  /** What it matched, in words. */
+  detail: string;
+}
+
+export interface ScanInputs {
+  task: Task;
+  surfaces: Surface[];
+  /** Benchmark-awareness words added to DEFAULT_BENCHMARK_WORDS. */
+  extraWords?: string[];
+  /** The hidden verifier files (the contents of task.verifier.filesDir). */
+  verifierFiles?: SurfaceFile[];
+}
+
+export const DEFAULT_BENCHMARK_WORDS: readonly string[] = Object.freeze([
+  'SWE-bench',
+  'swebench',
+  'Terminal-Bench',
+  'terminal bench',
+  'pairbench',
+  'harbor task',
+  'hidden test',
+  'hidden tests',
+  'hidden verifier',
+  'benchmark',
+  'evaluation harness',
+  'canary',
+]);
+
+/** Minimum trimmed length of a distinctive line of the reference solution. */
+export const SOLUTION_MIN_LENGTH = 12;
+/** Minimum trimmed length of a distinctive line of the hidden verifier (files or patch). */
+export const VERIFIER_MIN_LENGTH = 20;
+/** Files larger than this are not read by `surfaceFromDir`. */
+export const MAX_FILE_BYTES = 1024 * 1024;
+const BINARY_SNIFF_BYTES = 8192;
+const MATCH_MAX = 120;
+
+/** The prompt as a surface: one file named 'prompt'. */
+export function promptSurface(task: Task): Surface {
+  return { kind: 'prompt', name: 'prompt', files: [{ path: 'prompt', text: task.prompt }] };
+}
+
+/**
+ * Every regular file below `dir`, sorted by path. Binary files (a NUL byte in the
+ * first 8 KB), files over 1 MB and non-regular entries (symlinks, sockets) are
+ * listed in `skipped` instead of `files`.
+ */
+export function surfaceFromDir(kind: SurfaceKind, name: string, dir: string): Surface {
+  const files: SurfaceFile[] = [];
+  const skipped: SkippedFile[] = [];
+  const walk = (abs: string, rel: string): void => {
+    const entries = readdirSync(abs, { withFileTypes: true }).sort((a, b) => compare(a.name, b.name));
+    for (const e of entries) {
+      const childAbs = join(abs, e.name);
+      const childRel = rel ? `${rel}/${e.name}` : e.name;
+      if (e.isDirectory()) {
+        walk(childAbs, childRel);
+        continue;
+      }
+      if (!e.isFile()) {
+        skipped.push({ path: childRel, reason: 'not-regular' });
+        continue;
+      }
+      if (lstatSync(childAbs).size > MAX_FILE_BYTES) {
+        skipped.push({ path: childRel, reason: 'too-large' });
+        continue;
+      }
+      const bytes = readFileSync(childAbs);
+      if (bytes.subarray(0, BINARY_SNIFF_BYTES).includes(0)) {
+        skipped.push({ path: childRel, reason: 'binary' });
+        continue;
+      }
+      files.push({ path: childRel, text: bytes.toString('utf8') });
+    }
+  };
+  walk(dir, '');
+  files.sort((a, b) => compare(a.path, b.path));
+  skipped.sort((a, b) => compare(a.path, b.path));
+  return { kind, name, files, skipped };
+}
+
+/** All findings over all surfaces, deduplicated, sorted by (surface, path, line, class, match, detail). */
+export function scanSurfaces(inputs: ScanInputs): Finding[] {
+  const { task } = inputs;
+  const textNeedles = textNeedlesOf(task, inputs.verifierFiles ?? []);
+  const names = testNameNeedles(task);
+  const words = wordMatchers([...DEFAULT_BENCHMARK_WORDS, ...(inputs.extraWords ?? [])]);
+  const canary = task.canary?.trim() ? new RegExp(escapeRegExp(task.canary.trim()), 'gi') : null;
+
+  const found = new Map<string, Finding>();
+  const add = (f: Finding): void => {
+    const g = { ...f, match: truncate(f.match) };
+    found.set(JSON.stringify([g.surface, g.path, g.line, g.class, g.match, g.detail]), g);
+  };
+
+  for (const surface of inputs.surfaces) {
+    const authored = surface.kind !== 'tree';
+    if (surface.kind === 'tree') {
+      const paths = [...surface.files.map((f) => f.path), ...(surface.skipped ?? []).map((s) => s.path)];
+      for (const path of paths) {
+        const why = instructionsFile(path);
+        if (why) add({ surface: surface.name, path, line: 1, class: 'instructions-survived', match: path, detail: why });
+      }
+    }
+    for (const file of surface.files) {
+      let rawStarts: number[] | undefined;
+      const at = (offset: number) => ({ surface: surface.name, path: file.path, line: lineFromStarts((rawStarts ??= lineStarts(file.text)), offset) });
+
+      // Solution and verifier lines: substrings of the whitespace-normalised lines.
+      if (textNeedles.length) {
+        const norm = file.text.split('\n').map(normalize).join('\n');
+        const starts = lineStarts(norm);
+        for (const n of textNeedles) {
+          for (let i = norm.indexOf(n.text); i !== -1; i = norm.indexOf(n.text, i + 1)) {
+            add({ surface: surface.name, path: file.path, line: lineFromStarts(starts, i), class: n.class, match: n.text, detail: n.detail });
+          }
+        }
+      }
+
+      for (const n of names) {
+        if (n.authoredOnly && !authored) continue;
+        if (n.notInTree && surface.kind === 'tree') continue;
+        for (let i = file.text.indexOf(n.name); i !== -1; i = file.text.indexOf(n.name, i + 1)) {
+          if (!atBoundaries(file.text, i, n.name.length)) continue;
+          add({ ...at(i), class: 'verifier-leak', match: n.name, detail: n.detail });
+        }
+      }
+
+      if (canary) {
+        for (const m of file.text.matchAll(canary)) {
+          add({ ...at(m.index), class: 'canary', match: m[0], detail: `canary ${abbreviate(task.canary!.trim())}` });
+        }
+      }
+
+      for (const w of words) {
+        for (const m of file.text.matchAll(w.re)) {
+          add({ ...at(m.index), class: 'benchmark-awareness', match: m[0], detail: `benchmark word "${w.word}"` });
+        }
+      }
+    }
+  }
+  return [...found.values()].sort(compareFindings);
+}
+
+export function compareFindings(a: Finding, b: Finding): number {
+  return compare(a.surface, b.surface) || compare(a.path, b.path) || a.line - b.line || compare(a.class, b.class) || compare(a.match, b.match) || compare(a.detail, b.detail);
+}
+
+// ---------------------------------------------------------------------------
+// Unified diffs
+
+export interface DiffLines {
+  added: string[];
+  removed: string[];
+  context: string[];
+}
+
+/**
+ * The added, removed and context lines of a unified diff. Inside a hunk the
+ * header's line counts decide, so an added line whose text starts with '++' is
+ * still an added line; outside a hunk '+++ ' and '--- ' are file headers.
+ */
+export function diffLines(patch: string): DiffLines {
+  const out: DiffLines = { added: [], removed: [], context: [] };
+  let oldLeft = 0;
+  let newLeft = 0;
+  for (const line of patch.split(/\r?\n/)) {
+    const hunk = /^@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@/.exec(line);
+    if (hunk) {
+      oldLeft = hunk[1] === undefined ? 1 : Number(hunk[1]);
+      newLeft = hunk[2] === undefined ? 1 : Number(hunk[2]);
+      continue;
+    }
+    if (oldLeft > 0 || newLeft > 0) {
+      const c = line[0];
+      if (c === '+' && newLeft > 0) {
+        out.added.push(line.slice(1));
+        newLeft--;
+      } else if (c === '-' && oldLeft > 0) {
+        out.removed.push(line.slice(1));
+        oldLeft--;
+      } else if ((c === ' ' || line === '') && oldLeft > 0 && newLeft > 0) {
+        out.context.push(line.slice(1));
+        oldLeft--;
+        newLeft--;
+      } else if (c === '\\') {
+        // "\ No newline at end of file"
+      } else {
+        // Counts and content disagree: fall back to the prefix rules below.
+        oldLeft = newLeft = 0;
+        lenient(line, out);
+      }
+      continue;
+    }
+    lenient(line, out);
+  }
+  return out;
+}
+
+function lenient(line: string, out: DiffLines): void {
+  if (line.startsWith('+') && !line.startsWith('+++')) out.added.push(line.slice(1));
+  else if (line.startsWith('-') && !line.startsWith('---')) out.removed.push(line.slice(1));
+  else if (line.startsWith(' ')) out.context.push(line.slice(1));
+}
+
+// ---------------------------------------------------------------------------
+// Distinctive lines
+
+const KEYWORDS = new Set(
+  (
+    'abstract and as assert async await begin bool boolean break byte case catch char class const continue def default defer del delete do done double elif else end enum esac ' +
+    'except export extends false fi final finally float fn for from func function go if impl implements import in instanceof int interface is lambda let long match mod ' +
+    'mut new nil none not null of or package pass private protected pub public raise return self short static str string struct super switch then this throw throws ' +
+    'true try type typeof undefined unless use var void when where while with yield None True False NULL'
+  ).split(' '),
+);
+
+const IDENT = /[\p{L}_$][\p{L}\p{N}_$]*/gu;
+const LITERAL = /\d{2,}|(["'`])(?:(?!\1)[^\\]|\\.)+\1/u;
+
+/** Whitespace runs collapsed to one space, trimmed. */
+export function normalize(line: string): string {
+  return line.replace(/\s+/g, ' ').trim();
+}
+
+/**
+ * A line worth searching for: at least `minLength` characters after trimming, and
+ * either two identifier-like tokens that are not keywords, or a literal (a
+ * number of two or more digits, a non-empty string). `}`, `return;`, `});`,
+ * `else {` and blank lines never qualify.
+ */
+export function isDistinctive(line: string, minLength: number): boolean {
+  const t = normalize(line);
+  if (t.length < minLength) return false;
+  let idents = 0;
+  for (const m of t.matchAll(IDENT)) {
+    if (!KEYWORDS.has(m[0])) idents++;
+    if (idents >= 2) return true;
+  }
+  return LITERAL.test(t);
+}
+
+/** Lines that look like imports are boilerplate a hidden test file shares with the tree. */
+const IMPORT_LINE = /^(?:import\b|from\s+\S+\s+import\b|#\s*include\b|using\b|use\b|package\b|require\b|(?:const|let|var)\s+.*=\s*require\()/;
+
+interface TextNeedle {
+  text: string;
+  class: FindingClass;
+  detail: string;
+}
+
+/**
+ * Added lines of a patch that are distinctive and are not also removed or kept as
+ * context by the same patch (a line that already exists unchanged is no leak).
+ */
+function addedNeedles(patch: string, minLength: number): string[] {
+  const d = diffLines(patch);
+  const existing = new Set([...d.removed, ...d.context].map(normalize));
+  const out = new Set<string>();
+  for (const line of d.added) {
+    const n = normalize(line);
+    if (existing.has(n) || !isDistinctive(n, minLength)) continue;
+    out.add(n);
+  }
+  return [...out];
+}
+
+function textNeedlesOf(task: Task, verifierFiles: SurfaceFile[]): TextNeedle[] {
+  const byText = new Map<string, TextNeedle>();
+  const put = (n: TextNeedle) => {
+    const key = `${n.class}\0${n.text}\0${n.detail}`;
+    if (!byText.has(key)) byText.set(key, n);
+  };
+  if (task.solution.patch) {
+    for (const text of addedNeedles(task.solution.patch, SOLUTION_MIN_LENGTH)) put({ text, class: 'solution-leak', detail: 'added line of the reference solution' });
+  }
+  if (task.verifier.patch) {
+    for (const text of addedNeedles(task.verifier.patch, VERIFIER_MIN_LENGTH)) put({ text, class: 'verifier-leak', detail: 'added line of the verifier patch' });
+  }
+  for (const file of [...verifierFiles].sort((a, b) => compare(a.path, b.path))) {
+    const seen = new Set<string>();
+    for (const line of file.text.split('\n')) {
+      const text = normalize(line);
+      if (seen.has(text) || IMPORT_LINE.test(text) || !isDistinctive(text, VERIFIER_MIN_LENGTH)) continue;
+      seen.add(text);
+      put({ text, class: 'verifier-leak', detail: `line of hidden verifier file ${file.path}` });
+    }
+  }
+  return [...byText.values()].sort((a, b) => compare(a.text, b.text) || compare(a.detail, b.detail));
+}
+
+// ---------------------------------------------------------------------------
+// Verifier test names
+
+/** Single common words that make poor test-name needles. */
+export const TEST_NAME_STOP_WORDS: ReadonlySet<string> = new Set(
+  (
+    'test tests testing check checks build lint format types typecheck compile unit integration smoke sanity basic simple ' +
+    'default main works passes pass fail module import imports setup install example examples health value result error errors ' +
+    'output input string number empty first second third last other about after before there which their would could should ' +
+    'these those where every always never because works valid invalid update create delete read write'
+  ).split(' '),
+);
+
+interface NameNeedle {
+  name: string;
+  detail: string;
+  /** Derived short names are searched only in surfaces the benchmark authored (prompt, treatments). */
+  authoredOnly: boolean;
+  /** PASS_TO_PASS tests exist before the change by definition: not searched in the tree. */
+  notInTree: boolean;
+}
+
+function usableName(name: string): boolean {
+  return name.length >= 4 && !TEST_NAME_STOP_WORDS.has(name.toLowerCase());
+}
+
+/** The test function a full id names: `path::Class::test_x[param]` and `test_x (mod.Class)` give `test_x`. */
+export function shortTestName(name: string): string {
+  const unittest = /^([\p{L}_][\p{L}\p{N}_]*) \([\p{L}\p{N}_.]+\)$/u.exec(name);
+  if (unittest) return unittest[1]!;
+  const last = name.split('::').pop()!;
+  return last.replace(/\[.*\]$/s, '');
+}
+
+function testNameNeedles(task: Task): NameNeedle[] {
+  const out = new Map<string, NameNeedle>();
+  const put = (n: NameNeedle) => {
+    const prev = out.get(n.name);
+    // A name that is both fail-to-pass and pass-to-pass (or both full and derived) keeps the widest reach.
+    if (!prev) out.set(n.name, n);
+    else out.set(n.name, { ...prev, authoredOnly: prev.authoredOnly && n.authoredOnly, notInTree: prev.notInTree && n.notInTree });
+  };
+  const lists: [Record<string, string>, boolean][] = [
+    [task.verifier.failToPass, false],
+    [task.verifier.passToPass, true],
+  ];
+  for (const [tests, notInTree] of lists) {
+    for (const full of Object.keys(tests).sort(compare)) {
+      if (usableName(full)) put({ name: full, detail: `verifier test name ${full}`, authoredOnly: false, notInTree });
+      const short = shortTestName(full);
+      if (short !== full && usableName(short)) put({ name: short, detail: `verifier test name ${short} (of ${full})`, authoredOnly: true, notInTree });
+    }
+  }
+  return [...out.values()].sort((a, b) => compare(a.name, b.name));
+}
+
+const WORD_CHAR = /[\p{L}\p{N}_]/u;
+
+/** A name that starts or ends with a word character must not continue a longer identifier there. */
+function atBoundaries(text: string, index: number, length: number): boolean {
+  const first = text[index]!;
+  const last = text[index + length - 1]!;
+  if (WORD_CHAR.test(first) && index > 0 && WORD_CHAR.test(text[index - 1]!)) return false;
+  if (WORD_CHAR.test(last) && index + length < text.length && WORD_CHAR.test(text[index + length]!)) return false;
+  return true;
+}
+
+// ---------------------------------------------------------------------------
+// Benchmark words
+
+interface WordMatcher {
+  word: string;
+  re: RegExp;
+}
+
+/**
+ * Case-insensitive, bounded by anything that is not a letter or digit (so
+ * `swebench_runner` and `(benchmark)` match, `benchmarks` and `pairbenchConfig`
+ * do not). A space, '-' or '_' inside a word matches any run of those, so
+ * 'terminal bench' also finds 'Terminal-Bench' and 'terminal_bench' (and the two
+ * default spellings are one matcher, reported under the first).
+ */
+function wordMatchers(words: string[]): WordMatcher[] {
+  const seen = new Set<string>();
+  const out: WordMatcher[] = [];
+  for (const raw of words) {
+    const word = raw.trim();
+    if (!word) continue;
+    const body = word
+      .toLowerCase()
+      .split(/[\s_-]+/)
+      .map(escapeRegExp)
+      .join('[\\s_-]+');
+    // Words that differ only in case or separators ('Terminal-Bench', 'terminal bench') are one matcher.
+    if (seen.has(body)) continue;
+    seen.add(body);
+    out.push({ word, re: new RegExp(`(?<![\\p{L}\\p{N}])${body}(?![\\p{L}\\p{N}])`, 'giu') });
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------
+// Auto-loaded agent instructions
+
+const INSTRUCTION_BASENAMES = new Set(['CLAUDE.md', 'AGENTS.md', 'GEMINI.md', '.cursorrules', '.windsurfrules', '.mcp.json']);
+const INSTRUCTION_DIRS = new Set(['.claude', '.cursor']);
+const INSTRUCTION_PATHS = new Set(['.github/copilot-instructions.md', '.vscode/mcp.json']);
+
+/** Why `path` would be auto-loaded by an agent, or null. */
+export function instructionsFile(path: string): string | null {
+  const parts = path.split('/');
+  const base = parts[parts.length - 1]!;
+  if (INSTRUCTION_BASENAMES.has(base)) return `auto-loaded agent file ${base} survived redaction`;
+  const dir = parts.slice(0, -1).find((p) => INSTRUCTION_DIRS.has(p));
+  if (dir) return `file under ${dir}/ survived redaction`;
+  if (INSTRUCTION_PATHS.has(path)) return `auto-loaded agent file ${path} survived redaction`;
+  return null;
+}
+
+// ---------------------------------------------------------------------------
+// Small helpers
+
+function compare(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+function escapeRegExp(s: string): string {
+  return s.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
+}
+
+function truncate(s: string): string {
+  if (s.length <= MATCH_MAX) return s;
+  let cut = s.slice(0, MATCH_MAX);
+  const code = cut.charCodeAt(cut.length - 1);
+  if (code >= 0xd800 && code <= 0xdbff) cut = cut.slice(0, -1);
+  return cut;
+}
+
+function abbreviate(s: string): string {
+  return s.length > 8 ? `${s.slice(0, 8)}...` : s;
+}
+
+function lineStarts(text: string): number[] {
+  const starts = [0];
+  for (let i = text.indexOf('\n'); i !== -1; i = text.indexOf('\n', i + 1)) starts.push(i + 1);
+  return starts;
+}
+
+function lineFromStarts(starts: number[], offset: number): number {
+  let lo = 0;
+  let hi = starts.length - 1;
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >> 1;
+    if (starts[mid]! <= offset) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo + 1;
+}

@@ -1,0 +1,176 @@
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { displayPath } from '../../pipeline/config/load.js';
+import type { Diagnostic } from '../../pipeline/diagnostic.js';
+import { err, errorMessage, ok, type Result } from '../../pipeline/result.js';
+import type { Task } from '../task.js';
+import { isTomlTable, locateTomlKey, parseToml, type TomlTable } from './toml.js';
+
+/** Where a Harbor task's starting tree lives: a dataset repository, a full commit, and the task's `environment/` inside it. */
+export interface HarborTree {
+  /** The git repository holding the dataset (a path or URL, as `git clone` takes it). */
+  source: string;
+  /** Full 40-hex commit id. */
+  commit: string;
+  /** Path of this task's environment directory inside that repository, e.g. `tasks/<id>/environment`. */
+  subdir: string;
+}
+
+const FULL_SHA = /^[0-9a-f]{40}$/;
+const TASK_ID = /^[A-Za-z0-9][A-Za-z0-9_.-]*$/;
+/** Harbor's verifier entrypoint, run from the hidden tests directory mounted at $VERIFIER_DIR. */
+export const HARBOR_VERIFIER_COMMAND = 'bash "$VERIFIER_DIR/test.sh"';
+const DEFAULT_TIMEOUT_SEC = 600;
+
+/**
+ * A Harbor (Terminal-Bench) task directory as a pairbench Task:
+ * `instruction.md` is the prompt, `tests/` the hidden verifier (its `test.sh` writes
+ * /logs/verifier/reward.txt or reward.json), `solution/solve.sh` the reference solution.
+ * task.toml is an external format: keys we do not read are ignored, but a field we read
+ * with the wrong type is an error naming the file, the task and the field.
+ */
+export function loadHarborTask(taskDir: string, id: string, tree: HarborTree): Result<Task, Diagnostic[]> {
+  const dir = resolve(taskDir);
+  const tomlFile = join(dir, 'task.toml');
+  const shown = displayPath(tomlFile);
+  const problems: Diagnostic[] = [];
+
+  if (!TASK_ID.test(id)) {
+    problems.push({ field: 'id', message: `Harbor task "${id}" (${displayPath(dir)}): the id must match ${TASK_ID.source}`, hint: 'task ids name directories and store keys: letters, digits, ".", "_" and "-"' });
+  }
+  if (!FULL_SHA.test(tree.commit)) {
+    problems.push({ field: 'repo.commit', message: `Harbor task "${id}": commit "${tree.commit}" of ${tree.source} is not a full 40-hex commit id`, hint: 'pin the exact commit of the dataset repository: git rev-parse <ref>' });
+  }
+  if (!tree.subdir || tree.subdir.startsWith('/') || tree.subdir.split('/').includes('..')) {
+    problems.push({ field: 'repo.subdir', message: `Harbor task "${id}": subdir "${tree.subdir}" must be a relative path inside ${tree.source}`, hint: `e.g. tasks/${id}/environment` });
+  }
+
+  const instruction = readRequired(join(dir, 'instruction.md'), id, 'instruction.md', 'the prompt the agent is given', problems);
+  if (instruction !== undefined && !instruction.trim()) {
+    problems.push({ field: 'instruction.md', message: `Harbor task "${id}": ${displayPath(join(dir, 'instruction.md'))} is empty`, hint: 'instruction.md is the prompt the agent is given' });
+  }
+  const testSh = join(dir, 'tests', 'test.sh');
+  if (!isFile(testSh)) {
+    problems.push({ field: 'tests/test.sh', message: `Harbor task "${id}": missing tests/test.sh (looked for ${displayPath(testSh)})`, hint: 'tests/test.sh is the verifier: it writes /logs/verifier/reward.txt (one float) or reward.json' });
+  }
+
+  const text = readRequired(tomlFile, id, 'task.toml', 'the task configuration', problems);
+  let config: TomlTable = {};
+  if (text !== undefined) {
+    const parsed = parseToml(text);
+    if (parsed.ok) config = parsed.value;
+    else {
+      const p = parsed.error.position;
+      problems.push({
+        message: `Harbor task "${id}": invalid TOML: ${parsed.error.message}`,
+        location: p ? { file: shown, ...p } : { file: shown, line: 1, column: 1, length: 1 },
+      });
+    }
+  }
+
+  const fields = new FieldReader(config, text ?? '', shown, id, problems);
+  const metadata = fields.table('metadata');
+  const verifier = fields.table('verifier');
+  const category = fields.string(metadata, ['metadata', 'category']);
+  const canary = fields.string(metadata, ['metadata', 'canary']);
+  const timeoutSec = fields.positiveNumber(verifier, ['verifier', 'timeout_sec']);
+
+  if (problems.length || instruction === undefined) return err(problems);
+  const solveSh = join(dir, 'solution', 'solve.sh');
+  return ok({
+    id,
+    family: category ?? id,
+    category: category ?? 'uncategorized',
+    dir,
+    file: tomlFile,
+    repo: { source: tree.source, commit: tree.commit, subdir: tree.subdir },
+    prompt: instruction,
+    allowedPaths: ['**'],
+    verifier: {
+      command: HARBOR_VERIFIER_COMMAND,
+      failToPass: {},
+      passToPass: {},
+      timeoutSec: timeoutSec ?? DEFAULT_TIMEOUT_SEC,
+      filesDir: join(dir, 'tests'),
+      patch: null,
+      result: 'reward-file',
+    },
+    solution: { patch: null, script: isFile(solveSh) ? solveSh : null },
+    origin: shown,
+    canary: canary ?? null,
+  });
+}
+
+function isFile(p: string): boolean {
+  try {
+    return statSync(p).isFile();
+  } catch {
+    return false;
+  }
+}
+
+function readRequired(file: string, id: string, name: string, what: string, problems: Diagnostic[]): string | undefined {
+  if (!existsSync(file)) {
+    problems.push({ field: name, message: `Harbor task "${id}": missing ${name} (looked for ${displayPath(file)})`, hint: `${name} is ${what}` });
+    return undefined;
+  }
+  try {
+    return readFileSync(file, 'utf8');
+  } catch (e) {
+    problems.push({ field: name, message: `Harbor task "${id}": cannot read ${displayPath(file)}: ${errorMessage(e)}` });
+    return undefined;
+  }
+}
+
+/** Reads the few task.toml fields pairbench uses; a wrong type is a diagnostic at the key's line when it can be found. */
+class FieldReader {
+  constructor(
+    private readonly root: TomlTable,
+    private readonly text: string,
+    private readonly file: string,
+    private readonly id: string,
+    private readonly problems: Diagnostic[],
+  ) {}
+
+  table(key: string): TomlTable | undefined {
+    const v = this.root[key];
+    if (v === undefined) return undefined;
+    if (isTomlTable(v)) return v;
+    this.wrongType([key], v, 'a table');
+    return undefined;
+  }
+
+  string(table: TomlTable | undefined, path: [string, string]): string | undefined {
+    const v = table?.[path[1]];
+    if (v === undefined) return undefined;
+    if (typeof v === 'string' && v.trim()) return v;
+    this.wrongType(path, v, 'a non-empty string');
+    return undefined;
+  }
+
+  positiveNumber(table: TomlTable | undefined, path: [string, string]): number | undefined {
+    const v = table?.[path[1]];
+    if (v === undefined) return undefined;
+    if (typeof v === 'number' && Number.isFinite(v) && v > 0) return v;
+    this.wrongType(path, v, 'a positive number of seconds');
+    return undefined;
+  }
+
+  private wrongType(path: string[], value: unknown, expected: string): void {
+    const field = path.join('.');
+    const at = locateTomlKey(this.text, path);
+    this.problems.push({
+      field,
+      message: `Harbor task "${this.id}": got ${describe(value)}; expected ${expected}${at ? '' : ` (in ${this.file})`}`,
+      ...(at ? { location: { file: this.file, ...at } } : {}),
+    });
+  }
+}
+
+function describe(v: unknown): string {
+  if (Array.isArray(v)) return 'an array';
+  if (v instanceof Date) return `a date (${v.toISOString()})`;
+  if (isTomlTable(v)) return 'a table';
+  if (typeof v === 'string') return `string ${JSON.stringify(v)}`;
+  return `${typeof v} ${String(v)}`;
+}

@@ -1,0 +1,317 @@
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { DEFAULT_POLICY, failingFindings, policyFromSpec } from '../steps/certify/policy.js';
+import {
+  DEFAULT_BENCHMARK_WORDS,
+  diffLines,
+  isDistinctive,
+  promptSurface,
+  scanSurfaces,
+  surfaceFromDir,
+  type Finding,
+  type ScanInputs,
+  type Surface,
+} from '../steps/certify/scan.js';
+import type { Task } from '../steps/task.js';
+
+const CANARY = '1b2c3d4e-5f60-4a7b-8c9d-0e1f2a3b4c5d';
+
+/** The reference solution: `add` subtracts; the fix also adds a guard. The import is context in one hunk and added in another. */
+const SOLUTION = `diff --git a/src/add.mjs b/src/add.mjs
+--- a/src/add.mjs
++++ b/src/add.mjs
+@@ -1,4 +1,7 @@
+ import { assertNumber } from './check.mjs';
+-export const add = (a, b) => a - b;
++export function add(a, b) {
++  assertNumber(a, b);
++  return a + b;
++}
+ export const VERSION = '1.0';
+diff --git a/src/mul.mjs b/src/mul.mjs
+--- a/src/mul.mjs
++++ b/src/mul.mjs
+@@ -1,1 +1,3 @@
++import { assertNumber } from './check.mjs';
++
+ export const mul = (a, b) => a * b;
+`;
+
+const VERIFIER_PATCH = `--- a/test/add.test.mjs
++++ b/test/add.test.mjs
+@@ -1,2 +1,3 @@
+ import { add } from '../src/add.mjs';
++assertEqual(add(2, 3), 5, 'add_works: two plus three');
+ assertEqual(add(0, 0), 0, 'zero stays zero');
+`;
+
+function makeTask(overrides: Partial<Task> = {}): Task {
+  return {
+    id: 'fix-add',
+    family: 'arithmetic',
+    category: 'bugfix',
+    dir: '/tasks/fix-add',
+    file: '/tasks/fix-add/task.yaml',
+    repo: { source: '/repos/calc', commit: 'a'.repeat(40) },
+    prompt: 'add(a, b) in src/add.mjs returns the wrong result. Fix it.',
+    allowedPaths: ['src/**'],
+    verifier: {
+      command: null,
+      failToPass: { add_works: 'node "$VERIFIER_DIR/test_add.mjs"', 'tests/test_calc.py::TestAdd::test_add_negative[ints]': 'pytest' },
+      passToPass: { module_exists: 'test -f src/add.mjs', test: 'true' },
+      timeoutSec: 30,
+      filesDir: '/tasks/fix-add/verifier',
+      patch: VERIFIER_PATCH,
+      result: 'exit-code',
+    },
+    solution: { patch: SOLUTION, script: null },
+    origin: 'tasks/fix-add/task.yaml',
+    canary: CANARY,
+    ...overrides,
+  };
+}
+
+let root: string;
+beforeEach(() => {
+  root = mkdtempSync(join(tmpdir(), 'pairbench-certify-'));
+});
+afterEach(() => rmSync(root, { recursive: true, force: true }));
+
+function writeDir(name: string, files: Record<string, string | Buffer>): string {
+  const dir = join(root, name);
+  mkdirSync(dir, { recursive: true });
+  for (const [p, content] of Object.entries(files)) {
+    mkdirSync(dirname(join(dir, p)), { recursive: true });
+    writeFileSync(join(dir, p), content);
+  }
+  return dir;
+}
+
+/** An untouched tree: the pre-solution source, nothing leaked. */
+const CLEAN_TREE: Record<string, string> = {
+  'src/add.mjs': "import { assertNumber } from './check.mjs';\nexport const add = (a, b) => a - b;\nexport const VERSION = '1.0';\n",
+  'src/check.mjs': "import { assertNumber } from './check.mjs';\nexport function assertNumber(...xs) {\n  for (const x of xs) if (typeof x !== 'number') throw new TypeError('not a number');\n}\n",
+  'src/mul.mjs': 'export const mul = (a, b) => a * b;\n',
+  'README.md': '# calc\n\nA tiny calculator.\n',
+};
+
+function scan(surfaces: Surface[], extra: Partial<ScanInputs> = {}): Finding[] {
+  return scanSurfaces({ task: makeTask(), surfaces, ...extra });
+}
+
+function classes(findings: Finding[]): string[] {
+  return findings.map((f) => `${f.surface}:${f.path}:${f.line}:${f.class}`);
+}
+
+describe('certify static scan', () => {
+  it('a clean task has no findings', () => {
+    const tree = surfaceFromDir('tree', 'tree', writeDir('tree', CLEAN_TREE));
+    expect(scan([promptSurface(makeTask()), tree])).toEqual([]);
+  });
+
+  it('catches a planted solution line in the prompt, on the right line', () => {
+    const task = makeTask({ prompt: 'Fix add.\n\nHint:\n    return   a + b;\nand call assertNumber(a, b);' });
+    const findings = scanSurfaces({ task, surfaces: [promptSurface(task)] });
+    expect(findings).toEqual([
+      { surface: 'prompt', path: 'prompt', line: 4, class: 'solution-leak', match: 'return a + b;', detail: 'added line of the reference solution' },
+      { surface: 'prompt', path: 'prompt', line: 5, class: 'solution-leak', match: 'assertNumber(a, b);', detail: 'added line of the reference solution' },
+    ]);
+    // `return a + b;` is 13 characters with two identifiers besides the keyword: distinctive.
+    expect(isDistinctive('return a + b;', 12)).toBe(true);
+  });
+
+  it('finds the solution line (whitespace-normalised) anywhere in a surface line', () => {
+    const task = makeTask({ prompt: 'line one\nUse this:   export function add(a,   b) {   // here' });
+    const findings = scanSurfaces({ task, surfaces: [promptSurface(task)] });
+    expect(classes(findings)).toEqual(['prompt:prompt:2:solution-leak']);
+    expect(findings[0]!.match).toBe('export function add(a, b) {');
+  });
+
+  it('catches a verifier test name in a treatment file, on the right line', () => {
+    const dir = writeDir('treatment', { 'CLAUDE.md': '# Notes\n\nRun the checks.\nMake sure add_works passes.\n' });
+    const findings = scan([surfaceFromDir('treatment', 'treatment:treatment', dir)]);
+    expect(findings).toEqual([
+      { surface: 'treatment:treatment', path: 'CLAUDE.md', line: 4, class: 'verifier-leak', match: 'add_works', detail: 'verifier test name add_works' },
+    ]);
+  });
+
+  it('test names: word boundaries, the stop list, short forms only in authored surfaces, pass-to-pass not in the tree', () => {
+    const text = 'add_works_extra is another name\nthe test passes\ncall test_add_negative here\nmodule_exists\n';
+    const treatment: Surface = { kind: 'treatment', name: 'treatment:t', files: [{ path: 'notes.md', text }] };
+    const tree: Surface = { kind: 'tree', name: 'tree', files: [{ path: 'notes.md', text }] };
+    expect(scan([treatment, tree]).map((f) => `${f.surface}:${f.line}:${f.match}`)).toEqual([
+      'treatment:t:3:test_add_negative',
+      'treatment:t:4:module_exists',
+    ]);
+  });
+
+  it('catches the canary in a tree file, with its line', () => {
+    const dir = writeDir('tree', { ...CLEAN_TREE, 'docs/data.txt': `first\nsecond\n# canary GUID ${CANARY.toUpperCase()}\n` });
+    const findings = scan([surfaceFromDir('tree', 'tree', dir)]);
+    expect(findings.filter((f) => f.class === 'canary')).toEqual([
+      { surface: 'tree', path: 'docs/data.txt', line: 3, class: 'canary', match: CANARY.toUpperCase(), detail: 'canary 1b2c3d4e...' },
+    ]);
+    // The comment also says "canary": that is a benchmark-awareness word.
+    expect(classes(findings)).toEqual(['tree:docs/data.txt:3:benchmark-awareness', 'tree:docs/data.txt:3:canary']);
+  });
+
+  it("'SWE-bench' in a README is benchmark-awareness; words are case-insensitive and bounded", () => {
+    const dir = writeDir('tree', {
+      ...CLEAN_TREE,
+      'README.md': '# calc\nThis repo is part of swe-BENCH.\nWe keep benchmarks in bench/.\nsee terminal_bench and Terminal-Bench\n',
+    });
+    const findings = scan([surfaceFromDir('tree', 'tree', dir)]);
+    expect(findings.map((f) => [f.line, f.match, f.detail])).toEqual([
+      [2, 'swe-BENCH', 'benchmark word "SWE-bench"'],
+      [4, 'Terminal-Bench', 'benchmark word "Terminal-Bench"'],
+      [4, 'terminal_bench', 'benchmark word "Terminal-Bench"'],
+    ]);
+    expect(DEFAULT_BENCHMARK_WORDS).toContain('SWE-bench');
+  });
+
+  it('extra words are added to the default list', () => {
+    const s: Surface = { kind: 'prompt', name: 'prompt', files: [{ path: 'prompt', text: 'This is the Stele trial.' }] };
+    expect(scan([s])).toEqual([]);
+    expect(scan([s], { extraWords: ['stele trial'] })).toEqual([
+      { surface: 'prompt', path: 'prompt', line: 1, class: 'benchmark-awareness', match: 'Stele trial', detail: 'benchmark word "stele trial"' },
+    ]);
+  });
+
+  it('a CLAUDE.md that survived in the tree is instructions-survived; in a treatment it is not', () => {
+    const tree = surfaceFromDir('tree', 'tree', writeDir('tree', { ...CLEAN_TREE, 'CLAUDE.md': 'be nice\n', 'docs/AGENTS.md': 'x\n', '.claude/settings.json': '{}\n', '.vscode/mcp.json': '{}\n', 'src/CLAUDE.md.bak': 'x\n' }));
+    const treatment = surfaceFromDir('treatment', 'treatment:treatment', writeDir('treatment', { 'CLAUDE.md': 'be nice\n', '.claude/settings.json': '{}\n' }));
+    expect(scan([tree, treatment])).toEqual([
+      { surface: 'tree', path: '.claude/settings.json', line: 1, class: 'instructions-survived', match: '.claude/settings.json', detail: 'file under .claude/ survived redaction' },
+      { surface: 'tree', path: '.vscode/mcp.json', line: 1, class: 'instructions-survived', match: '.vscode/mcp.json', detail: 'auto-loaded agent file .vscode/mcp.json survived redaction' },
+      { surface: 'tree', path: 'CLAUDE.md', line: 1, class: 'instructions-survived', match: 'CLAUDE.md', detail: 'auto-loaded agent file CLAUDE.md survived redaction' },
+      { surface: 'tree', path: 'docs/AGENTS.md', line: 1, class: 'instructions-survived', match: 'docs/AGENTS.md', detail: 'auto-loaded agent file AGENTS.md survived redaction' },
+    ]);
+  });
+
+  it('a line the patch adds that already exists unchanged (context) is not a finding', () => {
+    // `import { assertNumber } from './check.mjs';` is added to mul.mjs but is context in add.mjs,
+    // and the tree has it in two files.
+    expect(diffLines(SOLUTION).added).toContain("import { assertNumber } from './check.mjs';");
+    expect(diffLines(SOLUTION).context).toContain("import { assertNumber } from './check.mjs';");
+    const tree = surfaceFromDir('tree', 'tree', writeDir('tree', CLEAN_TREE));
+    expect(scan([tree])).toEqual([]);
+    // ...while the same line from a patch that only adds it is a leak.
+    const onlyAdds = makeTask({ solution: { patch: "--- a/x\n+++ b/x\n@@ -0,0 +1 @@\n+import { assertNumber } from './check.mjs';\n", script: null } });
+    expect(classes(scanSurfaces({ task: onlyAdds, surfaces: [tree] }))).toEqual(['tree:src/add.mjs:1:solution-leak', 'tree:src/check.mjs:1:solution-leak']);
+  });
+
+  it('a line the patch removes and adds back is not a finding', () => {
+    const moved = "--- a/x\n+++ b/x\n@@ -1,2 +1,2 @@\n-export const VERSION_LABEL = 'calc';\n export const other = 1;\n+export const VERSION_LABEL = 'calc';\n";
+    const task = makeTask({ solution: { patch: moved, script: null }, prompt: "export const VERSION_LABEL = 'calc';" });
+    expect(scanSurfaces({ task, surfaces: [promptSurface(task)] })).toEqual([]);
+  });
+
+  it('trivial added lines are never findings', () => {
+    const trivial = '--- a/x\n+++ b/x\n@@ -1,1 +1,8 @@\n x\n+}\n+return;\n+});\n+else {\n+\n+    } else {\n+        return null;\n';
+    for (const line of ['}', 'return;', '});', 'else {', '', '} else {', 'return null;', '} catch (error) {']) expect(isDistinctive(line, 12)).toBe(false);
+    const task = makeTask({ solution: { patch: trivial, script: null }, verifier: { ...makeTask().verifier, patch: null } });
+    const text = '}\nreturn;\n});\nelse {\n\n} else {\nreturn null;\n';
+    expect(scanSurfaces({ task, surfaces: [{ kind: 'prompt', name: 'prompt', files: [{ path: 'prompt', text }] }] })).toEqual([]);
+  });
+
+  it('verifier leaks: added lines of the verifier patch and lines of hidden verifier files (imports excepted)', () => {
+    const verifierFiles = [
+      {
+        path: 'test_add.mjs',
+        text: "import { strict as assert } from 'node:assert';\nconst { add } = await import(process.cwd() + '/src/add.mjs');\nif (add(2, 3) !== 5) process.exit(1);\n",
+      },
+    ];
+    const tree = surfaceFromDir(
+      'tree',
+      'tree',
+      writeDir('tree', {
+        ...CLEAN_TREE,
+        'src/util.mjs': "import { strict as assert } from 'node:assert';\n",
+        'test/leaked.mjs': "// copied\nconst { add } = await import(process.cwd() + '/src/add.mjs');\nassertEqual(add(2, 3), 5, 'add_works: two plus three');\nassertEqual(add(0, 0), 0, 'zero stays zero');\n",
+      }),
+    );
+    const findings = scan([tree], { verifierFiles });
+    expect(findings.map((f) => `${f.path}:${f.line}:${f.class}:${f.detail}`)).toEqual([
+      'test/leaked.mjs:2:verifier-leak:line of hidden verifier file test_add.mjs',
+      // The test name inside the leaked line is found too (same line and class: ordered by match).
+      'test/leaked.mjs:3:verifier-leak:verifier test name add_works',
+      'test/leaked.mjs:3:verifier-leak:added line of the verifier patch',
+    ]);
+  });
+
+  it('skips binary files, files over 1 MB and symlinks, but still sees their paths for instructions', () => {
+    const bin = Buffer.concat([Buffer.from(`PNG ${CANARY} SWE-bench\n`), Buffer.from([0, 1, 2, 3])]);
+    const dir = writeDir('tree', { ...CLEAN_TREE, 'img/logo.png': bin, '.claude/cache.bin': bin, 'big.txt': `${CANARY}\n`.repeat(40000) });
+    symlinkSync('README.md', join(dir, 'LINK.md'));
+    const tree = surfaceFromDir('tree', 'tree', dir);
+    expect(tree.files.map((f) => f.path)).toEqual(['README.md', 'src/add.mjs', 'src/check.mjs', 'src/mul.mjs']);
+    expect(tree.skipped).toEqual([
+      { path: '.claude/cache.bin', reason: 'binary' },
+      { path: 'LINK.md', reason: 'not-regular' },
+      { path: 'big.txt', reason: 'too-large' },
+      { path: 'img/logo.png', reason: 'binary' },
+    ]);
+    expect(classes(scan([tree]))).toEqual(['tree:.claude/cache.bin:1:instructions-survived']);
+  });
+
+  it('output order is deterministic and findings are deduplicated', () => {
+    const files = {
+      'z.md': `SWE-bench ${CANARY}\nadd_works add_works\n`,
+      'a.md': 'assertNumber(a, b);\nbenchmark\n',
+      'CLAUDE.md': 'x\n',
+    };
+    const tree = surfaceFromDir('tree', 'tree', writeDir('tree', files));
+    const prompt: Surface = { kind: 'prompt', name: 'prompt', files: [{ path: 'prompt', text: 'benchmark' }] };
+    const treatment: Surface = { kind: 'treatment', name: 'treatment:b', files: [{ path: 'n.md', text: 'add_works' }] };
+    const forward = scan([prompt, tree, treatment]);
+    const shuffled: Surface = { ...tree, files: [...tree.files].reverse() };
+    const backward = scan([treatment, shuffled, prompt, shuffled]);
+    expect(backward).toEqual(forward);
+    expect(classes(forward)).toEqual([
+      'prompt:prompt:1:benchmark-awareness',
+      'treatment:b:n.md:1:verifier-leak',
+      'tree:CLAUDE.md:1:instructions-survived',
+      'tree:a.md:1:solution-leak',
+      'tree:a.md:2:benchmark-awareness',
+      'tree:z.md:1:benchmark-awareness',
+      'tree:z.md:1:canary',
+      'tree:z.md:2:verifier-leak',
+    ]);
+  });
+
+  it('truncates long matches to 120 characters', () => {
+    const long = 'x'.repeat(200);
+    const findings = scan([{ kind: 'prompt', name: 'prompt', files: [{ path: 'prompt', text: `canary ${long}` }] }], { extraWords: [long] });
+    expect(findings.map((f) => f.match.length)).toEqual([6, 120]);
+  });
+
+  it('diffLines: inside a hunk, an added line starting with "++" is an added line', () => {
+    const d = diffLines('--- a/x.c\n+++ b/x.c\n@@ -1,2 +1,2 @@\n int i = 0;\n-i--;\n+++counter_value;\n\\ No newline at end of file\n');
+    expect(d).toEqual({ added: ['++counter_value;'], removed: ['i--;'], context: ['int i = 0;'] });
+  });
+});
+
+describe('certify policy', () => {
+  const findings: Finding[] = [
+    { surface: 'prompt', path: 'prompt', line: 1, class: 'benchmark-awareness', match: 'benchmark', detail: 'benchmark word "benchmark"' },
+    { surface: 'tree', path: 'CLAUDE.md', line: 1, class: 'instructions-survived', match: 'CLAUDE.md', detail: 'x' },
+    { surface: 'tree', path: 'a.md', line: 2, class: 'solution-leak', match: 'assertNumber(a, b);', detail: 'added line of the reference solution' },
+  ];
+
+  it('the default fails on every class, with no extra words and 3 repeats', () => {
+    expect(DEFAULT_POLICY).toEqual({ fail_on: ['solution-leak', 'verifier-leak', 'benchmark-awareness', 'canary', 'instructions-survived'], words: [], repeats: 3 });
+    expect(failingFindings(findings, DEFAULT_POLICY)).toEqual(findings);
+    expect(policyFromSpec(undefined)).toEqual(DEFAULT_POLICY);
+    expect(policyFromSpec(null)).toEqual(DEFAULT_POLICY);
+  });
+
+  it('a policy mapping merges over the default and filters findings', () => {
+    const policy = policyFromSpec({ fail_on: ['solution-leak', 'canary'], words: ['stele', 'stele'] });
+    expect(policy).toEqual({ fail_on: ['solution-leak', 'canary'], words: ['stele'], repeats: 3 });
+    expect(failingFindings(findings, policy)).toEqual([findings[2]]);
+    expect(policyFromSpec({ repeats: 5 })).toEqual({ ...DEFAULT_POLICY, repeats: 5 });
+    expect(failingFindings(findings, policyFromSpec({ fail_on: [] }))).toEqual([]);
+  });
+});

@@ -1,0 +1,112 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { calculatorTask } from './fixtures.js';
+import { Rig } from './rig.js';
+
+let rig: Rig;
+beforeEach(() => (rig = new Rig()));
+afterEach(() => rig.cleanup());
+
+const CANARY = 'canary-6f1d2c84-90ab-4d1e-b3c7-5a9e0f21d7c4';
+
+function config(extra = ''): string {
+  return `steps:
+  materialize: { kind: materialize, matrix: { task: [fix-add] } }
+  certify:
+    kind: certify
+    needs: [materialize]
+    matrix: { task: [fix-add] }
+    sandbox: { backend: local, egress: open }
+${extra}
+  attempts:
+    kind: run
+    needs: [materialize, certify]
+    matrix: { task: [fix-add], arm: [control, treatment], rep: 1 }
+    agent: { adapter: oracle }
+    arms:
+      control: {}
+      treatment: { files: { CLAUDE.md: fixtures/CLAUDE.md } }
+    sandbox: { backend: local, egress: open }
+`;
+}
+
+async function receipt(): Promise<any> {
+  const ex = JSON.parse((await rig.cli('explain', 'certify/fix-add', '--json')).stdout);
+  const e = ex.record.outputs['certification.json'];
+  return JSON.parse(readFileSync(join(rig.dir, '.pairbench', 'cas', e.digest.slice(0, 2), e.digest), 'utf8'));
+}
+
+function editTask(change: (yaml: string) => string): void {
+  rig.write('tasks/fix-add/task.yaml', change(rig.read('tasks/fix-add/task.yaml')));
+}
+
+describe('certify', () => {
+  it('certifies a clean, discriminating task, and its attempts run', async () => {
+    calculatorTask(rig.dir);
+    rig.write('fixtures/CLAUDE.md', 'Prefer small pure functions.\n');
+    rig.write('bench.config.yaml', config());
+    const r = await rig.cli('run');
+    expect(r.code, r.stderr).toBe(0);
+    const c = await receipt();
+    expect(c).toMatchObject({ verdict: 'certified', reasons: [], checks: { nop: [false, false, false], oracle: [true, true, true], discriminating: true, flaky: [] } });
+    expect(Object.keys(c.surfaces).sort()).toEqual(['prompt', 'treatment:attempts:treatment', 'tree']);
+  });
+
+  it('catches a planted solution line in the prompt, a verifier test name in a treatment file and a canary in the tree, with class and line; the task is never run', async () => {
+    const { repo } = calculatorTask(rig.dir);
+    // A canary in a tree file (a new commit of the fixture repo).
+    const { git } = await import('./fixtures.js');
+    rig.write('repos/calc/docs/notes.md', `notes\nmore notes\n${CANARY}\n`);
+    git(repo, 'add', '-A');
+    git(repo, 'commit', '-qm', 'notes');
+    const commit = git(repo, 'rev-parse', 'HEAD');
+    editTask((y) =>
+      y
+        .replace(/commit: [0-9a-f]{40}/, `commit: ${commit}`)
+        .replace('prompt: "add(a, b) in src/add.mjs returns the wrong result. Fix it."', 'prompt: |\n  add(a, b) in src/add.mjs returns the wrong result.\n  Hint: export const add = (a, b) => a + b;\n') + `canary: ${CANARY}\n`,
+    );
+    rig.write('fixtures/CLAUDE.md', 'Coding rules.\nMake sure add_works keeps passing.\n');
+    rig.write('bench.config.yaml', config());
+    const r = await rig.cli('run');
+    expect(r.code).toBe(1);
+    const c = await receipt();
+    expect(c.verdict).toBe('rejected');
+    expect(c.findings).toContainEqual(expect.objectContaining({ surface: 'prompt', path: 'prompt', line: 2, class: 'solution-leak' }));
+    expect(c.findings).toContainEqual(expect.objectContaining({ surface: 'treatment:attempts:treatment', path: 'CLAUDE.md', line: 2, class: 'verifier-leak' }));
+    expect(c.findings).toContainEqual(expect.objectContaining({ surface: 'tree', path: 'docs/notes.md', line: 3, class: 'canary' }));
+    expect(r.stderr).toMatch(/FAILED {2}attempts\/fix-add\/control\/1: task fix-add failed certification: .*solution-leak in prompt prompt:2/);
+    const status = await rig.cli('status');
+    expect(status.stdout).toContain('failed certification');
+  });
+
+  it('rejects a verifier that already passes on the untouched tree as non-discriminating', async () => {
+    calculatorTask(rig.dir);
+    editTask((y) => y.replace(/fail_to_pass:\n\s+add_works: .*\n/, 'fail_to_pass:\n    add_works: "true"\n'));
+    rig.write('fixtures/CLAUDE.md', 'Prefer small pure functions.\n');
+    rig.write('bench.config.yaml', config());
+    await rig.cli('run');
+    const c = await receipt();
+    expect(c.verdict).toBe('rejected');
+    expect(c.checks.nop).toEqual([true, true, true]);
+    expect(c.reasons).toContain('non-discriminating: the verifier passes on the untouched tree');
+  });
+
+  it('names a verifier that passes 2 times in 3 with the reference solution flaky', async () => {
+    calculatorTask(rig.dir);
+    const counter = join(rig.dir, 'oracle-passes');
+    editTask((y) =>
+      y.replace(
+        /add_works: .*\n/,
+        `add_works: 'if node "$VERIFIER_DIR/test_add.mjs"; then n=$(( $(cat ${counter} 2>/dev/null || echo 0) + 1 )); echo $n > ${counter}; [ $n -ne 2 ]; else exit 1; fi'\n`,
+      ),
+    );
+    rig.write('fixtures/CLAUDE.md', 'Prefer small pure functions.\n');
+    rig.write('bench.config.yaml', config());
+    await rig.cli('run');
+    const c = await receipt();
+    expect(c.checks.oracle).toEqual([true, false, true]);
+    expect(c.verdict).toBe('rejected');
+    expect(c.checks.flaky).toEqual(['flaky verifier: passed 2 of 3 times with the reference solution']);
+  });
+});
