@@ -1,5 +1,4 @@
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import pLimit, { type LimitFunction } from 'p-limit';
 import type { BenchConfig } from './config/load.js';
 import type { Graph } from './dag.js';

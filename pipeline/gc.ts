@@ -1,6 +1,7 @@
 import { readdirSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { CacheKey, Sha256 } from './digest.js';
+import { isAlive } from './store/lock.js';
 import type { Store } from './store/store.js';
 
 export interface GcOptions {
@@ -22,15 +23,6 @@ export interface GcReport {
   removed_blob_bytes: number;
   removed_temp: string[];
   removed_locks: string[];
-}
-
-function isDead(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return false;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'ESRCH';
-  }
 }
 
 /**
@@ -103,7 +95,7 @@ export function collectGarbage(store: Store, options: GcOptions): GcReport {
   const tmp = store.tmpDir;
   for (const name of safeList(tmp)) {
     const pid = Number(/-(\d+)-/.exec(name)?.[1]);
-    if (pid && isDead(pid)) {
+    if (pid && !isAlive(pid)) {
       report.removed_temp.push(name);
       if (!options.dryRun) rmSync(join(tmp, name), { recursive: true, force: true });
     }

@@ -1,4 +1,3 @@
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { calculatorTask } from './fixtures.js';
@@ -31,12 +30,6 @@ ${extra}
 `;
 }
 
-async function receipt(): Promise<any> {
-  const ex = JSON.parse((await rig.cli('explain', 'certify/fix-add', '--json')).stdout);
-  const e = ex.record.outputs['certification.json'];
-  return JSON.parse(readFileSync(join(rig.dir, '.pairbench', 'cas', e.digest.slice(0, 2), e.digest), 'utf8'));
-}
-
 function editTask(change: (yaml: string) => string): void {
   rig.write('tasks/fix-add/task.yaml', change(rig.read('tasks/fix-add/task.yaml')));
 }
@@ -48,7 +41,7 @@ describe('certify', () => {
     rig.write('bench.config.yaml', config());
     const r = await rig.cli('run');
     expect(r.code, r.stderr).toBe(0);
-    const c = await receipt();
+    const c = await rig.outputJson('certify/fix-add', 'certification.json');
     expect(c).toMatchObject({ verdict: 'certified', reasons: [], checks: { nop: [false, false, false], oracle: [true, true, true], discriminating: true, flaky: [] } });
     expect(Object.keys(c.surfaces).sort()).toEqual(['prompt', 'treatment:attempts:treatment', 'tree']);
   });
@@ -70,7 +63,7 @@ describe('certify', () => {
     rig.write('bench.config.yaml', config());
     const r = await rig.cli('run');
     expect(r.code).toBe(1);
-    const c = await receipt();
+    const c = await rig.outputJson('certify/fix-add', 'certification.json');
     expect(c.verdict).toBe('rejected');
     expect(c.findings).toContainEqual(expect.objectContaining({ surface: 'prompt', path: 'prompt', line: 2, class: 'solution-leak' }));
     expect(c.findings).toContainEqual(expect.objectContaining({ surface: 'treatment:attempts:treatment', path: 'CLAUDE.md', line: 2, class: 'verifier-leak' }));
@@ -86,7 +79,7 @@ describe('certify', () => {
     rig.write('fixtures/CLAUDE.md', 'Prefer small pure functions.\n');
     rig.write('bench.config.yaml', config());
     await rig.cli('run');
-    const c = await receipt();
+    const c = await rig.outputJson('certify/fix-add', 'certification.json');
     expect(c.verdict).toBe('rejected');
     expect(c.checks.nop).toEqual([true, true, true]);
     expect(c.reasons).toContain('non-discriminating: the verifier passes on the untouched tree');
@@ -104,7 +97,7 @@ describe('certify', () => {
     rig.write('fixtures/CLAUDE.md', 'Prefer small pure functions.\n');
     rig.write('bench.config.yaml', config());
     await rig.cli('run');
-    const c = await receipt();
+    const c = await rig.outputJson('certify/fix-add', 'certification.json');
     expect(c.checks.oracle).toEqual([true, false, true]);
     expect(c.verdict).toBe('rejected');
     expect(c.checks.flaky).toEqual(['flaky verifier: passed 2 of 3 times with the reference solution']);

@@ -1,5 +1,4 @@
-import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync } from 'node:fs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { claudeBinary } from '../agents/claude-code.js';
 import { calculatorTask } from './fixtures.js';
@@ -49,12 +48,6 @@ function config(backend: string, extra = ''): string {
 `;
 }
 
-async function output(node: string, name: string): Promise<any> {
-  const ex = JSON.parse((await rig.cli('explain', node, '--json')).stdout);
-  const entry = ex.record.outputs[name];
-  return readFileSync(join(rig.dir, '.pairbench', 'cas', entry.digest.slice(0, 2), entry.digest), 'utf8');
-}
-
 const backends = ['local', 'bubblewrap'];
 
 /** A minimal MCP stdio server: one tool, `ping`. */
@@ -76,20 +69,20 @@ describe.skipIf(!existsSync(claudeBinary()))('Claude Code end to end', () => {
       const r = await rig.cli('run');
       expect(r.code, r.stderr).toBe(0);
       for (const arm of ['control', 'treatment']) {
-        const result = JSON.parse(await output(`attempts/fix-add/${arm}/1`, 'result.json'));
-        expect(result.exit_reason, await output(`attempts/fix-add/${arm}/1`, 'agent.log')).toBe('done');
+        const result = JSON.parse(await rig.outputText(`attempts/fix-add/${arm}/1`, 'result.json'));
+        expect(result.exit_reason, await rig.outputText(`attempts/fix-add/${arm}/1`, 'agent.log')).toBe('done');
         expect(result.agent).toMatchObject({ adapter: 'claude-code', version: '2.1.197', model: 'claude-fake-1' });
         expect(result.turns).toBeGreaterThanOrEqual(2);
         expect(result.tool_calls).toBe(1);
         expect(result.usage).toMatchObject({ input_tokens: 2500, output_tokens: 52, cache_write_tokens: 300, cache_read_tokens: 50 });
         expect(result.delivered).toEqual(arm === 'treatment' ? { treatment: true } : {});
         expect(result.sandbox.backend).toBe(backend);
-        const verdict = JSON.parse(await output(`verify/fix-add/${arm}/1`, 'verdict.json'));
+        const verdict = JSON.parse(await rig.outputText(`verify/fix-add/${arm}/1`, 'verdict.json'));
         expect(verdict.pass).toBe(true);
-        const trajectory = JSON.parse(await output(`attempts/fix-add/${arm}/1`, 'trajectory.json'));
+        const trajectory = JSON.parse(await rig.outputText(`attempts/fix-add/${arm}/1`, 'trajectory.json'));
         expect(trajectory.schema_version).toBe('ATIF-v1.7');
         expect(trajectory.steps.some((s: { tool_calls?: { function_name: string }[] }) => s.tool_calls?.[0]?.function_name === 'Bash')).toBe(true);
-        const gatewayLog = await output(`attempts/fix-add/${arm}/1`, 'gateway.jsonl');
+        const gatewayLog = await rig.outputText(`attempts/fix-add/${arm}/1`, 'gateway.jsonl');
         expect(gatewayLog).not.toContain('sk-pairbench-gateway');
         expect(gatewayLog.includes('House rule 7f3a')).toBe(arm === 'treatment');
       }
@@ -109,9 +102,9 @@ describe.skipIf(!existsSync(claudeBinary()))('Claude Code end to end', () => {
     );
     const r = await rig.cli('run', 'attempts');
     expect(r.code, r.stderr).toBe(0);
-    const mcp = JSON.parse(await output('attempts/fix-add/mcp/1', 'result.json'));
+    const mcp = JSON.parse(await rig.outputText('attempts/fix-add/mcp/1', 'result.json'));
     expect(mcp.delivered).toEqual({ mcp: true });
-    const log = await output('attempts/fix-add/mcp/1', 'gateway.jsonl');
+    const log = await rig.outputText('attempts/fix-add/mcp/1', 'gateway.jsonl');
     expect(log).toContain('pong from the probe'); // the tool result went back to the model
     // The control arm's requests never offer the tool (its scripted model still asks for it).
     const offered = (log: string) =>
@@ -119,9 +112,9 @@ describe.skipIf(!existsSync(claudeBinary()))('Claude Code end to end', () => {
         .split('\n')
         .filter(Boolean)
         .flatMap((l) => ((JSON.parse(l).request_body?.tools ?? []) as { name: string }[]).map((t) => t.name));
-    expect(offered(await output('attempts/fix-add/control/1', 'gateway.jsonl')).filter((n) => n.startsWith('mcp__'))).toEqual([]);
+    expect(offered(await rig.outputText('attempts/fix-add/control/1', 'gateway.jsonl')).filter((n) => n.startsWith('mcp__'))).toEqual([]);
     expect(offered(log)).toContain('mcp__probe__ping');
-    const changes = JSON.parse(await output('attempts/fix-add/mcp/1', 'changes.json'));
+    const changes = JSON.parse(await rig.outputText('attempts/fix-add/mcp/1', 'changes.json'));
     expect(changes.written).toEqual({}); // the server file is treatment, not a change
   });
 
@@ -129,7 +122,7 @@ describe.skipIf(!existsSync(claudeBinary()))('Claude Code end to end', () => {
     rig.write('bench.config.yaml', config('local', ', tokens: 1000'));
     const r = await rig.cli('run', 'attempts/fix-add/control');
     expect(r.code, r.stderr).toBe(0);
-    const result = JSON.parse(await output('attempts/fix-add/control/1', 'result.json'));
+    const result = JSON.parse(await rig.outputText('attempts/fix-add/control/1', 'result.json'));
     expect(result.exit_reason).toBe('token-cap');
   });
 
@@ -137,7 +130,7 @@ describe.skipIf(!existsSync(claudeBinary()))('Claude Code end to end', () => {
     rig.write('bench.config.yaml', config('local', ', cost_usd: 0.001'));
     const r = await rig.cli('run', 'attempts/fix-add/control');
     expect(r.code, r.stderr).toBe(0);
-    const result = JSON.parse(await output('attempts/fix-add/control/1', 'result.json'));
+    const result = JSON.parse(await rig.outputText('attempts/fix-add/control/1', 'result.json'));
     expect(result.exit_reason).toBe('cost-cap');
     expect(result.cost_usd).toBeGreaterThan(0.001);
   });
@@ -146,7 +139,7 @@ describe.skipIf(!existsSync(claudeBinary()))('Claude Code end to end', () => {
     rig.write('bench.config.yaml', config('local').replace('turns: 6', 'turns: 1'));
     const r = await rig.cli('run', 'attempts/fix-add/control');
     expect(r.code, r.stderr).toBe(0);
-    const result = JSON.parse(await output('attempts/fix-add/control/1', 'result.json'));
+    const result = JSON.parse(await rig.outputText('attempts/fix-add/control/1', 'result.json'));
     expect(result.exit_reason).toBe('turn-cap');
   });
 });

@@ -1,5 +1,4 @@
-import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync } from 'node:fs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { codexBinary } from '../agents/codex.js';
 import { calculatorTask } from './fixtures.js';
@@ -47,12 +46,6 @@ function config(backend: string): string {
 `;
 }
 
-async function output(node: string, name: string): Promise<string> {
-  const ex = JSON.parse((await rig.cli('explain', node, '--json')).stdout);
-  const entry = ex.record.outputs[name];
-  return readFileSync(join(rig.dir, '.pairbench', 'cas', entry.digest.slice(0, 2), entry.digest), 'utf8');
-}
-
 describe.skipIf(!existsSync(codexBinary()))('Codex end to end', () => {
   for (const backend of ['local', 'bubblewrap']) {
     it(`${backend}: edits, passes the verifier; usage from the gateway; AGENTS.md delivery proven`, async () => {
@@ -60,15 +53,15 @@ describe.skipIf(!existsSync(codexBinary()))('Codex end to end', () => {
       const r = await rig.cli('run');
       expect(r.code, r.stderr).toBe(0);
       for (const arm of ['control', 'treatment']) {
-        const result = JSON.parse(await output(`attempts/fix-add/${arm}/1`, 'result.json'));
-        expect(result.exit_reason, await output(`attempts/fix-add/${arm}/1`, 'agent.log')).toBe('done');
+        const result = JSON.parse(await rig.outputText(`attempts/fix-add/${arm}/1`, 'result.json'));
+        expect(result.exit_reason, await rig.outputText(`attempts/fix-add/${arm}/1`, 'agent.log')).toBe('done');
         expect(result.agent).toMatchObject({ adapter: 'codex', version: '0.171.0' });
         expect(result.tool_calls).toBe(1);
         // The fake reports OpenAI semantics (input_tokens includes the cached ones); the gateway splits them.
         expect(result.usage).toMatchObject({ input_tokens: 1900, output_tokens: 35, cache_read_tokens: 100 });
         expect(result.delivered).toEqual(arm === 'treatment' ? { treatment: true } : {});
-        expect(JSON.parse(await output(`verify/fix-add/${arm}/1`, 'verdict.json')).pass).toBe(true);
-        const trajectory = JSON.parse(await output(`attempts/fix-add/${arm}/1`, 'trajectory.json'));
+        expect(JSON.parse(await rig.outputText(`verify/fix-add/${arm}/1`, 'verdict.json')).pass).toBe(true);
+        const trajectory = JSON.parse(await rig.outputText(`attempts/fix-add/${arm}/1`, 'trajectory.json'));
         expect(trajectory.steps.some((s: { tool_calls?: unknown[] }) => s.tool_calls?.length)).toBe(true);
       }
     });

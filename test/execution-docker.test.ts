@@ -1,5 +1,3 @@
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { execa } from 'execa';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { dockerBackend } from '../sandboxes/docker.js';
@@ -17,12 +15,6 @@ beforeEach(() => {
   calculatorTask(rig.dir);
 });
 afterEach(() => rig.cleanup());
-
-async function output(node: string, name: string): Promise<any> {
-  const ex = JSON.parse((await rig.cli('explain', node, '--json')).stdout);
-  const entry = ex.record.outputs[name];
-  return JSON.parse(readFileSync(join(rig.dir, '.pairbench', 'cas', entry.digest.slice(0, 2), entry.digest), 'utf8'));
-}
 
 describe.skipIf(!availability.ok && !required)('run and verify in docker', () => {
   it('oracle passes and nop fails; the image ID is in the receipt; no container is left', async () => {
@@ -48,10 +40,10 @@ describe.skipIf(!availability.ok && !required)('run and verify in docker', () =>
       );
       const r = await rig.cli('run');
       expect(r.code, r.stderr).toBe(0);
-      const verdict = await output('verify/fix-add/control/1', 'verdict.json');
+      const verdict = await rig.outputJson('verify/fix-add/control/1', 'verdict.json');
       expect(verdict.pass).toBe(pass);
       expect(verdict.sandbox).toMatchObject({ backend: 'docker', isolation: 'container', image_id: image });
-      const result = await output('attempts/fix-add/control/1', 'result.json');
+      const result = await rig.outputJson('attempts/fix-add/control/1', 'result.json');
       expect(result.sandbox).toMatchObject({ backend: 'docker', image_id: image, egress_mode: 'none', egress_enforced: true, resources: { cpus: 1, memory_mb: 256, pids: 128 } });
     }
     for (const node of ['attempts/fix-add/control/1', 'verify/fix-add/control/1']) {

@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { calculatorTask } from './fixtures.js';
@@ -36,13 +36,6 @@ ${options.extraRun ?? ''}
 `;
 }
 
-async function output(node: string, name: string): Promise<any> {
-  const ex = JSON.parse((await rig.cli('explain', node, '--json')).stdout);
-  const entry = ex.record.outputs[name];
-  const p = join(rig.dir, '.pairbench', 'cas', entry.digest.slice(0, 2), entry.digest);
-  return JSON.parse(readFileSync(p, 'utf8'));
-}
-
 describe('materialize', () => {
   it('writes a git-less tree from the mirror, redacts auto-loaded instructions, seals a receipt, and caches', async () => {
     calculatorTask(rig.dir);
@@ -51,7 +44,7 @@ describe('materialize', () => {
     expect(r.code, r.stderr).toBe(0);
     const ex = JSON.parse((await rig.cli('explain', 'materialize/fix-add', '--json')).stdout);
     expect(ex.record.outputs.tree.type).toBe('dir');
-    const receipt = await output('materialize/fix-add', 'redaction.json');
+    const receipt = await rig.outputJson('materialize/fix-add', 'redaction.json');
     expect(receipt.removed.map((x: { path: string }) => x.path)).toEqual(['.claude/settings.json', 'CLAUDE.md', 'docs/AGENTS.md']);
     expect(receipt.removed[1]).toMatchObject({ bytes: 'Repository instructions that must not reach any arm.\n'.length, sha256: expect.stringMatching(/^[0-9a-f]{64}$/) });
     expect(receipt.source_tree_digest).not.toBe(receipt.redacted_tree_digest);
@@ -87,13 +80,13 @@ describe('run and verify on the local backend', () => {
     rig.write('bench.config.yaml', config());
     const r = await rig.cli('run');
     expect(r.code, r.stderr).toBe(0);
-    const control = await output('verify/fix-add/control/1', 'verdict.json');
-    const treatment = await output('verify/fix-add/treatment/1', 'verdict.json');
+    const control = await rig.outputJson('verify/fix-add/control/1', 'verdict.json');
+    const treatment = await rig.outputJson('verify/fix-add/treatment/1', 'verdict.json');
     expect(control).toMatchObject({ pass: false, fail_to_pass: { add_works: 'fail' }, pass_to_pass: { module_exists: 'pass' } });
     expect(treatment).toMatchObject({ pass: true, fail_to_pass: { add_works: 'pass' } });
-    const result = await output('attempts/fix-add/treatment/1', 'result.json');
+    const result = await rig.outputJson('attempts/fix-add/treatment/1', 'result.json');
     expect(result).toMatchObject({ exit_reason: 'done', files_changed: 1, sandbox: { backend: 'local', isolation: 'none', egress_enforced: false } });
-    const changes = await output('attempts/fix-add/treatment/1', 'changes.json');
+    const changes = await rig.outputJson('attempts/fix-add/treatment/1', 'changes.json');
     // The treatment file itself is not part of the attempt's changes.
     expect(Object.keys(changes.written)).toEqual(['src/add.mjs']);
   });
@@ -135,10 +128,10 @@ describe('run and verify on the local backend', () => {
   it('oracle passes and nop fails the same verifier', async () => {
     rig.write('bench.config.yaml', config({ adapter: 'oracle', reps: 1 }));
     expect((await rig.cli('run')).code).toBe(0);
-    expect((await output('verify/fix-add/control/1', 'verdict.json')).pass).toBe(true);
+    expect((await rig.outputJson('verify/fix-add/control/1', 'verdict.json')).pass).toBe(true);
     rig.write('bench.config.yaml', config({ adapter: 'nop', reps: 1 }));
     expect((await rig.cli('run')).code).toBe(0);
-    expect((await output('verify/fix-add/control/1', 'verdict.json')).pass).toBe(false);
+    expect((await rig.outputJson('verify/fix-add/control/1', 'verdict.json')).pass).toBe(false);
   });
 
   it('an attempt over its wall-time cap ends as time-cap', async () => {
@@ -146,7 +139,7 @@ describe('run and verify on the local backend', () => {
     const t = Date.now();
     expect((await rig.cli('run', 'attempts')).code).toBe(0);
     expect(Date.now() - t).toBeLessThan(10_000);
-    expect((await output('attempts/fix-add/control/1', 'result.json')).exit_reason).toBe('time-cap');
+    expect((await rig.outputJson('attempts/fix-add/control/1', 'result.json')).exit_reason).toBe('time-cap');
   });
 
   it('the local backend refuses egress it cannot enforce', async () => {

@@ -1,4 +1,4 @@
-import { readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { bubblewrapBackend } from '../sandboxes/bubblewrap.js';
@@ -46,12 +46,6 @@ function pipeline(tasks: string, task: string, backend: string): string {
 ${attempts('oracle', 'oracle')}${attempts('nop', 'nop')}`;
 }
 
-async function json(node: string, name: string): Promise<any> {
-  const ex = JSON.parse((await rig.cli('explain', node, '--json')).stdout);
-  const e = ex.record.outputs[name];
-  return JSON.parse(readFileSync(join(rig.dir, '.pairbench', 'cas', e.digest.slice(0, 2), e.digest), 'utf8'));
-}
-
 describe.skipIf(!bwrap.ok && process.env['PAIRBENCH_REQUIRE_SANDBOXES'] !== '1')('a Harbor task directory', () => {
   it('imports, certifies, and runs: oracle passes, nop fails (verdict from reward.txt)', async () => {
     const [commit] = makeRepo(join(rig.dir, 'datasets'), [
@@ -67,10 +61,10 @@ describe.skipIf(!bwrap.ok && process.env['PAIRBENCH_REQUIRE_SANDBOXES'] !== '1')
     rig.write('bench.config.yaml', pipeline(`{ dir: datasets/tasks, repo: datasets, commit: ${commit} }`, 'greet', 'bubblewrap'));
     const r = await rig.cli('run');
     expect(r.code, r.stderr).toBe(0);
-    const cert = await json('certify/greet', 'certification.json');
+    const cert = await rig.outputJson('certify/greet', 'certification.json');
     expect(cert).toMatchObject({ verdict: 'certified', checks: { nop: [false, false], oracle: [true, true] } });
-    expect(await json('verify-oracle/greet/only/1', 'verdict.json')).toMatchObject({ pass: true, reward: { reward: 1 } });
-    expect(await json('verify-nop/greet/only/1', 'verdict.json')).toMatchObject({ pass: false, reward: { reward: 0 } });
+    expect(await rig.outputJson('verify-oracle/greet/only/1', 'verdict.json')).toMatchObject({ pass: true, reward: { reward: 1 } });
+    expect(await rig.outputJson('verify-nop/greet/only/1', 'verdict.json')).toMatchObject({ pass: false, reward: { reward: 0 } });
     // The tree is the task's environment/ (the Dockerfile included), read from the dataset repo at the commit.
     const tree = await rig.cli('explain', 'materialize/greet', '--json');
     expect(JSON.parse(tree.stdout).record.outputs.tree.type).toBe('dir');
@@ -116,8 +110,8 @@ describe('a SWE-bench JSONL instance', () => {
     );
     const r = await rig.cli('run');
     expect(r.code, r.stderr).toBe(0);
-    expect((await json('certify/acme__calc-1', 'certification.json')).verdict).toBe('certified');
-    expect(await json('verify-oracle/acme__calc-1/only/1', 'verdict.json')).toMatchObject({ pass: true, fail_to_pass: { 'add sums two numbers': 'pass' }, pass_to_pass: { 'add is a function': 'pass' } });
-    expect(await json('verify-nop/acme__calc-1/only/1', 'verdict.json')).toMatchObject({ pass: false, fail_to_pass: { 'add sums two numbers': 'fail' }, pass_to_pass: { 'add is a function': 'pass' } });
+    expect((await rig.outputJson('certify/acme__calc-1', 'certification.json')).verdict).toBe('certified');
+    expect(await rig.outputJson('verify-oracle/acme__calc-1/only/1', 'verdict.json')).toMatchObject({ pass: true, fail_to_pass: { 'add sums two numbers': 'pass' }, pass_to_pass: { 'add is a function': 'pass' } });
+    expect(await rig.outputJson('verify-nop/acme__calc-1/only/1', 'verdict.json')).toMatchObject({ pass: false, fail_to_pass: { 'add sums two numbers': 'fail' }, pass_to_pass: { 'add is a function': 'pass' } });
   });
 });

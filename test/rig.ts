@@ -74,6 +74,19 @@ export class Rig {
     return Object.assign(child, { done });
   }
 
+  /** The stored bytes of a cached node's output, as text (looked up the way a user would: explain --json). */
+  async outputText(node: string, name: string): Promise<string> {
+    const ex = JSON.parse((await this.cli('explain', node, '--json')).stdout) as { record: { outputs: Record<string, { digest: string }> } | null };
+    const entry = ex.record?.outputs[name];
+    if (!entry) throw new Error(`${node} has no cached output ${name}`);
+    return readFileSync(join(this.dir, '.pairbench', 'cas', entry.digest.slice(0, 2), entry.digest), 'utf8');
+  }
+
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  async outputJson(node: string, name: string): Promise<any> {
+    return JSON.parse(await this.outputText(node, name));
+  }
+
   cleanup(): void {
     rmSync(this.dir, { recursive: true, force: true });
   }

@@ -22,7 +22,8 @@ export interface LockOptions {
 const HEARTBEAT_MS = 2_000;
 const DEFAULT_STALE_MS = 15_000;
 
-function isAlive(pid: number): boolean {
+/** Whether a process with this pid exists on this host. */
+export function isAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;

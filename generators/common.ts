@@ -1,0 +1,110 @@
+import { availableParallelism } from 'node:os';
+import { resolve } from 'node:path';
+import pLimit from 'p-limit';
+import { err, ok, type Result } from '../pipeline/result.js';
+import { compare, seededOrder } from './seeded-order.js';
+import { adapterFor, type LanguageAdapter, type RunnerContext } from './test-suite.js';
+import type { DroppedCandidate, GenerateOptions, SuiteResult } from './types.js';
+
+export const DEFAULT_REPEATS = 2;
+export const DEFAULT_TIMEOUT_SEC = 600;
+export const PASS_TO_PASS_MAX = 5;
+
+export interface Setup {
+  repo: string;
+  commit: string;
+  seed: number;
+  count: number;
+  repeats: number;
+  timeoutSec: number;
+  ctx: RunnerContext;
+  adapter: LanguageAdapter;
+  log: (line: string) => void;
+}
+
+/** The environment of test runs: enough to find the tools, nothing from the caller's session. */
+export function defaultTestEnv(): Record<string, string> {
+  const env: Record<string, string> = {
+    PATH: process.env['PATH'] ?? '/usr/local/bin:/usr/bin:/bin',
+    LANG: 'C.UTF-8',
+    TZ: 'UTC',
+    NO_COLOR: '1',
+    PYTHONDONTWRITEBYTECODE: '1',
+    PYTHONHASHSEED: '0',
+  };
+  for (const k of ['HOME', 'PYENV_ROOT', 'PYENV_VERSION', 'VIRTUAL_ENV']) {
+    const v = process.env[k];
+    if (v) env[k] = v;
+  }
+  return env;
+}
+
+export function checkOptions(kind: string, o: GenerateOptions): Result<Setup, string> {
+  if (!/^[0-9a-f]{40}$/.test(o.commit)) return err(`${kind}: commit "${o.commit}" is not a full 40-hex commit id (git rev-parse <ref>)`);
+  if (!Number.isSafeInteger(o.seed)) return err(`${kind}: seed must be an integer, got ${o.seed}`);
+  if (!Number.isInteger(o.count) || o.count < 1) return err(`${kind}: count must be a positive integer, got ${o.count}`);
+  const repeats = o.repeats ?? DEFAULT_REPEATS;
+  if (!Number.isInteger(repeats) || repeats < 1) return err(`${kind}: repeats must be a positive integer, got ${repeats}`);
+  const timeoutSec = o.timeoutSec ?? DEFAULT_TIMEOUT_SEC;
+  if (!(timeoutSec > 0)) return err(`${kind}: timeoutSec must be positive, got ${timeoutSec}`);
+  if (o.language !== 'js' && o.language !== 'python') return err(`${kind}: language must be 'js' or 'python', got "${String(o.language)}"`);
+  if (!o.testCommand.trim()) return err(`${kind}: testCommand is empty`);
+  const concurrency = o.concurrency ?? Math.max(1, Math.min(4, availableParallelism()));
+  const ctx: RunnerContext = { testCommand: o.testCommand.trim(), env: o.env ?? defaultTestEnv(), timeoutMs: timeoutSec * 1000, limit: pLimit(concurrency) };
+  return ok({
+    repo: resolve(o.repo),
+    commit: o.commit,
+    seed: o.seed,
+    count: o.count,
+    repeats,
+    timeoutSec,
+    ctx,
+    adapter: adapterFor(o.language, ctx),
+    log: o.log ?? (() => {}),
+  });
+}
+
+/** Up to PASS_TO_PASS_MAX tests that pass in both runs, chosen in seeded order, listed by id. */
+export function choosePassToPass(seed: number, before: SuiteResult, after: SuiteResult, exclude: ReadonlySet<string>): string[] {
+  const pool = [...before].filter(([id, t]) => t.status === 'pass' && after.get(id)?.status === 'pass' && !exclude.has(id)).map(([id]) => id);
+  return seededOrder(seed, pool, (id) => id).slice(0, PASS_TO_PASS_MAX).sort(compare);
+}
+
+/** Tests that pass in `good` and fail in `bad`, by id. */
+export function failToPass(good: SuiteResult, bad: SuiteResult): string[] {
+  return [...good].filter(([id, t]) => t.status === 'pass' && bad.get(id)?.status === 'fail').map(([id]) => id).sort(compare);
+}
+
+/** The refusal when fewer valid tasks than asked were found. */
+export function refusal(kind: string, found: number, asked: number, dropped: DroppedCandidate[], where: string): string {
+  const lines = [`${kind}: found ${found} valid task${found === 1 ? '' : 's'}, asked for ${asked} (${where})`];
+  if (dropped.length) {
+    lines.push(`dropped ${dropped.length} candidate${dropped.length === 1 ? '' : 's'}:`);
+    for (const d of dropped) lines.push(`  ${d.candidate}: ${d.reason}`);
+  }
+  return lines.join('\n');
+}
+
+/** Evaluates candidates one at a time, in the given (seeded) order, until `count` are valid. */
+export async function firstValid<C, T>(
+  candidates: readonly C[],
+  count: number,
+  idOf: (c: C) => string,
+  evaluate: (c: C, index: number) => Promise<{ ok: true; value: T } | { ok: false; error: string }>,
+  log: (line: string) => void,
+): Promise<{ accepted: T[]; dropped: DroppedCandidate[] }> {
+  const accepted: T[] = [];
+  const dropped: DroppedCandidate[] = [];
+  for (const [i, c] of candidates.entries()) {
+    if (accepted.length >= count) break;
+    const r = await evaluate(c, i);
+    if (r.ok) {
+      accepted.push(r.value);
+      log(`accepted ${idOf(c)}`);
+    } else {
+      dropped.push({ candidate: idOf(c), reason: r.error });
+      log(`dropped ${idOf(c)}: ${r.error}`);
+    }
+  }
+  return { accepted, dropped };
+}

@@ -1,0 +1,49 @@
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { join, relative, resolve } from 'node:path';
+import { stringify } from 'yaml';
+import { packageRoot } from '../pipeline/package-root.js';
+
+/** Everything a generated task directory holds, before it is written. */
+export interface TaskFiles {
+  id: string;
+  family: string;
+  category: 'stub_function' | 'revert_reimplement';
+  commit: string;
+  prompt: string;
+  allowedPaths: string[];
+  failToPass: Record<string, string>;
+  passToPass: Record<string, string>;
+  timeoutSec: number;
+  setupPatch: string;
+  solutionPatch: string;
+}
+
+/**
+ * Writes `<outDir>/<id>/` (task.yaml, setup.patch, solution.patch), replacing what was there.
+ * Nothing in the files depends on time or on anything but the arguments.
+ */
+export function writeTaskDir(outDir: string, repo: string, taskRepoPath: string | undefined, t: TaskFiles): string {
+  const dir = resolve(outDir, t.id);
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir, { recursive: true });
+  const schema = relative(dir, join(packageRoot(), 'schemas', 'task.schema.json'));
+  const doc = {
+    id: t.id,
+    family: t.family,
+    category: t.category,
+    repo: { path: taskRepoPath ?? (relative(dir, resolve(repo)) || '.'), commit: t.commit, setup_patch: 'setup.patch' },
+    prompt: t.prompt,
+    allowed_paths: t.allowedPaths,
+    verifier: {
+      fail_to_pass: t.failToPass,
+      ...(Object.keys(t.passToPass).length ? { pass_to_pass: t.passToPass } : {}),
+      timeout: t.timeoutSec,
+    },
+    solution: { patch: 'solution.patch' },
+  };
+  const yaml = `# yaml-language-server: $schema=${schema}\n${stringify(doc, { lineWidth: 0, minContentWidth: 0 })}`;
+  writeFileSync(join(dir, 'task.yaml'), yaml);
+  writeFileSync(join(dir, 'setup.patch'), t.setupPatch);
+  writeFileSync(join(dir, 'solution.patch'), t.solutionPatch);
+  return dir;
+}

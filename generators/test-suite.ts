@@ -1,0 +1,163 @@
+import pLimit from 'p-limit';
+import { runProcess } from '../sandboxes/exec-process.js';
+import type { ExecResult } from '../sandboxes/sandbox.js';
+import { err, ok, type Result } from '../pipeline/result.js';
+import { findJsFunctions, type FunctionSpan } from './js-functions.js';
+import { parsePytestSummary } from './pytest-summary.js';
+import { findPythonFunctions } from './python-functions.js';
+import { escapeRegExp, shellQuote } from './shell.js';
+import { parseTap } from './tap.js';
+import { walkFiles } from './tree.js';
+import type { Language, SuiteResult, TestResult } from './types.js';
+
+/** What a generator needs to know about one language and its test runner. */
+export interface LanguageAdapter {
+  readonly language: Language;
+  isTestFile(path: string): boolean;
+  /** A non-test source file whose exported functions may be stubbed. */
+  isSourceFile(path: string): boolean;
+  findFunctions(source: string): FunctionSpan[];
+  /** How the prompt says what a stub does. */
+  readonly stubBehaviour: string;
+  /** An error message when `file` in `tree` does not parse, else null. */
+  syntaxError(tree: string, file: string): Promise<string | null>;
+  /** Runs the whole suite in `tree`; each test keyed by its id. */
+  runSuite(tree: string): Promise<Result<SuiteResult, string>>;
+  /** A shell command, run from the tree's root, that runs just this test and exits non-zero when it fails. */
+  commandFor(id: string, test: TestResult): string;
+  /** Whether the output of commandFor(id) shows the test ran and passed (not merely that nothing failed). */
+  ranAndPassed(id: string, test: TestResult, output: string): boolean;
+}
+
+export interface RunnerContext {
+  testCommand: string;
+  env: Record<string, string>;
+  timeoutMs: number;
+  /** Bounds how many test processes run at once (shared by everything a generator runs). */
+  limit: ReturnType<typeof pLimit>;
+}
+
+export function runShell(ctx: RunnerContext, tree: string, command: string): Promise<ExecResult> {
+  return ctx.limit(() => runProcess(['sh', '-c', command], { cwd: tree, env: ctx.env, timeoutMs: ctx.timeoutMs }));
+}
+
+export function adapterFor(language: Language, ctx: RunnerContext): LanguageAdapter {
+  switch (language) {
+    case 'js':
+      return jsAdapter(ctx);
+    case 'python':
+      return pythonAdapter(ctx);
+  }
+}
+
+const JS_EXT = /\.(?:[cm]?[jt]s|[jt]sx)$/;
+
+function hiddenOrVendored(path: string): boolean {
+  return path.split('/').some((seg) => seg === 'node_modules' || seg.startsWith('.') || seg === '__pycache__');
+}
+
+/** node --test's default discovery (Node 20): the files it would run with no arguments. */
+export function isNodeTestFile(path: string): boolean {
+  if (hiddenOrVendored(path) || !/\.[cm]?js$/.test(path)) return false;
+  const segs = path.split('/');
+  const base = segs.at(-1)!;
+  return /^test\.[cm]?js$/.test(base) || /^test-.+\.[cm]?js$/.test(base) || /.[.\-_]test\.[cm]?js$/.test(base) || segs.slice(0, -1).includes('test');
+}
+
+function jsAdapter(ctx: RunnerContext): LanguageAdapter {
+  const isTestFile = (path: string) => {
+    if (isNodeTestFile(path)) return true;
+    const segs = path.split('/');
+    const base = segs.at(-1)!;
+    return (
+      JS_EXT.test(base) &&
+      (/(?:^|[.\-_])(?:test|spec)\.[^.]+$/.test(base) || /^test-/.test(base) || segs.slice(0, -1).some((s) => s === 'test' || s === 'tests' || s === '__tests__'))
+    );
+  };
+  const parseRun = (file: string, output: string): Map<string, TestResult> => {
+    const out = new Map<string, TestResult>();
+    for (const t of parseTap(output)) {
+      const id = `${file}::${t.path.join(' > ')}`;
+      const status = t.status === 'pass' ? 'pass' : t.status === 'fail' ? 'fail' : 'skip';
+      out.set(id, out.has(id) ? { ...out.get(id)!, status: 'ambiguous' } : { status, file, selectors: t.selectors });
+    }
+    return out;
+  };
+  return {
+    language: 'js',
+    isTestFile,
+    isSourceFile: (path) => JS_EXT.test(path) && !/\.d\.[cm]?ts$/.test(path) && !hiddenOrVendored(path) && !isTestFile(path),
+    findFunctions: findJsFunctions,
+    stubBehaviour: 'it currently throws',
+    async syntaxError(tree, file) {
+      if (!/\.[cm]?js$/.test(file)) return null;
+      const r = await runShell(ctx, tree, `node --check ${shellQuote(file)}`);
+      return r.exitCode === 0 ? null : (r.stderr || r.stdout).trim().split('\n').slice(0, 5).join('\n');
+    },
+    async runSuite(tree) {
+      const files = walkFiles(tree).filter(isNodeTestFile);
+      if (!files.length) return err('no test files (node --test patterns: *.test.js, test/**/*.js, ...)');
+      // node:test's TAP does not name a test's file: run file by file so that every test has one.
+      const runs = await Promise.all(files.map((f) => runShell(ctx, tree, `${ctx.testCommand} ${shellQuote(f)}`).then((r) => [f, r] as const)));
+      const suite: SuiteResult = new Map();
+      for (const [file, r] of runs) for (const [id, t] of parseRun(file, r.stdout)) suite.set(id, t);
+      return ok(suite);
+    },
+    commandFor(_id, test) {
+      const names = [...new Set(test.selectors)].map(escapeRegExp);
+      const pattern = names.length === 1 ? `^${names[0]}$` : `^(?:${names.join('|')})$`;
+      return `${ctx.testCommand} --test-name-pattern=${shellQuote(pattern)} ${shellQuote(test.file)}`;
+    },
+    ranAndPassed(id, test, output) {
+      return parseRun(test.file, output).get(id)?.status === 'pass';
+    },
+  };
+}
+
+function pythonAdapter(ctx: RunnerContext): LanguageAdapter {
+  const isTestFile = (path: string) => {
+    if (!path.endsWith('.py')) return false;
+    const segs = path.split('/');
+    const base = segs.at(-1)!;
+    return /^test_.*\.py$/.test(base) || /_test\.py$/.test(base) || base === 'conftest.py' || segs.slice(0, -1).some((s) => s === 'test' || s === 'tests');
+  };
+  const python = /^(\S*python[\d.]*)\s/.exec(ctx.testCommand)?.[1] ?? 'python3';
+  return {
+    language: 'python',
+    isTestFile,
+    isSourceFile: (path) =>
+      path.endsWith('.py') &&
+      !hiddenOrVendored(path) &&
+      !isTestFile(path) &&
+      !['setup.py', 'noxfile.py', 'fabfile.py'].includes(path) &&
+      !path.split('/').some((s) => s === 'docs' || s === 'doc'),
+    findFunctions: findPythonFunctions,
+    stubBehaviour: 'it currently raises NotImplementedError',
+    async syntaxError(tree, file) {
+      const r = await runShell(ctx, tree, `${python} -c ${shellQuote('import ast, sys; ast.parse(open(sys.argv[1], encoding="utf-8").read(), sys.argv[1])')} ${shellQuote(file)}`);
+      return r.exitCode === 0 ? null : (r.stderr || r.stdout).trim().split('\n').slice(-3).join('\n');
+    },
+    async runSuite(tree) {
+      const r = await runShell(ctx, tree, ctx.testCommand);
+      const outcomes = parsePytestSummary(r.stdout);
+      if (!outcomes.length) {
+        return err(`${ctx.testCommand} printed no per-test results (exit ${r.exitCode}${r.timedOut ? ', timed out' : ''}); it needs -rA. ${(r.stdout + r.stderr).trim().split('\n').slice(-3).join(' | ')}`);
+      }
+      const suite: SuiteResult = new Map();
+      for (const o of outcomes) {
+        const prev = suite.get(o.id);
+        // A test that passed its call but errored in teardown is reported twice: it failed.
+        const status = prev?.status === 'fail' || o.status === 'fail' ? 'fail' : o.status;
+        suite.set(o.id, { status, file: o.id.split('::')[0]!, selectors: [] });
+      }
+      return ok(suite);
+    },
+    commandFor(id) {
+      return `${ctx.testCommand} ${shellQuote(id)}`;
+    },
+    ranAndPassed(id, _test, output) {
+      const mine = parsePytestSummary(output).filter((o) => o.id === id);
+      return mine.length > 0 && mine.every((o) => o.status === 'pass');
+    },
+  };
+}
