@@ -9,6 +9,28 @@ const COMMON = `Options for every command:
 Exit codes: 0 all good; 1 some node failed; 2 usage or config error; 130 interrupted.`;
 
 export const HELP: Record<string, string> = {
+  generate: `Usage: pairbench generate stub_function|revert_reimplement --repo DIR --commit SHA --out DIR [options]
+
+Derives tasks from a repository's own test suite, deterministically for (commit,
+seed), and writes each as a task directory (task.yaml, setup.patch, solution.patch)
+a person can read and freeze. stub_function replaces an exported function's body
+with a throw (JS/TS) or raise NotImplementedError (Python); revert_reimplement puts
+a file recently changed by a small commit back to its parent version. The covering
+tests are found by running the suite. Every candidate goes through the
+discrimination check (its verifier fails on the starting tree and passes with the
+solution); failures are dropped with a reason. Fewer valid tasks than --count is a
+refusal (exit 1) that names the counts.
+
+Options:
+      --repo DIR            a local git repository (read from git objects, never its working tree)
+      --commit SHA          the full 40-hex commit
+      --out DIR             where task directories are written
+      --seed N              orders the candidates (default 0)
+      --count N             how many tasks (default 5)
+      --language js|python  (default js)
+      --test-command CMD    runs the suite with per-test results (default: node --test --test-reporter=tap)
+      --repeats N           discrimination check repeats (default 2)
+      --json                machine-readable output`,
   main: `pairbench: paired, content-addressed evaluation of context for coding agents
 
 Usage: pairbench <command> [options]
@@ -19,6 +41,7 @@ Commands:
   explain NODE       a node's key inputs, its record, and what changed since its last build
   status             per step: cached, to run, failed last time
   gc                 remove least-recently-used store entries down to a size cap
+  generate KIND      derive tasks from a repo's own test suite (stub_function, revert_reimplement)
 
 Run 'pairbench <command> --help' for a command's options.
 

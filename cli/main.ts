@@ -12,6 +12,7 @@ import type { GraphNode } from '../pipeline/step-kind.js';
 import { builtinStepKinds } from '../steps/index.js';
 import { EXIT, HELP } from './help.js';
 import { explainNode } from './explain.js';
+import { generate } from './generate.js';
 
 type Out = { write(s: string): unknown; isTTY?: boolean };
 
@@ -34,9 +35,17 @@ const OPTIONS = {
   all: { type: 'boolean', short: 'a' },
   'max-size': { type: 'string' },
   'dry-run': { type: 'boolean', short: 'n' },
+  repo: { type: 'string' },
+  commit: { type: 'string' },
+  seed: { type: 'string' },
+  count: { type: 'string' },
+  language: { type: 'string' },
+  'test-command': { type: 'string' },
+  out: { type: 'string' },
+  repeats: { type: 'string' },
 } as const;
 
-const COMMANDS = ['run', 'plan', 'explain', 'status', 'gc'] as const;
+const COMMANDS = ['run', 'plan', 'explain', 'status', 'gc', 'generate'] as const;
 type Command = (typeof COMMANDS)[number];
 const ALLOWED: Record<Command, string[]> = {
   run: ['jobs', 'verbose', 'progress'],
@@ -44,6 +53,7 @@ const ALLOWED: Record<Command, string[]> = {
   explain: [],
   status: [],
   gc: ['max-size', 'dry-run'],
+  generate: ['repo', 'commit', 'seed', 'count', 'language', 'test-command', 'out', 'repeats'],
 };
 
 function printJson(io: CliIO, value: unknown): void {
@@ -156,6 +166,36 @@ function printPlan(io: CliIO, entries: PlanEntry[], all: boolean): void {
   io.stdout.write(lines.join('\n') + '\n');
 }
 
+async function runGenerate(io: CliIO, json: boolean, kind: string, values: Record<string, string | boolean | undefined>): Promise<number> {
+  const str = (k: string) => (typeof values[k] === 'string' ? (values[k] as string) : undefined);
+  const outcome = await generate(
+    { kind, repo: str('repo'), commit: str('commit'), seed: str('seed'), count: str('count'), language: str('language'), testCommand: str('test-command'), out: str('out'), repeats: str('repeats') },
+    (line) => {
+      if (!json) io.stderr.write(line + '\n');
+    },
+  );
+  switch (outcome.status) {
+    case 'usage':
+      io.stderr.write(`pairbench generate: ${outcome.message}\nRun 'pairbench generate --help' for its options.\n`);
+      return EXIT.usage;
+    case 'refused':
+      if (json) printJson(io, { ok: false, error: outcome.message });
+      else io.stderr.write(`pairbench generate: ${outcome.message}\n`);
+      return EXIT.nodeFailed;
+    case 'ok': {
+      const { tasks, dropped } = outcome.report;
+      if (json) printJson(io, { ok: true, tasks, dropped });
+      else {
+        const lines = tasks.map((t) => `wrote ${t.dir}  (${t.file}; fail_to_pass: ${t.covering.join(', ')})`);
+        for (const d of dropped) lines.push(`dropped ${d.candidate}: ${d.reason}`);
+        lines.push(`${tasks.length} tasks written, ${dropped.length} candidates dropped`);
+        io.stdout.write(lines.join('\n') + '\n');
+      }
+      return EXIT.ok;
+    }
+  }
+}
+
 export async function main(argv: string[], io: CliIO): Promise<number> {
   const [first, ...rest] = argv;
   if (!first || first === '--help' || first === '-h' || first === 'help') {
@@ -180,7 +220,8 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
     for (const name of Object.keys(values)) {
       if (!['config', 'store', 'json', 'help', ...ALLOWED[command]].includes(name)) throw new UsageError(`option --${name} does not apply to "${command}"`);
     }
-    if (command !== 'run' && command !== 'plan' && command !== 'explain' && positionals.length) throw new UsageError(`"${command}" takes no arguments`);
+    if (command !== 'run' && command !== 'plan' && command !== 'explain' && command !== 'generate' && positionals.length) throw new UsageError(`"${command}" takes no arguments`);
+    if (command === 'generate' && positionals.length !== 1 && !values.help) throw new UsageError('generate takes exactly one KIND: stub_function or revert_reimplement');
     if (command === 'explain' && positionals.length !== 1 && !values.help) throw new UsageError('explain takes exactly one NODE');
     if (values.jobs !== undefined && !(Number.isInteger(Number(values.jobs)) && Number(values.jobs) >= 1)) throw new UsageError(`--jobs takes a whole number >= 1, not "${values.jobs}"`);
     if (values.progress !== undefined && !['auto', 'plain', 'none'].includes(values.progress)) throw new UsageError(`--progress takes auto, plain or none, not "${values.progress}"`);
@@ -194,6 +235,7 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
     return EXIT.ok;
   }
   const json = Boolean(values.json);
+  if (command === 'generate') return runGenerate(io, json, positionals[0]!, values);
   const loaded = load(values.config ?? DEFAULT_CONFIG_FILE, values.store);
   if (!loaded.ok) return fail(io, json, loaded.error);
   const { graph, ctx, inputs, config } = loaded.value;

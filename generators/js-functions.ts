@@ -14,9 +14,9 @@ const REGEX_AFTER_WORD = new Set(['return', 'typeof', 'instanceof', 'in', 'of', 
 type Prev = { kind: 'start' } | { kind: 'punct'; ch: string } | { kind: 'word'; word: string } | { kind: 'literal' };
 
 /**
- * The source with the insides of strings, template literals (their `${}` parts included),
- * regular expression literals and comments replaced by spaces (newlines kept), so that
- * braces and keywords in the result are code. Same length as the source.
+ * The source with comments and the insides of strings, template literals (their `${}` parts
+ * included) and regular expression literals replaced by spaces (newlines and the literals'
+ * delimiters kept), so that braces and keywords in the result are code. Same length as the source.
  */
 export function maskJs(src: string): string {
   const out = src.split('');
@@ -27,6 +27,11 @@ export function maskJs(src: string): string {
 function blank(out: string[] | null, from: number, to: number): void {
   if (!out) return;
   for (let k = from; k < to; k++) if (out[k] !== '\n') out[k] = ' ';
+}
+
+/** Blanks a literal's inside but keeps its delimiters, so that the masked code still has a token there. */
+function blankLiteral(out: string[] | null, from: number, to: number): void {
+  blank(out, from + 1, to - 1);
 }
 
 /** Scans code from `start`; with `nested`, stops after the `}` that closes a `${`. Returns the end index. */
@@ -49,12 +54,12 @@ function scanCode(src: string, start: number, out: string[] | null, nested: bool
       i = j;
     } else if (c === '"' || c === "'") {
       const j = skipQuoted(src, i);
-      blank(out, i, j);
+      blankLiteral(out, i, j);
       i = j;
       prev = { kind: 'literal' };
     } else if (c === '`') {
       const j = skipTemplate(src, i);
-      blank(out, i, j);
+      blankLiteral(out, i, j);
       i = j;
       prev = { kind: 'literal' };
     } else if (c === '/' && regexAllowed(prev)) {
@@ -63,7 +68,7 @@ function scanCode(src: string, start: number, out: string[] | null, nested: bool
         prev = { kind: 'punct', ch: c };
         i++;
       } else {
-        blank(out, i, j);
+        blankLiteral(out, i, j);
         i = j;
         prev = { kind: 'literal' };
       }

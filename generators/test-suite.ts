@@ -50,6 +50,11 @@ export function adapterFor(language: Language, ctx: RunnerContext): LanguageAdap
   }
 }
 
+/** Messages name files relative to the tree: temp paths would make reports differ run to run. */
+function withoutTree(tree: string, text: string): string {
+  return text.replaceAll(`file://${tree}/`, '').replaceAll(`${tree}/`, '');
+}
+
 const JS_EXT = /\.(?:[cm]?[jt]s|[jt]sx)$/;
 
 function hiddenOrVendored(path: string): boolean {
@@ -92,7 +97,7 @@ function jsAdapter(ctx: RunnerContext): LanguageAdapter {
     async syntaxError(tree, file) {
       if (!/\.[cm]?js$/.test(file)) return null;
       const r = await runShell(ctx, tree, `node --check ${shellQuote(file)}`);
-      return r.exitCode === 0 ? null : (r.stderr || r.stdout).trim().split('\n').slice(0, 5).join('\n');
+      return r.exitCode === 0 ? null : withoutTree(tree, r.stderr || r.stdout).trim().split('\n').slice(0, 5).join('\n');
     },
     async runSuite(tree) {
       const files = walkFiles(tree).filter(isNodeTestFile);
@@ -135,7 +140,7 @@ function pythonAdapter(ctx: RunnerContext): LanguageAdapter {
     stubBehaviour: 'it currently raises NotImplementedError',
     async syntaxError(tree, file) {
       const r = await runShell(ctx, tree, `${python} -c ${shellQuote('import ast, sys; ast.parse(open(sys.argv[1], encoding="utf-8").read(), sys.argv[1])')} ${shellQuote(file)}`);
-      return r.exitCode === 0 ? null : (r.stderr || r.stdout).trim().split('\n').slice(-3).join('\n');
+      return r.exitCode === 0 ? null : withoutTree(tree, r.stderr || r.stdout).trim().split('\n').slice(-3).join('\n');
     },
     async runSuite(tree) {
       const r = await runShell(ctx, tree, ctx.testCommand);

@@ -294,16 +294,19 @@ interface TextNeedle {
 }
 
 /**
- * Added lines of a patch that are distinctive and are not also removed or kept as
- * context by the same patch (a line that already exists unchanged is no leak).
+ * Added lines of a patch that are distinctive and new: not also removed or kept as
+ * context by the same patch, nor part of such a line (a stub's kept signature
+ * `function add(a, b) { throw ... }` contains the solution's `function add(a, b) {`):
+ * text the starting tree already has is no leak.
  */
 function addedNeedles(patch: string, minLength: number): string[] {
   const d = diffLines(patch);
-  const existing = new Set([...d.removed, ...d.context].map(normalize));
+  const existingLines = [...d.removed, ...d.context].map(normalize);
+  const existing = new Set(existingLines);
   const out = new Set<string>();
   for (const line of d.added) {
     const n = normalize(line);
-    if (existing.has(n) || !isDistinctive(n, minLength)) continue;
+    if (existing.has(n) || !isDistinctive(n, minLength) || existingLines.some((e) => e.includes(n))) continue;
     out.add(n);
   }
   return [...out];

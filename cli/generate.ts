@@ -1,0 +1,53 @@
+import { resolve } from 'node:path';
+import type { GenerateOptions, GenerateReport, Language } from '../generators/index.js';
+
+export interface GenerateArgs {
+  kind: string;
+  repo?: string | undefined;
+  commit?: string | undefined;
+  seed?: string | undefined;
+  count?: string | undefined;
+  language?: string | undefined;
+  testCommand?: string | undefined;
+  out?: string | undefined;
+  repeats?: string | undefined;
+}
+
+export type GenerateOutcome =
+  | { status: 'usage'; message: string }
+  | { status: 'refused'; message: string }
+  | { status: 'ok'; report: GenerateReport<{ id: string; dir: string; file: string; covering: string[] }> };
+
+const KINDS = ['stub_function', 'revert_reimplement'] as const;
+
+/** `pairbench generate KIND ...`: derives tasks from a repo's own test suite and writes them as task YAML. */
+export async function generate(args: GenerateArgs, log: (line: string) => void): Promise<GenerateOutcome> {
+  if (!(KINDS as readonly string[]).includes(args.kind)) return { status: 'usage', message: `generate takes a kind: ${KINDS.join(' or ')}, not "${args.kind}"` };
+  const missing = (['repo', 'commit', 'out'] as const).filter((k) => !args[k]);
+  if (missing.length) return { status: 'usage', message: `generate needs ${missing.map((m) => `--${m}`).join(', ')}` };
+  if (!/^[0-9a-f]{40}$/.test(args.commit!)) return { status: 'usage', message: `--commit takes the full 40-hex commit id, not "${args.commit}"` };
+  const language = (args.language ?? 'js') as Language;
+  if (language !== 'js' && language !== 'python') return { status: 'usage', message: `--language takes js or python, not "${args.language}"` };
+  const num = (v: string | undefined, name: string, dflt: number) => {
+    const n = v === undefined ? dflt : Number(v);
+    return Number.isInteger(n) && n >= 0 ? n : Number.NaN;
+  };
+  const seed = num(args.seed, 'seed', 0);
+  const count = num(args.count, 'count', 5);
+  const repeats = num(args.repeats, 'repeats', 2);
+  if ([seed, count, repeats].some(Number.isNaN) || count < 1 || repeats < 1) return { status: 'usage', message: '--seed, --count and --repeats take whole numbers (count and repeats >= 1)' };
+  const options: GenerateOptions = {
+    repo: resolve(args.repo!),
+    commit: args.commit!,
+    seed,
+    count,
+    language,
+    testCommand: args.testCommand ?? (language === 'js' ? 'node --test --test-reporter=tap' : 'python -m pytest -rA -q'),
+    outDir: resolve(args.out!),
+    repeats,
+    log,
+  };
+  const { generateRevertTasks, generateStubFunctionTasks } = await import('../generators/index.js');
+  const r = args.kind === 'stub_function' ? await generateStubFunctionTasks(options) : await generateRevertTasks(options);
+  return r.ok ? { status: 'ok', report: r.value } : { status: 'refused', message: r.error };
+}

@@ -1,0 +1,67 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { makeRepo } from './fixtures.js';
+import { Rig } from './rig.js';
+
+// `pairbench generate` writes tasks that the real pipeline then certifies.
+let rig: Rig;
+beforeEach(() => (rig = new Rig()));
+afterEach(() => rig.cleanup());
+
+function library(): string {
+  const [commit] = makeRepo(join(rig.dir, 'repos', 'lib'), [
+    {
+      'package.json': '{ "type": "module" }\n',
+      'src/math.mjs': '/** Sum of two numbers. */\nexport function add(a, b) {\n  return a + b;\n}\n\n/** Product of two numbers. */\nexport function mul(a, b) {\n  let r = 0;\n  for (let i = 0; i < b; i++) r = add(r, a);\n  return r;\n}\n',
+      'test/math.test.mjs': "import { test } from 'node:test';\nimport assert from 'node:assert/strict';\nimport { add, mul } from '../src/math.mjs';\ntest('add adds', () => assert.equal(add(2, 3), 5));\ntest('mul multiplies', () => assert.equal(mul(4, 3), 12));\n",
+    },
+  ]);
+  return commit!;
+}
+
+describe('pairbench generate', () => {
+  it('writes stub_function tasks that certify through the pipeline; the same seed writes the same files', async () => {
+    const commit = library();
+    const gen = (out: string) => rig.cli('generate', 'stub_function', '--repo', join(rig.dir, 'repos', 'lib'), '--commit', commit, '--out', join(rig.dir, out), '--count', '2', '--seed', '7');
+    const r = await gen('tasks');
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain('2 tasks written');
+    const ids = readdirSync(join(rig.dir, 'tasks')).sort();
+    expect(ids).toHaveLength(2);
+    expect((await gen('tasks-again')).code).toBe(0);
+    for (const id of ids) {
+      for (const f of ['task.yaml', 'setup.patch', 'solution.patch']) {
+        expect(readFileSync(join(rig.dir, 'tasks-again', id, f), 'utf8')).toBe(readFileSync(join(rig.dir, 'tasks', id, f), 'utf8'));
+      }
+    }
+    rig.write(
+      'bench.config.yaml',
+      `steps:
+  materialize: { kind: materialize, matrix: { task: [${ids.join(', ')}] } }
+  certify:
+    kind: certify
+    needs: [materialize]
+    matrix: { task: [${ids.join(', ')}] }
+    sandbox: { backend: local, egress: open }
+`,
+    );
+    const run = await rig.cli('run');
+    expect(run.code, run.stderr).toBe(0);
+    for (const id of ids) {
+      const c = await rig.outputJson(`certify/${id}`, 'certification.json');
+      expect(c.verdict, JSON.stringify(c.reasons)).toBe('certified');
+      expect(c.checks).toMatchObject({ nop: [false, false, false], oracle: [true, true, true] });
+    }
+  });
+
+  it('refuses when fewer valid tasks exist than asked, naming the counts', async () => {
+    const commit = library();
+    const r = await rig.cli('generate', 'stub_function', '--repo', join(rig.dir, 'repos', 'lib'), '--commit', commit, '--out', join(rig.dir, 'tasks'), '--count', '5');
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/found 2 valid tasks, asked for 5/);
+    const usage = await rig.cli('generate', 'stub_function', '--repo', '.', '--commit', 'main', '--out', 'x');
+    expect(usage.code).toBe(2);
+    expect(usage.stderr).toContain('--commit takes the full 40-hex commit id');
+  });
+});
