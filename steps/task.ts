@@ -75,7 +75,10 @@ function parseTask(file: string, id: string): Result<Task, Diagnostic[]> {
   if (!repo.path === !repo.url) {
     problems.push({ field: 'repo', message: `task "${id}": give exactly one of repo.path or repo.url`, location: source.locate(['repo']) });
   }
-  const v = data['verifier'] as { command?: string; fail_to_pass?: Record<string, string>; pass_to_pass?: Record<string, string>; timeout?: number };
+  const v = data['verifier'] as { command?: string; fail_to_pass?: Record<string, string>; pass_to_pass?: Record<string, string>; timeout?: number; files?: string; result?: 'exit-code' | 'reward-file' };
+  if (v.files && !existsSync(join(dirname(file), v.files))) {
+    problems.push({ field: 'verifier.files', message: `task "${id}": ${v.files} does not exist`, location: source.locate(['verifier', 'files']) });
+  }
   if (!v.command && !v.fail_to_pass && !v.pass_to_pass) {
     problems.push({ field: 'verifier', message: `task "${id}": the verifier needs a command or fail_to_pass tests`, location: source.locate(['verifier']) });
   }
@@ -84,7 +87,7 @@ function parseTask(file: string, id: string): Result<Task, Diagnostic[]> {
     if (p && !existsSync(join(dir, p))) problems.push({ field: `solution.${k}`, message: `task "${id}": ${p} does not exist`, location: source.locate(['solution', k]) });
   }
   if (problems.length) return err(problems);
-  const verifierDir = join(dir, 'verifier');
+  const verifierDir = join(dir, v.files ?? 'verifier');
   return ok({
     id,
     family: data['family'] ?? id,
@@ -105,7 +108,7 @@ function parseTask(file: string, id: string): Result<Task, Diagnostic[]> {
       timeoutSec: v.timeout ?? 600,
       filesDir: existsSync(verifierDir) ? verifierDir : null,
       patch: null,
-      result: 'exit-code',
+      result: v.result ?? 'exit-code',
     },
     solution: { patch: sol.patch ? readFileSync(join(dir, sol.patch), 'utf8') : null, script: sol.script ? join(dir, sol.script) : null },
     canary: data['canary'] ?? null,
