@@ -9,6 +9,17 @@ const COMMON = `Options for every command:
 Exit codes: 0 all good; 1 some node failed; 2 usage or config error; 130 interrupted.`;
 
 export const HELP: Record<string, string> = {
+  export: `Usage: pairbench export --out DIR [NODE...] [options]
+
+Writes the bundle that an export step built (results, receipts, evidence, redacted
+logs and trajectories, report.md, report.html, attempts.csv, manifest.json) into
+DIR, which must be new or empty. With several export nodes, each goes to DIR/<node>.
+
+${COMMON}`,
+  'verify-bundle': `Usage: pairbench verify-bundle DIR [--json]
+
+Re-hashes every file of a bundle against its manifest.json and names each file that
+differs, is missing, or is extra. Exit 0 when the bundle matches, 1 when it does not.`,
   generate: `Usage: pairbench generate stub_function|revert_reimplement --repo DIR --commit SHA --out DIR [options]
 
 Derives tasks from a repository's own test suite, deterministically for (commit,
@@ -41,6 +52,8 @@ Commands:
   explain NODE       a node's key inputs, its record, and what changed since its last build
   status             per step: cached, to run, failed last time
   gc                 remove least-recently-used store entries down to a size cap
+  export --out DIR   write out the cohort bundle(s) built by export steps
+  verify-bundle DIR  re-check a bundle against its manifest.json
   generate KIND      derive tasks from a repo's own test suite (stub_function, revert_reimplement)
 
 Run 'pairbench <command> --help' for a command's options.

@@ -1,3 +1,5 @@
+import { existsSync, readdirSync } from 'node:fs';
+import { join, resolve as resolvePath } from 'node:path';
 import { parseArgs } from 'node:util';
 import { buildGraph, type Graph } from '../pipeline/dag.js';
 import { DEFAULT_CONFIG_FILE, loadConfig, parseSize, type BenchConfig } from '../pipeline/config/load.js';
@@ -45,7 +47,7 @@ const OPTIONS = {
   repeats: { type: 'string' },
 } as const;
 
-const COMMANDS = ['run', 'plan', 'explain', 'status', 'gc', 'generate'] as const;
+const COMMANDS = ['run', 'plan', 'explain', 'status', 'gc', 'generate', 'export', 'verify-bundle'] as const;
 type Command = (typeof COMMANDS)[number];
 const ALLOWED: Record<Command, string[]> = {
   run: ['jobs', 'verbose', 'progress'],
@@ -54,6 +56,8 @@ const ALLOWED: Record<Command, string[]> = {
   status: [],
   gc: ['max-size', 'dry-run'],
   generate: ['repo', 'commit', 'seed', 'count', 'language', 'test-command', 'out', 'repeats'],
+  export: ['out'],
+  'verify-bundle': [],
 };
 
 function printJson(io: CliIO, value: unknown): void {
@@ -166,6 +170,18 @@ function printPlan(io: CliIO, entries: PlanEntry[], all: boolean): void {
   io.stdout.write(lines.join('\n') + '\n');
 }
 
+async function runVerifyBundle(io: CliIO, json: boolean, dir: string): Promise<number> {
+  const { verifyBundle } = await import('../steps/export/bundle.js');
+  const r = verifyBundle(dir);
+  if (json) printJson(io, r.ok ? { ok: true, files: r.value.files } : { ok: false, ...r.error });
+  else if (r.ok) io.stdout.write(`bundle ok: ${r.value.files} files match manifest.json\n`);
+  else {
+    const lines = [...r.error.differs.map((f) => `differs  ${f}`), ...r.error.missing.map((f) => `missing  ${f}`), ...r.error.extra.map((f) => `extra    ${f}`)];
+    io.stdout.write(`bundle does NOT match manifest.json:\n${lines.join('\n')}\n`);
+  }
+  return r.ok ? EXIT.ok : EXIT.nodeFailed;
+}
+
 async function runGenerate(io: CliIO, json: boolean, kind: string, values: Record<string, string | boolean | undefined>): Promise<number> {
   const str = (k: string) => (typeof values[k] === 'string' ? (values[k] as string) : undefined);
   const outcome = await generate(
@@ -220,7 +236,9 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
     for (const name of Object.keys(values)) {
       if (!['config', 'store', 'json', 'help', ...ALLOWED[command]].includes(name)) throw new UsageError(`option --${name} does not apply to "${command}"`);
     }
-    if (command !== 'run' && command !== 'plan' && command !== 'explain' && command !== 'generate' && positionals.length) throw new UsageError(`"${command}" takes no arguments`);
+    if (!['run', 'plan', 'explain', 'generate', 'export', 'verify-bundle'].includes(command) && positionals.length) throw new UsageError(`"${command}" takes no arguments`);
+    if (command === 'verify-bundle' && positionals.length !== 1 && !values.help) throw new UsageError('verify-bundle takes exactly one DIR');
+    if (command === 'export' && !values.out && !values.help) throw new UsageError('export needs --out DIR');
     if (command === 'generate' && positionals.length !== 1 && !values.help) throw new UsageError('generate takes exactly one KIND: stub_function or revert_reimplement');
     if (command === 'explain' && positionals.length !== 1 && !values.help) throw new UsageError('explain takes exactly one NODE');
     if (values.jobs !== undefined && !(Number.isInteger(Number(values.jobs)) && Number(values.jobs) >= 1)) throw new UsageError(`--jobs takes a whole number >= 1, not "${values.jobs}"`);
@@ -236,6 +254,7 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
   }
   const json = Boolean(values.json);
   if (command === 'generate') return runGenerate(io, json, positionals[0]!, values);
+  if (command === 'verify-bundle') return runVerifyBundle(io, json, positionals[0]!);
   const loaded = load(values.config ?? DEFAULT_CONFIG_FILE, values.store);
   if (!loaded.ok) return fail(io, json, loaded.error);
   const { graph, ctx, inputs, config } = loaded.value;
@@ -331,6 +350,32 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
       for (const [s, r] of byStep) lines.push(`${s.padEnd(w)}  ${String(r.nodes).padStart(5)}  ${String(r.cached).padStart(6)}  ${String(r.to_run).padStart(6)}  ${String(r.failed_last).padStart(15)}`);
       for (const f of failures) lines.push(`failed  ${f.node} (${f.at}): ${f.message}`);
       io.stdout.write(lines.join('\n') + '\n');
+      return EXIT.ok;
+    }
+    case 'export': {
+      // Writes out the cached bundle of each export node (or of the named ones).
+      const sel = selectNodes(graph, positionals);
+      if (sel.unknown.length) return fail(io, json, unknownNodes(graph, sel.unknown));
+      const exports = sel.nodes.filter((n) => n.kind.name === 'export');
+      if (!exports.length) return fail(io, json, [{ message: 'no export step in the selection', hint: 'add a step of kind export, then run pairbench run' }]);
+      const entries = plan(ctx, inputs, graph.nodes, io.env);
+      const written: string[] = [];
+      for (const n of exports) {
+        // The most recent bundle this node built (an attempt with a transient infrastructure
+        // fault keeps the cohort stale until it is retried; its last bundle is still the record).
+        const latest = ctx.store.nodes.get(n.id)?.latest;
+        const found = latest ? lookup(ctx.store, latest.key) : undefined;
+        if (!found || found.status !== 'hit') return fail(io, json, [{ message: `${n.id} is not built yet`, hint: `run 'pairbench run ${n.id}' first` }]);
+        if (entries.find((x) => x.node === n.id)?.status !== 'cached' && !json) {
+          io.stderr.write(`note: ${n.id} is stale (see 'pairbench plan'); writing the bundle it built at ${latest!.at}\n`);
+        }
+        const dest = exports.length === 1 ? resolvePath(values.out!) : join(resolvePath(values.out!), n.id);
+        if (existsSync(dest) && readdirSync(dest).length) return fail(io, json, [{ message: `${dest} exists and is not empty`, hint: 'choose an empty or new directory' }]);
+        ctx.store.cas.materialize(found.record.outputs['bundle']!, dest);
+        written.push(dest);
+      }
+      if (json) printJson(io, { ok: true, bundles: written });
+      else io.stdout.write(written.map((w) => `wrote ${w} (check it with: pairbench verify-bundle ${w})`).join('\n') + '\n');
       return EXIT.ok;
     }
     case 'gc': {

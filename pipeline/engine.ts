@@ -284,7 +284,8 @@ async function executeLocked(
     mkdirSync(workDir, { recursive: true });
     writeFileSync(logFile, '');
     const startedAt = new Date();
-    const result = await executeNode(ctx, node, inputs, records, workDir, logFile, options);
+    let transient: string | undefined;
+    const result = await executeNode(ctx, node, inputs, records, workDir, logFile, options, (reason) => (transient ??= reason));
     const durationMs = Date.now() - startedAt.getTime();
     let log: Sha256 | null = null;
     let logText = '';
@@ -324,6 +325,8 @@ async function executeLocked(
     const changed = inputs.filter((i) => InputResolver.rehash(i) !== i.digest);
     if (changed.length) {
       emit({ type: 'warning', node: node.id, message: `input ${changed.map((c) => c.path).join(', ')} changed while the node ran; its result is used by this run but not cached` });
+    } else if (transient) {
+      emit({ type: 'warning', node: node.id, message: `${transient}; the result is used by this run but not cached (the next run tries again)` });
     } else {
       store.actions.put(record);
       store.nodes.update(node.id, (h) => {
@@ -332,7 +335,7 @@ async function executeLocked(
       });
       used.push(key.key);
     }
-    emit({ type: 'done', node: node.id, key: key.key, durationMs, recorded: changed.length === 0 });
+    emit({ type: 'done', node: node.id, key: key.key, durationMs, recorded: changed.length === 0 && !transient });
     return { status: 'executed', record };
   } finally {
     rmSync(workDir, { recursive: true, force: true });
@@ -349,6 +352,7 @@ async function executeNode(
   workDir: string,
   logFile: string,
   options: RunOptions,
+  doNotCache: (reason: string) => void,
 ): Promise<Result<OutputManifest, StepFailure>> {
   const { store } = ctx;
   // Store the inputs first: the step then sees exactly the bytes that were hashed into its key.
@@ -382,6 +386,7 @@ async function executeNode(
       logFile,
       hostEnv: options.hostEnv ?? process.env,
       signal: options.signal ?? new AbortController().signal,
+      doNotCache,
     });
   } catch (e) {
     if (e instanceof CorruptBlobError) {

@@ -53,6 +53,12 @@ export interface ExecutionContext {
   logFile: string;
   hostEnv: HostEnv;
   signal: AbortSignal;
+  /**
+   * Marks this execution's result as transient: used downstream in this run but not
+   * cached, so the next run tries again (e.g. an infrastructure error, which audit
+   * must see and exclude, but which must not stick).
+   */
+  doNotCache(reason: string): void;
 }
 
 /** Why a node failed; `message` is what the user reads. */

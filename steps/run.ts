@@ -5,7 +5,7 @@ import { agentAdapters } from '../agents/index.js';
 import type { Json } from '../pipeline/canonical-json.js';
 import type { StepConfig } from '../pipeline/config/load.js';
 import type { Diagnostic } from '../pipeline/diagnostic.js';
-import { err, errorMessage, ok } from '../pipeline/result.js';
+import { err, errorMessage, ok, type Result } from '../pipeline/result.js';
 import type { ExecutionContext, FileInputSpec, GraphNode, StepKind } from '../pipeline/step-kind.js';
 import type { OutputManifest } from '../pipeline/store/action-cache.js';
 import { sandboxBackend, type BackendName } from '../sandboxes/index.js';
@@ -83,10 +83,16 @@ function markerOf(arm: ArmSpec, staged: ExecutionContext['files'], read: (d: Sta
 type StagedDigest = ExecutionContext['files'][number]['entry']['digest'];
 
 /** Starts the sandbox with the gateway reachable; a failure here is infrastructure, not the agent. */
-async function startSandbox(settings: ReturnType<typeof sandboxOf>, workspace: string, mounts: Mount[], model: ModelSession | undefined, label: string) {
+async function startSandbox(
+  settings: ReturnType<typeof sandboxOf>,
+  workspace: string,
+  mounts: Mount[],
+  model: ModelSession | undefined,
+  label: string,
+): Promise<Result<Sandbox, { transient: boolean; message: string }>> {
   const backend = await sandboxBackend(settings.backend);
   const available = await backend.available();
-  if (!available.ok) return err(`sandbox ${settings.backend} is not available: ${available.error}`);
+  if (!available.ok) return err({ transient: false, message: `sandbox ${settings.backend} is not available: ${available.error}` });
   const created = await backend.create({
     workspace,
     mounts,
@@ -97,7 +103,15 @@ async function startSandbox(settings: ReturnType<typeof sandboxOf>, workspace: s
     env: { PATH: '/usr/local/bin:/usr/bin:/bin', LANG: 'C.UTF-8' },
     labels: { 'pairbench.node': label },
   });
-  return created.ok ? ok(created.value) : err(`${created.error.reason}: ${created.error.message}`);
+  if (created.ok) return ok(created.value);
+  // A sandbox that failed to start is an infrastructure fault of this attempt; a backend that
+  // is missing or cannot enforce the egress asked for is a setup problem: the node fails.
+  return err({ transient: created.error.reason === 'start-failed', message: `${created.error.reason}: ${created.error.message}` });
+}
+
+/** The model provider an adapter talks to (part of what arms must share). */
+function providerOf(adapter: string): string {
+  return adapter === 'claude-code' ? 'anthropic' : adapter === 'codex' ? 'openai' : adapter === 'command' ? 'custom' : 'none';
 }
 
 /**
@@ -238,18 +252,22 @@ export const runStep: StepKind = {
       await adapter.beforeRun?.(actx, ws);
       const sb = await startSandbox(settings, ws, inv?.mounts ?? [], model, ctx.node.id);
       if (!sb.ok) {
-        log(sb.error);
-        return err({ reason: 'infra', message: `infrastructure: ${sb.error}` });
+        log(sb.error.message);
+        if (!sb.error.transient) return err({ reason: 'infra', message: `infrastructure: ${sb.error.message}` });
+        ctx.doNotCache(`infrastructure error: ${sb.error.message}`);
       }
-      sandbox = sb.value;
-      const result = inv
-        ? await sandbox.exec(inv.argv, { env: { ...inv.env, ...(arm.env ?? {}), ...(sandboxed ? { HOME: '/tmp/home' } : {}) }, timeoutMs: limits.wallSeconds * 1000, signal: ctx.signal })
-        : { exitCode: 0, signal: null, timedOut: false, stdout: '', stderr: '', durationMs: 0 };
+      sandbox = sb.ok ? sb.value : undefined;
+      const result =
+        inv && sandbox
+          ? await sandbox.exec(inv.argv, { env: { ...inv.env, ...(arm.env ?? {}), ...(sandboxed ? { HOME: '/tmp/home' } : {}) }, timeoutMs: limits.wallSeconds * 1000, signal: ctx.signal })
+          : { exitCode: sandbox ? 0 : null, signal: null, timedOut: false, stdout: '', stderr: sb.ok ? '' : sb.error.message, durationMs: 0 };
       const wallMs = Date.now() - started;
       writeFileSync(join(outDir, 'agent.log'), `$ ${inv?.argv.join(' ') ?? '(nothing)'}\n--- stdout\n${result.stdout}\n--- stderr\n${result.stderr}\n`);
       const parsed = adapter.parse(result, actx, adapter.version());
       const gw = model?.summary();
-      const exitReason: ExitReason = gw?.cap_hit
+      const exitReason: ExitReason = !sandbox
+        ? 'infra-error'
+        : gw?.cap_hit
         ? gw.cap_hit
         : result.timedOut
           ? 'time-cap'
@@ -265,14 +283,26 @@ export const runStep: StepKind = {
       copyWritten(changes, ws, join(outDir, 'changed'));
       writeFileSync(join(outDir, 'changes.json'), JSON.stringify(changes, null, 2) + '\n');
       writeFileSync(join(outDir, 'trajectory.json'), JSON.stringify(parsed.trajectory, null, 2) + '\n');
-      const receipt = sandbox.receipt();
+      if (exitReason === 'infra-error' && sandbox) ctx.doNotCache('infrastructure error: the model gateway could not reach its upstream');
+      const receipt = sandbox?.receipt() ?? {
+        backend: settings.backend,
+        isolation: 'unknown',
+        egress_mode: settings.egress,
+        egress_enforced: false,
+        egress_log: [],
+        image_id: settings.image,
+        resources: { cpus: settings.resources.cpus ?? null, memory_mb: settings.resources.memory_mb ?? null, pids: settings.resources.pids ?? null },
+      };
       const resultJson = {
         schema_version: 1,
         task: task.id,
         arm: armName,
         rep: Number(ctx.node.matrix['rep']),
-        agent: { adapter: adapter.name, version: adapter.version(), model: actx.model },
+        agent: { adapter: adapter.name, version: adapter.version(), model: actx.model, provider: providerOf(adapter.name) },
         exit_reason: exitReason,
+        infra_error: exitReason === 'infra-error' ? (sandbox ? 'gateway upstream unreachable' : `sandbox failed to start: ${sb.ok ? '' : sb.error.message}`) : null,
+        started_at: new Date(started).toISOString(),
+        ended_at: new Date(started + wallMs).toISOString(),
         exit_code: result.exitCode,
         wall_ms: wallMs,
         turns: gw ? gw.model_requests : parsed.turns,

@@ -82,6 +82,14 @@ export class Rig {
     return readFileSync(join(this.dir, '.pairbench', 'cas', entry.digest.slice(0, 2), entry.digest), 'utf8');
   }
 
+  /** An output of the record with this key (e.g. from `run --json`), whether or not the node is cached now. */
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  recordOutputJson(key: string, name: string): any {
+    const record = JSON.parse(readFileSync(join(this.dir, '.pairbench', 'ac', key.slice(0, 2), `${key}.json`), 'utf8')) as { outputs: Record<string, { digest: string }> };
+    const digest = record.outputs[name]!.digest;
+    return JSON.parse(readFileSync(join(this.dir, '.pairbench', 'cas', digest.slice(0, 2), digest), 'utf8'));
+  }
+
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   async outputJson(node: string, name: string): Promise<any> {
     return JSON.parse(await this.outputText(node, name));

@@ -23,6 +23,8 @@ export interface StepConfig {
   path: FieldPath;
   /** Directory of the main config file: relative paths in any step are relative to it. */
   rootDir: string;
+  /** The main config file. */
+  configFile: string;
 }
 
 export interface BenchConfig {
@@ -96,6 +98,7 @@ export function loadConfig(configPath: string, options: LoadOptions = {}): Resul
         source: src,
         path: ['steps', name],
         rootDir,
+        configFile,
       };
       const earlier = seen.get(name);
       if (earlier) {

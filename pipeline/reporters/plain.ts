@@ -48,7 +48,7 @@ export class PlainReporter implements Reporter {
       case 'running':
         return `run     ${e.node}`;
       case 'done':
-        return this.paint('green', `done    ${e.node} (${(e.durationMs / 1000).toFixed(2)} s)${e.recorded ? '' : ' [not cached: an input changed while it ran]'}`);
+        return this.paint('green', `done    ${e.node} (${(e.durationMs / 1000).toFixed(2)} s)${e.recorded ? '' : ' [not cached]'}`);
       case 'failed':
         return this.paint('red', `FAILED  ${e.node}: ${e.failure.message}`) + (e.logTail ? `\n${indent(e.logTail)}` : '');
       case 'skipped':

@@ -1,0 +1,89 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Json } from '../pipeline/canonical-json.js';
+import type { StepConfig } from '../pipeline/config/load.js';
+import type { Diagnostic } from '../pipeline/diagnostic.js';
+import { ok } from '../pipeline/result.js';
+import type { ExecutionContext, StepKind } from '../pipeline/step-kind.js';
+import { analyze } from './analyze/analyze.js';
+import { checkSpec, defaultSpec } from './analyze/spec.js';
+import type { AnalysisSpec, AttemptRecord, FactorialSpec } from './analyze/types.js';
+
+interface AnalyzeConfig {
+  control: string;
+  treatments: string[];
+  weights?: AnalysisSpec['weights'];
+  bootstrap?: AnalysisSpec['bootstrap'];
+  confidence?: number;
+  power?: number;
+  validity_floor?: number;
+  infra_error_threshold?: number;
+  factorial?: FactorialSpec;
+  /** A user step whose output (a JSON file {usd, tokens}) is the overhead cost stream. */
+  overhead?: { step: string; out: string };
+}
+
+const cfg = (step: StepConfig) => step.spec as unknown as AnalyzeConfig;
+
+export function analysisSpecOf(step: StepConfig): AnalysisSpec {
+  const c = cfg(step);
+  return defaultSpec(c.control, c.treatments, {
+    ...(c.weights ? { weights: c.weights } : {}),
+    ...(c.bootstrap ? { bootstrap: c.bootstrap } : {}),
+    ...(c.confidence !== undefined ? { confidence: c.confidence } : {}),
+    ...(c.power !== undefined ? { power: c.power } : {}),
+    ...(c.validity_floor !== undefined ? { validity_floor: c.validity_floor } : {}),
+    ...(c.infra_error_threshold !== undefined ? { infra_error_threshold: c.infra_error_threshold } : {}),
+    ...(c.factorial ? { factorial: c.factorial } : {}),
+  });
+}
+
+/**
+ * `analyze` (per cohort): the paired statistics over every audited attempt. Every
+ * number is reproducible from the bundle: the attempts and the spec are its inputs.
+ */
+export const analyzeStep: StepKind = {
+  name: 'analyze',
+  version: 1,
+  check(step) {
+    const problems: Diagnostic[] = [];
+    const spec = checkSpec(analysisSpecOf(step));
+    if (!spec.ok) {
+      for (const p of spec.error) problems.push({ field: `steps.${step.name}`, message: p.message, location: step.source.locate(step.path) });
+    }
+    const o = cfg(step).overhead;
+    if (o && !step.needs.includes(o.step)) {
+      problems.push({ field: `steps.${step.name}.overhead.step`, message: `overhead comes from step "${o.step}", which is not in needs`, location: step.source.locate([...step.path, 'overhead', 'step']) });
+    }
+    return problems;
+  },
+  keyConfig: (node): Json => ({ spec: analysisSpecOf(node.step) as unknown as Json, overhead: (cfg(node.step).overhead ?? null) as unknown as Json }),
+  fileInputs: () => [],
+  selectUpstream(node, upstream) {
+    if (upstream.kind.name === 'audit') return ['audit.json'];
+    const o = cfg(node.step).overhead;
+    return o && upstream.step.name === o.step ? [o.out] : [];
+  },
+
+  async execute(ctx: ExecutionContext) {
+    const attempts: AttemptRecord[] = [];
+    let overhead: AnalysisSpec['overhead'] = null;
+    const o = cfg(ctx.node.step).overhead;
+    for (const u of ctx.upstream) {
+      const audit = u.outputs['audit.json'];
+      if (audit) attempts.push(JSON.parse(ctx.artifacts.read(audit.digest).toString('utf8')) as AttemptRecord);
+      if (o && u.node.split('/')[0] === o.step && u.outputs[o.out]) {
+        const v = JSON.parse(ctx.artifacts.read(u.outputs[o.out]!.digest).toString('utf8')) as { usd?: number; tokens?: number };
+        overhead = { usd: v.usd ?? null, tokens: v.tokens ?? null, source: `${o.step}:${o.out}` };
+      }
+    }
+    attempts.sort((a, b) => (a.node < b.node ? -1 : a.node > b.node ? 1 : 0));
+    const spec: AnalysisSpec = { ...analysisSpecOf(ctx.node.step), overhead };
+    const result = analyze(attempts, spec);
+    const out = join(ctx.workDir, 'out');
+    mkdirSync(out, { recursive: true });
+    writeFileSync(join(out, 'analysis.json'), JSON.stringify(result, null, 2) + '\n');
+    writeFileSync(join(out, 'attempts.json'), JSON.stringify(attempts, null, 2) + '\n');
+    return ok({ 'analysis.json': ctx.artifacts.putPath(join(out, 'analysis.json')), 'attempts.json': ctx.artifacts.putPath(join(out, 'attempts.json')) });
+  },
+};

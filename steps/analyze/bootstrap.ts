@@ -1,0 +1,119 @@
+/**
+ * Seeded hierarchical bootstrap: each resample draws families with replacement,
+ * then tasks with replacement within each drawn family (the hierarchy is kept),
+ * and records how many times each task was drawn. Statistics are functions of
+ * those multiplicities, so one resample serves every statistic of a comparison
+ * (effect, paired cost medians, factorial effects) at the cost of one draw.
+ */
+import { quantileSorted } from './describe.js';
+import { seededRng } from './rng.js';
+import type { Interval } from './types.js';
+
+export interface BootstrapPlan {
+  resamples: number;
+  seed: number;
+  confidence: number;
+}
+
+/** A statistic of the task multiplicities of one resample; NaN when undefined for that resample. */
+export type ResampleStatistic = (counts: Int32Array) => number;
+
+/** Groups task indices 0..n-1 by family, in first-seen order. */
+export function familiesOf(taskFamilies: readonly string[]): number[][] {
+  const byFamily = new Map<string, number[]>();
+  taskFamilies.forEach((f, i) => {
+    const list = byFamily.get(f);
+    if (list) list.push(i);
+    else byFamily.set(f, [i]);
+  });
+  return [...byFamily.values()];
+}
+
+/**
+ * Runs the resamples and returns one interval per statistic (null when every
+ * resample gave NaN). Deterministic for a given plan and task order.
+ */
+export function hierarchicalBootstrap(
+  families: readonly (readonly number[])[],
+  nTasks: number,
+  plan: BootstrapPlan,
+  statistics: readonly ResampleStatistic[],
+): Array<Interval | null> {
+  const rng = seededRng(plan.seed);
+  const counts = new Int32Array(nTasks);
+  const draws = statistics.map(() => new Float64Array(plan.resamples));
+  const filled = statistics.map(() => 0);
+  const nf = families.length;
+  for (let r = 0; r < plan.resamples; r++) {
+    counts.fill(0);
+    for (let i = 0; i < nf; i++) {
+      const fam = families[rng.int(nf)]!;
+      const m = fam.length;
+      for (let j = 0; j < m; j++) counts[fam[rng.int(m)]!]! += 1;
+    }
+    for (let s = 0; s < statistics.length; s++) {
+      const v = statistics[s]!(counts);
+      if (!Number.isNaN(v)) draws[s]![filled[s]!++] = v;
+    }
+  }
+  return draws.map((d, s) => percentileInterval(d.subarray(0, filled[s]!), plan));
+}
+
+export function percentileInterval(values: Float64Array, plan: BootstrapPlan): Interval | null {
+  if (values.length === 0) return null;
+  const sorted = Float64Array.from(values).sort();
+  const tail = (1 - plan.confidence) / 2;
+  return {
+    low: quantileSorted(sorted, tail),
+    high: quantileSorted(sorted, 1 - tail),
+    confidence: plan.confidence,
+    method: 'hierarchical-bootstrap-percentile',
+    resamples: plan.resamples,
+    seed: plan.seed,
+  };
+}
+
+/** Mean of per-task values weighted by the multiplicities (NaN when nothing was drawn). */
+export function weightedMean(values: Float64Array): ResampleStatistic {
+  return (counts) => {
+    let s = 0;
+    let w = 0;
+    for (let t = 0; t < values.length; t++) {
+      const c = counts[t]!;
+      if (c !== 0) {
+        s += c * values[t]!;
+        w += c;
+      }
+    }
+    return w === 0 ? Number.NaN : s / w;
+  };
+}
+
+/**
+ * Median of pair-level values where each pair belongs to a task and is drawn as
+ * often as its task: the cluster bootstrap of a median. Values are sorted once.
+ */
+export function clusteredMedian(values: readonly number[], taskOf: readonly number[]): ResampleStatistic {
+  const order = values.map((_, i) => i).sort((a, b) => values[a]! - values[b]!);
+  const sortedValues = Float64Array.from(order, (i) => values[i]!);
+  const sortedTasks = Int32Array.from(order, (i) => taskOf[i]!);
+  const n = sortedValues.length;
+  return (counts) => {
+    let total = 0;
+    for (let i = 0; i < n; i++) total += counts[sortedTasks[i]!]!;
+    if (total === 0) return Number.NaN;
+    const k1 = Math.floor((total - 1) / 2);
+    const k2 = Math.floor(total / 2);
+    let cum = 0;
+    let lowValue = Number.NaN;
+    for (let i = 0; i < n; i++) {
+      const w = counts[sortedTasks[i]!]!;
+      if (w === 0) continue;
+      const next = cum + w;
+      if (Number.isNaN(lowValue) && k1 < next) lowValue = sortedValues[i]!;
+      if (k2 < next) return (lowValue + sortedValues[i]!) / 2;
+      cum = next;
+    }
+    return Number.NaN;
+  };
+}

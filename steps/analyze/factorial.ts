@@ -1,0 +1,135 @@
+/** Factorial cohorts (e.g. 2x2 raw/graph/rules/full): main effects and the interaction. */
+import { refusalProblems, validityProblems } from './arm-config.js';
+import { scored } from './arm-metrics.js';
+import { familiesOf, hierarchicalBootstrap, weightedMean } from './bootstrap.js';
+import type { ArmInput } from './compare.js';
+import type { AnalysisSpec, ComparisonProblem, FactorialEffect, FactorialResult, FactorialSpec } from './types.js';
+
+export const MAIN_EFFECT_FORMULA =
+  'main effect of F = mean over tasks of (mean of Y over cells with F = 1 - mean of Y over cells with F = 0), ' +
+  'Y = the task\'s pass rate over its accepted attempts in that cell';
+export const INTERACTION_FORMULA = 'interaction = mean over tasks of (Y11 - Y10) - (Y01 - Y00), Y_ab = cell with first factor a, second factor b';
+
+type Problem = Extract<ComparisonProblem, { reason: 'factorial-design' }>;
+
+export function analyzeFactorial(f: FactorialSpec, arms: ReadonlyMap<string, ArmInput>, spec: AnalysisSpec): FactorialResult {
+  const cells = Object.entries(f.levels)
+    .map(([arm, levels]) => ({ arm, levels }))
+    .sort((x, y) => (x.arm < y.arm ? -1 : x.arm > y.arm ? 1 : 0));
+  const base: FactorialResult = {
+    status: 'invalid',
+    problems: [],
+    factors: f.factors,
+    cells,
+    n_tasks: 0,
+    main_effects: [],
+    interaction: null,
+  };
+  const design = designProblems(f, cells, arms);
+  if (design.length > 0) return { ...base, problems: design };
+
+  const inputs = cells.map((c) => arms.get(c.arm)!);
+  const [first, ...rest] = inputs.map((i) => i.metrics);
+  const refused = refusalProblems(first!, rest, spec.infra_error_threshold);
+  const invalid = validityProblems(
+    inputs.map((i) => i.metrics),
+    spec.validity_floor,
+  );
+  if (refused.length > 0) return { ...base, status: 'refused', problems: [...refused, ...invalid] };
+  if (invalid.length > 0) return { ...base, problems: invalid };
+
+  // Y[cell][task]: pass rate over the cell's accepted attempts of the task.
+  const rates = inputs.map((input) => {
+    const m = new Map<string, { n: number; c: number; family: string }>();
+    for (const a of input.attempts) {
+      if (a.admission !== 'accepted') continue;
+      const r = m.get(a.task) ?? { n: 0, c: 0, family: a.family };
+      r.n++;
+      r.c += scored(a);
+      m.set(a.task, r);
+    }
+    return m;
+  });
+  const tasks = [...rates[0]!.keys()].filter((t) => rates.every((m) => m.has(t))).sort();
+  if (tasks.length === 0) {
+    return { ...base, problems: [{ reason: 'factorial-design', message: 'no task has an accepted attempt in every cell' }] };
+  }
+  const y = (cell: number, task: string): number => {
+    const r = rates[cell]!.get(task)!;
+    return r.c / r.n;
+  };
+  const perTask: Array<{ name: string; formula: string; values: Float64Array }> = f.factors.map((factor) => {
+    const on = cells.flatMap((c, i) => (c.levels[factor] === 1 ? [i] : []));
+    const off = cells.flatMap((c, i) => (c.levels[factor] === 0 ? [i] : []));
+    return {
+      name: factor,
+      formula: MAIN_EFFECT_FORMULA,
+      values: Float64Array.from(tasks, (t) => avg(on.map((i) => y(i, t))) - avg(off.map((i) => y(i, t)))),
+    };
+  });
+  let hasInteraction = false;
+  if (f.factors.length === 2) {
+    const [fa, fb] = f.factors as [string, string];
+    const cellOf = (a: 0 | 1, b: 0 | 1): number => cells.findIndex((c) => c.levels[fa] === a && c.levels[fb] === b);
+    const [c11, c10, c01, c00] = [cellOf(1, 1), cellOf(1, 0), cellOf(0, 1), cellOf(0, 0)];
+    perTask.push({
+      name: `${fa} x ${fb}`,
+      formula: INTERACTION_FORMULA,
+      values: Float64Array.from(tasks, (t) => y(c11, t) - y(c10, t) - (y(c01, t) - y(c00, t))),
+    });
+    hasInteraction = true;
+  }
+  const families = familiesOf(tasks.map((t) => rates[0]!.get(t)!.family));
+  const cis = hierarchicalBootstrap(
+    families,
+    tasks.length,
+    { ...spec.bootstrap, confidence: spec.confidence },
+    perTask.map((p) => weightedMean(p.values)),
+  );
+  const effects: FactorialEffect[] = perTask.map((p, i) => ({
+    name: p.name,
+    estimate: avg([...p.values]),
+    ci: cis[i]!,
+    n_tasks: tasks.length,
+    formula: p.formula,
+  }));
+  return {
+    ...base,
+    status: 'ok',
+    n_tasks: tasks.length,
+    main_effects: effects.slice(0, f.factors.length),
+    interaction: hasInteraction ? effects[f.factors.length]! : null,
+  };
+}
+
+function avg(xs: readonly number[]): number {
+  let s = 0;
+  for (const x of xs) s += x;
+  return s / xs.length;
+}
+
+function designProblems(
+  f: FactorialSpec,
+  cells: ReadonlyArray<{ arm: string; levels: Record<string, 0 | 1> }>,
+  arms: ReadonlyMap<string, ArmInput>,
+): Problem[] {
+  const problems: Problem[] = [];
+  const seen = new Map<string, string>();
+  for (const c of cells) {
+    if (!arms.has(c.arm)) problems.push({ reason: 'factorial-design', message: `cell arm "${c.arm}" has no attempts` });
+    const key = f.factors.map((x) => `${x}=${c.levels[x]}`).join(' ');
+    const other = seen.get(key);
+    if (other !== undefined) problems.push({ reason: 'factorial-design', message: `arms "${other}" and "${c.arm}" are the same cell (${key})` });
+    else seen.set(key, c.arm);
+  }
+  for (const factor of f.factors) {
+    const levels = new Set(cells.map((c) => c.levels[factor]));
+    if (!levels.has(0) || !levels.has(1)) {
+      problems.push({ reason: 'factorial-design', message: `factor "${factor}" needs a cell at level 0 and a cell at level 1` });
+    }
+  }
+  if (f.factors.length === 2 && seen.size !== 4) {
+    problems.push({ reason: 'factorial-design', message: `a 2x2 design needs 4 distinct cells (got ${seen.size})` });
+  }
+  return problems;
+}

@@ -1,0 +1,341 @@
+/**
+ * Input and output types of the analyze step. The result is plain JSON (no
+ * undefined, no NaN, no Infinity): a missing figure is `null`.
+ */
+
+/** One audited attempt (produced by the audit step). */
+export interface AttemptRecord {
+  node: string;
+  task: string;
+  family: string;
+  category: string;
+  arm: string;
+  rep: number;
+  admission: 'accepted' | 'excluded';
+  reason_code: string;
+  explanation: string;
+  /** Scored outcome of an accepted attempt (failures count: false); null when excluded. */
+  pass: boolean | null;
+  /** Over budget (token/cost/time cap): scored false, and is "no answer", never (c). */
+  no_answer: boolean;
+  exit_reason: string;
+  infra_error: boolean;
+  usage: { input_tokens: number; output_tokens: number; cache_write_tokens: number; cache_read_tokens: number } | null;
+  cost_usd: number | null;
+  cost_confidence: CostConfidence;
+  wall_ms: number;
+  turns: number;
+  tool_calls: number;
+  agent: { adapter: string; version: string; model: string; provider: string };
+  sandbox: {
+    backend: string;
+    isolation: string;
+    egress_mode: string;
+    egress_enforced: boolean;
+    image_id: string | null;
+    resources: { cpus: number | null; memory_mb: number | null; pids: number | null };
+  };
+  mechanism: { delivered: boolean | null; used: boolean | null };
+  started_at: string | null;
+  ended_at: string | null;
+}
+
+export type CostConfidence = 'exact' | 'estimated' | 'free';
+
+export interface CostWeights {
+  input: number;
+  cache_write: number;
+  cache_read: number;
+  output: number;
+}
+
+export interface FactorialSpec {
+  factors: string[];
+  /** arm -> factor -> level */
+  levels: Record<string, Record<string, 0 | 1>>;
+}
+
+/** The second cost stream (e.g. generating the context file): reported, never added to eval cost. */
+export interface OverheadSpec {
+  usd: number | null;
+  tokens: number | null;
+  source: string;
+}
+
+export interface AnalysisSpec {
+  control: string;
+  treatments: string[];
+  /** default 1, 1.25, 0.1, 5 */
+  weights: CostWeights;
+  /** default 10000 resamples, seed 1 */
+  bootstrap: { resamples: number; seed: number };
+  /** two-sided confidence level, default 0.95 */
+  confidence: number;
+  /** power for the minimum detectable effect, default 0.8 */
+  power: number;
+  /** minimum accepted fraction per arm, default 0.8 */
+  validity_floor: number;
+  /** max |difference| of per-arm infra-error rates before refusal, default 0.05 */
+  infra_error_threshold: number;
+  factorial?: FactorialSpec | null;
+  overhead?: OverheadSpec | null;
+}
+
+export type Verdict = 'positive' | 'negative' | 'within-noise' | 'refused' | 'invalid';
+
+// ---------------------------------------------------------------- results
+
+/** median / min / max over the attempts that have the figure; all null when none has it. */
+export interface Spread {
+  n: number;
+  median: number | null;
+  min: number | null;
+  max: number | null;
+}
+
+export interface SpreadWithTotal extends Spread {
+  mean: number | null;
+  total: number;
+}
+
+/** A percentile bootstrap interval. */
+export interface Interval {
+  low: number;
+  high: number;
+  confidence: number;
+  method: 'hierarchical-bootstrap-percentile';
+  resamples: number;
+  seed: number;
+}
+
+export interface PassAtK {
+  k: number;
+  /** mean over tasks of 1 - C(n-c,k)/C(n,k) */
+  pass_at_k: number;
+  /** mean over tasks of C(c,k)/C(n,k) */
+  pass_hat_k: number;
+  n_tasks: number;
+}
+
+/** The configuration an arm ran with (from its accepted attempts; all attempts when none was accepted). */
+export interface ArmConfig {
+  adapter: string[];
+  adapter_version: string[];
+  model: string[];
+  provider: string[];
+  sandbox_backend: string[];
+  isolation: string[];
+  egress_mode: string[];
+  egress_enforced: string[];
+  image_id: string[];
+  resources: string[];
+}
+
+export type ConfigField = keyof ArmConfig;
+
+export interface ArmMetrics {
+  arm: string;
+  n_attempts: number;
+  n_accepted: number;
+  n_excluded: number;
+  /** n_accepted / n_attempts (null when the arm has no attempts) */
+  accepted_fraction: number | null;
+  /** exclusion reason_code -> count */
+  exclusions: Record<string, number>;
+  n_tasks: number;
+  n_infra_errors: number;
+  /** n_infra_errors / n_attempts over all attempts, accepted or not */
+  infra_error_rate: number | null;
+  /** accepted attempts that ran over budget (scored false) */
+  n_no_answer: number;
+  n_passed: number;
+  /** passes / accepted attempts: failures, abandoned and over-budget attempts count 0 */
+  completion_rate: number | null;
+  /** per accepted attempt with usage: input + output + cache_write + cache_read */
+  tokens: SpreadWithTotal;
+  /** per accepted attempt with usage: the weighted sum of the four token counts */
+  weighted_cost: SpreadWithTotal;
+  /** per accepted attempt with a cost */
+  cost_usd: SpreadWithTotal & { n_missing: number; confidence: CostConfidence | null };
+  wall_ms: Spread;
+  turns: Spread;
+  tool_calls: Spread;
+  /** completion_rate / mean cost_usd per accepted attempt; null without cost or at zero cost */
+  quality_per_dollar: number | null;
+  /** completion_rate / (mean weighted cost / 1e6) */
+  quality_per_million_weighted: number | null;
+  /** passes / (sum of tokens of accepted attempts / 1e6) */
+  completions_per_million_tokens: number | null;
+  /** k = 1 .. min over tasks of the accepted attempts per task */
+  pass_at_k: PassAtK[];
+  mechanism: { delivered: number; used: number; unknown_delivered: number; unknown_used: number };
+  /** earliest started_at and latest ended_at over all attempts */
+  window: { started_at: string | null; ended_at: string | null };
+  config: ArmConfig;
+}
+
+/** Why a comparison has no verdict. Switch over `reason`; end with unreachable(). */
+export type ComparisonProblem =
+  | { reason: 'arm-missing'; arm: string; message: string }
+  | { reason: 'config-mismatch'; field: ConfigField; control: string[]; treatment: string[]; message: string }
+  | { reason: 'mixed-config'; arm: string; field: ConfigField; values: string[]; message: string }
+  | {
+      reason: 'infra-error-rate';
+      control_rate: number;
+      treatment_rate: number;
+      difference: number;
+      threshold: number;
+      message: string;
+    }
+  | { reason: 'below-validity-floor'; arm: string; accepted_fraction: number; floor: number; message: string }
+  | { reason: 'no-valid-pairs'; message: string }
+  | { reason: 'factorial-design'; message: string };
+
+export interface PairCounts {
+  /** (task, rep) keys present in either arm */
+  total: number;
+  /** both sides accepted: used in the paired estimates */
+  valid: number;
+  /** at least one side excluded: dropped from paired estimates, counted here */
+  excluded: number;
+  /** a key present in one arm only */
+  unmatched: number;
+}
+
+export interface NoiseEnvelope {
+  value: number;
+  floor: number;
+  spread_term: number;
+  z: number;
+  formula: string;
+}
+
+export interface MinimumDetectableEffect {
+  value: number;
+  sd_task_delta: number | null;
+  n_tasks: number;
+  alpha: number;
+  power: number;
+  /** true when sd is 0 or undefined and the envelope floor was used */
+  fallback: boolean;
+  formula: string;
+}
+
+export interface McNemar {
+  /** control fail & treatment pass */
+  b: number;
+  /** control pass & treatment fail */
+  c: number;
+  p: number;
+  /** Holm-adjusted over the comparisons that have a p value */
+  p_holm: number;
+}
+
+export interface SignTest {
+  positive: number;
+  negative: number;
+  ties: number;
+  p: number;
+}
+
+/** treatment - control per valid pair where both sides have the figure */
+export interface PairedDifference {
+  n_pairs: number;
+  median: number | null;
+  ci: Interval | null;
+}
+
+export type OutcomeClass = 'a' | 'b' | 'c' | 'no-answer';
+
+export interface TaskOutcome {
+  task: string;
+  family: string;
+  category: string;
+  class: OutcomeClass;
+  n_pairs: number;
+  control_pass_rate: number;
+  treatment_pass_rate: number;
+  delta: number;
+  control_mean_weighted_cost: number | null;
+  treatment_mean_weighted_cost: number | null;
+  /** treatment mean weighted cost / control mean weighted cost */
+  cost_ratio: number | null;
+  /** e.g. "(a) at 1.2x the control cost" */
+  label: string;
+}
+
+export interface OutcomeCounts {
+  /** helped: task delta > 0 */
+  a: number;
+  /** no difference */
+  b: number;
+  /** hurt: task delta < 0 */
+  c: number;
+  /** every treatment attempt of the task ran over budget: never counted as (c) */
+  no_answer: number;
+}
+
+export interface Comparison {
+  control: string;
+  treatment: string;
+  verdict: Verdict;
+  /** non-empty when the verdict is refused or invalid */
+  problems: ComparisonProblem[];
+  pairs: PairCounts;
+  n_tasks: number;
+  n_families: number;
+  /** mean over tasks of the per-task mean paired delta; null when refused or invalid */
+  delta: number | null;
+  ci: Interval | null;
+  envelope: NoiseEnvelope | null;
+  mde: MinimumDetectableEffect | null;
+  /** |delta| < MDE: the design is underpowered for the effect it saw */
+  directional: boolean | null;
+  mcnemar: McNemar | null;
+  sign_test: SignTest | null;
+  paired: { tokens: PairedDifference; weighted_cost: PairedDifference; cost_usd: PairedDifference } | null;
+  /** treatment mean weighted cost / control mean weighted cost over the valid pairs */
+  cost_ratio: number | null;
+  outcomes: { counts: OutcomeCounts; tasks: TaskOutcome[] } | null;
+}
+
+export interface FactorialEffect {
+  name: string;
+  estimate: number;
+  ci: Interval;
+  n_tasks: number;
+  formula: string;
+}
+
+export interface FactorialResult {
+  status: 'ok' | 'refused' | 'invalid';
+  problems: ComparisonProblem[];
+  factors: string[];
+  cells: Array<{ arm: string; levels: Record<string, 0 | 1> }>;
+  /** tasks with at least one accepted attempt in every cell */
+  n_tasks: number;
+  main_effects: FactorialEffect[];
+  /** 2x2 designs only: mean over tasks of (Y11 - Y10) - (Y01 - Y00) */
+  interaction: FactorialEffect | null;
+}
+
+export interface EvalCost {
+  arm: string;
+  /** over every attempt, accepted or excluded: what the arm spent */
+  cost_usd: number | null;
+  cost_confidence: CostConfidence | null;
+  n_missing_cost: number;
+  tokens: number;
+  weighted_cost: number;
+}
+
+export interface AnalysisResult {
+  schema_version: 1;
+  spec: AnalysisSpec;
+  arms: ArmMetrics[];
+  comparisons: Comparison[];
+  factorial: FactorialResult | null;
+  /** Two streams, never summed: no field here is eval + overhead. */
+  cost_streams: { eval: EvalCost[]; overhead: OverheadSpec | null };
+  notes: string[];
+}

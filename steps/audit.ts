@@ -1,0 +1,213 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import picomatch from 'picomatch';
+import type { Json } from '../pipeline/canonical-json.js';
+import type { StepConfig } from '../pipeline/config/load.js';
+import { ok } from '../pipeline/result.js';
+import type { ExecutionContext, StepKind } from '../pipeline/step-kind.js';
+import type { AttemptRecord } from './analyze/types.js';
+import type { AtifTrajectory } from '../agents/adapter.js';
+import { checkTasks, taskOf } from './agent-step-config.js';
+import type { Task } from './task.js';
+import type { WorkspaceChanges } from './workspace.js';
+
+/** What the admission policy does with an attempt that is flagged. */
+type Consequence = 'flag' | 'score-zero' | 'exclude';
+
+interface AuditSpec {
+  policy?: { out_of_bounds?: Consequence; leakage?: Consequence };
+}
+
+const spec = (step: StepConfig) => step.spec as unknown as AuditSpec;
+
+function policyOf(step: StepConfig): { out_of_bounds: Consequence; leakage: Consequence } {
+  const p = spec(step).policy ?? {};
+  return { out_of_bounds: p.out_of_bounds ?? 'flag', leakage: p.leakage ?? 'score-zero' };
+}
+
+export interface LeakageFlag {
+  kind: 'hidden-path' | 'version-history' | 'canary';
+  where: string; // e.g. "trajectory step 4" or "gateway request 2"
+  evidence: string;
+}
+
+/** The run step's result.json (the fields audit reads). */
+interface RunResult {
+  task: string;
+  arm: string;
+  rep: number;
+  agent: { adapter: string; version: string; model: string; provider: string };
+  exit_reason: string;
+  infra_error: string | null;
+  wall_ms: number;
+  turns: number;
+  tool_calls: number;
+  usage: AttemptRecord['usage'];
+  cost_usd: number | null;
+  cost_confidence: AttemptRecord['cost_confidence'];
+  delivered: Record<string, boolean>;
+  files_changed: number;
+  started_at: string;
+  ended_at: string;
+  sandbox: { backend: string; isolation: string; egress_mode: string; egress_enforced: boolean; image_id: string | null; resources: { cpus: number | null; memory_mb: number | null; pids: number | null } };
+}
+
+const NO_ANSWER = new Set(['token-cap', 'cost-cap', 'time-cap', 'turn-cap']);
+const HISTORY = /\bgit\s+(log|show|reflog|rev-list|blame|checkout|cat-file|fetch)\b|\.git\/|\bgit\s+diff\s+HEAD~/;
+
+/** Trajectory leakage: attempts to reach hidden paths, dig in version history, or use the canary. */
+export function scanTrajectory(trajectory: AtifTrajectory, gatewayLog: string, task: Task): LeakageFlag[] {
+  const flags: LeakageFlag[] = [];
+  const hidden = ['/verifier', 'VERIFIER_DIR', '/logs/verifier', '/tests/', 'solution.patch', 'solve.sh', '.pairbench'];
+  for (const step of trajectory.steps) {
+    for (const call of step.tool_calls ?? []) {
+      const text = JSON.stringify(call.arguments ?? '');
+      const where = `trajectory step ${step.step_id} (${call.function_name})`;
+      const path = hidden.find((h) => text.includes(h));
+      if (path) flags.push({ kind: 'hidden-path', where, evidence: text.slice(0, 200) });
+      if (HISTORY.test(text)) flags.push({ kind: 'version-history', where, evidence: text.slice(0, 200) });
+      if (task.canary && text.includes(task.canary)) flags.push({ kind: 'canary', where, evidence: text.slice(0, 200) });
+    }
+  }
+  // The model's own replies can use the canary without any tool call.
+  if (task.canary) {
+    gatewayLog.split('\n').forEach((line, i) => {
+      if (!line.trim()) return;
+      const events = (JSON.parse(line) as { response_events?: unknown; response_body?: unknown }).response_events ?? (JSON.parse(line) as { response_body?: unknown }).response_body;
+      if (events && JSON.stringify(events).includes(task.canary!)) flags.push({ kind: 'canary', where: `gateway exchange ${i + 1}`, evidence: 'the model output the task canary' });
+    });
+  }
+  return flags;
+}
+
+/** "Used": the agent observably read or called the treatment (its files, or its MCP tools). */
+function usedTreatment(trajectory: AtifTrajectory, files: string[], mcpServers: string[]): boolean {
+  return trajectory.steps.some((s) =>
+    (s.tool_calls ?? []).some((c) => {
+      if (mcpServers.some((m) => c.function_name.startsWith(`mcp__${m}__`))) return true;
+      const text = JSON.stringify(c.arguments ?? '');
+      return files.some((f) => text.includes(f));
+    }),
+  );
+}
+
+/**
+ * `audit` (per attempt): admission, separately from execution. Infrastructure
+ * faults are excluded (and kept); the agent's own failures are accepted and score 0
+ * (over budget is "no answer"). Also the mutation audit (changes against the
+ * allowed paths), mechanism evidence (delivered, used) and trajectory leakage.
+ */
+export const auditStep: StepKind = {
+  name: 'audit',
+  version: 1,
+  check: (step) => checkTasks(step),
+  keyConfig(node): Json {
+    const task = taskOf(node);
+    return { allowed_paths: task.allowedPaths, canary: task.canary, family: task.family, category: task.category, policy: policyOf(node.step) };
+  },
+  fileInputs: () => [],
+  selectUpstream: (_node, upstream) =>
+    upstream.kind.name === 'run' ? ['result.json', 'changes.json', 'trajectory.json', 'gateway.jsonl'] : upstream.kind.name === 'verify' ? ['verdict.json'] : undefined,
+
+  async execute(ctx: ExecutionContext) {
+    const task = taskOf(ctx.node);
+    const policy = policyOf(ctx.node.step);
+    const read = (name: string) => {
+      const u = ctx.upstream.find((x) => x.outputs[name]);
+      return u ? ctx.artifacts.read(u.outputs[name]!.digest).toString('utf8') : null;
+    };
+    const run = JSON.parse(read('result.json') ?? 'null') as RunResult | null;
+    const verdict = JSON.parse(read('verdict.json') ?? 'null') as { pass: boolean | null } | null;
+    const changes = JSON.parse(read('changes.json') ?? '{"written":{},"deleted":[]}') as WorkspaceChanges;
+    const trajectory = JSON.parse(read('trajectory.json') ?? '{"steps":[]}') as AtifTrajectory;
+    const gatewayLog = read('gateway.jsonl') ?? '';
+    if (!run) return ok({});
+
+    // Mutation audit.
+    const allowed = picomatch(task.allowedPaths, { dot: true });
+    const touched = [...Object.keys(changes.written), ...changes.deleted];
+    const outOfBounds = touched.filter((p) => !allowed(p));
+    const leakage = scanTrajectory(trajectory, gatewayLog, task);
+
+    // Mechanism evidence: delivered (gateway), used (trajectory). "Changed" is per pair: analyze.
+    const arms = (ctx.node.upstream.find((u) => u.kind.name === 'run')?.step.spec['arms'] ?? {}) as Record<string, { files?: Record<string, string>; mcp_servers?: Record<string, unknown> }>;
+    const arm = arms[run.arm] ?? {};
+    const treatmentFiles = Object.keys(arm.files ?? {});
+    const mcp = Object.keys(arm.mcp_servers ?? {});
+    const hasTreatment = treatmentFiles.length > 0 || mcp.length > 0;
+
+    let admission: AttemptRecord['admission'] = 'accepted';
+    let reason = 'ok';
+    let explanation = 'scored by the hidden verifier';
+    let pass: boolean | null = verdict?.pass ?? null;
+    let noAnswer = false;
+    if (run.exit_reason === 'infra-error') {
+      admission = 'excluded';
+      reason = run.infra_error?.startsWith('sandbox') ? 'infra-sandbox' : 'infra-gateway';
+      explanation = `infrastructure fault, not attributable to the agent: ${run.infra_error ?? 'unknown'}`;
+      pass = null;
+    } else if (verdict === null || verdict.pass === null) {
+      admission = 'excluded';
+      reason = 'infra-verifier';
+      explanation = 'the verifier did not produce a verdict';
+      pass = null;
+    } else if (NO_ANSWER.has(run.exit_reason)) {
+      reason = run.exit_reason;
+      explanation = `over budget (${run.exit_reason}): no answer, scored 0`;
+      pass = false;
+      noAnswer = true;
+    } else if (run.exit_reason === 'agent-crash') {
+      reason = 'agent-crash';
+      explanation = 'the agent crashed: failures count, scored 0';
+      pass = false;
+    } else if (run.files_changed === 0) {
+      reason = 'empty-diff';
+      explanation = `the attempt changed nothing; the verifier says ${verdict.pass ? 'pass' : 'fail'}`;
+    }
+    const apply = (consequence: Consequence, code: string, why: string) => {
+      if (admission === 'excluded' || consequence === 'flag') return;
+      if (consequence === 'exclude') {
+        admission = 'excluded';
+        pass = null;
+      } else pass = false;
+      reason = code;
+      explanation = why;
+    };
+    if (outOfBounds.length) apply(policy.out_of_bounds, 'out-of-bounds', `wrote outside the allowed paths: ${outOfBounds.slice(0, 5).join(', ')}`);
+    if (leakage.length) apply(policy.leakage, 'leakage', `trajectory leakage: ${leakage[0]!.kind} at ${leakage[0]!.where}`);
+
+    const record: AttemptRecord & { mutation: unknown; leakage: LeakageFlag[] } = {
+      node: ctx.node.id,
+      task: task.id,
+      family: task.family,
+      category: task.category,
+      arm: run.arm,
+      rep: run.rep,
+      admission,
+      reason_code: reason,
+      explanation,
+      pass,
+      no_answer: noAnswer,
+      exit_reason: run.exit_reason,
+      infra_error: run.exit_reason === 'infra-error' || reason === 'infra-verifier',
+      usage: run.usage,
+      cost_usd: run.cost_usd,
+      cost_confidence: run.cost_confidence,
+      wall_ms: run.wall_ms,
+      turns: run.turns,
+      tool_calls: run.tool_calls,
+      agent: run.agent,
+      sandbox: { backend: run.sandbox.backend, isolation: run.sandbox.isolation, egress_mode: run.sandbox.egress_mode, egress_enforced: run.sandbox.egress_enforced, image_id: run.sandbox.image_id, resources: run.sandbox.resources },
+      mechanism: { delivered: hasTreatment ? (run.delivered[run.arm] ?? false) : null, used: hasTreatment ? usedTreatment(trajectory, treatmentFiles, mcp) : null },
+      started_at: run.started_at,
+      ended_at: run.ended_at,
+      mutation: { touched, out_of_bounds: outOfBounds, allowed_paths: task.allowedPaths },
+      leakage,
+    };
+    const out = join(ctx.workDir, 'out');
+    mkdirSync(out, { recursive: true });
+    writeFileSync(join(out, 'audit.json'), JSON.stringify(record, null, 2) + '\n');
+    writeFileSync(ctx.logFile, `${ctx.node.id}: ${admission} (${reason}) ${explanation}\n`, { flag: 'a' });
+    return ok({ 'audit.json': ctx.artifacts.putPath(join(out, 'audit.json')) });
+  },
+};

@@ -1,0 +1,136 @@
+import { homedir, tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
+import type { Json } from '../pipeline/canonical-json.js';
+import type { StepConfig } from '../pipeline/config/load.js';
+import { sha256 } from '../pipeline/digest.js';
+import { err, ok } from '../pipeline/result.js';
+import type { ExecutionContext, GraphNode, StepKind } from '../pipeline/step-kind.js';
+import type { AnalysisResult, AttemptRecord } from './analyze/types.js';
+import { taskOf } from './agent-step-config.js';
+import { redact, writeBundle, type BundleFile } from './export/bundle.js';
+import type { ReportContext } from './export/report-context.js';
+import { renderCsv } from './export/report-csv.js';
+import { renderHtml } from './export/report-html.js';
+import { renderMarkdown } from './export/report-markdown.js';
+import { limitsOf, sandboxOf, type ArmSpec } from './run.js';
+
+interface ExportConfig {
+  cohort?: string;
+  fixture_note?: string;
+}
+
+const cfg = (step: StepConfig) => step.spec as unknown as ExportConfig;
+
+/** Text outputs that may hold host paths or credentials: redacted before they enter the bundle. */
+const REDACTED_OUTPUTS = new Set(['trajectory.json', 'gateway.jsonl', 'agent.log', 'result.json', 'evidence.json']);
+
+/** Every node this export collects, all the way up (audit -> verify -> run -> certify -> materialize). */
+function collected(node: GraphNode): GraphNode[] {
+  const seen = new Set<GraphNode>();
+  const stack = [...node.upstream];
+  while (stack.length) {
+    const n = stack.pop()!;
+    if (seen.has(n)) continue;
+    seen.add(n);
+    stack.push(...n.upstream);
+  }
+  return [...seen].sort((a, b) => (a.id < b.id ? -1 : 1));
+}
+
+function runStepOf(node: GraphNode): GraphNode | undefined {
+  return collected(node).find((n) => n.kind.name === 'run');
+}
+
+/** The frozen protocol in words, for the report's status bar and methods panel. */
+function reportContext(node: GraphNode, attempts: AttemptRecord[], configDigest: string): ReportContext {
+  const run = runStepOf(node);
+  const spec = (run?.step.spec ?? {}) as { agent?: { adapter: string; model?: string }; arms?: Record<string, ArmSpec>; limits?: Parameters<typeof limitsOf>[0]['limits']; sandbox?: Parameters<typeof sandboxOf>[0]['sandbox'] };
+  const sandbox = sandboxOf({ ...(spec.sandbox ? { sandbox: spec.sandbox } : {}) });
+  const limits = limitsOf({ ...(spec.limits ? { limits: spec.limits } : {}) });
+  const first = attempts.find((a) => a.admission === 'accepted') ?? attempts[0];
+  const taskIds = [...new Set(attempts.map((a) => a.task))].sort();
+  const tasks = taskIds.map((id) => {
+    const t = run ? taskOf({ ...run, matrix: { ...run.matrix, task: id } }) : undefined;
+    return { id, ...(t ? { family: t.family, category: t.category, repo: t.repo.source.split('/').slice(-1)[0]!, commit: t.repo.commit } : {}) };
+  });
+  const words = (a: ArmSpec) => {
+    const parts = [...Object.entries(a.files ?? {}).map(([dest, src]) => `${dest} from ${src}`), ...Object.keys(a.mcp_servers ?? {}).map((m) => `MCP server ${m}`)];
+    if (a.prompt_append) parts.push('a prompt addition');
+    return parts.length ? parts.join('; ') : 'none (control)';
+  };
+  const ended = attempts.map((a) => a.ended_at).filter((x): x is string => Boolean(x)).sort();
+  return {
+    cohort: cfg(node.step).cohort ?? node.step.name,
+    generated_at: ended[ended.length - 1] ?? '1970-01-01T00:00:00.000Z', // the last attempt's end: the same inputs render the same bytes
+    config_digest: configDigest,
+    freeze_digest: configDigest,
+    arms: Object.fromEntries(Object.entries(spec.arms ?? {}).map(([k, a]) => [k, { treatment: words(a) }])),
+    agent: { adapter: first?.agent.adapter ?? spec.agent?.adapter ?? 'unknown', version: first?.agent.version ?? 'unknown', model: first?.agent.model ?? spec.agent?.model ?? 'unknown' },
+    sandbox: { backend: sandbox.backend, egress_mode: sandbox.egress, egress_enforced: first?.sandbox.egress_enforced ?? false, image_id: sandbox.image, isolation: first?.sandbox.isolation ?? 'unknown' },
+    tasks,
+    reps: Math.max(0, ...attempts.map((a) => a.rep)),
+    limits: { turns: limits.turns, wall_seconds: limits.wallSeconds, tokens: limits.tokens, cost_usd: limits.costUsd },
+    verifier_kind: 'hidden verifier (exit codes or reward file; FAIL_TO_PASS and PASS_TO_PASS) in a fresh sandbox the agent never saw',
+    ...(cfg(node.step).fixture_note ? { fixture_note: cfg(node.step).fixture_note! } : {}),
+  };
+}
+
+/**
+ * `export` (per cohort): the bundle. Normalized results, attempt receipts,
+ * certification and redaction receipts, the resolved config and its digest,
+ * verifier evidence, mutation audits, logs, gateway logs and ATIF trajectories
+ * (host paths and credentials redacted), excluded attempts included; the report in
+ * Markdown, CSV and HTML; `manifest.json` with the SHA-256 and byte length of every
+ * file. `pairbench export --out DIR` writes it out; `verify-bundle` re-checks it.
+ */
+export const exportStep: StepKind = {
+  name: 'export',
+  version: 1,
+  check(step, steps) {
+    const kinds = new Set(step.needs.map((n) => steps.get(n)?.kind));
+    return kinds.has('analyze')
+      ? []
+      : [{ field: `steps.${step.name}.needs`, message: 'an export step needs an analyze step (and every step whose outputs belong in the bundle: materialize, certify, run, verify, audit)', location: step.source.locate([...step.path, 'needs']) }];
+  },
+  keyConfig: (node): Json => ({ cohort: cfg(node.step).cohort ?? node.step.name, fixture_note: cfg(node.step).fixture_note ?? null }),
+  // The resolved config goes into the bundle: its bytes are an input.
+  fileInputs: (node) => [{ pattern: relative(node.step.rootDir, node.step.configFile), field: ['kind'] }],
+
+  async execute(ctx: ExecutionContext) {
+    const files: BundleFile[] = [];
+    const hostPaths = [
+      { path: ctx.config.storeDir, as: '<store>' },
+      { path: ctx.config.rootDir, as: '<project>' },
+      { path: tmpdir(), as: '<tmp>' },
+      { path: homedir(), as: '<home>' },
+    ];
+    let analysis: AnalysisResult | undefined;
+    let attempts: AttemptRecord[] = [];
+    for (const u of ctx.upstream) {
+      for (const [name, entry] of Object.entries(u.outputs)) {
+        if (entry.type !== 'file') continue; // directories (trees, changed files) stay in the store: their digests are in the receipts
+        let text = ctx.artifacts.read(entry.digest).toString('utf8');
+        if (name === 'analysis.json') analysis = JSON.parse(text) as AnalysisResult;
+        if (name === 'attempts.json') attempts = JSON.parse(text) as AttemptRecord[];
+        if (REDACTED_OUTPUTS.has(name)) text = redact(text, { hostPaths });
+        files.push({ path: `nodes/${u.node}/${name}`, bytes: text });
+      }
+    }
+    if (!analysis) return err({ reason: 'internal', message: 'export needs an analyze upstream (analysis.json)' });
+    const configText = ctx.artifacts.read(ctx.files[0]!.entry.digest).toString('utf8');
+    const configDigest = sha256(configText);
+    const context = reportContext(ctx.node, attempts, configDigest);
+    files.push(
+      { path: 'config/bench.config.yaml', bytes: configText },
+      { path: 'config/freeze.json', bytes: JSON.stringify({ schema_version: 1, config_digest: configDigest }, null, 2) + '\n' },
+      { path: 'results.json', bytes: JSON.stringify({ schema_version: 1, cohort: context.cohort, config_digest: configDigest, analysis, attempts }, null, 2) + '\n' },
+      { path: 'report.md', bytes: renderMarkdown(analysis, context) },
+      { path: 'report.html', bytes: renderHtml(analysis, context) },
+      { path: 'attempts.csv', bytes: renderCsv(attempts) },
+    );
+    const dir = join(ctx.workDir, 'bundle');
+    const written = writeBundle(dir, files);
+    if (!written.ok) return err({ reason: 'internal', message: `cannot write the bundle: ${written.error}` });
+    return ok({ bundle: ctx.artifacts.putPath(dir) });
+  },
+};

@@ -1,0 +1,201 @@
+/**
+ * Number formatting and escaping shared by the report renderers. Every figure is
+ * formatted without the locale (toFixed, never toLocaleString) so a report's bytes
+ * do not depend on the machine that rendered it.
+ */
+import type { AnalysisResult, Comparison, ComparisonProblem, Interval, OutcomeClass, Spread, Verdict } from '../analyze/types.js';
+import { ENVELOPE_FORMULA } from '../analyze/envelope.js';
+import { unreachable } from '../../pipeline/result.js';
+import type { ReportContext } from './report-context.js';
+
+export const NONE = '—';
+
+/** A rate in [0, 1] as a percentage: 0.25 -> "25.0%". */
+export function pct(x: number | null | undefined): string {
+  if (x === null || x === undefined) return NONE;
+  return `${fixed(x * 100, 1)}%`;
+}
+
+/** A difference of rates in percentage points, signed: 0.2 -> "+20.0 pp", 0 -> "0.0 pp". */
+export function pp(x: number | null | undefined): string {
+  if (x === null || x === undefined) return 'null';
+  const s = fixed(x * 100, 1);
+  return `${s === '0.0' ? '' : x > 0 ? '+' : ''}${s} pp`;
+}
+
+/** An unsigned width in percentage points: 0.2 -> "±20.0 pp". */
+export function ppWidth(x: number | null | undefined): string {
+  if (x === null || x === undefined) return NONE;
+  return `±${fixed(Math.abs(x) * 100, 1)} pp`;
+}
+
+export function interval(ci: Interval | null | undefined): string {
+  if (!ci) return NONE;
+  return `[${pp(ci.low)}, ${pp(ci.high)}]`;
+}
+
+export function intervalMethod(ci: Interval): string {
+  return `${fixed(ci.confidence * 100, 0)}% CI, ${ci.method}, ${ci.resamples} resamples, seed ${ci.seed}`;
+}
+
+export function usd(x: number | null | undefined): string {
+  if (x === null || x === undefined) return NONE;
+  return `$${fixed(x, 4)}`;
+}
+
+export function ratio(x: number | null | undefined): string {
+  if (x === null || x === undefined) return NONE;
+  return `${fixed(x, 2)}x`;
+}
+
+/** A count or measure with at most `digits` decimals and no trailing zeros: 1200 -> "1200", 0.125 -> "0.125". */
+export function num(x: number | null | undefined, digits = 3): string {
+  if (x === null || x === undefined) return NONE;
+  if (Number.isInteger(x)) return String(x);
+  const s = fixed(x, digits);
+  return s.includes('.') ? s.replace(/0+$/, '').replace(/\.$/, '') : s;
+}
+
+export function pValue(p: number | null | undefined): string {
+  if (p === null || p === undefined) return NONE;
+  return p < 0.0001 ? '< 0.0001' : fixed(p, 4);
+}
+
+/** "median (min–max)" of a spread, or "—" when no attempt had the figure. */
+export function spread(s: Spread, f: (x: number | null) => string = (x) => num(x)): string {
+  if (s.n === 0 || s.median === null) return NONE;
+  return `${f(s.median)} (${f(s.min)}–${f(s.max)})`;
+}
+
+export function seconds(ms: number | null): string {
+  return ms === null ? NONE : `${num(ms / 1000, 1)}s`;
+}
+
+/** toFixed without "-0.0". */
+function fixed(x: number, digits: number): string {
+  const s = x.toFixed(digits);
+  return /^-0(\.0*)?$/.test(s) ? s.slice(1) : s;
+}
+
+export function verdictWord(v: Verdict): string {
+  switch (v) {
+    case 'positive':
+      return 'POSITIVE';
+    case 'negative':
+      return 'NEGATIVE';
+    case 'within-noise':
+      return 'WITHIN NOISE';
+    case 'refused':
+      return 'REFUSED';
+    case 'invalid':
+      return 'INVALID';
+    default:
+      return unreachable(v);
+  }
+}
+
+/** One sentence on what the verdict means, so a reader does not have to know the vocabulary. */
+export function verdictMeaning(v: Verdict): string {
+  switch (v) {
+    case 'positive':
+      return 'the treatment raised the pass rate by more than the noise envelope';
+    case 'negative':
+      return 'the treatment lowered the pass rate by more than the noise envelope';
+    case 'within-noise':
+      return 'the difference is inside the noise envelope: no effect is claimed either way';
+    case 'refused':
+      return 'the arms are not comparable, so no delta is reported';
+    case 'invalid':
+      return 'too few attempts were accepted to report a delta';
+    default:
+      return unreachable(v);
+  }
+}
+
+export function outcomeName(c: OutcomeClass): string {
+  switch (c) {
+    case 'a':
+      return '(a) helped';
+    case 'b':
+      return '(b) no difference';
+    case 'c':
+      return '(c) hurt';
+    case 'no-answer':
+      return 'no answer';
+    default:
+      return unreachable(c);
+  }
+}
+
+/** A problem in words; the analyzer's own message, prefixed with its reason code. */
+export function problemText(p: ComparisonProblem): string {
+  switch (p.reason) {
+    case 'arm-missing':
+    case 'config-mismatch':
+    case 'mixed-config':
+    case 'infra-error-rate':
+    case 'below-validity-floor':
+    case 'no-valid-pairs':
+    case 'factorial-design':
+      return `${p.reason}: ${p.message}`;
+    default:
+      return unreachable(p);
+  }
+}
+
+/**
+ * The envelope formula as each comparison's envelope states it, or the analyzer's
+ * formula when no comparison has an envelope (every one refused or invalid).
+ */
+export function envelopeFormulas(result: AnalysisResult): string[] {
+  const seen = new Set<string>();
+  for (const c of result.comparisons) if (c.envelope) seen.add(c.envelope.formula);
+  return seen.size > 0 ? [...seen] : [ENVELOPE_FORMULA];
+}
+
+export function comparisonTitle(c: Comparison): string {
+  return `${c.treatment} vs ${c.control}`;
+}
+
+export function totalExcluded(result: AnalysisResult): number {
+  return result.arms.reduce((n, a) => n + a.n_excluded, 0);
+}
+
+/** The sentence that bounds every claim the report makes. */
+export function scopeStatement(result: AnalysisResult, ctx: ReportContext): { are: string; areNot: string } {
+  const nTasks = ctx.tasks.length;
+  return {
+    are:
+      `These numbers are paired differences in hidden-verifier pass rate and in cost between arms, on ${nTasks} frozen ` +
+      `task${nTasks === 1 ? '' : 's'} x ${ctx.reps} rep${ctx.reps === 1 ? '' : 's'}, with agent ${ctx.agent.adapter} ${ctx.agent.version}, ` +
+      `model ${ctx.agent.model}, sandbox ${ctx.sandbox.backend} (egress ${ctx.sandbox.egress_enforced ? 'enforced' : 'NOT enforced'}); ` +
+      `excluded attempts (${totalExcluded(result)}) are kept in the bundle and used in no estimate.`,
+    areNot:
+      'They are not a general productivity claim, not a win rate, and not evidence about other tasks, models, agents or ' +
+      'settings; a delta inside the noise envelope is no effect; eval cost and overhead are separate streams and are never summed.' +
+      (ctx.fixture_note ? ` ${ctx.fixture_note}` : ''),
+  };
+}
+
+// ---------------------------------------------------------------- escaping
+
+/** Text for HTML element content and attribute values (quoted with either quote). */
+export function escapeHtml(s: string): string {
+  return s.replace(/[&<>"']/g, (ch) => `&#${ch.charCodeAt(0)};`);
+}
+
+/**
+ * Text for Markdown (GitHub-flavoured, as in a CI job summary, which also renders
+ * HTML): inline markup characters are backslash-escaped, angle brackets and ampersands
+ * become entities, and line breaks become spaces so a value cannot break a table.
+ */
+export function escapeMarkdown(s: string): string {
+  return s
+    .replace(/\r\n|\r|\n/g, ' ')
+    .replace(/[\\`*[\]|~]/g, (ch) => `\\${ch}`)
+    // Intraword underscores (stub_function) are literal in GFM; others could start emphasis.
+    .replace(/(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])/g, '\\_')
+    .replace(/&/g, '&amp;')
+    .replace(/</g, '&lt;')
+    .replace(/>/g, '&gt;');
+}

@@ -1,0 +1,493 @@
+/**
+ * The HTML report: ONE self-contained page. No script, no external style, font or
+ * image; CSS is inline and the plots are inline SVG. A Content-Security-Policy
+ * meta tag forbids every fetch, so opening the file cannot touch the network.
+ * Every string that comes from the data passes through escapeHtml.
+ */
+import type { AnalysisResult, ArmMetrics, Comparison, FactorialResult, TaskOutcome } from '../analyze/types.js';
+import type { ReportContext } from './report-context.js';
+import {
+  NONE,
+  comparisonTitle,
+  envelopeFormulas,
+  escapeHtml as esc,
+  interval,
+  intervalMethod,
+  num,
+  outcomeName,
+  pct,
+  pp,
+  ppWidth,
+  problemText,
+  pValue,
+  ratio,
+  scopeStatement,
+  seconds,
+  spread,
+  totalExcluded,
+  usd,
+  verdictMeaning,
+  verdictWord,
+} from './report-format.js';
+
+const CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'";
+
+const CSS = `
+:root { --amber: #ffbf00; --ok: #1e6b3a; --ink: #1b1f24; --muted: #5b6570; --line: #d5dbe1; --bg: #ffffff; --panel: #f5f7f9;
+  --a: #1e6b3a; --b: #6b7580; --c: #b42318; --na: #8a5a00; }
+* { box-sizing: border-box; }
+body { margin: 0; font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif; color: var(--ink); background: var(--bg); }
+code, .mono { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, "Liberation Mono", monospace; font-size: 12px; overflow-wrap: anywhere; }
+.status-bar { display: flex; flex-wrap: wrap; gap: 6px 18px; align-items: center; padding: 8px 16px; border-bottom: 3px solid var(--line); }
+.status-bar.egress-open { background: var(--amber); color: #1a1200; border-bottom-color: #b38600; }
+.status-bar.egress-enforced { background: var(--ok); color: #ffffff; border-bottom-color: #12401f; }
+.status-bar .item { white-space: nowrap; }
+.status-bar .k { text-transform: uppercase; font-size: 11px; letter-spacing: .04em; opacity: .8; margin-right: 4px; }
+.status-bar .egress-chip { font-weight: 700; }
+main { max-width: 1040px; margin: 0 auto; padding: 8px 20px 40px; }
+h1 { font-size: 22px; margin: 16px 0 4px; }
+h2 { font-size: 18px; margin: 28px 0 8px; border-bottom: 1px solid var(--line); padding-bottom: 4px; }
+h3 { font-size: 15px; margin: 18px 0 6px; }
+.sub { color: var(--muted); margin: 0 0 8px; }
+.fixture-note { border-left: 4px solid var(--amber); background: #fff8e1; padding: 8px 12px; margin: 12px 0; }
+.comparison { border: 1px solid var(--line); border-radius: 6px; padding: 12px 16px; margin: 12px 0; }
+.verdict { font-size: 16px; margin: 4px 0 10px; }
+.verdict-word { display: inline-block; font-weight: 800; letter-spacing: .03em; padding: 2px 8px; border-radius: 4px; margin-right: 8px; color: #fff; background: var(--b); }
+.verdict-positive .verdict-word { background: var(--a); }
+.verdict-negative .verdict-word { background: var(--c); }
+.verdict-refused .verdict-word, .verdict-invalid .verdict-word { background: #3d4650; }
+dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: 2px 14px; margin: 6px 0; }
+dl.facts dt { color: var(--muted); }
+dl.facts dd { margin: 0; }
+.reasons { color: var(--c); }
+table { border-collapse: collapse; margin: 8px 0; width: 100%; }
+th, td { border-bottom: 1px solid var(--line); padding: 4px 8px; text-align: left; vertical-align: top; }
+th { background: var(--panel); font-weight: 600; }
+td.n, th.n { text-align: right; font-variant-numeric: tabular-nums; }
+.counts td { font-weight: 700; }
+.outcome-a { color: var(--a); } .outcome-b { color: var(--b); } .outcome-c { color: var(--c); } .outcome-no-answer { color: var(--na); }
+svg { display: block; max-width: 100%; height: auto; font-family: inherit; }
+svg text { fill: var(--ink); font-size: 11px; }
+svg .axis { stroke: #8c96a0; stroke-width: 1; }
+svg .grid { stroke: var(--line); stroke-width: 1; }
+svg .envelope-band { fill: #e9edf1; }
+svg .zero { stroke: #39424c; stroke-width: 1.2; }
+svg .forest-task.outcome-a { fill: var(--a); } svg .forest-task.outcome-b { fill: var(--b); }
+svg .forest-task.outcome-c { fill: var(--c); } svg .forest-task.outcome-no-answer { fill: var(--na); }
+svg .forest-effect { fill: #1b1f24; } svg .ci { stroke: #1b1f24; stroke-width: 2; }
+svg .bar { fill: #5b7ea4; } svg .whisker { stroke: #1b1f24; stroke-width: 1.5; }
+svg .muted { fill: var(--muted); }
+.charts { display: grid; grid-template-columns: repeat(auto-fit, minmax(300px, 1fr)); gap: 8px 24px; }
+.overhead { border-top: 1px dashed var(--line); padding-top: 6px; }
+.methods-panel { background: var(--panel); border: 1px solid var(--line); border-radius: 6px; padding: 4px 16px 12px; margin-top: 28px; }
+.methods-panel h2 { border-bottom: none; }
+.scope { margin-top: 28px; color: var(--muted); }
+.scope strong { color: var(--ink); }
+`;
+
+export function renderHtml(result: AnalysisResult, ctx: ReportContext): string {
+  const scope = scopeStatement(result, ctx);
+  const body = [
+    statusBar(ctx),
+    '<main>',
+    `<h1>pairbench: ${esc(ctx.cohort)}</h1>`,
+    `<p class="sub">Generated ${esc(ctx.generated_at)} · freeze <code>${esc(ctx.freeze_digest)}</code> · report schema_version ${result.schema_version}</p>`,
+    ctx.fixture_note ? `<p class="fixture-note" role="note"><strong>Note:</strong> ${esc(ctx.fixture_note)}</p>` : '',
+    '<section id="verdicts">',
+    '<h2>Verdicts</h2>',
+    result.comparisons.length === 0 ? '<p>No comparison was analysed.</p>' : '',
+    ...result.comparisons.map((c, i) => comparison(c, i)),
+    '</section>',
+    result.factorial ? factorial(result.factorial) : '',
+    arms(result, ctx),
+    costs(result),
+    infra(result),
+    methods(result, ctx),
+    `<footer class="scope"><p><strong>What these numbers are:</strong> ${esc(scope.are)}</p>`,
+    `<p><strong>What they are not:</strong> ${esc(scope.areNot)}</p></footer>`,
+    '</main>',
+  ];
+  return [
+    '<!doctype html>',
+    '<html lang="en">',
+    '<head>',
+    '<meta charset="utf-8">',
+    `<meta http-equiv="Content-Security-Policy" content="${esc(CSP)}">`,
+    '<meta name="viewport" content="width=device-width, initial-scale=1">',
+    '<meta name="generator" content="pairbench">',
+    `<title>pairbench: ${esc(ctx.cohort)}</title>`,
+    `<style>${CSS}</style>`,
+    '</head>',
+    '<body>',
+    ...body.filter((s) => s !== ''),
+    '</body>',
+    '</html>',
+    '',
+  ].join('\n');
+}
+
+function statusBar(ctx: ReportContext): string {
+  const enforced = ctx.sandbox.egress_enforced;
+  const item = (k: string, v: string, cls = ''): string =>
+    `<span class="item${cls ? ` ${cls}` : ''}"><span class="k">${esc(k)}</span><span class="v">${v}</span></span>`;
+  return [
+    `<header class="status-bar ${enforced ? 'egress-enforced' : 'egress-open'}" role="status" aria-label="Instrument status" data-egress-enforced="${enforced}">`,
+    item('agent', `${esc(ctx.agent.adapter)} ${esc(ctx.agent.version)}`),
+    item('model', esc(ctx.agent.model)),
+    item('image', ctx.sandbox.image_id ? `<code>${esc(ctx.sandbox.image_id)}</code>` : 'none'),
+    item('sandbox', esc(ctx.sandbox.backend) + (ctx.sandbox.isolation ? ` (isolation ${esc(ctx.sandbox.isolation)})` : '')),
+    item(
+      'egress',
+      `<span class="egress-chip">${esc(ctx.sandbox.egress_mode)} · ${enforced ? 'enforced' : '⚠ NOT enforced'}</span>`,
+      'egress',
+    ),
+    item('design', `${ctx.tasks.length} tasks x ${ctx.reps} reps`),
+    '</header>',
+  ].join('\n');
+}
+
+function comparison(c: Comparison, index: number): string {
+  const facts: Array<[string, string]> = [];
+  facts.push(['delta', c.delta === null ? '<span class="delta">delta: null</span>' : `<span class="delta">${esc(pp(c.delta))}</span> mean of per-task paired deltas in pass rate${c.directional ? ' · <strong>directional</strong> (smaller than the minimum detectable effect)' : ''}`]);
+  facts.push(['CI', c.ci ? `${esc(interval(c.ci))} <span class="sub">(${esc(intervalMethod(c.ci))})</span>` : NONE]);
+  facts.push([
+    'noise envelope',
+    c.envelope
+      ? `${esc(ppWidth(c.envelope.value))} <span class="sub">(floor ${esc(ppWidth(c.envelope.floor))}, spread term ${esc(ppWidth(c.envelope.spread_term))}; <code>${esc(c.envelope.formula)}</code>)</span>`
+      : NONE,
+  ]);
+  if (c.mde) facts.push(['minimum detectable effect', `${esc(ppWidth(c.mde.value))} for ${c.mde.n_tasks} tasks at power ${esc(pct(c.mde.power))}`]);
+  if (c.mcnemar) facts.push(['McNemar exact', `b=${c.mcnemar.b}, c=${c.mcnemar.c}, p=${esc(pValue(c.mcnemar.p))}, Holm p=${esc(pValue(c.mcnemar.p_holm))}`]);
+  if (c.cost_ratio !== null) facts.push(['cost ratio', `${esc(ratio(c.cost_ratio))} (treatment / control, weighted cost)`]);
+  facts.push(['pairs', `${c.pairs.valid} valid of ${c.pairs.total} (${c.pairs.excluded} with an excluded side, ${c.pairs.unmatched} unmatched) · ${c.n_tasks} tasks in ${c.n_families} families`]);
+
+  return [
+    `<article class="comparison verdict-${esc(c.verdict)}" data-verdict="${esc(c.verdict)}" id="comparison-${index}">`,
+    `<h3>${esc(comparisonTitle(c))}</h3>`,
+    `<p class="verdict"><span class="verdict-word">${verdictWord(c.verdict)}</span>${esc(verdictMeaning(c.verdict))}</p>`,
+    c.problems.length > 0 ? `<ul class="reasons">${c.problems.map((p) => `<li>${esc(problemText(p))}</li>`).join('')}</ul>` : '',
+    `<dl class="facts">${facts.map(([k, v]) => `<dt>${esc(k)}</dt><dd>${v}</dd>`).join('')}</dl>`,
+    forestPlot(c),
+    outcomeTable(c),
+    '</article>',
+  ]
+    .filter((s) => s !== '')
+    .join('\n');
+}
+
+// ---------------------------------------------------------------- forest plot
+
+function forestPlot(c: Comparison): string {
+  const tasks = c.outcomes?.tasks ?? [];
+  if (tasks.length === 0) {
+    return `<p class="sub forest-none">No forest plot: ${esc(verdictWord(c.verdict).toLowerCase())}${c.delta === null ? ', delta: null' : ''}.</p>`;
+  }
+  const W = 760;
+  const labelW = 210;
+  const L = labelW + 14;
+  const R = W - 84;
+  const rowH = 22;
+  const top = 30;
+  const x = (d: number): number => round(L + ((clamp(d, -1, 1) + 1) / 2) * (R - L));
+  const effectY = top + tasks.length * rowH + rowH;
+  const H = effectY + rowH;
+  const parts: string[] = [];
+  parts.push(
+    `<svg class="forest-plot" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 ${W} ${H}" width="${W}" height="${H}" role="img" aria-label="${esc(`Forest plot: per-task pass-rate delta, ${comparisonTitle(c)}`)}">`,
+  );
+  parts.push(`<title>${esc(`Per-task deltas (treatment - control pass rate): ${comparisonTitle(c)}`)}</title>`);
+  if (c.envelope) {
+    const e = Math.abs(c.envelope.value);
+    parts.push(`<rect class="envelope-band" x="${x(-e)}" y="${top - 6}" width="${round(x(e) - x(-e))}" height="${effectY - top + 4}"><title>${esc(`noise envelope ${ppWidth(e)}`)}</title></rect>`);
+  }
+  for (const t of [-1, -0.5, 0, 0.5, 1]) {
+    parts.push(`<line class="${t === 0 ? 'zero' : 'grid'}" x1="${x(t)}" x2="${x(t)}" y1="${top - 6}" y2="${effectY + rowH / 2}"/>`);
+    parts.push(`<text class="muted" x="${x(t)}" y="${top - 12}" text-anchor="middle">${esc(pp(t))}</text>`);
+  }
+  tasks.forEach((t, i) => {
+    const y = top + i * rowH + rowH / 2;
+    parts.push(`<text x="${labelW}" y="${y + 4}" text-anchor="end">${esc(truncate(t.task, 32))}<title>${esc(t.task)}</title></text>`);
+    parts.push(
+      `<circle class="forest-mark forest-task outcome-${t.class}" data-task="${esc(t.task)}" cx="${x(t.delta)}" cy="${y}" r="5"><title>${esc(taskTitle(t))}</title></circle>`,
+    );
+    parts.push(`<text class="muted" x="${R + 10}" y="${y + 4}">${esc(pp(t.delta))}</text>`);
+  });
+  const sepY = top + tasks.length * rowH + rowH / 4;
+  parts.push(`<line class="axis" x1="${L}" x2="${R}" y1="${sepY}" y2="${sepY}"/>`);
+  parts.push(`<text x="${labelW}" y="${effectY + 4}" text-anchor="end" font-weight="700">effect (mean of tasks)</text>`);
+  if (c.delta !== null) {
+    if (c.ci) parts.push(`<line class="ci" x1="${x(c.ci.low)}" x2="${x(c.ci.high)}" y1="${effectY}" y2="${effectY}"><title>${esc(`CI ${interval(c.ci)}`)}</title></line>`);
+    const cx = x(c.delta);
+    parts.push(
+      `<polygon class="forest-effect" points="${cx - 7},${effectY} ${cx},${effectY - 7} ${cx + 7},${effectY} ${cx},${effectY + 7}"><title>${esc(`effect ${pp(c.delta)}, CI ${interval(c.ci)}`)}</title></polygon>`,
+    );
+    parts.push(`<text x="${R + 10}" y="${effectY + 4}" font-weight="700">${esc(pp(c.delta))}</text>`);
+  } else {
+    parts.push(`<text x="${x(0) + 8}" y="${effectY + 4}">delta: null</text>`);
+  }
+  parts.push('</svg>');
+  return parts.join('\n');
+}
+
+function taskTitle(t: TaskOutcome): string {
+  return `${t.task}: ${outcomeName(t.class)}, delta ${pp(t.delta)} (control ${pct(t.control_pass_rate)}, treatment ${pct(t.treatment_pass_rate)}, ${t.n_pairs} pairs), ${t.label}`;
+}
+
+function outcomeTable(c: Comparison): string {
+  const counts = c.outcomes?.counts;
+  const n = (k: 'a' | 'b' | 'c' | 'no_answer'): string => (counts ? String(counts[k]) : NONE);
+  const rows = (c.outcomes?.tasks ?? []).map(
+    (t) =>
+      `<tr class="outcome-row outcome-${t.class}"><td>${esc(t.task)}</td><td>${esc(t.family)}</td><td class="outcome-${t.class}">${esc(outcomeName(t.class))}</td>` +
+      `<td class="n">${esc(pct(t.control_pass_rate))}</td><td class="n">${esc(pct(t.treatment_pass_rate))}</td><td class="n">${esc(pp(t.delta))}</td>` +
+      `<td class="n">${t.n_pairs}</td><td class="n">${esc(ratio(t.cost_ratio))}</td><td>${esc(t.label)}</td></tr>`,
+  );
+  return [
+    '<table class="abc">',
+    '<caption class="sub">Per-task outcomes: (a) helped, (b) no difference, (c) hurt; an over-budget attempt is "no answer", never (c)</caption>',
+    `<tr class="counts"><td class="outcome-a">(a) helped: <span data-count="a">${n('a')}</span></td><td class="outcome-b">(b) no difference: <span data-count="b">${n('b')}</span></td>` +
+      `<td class="outcome-c">(c) hurt: <span data-count="c">${n('c')}</span></td><td class="outcome-no-answer" colspan="6">no answer: <span data-count="no-answer">${n('no_answer')}</span>${counts ? '' : ` (not computed: ${esc(c.verdict)})`}</td></tr>`,
+    rows.length > 0
+      ? '<tr><th>task</th><th>family</th><th>outcome</th><th class="n">control pass</th><th class="n">treatment pass</th><th class="n">delta</th><th class="n">pairs</th><th class="n">cost ratio</th><th>label</th></tr>'
+      : '',
+    ...rows,
+    '</table>',
+  ]
+    .filter((s) => s !== '')
+    .join('\n');
+}
+
+function factorial(f: FactorialResult): string {
+  const effects = [...f.main_effects, ...(f.interaction ? [f.interaction] : [])];
+  return [
+    '<section id="factorial">',
+    `<h2>Factorial: ${f.factors.map(esc).join(' x ')} (${esc(f.status)})</h2>`,
+    f.problems.length > 0 ? `<ul class="reasons">${f.problems.map((p) => `<li>${esc(problemText(p))}</li>`).join('')}</ul>` : '',
+    '<table><tr><th>effect</th><th class="n">estimate</th><th class="n">CI</th><th class="n">tasks</th><th>formula</th></tr>',
+    ...effects.map(
+      (e) => `<tr><td>${esc(e.name)}</td><td class="n">${esc(pp(e.estimate))}</td><td class="n">${esc(interval(e.ci))}</td><td class="n">${e.n_tasks}</td><td><code>${esc(e.formula)}</code></td></tr>`,
+    ),
+    '</table>',
+    '</section>',
+  ]
+    .filter((s) => s !== '')
+    .join('\n');
+}
+
+// ---------------------------------------------------------------- arms
+
+interface BarRow {
+  label: string;
+  value: number | null;
+  lo: number | null;
+  hi: number | null;
+  text: string;
+}
+
+function arms(result: AnalysisResult, ctx: ReportContext): string {
+  const taskRates = perTaskPassRates(result);
+  const completion: BarRow[] = result.arms.map((a) => {
+    const rates = taskRates.get(a.arm) ?? [];
+    return {
+      label: a.arm,
+      value: a.completion_rate,
+      lo: rates.length > 0 ? Math.min(...rates) : null,
+      hi: rates.length > 0 ? Math.max(...rates) : null,
+      text: `${pct(a.completion_rate)} (${a.n_passed}/${a.n_accepted})`,
+    };
+  });
+  const fromSpread = (pick: (a: ArmMetrics) => { median: number | null; min: number | null; max: number | null }, f: (x: number | null) => string) =>
+    result.arms.map((a): BarRow => {
+      const s = pick(a);
+      return { label: a.arm, value: s.median, lo: s.min, hi: s.max, text: s.median === null ? NONE : `${f(s.median)} (${f(s.min)}–${f(s.max)})` };
+    });
+  const rows = result.arms.map(
+    (a) =>
+      `<tr><td>${esc(a.arm)}</td><td>${esc(ctx.arms[a.arm]?.treatment ?? NONE)}</td><td class="n">${a.n_attempts}</td><td class="n">${a.n_accepted}</td>` +
+      `<td class="n">${a.n_excluded}</td><td class="n">${esc(pct(a.completion_rate))}</td><td class="n">${esc(spread(a.tokens))}</td>` +
+      `<td class="n">${esc(spread(a.weighted_cost))}</td><td class="n">${esc(spread(a.wall_ms, seconds))}</td><td class="n">${esc(spread(a.turns))}</td>` +
+      `<td class="n">${esc(num(a.quality_per_dollar, 2))}</td><td class="n">${esc(num(a.completions_per_million_tokens, 2))}</td>` +
+      `<td class="n">${a.mechanism.delivered} / ${a.mechanism.used}</td></tr>`,
+  );
+  return [
+    '<section id="arms">',
+    '<h2>Arms</h2>',
+    '<div class="charts">',
+    barChart('completion rate', 'whiskers: min–max of per-task pass rate', completion, 1),
+    barChart('weighted cost per attempt', 'bar: median; whiskers: min–max', fromSpread((a) => a.weighted_cost, (x) => num(x, 0)), null),
+    barChart('wall time per attempt', 'bar: median; whiskers: min–max', fromSpread((a) => a.wall_ms, seconds), null),
+    '</div>',
+    '<table class="arms">',
+    '<tr><th>arm</th><th>treatment</th><th class="n">attempts</th><th class="n">accepted</th><th class="n">excluded</th><th class="n">completion</th>' +
+      '<th class="n">tokens median (min–max)</th><th class="n">weighted cost median (min–max)</th><th class="n">wall median (min–max)</th>' +
+      '<th class="n">turns median (min–max)</th><th class="n">quality / $</th><th class="n">completions / M tokens</th><th class="n">delivered / used</th></tr>',
+    ...rows,
+    '</table>',
+    '</section>',
+  ].join('\n');
+}
+
+/** Per arm, the per-task pass rates the comparisons report (control rates counted once per task). */
+function perTaskPassRates(result: AnalysisResult): Map<string, number[]> {
+  const byArm = new Map<string, Map<string, number>>();
+  const put = (arm: string, task: string, rate: number): void => {
+    if (!byArm.has(arm)) byArm.set(arm, new Map());
+    byArm.get(arm)!.set(task, rate);
+  };
+  for (const c of result.comparisons) {
+    for (const t of c.outcomes?.tasks ?? []) {
+      put(c.control, t.task, t.control_pass_rate);
+      put(c.treatment, t.task, t.treatment_pass_rate);
+    }
+  }
+  return new Map([...byArm].map(([arm, m]) => [arm, [...m.values()]]));
+}
+
+function barChart(title: string, note: string, rows: BarRow[], fixedMax: number | null): string {
+  const W = 460;
+  const labelW = 120;
+  const L = labelW + 8;
+  const R = W - 150;
+  const rowH = 26;
+  const top = 8;
+  const H = top + rows.length * rowH + 8;
+  const values = rows.flatMap((r) => [r.value, r.hi]).filter((v): v is number => v !== null && Number.isFinite(v));
+  const max = fixedMax ?? (values.length > 0 ? Math.max(...values) : 0);
+  const x = (v: number): number => round(L + (max > 0 ? clamp(v / max, 0, 1) : 0) * (R - L));
+  const parts = [
+    `<figure class="bar-chart"><figcaption><strong>${esc(title)}</strong> <span class="sub">${esc(note)}</span></figcaption>`,
+    `<svg class="arm-bars" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 ${W} ${H}" width="${W}" height="${H}" role="img" aria-label="${esc(`${title} per arm`)}">`,
+    `<line class="axis" x1="${L}" x2="${L}" y1="${top}" y2="${H - 8}"/>`,
+  ];
+  rows.forEach((r, i) => {
+    const y = top + i * rowH;
+    const mid = y + rowH / 2;
+    parts.push(`<text x="${labelW}" y="${mid + 4}" text-anchor="end">${esc(truncate(r.label, 18))}<title>${esc(r.label)}</title></text>`);
+    if (r.value !== null) {
+      parts.push(`<rect class="bar" data-arm="${esc(r.label)}" x="${L}" y="${y + 5}" width="${round(x(r.value) - L)}" height="${rowH - 10}"><title>${esc(`${r.label}: ${r.text}`)}</title></rect>`);
+    }
+    if (r.lo !== null && r.hi !== null) {
+      parts.push(`<line class="whisker" x1="${x(r.lo)}" x2="${x(r.hi)}" y1="${mid}" y2="${mid}"/>`);
+      parts.push(`<line class="whisker" x1="${x(r.lo)}" x2="${x(r.lo)}" y1="${mid - 5}" y2="${mid + 5}"/>`);
+      parts.push(`<line class="whisker" x1="${x(r.hi)}" x2="${x(r.hi)}" y1="${mid - 5}" y2="${mid + 5}"/>`);
+    }
+    parts.push(`<text class="muted" x="${R + 8}" y="${mid + 4}">${esc(r.value === null ? NONE : r.text)}</text>`);
+  });
+  parts.push('</svg></figure>');
+  return parts.join('\n');
+}
+
+// ---------------------------------------------------------------- cost, infra, methods
+
+function costs(result: AnalysisResult): string {
+  const o = result.cost_streams.overhead;
+  return [
+    '<section id="cost">',
+    '<h2>Cost</h2>',
+    '<p class="sub">Eval cost per arm, over every attempt (accepted or excluded). Overhead is a separate stream below and is never added to it.</p>',
+    '<table class="eval-cost"><tr><th>arm</th><th class="n">eval cost (USD)</th><th>confidence</th><th class="n">attempts without a cost</th><th class="n">tokens</th><th class="n">weighted cost</th></tr>',
+    ...result.cost_streams.eval.map(
+      (e) =>
+        `<tr><td>${esc(e.arm)}</td><td class="n">${esc(usd(e.cost_usd))}</td><td>${esc(e.cost_confidence ?? NONE)}</td><td class="n">${e.n_missing_cost}</td>` +
+        `<td class="n">${e.tokens}</td><td class="n">${esc(num(e.weighted_cost, 1))}</td></tr>`,
+    ),
+    '</table>',
+    o
+      ? `<p class="overhead"><strong>Overhead</strong> (separate stream, never added to eval cost): ${esc(usd(o.usd))}${o.tokens !== null ? `, ${o.tokens} tokens` : ''} — ${esc(o.source)}</p>`
+      : '<p class="overhead"><strong>Overhead</strong> (separate stream, never added to eval cost): none recorded.</p>',
+    '</section>',
+  ].join('\n');
+}
+
+function infra(result: AnalysisResult): string {
+  return [
+    '<section id="infra">',
+    '<h2>Infrastructure errors and exclusions</h2>',
+    `<p>Excluded attempts: <strong class="excluded-count">${totalExcluded(result)}</strong> — kept in the bundle, used in no estimate.</p>`,
+    '<table><tr><th>arm</th><th class="n">infra-error rate</th><th class="n">infra errors</th><th class="n">attempts</th><th class="n">excluded</th><th>exclusion reasons</th><th class="n">no answer (over budget)</th></tr>',
+    ...result.arms.map((a) => {
+      const reasons = Object.entries(a.exclusions)
+        .sort(([x], [y]) => (x < y ? -1 : x > y ? 1 : 0))
+        .map(([k, v]) => `${esc(k)}: ${v}`)
+        .join(', ');
+      return (
+        `<tr><td>${esc(a.arm)}</td><td class="n">${esc(pct(a.infra_error_rate))}</td><td class="n">${a.n_infra_errors}</td><td class="n">${a.n_attempts}</td>` +
+        `<td class="n">${a.n_excluded}</td><td>${reasons || NONE}</td><td class="n">${a.n_no_answer}</td></tr>`
+      );
+    }),
+    '</table>',
+    '</section>',
+  ].join('\n');
+}
+
+function methods(result: AnalysisResult, ctx: ReportContext): string {
+  const s = result.spec;
+  const lim = ctx.limits;
+  const limits = [
+    `turns ${lim.turns ?? 'no cap'}`,
+    `wall time ${lim.wall_seconds !== null ? `${lim.wall_seconds}s` : 'no cap'}`,
+    `tokens ${lim.tokens ?? 'no cap'}`,
+    `cost ${lim.cost_usd !== null ? usd(lim.cost_usd) : 'no cap'}`,
+  ].join(' · ');
+  const taskItems = ctx.tasks.map((t) => {
+    const where = t.repo ? ` — ${esc(t.repo)}${t.commit ? ` @ <code>${esc(t.commit)}</code>` : ''}` : t.commit ? ` — <code>${esc(t.commit)}</code>` : '';
+    const fam = [t.family, t.category].filter((v): v is string => !!v).map(esc).join(' / ');
+    return `<li><code>${esc(t.id)}</code>${fam ? ` (${fam})` : ''}${where}</li>`;
+  });
+  const armItems = Object.keys(ctx.arms)
+    .sort((a, b) => (a === s.control ? -1 : b === s.control ? 1 : a < b ? -1 : a > b ? 1 : 0))
+    .map((name) => `<li><strong>${esc(name)}</strong>${name === s.control ? ' (control)' : ''}: ${esc(ctx.arms[name]!.treatment)}</li>`);
+  const analysis = [
+    `control ${esc(s.control)} vs ${s.treatments.map(esc).join(', ')}`,
+    `paired per-task deltas (same task, same rep), effect = mean of task deltas`,
+    `${esc(pct(s.confidence))} CI by hierarchical bootstrap (families, then tasks), ${s.bootstrap.resamples} resamples, seed ${s.bootstrap.seed}`,
+    `McNemar exact test on paired attempts (Holm-adjusted)`,
+    `power ${esc(pct(s.power))} for the minimum detectable effect`,
+    `validity floor ${esc(pct(s.validity_floor))} accepted per arm`,
+    `refused when infra-error rates differ by more than ${esc(ppWidth(s.infra_error_threshold))} or the arms differ in model, provider, isolation, egress or resources`,
+    `weighted cost = ${s.weights.input} x input + ${s.weights.cache_write} x cache write + ${s.weights.cache_read} x cache read + ${s.weights.output} x output`,
+    ...envelopeFormulas(result).map((f) => `noise envelope: <code>${esc(f)}</code>`),
+    ...(s.factorial ? [`factorial over ${s.factorial.factors.map(esc).join(', ')}: main effects and interaction`] : []),
+    ...(s.overhead ? [`overhead stream: ${esc(s.overhead.source)}`] : []),
+  ];
+  const facts: Array<[string, string]> = [
+    ['cohort', esc(ctx.cohort)],
+    ['config digest', `<code>${esc(ctx.config_digest)}</code>`],
+    ['freeze digest', `<code>${esc(ctx.freeze_digest)}</code>`],
+    ['tasks', `${ctx.tasks.length}<ul>${taskItems.join('')}</ul>`],
+    ['arms', `<ul>${armItems.join('')}</ul>`],
+    ['repetitions', `${ctx.reps} per task per arm`],
+    ['limits', esc(limits)],
+    ['agent', `${esc(ctx.agent.adapter)} ${esc(ctx.agent.version)}, model ${esc(ctx.agent.model)}`],
+    [
+      'sandbox',
+      `${esc(ctx.sandbox.backend)}${ctx.sandbox.isolation ? `, isolation ${esc(ctx.sandbox.isolation)}` : ''}, egress ${esc(ctx.sandbox.egress_mode)} (${ctx.sandbox.egress_enforced ? 'enforced' : 'NOT enforced'}), image ${ctx.sandbox.image_id ? `<code>${esc(ctx.sandbox.image_id)}</code>` : 'none'}`,
+    ],
+    ['verifier', esc(ctx.verifier_kind)],
+    ['analysis', `<ul>${analysis.map((a) => `<li>${a}</li>`).join('')}</ul>`],
+    ['generated', esc(ctx.generated_at)],
+  ];
+  return [
+    '<section id="methods" class="methods-panel">',
+    '<h2>Methods</h2>',
+    '<p class="sub">The frozen protocol this report was produced under.</p>',
+    `<dl class="facts">${facts.map(([k, v]) => `<dt>${esc(k)}</dt><dd>${v}</dd>`).join('')}</dl>`,
+    ...result.notes.filter((n) => !envelopeFormulas(result).some((f) => n.includes(f))).map((n) => `<p class="sub">${esc(n)}</p>`),
+    '</section>',
+  ].join('\n');
+}
+
+// ---------------------------------------------------------------- helpers
+
+function clamp(v: number, lo: number, hi: number): number {
+  return Math.min(hi, Math.max(lo, v));
+}
+
+function round(v: number): number {
+  return Math.round(v * 10) / 10;
+}
+
+function truncate(s: string, n: number): string {
+  const chars = [...s];
+  return chars.length <= n ? s : `${chars.slice(0, n - 1).join('')}…`;
+}

@@ -1,0 +1,185 @@
+/**
+ * The Markdown report, written for a CI job summary: verdicts first, then the
+ * (a)/(b)/(c) counts in full, the arms, the two cost streams on separate lines,
+ * infrastructure errors, exclusions, and the scope of the claim.
+ */
+import type { AnalysisResult, ArmMetrics, Comparison, FactorialResult } from '../analyze/types.js';
+import type { ReportContext } from './report-context.js';
+import {
+  NONE,
+  comparisonTitle,
+  envelopeFormulas,
+  escapeMarkdown as md,
+  interval,
+  intervalMethod,
+  num,
+  outcomeName,
+  pct,
+  pp,
+  ppWidth,
+  problemText,
+  pValue,
+  ratio,
+  scopeStatement,
+  seconds,
+  spread,
+  totalExcluded,
+  usd,
+  verdictMeaning,
+  verdictWord,
+} from './report-format.js';
+
+export function renderMarkdown(result: AnalysisResult, ctx: ReportContext): string {
+  const out: string[] = [];
+  const line = (s = ''): void => void out.push(s);
+
+  line(`# pairbench: ${md(ctx.cohort)}`);
+  line();
+  if (ctx.fixture_note) {
+    line(`> **Note:** ${md(ctx.fixture_note)}`);
+    line();
+  }
+  const egress = ctx.sandbox.egress_enforced
+    ? `egress ${md(ctx.sandbox.egress_mode)} (enforced)`
+    : `⚠ egress ${md(ctx.sandbox.egress_mode)} (**NOT enforced**)`;
+  line(
+    `Agent ${md(ctx.agent.adapter)} ${md(ctx.agent.version)} · model ${md(ctx.agent.model)} · sandbox ${md(ctx.sandbox.backend)}` +
+      ` · image ${ctx.sandbox.image_id ? code(ctx.sandbox.image_id) : 'none'} · ${egress} · ${ctx.tasks.length} tasks x ${ctx.reps} reps`,
+  );
+  line();
+  line(`Generated ${md(ctx.generated_at)} · config ${code(ctx.config_digest)} · freeze ${code(ctx.freeze_digest)}`);
+  line();
+
+  line('## Verdicts');
+  line();
+  if (result.comparisons.length === 0) {
+    line('No comparison was analysed.');
+    line();
+  }
+  for (const c of result.comparisons) comparison(c, line);
+
+  if (result.factorial) factorial(result.factorial, line);
+
+  line('## Arms');
+  line();
+  line('| arm | treatment | attempts | accepted | excluded | infra-error rate | completion | tokens median (min–max) | weighted cost median (min–max) | wall median (min–max) | turns median (min–max) | delivered / used |');
+  line('|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
+  for (const a of result.arms) {
+    line(
+      `| ${md(a.arm)} | ${md(ctx.arms[a.arm]?.treatment ?? NONE)} | ${a.n_attempts} | ${a.n_accepted} | ${a.n_excluded} | ${pct(a.infra_error_rate)} | ` +
+        `${pct(a.completion_rate)} (${a.n_passed}/${a.n_accepted}) | ${spread(a.tokens)} | ${spread(a.weighted_cost)} | ${spread(a.wall_ms, seconds)} | ` +
+        `${spread(a.turns)} | ${a.mechanism.delivered} / ${a.mechanism.used} |`,
+    );
+  }
+  line();
+
+  line('## Cost');
+  line();
+  line('Eval cost per arm (every attempt, accepted or excluded):');
+  line();
+  line('| arm | cost (USD) | confidence | attempts without a cost | tokens | weighted cost |');
+  line('|---|---:|---|---:|---:|---:|');
+  for (const e of result.cost_streams.eval) {
+    line(`| ${md(e.arm)} | ${usd(e.cost_usd)} | ${e.cost_confidence ?? NONE} | ${e.n_missing_cost} | ${e.tokens} | ${num(e.weighted_cost, 1)} |`);
+  }
+  line();
+  line(overheadLine(result));
+  line();
+
+  line('## Infrastructure errors');
+  line();
+  for (const a of result.arms) line(`- ${md(a.arm)}: ${pct(a.infra_error_rate)} (${a.n_infra_errors} of ${a.n_attempts} attempts)`);
+  line();
+
+  line('## Exclusions');
+  line();
+  line(`Excluded attempts: ${totalExcluded(result)} (kept in the bundle, used in no estimate).`);
+  for (const a of result.arms) line(`- ${md(a.arm)}: ${a.n_excluded}${exclusionReasons(a)}`);
+  line();
+
+  line('## Method');
+  line();
+  const formulas = envelopeFormulas(result);
+  for (const f of formulas) line(`- Noise envelope: ${code(f)}`);
+  line(`- Cost weights: input ${result.spec.weights.input}, cache write ${result.spec.weights.cache_write}, cache read ${result.spec.weights.cache_read}, output ${result.spec.weights.output}`);
+  line(`- Bootstrap: ${result.spec.bootstrap.resamples} resamples, seed ${result.spec.bootstrap.seed}, families then tasks; validity floor ${pct(result.spec.validity_floor)}; infra-error threshold ${ppWidth(result.spec.infra_error_threshold)}`);
+  // The analyzer's method notes (the envelope formula, already printed above, is not repeated).
+  for (const n of result.notes) if (!formulas.some((f) => n.includes(f))) line(`- ${md(n)}`);
+  line();
+
+  const scope = scopeStatement(result, ctx);
+  line(`**What these numbers are:** ${md(scope.are)}`);
+  line();
+  line(`**What they are not:** ${md(scope.areNot)}`);
+  line();
+  return out.join('\n');
+}
+
+function comparison(c: Comparison, line: (s?: string) => void): void {
+  line(`### ${md(comparisonTitle(c))}: **${verdictWord(c.verdict)}**`);
+  line();
+  line(`${verdictMeaning(c.verdict)}.`);
+  line();
+  if (c.delta === null) line(`- delta: null`);
+  else line(`- effect (mean of per-task paired deltas in pass rate): **${pp(c.delta)}**${c.directional ? ' (directional: smaller than the minimum detectable effect)' : ''}`);
+  line(`- CI: ${c.ci ? `${interval(c.ci)} (${intervalMethod(c.ci)})` : NONE}`);
+  line(`- noise envelope: ${c.envelope ? `${ppWidth(c.envelope.value)} (floor ${ppWidth(c.envelope.floor)}, spread term ${ppWidth(c.envelope.spread_term)})` : NONE}`);
+  if (c.mde) line(`- minimum detectable effect for this n: ${ppWidth(c.mde.value)} (${c.mde.n_tasks} tasks, power ${pct(c.mde.power)})`);
+  if (c.mcnemar) line(`- McNemar exact: b=${c.mcnemar.b} (control fail, treatment pass), c=${c.mcnemar.c} (control pass, treatment fail), p=${pValue(c.mcnemar.p)}, Holm p=${pValue(c.mcnemar.p_holm)}`);
+  if (c.cost_ratio !== null) line(`- cost ratio (treatment / control, weighted): ${ratio(c.cost_ratio)}`);
+  line(`- pairs: ${c.pairs.valid} valid of ${c.pairs.total} (${c.pairs.excluded} with an excluded side, ${c.pairs.unmatched} unmatched) over ${c.n_tasks} tasks in ${c.n_families} families`);
+  for (const p of c.problems) line(`- reason: ${md(problemText(p))}`);
+  line();
+
+  // All three counts are always printed; "—" (not 0) when the comparison has no outcome table.
+  const counts = c.outcomes?.counts;
+  const n = (k: 'a' | 'b' | 'c' | 'no_answer'): string => (counts ? String(counts[k]) : NONE);
+  line(
+    `Per-task outcomes: (a) helped: ${n('a')} · (b) no difference: ${n('b')} · (c) hurt: ${n('c')} · no answer: ${n('no_answer')}` +
+      `${c.outcomes ? '' : ` (not computed: ${c.verdict})`}`,
+  );
+  line();
+  if (c.outcomes && c.outcomes.tasks.length > 0) {
+    line('| task | family | outcome | control pass | treatment pass | delta | cost ratio | label |');
+    line('|---|---|---|---:|---:|---:|---:|---|');
+    for (const t of c.outcomes.tasks) {
+      line(
+        `| ${md(t.task)} | ${md(t.family)} | ${outcomeName(t.class)} | ${pct(t.control_pass_rate)} | ${pct(t.treatment_pass_rate)} | ${pp(t.delta)} | ${ratio(t.cost_ratio)} | ${md(t.label)} |`,
+      );
+    }
+    line();
+  }
+}
+
+function factorial(f: FactorialResult, line: (s?: string) => void): void {
+  line(`## Factorial (${f.factors.map(md).join(' x ')}): ${f.status}`);
+  line();
+  for (const p of f.problems) line(`- reason: ${md(problemText(p))}`);
+  for (const e of [...f.main_effects, ...(f.interaction ? [f.interaction] : [])]) {
+    line(`- ${md(e.name)}: ${pp(e.estimate)} ${interval(e.ci)} over ${e.n_tasks} tasks (${code(e.formula)})`);
+  }
+  line();
+}
+
+export function overheadLine(result: AnalysisResult): string {
+  const o = result.cost_streams.overhead;
+  if (!o) return 'Overhead (separate stream, never added to eval cost): none recorded.';
+  return (
+    `Overhead (separate stream, never added to eval cost): ${usd(o.usd)}` +
+    `${o.tokens !== null ? `, ${o.tokens} tokens` : ''} — ${md(o.source)}`
+  );
+}
+
+function exclusionReasons(a: ArmMetrics): string {
+  const entries = Object.entries(a.exclusions).sort(([x], [y]) => (x < y ? -1 : x > y ? 1 : 0));
+  return entries.length === 0 ? '' : ` (${entries.map(([k, v]) => `${md(k)}: ${v}`).join(', ')})`;
+}
+
+/** Inline code that survives any content: the fence is longer than any backtick run inside. */
+function code(s: string): string {
+  const clean = s.replace(/\r\n|\r|\n/g, ' ');
+  const longest = Math.max(0, ...(clean.match(/`+/g) ?? []).map((r) => r.length));
+  const fence = '`'.repeat(longest + 1);
+  const pad = clean.startsWith('`') || clean.endsWith('`') ? ' ' : '';
+  return `${fence}${pad}${clean}${pad}${fence}`;
+}

@@ -1,0 +1,398 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { analyze, defaultSpec } from '../steps/analyze/index.js';
+import type { AnalysisResult, AttemptRecord } from '../steps/analyze/types.js';
+import { renderCsv, renderHtml, renderMarkdown, CSV_COLUMNS, type ReportContext } from '../steps/export/report.js';
+
+// ---------------------------------------------------------------- fixtures
+
+const NASTY_TASK = '<img src=x onerror="document.title=\'pwned\'">';
+const TASKS = ['t-alpha', 't-beta', 't-gamma', 't-delta', NASTY_TASK];
+const REPS = 3;
+
+function attempt(o: Partial<AttemptRecord> & Pick<AttemptRecord, 'task' | 'arm' | 'rep'>): AttemptRecord {
+  return {
+    node: `run/${o.arm}/${o.task}/${o.rep}`,
+    family: `fam-${TASKS.indexOf(o.task) % 2}`,
+    category: 'stub_function',
+    admission: 'accepted',
+    reason_code: 'ok',
+    explanation: '',
+    pass: true,
+    no_answer: false,
+    exit_reason: 'done',
+    infra_error: false,
+    usage: { input_tokens: 10_000, output_tokens: 1_000, cache_write_tokens: 0, cache_read_tokens: 0 },
+    cost_usd: 0.05,
+    cost_confidence: 'exact',
+    wall_ms: 60_000,
+    turns: 8,
+    tool_calls: 10,
+    agent: { adapter: 'claude-code', version: '2.1.197', model: 'model-a', provider: 'anthropic' },
+    sandbox: {
+      backend: 'local',
+      isolation: 'none',
+      egress_mode: 'open',
+      egress_enforced: false,
+      image_id: null,
+      resources: { cpus: null, memory_mb: null, pids: null },
+    },
+    mechanism: { delivered: null, used: null },
+    started_at: '2026-01-01T00:00:00.000Z',
+    ended_at: '2026-01-01T00:01:00.000Z',
+    ...o,
+  };
+}
+
+/**
+ * Control fails the first four tasks and passes the last; the treatment passes
+ * everything at 1.2x the control's tokens. One control attempt of t-beta is
+ * excluded (kept, never in an estimate), with an explanation that needs CSV quoting.
+ */
+function positiveAttempts(): AttemptRecord[] {
+  const out: AttemptRecord[] = [];
+  TASKS.forEach((task, ti) => {
+    for (let rep = 0; rep < REPS; rep++) {
+      out.push(attempt({ task, arm: 'control', rep, pass: ti === TASKS.length - 1 }));
+      out.push(
+        attempt({
+          task,
+          arm: 'treatment',
+          rep,
+          pass: true,
+          usage: { input_tokens: 12_000, output_tokens: 1_200, cache_write_tokens: 0, cache_read_tokens: 0 },
+          cost_usd: 0.06,
+          mechanism: { delivered: true, used: rep !== 0 },
+        }),
+      );
+    }
+  });
+  const excluded = out.find((a) => a.task === 't-beta' && a.arm === 'control' && a.rep === 1)!;
+  excluded.admission = 'excluded';
+  excluded.pass = null;
+  excluded.reason_code = 'mutation-outside-allowed-paths';
+  excluded.explanation = 'changed "tests/test_x.py", which is not allowed,\nand setup.cfg';
+  return out;
+}
+
+/** Same tasks, but the treatment ran on another model: the comparison must be refused. */
+function refusedAttempts(): AttemptRecord[] {
+  return positiveAttempts().map((a) =>
+    a.arm === 'treatment' ? { ...a, agent: { ...a.agent, model: 'model-b' } } : a,
+  );
+}
+
+const spec = defaultSpec('control', ['treatment'], {
+  overhead: { usd: 0.5, tokens: 40_000, source: 'generating CLAUDE.md with model-gen' },
+});
+
+function context(egressEnforced: boolean): ReportContext {
+  return {
+    cohort: 'context-file v1 <b>bold?</b>',
+    generated_at: '2026-02-03T04:05:06.000Z',
+    config_digest: 'c'.repeat(64),
+    freeze_digest: 'f'.repeat(64),
+    arms: { control: { treatment: 'none' }, treatment: { treatment: 'CLAUDE.md from fixtures/ctx.md' } },
+    agent: { adapter: 'claude-code', version: '2.1.197', model: 'model-a' },
+    sandbox: egressEnforced
+      ? { backend: 'docker', egress_mode: 'none', egress_enforced: true, image_id: 'sha256:' + 'a'.repeat(64), isolation: 'container' }
+      : { backend: 'local', egress_mode: 'open', egress_enforced: false, image_id: null, isolation: 'none' },
+    tasks: TASKS.map((id, i) => ({ id, family: `fam-${i % 2}`, repo: 'example/repo', commit: '0123456789abcdef0123456789abcdef01234567' })),
+    reps: REPS,
+    limits: { turns: 30, wall_seconds: 600, tokens: null, cost_usd: 1 },
+    verifier_kind: 'hidden command verifier (FAIL_TO_PASS + PASS_TO_PASS) in a fresh sandbox',
+    fixture_note: 'results on fixtures prove the machinery, not any product',
+  };
+}
+
+let positive: AnalysisResult;
+let refused: AnalysisResult;
+beforeAll(() => {
+  positive = analyze(positiveAttempts(), spec);
+  refused = analyze(refusedAttempts(), spec);
+  // The fixtures mean what the tests below assume.
+  expect(positive.comparisons[0]!.verdict).toBe('positive');
+  expect(refused.comparisons[0]!.verdict).toBe('refused');
+});
+
+// ---------------------------------------------------------------- Markdown
+
+describe('renderMarkdown', () => {
+  it('a positive verdict: effect, CI, envelope, all three counts, cost-ratio labels, overhead on its own line', () => {
+    const md = renderMarkdown(positive, context(false));
+    const c = positive.comparisons[0]!;
+    expect(md).toContain('### treatment vs control: **POSITIVE**');
+    expect(md).toContain('**+80.0 pp**');
+    expect(md).toMatch(/- CI: \[\+\d+\.\d pp, \+\d+\.\d pp\] \(95% CI, hierarchical-bootstrap-percentile, 10000 resamples, seed 1\)/);
+    expect(md).toContain(`- noise envelope: ±${(c.envelope!.value * 100).toFixed(1)} pp`);
+    expect(md).toContain('(a) helped: 4 · (b) no difference: 1 · (c) hurt: 0 · no answer: 0');
+    // Every per-task row carries its cost-ratio label.
+    for (const t of c.outcomes!.tasks) expect(md).toContain(t.label);
+    expect(md).toContain('(a) at 1.2x the control cost');
+    expect(md).toContain('(b) at 1.2x the control cost');
+    // Eval cost per arm, overhead on a separate line, never summed.
+    expect(md).toMatch(/^\| control \| \$0\.7000 \| exact \|/m);
+    expect(md).toMatch(/^\| treatment \| \$0\.9000 \| exact \|/m);
+    expect(md).toMatch(/^Overhead \(separate stream, never added to eval cost\): \$0\.5000, 40000 tokens — generating CLAUDE\.md with model\-gen$/m);
+    expect(md).not.toContain('$1.2000'); // control + overhead
+    expect(md).not.toContain('$1.4000'); // treatment + overhead
+    expect(md).not.toContain('$2.1000'); // everything
+    // Infra-error rates, exclusions, envelope formula, scope.
+    expect(md).toContain('- control: 0.0% (0 of 15 attempts)');
+    expect(md).toContain('Excluded attempts: 1 (kept in the bundle, used in no estimate).');
+    expect(md).toContain('mutation-outside-allowed-paths: 1');
+    expect(md).toContain('envelope = max(1/n_tasks');
+    expect(md).toContain('**What these numbers are:**');
+    expect(md).toContain('**What they are not:**');
+    expect(md).toContain('results on fixtures prove the machinery, not any product');
+    expect(md).toContain('NOT enforced');
+    // Data is escaped: no raw HTML from a task name or the cohort name reaches the summary.
+    expect(md).not.toContain('<img');
+    expect(md).not.toContain('<b>');
+    expect(md).toContain('&lt;img src=x onerror="document.title=\'pwned\'"&gt;');
+  });
+
+  it('a refused verdict: the reason, delta: null, and the three counts still printed', () => {
+    const md = renderMarkdown(refused, context(false));
+    expect(md).toContain('### treatment vs control: **REFUSED**');
+    expect(md).toContain('- delta: null');
+    expect(md).toContain('- CI: —');
+    expect(md).toMatch(/- reason: config\-mismatch: .*model/);
+    expect(md).toContain('(a) helped: — · (b) no difference: — · (c) hurt: — · no answer: — (not computed: refused)');
+    expect(md).toContain('Overhead (separate stream, never added to eval cost): $0.5000');
+    expect(md).toContain('envelope = max(1/n_tasks'); // the formula is stated even with no envelope
+  });
+
+  it('is a pure function of its inputs', () => {
+    expect(renderMarkdown(positive, context(false))).toBe(renderMarkdown(analyze(positiveAttempts().reverse(), spec), context(false)));
+  });
+});
+
+// ---------------------------------------------------------------- CSV
+
+/** A strict RFC 4180 parser: the test's own, so it does not share a bug with the writer. */
+function parseCsv(text: string): string[][] {
+  const rows: string[][] = [];
+  let row: string[] = [];
+  let field = '';
+  let i = 0;
+  let quoted = false;
+  while (i < text.length) {
+    const ch = text[i]!;
+    if (quoted) {
+      if (ch === '"' && text[i + 1] === '"') {
+        field += '"';
+        i += 2;
+      } else if (ch === '"') {
+        quoted = false;
+        i++;
+      } else {
+        field += ch;
+        i++;
+      }
+    } else if (ch === '"') {
+      if (field !== '') throw new Error(`quote inside an unquoted field at ${i}`);
+      quoted = true;
+      i++;
+    } else if (ch === ',') {
+      row.push(field);
+      field = '';
+      i++;
+    } else if (ch === '\r' && text[i + 1] === '\n') {
+      row.push(field);
+      rows.push(row);
+      row = [];
+      field = '';
+      i += 2;
+    } else if (ch === '\n' || ch === '\r') {
+      throw new Error(`bare line break outside quotes at ${i}`);
+    } else {
+      field += ch;
+      i++;
+    }
+  }
+  if (quoted) throw new Error('unterminated quote');
+  if (field !== '' || row.length > 0) throw new Error('last record not terminated by CRLF');
+  return rows;
+}
+
+describe('renderCsv', () => {
+  it('one row per attempt (excluded ones too), a header, RFC 4180 quoting', () => {
+    const attempts = positiveAttempts();
+    const csv = renderCsv(attempts);
+    const rows = parseCsv(csv);
+    expect(rows[0]).toEqual([...CSV_COLUMNS]);
+    expect(rows).toHaveLength(attempts.length + 1);
+    for (const r of rows) expect(r).toHaveLength(CSV_COLUMNS.length);
+
+    const col = (name: string): number => CSV_COLUMNS.indexOf(name);
+    const excluded = rows.filter((r) => r[col('admission')] === 'excluded');
+    expect(excluded).toHaveLength(1);
+    expect(excluded[0]![col('explanation')]).toBe('changed "tests/test_x.py", which is not allowed,\nand setup.cfg');
+    expect(excluded[0]![col('pass')]).toBe('');
+    expect(csv).toContain('"changed ""tests/test_x.py"", which is not allowed,\nand setup.cfg"');
+    // A task name with quotes survives the round trip.
+    expect(rows.filter((r) => r[col('task')] === NASTY_TASK)).toHaveLength(2 * REPS);
+    // Sorted, so the bytes do not depend on input order.
+    expect(renderCsv([...attempts].reverse())).toBe(csv);
+  });
+});
+
+// ---------------------------------------------------------------- HTML
+
+describe('renderHtml (static)', () => {
+  it('is self-contained: no script, no external reference, escaped data', () => {
+    const html = renderHtml(positive, context(false));
+    expect(html.startsWith('<!doctype html>')).toBe(true);
+    expect(html).not.toMatch(/<script/i);
+    expect(html).not.toMatch(/<link/i);
+    expect(html).not.toMatch(/<[^>]*\s(src|href)=/i);
+    expect(html).not.toMatch(/url\(/i);
+    expect(html).not.toMatch(/@import/i);
+    expect(html).toContain(`Content-Security-Policy`);
+    expect(html).not.toContain('<img');
+    expect(html).not.toContain('<b>bold?</b>');
+    expect(html).toContain('&#60;b&#62;bold?&#60;/b&#62;');
+    expect(renderHtml(positive, context(false))).toBe(html);
+  });
+});
+
+const CHROMIUM = '/usr/bin/chromium';
+const haveChromium = existsSync(CHROMIUM);
+const requireBrowser = process.env['PAIRBENCH_REQUIRE_BROWSER'] === '1';
+const skipBrowser = !haveChromium && !requireBrowser;
+if (skipBrowser) {
+  // eslint-disable-next-line no-console
+  console.warn(`report.test.ts: SKIPPING the headless Chromium checks: ${CHROMIUM} is missing (set PAIRBENCH_REQUIRE_BROWSER=1 to make this a failure).`);
+}
+
+describe.skipIf(skipBrowser)('renderHtml in headless Chromium', () => {
+  let browser: Browser;
+  let dir: string;
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'pairbench-report-'));
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    });
+  });
+  afterAll(async () => {
+    await browser?.close();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** The computed background colour of the first element matching `selector` (the test's tsconfig has no DOM lib). */
+  function backgroundOf(page: Page, selector: string): Promise<string> {
+    return page.evaluate(`getComputedStyle(document.querySelector(${JSON.stringify(selector)})).backgroundColor`);
+  }
+
+  /** Opens the page from a file:// URL and records every error and every request. */
+  async function open(name: string, html: string): Promise<{ page: Page; errors: string[]; requests: string[]; url: string }> {
+    const file = join(dir, name);
+    writeFileSync(file, html);
+    const url = pathToFileURL(file).href;
+    const page = await browser.newPage();
+    const errors: string[] = [];
+    const requests: string[] = [];
+    page.on('console', (m) => {
+      if (m.type() === 'error') errors.push(`console: ${m.text()}`);
+    });
+    page.on('pageerror', (e) => errors.push(`pageerror: ${e.message}`));
+    page.on('request', (r) => requests.push(r.url()));
+    await page.goto(url, { waitUntil: 'load' });
+    return { page, errors, requests, url };
+  }
+
+  it('positive verdict, amber status bar when egress is not enforced, one forest mark per task', async () => {
+    const { page, errors, requests, url } = await open('positive.html', renderHtml(positive, context(false)));
+    try {
+      expect(errors).toEqual([]);
+      expect(requests).toEqual([url]); // nothing but the page itself: no network
+      expect(await page.title()).toBe('pairbench: context-file v1 <b>bold?</b>'); // escaped, and not "pwned"
+      expect(await page.evaluate(`document.querySelectorAll('script, link, img, iframe, object, embed, [src], [href]').length`)).toBe(0);
+
+      const verdict = page.locator('#comparison-0 .verdict-word');
+      expect(await verdict.isVisible()).toBe(true);
+      expect(await verdict.textContent()).toBe('POSITIVE');
+      expect(await page.locator('#comparison-0 .delta').textContent()).toBe('+80.0 pp');
+      expect(await page.locator('#comparison-0').innerText()).toMatch(/CI\s+\[\+\d+\.\d pp, \+\d+\.\d pp\]/);
+
+      const bar = page.locator('header.status-bar');
+      expect(await bar.isVisible()).toBe(true);
+      expect(await bar.getAttribute('class')).toContain('egress-open');
+      expect(await backgroundOf(page, 'header.status-bar')).toBe('rgb(255, 191, 0)');
+      const barText = await bar.innerText();
+      for (const s of ['claude-code 2.1.197', 'model-a', 'local', 'NOT enforced', '5 tasks x 3 reps']) expect(barText).toContain(s);
+
+      const marks = page.locator('svg.forest-plot .forest-task');
+      expect(await marks.count()).toBe(TASKS.length);
+      const plotBox = (await page.locator('svg.forest-plot').boundingBox())!;
+      expect(plotBox.width).toBeGreaterThan(100);
+      for (let i = 0; i < TASKS.length; i++) {
+        const box = (await marks.nth(i).boundingBox())!;
+        expect(box.width).toBeGreaterThan(0);
+        expect(box.x).toBeGreaterThanOrEqual(plotBox.x);
+        expect(box.x + box.width).toBeLessThanOrEqual(plotBox.x + plotBox.width);
+      }
+      expect((await marks.evaluateAll((els) => els.map((e) => e.getAttribute('data-task')))).sort()).toEqual([...TASKS].sort());
+      // Helped tasks sit right of the zero line, the unchanged one on it.
+      const cx = await marks.evaluateAll((els) => els.map((e) => Number(e.getAttribute('cx'))));
+      const zero = Number(await page.locator('svg.forest-plot line.zero').getAttribute('x1'));
+      expect(cx.filter((x) => x > zero)).toHaveLength(4);
+      expect(cx.filter((x) => x === zero)).toHaveLength(1);
+
+      expect(await page.locator('svg.arm-bars').count()).toBe(3);
+      expect(await page.locator('svg.arm-bars rect.bar').count()).toBe(6); // 3 charts x 2 arms
+      expect(await page.locator('svg.arm-bars line.whisker').count()).toBeGreaterThan(0);
+
+      expect(await page.locator('#comparison-0 [data-count="a"]').textContent()).toBe('4');
+      expect(await page.locator('#comparison-0 [data-count="b"]').textContent()).toBe('1');
+      expect(await page.locator('#comparison-0 [data-count="c"]').textContent()).toBe('0');
+      expect(await page.locator('#comparison-0 table.abc').innerText()).toContain('(a) at 1.2x the control cost');
+      expect(await page.locator('#comparison-0 table.abc').innerText()).toContain(NASTY_TASK);
+
+      const overhead = page.locator('#cost .overhead');
+      expect(await overhead.isVisible()).toBe(true);
+      expect(await overhead.innerText()).toContain('$0.5000');
+      expect(await page.locator('#cost table.eval-cost').innerText()).not.toContain('0.5000');
+
+      const methods = await page.locator('#methods').innerText();
+      for (const s of ['CLAUDE.md from fixtures/ctx.md', '3 per task per arm', 'turns 30', 'hidden command verifier', 'seed 1', 'f'.repeat(64), '0123456789abcdef0123456789abcdef01234567']) {
+        expect(methods).toContain(s);
+      }
+      expect(await page.locator('.fixture-note').isVisible()).toBe(true);
+      expect(await page.locator('.excluded-count').textContent()).toBe('1');
+    } finally {
+      await page.close();
+    }
+  });
+
+  it('a refused verdict shows its reason and "delta: null", no forest marks; an enforced egress is not amber', async () => {
+    const ctx = context(true);
+    const { page, errors, requests, url } = await open('refused.html', renderHtml(refused, ctx));
+    try {
+      expect(errors).toEqual([]);
+      expect(requests).toEqual([url]);
+      const verdict = page.locator('#comparison-0 .verdict-word');
+      expect(await verdict.isVisible()).toBe(true);
+      expect(await verdict.textContent()).toBe('REFUSED');
+      expect(await page.locator('#comparison-0 .delta').textContent()).toBe('delta: null');
+      const reasons = page.locator('#comparison-0 .reasons');
+      expect(await reasons.isVisible()).toBe(true);
+      expect(await reasons.innerText()).toMatch(/config-mismatch: .*model/);
+      expect(await page.locator('svg.forest-plot .forest-task').count()).toBe(0);
+      expect(await page.locator('#comparison-0 [data-count="a"]').textContent()).toBe('—');
+
+      const bar = page.locator('header.status-bar');
+      expect(await bar.getAttribute('class')).toContain('egress-enforced');
+      expect(await backgroundOf(page, 'header.status-bar')).not.toBe('rgb(255, 191, 0)');
+      expect(await bar.innerText()).toContain('sha256:' + 'a'.repeat(64));
+    } finally {
+      await page.close();
+    }
+  });
+});
