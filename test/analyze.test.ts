@@ -352,3 +352,30 @@ describe('analyze: cost streams and spec', () => {
     expect(JSON.parse(JSON.stringify(r))).toEqual(r);
   });
 });
+
+describe('analyze: factorial refusal', () => {
+  it('refuses when two cells differ in infra-error rate beyond the threshold, even if both are close to a third', () => {
+    const arms = ['raw', 'graph', 'rules', 'full'];
+    // 20 attempts per arm; infra errors (excluded): graph 0, full 1 (5%), rules 1 (5%), raw 2 (10%)
+    const infra: Record<string, number> = { graph: 0, full: 1, rules: 1, raw: 2 };
+    const attempts = grid(10, 2, () => true, arms).map((a) =>
+      a.rep === 0 && Number(a.task.slice(1)) < infra[a.arm]!
+        ? { ...a, admission: 'excluded' as const, reason_code: 'infra', infra_error: true, pass: null }
+        : a,
+    );
+    const r = analyze(
+      attempts,
+      defaultSpec('raw', ['full'], {
+        bootstrap: { resamples: 100, seed: 1 },
+        factorial: {
+          factors: ['graph', 'rules'],
+          levels: { raw: { graph: 0, rules: 0 }, graph: { graph: 1, rules: 0 }, rules: { graph: 0, rules: 1 }, full: { graph: 1, rules: 1 } },
+        },
+      }),
+    );
+    // full (the first cell by name) is within 5 points of every cell; graph and raw are 10 apart
+    expect(r.factorial!.status).toBe('refused');
+    expect(r.factorial!.problems).toEqual([expect.objectContaining({ reason: 'infra-error-rate', control_rate: 0, treatment_rate: 0.1 })]);
+    expect(r.factorial!.main_effects).toEqual([]);
+  });
+});

@@ -79,11 +79,22 @@ function positiveAttempts(): AttemptRecord[] {
   return out;
 }
 
-/** Same tasks, but the treatment ran on another model: the comparison must be refused. */
+const DOCKER_ENFORCED: AttemptRecord['sandbox'] = {
+  backend: 'docker',
+  isolation: 'container',
+  egress_mode: 'none',
+  egress_enforced: true,
+  image_id: 'sha256:' + 'a'.repeat(64),
+  resources: { cpus: 2, memory_mb: 4096, pids: 512 },
+};
+
+/** Same tasks in an enforced docker sandbox, but the treatment ran on another model: the comparison must be refused. */
 function refusedAttempts(): AttemptRecord[] {
-  return positiveAttempts().map((a) =>
-    a.arm === 'treatment' ? { ...a, agent: { ...a.agent, model: 'model-b' } } : a,
-  );
+  return positiveAttempts().map((a) => ({
+    ...a,
+    sandbox: DOCKER_ENFORCED,
+    agent: a.arm === 'treatment' ? { ...a.agent, model: 'model-b' } : a.agent,
+  }));
 }
 
 const spec = defaultSpec('control', ['treatment'], {
@@ -135,12 +146,12 @@ describe('renderMarkdown', () => {
     expect(md).toContain('(a) at 1.2x the control cost');
     expect(md).toContain('(b) at 1.2x the control cost');
     // Eval cost per arm, overhead on a separate line, never summed.
-    expect(md).toMatch(/^\| control \| \$0\.7000 \| exact \|/m);
+    expect(md).toMatch(/^\| control \| \$0\.7500 \| exact \|/m); // every attempt, the excluded one too
     expect(md).toMatch(/^\| treatment \| \$0\.9000 \| exact \|/m);
     expect(md).toMatch(/^Overhead \(separate stream, never added to eval cost\): \$0\.5000, 40000 tokens — generating CLAUDE\.md with model\-gen$/m);
-    expect(md).not.toContain('$1.2000'); // control + overhead
+    expect(md).not.toContain('$1.2500'); // control + overhead
     expect(md).not.toContain('$1.4000'); // treatment + overhead
-    expect(md).not.toContain('$2.1000'); // everything
+    expect(md).not.toContain('$2.1500'); // everything
     // Infra-error rates, exclusions, envelope formula, scope.
     expect(md).toContain('- control: 0.0% (0 of 15 attempts)');
     expect(md).toContain('Excluded attempts: 1 (kept in the bundle, used in no estimate).');
@@ -250,7 +261,9 @@ describe('renderHtml (static)', () => {
     expect(html.startsWith('<!doctype html>')).toBe(true);
     expect(html).not.toMatch(/<script/i);
     expect(html).not.toMatch(/<link/i);
-    expect(html).not.toMatch(/<[^>]*\s(src|href)=/i);
+    // Attribute values are escaped data; what matters is that no tag has a src/href attribute.
+    const withRef = html.replace(/"[^"]*"/g, '""').match(/<[^>]*\s(src|href)=[^>]*>/i);
+    expect(withRef?.[0]).toBeUndefined();
     expect(html).not.toMatch(/url\(/i);
     expect(html).not.toMatch(/@import/i);
     expect(html).toContain(`Content-Security-Policy`);
@@ -391,6 +404,23 @@ describe.skipIf(skipBrowser)('renderHtml in headless Chromium', () => {
       expect(await bar.getAttribute('class')).toContain('egress-enforced');
       expect(await backgroundOf(page, 'header.status-bar')).not.toBe('rgb(255, 191, 0)');
       expect(await bar.innerText()).toContain('sha256:' + 'a'.repeat(64));
+      // The bar names what the attempts recorded when it differs from the config's claim.
+      expect(await bar.innerText()).toContain('model-a (recorded: model-a, model-b)');
+      expect(await page.locator('.arms-descriptive').isVisible()).toBe(true);
+    } finally {
+      await page.close();
+    }
+  });
+
+  it('the status bar is amber when the config claims enforced egress but the attempts recorded none', async () => {
+    // positive's attempts ran in the local sandbox with egress open; the context claims docker + enforced.
+    const { page, errors } = await open('claimed.html', renderHtml(positive, context(true)));
+    try {
+      expect(errors).toEqual([]);
+      const bar = page.locator('header.status-bar');
+      expect(await bar.getAttribute('class')).toContain('egress-open');
+      expect(await backgroundOf(page, 'header.status-bar')).toBe('rgb(255, 191, 0)');
+      expect(await bar.innerText()).toContain('NOT enforced (not in every attempt: recorded false)');
     } finally {
       await page.close();
     }

@@ -98,21 +98,29 @@ export function clusteredMedian(values: readonly number[], taskOf: readonly numb
   const sortedValues = Float64Array.from(order, (i) => values[i]!);
   const sortedTasks = Int32Array.from(order, (i) => taskOf[i]!);
   const n = sortedValues.length;
+  // pairs per task, so a resample's total weight is a sum over tasks, not pairs
+  const perTask = new Map<number, number>();
+  for (const t of taskOf) perTask.set(t, (perTask.get(t) ?? 0) + 1);
+  const taskIds = Int32Array.from(perTask.keys());
+  const taskPairs = Int32Array.from(perTask.values());
   return (counts) => {
     let total = 0;
-    for (let i = 0; i < n; i++) total += counts[sortedTasks[i]!]!;
+    for (let j = 0; j < taskIds.length; j++) total += counts[taskIds[j]!]! * taskPairs[j]!;
     if (total === 0) return Number.NaN;
+    // zero-based positions of the two middle values in the resampled multiset
     const k1 = Math.floor((total - 1) / 2);
     const k2 = Math.floor(total / 2);
     let cum = 0;
-    let lowValue = Number.NaN;
-    for (let i = 0; i < n; i++) {
-      const w = counts[sortedTasks[i]!]!;
-      if (w === 0) continue;
-      const next = cum + w;
-      if (Number.isNaN(lowValue) && k1 < next) lowValue = sortedValues[i]!;
-      if (k2 < next) return (lowValue + sortedValues[i]!) / 2;
-      cum = next;
+    let i = 0;
+    for (; i < n; i++) {
+      cum += counts[sortedTasks[i]!]!;
+      if (cum > k1) break;
+    }
+    const low = sortedValues[i]!;
+    if (cum > k2) return low;
+    for (i++; i < n; i++) {
+      cum += counts[sortedTasks[i]!]!;
+      if (cum > k2) return (low + sortedValues[i]!) / 2;
     }
     return Number.NaN;
   };

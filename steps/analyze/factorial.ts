@@ -29,8 +29,12 @@ export function analyzeFactorial(f: FactorialSpec, arms: ReadonlyMap<string, Arm
   if (design.length > 0) return { ...base, problems: design };
 
   const inputs = cells.map((c) => arms.get(c.arm)!);
-  const [first, ...rest] = inputs.map((i) => i.metrics);
-  const refused = refusalProblems(first!, rest, spec.infra_error_threshold);
+  // every pair of cells, so two cells far apart in infra-error rate refuse even when both are near a third
+  const metrics = inputs.map((i) => i.metrics);
+  const seen = new Set<string>();
+  const refused = metrics
+    .flatMap((m, i) => refusalProblems(m, metrics.slice(i + 1), spec.infra_error_threshold))
+    .filter((p) => !seen.has(p.message) && seen.add(p.message) !== undefined);
   const invalid = validityProblems(
     inputs.map((i) => i.metrics),
     spec.validity_floor,

@@ -3,7 +3,7 @@
  * formatted without the locale (toFixed, never toLocaleString) so a report's bytes
  * do not depend on the machine that rendered it.
  */
-import type { AnalysisResult, Comparison, ComparisonProblem, Interval, OutcomeClass, Spread, Verdict } from '../analyze/types.js';
+import type { AnalysisResult, ArmMetrics, Comparison, ComparisonProblem, ConfigField, Interval, OutcomeClass, Spread, Verdict } from '../analyze/types.js';
 import { ENVELOPE_FORMULA } from '../analyze/envelope.js';
 import { unreachable } from '../../pipeline/result.js';
 import type { ReportContext } from './report-context.js';
@@ -168,7 +168,7 @@ export function scopeStatement(result: AnalysisResult, ctx: ReportContext): { ar
     are:
       `These numbers are paired differences in hidden-verifier pass rate and in cost between arms, on ${nTasks} frozen ` +
       `task${nTasks === 1 ? '' : 's'} x ${ctx.reps} rep${ctx.reps === 1 ? '' : 's'}, with agent ${ctx.agent.adapter} ${ctx.agent.version}, ` +
-      `model ${ctx.agent.model}, sandbox ${ctx.sandbox.backend} (egress ${ctx.sandbox.egress_enforced ? 'enforced' : 'NOT enforced'}); ` +
+      `model ${ctx.agent.model}, sandbox ${ctx.sandbox.backend} (egress ${egressEnforced(result, ctx) ? 'enforced' : 'NOT enforced'}); ` +
       `excluded attempts (${totalExcluded(result)}) are kept in the bundle and used in no estimate.`,
     areNot:
       'They are not a general productivity claim, not a win rate, and not evidence about other tasks, models, agents or ' +
@@ -198,4 +198,35 @@ export function escapeMarkdown(s: string): string {
     .replace(/&/g, '&amp;')
     .replace(/</g, '&lt;')
     .replace(/>/g, '&gt;');
+}
+
+/** Mechanism evidence of an arm: "delivered / used", with how many attempts had no evidence either way. */
+export function mechanismText(a: ArmMetrics): string {
+  const m = a.mechanism;
+  const unknown = m.unknown_delivered > 0 || m.unknown_used > 0 ? ` (unknown ${m.unknown_delivered} / ${m.unknown_used})` : '';
+  return `${m.delivered} / ${m.used}${unknown}`;
+}
+
+/**
+ * Egress counts as enforced only when the context says so AND every arm's
+ * recorded attempts say so: the status bar must never claim more than the data.
+ */
+export function egressEnforced(result: AnalysisResult, ctx: ReportContext): boolean {
+  return ctx.sandbox.egress_enforced && result.arms.every((a) => a.config.egress_enforced.every((v) => v === 'true'));
+}
+
+/**
+ * The values the attempts recorded for `field` (over every arm), when they are not
+ * exactly the one the context claims; [] when the data agrees with the context.
+ */
+export function recordedOtherwise(result: AnalysisResult, field: ConfigField, claimed: string): string[] {
+  const seen = new Set<string>();
+  for (const a of result.arms) for (const v of a.config[field]) seen.add(v);
+  const values = [...seen].sort();
+  return values.length === 0 || (values.length === 1 && values[0] === claimed) ? [] : values;
+}
+
+/** True when some comparison has no delta (refused or invalid). */
+export function anyWithoutDelta(result: AnalysisResult): boolean {
+  return result.comparisons.some((c) => c.delta === null);
 }

@@ -4,11 +4,15 @@
  * meta tag forbids every fetch, so opening the file cannot touch the network.
  * Every string that comes from the data passes through escapeHtml.
  */
-import type { AnalysisResult, ArmMetrics, Comparison, FactorialResult, TaskOutcome } from '../analyze/types.js';
+import type { AnalysisResult, ArmMetrics, Comparison, ConfigField, FactorialResult, TaskOutcome } from '../analyze/types.js';
 import type { ReportContext } from './report-context.js';
 import {
   NONE,
+  anyWithoutDelta,
   comparisonTitle,
+  egressEnforced,
+  recordedOtherwise,
+  mechanismText,
   envelopeFormulas,
   escapeHtml as esc,
   interval,
@@ -44,6 +48,7 @@ code, .mono { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, "Liber
 .status-bar .item { white-space: nowrap; }
 .status-bar .k { text-transform: uppercase; font-size: 11px; letter-spacing: .04em; opacity: .8; margin-right: 4px; }
 .status-bar .egress-chip { font-weight: 700; }
+.status-bar .recorded { font-weight: 700; }
 main { max-width: 1040px; margin: 0 auto; padding: 8px 20px 40px; }
 h1 { font-size: 22px; margin: 16px 0 4px; }
 h2 { font-size: 18px; margin: 28px 0 8px; border-bottom: 1px solid var(--line); padding-bottom: 4px; }
@@ -64,7 +69,6 @@ table { border-collapse: collapse; margin: 8px 0; width: 100%; }
 th, td { border-bottom: 1px solid var(--line); padding: 4px 8px; text-align: left; vertical-align: top; }
 th { background: var(--panel); font-weight: 600; }
 td.n, th.n { text-align: right; font-variant-numeric: tabular-nums; }
-.counts td { font-weight: 700; }
 .outcome-a { color: var(--a); } .outcome-b { color: var(--b); } .outcome-c { color: var(--c); } .outcome-no-answer { color: var(--na); }
 svg { display: block; max-width: 100%; height: auto; font-family: inherit; }
 svg text { fill: var(--ink); font-size: 11px; }
@@ -77,7 +81,10 @@ svg .forest-task.outcome-c { fill: var(--c); } svg .forest-task.outcome-no-answe
 svg .forest-effect { fill: #1b1f24; } svg .ci { stroke: #1b1f24; stroke-width: 2; }
 svg .bar { fill: #5b7ea4; } svg .whisker { stroke: #1b1f24; stroke-width: 1.5; }
 svg .muted { fill: var(--muted); }
-.charts { display: grid; grid-template-columns: repeat(auto-fit, minmax(300px, 1fr)); gap: 8px 24px; }
+.charts { display: flex; flex-direction: column; gap: 4px; }
+.bar-chart { margin: 6px 0; max-width: 620px; }
+.abc-counts { display: flex; flex-wrap: wrap; gap: 6px 22px; font-weight: 700; margin: 10px 0 4px; }
+.table-wrap { overflow-x: auto; }
 .overhead { border-top: 1px dashed var(--line); padding-top: 6px; }
 .methods-panel { background: var(--panel); border: 1px solid var(--line); border-radius: 6px; padding: 4px 16px 12px; margin-top: 28px; }
 .methods-panel h2 { border-bottom: none; }
@@ -88,7 +95,7 @@ svg .muted { fill: var(--muted); }
 export function renderHtml(result: AnalysisResult, ctx: ReportContext): string {
   const scope = scopeStatement(result, ctx);
   const body = [
-    statusBar(ctx),
+    statusBar(result, ctx),
     '<main>',
     `<h1>pairbench: ${esc(ctx.cohort)}</h1>`,
     `<p class="sub">Generated ${esc(ctx.generated_at)} · freeze <code>${esc(ctx.freeze_digest)}</code> · report schema_version ${result.schema_version}</p>`,
@@ -126,19 +133,26 @@ export function renderHtml(result: AnalysisResult, ctx: ReportContext): string {
   ].join('\n');
 }
 
-function statusBar(ctx: ReportContext): string {
-  const enforced = ctx.sandbox.egress_enforced;
+function statusBar(result: AnalysisResult, ctx: ReportContext): string {
+  const enforced = egressEnforced(result, ctx);
   const item = (k: string, v: string, cls = ''): string =>
     `<span class="item${cls ? ` ${cls}` : ''}"><span class="k">${esc(k)}</span><span class="v">${v}</span></span>`;
+  // What the attempts recorded, when it is not what the cohort config claims.
+  const recorded = (field: ConfigField, claimed: string): string => {
+    const values = recordedOtherwise(result, field, claimed);
+    return values.length === 0 ? '' : ` <span class="recorded">(recorded: ${values.map(esc).join(', ')})</span>`;
+  };
+  const egressRecorded = result.arms.flatMap((a) => a.config.egress_enforced);
+  const egressNote = ctx.sandbox.egress_enforced && !enforced ? ` (not in every attempt: recorded ${[...new Set(egressRecorded)].sort().map(esc).join(', ')})` : '';
   return [
     `<header class="status-bar ${enforced ? 'egress-enforced' : 'egress-open'}" role="status" aria-label="Instrument status" data-egress-enforced="${enforced}">`,
-    item('agent', `${esc(ctx.agent.adapter)} ${esc(ctx.agent.version)}`),
-    item('model', esc(ctx.agent.model)),
-    item('image', ctx.sandbox.image_id ? `<code>${esc(ctx.sandbox.image_id)}</code>` : 'none'),
-    item('sandbox', esc(ctx.sandbox.backend) + (ctx.sandbox.isolation ? ` (isolation ${esc(ctx.sandbox.isolation)})` : '')),
+    item('agent', `${esc(ctx.agent.adapter)} ${esc(ctx.agent.version)}${recorded('adapter', ctx.agent.adapter)}${recorded('adapter_version', ctx.agent.version)}`),
+    item('model', `${esc(ctx.agent.model)}${recorded('model', ctx.agent.model)}`),
+    item('image', `${ctx.sandbox.image_id ? `<code>${esc(ctx.sandbox.image_id)}</code>` : 'none'}${recorded('image_id', ctx.sandbox.image_id ?? 'none')}`),
+    item('sandbox', `${esc(ctx.sandbox.backend)}${ctx.sandbox.isolation ? ` (isolation ${esc(ctx.sandbox.isolation)})` : ''}${recorded('sandbox_backend', ctx.sandbox.backend)}`),
     item(
       'egress',
-      `<span class="egress-chip">${esc(ctx.sandbox.egress_mode)} · ${enforced ? 'enforced' : '⚠ NOT enforced'}</span>`,
+      `<span class="egress-chip">${esc(ctx.sandbox.egress_mode)} · ${enforced ? 'enforced' : `⚠ NOT enforced${esc(egressNote)}`}</span>${recorded('egress_mode', ctx.sandbox.egress_mode)}`,
       'egress',
     ),
     item('design', `${ctx.tasks.length} tasks x ${ctx.reps} reps`),
@@ -153,7 +167,7 @@ function comparison(c: Comparison, index: number): string {
   facts.push([
     'noise envelope',
     c.envelope
-      ? `${esc(ppWidth(c.envelope.value))} <span class="sub">(floor ${esc(ppWidth(c.envelope.floor))}, spread term ${esc(ppWidth(c.envelope.spread_term))}; <code>${esc(c.envelope.formula)}</code>)</span>`
+      ? `${esc(ppWidth(c.envelope.value))} <span class="sub">(floor ${esc(ppWidth(c.envelope.floor))}, spread term ${esc(ppWidth(c.envelope.spread_term))}; formula in Methods)</span>`
       : NONE,
   ]);
   if (c.mde) facts.push(['minimum detectable effect', `${esc(ppWidth(c.mde.value))} for ${c.mde.n_tasks} tasks at power ${esc(pct(c.mde.power))}`]);
@@ -238,15 +252,18 @@ function outcomeTable(c: Comparison): string {
   const n = (k: 'a' | 'b' | 'c' | 'no_answer'): string => (counts ? String(counts[k]) : NONE);
   const rows = (c.outcomes?.tasks ?? []).map(
     (t) =>
-      `<tr class="outcome-row outcome-${t.class}"><td>${esc(t.task)}</td><td>${esc(t.family)}</td><td class="outcome-${t.class}">${esc(outcomeName(t.class))}</td>` +
+      `<tr class="outcome-row" data-outcome="${t.class}"><td>${esc(t.task)}</td><td>${esc(t.family)}</td><td class="outcome-${t.class}">${esc(outcomeName(t.class))}</td>` +
       `<td class="n">${esc(pct(t.control_pass_rate))}</td><td class="n">${esc(pct(t.treatment_pass_rate))}</td><td class="n">${esc(pp(t.delta))}</td>` +
       `<td class="n">${t.n_pairs}</td><td class="n">${esc(ratio(t.cost_ratio))}</td><td>${esc(t.label)}</td></tr>`,
   );
   return [
+    `<div class="abc-counts"><span class="outcome-a">(a) helped: <span data-count="a">${n('a')}</span></span>` +
+      `<span class="outcome-b">(b) no difference: <span data-count="b">${n('b')}</span></span>` +
+      `<span class="outcome-c">(c) hurt: <span data-count="c">${n('c')}</span></span>` +
+      `<span class="outcome-no-answer">no answer: <span data-count="no-answer">${n('no_answer')}</span></span>` +
+      `${counts ? '' : `<span class="sub">(not computed: ${esc(c.verdict)})</span>`}</div>`,
     '<table class="abc">',
     '<caption class="sub">Per-task outcomes: (a) helped, (b) no difference, (c) hurt; an over-budget attempt is "no answer", never (c)</caption>',
-    `<tr class="counts"><td class="outcome-a">(a) helped: <span data-count="a">${n('a')}</span></td><td class="outcome-b">(b) no difference: <span data-count="b">${n('b')}</span></td>` +
-      `<td class="outcome-c">(c) hurt: <span data-count="c">${n('c')}</span></td><td class="outcome-no-answer" colspan="6">no answer: <span data-count="no-answer">${n('no_answer')}</span>${counts ? '' : ` (not computed: ${esc(c.verdict)})`}</td></tr>`,
     rows.length > 0
       ? '<tr><th>task</th><th>family</th><th>outcome</th><th class="n">control pass</th><th class="n">treatment pass</th><th class="n">delta</th><th class="n">pairs</th><th class="n">cost ratio</th><th>label</th></tr>'
       : '',
@@ -305,24 +322,27 @@ function arms(result: AnalysisResult, ctx: ReportContext): string {
     (a) =>
       `<tr><td>${esc(a.arm)}</td><td>${esc(ctx.arms[a.arm]?.treatment ?? NONE)}</td><td class="n">${a.n_attempts}</td><td class="n">${a.n_accepted}</td>` +
       `<td class="n">${a.n_excluded}</td><td class="n">${esc(pct(a.completion_rate))}</td><td class="n">${esc(spread(a.tokens))}</td>` +
-      `<td class="n">${esc(spread(a.weighted_cost))}</td><td class="n">${esc(spread(a.wall_ms, seconds))}</td><td class="n">${esc(spread(a.turns))}</td>` +
+      `<td class="n">${esc(spread(a.weighted_cost, (x) => num(x, 0)))}</td><td class="n">${esc(spread(a.wall_ms, seconds))}</td><td class="n">${esc(spread(a.turns))}</td>` +
       `<td class="n">${esc(num(a.quality_per_dollar, 2))}</td><td class="n">${esc(num(a.completions_per_million_tokens, 2))}</td>` +
-      `<td class="n">${a.mechanism.delivered} / ${a.mechanism.used}</td></tr>`,
+      `<td class="n">${esc(mechanismText(a))}</td></tr>`,
   );
   return [
     '<section id="arms">',
     '<h2>Arms</h2>',
+    anyWithoutDelta(result)
+      ? '<p class="sub arms-descriptive">Per-arm figures are descriptive. A comparison below the verdicts has no delta (refused or invalid), so no difference between these arms is claimed.</p>'
+      : '',
     '<div class="charts">',
     barChart('completion rate', 'whiskers: min–max of per-task pass rate', completion, 1),
     barChart('weighted cost per attempt', 'bar: median; whiskers: min–max', fromSpread((a) => a.weighted_cost, (x) => num(x, 0)), null),
     barChart('wall time per attempt', 'bar: median; whiskers: min–max', fromSpread((a) => a.wall_ms, seconds), null),
     '</div>',
-    '<table class="arms">',
+    '<div class="table-wrap"><table class="arms">',
     '<tr><th>arm</th><th>treatment</th><th class="n">attempts</th><th class="n">accepted</th><th class="n">excluded</th><th class="n">completion</th>' +
       '<th class="n">tokens median (min–max)</th><th class="n">weighted cost median (min–max)</th><th class="n">wall median (min–max)</th>' +
       '<th class="n">turns median (min–max)</th><th class="n">quality / $</th><th class="n">completions / M tokens</th><th class="n">delivered / used</th></tr>',
     ...rows,
-    '</table>',
+    '</table></div>',
     '</section>',
   ].join('\n');
 }
@@ -461,7 +481,7 @@ function methods(result: AnalysisResult, ctx: ReportContext): string {
     ['agent', `${esc(ctx.agent.adapter)} ${esc(ctx.agent.version)}, model ${esc(ctx.agent.model)}`],
     [
       'sandbox',
-      `${esc(ctx.sandbox.backend)}${ctx.sandbox.isolation ? `, isolation ${esc(ctx.sandbox.isolation)}` : ''}, egress ${esc(ctx.sandbox.egress_mode)} (${ctx.sandbox.egress_enforced ? 'enforced' : 'NOT enforced'}), image ${ctx.sandbox.image_id ? `<code>${esc(ctx.sandbox.image_id)}</code>` : 'none'}`,
+      `${esc(ctx.sandbox.backend)}${ctx.sandbox.isolation ? `, isolation ${esc(ctx.sandbox.isolation)}` : ''}, egress ${esc(ctx.sandbox.egress_mode)} (${egressEnforced(result, ctx) ? 'enforced' : 'NOT enforced'}), image ${ctx.sandbox.image_id ? `<code>${esc(ctx.sandbox.image_id)}</code>` : 'none'}`,
     ],
     ['verifier', esc(ctx.verifier_kind)],
     ['analysis', `<ul>${analysis.map((a) => `<li>${a}</li>`).join('')}</ul>`],

@@ -3,11 +3,15 @@
  * (a)/(b)/(c) counts in full, the arms, the two cost streams on separate lines,
  * infrastructure errors, exclusions, and the scope of the claim.
  */
-import type { AnalysisResult, ArmMetrics, Comparison, FactorialResult } from '../analyze/types.js';
+import type { AnalysisResult, ArmMetrics, Comparison, ConfigField, FactorialResult } from '../analyze/types.js';
 import type { ReportContext } from './report-context.js';
 import {
   NONE,
+  anyWithoutDelta,
   comparisonTitle,
+  egressEnforced,
+  recordedOtherwise,
+  mechanismText,
   envelopeFormulas,
   escapeMarkdown as md,
   interval,
@@ -39,12 +43,18 @@ export function renderMarkdown(result: AnalysisResult, ctx: ReportContext): stri
     line(`> **Note:** ${md(ctx.fixture_note)}`);
     line();
   }
-  const egress = ctx.sandbox.egress_enforced
+  const egress = egressEnforced(result, ctx)
     ? `egress ${md(ctx.sandbox.egress_mode)} (enforced)`
     : `⚠ egress ${md(ctx.sandbox.egress_mode)} (**NOT enforced**)`;
+  const recorded = (field: ConfigField, claimed: string): string => {
+    const values = recordedOtherwise(result, field, claimed);
+    return values.length === 0 ? '' : ` (**recorded: ${values.map(md).join(', ')}**)`;
+  };
   line(
-    `Agent ${md(ctx.agent.adapter)} ${md(ctx.agent.version)} · model ${md(ctx.agent.model)} · sandbox ${md(ctx.sandbox.backend)}` +
-      ` · image ${ctx.sandbox.image_id ? code(ctx.sandbox.image_id) : 'none'} · ${egress} · ${ctx.tasks.length} tasks x ${ctx.reps} reps`,
+    `Agent ${md(ctx.agent.adapter)} ${md(ctx.agent.version)}${recorded('adapter', ctx.agent.adapter)}${recorded('adapter_version', ctx.agent.version)}` +
+      ` · model ${md(ctx.agent.model)}${recorded('model', ctx.agent.model)} · sandbox ${md(ctx.sandbox.backend)}${recorded('sandbox_backend', ctx.sandbox.backend)}` +
+      ` · image ${ctx.sandbox.image_id ? code(ctx.sandbox.image_id) : 'none'}${recorded('image_id', ctx.sandbox.image_id ?? 'none')}` +
+      ` · ${egress} · ${ctx.tasks.length} tasks x ${ctx.reps} reps`,
   );
   line();
   line(`Generated ${md(ctx.generated_at)} · config ${code(ctx.config_digest)} · freeze ${code(ctx.freeze_digest)}`);
@@ -62,13 +72,17 @@ export function renderMarkdown(result: AnalysisResult, ctx: ReportContext): stri
 
   line('## Arms');
   line();
+  if (anyWithoutDelta(result)) {
+    line('Per-arm figures are descriptive. A comparison above has no delta (refused or invalid), so no difference between these arms is claimed.');
+    line();
+  }
   line('| arm | treatment | attempts | accepted | excluded | infra-error rate | completion | tokens median (min–max) | weighted cost median (min–max) | wall median (min–max) | turns median (min–max) | delivered / used |');
   line('|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
   for (const a of result.arms) {
     line(
       `| ${md(a.arm)} | ${md(ctx.arms[a.arm]?.treatment ?? NONE)} | ${a.n_attempts} | ${a.n_accepted} | ${a.n_excluded} | ${pct(a.infra_error_rate)} | ` +
-        `${pct(a.completion_rate)} (${a.n_passed}/${a.n_accepted}) | ${spread(a.tokens)} | ${spread(a.weighted_cost)} | ${spread(a.wall_ms, seconds)} | ` +
-        `${spread(a.turns)} | ${a.mechanism.delivered} / ${a.mechanism.used} |`,
+        `${pct(a.completion_rate)} (${a.n_passed}/${a.n_accepted}) | ${spread(a.tokens)} | ${spread(a.weighted_cost, (x) => num(x, 0))} | ${spread(a.wall_ms, seconds)} | ` +
+        `${spread(a.turns)} | ${mechanismText(a)} |`,
     );
   }
   line();
