@@ -52,6 +52,9 @@ steps:
     control: control
     treatments: [treatment]
     bootstrap: { resamples: 1000, seed: 7 }
+    # One infrastructure fault in three attempts must not refuse this small fixture.
+    validity_floor: 0.5
+    infra_error_threshold: 0.5
   export:
     kind: export
     needs: [materialize, certify, attempts, verify, audit, analyze]
@@ -77,6 +80,9 @@ describe('audit, analyze, export', () => {
     expect(analysis.schema_version).toBe(1);
     // Not in the estimate: its pair is dropped from the paired statistics, and the arm's infra-error rate says so.
     expect(analysis.comparisons[0].pairs).toMatchObject({ valid: 2, excluded: 1 });
+    // Mechanism claims, kept apart: the command agent never calls a model, so nothing was delivered through
+    // the gateway, yet the outcome changed in both valid pairs.
+    expect(analysis.comparisons[0].mechanism).toEqual({ pairs: 2, delivered: 0, used: 0, changed: 2, delivered_and_changed: 0 });
     const arm = excluded[0]!.node.split('/')[2]!;
     expect(analysis.arms.find((a: { arm: string }) => a.arm === arm)).toMatchObject({ n_excluded: 1, n_infra_errors: 1 });
 

@@ -176,10 +176,34 @@ describe('renderMarkdown', () => {
     expect(md).toContain('(a) helped: — · (b) no difference: — · (c) hurt: — · no answer: — (not computed: refused)');
     expect(md).toContain('Overhead (separate stream, never added to eval cost): $0.5000');
     expect(md).toContain('envelope = max(1/n_tasks'); // the formula is stated even with no envelope
+    expect(md).toContain('model model-a (**recorded: model-a, model-b**)');
+    expect(md).toContain('Per-arm figures are descriptive.');
   });
 
   it('is a pure function of its inputs', () => {
     expect(renderMarkdown(positive, context(false))).toBe(renderMarkdown(analyze(positiveAttempts().reverse(), spec), context(false)));
+  });
+});
+
+describe('factorial cohorts', () => {
+  it('render their main effects and interaction in Markdown and HTML', () => {
+    const levels = { raw: { graph: 0, rules: 0 }, graph: { graph: 1, rules: 0 }, rules: { graph: 0, rules: 1 }, full: { graph: 1, rules: 1 } } as const;
+    const attempts: AttemptRecord[] = [];
+    for (const arm of Object.keys(levels) as Array<keyof typeof levels>) {
+      TASKS.forEach((task, ti) => {
+        for (let rep = 0; rep < REPS; rep++) attempts.push(attempt({ task, arm, rep, pass: levels[arm].graph === 1 || ti === 0 }));
+      });
+    }
+    const result = analyze(attempts, defaultSpec('raw', ['graph', 'rules', 'full'], { factorial: { factors: ['graph', 'rules'], levels } }));
+    expect(result.factorial).not.toBeNull();
+    const ctx = { ...context(false), arms: { raw: { treatment: 'none' }, graph: { treatment: 'graph' }, rules: { treatment: 'rules' }, full: { treatment: 'graph + rules' } } };
+    const md = renderMarkdown(result, ctx);
+    expect(md).toContain('## Factorial (graph x rules)');
+    for (const e of result.factorial!.main_effects) expect(md).toContain(`- ${e.name}: `);
+    expect(md.match(/^### .* vs raw: \*\*/gm)).toHaveLength(3);
+    const html = renderHtml(result, ctx);
+    expect(html).toContain('<section id="factorial">');
+    expect(html.match(/<article class="comparison /g)).toHaveLength(3);
   });
 });
 
@@ -279,7 +303,6 @@ const haveChromium = existsSync(CHROMIUM);
 const requireBrowser = process.env['PAIRBENCH_REQUIRE_BROWSER'] === '1';
 const skipBrowser = !haveChromium && !requireBrowser;
 if (skipBrowser) {
-  // eslint-disable-next-line no-console
   console.warn(`report.test.ts: SKIPPING the headless Chromium checks: ${CHROMIUM} is missing (set PAIRBENCH_REQUIRE_BROWSER=1 to make this a failure).`);
 }
 

@@ -55,6 +55,7 @@ export function compareArms(
     paired: null,
     cost_ratio: null,
     outcomes: null,
+    mechanism: null,
   };
   if (!control || !treatment) {
     const missing = [!control ? controlName : null, !treatment ? treatmentName : null].filter((x): x is string => x !== null);
@@ -83,6 +84,7 @@ export function compareArms(
   const diffs = { tokens: new Diffs(), weighted_cost: new Diffs(), cost_usd: new Diffs() };
   let b = 0;
   let c = 0;
+  const mechanism = { pairs: 0, delivered: 0, used: 0, changed: 0, delivered_and_changed: 0 };
   const cCosts: number[] = [];
   const tCosts: number[] = [];
   tasks.forEach((t, ti) => {
@@ -93,6 +95,11 @@ export function compareArms(
       const ts = scored(ta);
       if (cs === 0 && ts === 1) b++;
       if (cs === 1 && ts === 0) c++;
+      mechanism.pairs++;
+      if (ta.mechanism.delivered) mechanism.delivered++;
+      if (ta.mechanism.used) mechanism.used++;
+      if (cs !== ts) mechanism.changed++;
+      if (ta.mechanism.delivered && cs !== ts) mechanism.delivered_and_changed++;
       diffs.tokens.add(totalTokens(ta), totalTokens(ca), ti);
       const cw = weightedCost(ca, w);
       const tw = weightedCost(ta, w);
@@ -138,6 +145,7 @@ export function compareArms(
       cost_usd: diffs.cost_usd.result(ciUsd ?? null),
     },
     cost_ratio: ratio(mean(tCosts), mean(cCosts)),
+    mechanism,
     outcomes: { counts: countOutcomes(rows), tasks: rows },
   };
 }

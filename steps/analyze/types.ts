@@ -297,6 +297,12 @@ export interface Comparison {
   /** treatment mean weighted cost / control mean weighted cost over the valid pairs */
   cost_ratio: number | null;
   outcomes: { counts: OutcomeCounts; tasks: TaskOutcome[] } | null;
+  /**
+   * The three mechanism claims over the valid pairs, kept apart (one does not imply
+   * the next): the treatment was delivered (gateway evidence), the agent observably
+   * used it (trajectory evidence), the pair's scored outcome changed.
+   */
+  mechanism: { pairs: number; delivered: number; used: number; changed: number; delivered_and_changed: number } | null;
 }
 
 export interface FactorialEffect {

@@ -34,7 +34,7 @@ import {
   verdictWord,
 } from './report-format.js';
 
-const CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'";
+const CSP = "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'";
 
 const CSS = `
 :root { --amber: #ffbf00; --ok: #1e6b3a; --ink: #1b1f24; --muted: #5b6570; --line: #d5dbe1; --bg: #ffffff; --panel: #f5f7f9;
