@@ -137,9 +137,11 @@ export function buildGraph(config: BenchConfig, kinds: StepKindRegistry): Result
         }
       }
       own.push(node);
-      nodes.push(node);
       byId.set(node.id, node);
     }
+    // A step kind may order its own nodes (e.g. run interleaves arms pair by pair in a
+    // seeded order); nodes of one step never depend on each other, so any order is topological.
+    nodes.push(...(kind.order ? kind.order(own) : own));
     nodesOfStep.set(step.name, own);
     if (diagnostics.length > 20) break;
   }

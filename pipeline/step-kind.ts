@@ -81,6 +81,8 @@ export interface StepKind {
   /** Which outputs of an upstream node this node reads; undefined means all of them. */
   selectUpstream?(node: GraphNode, upstream: GraphNode): string[] | undefined;
   execute(ctx: ExecutionContext): Promise<Result<OutputManifest, StepFailure>>;
+  /** The order in which this step's nodes are queued for execution (default: matrix order). */
+  order?(nodes: GraphNode[]): GraphNode[];
   /** Words for a changed field of keyConfig (path below `config`), e.g. "cmd". */
   describeConfigField?(path: readonly string[]): string | undefined;
 }

@@ -5,6 +5,7 @@ import { agentAdapters } from '../agents/index.js';
 import type { Json } from '../pipeline/canonical-json.js';
 import type { StepConfig } from '../pipeline/config/load.js';
 import type { Diagnostic } from '../pipeline/diagnostic.js';
+import { sha256 } from '../pipeline/digest.js';
 import { err, errorMessage, ok, type Result } from '../pipeline/result.js';
 import type { ExecutionContext, FileInputSpec, GraphNode, StepKind } from '../pipeline/step-kind.js';
 import type { OutputManifest } from '../pipeline/store/action-cache.js';
@@ -31,6 +32,8 @@ export interface SandboxSettings {
 }
 
 interface RunSpec {
+  /** Seeds the interleaved order in which attempts are queued (preregistered with the cohort). */
+  order_seed?: number;
   agent: { adapter: string; model?: string; flags?: string[]; command?: string };
   arms: Record<string, ArmSpec>;
   limits?: { turns?: number; wall_seconds?: number; tokens?: number; cost_usd?: number };
@@ -166,6 +169,24 @@ export const runStep: StepKind = {
     const script = s.agent.adapter === 'oracle' ? taskOf(node).solution.script : null;
     if (script) out.push({ pattern: relative(node.step.rootDir, script), field: ['agent'] });
     return out;
+  },
+
+  /**
+   * Attempts are queued in a preregistered, seeded order that interleaves the arms
+   * pair by pair (never all of control, then all of treatment), so drift in the
+   * model service or the machine hits every arm alike.
+   */
+  order(nodes) {
+    const seed = String(spec(nodes[0]!.step).order_seed ?? 0);
+    const pairs = new Map<string, GraphNode[]>();
+    for (const n of nodes) {
+      const pair = `${n.matrix['task']}/${n.matrix['rep']}`;
+      pairs.set(pair, [...(pairs.get(pair) ?? []), n]);
+    }
+    const rank = (s: string) => sha256(`${seed}:${s}`);
+    return [...pairs.entries()]
+      .sort(([a], [b]) => (rank(a) < rank(b) ? -1 : 1))
+      .flatMap(([pair, arms]) => arms.sort((a, b) => (rank(`${pair}:${a.matrix['arm']}`) < rank(`${pair}:${b.matrix['arm']}`) ? -1 : 1)));
   },
 
   selectUpstream: (_node, upstream) => (upstream.kind.name === 'materialize' ? ['tree'] : upstream.kind.name === 'certify' ? ['certification.json'] : undefined),

@@ -1,7 +1,8 @@
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { calculatorTask } from './fixtures.js';
+import { graphOf } from './graph-of.js';
 import { Rig } from './rig.js';
 
 let rig: Rig;
@@ -147,5 +148,41 @@ describe('run and verify on the local backend', () => {
     const r = await rig.cli('run', 'attempts');
     expect(r.code).toBe(1);
     expect(r.stderr).toContain('the local backend cannot enforce egress "none"');
+  });
+});
+
+describe('attempt order', () => {
+  it('interleaves the arms pair by pair in a seeded order, the same for the same seed', async () => {
+    calculatorTask(rig.dir);
+    rig.write('fixtures/CLAUDE.md', 'Always use + in add().\n');
+    const log = join(rig.dir, 'order.log');
+    const order = (seed: number) => `concurrency: { global: 1 }
+steps:
+  materialize: { kind: materialize, matrix: { task: [fix-add] } }
+  attempts:
+    kind: run
+    needs: [materialize]
+    order_seed: ${seed}
+    matrix: { task: [fix-add], arm: [control, treatment], rep: 4 }
+    agent: { adapter: command, command: 'echo "$ARM $REP_SEED" >> ${log}' }
+    arms:
+      control: { env: { ARM: control, REP_SEED: "${seed}" } }
+      treatment: { files: { CLAUDE.md: fixtures/CLAUDE.md }, env: { ARM: treatment, REP_SEED: "${seed}" } }
+    sandbox: { backend: local, egress: open }
+`;
+    const arms = (seed: number) => readFileSync(log, 'utf8').split('\n').filter((l) => l.endsWith(` ${seed}`)).map((l) => l.split(' ')[0]);
+    rig.write('bench.config.yaml', order(1));
+    expect((await rig.cli('run')).code).toBe(0);
+    const first = arms(1);
+    expect(first).toHaveLength(8);
+    // Pair by pair: each consecutive two attempts are one control and one treatment.
+    for (let i = 0; i < 8; i += 2) expect(new Set([first[i], first[i + 1]])).toEqual(new Set(['control', 'treatment']));
+    expect(first).not.toEqual(['control', 'control', 'control', 'control', 'treatment', 'treatment', 'treatment', 'treatment']);
+    // The order is part of the preregistration: the same seed gives the same order.
+    const attemptOrder = () => graphOf(rig).graph.nodes.filter((n) => n.step.name === 'attempts').map((n) => n.id);
+    const ids = attemptOrder();
+    expect(attemptOrder()).toEqual(ids);
+    rig.write('bench.config.yaml', order(2));
+    expect(attemptOrder()).not.toEqual(ids);
   });
 });

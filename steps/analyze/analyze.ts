@@ -55,6 +55,17 @@ function analyzeValid(attempts: readonly AttemptRecord[], spec: AnalysisSpec): A
   if (duplicates > 0) notes.push(`${duplicates} attempt record(s) repeat an (arm, task, rep): pairing used the first of each.`);
   const unknown = [spec.control, ...spec.treatments].filter((a) => !inputs.has(a));
   if (unknown.length > 0) notes.push(`No attempts for arm(s): ${unknown.join(', ')}.`);
+  // Arms run interleaved so that drift hits them alike; say so when their windows did not overlap.
+  for (const t of spec.treatments) {
+    const a = inputs.get(spec.control)?.metrics.window;
+    const b = inputs.get(t)?.metrics.window;
+    if (!a?.started_at || !a.ended_at || !b?.started_at || !b.ended_at) continue;
+    if (a.ended_at < b.started_at || b.ended_at < a.started_at) {
+      notes.push(
+        `Warning: arms ${spec.control} (${a.started_at} to ${a.ended_at}) and ${t} (${b.started_at} to ${b.ended_at}) ran in windows that do not overlap: drift in the model service or the machine may differ between them.`,
+      );
+    }
+  }
 
   return {
     schema_version: 1,
