@@ -9,6 +9,22 @@ const COMMON = `Options for every command:
 Exit codes: 0 all good; 1 some node failed; 2 usage or config error; 130 interrupted.`;
 
 export const HELP: Record<string, string> = {
+  freeze: `Usage: pairbench freeze [COHORT...] [options]
+
+A cohort is an analyze step. Its frozen fields (prompts and allowed paths, repo
+commits, verifier bytes, treatments, agent, model and version, sandbox image and
+resources, caps, sample size and attempt order, validity floor and analysis) hash to
+its freeze digest, recorded for its "version". The first executed attempt freezes a
+version too. Once a version has executed attempts, 'run' refuses any change to a
+frozen field, naming it, until "version" is bumped.
+
+${COMMON}`,
+  history: `Usage: pairbench history [COHORT...] [options]
+
+Every registered version of a cohort: its freeze digest, when it was frozen, its
+first attempt, how many attempts it executed and the verdicts it had observed.
+
+${COMMON}`,
   export: `Usage: pairbench export --out DIR [NODE...] [options]
 
 Writes the bundle that an export step built (results, receipts, evidence, redacted
@@ -52,6 +68,8 @@ Commands:
   explain NODE       a node's key inputs, its record, and what changed since its last build
   status             per step: cached, to run, failed last time
   gc                 remove least-recently-used store entries down to a size cap
+  freeze [COHORT]    record a cohort version's freeze digest (the first attempt does it too)
+  history [COHORT]   a cohort's versions: freeze digests, dates, what each observed
   export --out DIR   write out the cohort bundle(s) built by export steps
   verify-bundle DIR  re-check a bundle against its manifest.json
   generate KIND      derive tasks from a repo's own test suite (stub_function, revert_reimplement)

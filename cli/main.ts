@@ -13,6 +13,7 @@ import { Store } from '../pipeline/store/store.js';
 import type { GraphNode } from '../pipeline/step-kind.js';
 import { builtinStepKinds } from '../steps/index.js';
 import { EXIT, HELP } from './help.js';
+import { admitCohorts, cohortsOf, historyLines, recordCohorts, registryOf } from './cohorts.js';
 import { explainNode } from './explain.js';
 import { generate } from './generate.js';
 
@@ -47,7 +48,7 @@ const OPTIONS = {
   repeats: { type: 'string' },
 } as const;
 
-const COMMANDS = ['run', 'plan', 'explain', 'status', 'gc', 'generate', 'export', 'verify-bundle'] as const;
+const COMMANDS = ['run', 'plan', 'explain', 'status', 'gc', 'freeze', 'history', 'generate', 'export', 'verify-bundle'] as const;
 type Command = (typeof COMMANDS)[number];
 const ALLOWED: Record<Command, string[]> = {
   run: ['jobs', 'verbose', 'progress'],
@@ -58,6 +59,8 @@ const ALLOWED: Record<Command, string[]> = {
   generate: ['repo', 'commit', 'seed', 'count', 'language', 'test-command', 'out', 'repeats'],
   export: ['out'],
   'verify-bundle': [],
+  freeze: [],
+  history: [],
 };
 
 function printJson(io: CliIO, value: unknown): void {
@@ -236,7 +239,7 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
     for (const name of Object.keys(values)) {
       if (!['config', 'store', 'json', 'help', ...ALLOWED[command]].includes(name)) throw new UsageError(`option --${name} does not apply to "${command}"`);
     }
-    if (!['run', 'plan', 'explain', 'generate', 'export', 'verify-bundle'].includes(command) && positionals.length) throw new UsageError(`"${command}" takes no arguments`);
+    if (!['run', 'plan', 'explain', 'generate', 'export', 'verify-bundle', 'freeze', 'history'].includes(command) && positionals.length) throw new UsageError(`"${command}" takes no arguments`);
     if (command === 'verify-bundle' && positionals.length !== 1 && !values.help) throw new UsageError('verify-bundle takes exactly one DIR');
     if (command === 'export' && !values.out && !values.help) throw new UsageError('export needs --out DIR');
     if (command === 'generate' && positionals.length !== 1 && !values.help) throw new UsageError('generate takes exactly one KIND: stub_function or revert_reimplement');
@@ -273,6 +276,11 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
     case 'run': {
       const sel = selectNodes(graph, positionals);
       if (sel.unknown.length) return fail(io, json, unknownNodes(graph, sel.unknown));
+      // Preregistration: a cohort version that has executed attempts keeps its frozen fields.
+      const cohorts = cohortsOf(ctx, sel.nodes, inputs, io.env);
+      const admitted = admitCohorts(ctx, cohorts);
+      if (admitted.refusals.length) return fail(io, json, admitted.refusals.map((message) => ({ message })));
+      if (!json) for (const n of admitted.notes) io.stderr.write(`${n}\n`);
       const reporter = json ? { event: () => undefined } : chooseReporter(io, values.progress, Boolean(values.verbose));
       const controller = new AbortController();
       let interrupts = 0;
@@ -292,10 +300,13 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
           ...(values.jobs ? { jobs: Number(values.jobs) } : {}),
         }, sel.nodes);
         await reporter.close?.();
+        const reuse = recordCohorts(ctx, cohorts, states);
+        if (!json) for (const line of reuse) io.stderr.write(`${line}\n`);
         if (json) {
           printJson(io, {
             ok: summary.failed === 0 && summary.skipped === 0,
             summary,
+            reuse,
             nodes: [...states].map(([node, s]) => ({
               node,
               status: s.status,
@@ -350,6 +361,26 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
       for (const [s, r] of byStep) lines.push(`${s.padEnd(w)}  ${String(r.nodes).padStart(5)}  ${String(r.cached).padStart(6)}  ${String(r.to_run).padStart(6)}  ${String(r.failed_last).padStart(15)}`);
       for (const f of failures) lines.push(`failed  ${f.node} (${f.at}): ${f.message}`);
       io.stdout.write(lines.join('\n') + '\n');
+      return EXIT.ok;
+    }
+    case 'freeze':
+    case 'history': {
+      const all = cohortsOf(ctx, graph.nodes, inputs, io.env);
+      const chosen = positionals.length ? all.filter((c) => positionals.includes(c.name)) : all;
+      const missing = positionals.filter((p) => !all.some((c) => c.name === p));
+      if (missing.length) return fail(io, json, missing.map((m) => ({ message: `no cohort "${m}" (a cohort is an analyze step; these are: ${all.map((c) => c.name).join(', ') || 'none'})` })));
+      if (command === 'freeze') {
+        const admitted = admitCohorts(ctx, chosen);
+        if (admitted.refusals.length) return fail(io, json, admitted.refusals.map((message) => ({ message })));
+        const lines = chosen.map((c) => `cohort ${c.name} version ${c.version}: freeze ${c.freeze.digest}`);
+        if (json) printJson(io, { ok: true, cohorts: chosen.map((c) => ({ cohort: c.name, version: c.version, freeze_digest: c.freeze.digest, fields: c.freeze.fields })), notes: admitted.notes });
+        else io.stdout.write([...admitted.notes, ...lines].join('\n') + '\n');
+        return EXIT.ok;
+      }
+      const registry = registryOf(ctx);
+      const records = chosen.map((c) => registry.get(c.name));
+      if (json) printJson(io, { ok: true, cohorts: records });
+      else io.stdout.write(records.flatMap(historyLines).join('\n') + '\n');
       return EXIT.ok;
     }
     case 'export': {

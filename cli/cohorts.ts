@@ -1,0 +1,120 @@
+import type { EngineContext, NodeState } from '../pipeline/engine.js';
+import type { ResolvedInput } from '../pipeline/inputs.js';
+import type { GraphNode, HostEnv } from '../pipeline/step-kind.js';
+import { checkFreeze, computeFreeze, Registry, type CohortRecord, type Freeze } from '../steps/preregistration.js';
+
+/** A cohort: an analyze node, its version, and its attempts (the run nodes upstream of it). */
+export interface Cohort {
+  name: string;
+  version: number;
+  node: GraphNode;
+  attempts: GraphNode[];
+  freeze: Freeze;
+}
+
+export function cohortsOf(ctx: EngineContext, nodes: readonly GraphNode[], inputs: ReadonlyMap<string, ResolvedInput[]>, env: HostEnv): Cohort[] {
+  return nodes
+    .filter((n) => n.kind.name === 'analyze')
+    .map((node) => {
+      const attempts = new Set<GraphNode>();
+      const stack = [...node.upstream];
+      const seen = new Set<GraphNode>();
+      while (stack.length) {
+        const n = stack.pop()!;
+        if (seen.has(n)) continue;
+        seen.add(n);
+        if (n.kind.name === 'run') attempts.add(n);
+        stack.push(...n.upstream);
+      }
+      return { name: node.step.name, version: (node.step.spec['version'] as number | undefined) ?? 1, node, attempts: [...attempts], freeze: computeFreeze(node, inputs, env) };
+    });
+}
+
+export function registryOf(ctx: EngineContext): Registry {
+  return new Registry(ctx.store.dir, ctx.store.tmpDir);
+}
+
+/**
+ * Before a run: a version that has executed attempts must still have the same
+ * frozen fields. Returns the refusals (in words) or registers what is new.
+ */
+export function admitCohorts(ctx: EngineContext, cohorts: Cohort[], now = new Date()): { refusals: string[]; notes: string[] } {
+  const registry = registryOf(ctx);
+  const refusals: string[] = [];
+  const notes: string[] = [];
+  for (const c of cohorts) {
+    const record = registry.get(c.name);
+    const check = checkFreeze(record, c.version, c.freeze);
+    switch (check.status) {
+      case 'refused':
+        refusals.push(
+          `cohort ${c.name} version ${c.version} is frozen (first attempt ${check.record.first_attempt_at}); these frozen fields changed:\n` +
+            check.changes.map((x) => `  - ${x}`).join('\n') +
+            `\n  bump \`version\` in steps.${c.name} to register a new version (version ${c.version} stays in the record; 'pairbench history ${c.name}' lists them)`,
+        );
+        break;
+      case 'changed-before-attempts':
+        Object.assign(check.record, { freeze_digest: c.freeze.digest, fields: c.freeze.fields, frozen_at: now.toISOString() });
+        notes.push(`cohort ${c.name} version ${c.version} had no attempts yet: re-frozen (${check.changes.length} field(s) changed)`);
+        registry.put(record);
+        break;
+      case 'new':
+        record.versions.push({ version: c.version, freeze_digest: c.freeze.digest, fields: c.freeze.fields, frozen_at: now.toISOString(), first_attempt_at: null, executed: [], observed: null });
+        registry.put(record);
+        notes.push(`cohort ${c.name} version ${c.version} registered (freeze ${c.freeze.digest.slice(0, 12)})`);
+        break;
+      case 'same':
+        break;
+    }
+  }
+  return { refusals, notes };
+}
+
+/** After a run: the first attempt binds the version; reused attempts are reported with the version that made them. */
+export function recordCohorts(ctx: EngineContext, cohorts: Cohort[], states: ReadonlyMap<string, NodeState>, now = new Date()): string[] {
+  const registry = registryOf(ctx);
+  const lines: string[] = [];
+  for (const c of cohorts) {
+    const record: CohortRecord = registry.get(c.name);
+    const v = record.versions.find((x) => x.version === c.version);
+    if (!v) continue;
+    const executed: string[] = [];
+    const reusedBy = new Map<number, number>();
+    let done = 0;
+    for (const a of c.attempts) {
+      const s = states.get(a.id);
+      if (!s || (s.status !== 'executed' && s.status !== 'cached')) continue;
+      done++;
+      if (s.status === 'executed') executed.push(s.record.key);
+      else {
+        const first = record.versions.find((x) => x.executed.includes(s.record.key));
+        if (first && first.version !== c.version) reusedBy.set(first.version, (reusedBy.get(first.version) ?? 0) + 1);
+      }
+    }
+    if (executed.length && !v.first_attempt_at) v.first_attempt_at = now.toISOString();
+    v.executed = [...new Set([...v.executed, ...executed])];
+    const analysis = states.get(c.node.id);
+    if (analysis && (analysis.status === 'executed' || analysis.status === 'cached')) {
+      const entry = analysis.record.outputs['analysis.json'];
+      const verdicts: Record<string, string> = {};
+      if (entry) {
+        const result = JSON.parse(ctx.store.cas.read(entry.digest).toString('utf8')) as { comparisons: { control: string; treatment: string; verdict: string }[] };
+        for (const cmp of result.comparisons) verdicts[`${cmp.treatment} vs ${cmp.control}`] = cmp.verdict;
+      }
+      v.observed = { at: now.toISOString(), attempts: done, verdicts };
+    }
+    registry.put(record);
+    for (const [version, n] of reusedBy) lines.push(`cohort ${c.name} version ${c.version}: reused ${n} attempt(s) first produced by version ${version}`);
+  }
+  return lines;
+}
+
+export function historyLines(record: CohortRecord): string[] {
+  if (!record.versions.length) return [`cohort ${record.cohort}: no version registered yet`];
+  const lines = [`cohort ${record.cohort}`];
+  for (const v of record.versions) {
+    lines.push(`  version ${v.version}  freeze ${v.freeze_digest.slice(0, 12)}  frozen ${v.frozen_at}  first attempt ${v.first_attempt_at ?? '(none yet)'}  attempts executed ${v.executed.length}`);
+    if (v.observed) lines.push(`    observed at ${v.observed.at}: ${v.observed.attempts} attempts; ${Object.entries(v.observed.verdicts).map(([k, x]) => `${k}: ${x}`).join(', ') || 'no analysis yet'}`);
+  }
+  return lines;
+}
