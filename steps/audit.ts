@@ -8,6 +8,7 @@ import type { ExecutionContext, StepKind } from '../pipeline/step-kind.js';
 import type { AttemptRecord } from './analyze/types.js';
 import type { AtifTrajectory } from '../agents/adapter.js';
 import { checkTasks, taskOf } from './agent-step-config.js';
+import { armOf, type ArmSpec } from './run.js';
 import type { Task } from './task.js';
 import type { WorkspaceChanges } from './workspace.js';
 
@@ -131,7 +132,7 @@ export const auditStep: StepKind = {
 
     // Mechanism evidence: delivered (gateway), used (trajectory). "Changed" is per pair: analyze.
     const arms = (ctx.node.upstream.find((u) => u.kind.name === 'run')?.step.spec['arms'] ?? {}) as Record<string, { files?: Record<string, string>; mcp_servers?: Record<string, unknown> }>;
-    const arm = arms[run.arm] ?? {};
+    const arm = armOf({ arms: arms as Record<string, ArmSpec> }, run.arm);
     const treatmentFiles = Object.keys(arm.files ?? {});
     const mcp = Object.keys(arm.mcp_servers ?? {});
     const hasTreatment = treatmentFiles.length > 0 || mcp.length > 0;

@@ -12,7 +12,7 @@ import type { ReportContext } from './export/report-context.js';
 import { renderCsv } from './export/report-csv.js';
 import { renderHtml } from './export/report-html.js';
 import { renderMarkdown } from './export/report-markdown.js';
-import { limitsOf, sandboxOf, type ArmSpec } from './run.js';
+import { armOf, limitsOf, sandboxOf, type ArmSpec } from './run.js';
 
 interface ExportConfig {
   cohort?: string;
@@ -64,7 +64,12 @@ function reportContext(node: GraphNode, attempts: AttemptRecord[], configDigest:
     generated_at: ended[ended.length - 1] ?? '1970-01-01T00:00:00.000Z', // the last attempt's end: the same inputs render the same bytes
     config_digest: configDigest,
     freeze_digest: configDigest,
-    arms: Object.fromEntries(Object.entries(spec.arms ?? {}).map(([k, a]) => [k, { treatment: words(a) }])),
+    arms: Object.fromEntries(
+      Object.keys(spec.arms ?? {}).map((k) => {
+        const a = armOf({ arms: spec.arms ?? {} }, k);
+        return [k, { treatment: a.ablate ? `${words(a)}, without lines matching ${a.ablate.drop_lines.join(' | ')} (ablation of ${a.ablate.from})` : words(a) }];
+      }),
+    ),
     agent: { adapter: first?.agent.adapter ?? spec.agent?.adapter ?? 'unknown', version: first?.agent.version ?? 'unknown', model: first?.agent.model ?? spec.agent?.model ?? 'unknown' },
     sandbox: { backend: sandbox.backend, egress_mode: sandbox.egress, egress_enforced: first?.sandbox.egress_enforced ?? false, image_id: sandbox.image, isolation: first?.sandbox.isolation ?? 'unknown' },
     tasks,

@@ -16,6 +16,8 @@ import { openModel, type ModelSession } from './model-session.js';
 import { copyWritten, diffSnapshots, openForSandbox, snapshot } from './workspace.js';
 
 export interface ArmSpec {
+  /** A bias-of-prompt arm: another arm's treatment with its steering lines removed. */
+  ablate?: { from: string; drop_lines: string[] };
   files?: Record<string, string>;
   mcp_servers?: Record<string, McpServer>;
   prompt_append?: string;
@@ -44,6 +46,25 @@ interface RunSpec {
 export type ExitReason = 'done' | 'turn-cap' | 'time-cap' | 'token-cap' | 'cost-cap' | 'agent-crash' | 'infra-error';
 
 const spec = (step: StepConfig) => step.spec as unknown as RunSpec;
+
+/** An arm as it runs: an ablation arm takes its base arm's treatment, minus the lines it drops. */
+export function armOf(s: { arms: Record<string, ArmSpec> }, name: string): ArmSpec {
+  const a = s.arms[name] ?? {};
+  if (!a.ablate) return a;
+  const base = s.arms[a.ablate.from] ?? {};
+  const { ablate, ...own } = a;
+  return { ...base, ...own, ablate, env: { ...(base.env ?? {}), ...(own.env ?? {}) }, ...(base.prompt_append ? { prompt_append: ablated(base.prompt_append, ablate) } : {}) };
+}
+
+/** The text with every line matching one of the arm's `drop_lines` patterns removed. */
+export function ablated(text: string, ablate: ArmSpec['ablate']): string {
+  if (!ablate) return text;
+  const patterns = ablate.drop_lines.map((p) => new RegExp(p, 'i')); // steering lines are prose: case does not matter
+  return text
+    .split('\n')
+    .filter((line) => !patterns.some((p) => p.test(line)))
+    .join('\n');
+}
 const GATEWAY_PORT_INSIDE = 41_000;
 
 export function limitsOf(s: { limits?: RunSpec['limits'] }) {
@@ -77,7 +98,7 @@ function markerOf(arm: ArmSpec, staged: ExecutionContext['files'], read: (d: Sta
   if (!first) return arm.prompt_append?.trim() || undefined;
   const entry = staged.find((f) => f.path === first)?.entry;
   if (!entry) return undefined;
-  return read(entry.digest)
+  return ablated(read(entry.digest), arm.ablate)
     .split('\n')
     .find((l) => l.trim().length >= 8)
     ?.trim();
@@ -138,6 +159,17 @@ export const runStep: StepKind = {
     for (const a of arms?.values ?? []) {
       if (!s.arms[a]) problems.push({ ...at(['arms']), message: `arm "${a}" (in matrix.arm) has no entry under arms` });
     }
+    for (const [name, a] of Object.entries(s.arms)) {
+      if (!a.ablate) continue;
+      if (!s.arms[a.ablate.from] || s.arms[a.ablate.from]!.ablate) problems.push({ ...at(['arms', name, 'ablate', 'from']), message: `arm "${name}" ablates "${a.ablate.from}", which is not an arm with its own treatment` });
+      for (const p of a.ablate.drop_lines) {
+        try {
+          new RegExp(p, 'i');
+        } catch (e) {
+          problems.push({ ...at(['arms', name, 'ablate', 'drop_lines']), message: `"${p}" is not a regular expression: ${errorMessage(e)}` });
+        }
+      }
+    }
     if (!step.matrix.some((d) => d.name === 'rep')) problems.push({ ...at(['matrix']), message: 'a run step needs matrix.rep (repetitions, e.g. rep: 3)' });
     const needsModel = agentAdapters.get(s.agent.adapter)?.needsModel && s.agent.adapter !== 'command';
     if (needsModel && !s.model?.fake_script && !s.model?.upstream) problems.push({ ...at(['model']), message: `agent ${s.agent.adapter} needs a model: model.upstream (URL) or model.fake_script` });
@@ -147,11 +179,11 @@ export const runStep: StepKind = {
   keyConfig(node: GraphNode): Json {
     const s = spec(node.step);
     const task = taskOf(node);
-    const arm = s.arms[node.matrix['arm']!] ?? {};
+    const arm = armOf(s, node.matrix['arm']!);
     const adapter = agentAdapters.get(s.agent.adapter)!;
     return {
       task: { prompt: task.prompt, allowed_paths: task.allowedPaths },
-      arm: { files: arm.files ?? {}, mcp_servers: arm.mcp_servers ?? {}, prompt_append: arm.prompt_append ?? null, env: arm.env ?? {}, marker: arm.marker ?? null },
+      arm: { ablate: arm.ablate ?? null, files: arm.files ?? {}, mcp_servers: arm.mcp_servers ?? {}, prompt_append: arm.prompt_append ?? null, env: arm.env ?? {}, marker: arm.marker ?? null },
       agent: { adapter: adapter.name, version: adapter.version(), model: s.agent.model ?? null, flags: s.agent.flags ?? [], command: s.agent.command ?? null },
       limits: limitsOf(s),
       sandbox: sandboxOf(s),
@@ -162,7 +194,7 @@ export const runStep: StepKind = {
 
   fileInputs(node): FileInputSpec[] {
     const s = spec(node.step);
-    const arm = s.arms[node.matrix['arm']!] ?? {};
+    const arm = armOf(s, node.matrix['arm']!);
     const out: FileInputSpec[] = Object.entries(arm.files ?? {}).map(([dest, src]) => ({ pattern: src, field: ['arms', node.matrix['arm']!, 'files', dest] }));
     if (s.model?.fake_script) out.push({ pattern: s.model.fake_script, field: ['model', 'fake_script'] });
     // The oracle's solve script is an input of its attempts (a patch is in keyConfig as text).
@@ -202,7 +234,7 @@ export const runStep: StepKind = {
     const s = spec(ctx.node.step);
     const task = taskOf(ctx.node);
     const armName = ctx.node.matrix['arm']!;
-    const arm = s.arms[armName] ?? {};
+    const arm = armOf(s, armName);
     const adapter = agentAdapters.get(s.agent.adapter)!;
     const limits = limitsOf(s);
     const settings = sandboxOf(s);
@@ -228,7 +260,8 @@ export const runStep: StepKind = {
       const staged = ctx.files.find((f) => f.path === src);
       if (!staged) return err({ reason: 'internal', message: `treatment file ${src} was not staged` });
       mkdirSync(join(ws, dest, '..'), { recursive: true });
-      ctx.artifacts.materialize(staged.entry, join(ws, dest));
+      if (arm.ablate) writeFileSync(join(ws, dest), ablated(ctx.artifacts.read(staged.entry.digest).toString('utf8'), arm.ablate));
+      else ctx.artifacts.materialize(staged.entry, join(ws, dest));
     }
     const before = snapshot(ws);
     openForSandbox(ws);
