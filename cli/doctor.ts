@@ -286,7 +286,7 @@ async function sandboxChecks(uses: SandboxUse[], env: CommandIO['env'], pathVar:
       out.push(r.ok ? pass(name, `bwrap at ${findOnPath('bwrap', pathVar)} builds a sandbox here`) : missing(name, ...splitHint(r.error)));
     } else {
       const where = docker.socketPath ?? env['DOCKER_HOST'] ?? '/var/run/docker.sock';
-      out.push(engine?.ok ? pass(name, `the Docker engine answers at ${where}`) : missing(name, `the Docker engine does not answer at ${where}`, engine && !engine.ok ? engine.error : 'start the Docker engine'));
+      out.push(engine?.ok ? pass(name, `the Docker engine answers at ${where}`) : missing(name, ...(engine && !engine.ok ? splitHint(engine.error) : [`the Docker engine does not answer at ${where}`, 'start the Docker engine'] as [string, string])));
     }
     // A backend that cannot give the egress a step asks for refuses to start.
     for (const u of list) {

@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import type { AttemptContext, McpServer } from '../agents/adapter.js';
@@ -26,7 +27,7 @@ export interface ArmSpec {
 }
 
 export interface SandboxSettings {
-  backend?: BackendName;
+  backend?: BackendName | 'auto';
   egress?: EgressMode;
   allow?: string[];
   image?: string;
@@ -71,11 +72,27 @@ export function limitsOf(s: { limits?: RunSpec['limits'] }) {
   return { turns: s.limits?.turns ?? 30, wallSeconds: s.limits?.wall_seconds ?? 600, tokens: s.limits?.tokens ?? null, costUsd: s.limits?.cost_usd ?? null };
 }
 
+let autoBackend: 'bubblewrap' | 'local' | undefined;
+
+/**
+ * `backend: auto` (the shipped example's default): bubblewrap when it can make a
+ * sandbox on this machine, else local with egress open and marked not enforced.
+ * The resolved backend is what the key and the receipts record.
+ */
+function resolveAuto(): 'bubblewrap' | 'local' {
+  autoBackend ??=
+    spawnSync('bwrap', ['--unshare-user', '--uid', '1000', '--gid', '1000', '--cap-drop', 'ALL', '--unshare-net', '--unshare-pid', '--ro-bind', '/usr', '/usr', '--symlink', 'usr/bin', '/bin', '--symlink', 'usr/lib', '/lib', '--symlink', 'usr/lib64', '/lib64', '--proc', '/proc', '--dev', '/dev', 'true'], { stdio: 'ignore', timeout: 10_000 }).status === 0
+      ? 'bubblewrap'
+      : 'local';
+  return autoBackend;
+}
+
 export function sandboxOf(s: { sandbox?: SandboxSettings }) {
   const b = s.sandbox ?? {};
+  const backend = b.backend === 'auto' ? resolveAuto() : (b.backend ?? 'local');
   return {
-    backend: b.backend ?? 'local',
-    egress: b.egress ?? (b.backend && b.backend !== 'local' ? 'none' : 'open'),
+    backend,
+    egress: b.backend === 'auto' ? (backend === 'local' ? 'open' : (b.egress ?? 'none')) : (b.egress ?? (backend !== 'local' ? 'none' : 'open')),
     allow: b.allow ?? [],
     image: b.image ?? null,
     resources: b.resources ?? {},
