@@ -1,4 +1,4 @@
-import { execa } from 'execa';
+import { gitApply } from '../steps/git-apply.js';
 import { minimalTrajectory, type AgentAdapter } from './adapter.js';
 
 /** `nop`: does nothing; the untouched tree must fail a discriminating verifier. */
@@ -17,7 +17,8 @@ export const oracleAgent: AgentAdapter = {
   version: () => 'builtin-1',
   async beforeRun(ctx, hostWorkspace) {
     if (!ctx.solution?.patch) return;
-    await execa('git', ['apply', '--whitespace=nowarn', '-'], { cwd: hostWorkspace, input: ctx.solution.patch });
+    const r = await gitApply(hostWorkspace, ctx.solution.patch);
+    if (!r.ok) throw new Error(`the reference patch does not apply: ${r.stderr}`);
   },
   invocation(ctx) {
     if (ctx.solution?.script) {

@@ -1,6 +1,6 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
-import { execa } from 'execa';
+import { gitApply } from './git-apply.js';
 import { canonicalJson, type Json } from '../pipeline/canonical-json.js';
 import type { StepConfig } from '../pipeline/config/load.js';
 import { sha256 } from '../pipeline/digest.js';
@@ -51,8 +51,8 @@ export interface CertificationReceipt {
 /** Applies the reference solution the way the oracle agent does: a patch on the host, a script in the sandbox. */
 async function applySolution(task: Task, ws: string, settings: ReturnType<typeof sandboxOf>): Promise<Result<void, string>> {
   if (task.solution.patch) {
-    const r = await execa('git', ['apply', '--whitespace=nowarn', '-'], { cwd: ws, input: task.solution.patch, reject: false });
-    return r.exitCode === 0 ? ok(undefined) : err(`the reference patch does not apply: ${r.stderr.trim()}`);
+    const r = await gitApply(ws, task.solution.patch);
+    return r.ok ? ok(undefined) : err(`the reference patch does not apply: ${r.stderr}`);
   }
   if (!task.solution.script) return err('the task has no reference solution (solution.patch or solution.script)');
   const sandboxed = settings.backend !== 'local';

@@ -8,6 +8,7 @@ import { err, errorMessage, ok } from '../pipeline/result.js';
 import type { ExecutionContext, StepKind } from '../pipeline/step-kind.js';
 import { Cas } from '../pipeline/store/cas.js';
 import { checkTasks, taskOf } from './agent-step-config.js';
+import { gitApply } from './git-apply.js';
 
 /** Auto-loaded agent instructions and bindings, removed identically for every arm. */
 export const DEFAULT_REDACTION = [
@@ -62,6 +63,9 @@ async function ensureMirror(storeDir: string, source: string, commit: string): P
       rmSync(tmp, { recursive: true, force: true }); // another run made it first
     }
   }
+  // The tree is the commit's bytes as they are: no export-ignore, no export-subst (which
+  // would expand refs the mirror happens to hold, so the same commit could give other bytes).
+  writeFileSync(join(mirror, 'info', 'attributes'), '* -export-ignore -export-subst\n');
   const has = async () => (await execa('git', ['-C', mirror, 'cat-file', '-e', `${commit}^{commit}`], { reject: false })).exitCode === 0;
   if (!(await has())) {
     await execa('git', ['-C', mirror, 'fetch', '--quiet', '--prune', 'origin', '+refs/*:refs/*'], { reject: false });
@@ -95,7 +99,10 @@ export const materializeStep: StepKind = {
       const treeish = task.repo.subdir ? `${task.repo.commit}:${task.repo.subdir}` : task.repo.commit;
       await execa('git', ['-C', mirror, 'archive', '--format=tar', treeish]).pipe('tar', ['-x', '-C', tree, '-f', '-']);
       // The starting state of a generated task (e.g. a stubbed function) is a patch on the pinned commit.
-      if (task.repo.setupPatch) await execa('git', ['apply', '--whitespace=nowarn', '-'], { cwd: tree, input: task.repo.setupPatch });
+      if (task.repo.setupPatch) {
+        const applied = await gitApply(tree, task.repo.setupPatch);
+        if (!applied.ok) throw new Error(`the setup patch does not apply: ${applied.stderr}`);
+      }
     } catch (e) {
       writeFileSync(ctx.logFile, errorMessage(e) + '\n', { flag: 'a' });
       return err({ reason: 'exit-non-zero', message: `task ${task.id}: cannot materialize ${task.repo.source}@${task.repo.commit.slice(0, 12)}: ${errorMessage(e).split('\n')[0]}` });

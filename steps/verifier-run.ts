@@ -1,6 +1,6 @@
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { execa } from 'execa';
+import { gitApply } from './git-apply.js';
 import { errorMessage, err, ok, type Result } from '../pipeline/result.js';
 import { sandboxBackend, type BackendName } from '../sandboxes/index.js';
 import type { EgressMode, ExecResult, Mount, Sandbox } from '../sandboxes/sandbox.js';
@@ -64,10 +64,10 @@ export async function runVerifier(task: Task, ws: string, verifierFiles: string 
     return err(`task ${task.id} writes its verdict to ${LOGS_INSIDE}: verify it with the bubblewrap or docker backend`);
   }
   if (task.verifier.patch) {
-    const applied = await execa('git', ['apply', '--whitespace=nowarn', '-'], { cwd: ws, input: task.verifier.patch, reject: false });
-    if (applied.exitCode !== 0) {
+    const applied = await gitApply(ws, task.verifier.patch);
+    if (!applied.ok) {
       // The attempt's changes conflict with the hidden tests: not resolved (as SWE-bench scores it), not an infrastructure fault.
-      const evidence: TestEvidence = { name: 'test_patch', kind: 'command', status: 'fail', exit_code: applied.exitCode ?? null, duration_ms: 0, output_tail: tail(applied.stderr) };
+      const evidence: TestEvidence = { name: 'test_patch', kind: 'command', status: 'fail', exit_code: 1, duration_ms: 0, output_tail: tail(applied.stderr) };
       return ok({ pass: false, evidence: [evidence], reward: null, sandbox: { backend: settings.backend, isolation: 'n/a', image_id: settings.image } });
     }
   }

@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { calculatorTask } from './fixtures.js';
+import { calculatorTask, git } from './fixtures.js';
 import { Rig } from './rig.js';
 
 let rig: Rig;
@@ -35,8 +35,10 @@ function editTask(change: (yaml: string) => string): void {
 }
 
 describe('certify', () => {
-  it('certifies a clean, discriminating task, and its attempts run', async () => {
+  it('certifies a clean, discriminating task, and its attempts run (in a project that is itself a git repository)', async () => {
     calculatorTask(rig.dir);
+    // The store's work directories then sit inside a git work tree: patches must still apply to them.
+    git(rig.dir, 'init', '-q');
     rig.write('fixtures/CLAUDE.md', 'Prefer small pure functions.\n');
     rig.write('bench.config.yaml', config());
     const r = await rig.cli('run');
@@ -49,7 +51,6 @@ describe('certify', () => {
   it('catches a planted solution line in the prompt, a verifier test name in a treatment file and a canary in the tree, with class and line; the task is never run', async () => {
     const { repo } = calculatorTask(rig.dir);
     // A canary in a tree file (a new commit of the fixture repo).
-    const { git } = await import('./fixtures.js');
     rig.write('repos/calc/docs/notes.md', `notes\nmore notes\n${CANARY}\n`);
     git(repo, 'add', '-A');
     git(repo, 'commit', '-qm', 'notes');

@@ -1,0 +1,357 @@
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { closest } from '../pipeline/diagnostic.js';
+import { lookup, plan, run } from '../pipeline/engine.js';
+import { errorMessage } from '../pipeline/result.js';
+import type { ExecutionContext, GraphNode, StagedFile, UpstreamOutputs } from '../pipeline/step-kind.js';
+import type { ActionRecord, OutputManifest } from '../pipeline/store/action-cache.js';
+import { tempPath } from '../pipeline/store/atomic-fs.js';
+import { DEFAULT_WEIGHTS } from '../steps/analyze/spec.js';
+import type { CostWeights } from '../steps/analyze/types.js';
+import type { CommandIO, LoadedConfig } from './doctor.js';
+import { EXIT } from './help.js';
+
+/**
+ * `pairbench probe [NODE]`: prices a cohort from ONE real attempt before it is funded.
+ *
+ * Runs one attempt of one arm (the first run node, or the one named) exactly as the
+ * engine would -- the materialized tree (built or reused through the engine, cached),
+ * the arm's files staged through the store's CAS, a fresh work dir -- but calls the
+ * run step's execute() directly, so nothing is recorded: no attempt record, no
+ * certify, no verify (the tokens are in the attempt whether or not its patch is
+ * correct). The attempt's result.json holds the gateway's usage, read from the
+ * provider's own replies; the projection multiplies it by the run step's attempts
+ * (tasks x arms x reps). If the node already has a recorded attempt, that one is
+ * read instead and nothing new is spent.
+ */
+
+type TokenUsage = { input_tokens: number; output_tokens: number; cache_write_tokens: number; cache_read_tokens: number };
+
+/** The fields of a run's result.json the probe reads. */
+interface AttemptResult {
+  exit_reason: string;
+  usage: TokenUsage | null;
+  cost_usd: number | null;
+  cost_confidence: string;
+  wall_ms: number;
+  turns: number;
+  agent: { adapter: string; version: string; model: string };
+}
+
+export interface ProbeFigures {
+  usage: TokenUsage | null;
+  total_tokens: number | null;
+  weighted_tokens: number | null;
+  cost_usd: number | null;
+  wall_ms: number;
+  turns: number;
+}
+
+export interface ProbeReport {
+  ok: boolean;
+  node: string;
+  step: string;
+  /** `probe`: an attempt run now and not recorded; `recorded`: the node's cached attempt, nothing run. */
+  source: 'probe' | 'recorded';
+  exit_reason: string;
+  agent: AttemptResult['agent'];
+  cost_confidence: string;
+  weights: CostWeights;
+  per_attempt: ProbeFigures;
+  cohort: {
+    attempts: number;
+    dimensions: Record<string, number>;
+    concurrency: number;
+    projected: Omit<ProbeFigures, 'usage' | 'wall_ms' | 'turns'> & {
+      usage: TokenUsage | null;
+      /** Sum of every attempt's wall time (agent time). */
+      wall_ms_total: number;
+      /** Elapsed time at the run step's concurrency: ceil(attempts / concurrency) x one attempt. */
+      wall_ms_elapsed: number;
+    };
+  };
+  caveats: string[];
+}
+
+export interface ProbeOptions {
+  /** Aborts the attempt (wire SIGINT/SIGTERM to it as `run` does). */
+  signal?: AbortSignal;
+}
+
+const silent = { event: () => undefined };
+
+export async function runProbe(loaded: LoadedConfig, io: CommandIO, json: boolean, node?: string, options: ProbeOptions = {}): Promise<number> {
+  const usage = (message: string, hint: string) => {
+    if (json) io.stdout.write(JSON.stringify({ ok: false, error: message, hint }, null, 2) + '\n');
+    else io.stderr.write(`pairbench probe: ${message}\n${hint}\n`);
+    return EXIT.usage;
+  };
+  const failed = (message: string, logTail = '') => {
+    if (json) io.stdout.write(JSON.stringify({ ok: false, error: message, ...(logTail ? { log: logTail } : {}) }, null, 2) + '\n');
+    else io.stderr.write(`pairbench probe: ${message}\n${logTail ? `${logTail}\n` : ''}`);
+    return EXIT.nodeFailed;
+  };
+
+  const picked = pickRunNode(loaded, node);
+  if (!picked.ok) return usage(picked.message, picked.hint);
+  const target = picked.node;
+  const { ctx, inputs } = loaded;
+  const note = (line: string) => {
+    if (!json) io.stderr.write(line + '\n');
+  };
+
+  // An attempt already recorded for this exact key prices the cohort without spending anything.
+  const entries = plan(ctx, inputs, closure(loaded, [target]), io.env);
+  const own = entries.find((e) => e.node === target.id);
+  let result: AttemptResult;
+  let source: ProbeReport['source'];
+  const transient: string[] = [];
+  if (own?.status === 'cached') {
+    const found = lookup(ctx.store, own.key);
+    if (found.status !== 'hit') return failed(`the record of ${target.id} could not be read`);
+    result = readJson<AttemptResult>(ctx, found.record.outputs, 'result.json');
+    source = 'recorded';
+    note(`${target.id} already has a recorded attempt; pricing from it (nothing new is run)`);
+  } else {
+    // 1. What the attempt reads: its upstream (materialize), built or reused through the engine. Never certify.
+    const prereqs = closure(loaded, target.upstream.filter((u) => u.kind.name !== 'certify'));
+    note(`probe: ${target.id} (one attempt, not recorded; no certify, no verify)`);
+    const { states } = await run(ctx, inputs, { reporter: silent, hostEnv: io.env, ...(options.signal ? { signal: options.signal } : {}) }, prereqs);
+    const records = new Map<string, ActionRecord>();
+    for (const n of prereqs) {
+      const s = states.get(n.id);
+      if (s?.status === 'cached' || s?.status === 'executed') {
+        records.set(n.id, s.record);
+        note(`  ${n.id}: ${s.status === 'cached' ? 'cached' : 'built'}`);
+      } else {
+        return failed(`${n.id} did not complete: ${s?.status === 'failed' ? s.failure.message : s?.status === 'skipped' ? s.because : 'unknown'}`);
+      }
+    }
+    // 2. The attempt, as engine.executeNode would run it, minus the record.
+    const attempt = await executeUnrecorded(loaded, target, records, io, options.signal, (reason) => transient.push(reason));
+    if (!attempt.ok) return failed(`the probe attempt ${target.id} failed: ${attempt.message}`, attempt.logTail);
+    result = readJson<AttemptResult>(ctx, attempt.outputs, 'result.json');
+    source = 'probe';
+    if (result.exit_reason !== 'done') {
+      const log = readText(ctx, attempt.outputs, 'agent.log');
+      if (log && !json) note(`--- agent.log (tail)\n${tail(log, 15)}`);
+    }
+  }
+
+  const report = project(loaded, target, result, source, transient);
+  if (json) io.stdout.write(JSON.stringify(report, null, 2) + '\n');
+  else io.stdout.write(formatReport(report) + '\n');
+  return report.ok ? EXIT.ok : EXIT.nodeFailed;
+}
+
+/** The first run node, or the one named (an id, an id prefix, or a step name). */
+function pickRunNode(loaded: LoadedConfig, name: string | undefined): { ok: true; node: GraphNode } | { ok: false; message: string; hint: string } {
+  const runs = loaded.graph.nodes.filter((n) => n.kind.name === 'run');
+  if (!runs.length) return { ok: false, message: 'the config has no step of kind run: nothing to probe', hint: 'add a run step (see README, "Agent steps")' };
+  if (name === undefined) return { ok: true, node: runs[0]! };
+  const clean = name.replace(/\/+$/, '');
+  const hit = runs.find((n) => n.id === clean || n.id.startsWith(clean + '/'));
+  if (hit) return { ok: true, node: hit };
+  const other = loaded.graph.nodes.find((n) => n.id === clean || n.id.startsWith(clean + '/'));
+  if (other) return { ok: false, message: `${other.id} is a ${other.kind.name} node; probe runs one attempt of a run step`, hint: `run nodes: ${runs.slice(0, 3).map((n) => n.id).join(', ')}${runs.length > 3 ? ', ...' : ''}` };
+  const guess = closest(clean, runs.length > 5000 ? [...new Set(runs.map((n) => n.step.name))] : runs.map((n) => n.id));
+  return { ok: false, message: `no run node matches "${name}"`, hint: guess ? `did you mean "${guess}"?` : "'pairbench plan --all' lists every node" };
+}
+
+/** `roots` and everything they need, in the graph's (topological) order. */
+function closure(loaded: LoadedConfig, roots: GraphNode[]): GraphNode[] {
+  const wanted = new Set<GraphNode>();
+  const stack = [...roots];
+  while (stack.length) {
+    const n = stack.pop()!;
+    if (wanted.has(n)) continue;
+    wanted.add(n);
+    stack.push(...n.upstream);
+  }
+  return loaded.graph.nodes.filter((n) => wanted.has(n));
+}
+
+type Attempt = { ok: true; outputs: OutputManifest } | { ok: false; message: string; logTail: string };
+
+/**
+ * Mirrors engine.executeNode: inputs stored in the CAS and checked against the digests
+ * hashed for the key, the selected upstream outputs, a fresh work dir. Writes no action
+ * record and no node history; the outputs' blobs stay unreferenced (gc removes them).
+ */
+async function executeUnrecorded(
+  loaded: LoadedConfig,
+  node: GraphNode,
+  records: ReadonlyMap<string, ActionRecord>,
+  io: CommandIO,
+  signal: AbortSignal | undefined,
+  doNotCache: (reason: string) => void,
+): Promise<Attempt> {
+  const { store } = loaded.ctx;
+  const files: StagedFile[] = [];
+  for (const i of loaded.inputs.get(node.id) ?? []) {
+    let entry;
+    try {
+      entry = store.cas.putPath(i.abs);
+    } catch (e) {
+      return { ok: false, message: `cannot read input ${i.path}: ${errorMessage(e)}`, logTail: '' };
+    }
+    if (entry.digest !== i.digest) return { ok: false, message: `input ${i.path} changed after it was hashed; run again`, logTail: '' };
+    files.push({ path: i.path, entry });
+  }
+  const upstream: UpstreamOutputs[] = [];
+  for (const u of node.upstream) {
+    const record = records.get(u.id);
+    if (!record) continue; // certify: skipped by the probe
+    const wanted = node.kind.selectUpstream?.(node, u);
+    const outputs: OutputManifest = {};
+    for (const w of wanted ?? Object.keys(record.outputs)) {
+      const e = record.outputs[w];
+      if (!e) return { ok: false, message: `upstream ${u.id} has no output "${w}"`, logTail: '' };
+      outputs[w] = e;
+    }
+    upstream.push({ node: u.id, outputs });
+  }
+  const workDir = tempPath(store.tmpDir, 'probe');
+  const logFile = `${workDir}.log`;
+  mkdirSync(workDir, { recursive: true });
+  writeFileSync(logFile, '');
+  const ctx: ExecutionContext = {
+    node,
+    config: loaded.config,
+    workDir,
+    files,
+    upstream,
+    artifacts: store.cas,
+    logFile,
+    hostEnv: io.env,
+    signal: signal ?? new AbortController().signal,
+    doNotCache,
+  };
+  try {
+    const r = await node.kind.execute(ctx);
+    if (r.ok) return { ok: true, outputs: r.value };
+    let log = '';
+    try {
+      log = readFileSync(logFile, 'utf8');
+    } catch {
+      // no log
+    }
+    return { ok: false, message: r.error.message, logTail: tail(log, 20) };
+  } catch (e) {
+    return { ok: false, message: errorMessage(e), logTail: '' };
+  } finally {
+    rmSync(workDir, { recursive: true, force: true });
+    rmSync(logFile, { force: true });
+  }
+}
+
+function readText(ctx: LoadedConfig['ctx'], outputs: OutputManifest, name: string): string | undefined {
+  const e = outputs[name];
+  return e ? ctx.store.cas.read(e.digest).toString('utf8') : undefined;
+}
+
+function readJson<T>(ctx: LoadedConfig['ctx'], outputs: OutputManifest, name: string): T {
+  return JSON.parse(readText(ctx, outputs, name) ?? 'null') as T;
+}
+
+function tail(text: string, lines: number): string {
+  return text.trimEnd().split('\n').slice(-lines).join('\n');
+}
+
+/** The cost weights of the config's analyze step, if it sets them; else the defaults. */
+function weightsOf(loaded: LoadedConfig): CostWeights {
+  const analyze = loaded.config.steps.find((s) => s.kind === 'analyze');
+  const w = (analyze?.spec['weights'] ?? {}) as Partial<CostWeights>;
+  return { ...DEFAULT_WEIGHTS, ...w };
+}
+
+export function weightedTokens(u: TokenUsage, w: CostWeights): number {
+  return u.input_tokens * w.input + u.cache_write_tokens * w.cache_write + u.cache_read_tokens * w.cache_read + u.output_tokens * w.output;
+}
+
+const scale = (u: TokenUsage, k: number): TokenUsage => ({
+  input_tokens: u.input_tokens * k,
+  output_tokens: u.output_tokens * k,
+  cache_write_tokens: u.cache_write_tokens * k,
+  cache_read_tokens: u.cache_read_tokens * k,
+});
+
+function project(loaded: LoadedConfig, target: GraphNode, r: AttemptResult, source: ProbeReport['source'], transient: string[]): ProbeReport {
+  const { config, graph } = loaded;
+  const weights = weightsOf(loaded);
+  const attempts = graph.nodes.filter((n) => n.step === target.step).length;
+  const dimensions = Object.fromEntries(target.step.matrix.map((d) => [d.name, d.values.length]));
+  const concurrency = Math.max(1, Math.min(config.concurrency.global, config.concurrency.kinds['run'] ?? config.concurrency.global, attempts));
+  const u = r.usage;
+  const total = u ? u.input_tokens + u.output_tokens + u.cache_write_tokens + u.cache_read_tokens : null;
+  const weighted = u ? weightedTokens(u, weights) : null;
+  const per: ProbeFigures = { usage: u, total_tokens: total, weighted_tokens: weighted, cost_usd: r.cost_usd, wall_ms: r.wall_ms, turns: r.turns };
+  const times = (x: number | null) => (x === null ? null : x * attempts);
+
+  const caveats = [
+    `one attempt is one sample: a stochastic agent's tokens and time vary from attempt to attempt, and by task and arm; this prices ${target.matrix['arm'] ? `arm "${target.matrix['arm']}"` : 'one arm'} of ${target.matrix['task'] ? `task "${target.matrix['task']}"` : 'one task'} only`,
+  ];
+  const arms = (target.step.spec['arms'] ?? {}) as Record<string, { files?: object; prompt_append?: string; mcp_servers?: object }>;
+  const adding = Object.entries(arms)
+    .filter(([name, a]) => name !== target.matrix['arm'] && (Object.keys(a.files ?? {}).length > 0 || Boolean(a.prompt_append) || Object.keys(a.mcp_servers ?? {}).length > 0))
+    .map(([name]) => name);
+  if (adding.length) caveats.push(`arm${adding.length === 1 ? '' : 's'} ${adding.join(', ')} add${adding.length === 1 ? 's' : ''} context the probed arm does not have, so ${adding.length === 1 ? 'its' : 'their'} attempts may cost more`);
+  if (['turn-cap', 'time-cap', 'token-cap', 'cost-cap'].includes(r.exit_reason)) caveats.push(`the attempt stopped at its ${r.exit_reason}: its figures are bounded by that limit, and so is the projection`);
+  if (r.exit_reason === 'agent-crash' || r.exit_reason === 'infra-error') caveats.push(`the attempt did not complete (${r.exit_reason}): its figures do not price a normal attempt; fix the cause (pairbench doctor) and probe again`);
+  if (u === null) caveats.push('the gateway recorded no model usage (the agent made no model request through it): there are no tokens to project');
+  if (r.cost_confidence === 'estimated') caveats.push("cost is estimated: the model has no configured price, so a default (Claude Sonnet list) price was used; the weighted tokens do not depend on prices");
+  for (const t of transient) caveats.push(`the step flagged this attempt as transient: ${t}`);
+  if (target.upstream.some((n) => n.kind.name === 'certify')) caveats.push('certify was not run by the probe: a task it rejects would not be attempted at all');
+
+  return {
+    ok: r.exit_reason !== 'agent-crash' && r.exit_reason !== 'infra-error',
+    node: target.id,
+    step: target.step.name,
+    source,
+    exit_reason: r.exit_reason,
+    agent: r.agent,
+    cost_confidence: r.cost_confidence,
+    weights,
+    per_attempt: per,
+    cohort: {
+      attempts,
+      dimensions,
+      concurrency,
+      projected: {
+        usage: u ? scale(u, attempts) : null,
+        total_tokens: times(total),
+        weighted_tokens: times(weighted),
+        cost_usd: times(r.cost_usd),
+        wall_ms_total: r.wall_ms * attempts,
+        wall_ms_elapsed: r.wall_ms * Math.ceil(attempts / concurrency),
+      },
+    },
+    caveats,
+  };
+}
+
+const int = (n: number | null) => (n === null ? 'n/a' : Math.round(n).toLocaleString('en-US'));
+const usd = (n: number | null) => (n === null ? 'n/a (unpriced)' : `$${n < 1 ? n.toFixed(4) : n.toFixed(2)}`);
+function duration(ms: number): string {
+  const s = ms / 1000;
+  if (s < 120) return `${s.toFixed(1)} s`;
+  if (s < 7200) return `${(s / 60).toFixed(1)} min`;
+  return `${(s / 3600).toFixed(1)} h`;
+}
+
+export function formatReport(r: ProbeReport): string {
+  const p = r.per_attempt;
+  const c = r.cohort.projected;
+  const dims = Object.entries(r.cohort.dimensions).map(([k, v]) => `${v} ${k}${v === 1 ? '' : 's'}`).join(' x ');
+  const w = r.weights;
+  const usageLine = (u: TokenUsage | null) => (u ? `input ${int(u.input_tokens)}, cache write ${int(u.cache_write_tokens)}, cache read ${int(u.cache_read_tokens)}, output ${int(u.output_tokens)}` : 'no usage recorded');
+  return [
+    `${r.source === 'probe' ? 'probe attempt' : 'recorded attempt'} ${r.node}: ${r.exit_reason} (${r.agent.adapter} ${r.agent.version}, model ${r.agent.model})`,
+    `  per attempt   tokens ${int(p.total_tokens)} (${usageLine(p.usage)})`,
+    `                weighted ${int(p.weighted_tokens)} (input + ${w.cache_write} x cache_write + ${w.cache_read} x cache_read + ${w.output} x output)`,
+    `                cost ${usd(p.cost_usd)} (${r.cost_confidence}), wall ${duration(p.wall_ms)}, ${p.turns} turn${p.turns === 1 ? '' : 's'}`,
+    `  cohort        ${r.cohort.attempts} attempts of step ${r.step} (${dims})`,
+    `                tokens ${int(c.total_tokens)}, weighted ${int(c.weighted_tokens)}, cost ${usd(c.cost_usd)} (${r.cost_confidence})`,
+    `                wall ${duration(c.wall_ms_total)} of agent time; about ${duration(c.wall_ms_elapsed)} elapsed at concurrency ${r.cohort.concurrency}`,
+    ...r.caveats.map((x) => `  note: ${x}`),
+  ].join('\n');
+}
