@@ -143,11 +143,11 @@ export async function runProbe(loaded: LoadedConfig, io: CommandIO, json: boolea
   return report.ok ? EXIT.ok : EXIT.nodeFailed;
 }
 
-/** The first run node, or the one named (an id, an id prefix, or a step name). */
+/** The first run node as listed, or the one named (an id, an id prefix, or a step name). */
 function pickRunNode(loaded: LoadedConfig, name: string | undefined): { ok: true; node: GraphNode } | { ok: false; message: string; hint: string } {
   const runs = loaded.graph.nodes.filter((n) => n.kind.name === 'run');
   if (!runs.length) return { ok: false, message: 'the config has no step of kind run: nothing to probe', hint: 'add a run step (see README, "Agent steps")' };
-  if (name === undefined) return { ok: true, node: runs[0]! };
+  if (name === undefined) return { ok: true, node: firstAsListed(runs.filter((n) => n.step === runs[0]!.step)) };
   const clean = name.replace(/\/+$/, '');
   const hit = runs.find((n) => n.id === clean || n.id.startsWith(clean + '/'));
   if (hit) return { ok: true, node: hit };
@@ -155,6 +155,20 @@ function pickRunNode(loaded: LoadedConfig, name: string | undefined): { ok: true
   if (other) return { ok: false, message: `${other.id} is a ${other.kind.name} node; probe runs one attempt of a run step`, hint: `run nodes: ${runs.slice(0, 3).map((n) => n.id).join(', ')}${runs.length > 3 ? ', ...' : ''}` };
   const guess = closest(clean, runs.length > 5000 ? [...new Set(runs.map((n) => n.step.name))] : runs.map((n) => n.id));
   return { ok: false, message: `no run node matches "${name}"`, hint: guess ? `did you mean "${guess}"?` : "'pairbench plan --all' lists every node" };
+}
+
+/**
+ * The node of the first task, first arm, first rep as the config lists them (usually the
+ * control arm): not the graph's first, since a run step may interleave its nodes in a seeded order.
+ */
+function firstAsListed(nodes: GraphNode[]): GraphNode {
+  const rank = (n: GraphNode) => n.step.matrix.map((d) => d.values.indexOf(n.matrix[d.name] ?? ''));
+  return nodes.reduce((best, n) => {
+    const a = rank(n);
+    const b = rank(best);
+    const i = a.findIndex((x, k) => x !== b[k]);
+    return i >= 0 && a[i]! < b[i]! ? n : best;
+  });
 }
 
 /** `roots` and everything they need, in the graph's (topological) order. */

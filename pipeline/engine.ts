@@ -280,6 +280,7 @@ async function executeLocked(
       used.push(key.key);
       return { status: 'cached', record: again.record };
     }
+    if (options.signal?.aborted) return { status: 'skipped', because: 'interrupted' };
     emit({ type: 'running', node: node.id });
     mkdirSync(workDir, { recursive: true });
     writeFileSync(logFile, '');
@@ -287,6 +288,8 @@ async function executeLocked(
     let transient: string | undefined;
     const result = await executeNode(ctx, node, inputs, records, workDir, logFile, options, (reason) => (transient ??= reason));
     const durationMs = Date.now() - startedAt.getTime();
+    // Work cut short by an interrupt is not a result: nothing of it is stored.
+    if (options.signal?.aborted) return { status: 'failed', failure: { reason: 'killed', message: 'interrupted' } };
     let log: Sha256 | null = null;
     let logText = '';
     try {

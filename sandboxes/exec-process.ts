@@ -39,6 +39,7 @@ export async function runProcess(argv: string[], options: ProcessOptions): Promi
   };
   const timer = options.timeoutMs ? setTimeout(() => ((timedOut = true), stop()), options.timeoutMs) : undefined;
   options.signal?.addEventListener('abort', stop);
+  if (options.signal?.aborted) stop(); // aborted before we started listening
   const r = await child.finally(() => {
     clearTimeout(timer);
     options.signal?.removeEventListener('abort', stop);

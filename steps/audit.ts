@@ -59,7 +59,13 @@ const HISTORY = /\bgit\s+(log|show|reflog|rev-list|blame|checkout|cat-file|fetch
 /** Trajectory leakage: attempts to reach hidden paths, dig in version history, or use the canary. */
 export function scanTrajectory(trajectory: AtifTrajectory, gatewayLog: string, task: Task): LeakageFlag[] {
   const flags: LeakageFlag[] = [];
-  const hidden = ['/verifier', 'VERIFIER_DIR', '/logs/verifier', '/tests/', 'solution.patch', 'solve.sh', '.pairbench'];
+  // Only what is really hidden from this task's agent: the verifier's mount and host
+  // directory, Harbor's /tests and reward dir (for Harbor tasks), the solution's files.
+  const hidden = ['/verifier', 'VERIFIER_DIR', '/logs/verifier'];
+  if (task.verifier.filesDir) hidden.push(task.verifier.filesDir);
+  if (task.verifier.result === 'reward-file') hidden.push('/tests/', '/tests ');
+  if (task.solution.script) hidden.push(task.solution.script);
+  if (task.solution.patch) hidden.push(`${task.dir}/solution`);
   for (const step of trajectory.steps) {
     for (const call of step.tool_calls ?? []) {
       const text = JSON.stringify(call.arguments ?? '');
@@ -175,7 +181,10 @@ export const auditStep: StepKind = {
       explanation = why;
     };
     if (outOfBounds.length) apply(policy.out_of_bounds, 'out-of-bounds', `wrote outside the allowed paths: ${outOfBounds.slice(0, 5).join(', ')}`);
-    if (leakage.length) apply(policy.leakage, 'leakage', `trajectory leakage: ${leakage[0]!.kind} at ${leakage[0]!.where}`);
+    // Digging in version history is recorded (the trees have none to dig in); reaching hidden
+    // files or using the canary is what the policy acts on.
+    const acted = leakage.filter((l) => l.kind !== 'version-history');
+    if (acted.length) apply(policy.leakage, 'leakage', `trajectory leakage: ${acted[0]!.kind} at ${acted[0]!.where}`);
 
     const record: AttemptRecord & { mutation: unknown; leakage: LeakageFlag[] } = {
       node: ctx.node.id,

@@ -201,8 +201,11 @@ export const certifyStep: StepKind = {
     const out = join(ctx.workDir, 'out');
     mkdirSync(out, { recursive: true });
     writeFileSync(join(out, 'certification.json'), JSON.stringify(receipt, null, 2) + '\n');
+    // What run keys on: the verdict alone, so another arm's surfaces or the policy's
+    // repeats do not re-run attempts whose admission did not change.
+    writeFileSync(join(out, 'verdict.json'), JSON.stringify({ task: task.id, verdict: receipt.verdict, reasons }, null, 2) + '\n');
     log(`${task.id}: ${receipt.verdict}${reasons.length ? ': ' + reasons.join('; ') : ''}`);
-    return ok({ 'certification.json': ctx.artifacts.putPath(join(out, 'certification.json')) });
+    return ok({ 'certification.json': ctx.artifacts.putPath(join(out, 'certification.json')), 'verdict.json': ctx.artifacts.putPath(join(out, 'verdict.json')) });
   },
 };
 

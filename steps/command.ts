@@ -178,6 +178,7 @@ export const commandStep: StepKind = {
     const timer = s.timeout ? setTimeout(() => stop('timeout'), s.timeout * 1000) : undefined;
     const onAbort = () => stop('interrupted');
     ctx.signal.addEventListener('abort', onAbort);
+    if (ctx.signal.aborted) onAbort();
     const result = await child.finally(() => {
       closeSync(logFd);
       clearTimeout(timer);

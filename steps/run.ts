@@ -238,7 +238,7 @@ export const runStep: StepKind = {
       .flatMap(([pair, arms]) => arms.sort((a, b) => (rank(`${pair}:${a.matrix['arm']}`) < rank(`${pair}:${b.matrix['arm']}`) ? -1 : 1)));
   },
 
-  selectUpstream: (_node, upstream) => (upstream.kind.name === 'materialize' ? ['tree'] : upstream.kind.name === 'certify' ? ['certification.json'] : undefined),
+  selectUpstream: (_node, upstream) => (upstream.kind.name === 'materialize' ? ['tree'] : upstream.kind.name === 'certify' ? ['verdict.json'] : undefined),
 
   describeConfigField(path) {
     const [a, b] = path;
@@ -258,7 +258,8 @@ export const runStep: StepKind = {
     const log = (line: string) => writeFileSync(ctx.logFile, line + '\n', { flag: 'a' });
 
     // 0. A task that failed certification is never run.
-    const cert = ctx.upstream.find((u) => u.outputs['certification.json'])?.outputs['certification.json'];
+    const certifyIds = new Set(ctx.node.upstream.filter((u) => u.kind.name === 'certify').map((u) => u.id));
+    const cert = ctx.upstream.find((u) => certifyIds.has(u.node))?.outputs['verdict.json'];
     if (cert) {
       const receipt = JSON.parse(ctx.artifacts.read(cert.digest).toString('utf8')) as { verdict: string; reasons: string[] };
       if (receipt.verdict !== 'certified') {

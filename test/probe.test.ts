@@ -1,4 +1,4 @@
-import { existsSync, readdirSync } from 'node:fs';
+import { cpSync, existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { claudeBinary } from '../agents/claude-code.js';
@@ -45,7 +45,7 @@ const tools = [{ name: 'noop', description: 'does nothing', input_schema: { type
 const post = (messages) => fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': 'k', 'anthropic-version': '2023-06-01' }, body: JSON.stringify({ model: 'claude-fake-1', max_tokens: 64, tools, messages }) }).then((r) => r.json());
 const first = [{ role: 'user', content: process.env.PAIRBENCH_PROMPT }];
 const a = await post(first);
-await post([...first, { role: 'assistant', content: a.content }, { role: 'user', content: [{ type: 'tool_result', tool_use_id: a.content[1].id, content: 'ok' }] }]);
+await post([...first, { role: 'assistant', content: a.content }, { role: 'user', content: [{ type: 'tool_result', tool_use_id: a.content.find((b) => b.type === 'tool_use').id, content: 'ok' }] }]);
 `;
 
 function config(agent: string): string {
@@ -81,8 +81,10 @@ function config(agent: string): string {
 let rig: Rig;
 beforeEach(() => {
   rig = new Rig();
-  calculatorTask(rig.dir);
-  calculatorTask(rig.dir, { id: 'fix-add-2' });
+  const { taskDir } = calculatorTask(rig.dir);
+  // A second task on the same repository and commit.
+  cpSync(taskDir, join(rig.dir, 'tasks', 'fix-add-2'), { recursive: true });
+  rig.write('tasks/fix-add-2/task.yaml', rig.read('tasks/fix-add/task.yaml').replace('id: fix-add', 'id: fix-add-2'));
   rig.write('fixtures/CLAUDE.md', 'House rule 7f3a: add() must use the plus operator.\n');
   rig.write('fixtures/agent.mjs', COMMAND_AGENT);
   rig.write(
@@ -106,7 +108,8 @@ function expectOnlyMaterializeRecorded(): void {
   expect(status['attempts/fix-add/control/1']).toBe('run');
   expect(status['certify/fix-add']).toBe('run');
   for (const e of entries.filter((e) => !e.node.startsWith('materialize/'))) expect(e.status, e.node).toBe('run');
-  expect(entries.find((e) => e.node === 'attempts/fix-add/control/1')).toMatchObject({ reasons: ['new node: never built'] });
+  // (It waits on certify, which the probe never runs.)
+  expect(entries.find((e) => e.node === 'attempts/fix-add/control/1')).toMatchObject({ reasons: ['upstream certify/fix-add will run first (cached again if its output is unchanged)'] });
   // The node index knows only the materialize node the probe built (never an attempt or verify).
   for (const n of loaded.graph.nodes.filter((n) => n.step.name !== 'materialize')) expect(loaded.ctx.store.nodes.get(n.id), n.id).toBeUndefined();
   const records = readdirSync(join(rig.dir, '.pairbench', 'ac'), { recursive: true }).filter((f) => String(f).endsWith('.json'));
@@ -153,6 +156,7 @@ describe('pairbench probe', () => {
     rig.write('bench.config.yaml', config(`{ adapter: command, command: 'node ${join(rig.dir, 'fixtures', 'agent.mjs')}' }`));
     const r = await probe(rig, false, 'attempts/fix-add/treatment');
     expect(r.code, r.stderr).toBe(0);
+    console.log(r.stdout + '\n---stderr\n' + r.stderr);
     const lines = r.stdout.trimEnd().split('\n');
     expect(lines[0]).toBe('probe attempt attempts/fix-add/treatment/1: done (command user-command, model default)');
     expect(lines[1]).toBe('  per attempt   tokens 2,902 (input 2,500, cache write 300, cache read 50, output 52)');
@@ -192,6 +196,7 @@ describe('pairbench probe', () => {
     rig.write('bench.config.yaml', config('{ adapter: claude-code, model: claude-fake-1 }'));
     const r = await probe(rig, true);
     expect(r.code, r.stdout + r.stderr).toBe(0);
+    console.log(r.stdout);
     const report = JSON.parse(r.stdout) as ProbeReport;
     expect(report).toMatchObject({ source: 'probe', exit_reason: 'done', agent: { adapter: 'claude-code', version: '2.1.197', model: 'claude-fake-1' } });
     // Claude Code also makes side requests (titles...): whatever the gateway saw is what is projected.
