@@ -202,13 +202,20 @@ async function memoryCheck(config: BenchConfig, graph: Graph, uses: SandboxUse[]
 interface SandboxUse {
   step: string;
   kind: string;
-  settings: ReturnType<typeof sandboxOf>;
+  /** As the step resolves them (`backend: auto` already resolved to the backend that will run). */
+  settings: Omit<ReturnType<typeof sandboxOf>, 'backend'> & { backend: BackendName };
+  /** The backend as written (undefined: not written). */
+  configured: string | undefined;
 }
 
 function sandboxUses(steps: readonly StepConfig[]): SandboxUse[] {
   return steps
     .filter((s) => SANDBOXED_KINDS.has(s.kind))
-    .map((s) => ({ step: s.name, kind: s.kind, settings: sandboxOf(s.spec as { sandbox?: SandboxSettings }) }));
+    .map((s) => {
+      const spec = s.spec as { sandbox?: SandboxSettings };
+      const settings = sandboxOf(spec);
+      return { step: s.name, kind: s.kind, settings: { ...settings, backend: settings.backend as BackendName }, configured: spec.sandbox?.backend };
+    });
 }
 
 /** The engine pairbench's docker backend will talk to: DOCKER_HOST (unix://) or the default socket. */
@@ -244,7 +251,8 @@ async function engineState(docker: ReturnType<typeof dockerClient>): Promise<Eng
     await Promise.all(
       running.map(async (c) => {
         const container = docker.client.getContainer(c.Id);
-        const [inspect, stats] = await Promise.all([container.inspect(), container.stats({ stream: false, 'one-shot': true }).catch(() => undefined)]);
+        const [inspect, stats] = await Promise.all([container.inspect().catch(() => undefined), container.stats({ stream: false, 'one-shot': true }).catch(() => undefined)]);
+        if (!inspect) return; // it stopped meanwhile
         const limit = inspect.HostConfig.Memory ?? 0;
         const m = stats?.memory_stats;
         const inactive = (m?.stats as Record<string, number> | undefined)?.['inactive_file'] ?? (m?.stats as Record<string, number> | undefined)?.['total_inactive_file'] ?? 0;
@@ -280,7 +288,8 @@ async function sandboxChecks(uses: SandboxUse[], env: CommandIO['env'], pathVar:
   for (const [backend, list] of byBackend) {
     const name = `sandbox ${backend} (${stepList(list.map((u) => u.step))})`;
     if (backend === 'local') {
-      out.push(pass(name, 'no isolation: runs as this user on this machine (recorded as such)'));
+      const auto = list.filter((u) => u.configured === 'auto').map((u) => u.step);
+      out.push(pass(name, `no isolation: runs as this user on this machine (recorded as such)${auto.length ? `; ${stepList(auto)} chose it by backend auto because bwrap cannot make a sandbox here` : ''}`));
     } else if (backend === 'bubblewrap') {
       const r = await checkBubblewrap(pathVar || undefined);
       out.push(r.ok ? pass(name, `bwrap at ${findOnPath('bwrap', pathVar)} builds a sandbox here`) : missing(name, ...splitHint(r.error)));
@@ -441,7 +450,8 @@ function credentialChecks(steps: readonly StepConfig[], env: CommandIO['env']): 
 // ---------------------------------------------------------------------------
 // Task repositories
 
-const URL_LIKE = /^[a-z][a-z0-9+.-]*:\/\//i;
+/** scheme://... or scp-like user@host:path: a remote; anything else is a local path. */
+const URL_LIKE = /^(?:[a-z][a-z0-9+.-]*:\/\/|[^/@\s]+@[^/:\s]+:)/i;
 
 async function repositoryChecks(config: BenchConfig, pathVar: string): Promise<DoctorCheck[]> {
   const wanted = new Map<string, { source: string; commit: string; tasks: string[]; origin: string }>();

@@ -162,7 +162,7 @@ export const certifyStep: StepKind = {
               continue;
             }
           }
-          const outcome: Result<VerifierOutcome, string> = await runVerifier(task, ws, verifierDir, scratch, { backend: settings.backend, egress: settings.egress, image: settings.image }, ctx.signal);
+          const outcome: Result<VerifierOutcome, string> = await runVerifier(task, ws, verifierDir, scratch, { backend: settings.backend, egress: settings.egress, image: settings.image, allow: settings.allow, resources: settings.resources }, ctx.signal);
           if (!outcome.ok) return err({ reason: 'infra', message: `infrastructure: ${outcome.error}` });
           checks[agent].push(outcome.value.pass);
           log(`check ${i + 1}/${policy.repeats} ${agent}: verifier ${outcome.value.pass ? 'passes' : 'fails'} (${outcome.value.evidence.map((e) => `${e.name}=${e.status}`).join(', ')})`);

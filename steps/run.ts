@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { join, relative } from 'node:path';
+import { join, normalize, relative } from 'node:path';
 import type { AttemptContext, McpServer } from '../agents/adapter.js';
 import { agentAdapters } from '../agents/index.js';
 import type { Json } from '../pipeline/canonical-json.js';
@@ -48,6 +48,11 @@ export type ExitReason = 'done' | 'turn-cap' | 'time-cap' | 'token-cap' | 'cost-
 
 const spec = (step: StepConfig) => step.spec as unknown as RunSpec;
 
+/** A config path as the input resolver records it (`./a//b.md` -> `a/b.md`). */
+function normalizedPath(p: string): string {
+  return normalize(p).replaceAll('\\', '/').replace(/\/$/, '');
+}
+
 /** An arm as it runs: an ablation arm takes its base arm's treatment, minus the lines it drops. */
 export function armOf(s: { arms: Record<string, ArmSpec> }, name: string): ArmSpec {
   const a = s.arms[name] ?? {};
@@ -89,10 +94,12 @@ function resolveAuto(): 'bubblewrap' | 'local' {
 
 export function sandboxOf(s: { sandbox?: SandboxSettings }) {
   const b = s.sandbox ?? {};
-  const backend = b.backend === 'auto' ? resolveAuto() : (b.backend ?? 'local');
+  // The default is the best isolation this machine has: an unconfigured run never runs unisolated silently.
+  const auto = b.backend === undefined || b.backend === 'auto';
+  const backend = auto ? resolveAuto() : b.backend!;
   return {
     backend,
-    egress: b.backend === 'auto' ? (backend === 'local' ? 'open' : (b.egress ?? 'none')) : (b.egress ?? (backend !== 'local' ? 'none' : 'open')),
+    egress: auto ? (backend === 'local' ? 'open' : (b.egress ?? 'none')) : (b.egress ?? (backend !== 'local' ? 'none' : 'open')),
     allow: b.allow ?? [],
     image: b.image ?? null,
     resources: b.resources ?? {},
@@ -113,7 +120,7 @@ function markerOf(arm: ArmSpec, staged: ExecutionContext['files'], read: (d: Sta
   if (server) return `mcp__${server}__`;
   const first = Object.values(arm.files ?? {})[0];
   if (!first) return arm.prompt_append?.trim() || undefined;
-  const entry = staged.find((f) => f.path === first)?.entry;
+  const entry = staged.find((f) => f.path === normalizedPath(first))?.entry;
   if (!entry) return undefined;
   return ablated(read(entry.digest), arm.ablate)
     .split('\n')
@@ -176,6 +183,13 @@ export const runStep: StepKind = {
     for (const a of arms?.values ?? []) {
       if (!s.arms[a]) problems.push({ ...at(['arms']), message: `arm "${a}" (in matrix.arm) has no entry under arms` });
     }
+    // An arm's env may not redirect the agent's model, home or network: arms differ only in their treatment.
+    const RESERVED = /^(ANTHROPIC_|OPENAI_)|^(PAIRBENCH_PROMPT|PAIRBENCH_MODEL|PAIRBENCH_MODEL_URL|HOME|CODEX_HOME|PATH|IS_SANDBOX|HTTPS?_PROXY|https?_proxy|NO_PROXY|no_proxy)$/;
+    for (const [name, a] of Object.entries(s.arms)) {
+      for (const k of Object.keys(a.env ?? {})) {
+        if (RESERVED.test(k)) problems.push({ ...at(['arms', name, 'env', k]), message: `arm "${name}" sets ${k}, which pairbench controls (the model gateway, the private home, the network)` });
+      }
+    }
     for (const [name, a] of Object.entries(s.arms)) {
       if (!a.ablate) continue;
       if (!s.arms[a.ablate.from] || s.arms[a.ablate.from]!.ablate) problems.push({ ...at(['arms', name, 'ablate', 'from']), message: `arm "${name}" ablates "${a.ablate.from}", which is not an arm with its own treatment` });
@@ -205,7 +219,8 @@ export const runStep: StepKind = {
       limits: limitsOf(s),
       sandbox: sandboxOf(s),
       model: { upstream: s.model?.upstream ?? null, fake: Boolean(s.model?.fake_script) },
-      solution: adapter.name === 'oracle' ? { patch: task.solution.patch, script: task.solution.script } : null,
+      // The script's bytes are a file input; its path here is relative, so machines share keys.
+      solution: adapter.name === 'oracle' ? { patch: task.solution.patch, script: task.solution.script ? relative(node.step.rootDir, task.solution.script) : null } : null,
     } as unknown as Json;
   },
 
@@ -275,7 +290,7 @@ export const runStep: StepKind = {
     if (!tree) return err({ reason: 'internal', message: 'run needs a materialize upstream with a tree' });
     ctx.artifacts.materialize(tree, ws);
     for (const [dest, src] of Object.entries(arm.files ?? {})) {
-      const staged = ctx.files.find((f) => f.path === src);
+      const staged = ctx.files.find((f) => f.path === normalizedPath(src));
       if (!staged) return err({ reason: 'internal', message: `treatment file ${src} was not staged` });
       mkdirSync(join(ws, dest, '..'), { recursive: true });
       if (arm.ablate) writeFileSync(join(ws, dest), ablated(ctx.artifacts.read(staged.entry.digest).toString('utf8'), arm.ablate));
@@ -289,7 +304,7 @@ export const runStep: StepKind = {
     const markers: Record<string, string> = {};
     const marker = markerOf(arm, ctx.files, (d) => ctx.artifacts.read(d).toString('utf8'));
     if (marker) markers[armName] = marker;
-    const fake = ctx.files.find((f) => f.path === s.model?.fake_script);
+    const fake = s.model?.fake_script ? ctx.files.find((f) => f.path === normalizedPath(s.model!.fake_script!)) : undefined;
     let model: ModelSession | undefined;
     const outDir = join(ctx.workDir, 'out');
     mkdirSync(outDir, { recursive: true });
@@ -304,6 +319,9 @@ export const runStep: StepKind = {
       });
     }
 
+    if (adapter.needsModel && adapter.name !== 'command' && !model) {
+      return err({ reason: 'internal', message: `agent ${adapter.name} needs its model, but no gateway was opened (model.fake_script not staged, or no model.upstream)` });
+    }
     const actx: AttemptContext = {
       prompt: arm.prompt_append ? `${task.prompt}\n\n${arm.prompt_append}` : task.prompt,
       workdir: sandboxed ? '/work' : ws,
@@ -331,7 +349,7 @@ export const runStep: StepKind = {
       sandbox = sb.ok ? sb.value : undefined;
       const result =
         inv && sandbox
-          ? await sandbox.exec(inv.argv, { env: { ...inv.env, ...(arm.env ?? {}), ...(sandboxed ? { HOME: '/tmp/home' } : {}) }, timeoutMs: limits.wallSeconds * 1000, signal: ctx.signal })
+          ? await sandbox.exec(inv.argv, { env: { ...(arm.env ?? {}), ...inv.env, ...(sandboxed ? { HOME: '/tmp/home' } : {}) }, timeoutMs: limits.wallSeconds * 1000, signal: ctx.signal })
           : { exitCode: sandbox ? 0 : null, signal: null, timedOut: false, stdout: '', stderr: sb.ok ? '' : sb.error.message, durationMs: 0 };
       const wallMs = Date.now() - started;
       writeFileSync(join(outDir, 'agent.log'), `$ ${inv?.argv.join(' ') ?? '(nothing)'}\n--- stdout\n${result.stdout}\n--- stderr\n${result.stderr}\n`);

@@ -28,6 +28,8 @@ export interface VerifierSandbox {
   backend: BackendName;
   egress: EgressMode;
   image: string | null;
+  allow?: readonly string[];
+  resources?: { cpus?: number; memory_mb?: number; pids?: number };
 }
 
 const VERIFIER_INSIDE = '/verifier';
@@ -89,7 +91,8 @@ export async function runVerifier(task: Task, ws: string, verifierFiles: string 
       workspace: ws,
       mounts,
       ...(settings.image ? { image: settings.image } : {}),
-      egress: { mode: settings.egress },
+      egress: { mode: settings.egress, allow: [...(settings.allow ?? [])] },
+      resources: { ...(settings.resources?.cpus ? { cpus: settings.resources.cpus } : {}), ...(settings.resources?.memory_mb ? { memoryMb: settings.resources.memory_mb } : {}), ...(settings.resources?.pids ? { pids: settings.resources.pids } : {}) },
       env: { PATH: '/usr/local/bin:/usr/bin:/bin', LANG: 'C.UTF-8', VERIFIER_DIR: verifierFiles ? (sandboxed ? VERIFIER_INSIDE : verifierFiles) : '', HOME: sandboxed ? '/tmp' : scratch },
       labels: { 'pairbench.role': 'verifier' },
     });

@@ -64,7 +64,7 @@ export const verifyStep: StepKind = {
       ctx.artifacts.materialize(staged.entry, verifierHost);
       openForSandbox(verifierHost);
     }
-    const outcome = await runVerifier(task, ws, verifierHost, ctx.workDir, { backend: settings.backend, egress: settings.egress, image: settings.image }, ctx.signal);
+    const outcome = await runVerifier(task, ws, verifierHost, ctx.workDir, { backend: settings.backend, egress: settings.egress, image: settings.image, allow: settings.allow, resources: settings.resources }, ctx.signal);
     if (!outcome.ok) return err({ reason: 'infra', message: `infrastructure: ${outcome.error}` });
     const { pass, evidence, reward, sandbox } = outcome.value;
     const outDir = join(ctx.workDir, 'out');
