@@ -7,6 +7,7 @@ import type { ActionRecord, OutputManifest } from '../pipeline/store/action-cach
 import { tempPath } from '../pipeline/store/atomic-fs.js';
 import { DEFAULT_WEIGHTS } from '../steps/analyze/spec.js';
 import type { CostWeights } from '../steps/analyze/types.js';
+import { armOf, type ArmSpec } from '../steps/run.js';
 import type { CommandIO, LoadedConfig } from './doctor.js';
 import { EXIT } from './help.js';
 
@@ -149,8 +150,8 @@ function pickRunNode(loaded: LoadedConfig, name: string | undefined): { ok: true
   if (!runs.length) return { ok: false, message: 'the config has no step of kind run: nothing to probe', hint: 'add a run step (see README, "Agent steps")' };
   if (name === undefined) return { ok: true, node: firstAsListed(runs.filter((n) => n.step === runs[0]!.step)) };
   const clean = name.replace(/\/+$/, '');
-  const hit = runs.find((n) => n.id === clean || n.id.startsWith(clean + '/'));
-  if (hit) return { ok: true, node: hit };
+  const hits = runs.filter((n) => n.id === clean || n.id.startsWith(clean + '/'));
+  if (hits.length) return { ok: true, node: firstAsListed(hits) };
   const other = loaded.graph.nodes.find((n) => n.id === clean || n.id.startsWith(clean + '/'));
   if (other) return { ok: false, message: `${other.id} is a ${other.kind.name} node; probe runs one attempt of a run step`, hint: `run nodes: ${runs.slice(0, 3).map((n) => n.id).join(', ')}${runs.length > 3 ? ', ...' : ''}` };
   const guess = closest(clean, runs.length > 5000 ? [...new Set(runs.map((n) => n.step.name))] : runs.map((n) => n.id));
@@ -304,10 +305,11 @@ function project(loaded: LoadedConfig, target: GraphNode, r: AttemptResult, sour
   const caveats = [
     `one attempt is one sample: a stochastic agent's tokens and time vary from attempt to attempt, and by task and arm; this prices ${target.matrix['arm'] ? `arm "${target.matrix['arm']}"` : 'one arm'} of ${target.matrix['task'] ? `task "${target.matrix['task']}"` : 'one task'} only`,
   ];
-  const arms = (target.step.spec['arms'] ?? {}) as Record<string, { files?: object; prompt_append?: string; mcp_servers?: object }>;
-  const adding = Object.entries(arms)
-    .filter(([name, a]) => name !== target.matrix['arm'] && (Object.keys(a.files ?? {}).length > 0 || Boolean(a.prompt_append) || Object.keys(a.mcp_servers ?? {}).length > 0))
-    .map(([name]) => name);
+  const runSpec = { arms: (target.step.spec['arms'] ?? {}) as Record<string, ArmSpec> };
+  const adding = Object.keys(runSpec.arms).filter((name) => {
+    const a = armOf(runSpec, name);
+    return name !== target.matrix['arm'] && (Object.keys(a.files ?? {}).length > 0 || Boolean(a.prompt_append) || Object.keys(a.mcp_servers ?? {}).length > 0);
+  });
   if (adding.length) caveats.push(`arm${adding.length === 1 ? '' : 's'} ${adding.join(', ')} add${adding.length === 1 ? 's' : ''} context the probed arm does not have, so ${adding.length === 1 ? 'its' : 'their'} attempts may cost more`);
   if (['turn-cap', 'time-cap', 'token-cap', 'cost-cap'].includes(r.exit_reason)) caveats.push(`the attempt stopped at its ${r.exit_reason}: its figures are bounded by that limit, and so is the projection`);
   if (r.exit_reason === 'agent-crash' || r.exit_reason === 'infra-error') caveats.push(`the attempt did not complete (${r.exit_reason}): its figures do not price a normal attempt; fix the cause (pairbench doctor) and probe again`);

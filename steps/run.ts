@@ -96,7 +96,7 @@ export function sandboxOf(s: { sandbox?: SandboxSettings }) {
   const b = s.sandbox ?? {};
   // The default is the best isolation this machine has: an unconfigured run never runs unisolated silently.
   const auto = b.backend === undefined || b.backend === 'auto';
-  const backend = auto ? resolveAuto() : b.backend!;
+  const backend: BackendName = auto ? resolveAuto() : (b.backend as BackendName);
   return {
     backend,
     egress: auto ? (backend === 'local' ? 'open' : (b.egress ?? 'none')) : (b.egress ?? (backend !== 'local' ? 'none' : 'open')),

@@ -2,11 +2,11 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import type { Json } from '../pipeline/canonical-json.js';
 import type { StepConfig } from '../pipeline/config/load.js';
-import { err, ok } from '../pipeline/result.js';
+import { err, errorMessage, ok } from '../pipeline/result.js';
 import type { ExecutionContext, FileInputSpec, StepKind } from '../pipeline/step-kind.js';
 import { checkTasks, taskOf } from './agent-step-config.js';
 import { sandboxOf, type SandboxSettings } from './run.js';
-import { runVerifier } from './verifier-run.js';
+import { runVerifier, type TestEvidence, type VerifierOutcome } from './verifier-run.js';
 import { applyChanges, openForSandbox, type WorkspaceChanges } from './workspace.js';
 
 interface VerifySpec {
@@ -55,7 +55,12 @@ export const verifyStep: StepKind = {
     const changes = JSON.parse(ctx.artifacts.read(run.outputs['changes.json']!.digest).toString('utf8')) as WorkspaceChanges;
     const changedDir = join(ctx.workDir, 'changed');
     ctx.artifacts.materialize(run.outputs['changed']!, changedDir);
-    applyChanges(changes, changedDir, ws);
+    try {
+      applyChanges(changes, changedDir, ws);
+    } catch (e) {
+      // An attempt whose changes would write outside the tree is scored, not applied: it fails.
+      return writeVerdict(ctx, task.id, false, [{ name: 'changes', kind: 'command', status: 'fail', exit_code: null, duration_ms: 0, output_tail: errorMessage(e) }], null, { backend: settings.backend, isolation: 'n/a', image_id: settings.image });
+    }
 
     let verifierHost: string | null = null;
     const staged = ctx.files[0];
@@ -65,24 +70,34 @@ export const verifyStep: StepKind = {
       openForSandbox(verifierHost);
     }
     const outcome = await runVerifier(task, ws, verifierHost, ctx.workDir, { backend: settings.backend, egress: settings.egress, image: settings.image, allow: settings.allow, resources: settings.resources }, ctx.signal);
-    if (!outcome.ok) return err({ reason: 'infra', message: `infrastructure: ${outcome.error}` });
+    if (!outcome.ok) {
+      // The verifier could not run: an infrastructure fault. No verdict (audit excludes the
+      // attempt), and not cached, so the next run tries again.
+      ctx.doNotCache(`infrastructure error: ${outcome.error}`);
+      return writeVerdict(ctx, task.id, null, [{ name: 'verifier', kind: 'command', status: 'fail', exit_code: null, duration_ms: 0, output_tail: outcome.error }], null, { backend: settings.backend, isolation: 'n/a', image_id: settings.image });
+    }
     const { pass, evidence, reward, sandbox } = outcome.value;
-    const outDir = join(ctx.workDir, 'out');
-    mkdirSync(outDir, { recursive: true });
-    const verdict = {
-      schema_version: 1,
-      task: task.id,
-      node: ctx.node.id,
-      pass,
-      fail_to_pass: Object.fromEntries(evidence.filter((e) => e.kind === 'fail_to_pass').map((e) => [e.name, e.status])),
-      pass_to_pass: Object.fromEntries(evidence.filter((e) => e.kind === 'pass_to_pass').map((e) => [e.name, e.status])),
-      command: evidence.find((e) => e.kind === 'command')?.status ?? null,
-      reward,
-      sandbox,
-    };
-    writeFileSync(join(outDir, 'verdict.json'), JSON.stringify(verdict, null, 2) + '\n');
-    writeFileSync(join(outDir, 'evidence.json'), JSON.stringify(evidence, null, 2) + '\n');
-    writeFileSync(ctx.logFile, `${ctx.node.id}: ${pass ? 'PASS' : 'FAIL'} (${evidence.map((e) => `${e.name}=${e.status}`).join(', ')})\n`, { flag: 'a' });
-    return ok({ 'verdict.json': ctx.artifacts.putPath(join(outDir, 'verdict.json')), 'evidence.json': ctx.artifacts.putPath(join(outDir, 'evidence.json')) });
+    return writeVerdict(ctx, task.id, pass, evidence, reward, sandbox);
   },
 };
+
+/** Writes verdict.json (statuses only: what audit keys on) and evidence.json (logs and timings). */
+function writeVerdict(ctx: ExecutionContext, taskId: string, pass: boolean | null, evidence: TestEvidence[], reward: Record<string, number> | null, sandbox: VerifierOutcome['sandbox']) {
+  const outDir = join(ctx.workDir, 'out');
+  mkdirSync(outDir, { recursive: true });
+  const verdict = {
+    schema_version: 1,
+    task: taskId,
+    node: ctx.node.id,
+    pass,
+    fail_to_pass: Object.fromEntries(evidence.filter((e) => e.kind === 'fail_to_pass').map((e) => [e.name, e.status])),
+    pass_to_pass: Object.fromEntries(evidence.filter((e) => e.kind === 'pass_to_pass').map((e) => [e.name, e.status])),
+    command: evidence.find((e) => e.kind === 'command')?.status ?? null,
+    reward,
+    sandbox,
+  };
+  writeFileSync(join(outDir, 'verdict.json'), JSON.stringify(verdict, null, 2) + '\n');
+  writeFileSync(join(outDir, 'evidence.json'), JSON.stringify(evidence, null, 2) + '\n');
+  writeFileSync(ctx.logFile, `${ctx.node.id}: ${pass === null ? 'NO VERDICT' : pass ? 'PASS' : 'FAIL'} (${evidence.map((e) => `${e.name}=${e.status}`).join(', ')})\n`, { flag: 'a' });
+  return ok({ 'verdict.json': ctx.artifacts.putPath(join(outDir, 'verdict.json')), 'evidence.json': ctx.artifacts.putPath(join(outDir, 'evidence.json')) });
+}

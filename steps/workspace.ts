@@ -1,8 +1,11 @@
-import { chmodSync, copyFileSync, lstatSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, copyFileSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, rmSync, symlinkSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { sha256 } from '../pipeline/digest.js';
 
-/** Relative path -> SHA-256 of every regular file under root (symlinks by their target text). */
+/**
+ * Relative path -> state of every file under root: regular files by content digest
+ * and executable bit, symlinks by their target (a new link or `chmod +x` is a change).
+ */
 export function snapshot(root: string): Map<string, string> {
   const out = new Map<string, string>();
   const walk = (rel: string) => {
@@ -10,14 +13,15 @@ export function snapshot(root: string): Map<string, string> {
       const p = rel ? `${rel}/${name}` : name;
       const st = lstatSync(join(root, p));
       if (st.isDirectory()) walk(p);
-      else if (st.isFile()) out.set(p, sha256(readFileSync(join(root, p))));
+      else if (st.isSymbolicLink()) out.set(p, `link:${readlinkSync(join(root, p))}`);
+      else if (st.isFile()) out.set(p, `${sha256(readFileSync(join(root, p)))}${st.mode & 0o111 ? ':x' : ''}`);
     }
   };
   walk('');
   return out;
 }
 
-/** What an attempt changed: written files (their new bytes are kept in `changed/`) and deleted paths. */
+/** What an attempt changed: written files and links (their new state is kept in `changed/`) and deleted paths. */
 export interface WorkspaceChanges {
   schema_version: 1;
   written: Record<string, string>;
@@ -32,18 +36,45 @@ export function diffSnapshots(before: Map<string, string>, after: Map<string, st
   return { schema_version: 1, written, deleted: deleted.sort() };
 }
 
-/** Copies the written files into `dest` at their relative paths. */
-export function copyWritten(changes: WorkspaceChanges, from: string, dest: string): void {
-  mkdirSync(dest, { recursive: true });
-  for (const p of Object.keys(changes.written)) {
-    mkdirSync(dirname(join(dest, p)), { recursive: true });
-    copyFileSync(join(from, p), join(dest, p));
+/** Refuses a path whose parent directories include a symlink: writing through it could land outside the tree. */
+function assertNoSymlinkParent(root: string, rel: string): void {
+  const parts = rel.split('/').slice(0, -1);
+  let p = root;
+  for (const part of parts) {
+    p = join(p, part);
+    let st;
+    try {
+      st = lstatSync(p);
+    } catch {
+      return; // does not exist yet: it will be created as a directory
+    }
+    if (st.isSymbolicLink()) throw new Error(`refusing to write ${rel}: ${rel.split('/').slice(0, parts.indexOf(part) + 1).join('/')} is a symlink`);
   }
 }
 
-/** Applies changes (written files from `changedDir`, deletions) onto a tree. */
+/** Copies the written files and links into `dest` at their relative paths (modes kept, links as links). */
+export function copyWritten(changes: WorkspaceChanges, from: string, dest: string): void {
+  mkdirSync(dest, { recursive: true });
+  for (const p of Object.keys(changes.written)) {
+    assertNoSymlinkParent(dest, p);
+    const target = join(dest, p);
+    mkdirSync(dirname(target), { recursive: true });
+    rmSync(target, { force: true, recursive: true });
+    const st = lstatSync(join(from, p));
+    if (st.isSymbolicLink()) symlinkSync(readlinkSync(join(from, p)), target);
+    else {
+      copyFileSync(join(from, p), target);
+      chmodSync(target, st.mode & 0o777);
+    }
+  }
+}
+
+/** Applies changes (written files from `changedDir`, deletions) onto a tree; never writes through a symlink. */
 export function applyChanges(changes: WorkspaceChanges, changedDir: string, tree: string): void {
-  for (const p of changes.deleted) rmSync(join(tree, p), { force: true });
+  for (const p of changes.deleted) {
+    assertNoSymlinkParent(tree, p);
+    rmSync(join(tree, p), { force: true });
+  }
   copyWritten(changes, changedDir, tree);
 }
 

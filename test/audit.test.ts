@@ -38,3 +38,21 @@ describe('trajectory leakage audit', () => {
     ]);
   });
 });
+
+describe('applying changes', () => {
+  it('refuses to write through a symlink in the tree', async () => {
+    const { applyChanges } = await import('../steps/workspace.js');
+    const { mkdirSync, symlinkSync, writeFileSync, existsSync } = await import('node:fs');
+    const { join } = await import('node:path');
+    const tree = join(rig.dir, 'tree');
+    const outside = join(rig.dir, 'outside');
+    const changed = join(rig.dir, 'changed');
+    mkdirSync(tree, { recursive: true });
+    mkdirSync(outside, { recursive: true });
+    mkdirSync(join(changed, 'link'), { recursive: true });
+    writeFileSync(join(changed, 'link', 'evil.txt'), 'evil\n');
+    symlinkSync(outside, join(tree, 'link'));
+    expect(() => applyChanges({ schema_version: 1, written: { 'link/evil.txt': 'x' }, deleted: [] }, changed, tree)).toThrow(/refusing to write link\/evil\.txt: link is a symlink/);
+    expect(existsSync(join(outside, 'evil.txt'))).toBe(false);
+  });
+});

@@ -216,3 +216,22 @@ describe('bias-of-prompt arm', () => {
     expect(refused.stderr).toContain('is not a regular expression');
   });
 });
+
+describe('workspace changes', () => {
+  it('records new symlinks and exec bits; verify never writes through a symlink out of its tree', async () => {
+    calculatorTask(rig.dir);
+    rig.write('fixtures/CLAUDE.md', 'x\n');
+    const outside = join(rig.dir, 'outside');
+    // The agent turns a path into a symlink pointing outside, then writes "through" it.
+    rig.write('bench.config.yaml', config().replace(/agent: .*\n/, `agent: { adapter: command, command: 'chmod +x src/add.mjs; mkdir -p ${outside}; ln -s ${outside} escape; echo evil > escape/evil.txt' }\n`).replace(/rep: 2/g, 'rep: 1'));
+    const r = await rig.cli('run');
+    expect(r.code, r.stderr).toBe(0);
+    const changes = await rig.outputJson('attempts/fix-add/control/1', 'changes.json');
+    expect(changes.written['src/add.mjs']).toMatch(/:x$/);
+    expect(changes.written['escape']).toBe(`link:${outside}`);
+    // evil.txt was written on the host by the agent itself (the local backend isolates nothing);
+    // what matters: verify re-created the link as a link and wrote nothing through it.
+    const verdict = await rig.outputJson('verify/fix-add/control/1', 'verdict.json');
+    expect(verdict.pass).toBe(false);
+  });
+});
