@@ -37,6 +37,11 @@ export interface GatewayOptions {
   markers?: Record<string, string>;
   /** Appends every exchange as a JSON line (credentials redacted). */
   logFile?: string;
+  /**
+   * Headers the gateway sets on every upstream request, replacing the agent's (e.g. the real
+   * `x-api-key` or `authorization`): the credential stays on the host, the agent only ever holds a placeholder.
+   */
+  upstreamAuth?: Record<string, string>;
 }
 
 export interface Gateway {
@@ -144,7 +149,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
         ...(options.upstreamSocket ? { socketPath: options.upstreamSocket } : {}),
         method: req.method,
         path: upstream.pathname.replace(/\/$/, '') + (req.url ?? '/'),
-        headers: upstreamHeaders(req.headers, upstream.host, raw.length),
+        headers: upstreamHeaders(req.headers, upstream.host, raw.length, options.upstreamAuth),
         agent,
       });
       // The agent hung up (or timed out): stop the upstream too.
@@ -225,12 +230,15 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
  * What goes upstream: the agent's headers minus hop-by-hop ones, with the upstream's host, the
  * exact body length, and no compression (the gateway must read the reply to account for it).
  */
-function upstreamHeaders(headers: IncomingHttpHeaders, host: string, length: number): OutgoingHttpHeaders {
+function upstreamHeaders(headers: IncomingHttpHeaders, host: string, length: number, auth: Record<string, string> = {}): OutgoingHttpHeaders {
   const out: OutgoingHttpHeaders = {};
+  const replaced = new Set(Object.keys(auth).map((k) => k.toLowerCase()));
   for (const [name, value] of Object.entries(headers)) {
     if (value === undefined || HOP_BY_HOP.has(name) || name === 'host' || name === 'content-length' || name === 'accept-encoding') continue;
+    if (replaced.has(name) || (replaced.size && (name === 'x-api-key' || name === 'authorization'))) continue;
     out[name] = value;
   }
+  for (const [name, value] of Object.entries(auth)) out[name.toLowerCase()] = value;
   out.host = host;
   out['accept-encoding'] = 'identity';
   if (length > 0 || headers['content-length'] !== undefined) out['content-length'] = length;

@@ -10,6 +10,8 @@ export interface ModelSession {
   /** For sandboxed agents: the gateway's unix socket, forwarded inside. */
   socket?: string;
   summary(): GatewaySummary;
+  /** HTTP statuses of the upstream's replies (a provider's 401/429/5xx is infrastructure, not the agent). */
+  statuses(): number[];
   close(): Promise<void>;
 }
 
@@ -19,6 +21,8 @@ export interface ModelOptions {
   caps: { maxTokens?: number; maxCostUsd?: number };
   markers: Record<string, string>;
   logFile: string;
+  /** Headers with the real credential, set by the gateway on upstream requests (the agent never sees them). */
+  upstreamAuth?: Record<string, string>;
   /** When set, the gateway listens on a unix socket in this directory (sandboxed agents). */
   socketDir?: string | undefined;
 }
@@ -38,11 +42,13 @@ export async function openModel(options: ModelOptions): Promise<ModelSession> {
     caps: options.caps,
     markers: options.markers,
     logFile: options.logFile,
+    ...(options.upstreamAuth ? { upstreamAuth: options.upstreamAuth } : {}),
   });
   return {
     url: gateway.url ?? '',
     ...(socket ? { socket } : {}),
     summary: () => gateway.summary(),
+    statuses: () => gateway.records().map((r) => (r as { status?: number }).status ?? 0),
     close: async () => {
       await gateway.close();
       await fake?.close();

@@ -41,7 +41,8 @@ interface RunSpec {
   arms: Record<string, ArmSpec>;
   limits?: { turns?: number; wall_seconds?: number; tokens?: number; cost_usd?: number };
   sandbox?: SandboxSettings;
-  model?: { fake_script?: string; upstream?: string };
+  /** api_key_env: the host variable holding the real key; the gateway adds it upstream, the agent never sees it. */
+  model?: { fake_script?: string; upstream?: string; api_key_env?: string };
 }
 
 export type ExitReason = 'done' | 'turn-cap' | 'time-cap' | 'token-cap' | 'cost-cap' | 'agent-crash' | 'infra-error';
@@ -157,6 +158,16 @@ async function startSandbox(
   return err({ transient: created.error.reason === 'start-failed', message: `${created.error.reason}: ${created.error.message}` });
 }
 
+/** The provider refused or failed (auth, rate limit, overload, server error): not the agent's doing. */
+function isProviderFault(status: number): boolean {
+  return status === 401 || status === 403 || status === 408 || status === 429 || status >= 500;
+}
+
+/** How each provider takes its key. */
+function upstreamAuthFor(adapter: string, key: string): Record<string, string> {
+  return adapter === 'codex' || adapter === 'command' ? { authorization: `Bearer ${key}` } : { 'x-api-key': key };
+}
+
 /** The model provider an adapter talks to (part of what arms must share). */
 function providerOf(adapter: string): string {
   return adapter === 'claude-code' ? 'anthropic' : adapter === 'codex' ? 'openai' : adapter === 'command' ? 'custom' : 'none';
@@ -218,7 +229,7 @@ export const runStep: StepKind = {
       agent: { adapter: adapter.name, version: adapter.version(), model: s.agent.model ?? null, flags: s.agent.flags ?? [], command: s.agent.command ?? null },
       limits: limitsOf(s),
       sandbox: sandboxOf(s),
-      model: { upstream: s.model?.upstream ?? null, fake: Boolean(s.model?.fake_script) },
+      model: { upstream: s.model?.upstream ?? null, fake: Boolean(s.model?.fake_script), api_key_env: s.model?.api_key_env ?? null },
       // The script's bytes are a file input; its path here is relative, so machines share keys.
       solution: adapter.name === 'oracle' ? { patch: task.solution.patch, script: task.solution.script ? relative(node.step.rootDir, task.solution.script) : null } : null,
     } as unknown as Json;
@@ -313,6 +324,7 @@ export const runStep: StepKind = {
       model = await openModel({
         ...(fake ? { fakeScript: JSON.parse(ctx.artifacts.read(fake.entry.digest).toString('utf8')) } : { upstream: s.model!.upstream! }),
         caps: { ...(limits.tokens ? { maxTokens: limits.tokens } : {}), ...(limits.costUsd ? { maxCostUsd: limits.costUsd } : {}) },
+        ...(s.model?.api_key_env && !fake ? { upstreamAuth: upstreamAuthFor(adapter.name, ctx.hostEnv[s.model.api_key_env] ?? '') } : {}),
         markers,
         logFile: join(outDir, 'gateway.jsonl'),
         socketDir: sandboxed ? join(ctx.workDir, 'gw') : undefined,
@@ -355,25 +367,28 @@ export const runStep: StepKind = {
       writeFileSync(join(outDir, 'agent.log'), `$ ${inv?.argv.join(' ') ?? '(nothing)'}\n--- stdout\n${result.stdout}\n--- stderr\n${result.stderr}\n`);
       const parsed = adapter.parse(result, actx, adapter.version());
       const gw = model?.summary();
+      // A provider that failed or refused (transport errors, 401/403/429/5xx) while the agent did not
+      // finish normally is infrastructure, whatever cap the agent's retries then ran into.
+      const providerFault = Boolean(gw && (gw.upstream_errors > 0 || model!.statuses().some(isProviderFault)) && (result.exitCode !== 0 || result.timedOut));
       const exitReason: ExitReason = !sandbox
         ? 'infra-error'
         : gw?.cap_hit
-        ? gw.cap_hit
-        : result.timedOut
-          ? 'time-cap'
-          : parsed.hitTurnCap
-            ? 'turn-cap'
-            : gw && gw.upstream_errors > 0 && result.exitCode !== 0
-              ? 'infra-error'
-              : result.exitCode !== 0
-                ? 'agent-crash'
-                : 'done';
+          ? gw.cap_hit
+          : providerFault
+            ? 'infra-error'
+            : result.timedOut
+              ? 'time-cap'
+              : parsed.hitTurnCap
+                ? 'turn-cap'
+                : result.exitCode !== 0
+                  ? 'agent-crash'
+                  : 'done';
       // 3. What the attempt changed (the verifier sees only this, applied to a fresh tree).
       const changes = diffSnapshots(before, snapshot(ws));
       copyWritten(changes, ws, join(outDir, 'changed'));
       writeFileSync(join(outDir, 'changes.json'), JSON.stringify(changes, null, 2) + '\n');
       writeFileSync(join(outDir, 'trajectory.json'), JSON.stringify(parsed.trajectory, null, 2) + '\n');
-      if (exitReason === 'infra-error' && sandbox) ctx.doNotCache('infrastructure error: the model gateway could not reach its upstream');
+      if (exitReason === 'infra-error' && sandbox) ctx.doNotCache('infrastructure error: the model provider failed or refused (see gateway.jsonl)');
       const receipt = sandbox?.receipt() ?? {
         backend: settings.backend,
         isolation: 'unknown',
@@ -390,7 +405,7 @@ export const runStep: StepKind = {
         rep: Number(ctx.node.matrix['rep']),
         agent: { adapter: adapter.name, version: adapter.version(), model: actx.model, provider: providerOf(adapter.name) },
         exit_reason: exitReason,
-        infra_error: exitReason === 'infra-error' ? (sandbox ? 'gateway upstream unreachable' : `sandbox failed to start: ${sb.ok ? '' : sb.error.message}`) : null,
+        infra_error: exitReason === 'infra-error' ? (sandbox ? `model provider: ${gw?.upstream_errors ? 'unreachable' : `HTTP ${model!.statuses().filter(isProviderFault).join(', ')}`}` : `sandbox failed to start: ${sb.ok ? '' : sb.error.message}`) : null,
         started_at: new Date(started).toISOString(),
         ended_at: new Date(started + wallMs).toISOString(),
         exit_code: result.exitCode,

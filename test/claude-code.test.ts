@@ -1,4 +1,5 @@
 import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { claudeBinary } from '../agents/claude-code.js';
 import { calculatorTask } from './fixtures.js';
@@ -116,6 +117,35 @@ describe.skipIf(!existsSync(claudeBinary()))('Claude Code end to end', () => {
     expect(offered(log)).toContain('mcp__probe__ping');
     const changes = JSON.parse(await rig.outputText('attempts/fix-add/mcp/1', 'changes.json'));
     expect(changes.written).toEqual({}); // the server file is treatment, not a change
+  });
+
+  it('a real upstream gets the key from the host (never the agent); its 401 is an infrastructure fault, not the agent', async () => {
+    const { createServer } = await import('node:http');
+    const seen: string[] = [];
+    const server = createServer((req, res) => {
+      seen.push(String(req.headers['x-api-key'] ?? ''));
+      res.writeHead(401, { 'content-type': 'application/json' }).end('{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}');
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const port = (server.address() as { port: number }).port;
+    try {
+      rig.env = { PROVIDER_KEY: 'sk-test-host-only' };
+      // Claude Code retries a 401 with backoff for minutes: the wall cap ends it; the provider's refusal decides the reason.
+      rig.write('bench.config.yaml', config('local').replace('wall_seconds: 120', 'wall_seconds: 4').replace('model: { fake_script: fixtures/fix-add.script.json }', `model: { upstream: "http://127.0.0.1:${port}", api_key_env: PROVIDER_KEY }`));
+      const r = await rig.cli('run', 'attempts/fix-add/control');
+      expect(r.code, r.stderr).toBe(0);
+      expect(seen.length).toBeGreaterThan(0);
+      expect(new Set(seen)).toEqual(new Set(['sk-test-host-only']));
+      expect(r.stderr).toContain('not cached (the next run tries again)');
+      expect((await rig.cli('plan')).stdout).toContain('to run  attempts/fix-add/control/1');
+      // The key is nowhere in the store (the gateway log and the receipts redact it).
+      const { spawnSync } = await import('node:child_process');
+      const grep = spawnSync('grep', ['-rl', 'sk-test-host-only', join(rig.dir, '.pairbench')], { encoding: 'utf8' });
+      expect(grep.stdout).toBe('');
+      expect(grep.status).toBe(1); // grep: no match
+    } finally {
+      server.close();
+    }
   });
 
   it('a token cap ends the attempt as token-cap (the gateway refuses the request past the budget)', async () => {
