@@ -9,6 +9,26 @@ const COMMON = `Options for every command:
 Exit codes: 0 all good; 1 some node failed; 2 usage or config error; 130 interrupted.`;
 
 export const HELP: Record<string, string> = {
+  doctor: `Usage: pairbench doctor [options]
+
+Checks every prerequisite of the configured steps and names EVERY missing one with
+its fix: git and tar; free disk for the store; free memory after what is already
+committed (MemAvailable minus running containers' limits, never MemTotal); each
+sandbox backend working (bwrap runnable, dockerd answering) and each pinned image
+present; the agent CLIs installed at their pinned versions; the credentials each
+arm needs (by name; a value is never printed); task repositories and commits
+reachable. Exit 0 when all pass, 1 otherwise.
+
+${COMMON}`,
+  probe: `Usage: pairbench probe [NODE] [options]
+
+Runs ONE attempt (the first of the run step, or NODE) with no verifier and no
+certification, reads its real token counts from the gateway, and prints the
+projected tokens, weighted cost, cost in USD (with its confidence) and wall time of
+the whole cohort (tasks x arms x reps), before you fund it. Nothing is recorded as
+an attempt.
+
+${COMMON}`,
   freeze: `Usage: pairbench freeze [COHORT...] [options]
 
 A cohort is an analyze step. Its frozen fields (prompts and allowed paths, repo
@@ -68,6 +88,8 @@ Commands:
   explain NODE       a node's key inputs, its record, and what changed since its last build
   status             per step: cached, to run, failed last time
   gc                 remove least-recently-used store entries down to a size cap
+  doctor             preflight: names every missing prerequisite (exit 1), never half-starts
+  probe [NODE]       one attempt, no verifier: real token counts priced over the whole cohort
   freeze [COHORT]    record a cohort version's freeze digest (the first attempt does it too)
   history [COHORT]   a cohort's versions: freeze digests, dates, what each observed
   export --out DIR   write out the cohort bundle(s) built by export steps

@@ -14,7 +14,9 @@ import type { GraphNode } from '../pipeline/step-kind.js';
 import { builtinStepKinds } from '../steps/index.js';
 import { EXIT, HELP } from './help.js';
 import { admitCohorts, cohortsOf, historyLines, recordCohorts, registryOf } from './cohorts.js';
+import { runDoctor } from './doctor.js';
 import { explainNode } from './explain.js';
+import { runProbe } from './probe.js';
 import { generate } from './generate.js';
 
 type Out = { write(s: string): unknown; isTTY?: boolean };
@@ -48,7 +50,7 @@ const OPTIONS = {
   repeats: { type: 'string' },
 } as const;
 
-const COMMANDS = ['run', 'plan', 'explain', 'status', 'gc', 'freeze', 'history', 'generate', 'export', 'verify-bundle'] as const;
+const COMMANDS = ['run', 'plan', 'explain', 'status', 'gc', 'freeze', 'history', 'doctor', 'probe', 'generate', 'export', 'verify-bundle'] as const;
 type Command = (typeof COMMANDS)[number];
 const ALLOWED: Record<Command, string[]> = {
   run: ['jobs', 'verbose', 'progress'],
@@ -61,6 +63,8 @@ const ALLOWED: Record<Command, string[]> = {
   'verify-bundle': [],
   freeze: [],
   history: [],
+  doctor: [],
+  probe: [],
 };
 
 function printJson(io: CliIO, value: unknown): void {
@@ -239,7 +243,8 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
     for (const name of Object.keys(values)) {
       if (!['config', 'store', 'json', 'help', ...ALLOWED[command]].includes(name)) throw new UsageError(`option --${name} does not apply to "${command}"`);
     }
-    if (!['run', 'plan', 'explain', 'generate', 'export', 'verify-bundle', 'freeze', 'history'].includes(command) && positionals.length) throw new UsageError(`"${command}" takes no arguments`);
+    if (command === 'probe' && positionals.length > 1) throw new UsageError('probe takes at most one NODE (a run node)');
+    if (!['run', 'plan', 'explain', 'generate', 'export', 'verify-bundle', 'freeze', 'history', 'probe'].includes(command) && positionals.length) throw new UsageError(`"${command}" takes no arguments`);
     if (command === 'verify-bundle' && positionals.length !== 1 && !values.help) throw new UsageError('verify-bundle takes exactly one DIR');
     if (command === 'export' && !values.out && !values.help) throw new UsageError('export needs --out DIR');
     if (command === 'generate' && positionals.length !== 1 && !values.help) throw new UsageError('generate takes exactly one KIND: stub_function or revert_reimplement');
@@ -263,6 +268,18 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
   const { graph, ctx, inputs, config } = loaded.value;
 
   switch (command) {
+    case 'doctor':
+      return runDoctor(loaded.value, io, json);
+    case 'probe': {
+      const controller = new AbortController();
+      const onSignal = () => controller.abort(new Error('interrupted'));
+      process.on('SIGINT', onSignal);
+      try {
+        return await runProbe(loaded.value, io, json, positionals[0], { signal: controller.signal });
+      } finally {
+        process.off('SIGINT', onSignal);
+      }
+    }
     case 'plan': {
       const sel = selectNodes(graph, positionals);
       if (sel.unknown.length) return fail(io, json, unknownNodes(graph, sel.unknown));
