@@ -31,11 +31,11 @@ export function loadStepTask(step: StepConfig, id: string): Result<Task, Diagnos
   const src = sourceOf(step);
   if (typeof src === 'object' && 'swebench' in src) {
     const file = resolve(step.rootDir, src.swebench);
-    let all = swebenchCache.get(file);
-    if (!all) {
-      const repos = Object.fromEntries(Object.entries(src.repos).map(([k, v]) => [k, resolve(step.rootDir, v)]));
-      swebenchCache.set(file, (all = loadSwebenchInstances(file, repos, { testCommand: src.test_command })));
-    }
+    const repos = Object.fromEntries(Object.entries(src.repos).map(([k, v]) => [k, resolve(step.rootDir, v)]));
+    // Two steps may read one file with other repos or another test command.
+    const cacheKey = JSON.stringify([file, repos, src.test_command]);
+    let all = swebenchCache.get(cacheKey);
+    if (!all) swebenchCache.set(cacheKey, (all = loadSwebenchInstances(file, repos, { testCommand: src.test_command })));
     if (!all.ok) return all;
     const t = all.value.get(id);
     return t ? { ok: true, value: t } : err([{ message: `task "${id}" is not an instance_id in ${src.swebench}`, field: `steps.${step.name}.matrix.task` }]);

@@ -67,10 +67,14 @@ async function ensureMirror(storeDir: string, source: string, commit: string): P
   // would expand refs the mirror happens to hold, so the same commit could give other bytes).
   writeFileSync(join(mirror, 'info', 'attributes'), '* -export-ignore -export-subst\n');
   const has = async () => (await execa('git', ['-C', mirror, 'cat-file', '-e', `${commit}^{commit}`], { reject: false })).exitCode === 0;
-  if (!(await has())) {
-    await execa('git', ['-C', mirror, 'fetch', '--quiet', '--prune', 'origin', '+refs/*:refs/*'], { reject: false });
+  let fetchError = '';
+  // Two tasks of one repository may fetch into the mirror at once: git's ref locks make one fail; try again.
+  for (let attempt = 0; attempt < 3 && !(await has()); attempt++) {
+    const f = await execa('git', ['-C', mirror, 'fetch', '--quiet', '--prune', 'origin', '+refs/*:refs/*'], { reject: false });
+    fetchError = f.exitCode === 0 ? '' : String(f.stderr).trim();
+    if (f.exitCode !== 0) await new Promise((r) => setTimeout(r, 200 * (attempt + 1)));
   }
-  if (!(await has())) throw new Error(`commit ${commit} is not in ${source}`);
+  if (!(await has())) throw new Error(`commit ${commit} is not in ${source}${fetchError ? ` (fetching it failed: ${fetchError.split('\n')[0]})` : ''}`);
   return mirror;
 }
 

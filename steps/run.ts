@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, normalize, relative } from 'node:path';
 import type { AttemptContext, McpServer } from '../agents/adapter.js';
 import { agentAdapters } from '../agents/index.js';
@@ -13,6 +13,7 @@ import type { OutputManifest } from '../pipeline/store/action-cache.js';
 import { sandboxBackend, type BackendName } from '../sandboxes/index.js';
 import type { EgressMode, Mount, Sandbox } from '../sandboxes/sandbox.js';
 import { checkTasks, taskOf } from './agent-step-config.js';
+import { redact } from './export/bundle.js';
 import { openModel, type ModelSession } from './model-session.js';
 import { copyWritten, diffSnapshots, openForSandbox, snapshot } from './workspace.js';
 
@@ -423,6 +424,17 @@ export const runStep: StepKind = {
       writeFileSync(join(outDir, 'result.json'), JSON.stringify(resultJson, null, 2) + '\n');
       log(`${ctx.node.id}: ${exitReason} in ${(wallMs / 1000).toFixed(2)} s, ${resultJson.files_changed} file(s) changed`);
       if (!model) writeFileSync(join(outDir, 'gateway.jsonl'), '');
+      // Host paths (this attempt's work directory, the store, the project) are redacted before the
+      // logs are stored: they differ per machine and per run, and say nothing about the agent.
+      const hostPaths = [
+        { path: ctx.workDir, as: '<work>' },
+        { path: ctx.config.storeDir, as: '<store>' },
+        { path: ctx.config.rootDir, as: '<project>' },
+      ];
+      for (const name of ['trajectory.json', 'gateway.jsonl', 'agent.log']) {
+        const file = join(outDir, name);
+        writeFileSync(file, redact(readFileSync(file, 'utf8'), { hostPaths }));
+      }
       const outputs: OutputManifest = {};
       for (const name of ['changes.json', 'changed', 'result.json', 'trajectory.json', 'gateway.jsonl', 'agent.log']) {
         outputs[name] = ctx.artifacts.putPath(join(outDir, name));
