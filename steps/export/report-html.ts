@@ -424,7 +424,7 @@ function infra(result: AnalysisResult): string {
     '<section id="infra">',
     '<h2>Infrastructure errors and exclusions</h2>',
     `<p>Excluded attempts: <strong class="excluded-count">${totalExcluded(result)}</strong> — kept in the bundle, used in no estimate.</p>`,
-    '<table><tr><th>arm</th><th class="n">infra-error rate</th><th class="n">infra errors</th><th class="n">attempts</th><th class="n">excluded</th><th>exclusion reasons</th><th class="n">no answer (over budget)</th></tr>',
+    '<table><tr><th>arm</th><th class="n">infra-error rate</th><th class="n">infra errors</th><th class="n">attempts</th><th class="n">excluded</th><th>exclusion reasons</th><th class="n">no answer (over budget)</th><th>ran from</th><th>to</th></tr>',
     ...result.arms.map((a) => {
       const reasons = Object.entries(a.exclusions)
         .sort(([x], [y]) => (x < y ? -1 : x > y ? 1 : 0))
@@ -432,7 +432,7 @@ function infra(result: AnalysisResult): string {
         .join(', ');
       return (
         `<tr><td>${esc(a.arm)}</td><td class="n">${esc(pct(a.infra_error_rate))}</td><td class="n">${a.n_infra_errors}</td><td class="n">${a.n_attempts}</td>` +
-        `<td class="n">${a.n_excluded}</td><td>${reasons || NONE}</td><td class="n">${a.n_no_answer}</td></tr>`
+        `<td class="n">${a.n_excluded}</td><td>${reasons || NONE}</td><td class="n">${a.n_no_answer}</td><td>${esc(a.window.started_at ?? NONE)}</td><td>${esc(a.window.ended_at ?? NONE)}</td></tr>`
       );
     }),
     '</table>',

@@ -105,6 +105,11 @@ export function renderMarkdown(result: AnalysisResult, ctx: ReportContext): stri
   for (const a of result.arms) line(`- ${md(a.arm)}: ${pct(a.infra_error_rate)} (${a.n_infra_errors} of ${a.n_attempts} attempts)`);
   line();
 
+  line('## When each arm ran');
+  line();
+  for (const a of result.arms) line(`- ${md(a.arm)}: ${a.window.started_at ?? NONE} to ${a.window.ended_at ?? NONE}`);
+  line();
+
   line('## Exclusions');
   line();
   line(`Excluded attempts: ${totalExcluded(result)} (kept in the bundle, used in no estimate).`);
