@@ -32,8 +32,10 @@ export class InputResolver {
       // Built only on error: locating a field walks the YAML tree.
       const where = () => ({ field: fieldName([...node.step.path, ...spec.field]), location: node.step.source.locate([...node.step.path, ...spec.field]) });
       const pattern = spec.pattern;
-      if (isAbsolute(pattern) || normalize(pattern).split(/[\\/]/).includes('..')) {
-        return err({ ...where(), message: `input "${pattern}" is outside the project; inputs are paths relative to the config file's directory` });
+      // Relative paths (also ../ ones: a cohort file may sit beside its data) are staged by
+      // content and keyed by that relative path, so keys stay the same on every machine.
+      if (isAbsolute(pattern)) {
+        return err({ ...where(), message: `input "${pattern}" is an absolute path; inputs are paths relative to the config file's directory` });
       }
       let paths = this.globs.get(pattern);
       if (!paths) {
