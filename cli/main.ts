@@ -14,9 +14,7 @@ import type { GraphNode } from '../pipeline/step-kind.js';
 import { builtinStepKinds } from '../steps/index.js';
 import { EXIT, HELP } from './help.js';
 import { admitCohorts, cohortsOf, historyLines, recordCohorts, registryOf } from './cohorts.js';
-import { runDoctor } from './doctor.js';
 import { explainNode } from './explain.js';
-import { runProbe } from './probe.js';
 import { generate } from './generate.js';
 
 type Out = { write(s: string): unknown; isTTY?: boolean };
@@ -268,13 +266,17 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
   const { graph, ctx, inputs, config } = loaded.value;
 
   switch (command) {
-    case 'doctor':
+    case 'doctor': {
+      // Loaded on demand: doctor talks to Docker, and a no-op run should not pay for that.
+      const { runDoctor } = await import('./doctor.js');
       return runDoctor(loaded.value, io, json);
+    }
     case 'probe': {
       const controller = new AbortController();
       const onSignal = () => controller.abort(new Error('interrupted'));
       process.on('SIGINT', onSignal);
       try {
+        const { runProbe } = await import('./probe.js');
         return await runProbe(loaded.value, io, json, positionals[0], { signal: controller.signal });
       } finally {
         process.off('SIGINT', onSignal);

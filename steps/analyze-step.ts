@@ -5,7 +5,6 @@ import type { StepConfig } from '../pipeline/config/load.js';
 import type { Diagnostic } from '../pipeline/diagnostic.js';
 import { ok } from '../pipeline/result.js';
 import type { ExecutionContext, StepKind } from '../pipeline/step-kind.js';
-import { analyze } from './analyze/analyze.js';
 import { checkSpec, defaultSpec } from './analyze/spec.js';
 import type { AnalysisSpec, AttemptRecord, FactorialSpec } from './analyze/types.js';
 
@@ -79,6 +78,8 @@ export const analyzeStep: StepKind = {
     }
     attempts.sort((a, b) => (a.node < b.node ? -1 : a.node > b.node ? 1 : 0));
     const spec: AnalysisSpec = { ...analysisSpecOf(ctx.node.step), overhead };
+    // Loaded when a cohort is analysed, not when the config is (a no-op run stays fast).
+    const { analyze } = await import('./analyze/analyze.js');
     const result = analyze(attempts, spec);
     const out = join(ctx.workDir, 'out');
     mkdirSync(out, { recursive: true });

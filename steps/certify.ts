@@ -10,7 +10,7 @@ import type { OutputEntry } from '../pipeline/store/cas.js';
 import { sandboxBackend } from '../sandboxes/index.js';
 import { checkTasks, taskOf } from './agent-step-config.js';
 import { DEFAULT_POLICY, failingFindings, policyFromSpec, type CertifyPolicy } from './certify/policy.js';
-import { scanSurfaces, surfaceFromDir, type Finding, type Surface } from './certify/scan.js';
+import type { Finding, Surface } from './certify/scan.js';
 import { sandboxOf, type ArmSpec, type SandboxSettings } from './run.js';
 import type { Task } from './task.js';
 import { runVerifier, type VerifierOutcome } from './verifier-run.js';
@@ -119,6 +119,7 @@ export const certifyStep: StepKind = {
     const log = (line: string) => writeFileSync(ctx.logFile, line + '\n', { flag: 'a' });
     const staged = (path: string): OutputEntry | undefined => ctx.files.find((f) => f.path === path)?.entry;
     const root = join(ctx.workDir, 'surfaces');
+    const { scanSurfaces, surfaceFromDir } = await import('./certify/scan.js');
 
     // 1. The static scan of every surface the agent can see.
     const treeDir = join(root, 'tree');

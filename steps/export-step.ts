@@ -7,11 +7,8 @@ import { err, ok } from '../pipeline/result.js';
 import type { ExecutionContext, GraphNode, StepKind } from '../pipeline/step-kind.js';
 import type { AnalysisResult, AttemptRecord } from './analyze/types.js';
 import { taskOf } from './agent-step-config.js';
-import { redact, writeBundle, type BundleFile } from './export/bundle.js';
+import type { BundleFile } from './export/bundle.js';
 import type { ReportContext } from './export/report-context.js';
-import { renderCsv } from './export/report-csv.js';
-import { renderHtml } from './export/report-html.js';
-import { renderMarkdown } from './export/report-markdown.js';
 import { armOf, limitsOf, sandboxOf, type ArmSpec } from './run.js';
 
 interface ExportConfig {
@@ -102,6 +99,13 @@ export const exportStep: StepKind = {
   fileInputs: (node) => [{ pattern: relative(node.step.rootDir, node.step.configFile), field: ['kind'] }],
 
   async execute(ctx: ExecutionContext) {
+    // Loaded when a bundle is made, not when the config is.
+    const [{ redact, writeBundle }, { renderCsv }, { renderHtml }, { renderMarkdown }] = await Promise.all([
+      import('./export/bundle.js'),
+      import('./export/report-csv.js'),
+      import('./export/report-html.js'),
+      import('./export/report-markdown.js'),
+    ]);
     const files: BundleFile[] = [];
     const hostPaths = [
       { path: ctx.config.storeDir, as: '<store>' },

@@ -13,8 +13,7 @@ import type { OutputManifest } from '../pipeline/store/action-cache.js';
 import { sandboxBackend, type BackendName } from '../sandboxes/index.js';
 import type { EgressMode, Mount, Sandbox } from '../sandboxes/sandbox.js';
 import { checkTasks, taskOf } from './agent-step-config.js';
-import { redact } from './export/bundle.js';
-import { openModel, type ModelSession } from './model-session.js';
+import type { ModelSession } from './model-session.js';
 import { copyWritten, diffSnapshots, openForSandbox, snapshot } from './workspace.js';
 
 export interface ArmSpec {
@@ -322,6 +321,7 @@ export const runStep: StepKind = {
     mkdirSync(outDir, { recursive: true });
     const sandboxed = settings.backend !== 'local';
     if (adapter.needsModel && (s.model?.upstream || fake)) {
+      const { openModel } = await import('./model-session.js');
       model = await openModel({
         ...(fake ? { fakeScript: JSON.parse(ctx.artifacts.read(fake.entry.digest).toString('utf8')) } : { upstream: s.model!.upstream! }),
         caps: { ...(limits.tokens ? { maxTokens: limits.tokens } : {}), ...(limits.costUsd ? { maxCostUsd: limits.costUsd } : {}) },
@@ -431,6 +431,7 @@ export const runStep: StepKind = {
         { path: ctx.config.storeDir, as: '<store>' },
         { path: ctx.config.rootDir, as: '<project>' },
       ];
+      const { redact } = await import('./export/bundle.js');
       for (const name of ['trajectory.json', 'gateway.jsonl', 'agent.log']) {
         const file = join(outDir, name);
         writeFileSync(file, redact(readFileSync(file, 'utf8'), { hostPaths }));
