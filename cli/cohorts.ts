@@ -1,5 +1,6 @@
 import type { EngineContext, NodeState } from '../pipeline/engine.js';
 import type { ResolvedInput } from '../pipeline/inputs.js';
+import { withUpstream } from '../pipeline/dag.js';
 import type { GraphNode, HostEnv } from '../pipeline/step-kind.js';
 import { checkFreeze, computeFreeze, Registry, type CohortRecord, type Freeze } from '../steps/preregistration.js';
 
@@ -15,19 +16,13 @@ export interface Cohort {
 export function cohortsOf(ctx: EngineContext, nodes: readonly GraphNode[], inputs: ReadonlyMap<string, ResolvedInput[]>, env: HostEnv): Cohort[] {
   return nodes
     .filter((n) => n.kind.name === 'analyze')
-    .map((node) => {
-      const attempts = new Set<GraphNode>();
-      const stack = [...node.upstream];
-      const seen = new Set<GraphNode>();
-      while (stack.length) {
-        const n = stack.pop()!;
-        if (seen.has(n)) continue;
-        seen.add(n);
-        if (n.kind.name === 'run') attempts.add(n);
-        stack.push(...n.upstream);
-      }
-      return { name: node.step.name, version: (node.step.spec['version'] as number | undefined) ?? 1, node, attempts: [...attempts], freeze: computeFreeze(node, inputs, env) };
-    });
+    .map((node) => ({
+      name: node.step.name,
+      version: (node.step.spec['version'] as number | undefined) ?? 1,
+      node,
+      attempts: withUpstream(node.upstream).filter((n) => n.kind.name === 'run'),
+      freeze: computeFreeze(node, inputs, env),
+    }));
 }
 
 export function registryOf(ctx: EngineContext): Registry {

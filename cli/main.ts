@@ -1,7 +1,7 @@
 import { existsSync, readdirSync } from 'node:fs';
 import { join, resolve as resolvePath } from 'node:path';
 import { parseArgs } from 'node:util';
-import { buildGraph, type Graph } from '../pipeline/dag.js';
+import { buildGraph, withUpstream, type Graph } from '../pipeline/dag.js';
 import { DEFAULT_CONFIG_FILE, loadConfig, parseSize, type BenchConfig } from '../pipeline/config/load.js';
 import { closest, diagnosticToJson, formatDiagnostic, type Diagnostic } from '../pipeline/diagnostic.js';
 import { lookup, plan, resolveInputs, run, type EngineContext, type PlanEntry } from '../pipeline/engine.js';
@@ -96,20 +96,15 @@ function load(configPath: string, storeDir: string | undefined): { ok: true; val
 /** Nodes matching the patterns (id, id prefix, or step name) plus everything they need, in topological order. */
 function selectNodes(graph: Graph, patterns: string[]): { nodes: GraphNode[]; unknown: string[] } {
   if (!patterns.length) return { nodes: graph.nodes, unknown: [] };
-  const wanted = new Set<GraphNode>();
+  const matches: GraphNode[] = [];
   const unknown: string[] = [];
   for (const p of patterns) {
     const clean = p.replace(/\/+$/, '');
-    const matches = graph.nodes.filter((n) => n.id === clean || n.id.startsWith(clean + '/'));
-    if (!matches.length) unknown.push(p);
-    const stack = [...matches];
-    while (stack.length) {
-      const n = stack.pop()!;
-      if (wanted.has(n)) continue;
-      wanted.add(n);
-      stack.push(...n.upstream);
-    }
+    const found = graph.nodes.filter((n) => n.id === clean || n.id.startsWith(clean + '/'));
+    if (!found.length) unknown.push(p);
+    matches.push(...found);
   }
+  const wanted = new Set(withUpstream(matches));
   return { nodes: graph.nodes.filter((n) => wanted.has(n)), unknown };
 }
 

@@ -12,6 +12,19 @@ export interface Graph {
   stepOrder: string[];
 }
 
+/** The given nodes and everything they need, transitively, sorted by id. */
+export function withUpstream(start: Iterable<GraphNode>): GraphNode[] {
+  const seen = new Set<GraphNode>();
+  const stack = [...start];
+  while (stack.length) {
+    const n = stack.pop()!;
+    if (seen.has(n)) continue;
+    seen.add(n);
+    stack.push(...n.upstream);
+  }
+  return [...seen].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+}
+
 function cartesian(step: StepConfig): Record<string, string>[] {
   let combos: Record<string, string>[] = [{}];
   for (const dim of step.matrix) {

@@ -4,6 +4,7 @@ import type { Json } from '../pipeline/canonical-json.js';
 import type { StepConfig } from '../pipeline/config/load.js';
 import { sha256 } from '../pipeline/digest.js';
 import { err, ok } from '../pipeline/result.js';
+import { withUpstream } from '../pipeline/dag.js';
 import type { ExecutionContext, GraphNode, StepKind } from '../pipeline/step-kind.js';
 import type { AnalysisResult, AttemptRecord } from './analyze/types.js';
 import { taskOf } from './agent-step-config.js';
@@ -21,21 +22,8 @@ const cfg = (step: StepConfig) => step.spec as unknown as ExportConfig;
 /** Text outputs that may hold host paths or credentials: redacted before they enter the bundle. */
 const REDACTED_OUTPUTS = new Set(['trajectory.json', 'gateway.jsonl', 'agent.log', 'result.json', 'evidence.json']);
 
-/** Every node this export collects, all the way up (audit -> verify -> run -> certify -> materialize). */
-function collected(node: GraphNode): GraphNode[] {
-  const seen = new Set<GraphNode>();
-  const stack = [...node.upstream];
-  while (stack.length) {
-    const n = stack.pop()!;
-    if (seen.has(n)) continue;
-    seen.add(n);
-    stack.push(...n.upstream);
-  }
-  return [...seen].sort((a, b) => (a.id < b.id ? -1 : 1));
-}
-
 function runStepOf(node: GraphNode): GraphNode | undefined {
-  return collected(node).find((n) => n.kind.name === 'run');
+  return withUpstream(node.upstream).find((n) => n.kind.name === 'run');
 }
 
 /** The frozen protocol in words, for the report's status bar and methods panel. */

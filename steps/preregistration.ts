@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { canonicalJson } from '../pipeline/canonical-json.js';
 import { sha256 } from '../pipeline/digest.js';
 import type { ResolvedInput } from '../pipeline/inputs.js';
+import { withUpstream } from '../pipeline/dag.js';
 import type { GraphNode, HostEnv } from '../pipeline/step-kind.js';
 import { writeFileAtomic } from '../pipeline/store/atomic-fs.js';
 
@@ -45,17 +46,9 @@ function digestOf(v: unknown): string {
 
 /** Everything upstream of the cohort's analyze node that the protocol freezes. */
 export function computeFreeze(analyze: GraphNode, inputs: ReadonlyMap<string, ResolvedInput[]>, hostEnv: HostEnv): Freeze {
-  const nodes = new Set<GraphNode>([analyze]);
-  const stack = [...analyze.upstream];
-  while (stack.length) {
-    const n = stack.pop()!;
-    if (nodes.has(n)) continue;
-    nodes.add(n);
-    stack.push(...n.upstream);
-  }
   const fields: Record<string, string> = {};
   const reps = new Map<string, number>();
-  for (const n of [...nodes].sort((a, b) => (a.id < b.id ? -1 : 1))) {
+  for (const n of withUpstream([analyze])) {
     if (!FROZEN_KINDS.has(n.kind.name)) continue;
     const cfg = n.kind.keyConfig(n, hostEnv) as Record<string, unknown>;
     const files = Object.fromEntries((inputs.get(n.id) ?? []).map((i) => [i.path, i.digest]));

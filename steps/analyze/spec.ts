@@ -24,19 +24,8 @@ export const DEFAULT_SPEC: Readonly<Omit<AnalysisSpec, 'control' | 'treatments'>
 
 /** A full spec for the given arms; `overrides` replaces whole fields. */
 export function defaultSpec(control: string, treatments: string[], overrides: Partial<AnalysisSpec> = {}): AnalysisSpec {
-  return {
-    control,
-    treatments,
-    weights: { ...DEFAULT_WEIGHTS },
-    bootstrap: { ...DEFAULT_BOOTSTRAP },
-    confidence: DEFAULT_CONFIDENCE,
-    power: DEFAULT_POWER,
-    validity_floor: DEFAULT_VALIDITY_FLOOR,
-    infra_error_threshold: DEFAULT_INFRA_ERROR_THRESHOLD,
-    factorial: null,
-    overhead: null,
-    ...overrides,
-  };
+  // Fresh copies of the nested defaults: a caller may mutate its spec.
+  return { control, treatments, ...DEFAULT_SPEC, weights: { ...DEFAULT_WEIGHTS }, bootstrap: { ...DEFAULT_BOOTSTRAP }, ...overrides };
 }
 
 export interface SpecProblem {
