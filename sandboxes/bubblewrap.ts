@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { existsSync, lstatSync, readdirSync, readlinkSync, realpathSync, statSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -65,8 +66,7 @@ export async function checkBubblewrap(pathVar = process.env['PATH'] ?? DEFAULT_P
   if (!bwrap) return err(`bubblewrap (bwrap) is not on PATH; ${INSTALL_HINT}`);
   // The same namespaces and binds as a real sandbox, so a kernel or container
   // runtime that forbids them is found here and not in the middle of a run.
-  const probe = [bwrap, ...namespaceArgs('none'), ...systemArgs(), ...scratchArgs(), '--', 'true'];
-  const r = await runProcess(probe, { cwd: tmpdir(), env: { PATH: DEFAULT_PATH }, timeoutMs: 10_000 });
+  const r = await runProcess(probeArgv(bwrap), { cwd: tmpdir(), env: { PATH: DEFAULT_PATH }, timeoutMs: 10_000 });
   if (r.exitCode === 0) return ok(undefined);
   return err(
     `bwrap is installed (${bwrap}) but cannot create a sandbox here: ${r.stderr.trim() || `exit ${r.exitCode ?? r.signal}`}. ` +
@@ -161,6 +161,19 @@ function openSandbox(bwrap: string, layout: Layout, proxy: EgressProxy | undefin
 }
 
 /** Namespaces and privileges: the part that makes bwrap a sandbox when we are root. */
+/** The availability probe: the same namespaces and binds as a real sandbox, running `true`. */
+function probeArgv(bwrap: string): string[] {
+  return [bwrap, ...namespaceArgs('none'), ...systemArgs(), ...scratchArgs(), '--', 'true'];
+}
+
+/** The same probe, synchronously (for choosing `backend: auto` while a key is computed). */
+export function bubblewrapWorksSync(pathVar = process.env['PATH'] ?? DEFAULT_PATH): boolean {
+  const bwrap = findOnPath('bwrap', pathVar);
+  if (!bwrap) return false;
+  const [file, ...args] = probeArgv(bwrap);
+  return spawnSync(file!, args, { cwd: tmpdir(), env: { PATH: DEFAULT_PATH }, stdio: 'ignore', timeout: 10_000 }).status === 0;
+}
+
 export function namespaceArgs(mode: EgressMode): string[] {
   return [
     '--unshare-user', '--uid', String(SANDBOX_UID), '--gid', String(SANDBOX_UID),

@@ -1,4 +1,3 @@
-import { spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, normalize, relative } from 'node:path';
 import type { AttemptContext, McpServer } from '../agents/adapter.js';
@@ -10,6 +9,7 @@ import { sha256 } from '../pipeline/digest.js';
 import { err, errorMessage, ok, type Result } from '../pipeline/result.js';
 import type { ExecutionContext, FileInputSpec, GraphNode, StepKind } from '../pipeline/step-kind.js';
 import type { OutputManifest } from '../pipeline/store/action-cache.js';
+import { bubblewrapWorksSync } from '../sandboxes/bubblewrap.js';
 import { sandboxBackend, type BackendName } from '../sandboxes/index.js';
 import type { EgressMode, Mount, Sandbox } from '../sandboxes/sandbox.js';
 import { checkTasks, taskOf } from './agent-step-config.js';
@@ -86,10 +86,7 @@ let autoBackend: 'bubblewrap' | 'local' | undefined;
  * The resolved backend is what the key and the receipts record.
  */
 function resolveAuto(): 'bubblewrap' | 'local' {
-  autoBackend ??=
-    spawnSync('bwrap', ['--unshare-user', '--uid', '1000', '--gid', '1000', '--cap-drop', 'ALL', '--unshare-net', '--unshare-pid', '--ro-bind', '/usr', '/usr', '--symlink', 'usr/bin', '/bin', '--symlink', 'usr/lib', '/lib', '--symlink', 'usr/lib64', '/lib64', '--proc', '/proc', '--dev', '/dev', 'true'], { stdio: 'ignore', timeout: 10_000 }).status === 0
-      ? 'bubblewrap'
-      : 'local';
+  autoBackend ??= bubblewrapWorksSync() ? 'bubblewrap' : 'local';
   return autoBackend;
 }
 

@@ -218,7 +218,7 @@ describe('bias-of-prompt arm', () => {
 });
 
 describe('workspace changes', () => {
-  it('records new symlinks and exec bits; verify never writes through a symlink out of its tree', async () => {
+  it('records new symlinks and exec bits in the attempt\'s changes, and verify applies them to a fresh tree', async () => {
     calculatorTask(rig.dir);
     rig.write('fixtures/CLAUDE.md', 'x\n');
     const outside = join(rig.dir, 'outside');
@@ -229,8 +229,7 @@ describe('workspace changes', () => {
     const changes = await rig.outputJson('attempts/fix-add/control/1', 'changes.json');
     expect(changes.written['src/add.mjs']).toMatch(/:x$/);
     expect(changes.written['escape']).toBe(`link:${outside}`);
-    // evil.txt was written on the host by the agent itself (the local backend isolates nothing);
-    // what matters: verify re-created the link as a link and wrote nothing through it.
+    // (Writing through a symlink while applying changes is refused: test/audit.test.ts.)
     const verdict = await rig.outputJson('verify/fix-add/control/1', 'verdict.json');
     expect(verdict.pass).toBe(false);
   });
