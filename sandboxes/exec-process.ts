@@ -7,6 +7,12 @@ export interface ProcessOptions {
   timeoutMs?: number;
   signal?: AbortSignal;
   stdin?: string;
+  /**
+   * Send stdout and stderr to this file descriptor instead of collecting them. Then a
+   * process left in the background holding them does not keep the caller waiting
+   * (the group is killed once the command exits).
+   */
+  logFd?: number;
 }
 
 /**
@@ -23,6 +29,8 @@ export async function runProcess(argv: string[], options: ProcessOptions): Promi
     reject: false,
     detached: true,
     ...(options.stdin !== undefined ? { input: options.stdin } : { stdin: 'ignore' as const }),
+    // execa's types list only small fd literals; any open fd works at run time.
+    ...(options.logFd !== undefined ? { stdout: options.logFd as 3, stderr: options.logFd as 3 } : {}),
     maxBuffer: 64 * 1024 * 1024,
   });
   const killGroup = (signal: NodeJS.Signals) => {

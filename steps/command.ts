@@ -1,6 +1,5 @@
 import { closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
 import { dirname, isAbsolute, join, normalize } from 'node:path';
-import { execa } from 'execa';
 import type { Json } from '../pipeline/canonical-json.js';
 import type { StepConfig } from '../pipeline/config/load.js';
 import type { Diagnostic } from '../pipeline/diagnostic.js';
@@ -8,6 +7,7 @@ import { sha256 } from '../pipeline/digest.js';
 import { err, ok } from '../pipeline/result.js';
 import type { ExecutionContext, FileInputSpec, GraphNode, HostEnv, StepKind } from '../pipeline/step-kind.js';
 import type { OutputManifest } from '../pipeline/store/action-cache.js';
+import { runProcess } from '../sandboxes/exec-process.js';
 
 type Dep = string | { from: string; out?: string };
 
@@ -150,48 +150,19 @@ export const commandStep: StepKind = {
     // The log is the child's own stdout/stderr (a file descriptor, not a pipe), so a
     // background process left holding it does not keep the node waiting after exit.
     // execa's types only list the small fd literals; at run time any fd works.
-    const logFd = openSync(ctx.logFile, 'a') as 3;
-    const child = execa('/bin/sh', ['-c', cmd], {
-      cwd: ws,
-      env,
-      extendEnv: false,
-      stdin: 'ignore',
-      stdout: logFd,
-      stderr: logFd,
-      reject: false,
-      detached: true, // its own process group: a timeout or an interrupt kills everything it started
-    });
-    // Kill the whole group: a grandchild holding the log open would otherwise keep us waiting.
-    const killGroup = (signal: NodeJS.Signals) => {
-      try {
-        if (child.pid) process.kill(-child.pid, signal);
-      } catch {
-        // already gone
-      }
-    };
-    let stopped: 'timeout' | 'interrupted' | undefined;
-    const stop = (why: 'timeout' | 'interrupted') => {
-      stopped ??= why;
-      killGroup('SIGTERM');
-      setTimeout(() => killGroup('SIGKILL'), 2000).unref();
-    };
-    const timer = s.timeout ? setTimeout(() => stop('timeout'), s.timeout * 1000) : undefined;
-    const onAbort = () => stop('interrupted');
-    ctx.signal.addEventListener('abort', onAbort);
-    if (ctx.signal.aborted) onAbort();
-    const result = await child.finally(() => {
+    // The log is the command's stdout/stderr; its process group dies with it (timeout, interrupt, exit).
+    const logFd = openSync(ctx.logFile, 'a');
+    let result;
+    try {
+      result = await runProcess(['/bin/sh', '-c', cmd], { cwd: ws, env, logFd, signal: ctx.signal, ...(s.timeout ? { timeoutMs: s.timeout * 1000 } : {}) });
+    } finally {
       closeSync(logFd);
-      clearTimeout(timer);
-      ctx.signal.removeEventListener('abort', onAbort);
-    });
-    killGroup('SIGKILL'); // a node's processes end with it: stragglers left in the background are killed
-    if (stopped === 'timeout') return err({ reason: 'timeout', message: `command timed out after ${s.timeout} s` });
-    if (stopped === 'interrupted') return err({ reason: 'killed', message: 'command was interrupted' });
-    if (result.failed && result.exitCode === undefined) {
-      return err({ reason: 'spawn-error', message: `command could not start: ${result.shortMessage}` });
     }
+    if (result.timedOut) return err({ reason: 'timeout', message: `command timed out after ${s.timeout} s` });
+    if (ctx.signal.aborted) return err({ reason: 'killed', message: 'command was interrupted' });
+    if (result.exitCode === null && result.signal === null) return err({ reason: 'spawn-error', message: 'command could not start (/bin/sh)' });
     if (result.exitCode !== 0) {
-      return err({ reason: 'exit-non-zero', message: `command exited with code ${result.exitCode}${result.signal ? ` (${result.signal})` : ''}` });
+      return err({ reason: 'exit-non-zero', message: result.exitCode === null ? `command was killed by ${result.signal}` : `command exited with code ${result.exitCode}` });
     }
     const outputs: OutputManifest = {};
     for (const o of (s.outs ?? []).map((x) => interpolate(x, ctx.node.matrix))) {
