@@ -3,7 +3,7 @@ import { isAbsolute, join, normalize } from 'node:path';
 import { globSync, isDynamicPattern } from 'tinyglobby';
 import type { Sha256 } from './digest.js';
 import type { Diagnostic } from './diagnostic.js';
-import { fieldName } from './config/schema-validate.js';
+import { fieldName } from './config/yaml-source.js';
 import { err, errorMessage, ok, type Result } from './result.js';
 import type { GraphNode } from './step-kind.js';
 import { Cas } from './store/cas.js';

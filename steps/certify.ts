@@ -9,7 +9,7 @@ import type { ExecutionContext, FileInputSpec, GraphNode, StepKind } from '../pi
 import type { OutputEntry } from '../pipeline/store/cas.js';
 import { sandboxBackend } from '../sandboxes/index.js';
 import { checkTasks, taskOf } from './agent-step-config.js';
-import { DEFAULT_POLICY, failingFindings, policyFromSpec, type CertifyPolicy } from './certify/policy.js';
+import { failingFindings, policyFromSpec, type CertifyPolicy } from './certify/policy.js';
 import type { Finding, Surface } from './certify/scan.js';
 import { sandboxOf, type ArmSpec, type SandboxSettings } from './run.js';
 import type { Task } from './task.js';
@@ -210,4 +210,3 @@ export const certifyStep: StepKind = {
   },
 };
 
-export { DEFAULT_POLICY };

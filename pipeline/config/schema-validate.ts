@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { closest, type Diagnostic } from '../diagnostic.js';
 import { packageRoot } from '../package-root.js';
-import type { FieldPath, YamlSource } from './yaml-source.js';
+import { fieldName, type YamlSource } from './yaml-source.js';
 
 const SCHEMA_FILES = ['bench.config.schema.json', 'steps.schema.json', 'task.schema.json'] as const;
 export type SchemaName = (typeof SCHEMA_FILES)[number];
@@ -42,10 +42,6 @@ export function pointerToPath(pointer: string, data: unknown): (string | number)
     cursor = cursor !== null && typeof cursor === 'object' ? (cursor as Record<string, unknown>)[seg] : undefined;
   }
   return out;
-}
-
-export function fieldName(path: FieldPath): string {
-  return path.map((s, i) => (typeof s === 'number' ? `[${s}]` : i === 0 ? s : `.${s}`)).join('') || '(top level)';
 }
 
 function typeOf(v: unknown): string {

@@ -3,6 +3,11 @@ import type { Diagnostic, SourceLocation } from '../diagnostic.js';
 
 export type FieldPath = readonly (string | number)[];
 
+/** A field path as people write it: `steps.build.deps[0]`. */
+export function fieldName(path: FieldPath): string {
+  return path.map((s, i) => (typeof s === 'number' ? `[${s}]` : i === 0 ? s : `.${s}`)).join('') || '(top level)';
+}
+
 /** One parsed YAML file that keeps its source positions, so any field can be pointed at. */
 export class YamlSource {
   private readonly lines: string[];
@@ -23,7 +28,7 @@ export class YamlSource {
     const diagnostics = doc.errors.map((e): Diagnostic => {
       const field = source.fieldAt(e.pos[0]);
       return {
-        ...(field.length ? { field: field.map((s, i) => (typeof s === 'number' ? `[${s}]` : i ? `.${s}` : s)).join('') } : {}),
+        ...(field.length ? { field: fieldName(field) } : {}),
         message: `invalid YAML: ${e.message.split('\n')[0]}`,
         location: source.at(e.pos[0], Math.max(1, e.pos[1] - e.pos[0])),
         hint: e.code === 'DUPLICATE_KEY' ? 'each key may appear once in a mapping' : 'fix the YAML syntax at this position',
