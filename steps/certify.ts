@@ -1,6 +1,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
-import { gitApply } from './git-apply.js';
+import type { AttemptContext } from '../agents/adapter.js';
+import { oracleAgent } from '../agents/simple.js';
 import { canonicalJson, type Json } from '../pipeline/canonical-json.js';
 import type { StepConfig } from '../pipeline/config/load.js';
 import { sha256 } from '../pipeline/digest.js';
@@ -48,25 +49,38 @@ export interface CertificationReceipt {
   receipt_digest: string;
 }
 
-/** Applies the reference solution the way the oracle agent does: a patch on the host, a script in the sandbox. */
+/** Applies the reference solution through the oracle agent itself (the same path its attempts take). */
 async function applySolution(task: Task, ws: string, settings: ReturnType<typeof sandboxOf>): Promise<Result<void, string>> {
-  if (task.solution.patch) {
-    const r = await gitApply(ws, task.solution.patch);
-    return r.ok ? ok(undefined) : err(`the reference patch does not apply: ${r.stderr}`);
-  }
-  if (!task.solution.script) return err('the task has no reference solution (solution.patch or solution.script)');
+  if (!task.solution.patch && !task.solution.script) return err('the task has no reference solution (solution.patch or solution.script)');
   const sandboxed = settings.backend !== 'local';
+  const actx: AttemptContext = {
+    prompt: task.prompt,
+    workdir: sandboxed ? '/work' : ws,
+    model: 'none',
+    flags: [],
+    limits: { turns: 1, wallSeconds: 600 },
+    home: '/tmp',
+    sandboxed,
+    solution: task.solution,
+  };
+  try {
+    await oracleAgent.beforeRun?.(actx, ws);
+  } catch (e) {
+    return err(errorMessage(e));
+  }
+  const inv = oracleAgent.invocation(actx);
+  if (!inv || !task.solution.script) return ok(undefined); // a patch is applied on the host
   const backend = await sandboxBackend(settings.backend);
   const created = await backend.create({
     workspace: ws,
-    mounts: sandboxed ? [{ host: task.solution.script, target: '/run/oracle/solve.sh', readOnly: true }] : [],
+    mounts: inv.mounts,
     ...(settings.image ? { image: settings.image } : {}),
     egress: { mode: settings.egress },
-    env: { PATH: '/usr/local/bin:/usr/bin:/bin', HOME: '/tmp' },
+    env: { PATH: '/usr/local/bin:/usr/bin:/bin', HOME: '/tmp', ...inv.env },
   });
   if (!created.ok) return err(created.error.message);
   try {
-    const r = await created.value.exec(['sh', sandboxed ? '/run/oracle/solve.sh' : task.solution.script], { timeoutMs: 600_000 });
+    const r = await created.value.exec(inv.argv, { timeoutMs: 600_000 });
     return r.exitCode === 0 ? ok(undefined) : err(`the reference script exited ${r.exitCode}: ${r.stderr.trim().slice(-400)}`);
   } finally {
     await created.value.close();
