@@ -24,8 +24,12 @@ export interface ExchangeRecord {
   response_body?: unknown;
   /** Events of a streaming (SSE) reply, in order. */
   response_events?: SseEvent[];
-  /** Set when the gateway refused the request because a cap was reached. */
-  refused?: CapHit;
+  /** Set when the gateway refused the request: a cap was reached, or the path is not a model endpoint. */
+  refused?: CapHit | 'endpoint';
+  /** Answered by the gateway itself (Claude Code's `HEAD /` probe), never forwarded. */
+  local?: boolean;
+  /** The agent hung up before the reply ended; the reply was read to its end all the same. */
+  client_aborted?: boolean;
   /** Set when the upstream could not be reached or broke off mid-response. */
   upstream_error?: string;
   model: string | null;

@@ -10,9 +10,9 @@ import { ExchangeLog, type ExchangeRecord } from './exchange-log.js';
 import { decodeBody, readBody } from './http-body.js';
 import { isObject } from './json.js';
 import { closeServer, listen, type ListenOn } from './listen.js';
-import { Meter, type GatewayCaps, type GatewaySummary } from './meter.js';
+import { Meter, type GatewayCaps, type GatewaySummary, type Reservation } from './meter.js';
 import type { Price, Prices } from './cost.js';
-import { Redactor } from './redact.js';
+import { Redactor, SecretScrub } from './redact.js';
 import { SseParser, type SseEvent } from './sse.js';
 import { factsFromEvents, factsFromJson } from './usage.js';
 
@@ -37,6 +37,8 @@ export interface GatewayOptions {
   markers?: Record<string, string>;
   /** Appends every exchange as a JSON line (credentials redacted). */
   logFile?: string;
+  /** Whose model endpoints are forwarded (default `any`: Anthropic's and OpenAI's); every other path is refused. */
+  provider?: Provider;
   /**
    * Headers the gateway sets on every upstream request, replacing the agent's (e.g. the real
    * `x-api-key` or `authorization`): the credential stays on the host, the agent only ever holds a placeholder.
@@ -57,13 +59,37 @@ export interface Gateway {
 /** Connection-level headers, meaningful for one hop only. */
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'proxy-authenticate', 'proxy-authorization', 'proxy-connection']);
 
+/** The model endpoints forwarded for each provider; anything else is refused and logged (`any`: both). */
+export type Provider = 'anthropic' | 'openai' | 'any';
+const MODEL_ENDPOINTS: Record<Exclude<Provider, 'any'>, string[]> = {
+  anthropic: ['/v1/messages', '/v1/messages/count_tokens'],
+  openai: ['/v1/responses', '/v1/chat/completions'],
+};
+
+function isModelEndpoint(provider: Provider, method: string, path: string): boolean {
+  // The raw path, compared exactly: no normalisation an encoded `..` or `//` could slip through.
+  const pathname = path.split('?')[0]!;
+  const allowed = provider === 'any' ? [...MODEL_ENDPOINTS.anthropic, ...MODEL_ENDPOINTS.openai] : MODEL_ENDPOINTS[provider];
+  return method === 'POST' && allowed.includes(pathname);
+}
+
+/** How long a reply the agent hung up on may still be read, to account what it cost. */
+const DRAIN_AFTER_HANGUP_MS = 120_000;
+/** On close, how long in-flight exchanges get to finish before they are recorded as they stand. */
+const CLOSE_GRACE_MS = 2_000;
+
 export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const upstream = new URL(options.upstream);
   const secure = upstream.protocol === 'https:';
   const agent = secure ? new HttpsAgent({ keepAlive: true }) : new HttpAgent({ keepAlive: true });
   const meter = new Meter(options);
   const log = await ExchangeLog.open(options.logFile);
+  const provider = options.provider ?? 'any';
+  // The host's credential must never reach the agent, even if the upstream echoes it.
+  const scrub = new SecretScrub(Object.values(options.upstreamAuth ?? {}));
   let seq = 0;
+  /** Exchanges still under way: close() records each of them, finished or not. */
+  const inFlight = new Set<{ finish: (patch: Partial<ExchangeRecord>) => void; partial: () => Partial<ExchangeRecord>; settled: Promise<void> }>();
 
   const server = createServer((req, res) => {
     void handle(req, res).catch(() => res.destroy());
@@ -78,6 +104,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     const body = decodeBody(raw);
     const method = req.method ?? 'GET';
     const redactor = new Redactor();
+    scrub.teach(redactor);
     const record: ExchangeRecord = {
       seq: mine,
       at,
@@ -96,34 +123,72 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     };
     record.path = redactor.path(req.url ?? '/');
     record.request_body = redactor.json(body);
-    const finish = (patch: Partial<ExchangeRecord>) => log.add({ ...record, ...patch, duration_ms: Date.now() - started });
+    let recorded = false;
+    const finish = (patch: Partial<ExchangeRecord>) => {
+      if (recorded) return;
+      recorded = true;
+      log.add({ ...record, ...patch, duration_ms: Date.now() - started });
+    };
+    const path = req.url ?? '/';
+
+    // Claude Code probes `HEAD /` before its first request: answered here, never forwarded.
+    if ((method === 'HEAD' || method === 'GET') && path.split('?')[0] === '/') {
+      res.writeHead(200, { 'content-type': 'text/plain' }).end(method === 'HEAD' ? undefined : 'pairbench gateway\n');
+      return finish({ status: 200, local: true });
+    }
+    // Only the provider's model endpoints go upstream with the host's credential.
+    if (!isModelEndpoint(provider, method, path)) {
+      const error = { type: 'error', error: { type: 'permission_error', message: `pairbench gateway: ${method} ${record.path} is not a model endpoint of ${provider === 'any' ? 'the model API' : provider}; refused` } };
+      res.writeHead(403, { 'content-type': 'application/json' }).end(JSON.stringify(error));
+      return finish({ status: 403, refused: 'endpoint', response_body: error });
+    }
 
     // Caps are enforced here, before anything is forwarded, so a run cannot overspend whatever the agent does.
-    const cap = method === 'HEAD' ? null : meter.capReached();
-    if (cap) {
-      const error = { type: 'error', error: { type: 'budget_exceeded', message: `pairbench gateway: ${cap} reached; request refused` } };
+    const requestModel = isObject(body) && typeof body.model === 'string' ? body.model : null;
+    const admitted = await meter.admit(reservationFor(body, raw.length, meter.priceOf(requestModel)));
+    if ('hit' in admitted) {
+      const error = { type: 'error', error: { type: 'budget_exceeded', message: `pairbench gateway: ${admitted.hit} reached; request refused` } };
       // x-should-retry: false tells the provider SDKs (Claude Code included) not to retry a 429.
       const headers = { 'content-type': 'application/json', 'x-should-retry': 'false' };
-      res.writeHead(429, headers).end(JSON.stringify(error));
-      return finish({ status: 429, refused: cap, response_headers: headers, response_body: error });
+      if (!res.destroyed) res.writeHead(429, headers).end(JSON.stringify(error));
+      return finish({ status: 429, refused: admitted.hit, response_headers: headers, response_body: error });
     }
 
     const markers = meter.sawRequest(body);
-    const requestModel = isObject(body) && typeof body.model === 'string' ? body.model : null;
-    const outcome = await forward(req, raw, res);
-    if (outcome.upstreamError !== undefined) meter.upstreamError();
-    const facts = outcome.events ? factsFromEvents(outcome.events) : factsFromJson(outcome.body);
-    meter.sawReply(facts, requestModel);
-    finish({
-      status: outcome.status,
-      response_headers: redactor.headers(outcome.headers),
-      ...(outcome.events ? { response_events: redactor.json(outcome.events) as SseEvent[] } : { response_body: redactor.json(outcome.body) }),
-      ...(outcome.upstreamError !== undefined ? { upstream_error: outcome.upstreamError } : {}),
-      model: facts.model ?? requestModel,
-      usage: facts.usage,
-      tool_calls: facts.tool_calls,
-      markers,
-    });
+    let accounted = false;
+    const account = (o: Outcome): Partial<ExchangeRecord> => {
+      const facts = o.events ? factsFromEvents(o.events) : factsFromJson(o.body);
+      if (!accounted) {
+        accounted = true;
+        if (o.upstreamError !== undefined) meter.upstreamError();
+        meter.sawReply(facts, requestModel);
+      }
+      return {
+        status: o.status,
+        response_headers: redactor.headers(o.headers),
+        ...(o.events ? { response_events: redactor.json(o.events) as SseEvent[] } : { response_body: redactor.json(o.body) }),
+        ...(o.upstreamError !== undefined ? { upstream_error: o.upstreamError } : {}),
+        ...(o.clientAborted ? { client_aborted: true } : {}),
+        model: facts.model ?? requestModel,
+        usage: facts.usage,
+        tool_calls: facts.tool_calls,
+        markers,
+      };
+    };
+    const exchange = forward(req, raw, res);
+    const entry = {
+      finish,
+      // What was seen so far, for close() when the reply has not ended.
+      partial: () => account({ ...exchange.soFar(), upstreamError: 'the attempt ended before the reply did' }),
+      settled: exchange.done.then(() => undefined),
+    };
+    inFlight.add(entry);
+    try {
+      finish(account(await exchange.done));
+    } finally {
+      inFlight.delete(entry);
+      admitted.release();
+    }
   }
 
   interface Outcome {
@@ -133,14 +198,22 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     events?: SseEvent[];
     body?: unknown;
     upstreamError?: string;
+    /** The agent hung up before the reply ended; the reply was still read to its end to account it. */
+    clientAborted?: boolean;
   }
 
-  /** Forwards one request and streams the reply back chunk by chunk as it arrives, parsing a copy. */
-  function forward(req: IncomingMessage, raw: Buffer, res: ServerResponse): Promise<Outcome> {
-    return new Promise((resolve) => {
+  /**
+   * Forwards one request and streams the reply back chunk by chunk as it arrives, parsing a
+   * copy. If the agent hangs up, the reply is still read to its end (the provider bills it):
+   * its usage is accounted all the same.
+   */
+  function forward(req: IncomingMessage, raw: Buffer, res: ServerResponse): { done: Promise<Outcome>; soFar: () => Outcome } {
+    let soFar: () => Outcome = () => ({ status: 0, headers: {}, events: [] });
+    const done = new Promise<Outcome>((resolve) => {
       let settled = false;
+      let clientGone = false;
       const done = (o: Outcome) => {
-        if (!settled) (settled = true), resolve(o);
+        if (!settled) (settled = true), resolve(clientGone ? { ...o, clientAborted: true } : o);
       };
       const up = (secure ? httpsRequest : httpRequest)({
         protocol: upstream.protocol,
@@ -152,63 +225,74 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
         headers: upstreamHeaders(req.headers, upstream.host, raw.length, options.upstreamAuth),
         agent,
       });
-      // The agent hung up (or timed out): stop the upstream too.
       res.on('close', () => {
-        if (!res.writableFinished) up.destroy();
+        if (res.writableFinished) return;
+        clientGone = true;
+        // Read on, bounded: what the provider generates is billed whether or not the agent listens.
+        setTimeout(() => up.destroy(new Error('the agent hung up and the reply did not end')), DRAIN_AFTER_HANGUP_MS).unref();
       });
       up.on('error', (e) => {
         const message = errorMessage(e);
-        if (!res.headersSent) {
+        if (!res.headersSent && !clientGone) {
           const error = { type: 'error', error: { type: 'upstream_error', message: `pairbench gateway: upstream unreachable: ${message}` } };
           res.writeHead(502, { 'content-type': 'application/json' }).end(JSON.stringify(error));
           done({ status: 502, headers: {}, body: error, upstreamError: message });
         } else {
           res.destroy();
-          done({ status: res.statusCode, headers: {}, upstreamError: message });
+          done({ ...soFar(), upstreamError: message });
         }
       });
       up.on('response', (upRes) => {
         const status = upRes.statusCode ?? 502;
-        res.writeHead(status, clientHeaders(upRes.headers));
-        res.flushHeaders();
+        const scrubbing = scrub.active();
+        const headers = clientHeaders(upRes.headers, scrub);
+        if (!clientGone) {
+          res.writeHead(status, headers);
+          res.flushHeaders();
+        }
         const sse = /text\/event-stream/i.test(String(upRes.headers['content-type'] ?? ''));
         const parser = sse ? new SseParser() : null;
         const events: SseEvent[] = [];
         const parts: Buffer[] = [];
-        upRes.on('data', (chunk: Buffer) => {
-          // Backpressure: never hold more than the agent can take.
+        const toClient = scrubbing ? scrub.stream() : null;
+        const send = (chunk: Buffer) => {
+          if (clientGone || res.destroyed) return;
+          // Backpressure: never hold more than the agent can take (and never wait on an agent that left).
           if (!res.write(chunk)) {
             upRes.pause();
-            res.once('drain', () => upRes.resume());
+            const resume = () => upRes.resume();
+            res.once('drain', resume);
+            res.once('close', resume);
           }
+        };
+        soFar = () => {
+          return { status, headers: upRes.headers, ...(parser ? { events: [...events] } : { body: decodeBody(Buffer.concat(parts)) }) };
+        };
+        upRes.on('data', (chunk: Buffer) => {
+          send(toClient ? toClient.push(chunk) : chunk);
           if (parser) events.push(...parser.feed(chunk));
           else parts.push(chunk);
         });
         const result = (upstreamError?: string): Outcome => {
           if (parser) events.push(...parser.end());
-          return {
-            status,
-            headers: upRes.headers,
-            ...(parser ? { events } : { body: decodeBody(Buffer.concat(parts)) }),
-            ...(upstreamError !== undefined ? { upstreamError } : {}),
-          };
+          return { ...soFar(), ...(upstreamError !== undefined ? { upstreamError } : {}) };
         };
         upRes.on('end', () => {
-          res.end();
+          if (toClient) send(toClient.end());
+          if (!clientGone) res.end();
           done(result());
         });
         // A reset mid-reply surfaces as 'error' then 'close'; 'close' accounts for it.
         upRes.on('error', () => {});
         upRes.on('close', () => {
           if (upRes.complete) return;
-          // Broken off mid-reply: an infrastructure error unless the agent itself hung up.
-          const clientGone = res.destroyed && !res.writableFinished;
           res.destroy();
-          done(clientGone ? result() : result('upstream closed the connection mid-response'));
+          done(result(clientGone ? 'the agent hung up and the reply did not end' : 'upstream closed the connection mid-response'));
         });
       });
       up.end(raw);
     });
+    return { done, soFar: () => soFar() };
   }
 
   const bound = await listen(server, options.listen);
@@ -219,11 +303,26 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     records: () => log.records(),
     close: () =>
       (closing ??= (async () => {
+        // Exchanges still under way get a moment, then are recorded with what they carried.
+        const pending = [...inFlight];
+        await Promise.race([Promise.all(pending.map((p) => p.settled)), new Promise((r) => setTimeout(r, CLOSE_GRACE_MS).unref())]);
+        for (const p of inFlight) p.finish(p.partial());
         await closeServer(server);
         agent.destroy();
         await log.close();
       })()),
   };
+}
+
+/**
+ * The most a request can spend, for the caps: its body's bytes as input tokens (a
+ * token is at least one byte of text) plus its output limit. Without an output limit
+ * it is unbounded, so it runs alone.
+ */
+function reservationFor(body: unknown, bytes: number, price: Price): Reservation {
+  const limit = isObject(body) ? [body.max_tokens, body.max_output_tokens, body.max_completion_tokens].find((v) => typeof v === 'number' && v > 0) : undefined;
+  const output = typeof limit === 'number' ? limit : Number.POSITIVE_INFINITY;
+  return { tokens: bytes + output, costUsd: (bytes * Math.max(price.input, price.cache_write) + output * price.output) / 1e6 };
 }
 
 /**
@@ -245,10 +344,13 @@ function upstreamHeaders(headers: IncomingHttpHeaders, host: string, length: num
   return out;
 }
 
-function clientHeaders(headers: IncomingHttpHeaders): OutgoingHttpHeaders {
+function clientHeaders(headers: IncomingHttpHeaders, scrub: SecretScrub): OutgoingHttpHeaders {
   const out: OutgoingHttpHeaders = {};
   for (const [name, value] of Object.entries(headers)) {
-    if (value !== undefined && !HOP_BY_HOP.has(name)) out[name] = value;
+    if (value === undefined || HOP_BY_HOP.has(name)) continue;
+    // A scrubbed body may change length: it goes chunked.
+    if (name === 'content-length' && scrub.active()) continue;
+    out[name] = Array.isArray(value) ? value.map((v) => scrub.text(v)) : scrub.text(value);
   }
   return out;
 }

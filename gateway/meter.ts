@@ -36,8 +36,18 @@ export interface MeterOptions {
   markers?: Record<string, string>;
 }
 
+/** What a request may at most spend, held against the caps while it is in flight. */
+export interface Reservation {
+  tokens: number;
+  costUsd: number;
+}
+
 export class Meter {
   private requests = 0;
+  private readonly inFlight = new Set<Reservation>();
+  private waiters: (() => void)[] = [];
+  /** The largest total usage one reply has had so far: a floor for the next reservation. */
+  private largestReply: Reservation | null = null;
   private modelRequests = 0;
   private toolCalls = 0;
   private usage: TokenUsage = ZERO_USAGE;
@@ -68,6 +78,58 @@ export class Meter {
     return hit;
   }
 
+  /**
+   * Admits a request under the caps, whatever the concurrency: it goes when nothing is
+   * in flight, or when what was spent plus every in-flight reservation plus its own
+   * stays within the caps; otherwise it waits for an in-flight request to finish, then
+   * is judged again (and refused once a cap is reached). So the total can pass a cap by
+   * at most one request: the one admitted alone. Until a reply has been seen requests go
+   * one at a time (nothing is known of their size yet).
+   */
+  async admit(estimate: Reservation): Promise<{ hit: CapHit } | { reservation: Reservation; release: () => void }> {
+    const { maxTokens, maxCostUsd } = this.options.caps ?? {};
+    const capped = maxTokens !== undefined || maxCostUsd !== undefined;
+    // Judged again after every wait: what was spent, and the largest reply seen, have changed.
+    const reserve = (): Reservation => ({
+      tokens: Math.max(estimate.tokens, this.largestReply?.tokens ?? 0),
+      costUsd: Math.max(estimate.costUsd, this.largestReply?.costUsd ?? 0),
+    });
+    let reservation = reserve();
+    for (;;) {
+      const hit = this.capReached();
+      if (hit) return { hit };
+      reservation = reserve();
+      if (!capped || this.inFlight.size === 0 || (this.largestReply && this.fits(reservation))) break;
+      await new Promise<void>((resolve) => this.waiters.push(resolve));
+    }
+    this.inFlight.add(reservation);
+    let released = false;
+    return {
+      reservation,
+      release: () => {
+        if (released) return;
+        released = true;
+        this.inFlight.delete(reservation);
+        const waiting = this.waiters;
+        this.waiters = [];
+        for (const w of waiting) w();
+      },
+    };
+  }
+
+  private fits(r: Reservation): boolean {
+    const { maxTokens, maxCostUsd } = this.options.caps ?? {};
+    let tokens = totalTokens(this.usage) + r.tokens;
+    let cost = (this.cost ?? 0) + r.costUsd;
+    for (const f of this.inFlight) (tokens += f.tokens), (cost += f.costUsd);
+    return (maxTokens === undefined || tokens <= maxTokens) && (maxCostUsd === undefined || this.cost === null || cost <= maxCostUsd);
+  }
+
+  /** The price of a model's tokens, for reservations (the default price when unknown). */
+  priceOf(model: string | null): Price {
+    return priceFor(model, this.options.prices ?? {}, this.options.defaultPrice === undefined ? DEFAULT_PRICE : this.options.defaultPrice)?.price ?? DEFAULT_PRICE;
+  }
+
   /** Records which markers a forwarded request body carried; returns their names. */
   sawRequest(body: unknown): string[] {
     const found = markersFound(body, this.options.markers ?? {});
@@ -83,6 +145,11 @@ export class Meter {
     if (!facts.usage) return;
     this.usage = addUsage(this.usage, facts.usage);
     const lookup = priceFor(facts.model ?? requestModel, this.options.prices ?? {}, this.options.defaultPrice === undefined ? DEFAULT_PRICE : this.options.defaultPrice);
+    const replyCost = lookup ? costOf(facts.usage, lookup.price) : 0;
+    this.largestReply = {
+      tokens: Math.max(this.largestReply?.tokens ?? 0, totalTokens(facts.usage)),
+      costUsd: Math.max(this.largestReply?.costUsd ?? 0, replyCost),
+    };
     if (!lookup) {
       this.cost = null;
       this.confidence = combineConfidence(this.confidence, 'estimated');

@@ -19,7 +19,7 @@ export class Redactor {
         for (const v of [value].flat()) this.learn(String(v));
         out[name] = REDACTED;
       } else {
-        out[name] = typeof value === 'number' ? String(value) : value;
+        out[name] = typeof value === 'number' ? String(value) : Array.isArray(value) ? value.map((v) => this.text(v)) : this.text(value);
       }
     }
     return out;
@@ -57,9 +57,68 @@ export class Redactor {
     return out;
   }
 
+  /** A value to scrub wherever it turns up. */
+  secret(value: string): void {
+    this.secrets.add(value);
+  }
+
   private learn(value: string): void {
     // `Bearer sk-...`: the token alone is the secret. Short values would scrub innocent text.
     const token = value.replace(/^(bearer|basic)\s+/i, '');
     for (const v of [value, token]) if (v.length >= 6) this.secrets.add(v);
+  }
+}
+
+/**
+ * Keeps the host's credentials (the upstream key the gateway adds) out of what goes
+ * back to the agent, even if the upstream echoes them. Streams are scrubbed chunk by
+ * chunk, holding back the few bytes that could be the start of a split secret.
+ */
+export class SecretScrub {
+  private readonly secrets: string[];
+
+  constructor(values: string[]) {
+    const all = new Set<string>();
+    for (const v of values) {
+      const token = v.replace(/^(bearer|basic)\s+/i, '');
+      for (const s of [v, token]) if (s.length >= 6) all.add(s);
+    }
+    // Longest first, so a full header value is replaced before the token inside it.
+    this.secrets = [...all].sort((a, b) => b.length - a.length);
+  }
+
+  active(): boolean {
+    return this.secrets.length > 0;
+  }
+
+  text(s: string): string {
+    let out = s;
+    for (const secret of this.secrets) if (out.includes(secret)) out = out.split(secret).join(REDACTED);
+    return out;
+  }
+
+  /** Tells a log redactor the secrets too (a record never holds the host's key). */
+  teach(redactor: Redactor): void {
+    for (const s of this.secrets) redactor.secret(s);
+  }
+
+  /** A scrubber for one byte stream: push() each chunk and send what it returns; end() returns the rest. */
+  stream(): { push(chunk: Buffer): Buffer; end(): Buffer } {
+    const hold = Math.max(0, ...this.secrets.map((s) => Buffer.byteLength(s))) - 1;
+    let pending = Buffer.alloc(0);
+    const scrubBytes = (b: Buffer) => Buffer.from(this.text(b.toString('latin1')), 'latin1');
+    return {
+      push: (chunk) => {
+        const all = scrubBytes(Buffer.concat([pending, chunk]));
+        const cut = Math.max(0, all.length - hold);
+        pending = all.subarray(cut);
+        return all.subarray(0, cut);
+      },
+      end: () => {
+        const rest = scrubBytes(pending);
+        pending = Buffer.alloc(0);
+        return rest;
+      },
+    };
   }
 }

@@ -282,7 +282,7 @@ async function executeLocked(
     }
     if (options.signal?.aborted) return { status: 'skipped', because: 'interrupted' };
     emit({ type: 'running', node: node.id });
-    mkdirSync(workDir, { recursive: true });
+    mkdirSync(workDir, { recursive: true, mode: 0o700 }); // private to the harness: attempts are handed only their own workspace
     writeFileSync(logFile, '');
     const startedAt = new Date();
     let transient: string | undefined;

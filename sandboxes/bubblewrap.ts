@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, lstatSync, readdirSync, readlinkSync, realpathSync, statSync } from 'node:fs';
+import { chmodSync, existsSync, lchownSync, lstatSync, readdirSync, readlinkSync, realpathSync, statSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, delimiter, dirname, join, posix } from 'node:path';
@@ -8,42 +8,68 @@ import { err, errorMessage, ok, type Result } from '../pipeline/result.js';
 import { startEgressProxy, type EgressProxy } from './egress-proxy.js';
 import { runProcess } from './exec-process.js';
 import type { EgressMode, ExecOptions, Mount, Sandbox, SandboxBackend, SandboxFailure, SandboxReceipt, SandboxSpec } from './sandbox.js';
-
+import { seccompProgram, seccompSupported } from './seccomp.js';
 /**
- * `bubblewrap`: every exec is a fresh `bwrap` in new user, pid, ipc, uts, cgroup
+ * `bubblewrap`: every exec is a fresh `bwrap` in new pid, ipc, uts, cgroup, mount
  * and (unless egress is open) network namespaces.
  *
  * What is inside, and nothing else (never `--ro-bind / /`: that would expose the
  * store, hidden verifiers and other arms' files):
  * - the system read-only: /usr (and the /bin, /lib*, /sbin symlinks or dirs), a
  *   few /etc files, the node binary if it is outside /usr;
- * - fresh /proc, /dev, /tmp, /run; HOME=/tmp/home;
+ * - fresh /proc (its /proc/sys read-only), /dev, /tmp, /run; HOME=/tmp/home;
  * - the workspace read-write at /work, and the spec's mounts.
  *
- * We run as root, so `--unshare-user --uid 1000 --cap-drop ALL` is what makes this a
- * sandbox: without it the process keeps CAP_SYS_ADMIN and can unmount /proc, enter
- * other namespaces and remount / read-write (notes/sandboxes-measured.md). Note
- * that uid 1000 inside maps to root outside, so file modes do not protect what is
- * bound in: only what is mounted is visible, which is why the binds are minimal.
+ * Who the agent is on the host (the threat model: it is hostile):
+ * - pairbench running as root: bwrap builds the sandbox as root WITHOUT a user
+ *   namespace, then `setpriv` drops to an unprivileged host uid (SANDBOX_HOST_UID,
+ *   no capabilities, an empty bounding set, no_new_privs) before the agent's
+ *   command runs. A user namespace started by root would map the agent to host root
+ *   (notes/sandboxes-measured.md: it wrote host sysctls and left setuid-root files).
+ *   The workspace and writable mounts are handed to that uid.
+ * - pairbench running as a user: `--unshare-user --uid 1000`, which maps to that user.
+ * Either way a seccomp filter (seccomp.ts) refuses setuid/setgid bits and new user
+ * namespaces, so nothing privileged is left behind, and bwrap's options travel on a
+ * file descriptor (`--args`), so /proc/1/cmdline inside shows no host path.
  *
  * Egress: `none` = no network; `allowlist` = no network plus the egress proxy
  * (started on the host by create()) forwarded to 127.0.0.1:3128 inside;
  * `open` = the host network, recorded as not enforced.
  *
  * Resources are recorded in the receipt as given but NOT enforced: bubblewrap has
- * no cpu/memory limits, and RLIMIT_NPROC does not apply to processes whose real
- * uid is root outside (measured), so `ulimit -u` would be a no-op. Use docker
- * when limits must hold.
+ * no cpu/memory limits. Use docker when limits must hold.
  */
 
 const WORKDIR = '/work';
 const HOME = '/tmp/home';
-const SANDBOX_UID = 1000;
+/** The uid inside when pairbench is not root (a user namespace maps it to that user). */
+const USERNS_UID = 1000;
+
+/**
+ * The unprivileged host uid (and gid) the agent runs as when pairbench is root: no
+ * account uses it, and it owns nothing outside the sandboxes' workspaces.
+ * PAIRBENCH_SANDBOX_UID overrides it.
+ */
+export const SANDBOX_HOST_UID: Result<number, string> = parseUid(process.env['PAIRBENCH_SANDBOX_UID']);
+
+function parseUid(value: string | undefined): Result<number, string> {
+  const n = Number(value ?? 1_999_999_000);
+  if (!Number.isInteger(n) || n <= 0 || n >= 4_294_967_295) return err(`PAIRBENCH_SANDBOX_UID=${value} is not an unprivileged uid: give an integer above 0 that no account uses`);
+  return ok(n);
+}
+
+/** Whether the sandbox is built as root and then entered as SANDBOX_HOST_UID. */
+const privileged = () => process.getuid?.() === 0;
+
+/** Who processes are inside: the host uid when pairbench is root, else the user namespace's 1000. */
+function insideUid(): number {
+  return privileged() && SANDBOX_HOST_UID.ok ? SANDBOX_HOST_UID.value : USERNS_UID;
+}
+
 const PROXY_PORT = 3128;
-/** Inside the sandbox: forwarder script, socket dirs and the readiness fifo. */
+/** Inside the sandbox: forwarder script and socket dirs. */
 const RUN_DIR = '/run/pairbench';
 const FORWARDER_INSIDE = `${RUN_DIR}/forwarder.mjs`;
-const READY_FIFO = `${RUN_DIR}/ready`;
 /** Exit code of the wrapper when the forwarder does not come up (distinct from 126/127 of exec). */
 const FORWARDER_FAILED = 125;
 const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
@@ -60,26 +86,66 @@ export const bubblewrapBackend: SandboxBackend = {
 
 let availability: Promise<Result<void, string>> | undefined;
 
-/** Whether bwrap is on `pathVar` and can build a sandbox here; if not, what to do about it. */
-export async function checkBubblewrap(pathVar = process.env['PATH'] ?? DEFAULT_PATH): Promise<Result<void, string>> {
+/** The host tools a sandbox is made with: bwrap, and setpriv when pairbench is root. */
+interface Tools {
+  bwrap: string;
+  setpriv: string | undefined;
+}
+
+function findTools(pathVar: string): Result<Tools, string> {
   const bwrap = findOnPath('bwrap', pathVar);
   if (!bwrap) return err(`bubblewrap (bwrap) is not on PATH; ${INSTALL_HINT}`);
-  // The same namespaces and binds as a real sandbox, so a kernel or container
-  // runtime that forbids them is found here and not in the middle of a run.
-  const r = await runProcess(probeArgv(bwrap), { cwd: tmpdir(), env: { PATH: DEFAULT_PATH }, timeoutMs: 10_000 });
+  if (!privileged()) return ok({ bwrap, setpriv: undefined });
+  if (!SANDBOX_HOST_UID.ok) return err(SANDBOX_HOST_UID.error);
+  const setpriv = findOnPath('setpriv', pathVar);
+  if (!setpriv) return err('setpriv is not on PATH: as root, pairbench drops the agent to an unprivileged uid with it; install util-linux (apt-get install util-linux)');
+  return ok({ bwrap, setpriv });
+}
+
+/** Whether bwrap (and setpriv) are on `pathVar` and can build a sandbox here; if not, what to do about it. */
+export async function checkBubblewrap(pathVar = process.env['PATH'] ?? DEFAULT_PATH): Promise<Result<void, string>> {
+  const tools = findTools(pathVar);
+  if (!tools.ok) return tools;
+  if (!seccompSupported()) return err(`no seccomp filter for this architecture (${process.arch}): bubblewrap sandboxes need x86_64 or aarch64; use the docker backend`);
+  // The same namespaces, binds and privilege drop as a real sandbox, so a kernel or
+  // container runtime that forbids them is found here and not in the middle of a run.
+  const r = await runProbe(tools.value);
   if (r.exitCode === 0) return ok(undefined);
   return err(
-    `bwrap is installed (${bwrap}) but cannot create a sandbox here: ${r.stderr.trim() || `exit ${r.exitCode ?? r.signal}`}. ` +
-      'It needs user namespaces: check that `sysctl user.max_user_namespaces` is above 0 and, on Ubuntu 24.04+, ' +
+    `bwrap is installed (${tools.value.bwrap}) but cannot create a sandbox here: ${r.stderr.trim() || `exit ${r.exitCode ?? r.signal}`}. ` +
+      'It needs unprivileged namespaces: check that `sysctl user.max_user_namespaces` is above 0 and, on Ubuntu 24.04+, ' +
       '`kernel.apparmor_restrict_unprivileged_userns`; inside a container, allow unshare/mount (e.g. --privileged). ' +
       'Or use the docker backend.',
   );
 }
 
+function runProbe(tools: Tools) {
+  const { argv, options } = probeInvocation(tools);
+  return runProcess(argv, { cwd: tmpdir(), env: { PATH: DEFAULT_PATH }, timeoutMs: 10_000, inputFds: [options, seccompProgram()] });
+}
+
+/** The availability probe: the same namespaces, binds and drop as a real sandbox, running `true`. */
+function probeInvocation(tools: Tools): { argv: string[]; options: Buffer } {
+  const options = nulArgs([...namespaceArgs('none'), ...withParentDirs([...systemArgs(), ...scratchArgs()]), '--seccomp', '4']);
+  return { argv: [tools.bwrap, '--args', '3', '--', ...dropArgv(tools), 'true'], options };
+}
+
+/**
+ * The same probe, synchronously (for choosing `backend: auto` while a key is computed):
+ * the options on the command line instead of fd 3, and no seccomp program (spawnSync
+ * cannot feed extra descriptors); the asynchronous check runs before any sandbox starts.
+ */
+export function bubblewrapWorksSync(pathVar = process.env['PATH'] ?? DEFAULT_PATH): boolean {
+  const tools = findTools(pathVar);
+  if (!tools.ok || !seccompSupported()) return false;
+  const args = [...namespaceArgs('none'), ...withParentDirs([...systemArgs(), ...scratchArgs()]), '--', ...dropArgv(tools.value), 'true'];
+  return spawnSync(tools.value.bwrap, args, { cwd: tmpdir(), env: { PATH: DEFAULT_PATH }, stdio: 'ignore', timeout: 10_000 }).status === 0;
+}
+
 async function create(spec: SandboxSpec): Promise<Result<Sandbox, SandboxFailure>> {
   const available = await bubblewrapBackend.available();
-  const bwrap = findOnPath('bwrap');
-  if (!available.ok || !bwrap) return err({ reason: 'unavailable', message: available.ok ? `bwrap is no longer on PATH; ${INSTALL_HINT}` : available.error });
+  const tools = findTools(process.env['PATH'] ?? DEFAULT_PATH);
+  if (!available.ok || !tools.ok) return err({ reason: 'unavailable', message: !available.ok ? available.error : tools.ok ? '' : tools.error });
   const invalid = checkSpec(spec);
   if (invalid) return err({ reason: 'start-failed', message: `bubblewrap: ${invalid}` });
 
@@ -96,13 +162,36 @@ async function create(spec: SandboxSpec): Promise<Result<Sandbox, SandboxFailure
     }
     const forwarder = forwards.length > 0 ? forwarderScript() : undefined;
     if (forwards.length > 0 && !forwarder) throw new Error('forwarder.mjs is missing next to bubblewrap.ts (is the package complete?)');
+    if (privileged()) handOver(spec, forwards, insideUid());
     const layout: Layout = { spec, privateDir, forwards, forwarder };
-    return ok(openSandbox(bwrap, layout, proxy));
+    return ok(openSandbox(tools.value, layout, proxy));
   } catch (e) {
     await proxy?.close();
     await rm(privateDir, { recursive: true, force: true });
     return err({ reason: 'start-failed', message: `bubblewrap: cannot prepare the sandbox: ${errorMessage(e)}` });
   }
+}
+
+/**
+ * As root, the agent is an unprivileged uid: it gets the workspace and the writable
+ * mounts (chown, never following a symlink), and can reach the forwarded sockets.
+ * Read-only mounts only need to be readable, which the caller's files are (0644/0755).
+ */
+function handOver(spec: SandboxSpec, forwards: { socket: string }[], uid: number): void {
+  for (const dir of [spec.workspace, ...(spec.mounts ?? []).filter((m) => !m.readOnly).map((m) => m.host)]) {
+    walkNoFollow(dir, (p) => lchownSync(p, uid, uid));
+  }
+  for (const f of forwards) {
+    chmodSync(dirname(f.socket), 0o711);
+    // A socket made later is made 0666 by its server (the gateway and the proxy are).
+    if (existsSync(f.socket)) chmodSync(f.socket, 0o666);
+  }
+}
+
+function walkNoFollow(p: string, visit: (p: string) => void): void {
+  const st = lstatSync(p);
+  visit(p);
+  if (st.isDirectory()) for (const name of readdirSync(p)) walkNoFollow(join(p, name), visit);
 }
 
 interface Layout {
@@ -114,11 +203,12 @@ interface Layout {
   forwarder: string | undefined;
 }
 
-function openSandbox(bwrap: string, layout: Layout, proxy: EgressProxy | undefined): Sandbox {
+function openSandbox(tools: Tools, layout: Layout, proxy: EgressProxy | undefined): Sandbox {
   const { spec } = layout;
-  const prefix = [bwrap, ...namespaceArgs(spec.egress.mode), ...systemArgs(), ...scratchArgs(), ...sandboxArgs(layout)];
-  const wrapper = layout.forwards.length > 0 ? forwardingWrapper(layout.forwards) : [];
+  const options = [...namespaceArgs(spec.egress.mode), ...withParentDirs([...systemArgs(), ...scratchArgs(), ...sandboxArgs(layout)]), '--seccomp', '4'];
+  const wrapper = sandboxWrapper(layout.forwards);
   const env = sandboxEnv(spec);
+  const seccomp = seccompProgram();
   let closed = false;
   let finalLog: SandboxReceipt['egress_log'] | undefined;
   let closing: Promise<void> | undefined;
@@ -129,9 +219,12 @@ function openSandbox(bwrap: string, layout: Layout, proxy: EgressProxy | undefin
       if (closed) throw new Error('bubblewrap sandbox: exec after close()');
       if (argv.length === 0) throw new Error('bubblewrap sandbox: exec needs a command');
       const cwd = posix.resolve(WORKDIR, o.cwd ?? WORKDIR);
-      return runProcess([...prefix, '--chdir', cwd, '--', ...wrapper, ...argv], {
+      // Every process of this exec lives in the new pid namespace: when the command exits,
+      // bwrap's init exits and the kernel kills the rest before this promise resolves.
+      return runProcess([tools.bwrap, '--args', '3', '--', ...dropArgv(tools), ...wrapper, ...argv], {
         cwd: spec.workspace,
         env: { ...env, ...o.env },
+        inputFds: [nulArgs([...options, '--chdir', cwd]), seccomp],
         ...(o.timeoutMs ? { timeoutMs: o.timeoutMs } : {}),
         ...(o.signal ? { signal: o.signal } : {}),
         ...(o.stdin !== undefined ? { stdin: o.stdin } : {}),
@@ -160,31 +253,27 @@ function openSandbox(bwrap: string, layout: Layout, proxy: EgressProxy | undefin
   };
 }
 
-/** Namespaces and privileges: the part that makes bwrap a sandbox when we are root. */
-/** The availability probe: the same namespaces and binds as a real sandbox, running `true`. */
-function probeArgv(bwrap: string): string[] {
-  return [bwrap, ...namespaceArgs('none'), ...systemArgs(), ...scratchArgs(), '--', 'true'];
+/**
+ * As root: `setpriv` turns bwrap's child into the unprivileged sandbox uid before
+ * anything of the agent runs (no capabilities, an empty bounding set, no_new_privs).
+ * As a user: nothing, the user namespace already is that user.
+ */
+function dropArgv(tools: Tools): string[] {
+  if (!tools.setpriv) return [];
+  const uid = String(insideUid());
+  return [tools.setpriv, `--reuid=${uid}`, `--regid=${uid}`, '--clear-groups', '--inh-caps=-all', '--ambient-caps=-all', '--bounding-set=-all', '--no-new-privs', '--'];
 }
 
-/** The same probe, synchronously (for choosing `backend: auto` while a key is computed). */
-export function bubblewrapWorksSync(pathVar = process.env['PATH'] ?? DEFAULT_PATH): boolean {
-  const bwrap = findOnPath('bwrap', pathVar);
-  if (!bwrap) return false;
-  const [file, ...args] = probeArgv(bwrap);
-  return spawnSync(file!, args, { cwd: tmpdir(), env: { PATH: DEFAULT_PATH }, stdio: 'ignore', timeout: 10_000 }).status === 0;
-}
-
+/** Namespaces: the part that makes bwrap a sandbox. A user namespace only when pairbench is not root. */
 export function namespaceArgs(mode: EgressMode): string[] {
   return [
-    '--unshare-user', '--uid', String(SANDBOX_UID), '--gid', String(SANDBOX_UID),
-    '--cap-drop', 'ALL',
+    ...(privileged() ? [] : ['--unshare-user', '--uid', String(USERNS_UID), '--gid', String(USERNS_UID), '--cap-drop', 'ALL']),
     '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try',
     ...(mode === 'open' ? [] : ['--unshare-net']),
     '--hostname', 'pairbench',
     '--die-with-parent', '--new-session',
   ];
 }
-
 /** Top-level system paths: bound read-only when directories, recreated when symlinks (merged /usr). */
 const SYSTEM_ROOTS = ['/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32'];
 /**
@@ -242,9 +331,13 @@ function nodeOutsideSystem(): string | undefined {
   return SYSTEM_ROOTS.some((r) => isUnder(node, r)) ? undefined : node;
 }
 
-/** Fresh kernel filesystems and scratch space; HOME exists and is writable by the sandbox user. */
+/**
+ * Fresh kernel filesystems and scratch space. /proc/sys is bound read-only over the
+ * fresh /proc (bwrap covers it only when it can write there itself); /tmp is open
+ * to the sandbox user, who makes HOME in it (see sandboxWrapper).
+ */
 function scratchArgs(): string[] {
-  return ['--proc', '/proc', '--dev', '/dev', '--tmpfs', '/tmp', '--tmpfs', '/run', '--dir', HOME];
+  return ['--proc', '/proc', '--ro-bind', '/proc/sys', '/proc/sys', '--dev', '/dev', '--perms', '1777', '--tmpfs', '/tmp', '--tmpfs', '/run'];
 }
 
 /** What belongs to this sandbox: identity files, workspace, forwarded sockets, mounts. */
@@ -269,21 +362,69 @@ function sandboxArgs(layout: Layout): string[] {
 }
 
 /**
- * `sh -c SCRIPT pairbench-forwarding ARGV...`: start the forwarder in the background,
- * block on a fifo until it prints `ready` (EOF means it died), then exec ARGV.
- * The forwarder dies with the sandbox: bwrap's pid namespace ends when ARGV exits.
+ * `sh -c SCRIPT pairbench-sandbox ARGV...`, run as the sandbox user: make HOME, start
+ * the forwarder (if anything is forwarded) in the background and block on a fifo
+ * until it prints `ready` (EOF means it died), then exec ARGV. The forwarder dies
+ * with the sandbox: bwrap's pid namespace ends when ARGV exits.
  */
-function forwardingWrapper(forwards: { socket: string; port: number }[]): string[] {
-  const pairs = forwards.map((f, i) => shellQuote(`${f.port}=${RUN_DIR}/fwd${i}/${basename(f.socket)}`)).join(' ');
-  const script = [
-    `mkfifo ${READY_FIFO} || exit ${FORWARDER_FAILED}`,
-    `${shellQuote(realpathSync(process.execPath))} ${FORWARDER_INSIDE} ${pairs} > ${READY_FIFO} &`,
-    `read -r pairbench_ready < ${READY_FIFO}`,
-    `if [ "$pairbench_ready" != ready ]; then echo 'pairbench: the port forwarder inside the sandbox did not start (see above)' >&2; exit ${FORWARDER_FAILED}; fi`,
-    'unset pairbench_ready',
-    'exec "$@"',
-  ].join('\n');
-  return ['/bin/sh', '-c', script, 'pairbench-forwarding'];
+function sandboxWrapper(forwards: { socket: string; port: number }[]): string[] {
+  const lines = ['mkdir -p -m 700 "$HOME" 2>/dev/null'];
+  if (forwards.length > 0) {
+    const pairs = forwards.map((f, i) => shellQuote(`${f.port}=${RUN_DIR}/fwd${i}/${basename(f.socket)}`)).join(' ');
+    lines.push(
+      'pairbench_fifo=$(mktemp -u /tmp/.pairbench-ready.XXXXXX) && mkfifo -m 600 "$pairbench_fifo" || exit ' + FORWARDER_FAILED,
+      `${shellQuote(realpathSync(process.execPath))} ${FORWARDER_INSIDE} ${pairs} > "$pairbench_fifo" &`,
+      'read -r pairbench_ready < "$pairbench_fifo"; rm -f "$pairbench_fifo"',
+      `if [ "$pairbench_ready" != ready ]; then echo 'pairbench: the port forwarder inside the sandbox did not start (see above)' >&2; exit ${FORWARDER_FAILED}; fi`,
+      'unset pairbench_ready pairbench_fifo',
+    );
+  }
+  lines.push('exec "$@"');
+  return ['/bin/sh', '-c', lines.join('\n'), 'pairbench-sandbox'];
+}
+
+/** How many values each bwrap option used here takes. */
+const ARITY: Record<string, number> = { '--ro-bind': 2, '--bind': 2, '--symlink': 2, '--proc': 1, '--dev': 1, '--tmpfs': 1, '--dir': 1, '--perms': 1, '--remount-ro': 1 };
+/** Options that make a directory at their destination. */
+const MAKES_DIR = new Set(['--proc', '--dev', '--tmpfs', '--dir']);
+
+/**
+ * Mount options with every missing parent directory made first, mode 0755. bwrap
+ * makes missing parents itself, but for a file bind it makes them 0700 and owned by
+ * root, which the unprivileged sandbox user then cannot enter (/etc/ssl/openssl.cnf).
+ */
+export function withParentDirs(args: string[]): string[] {
+  const made = new Set<string>(['/']);
+  /** Directories bound from the host: what is below them comes from there. */
+  const bound: string[] = [];
+  const out: string[] = [];
+  for (let i = 0; i < args.length; ) {
+    const op = args[i]!;
+    const n = ARITY[op];
+    if (n === undefined) throw new Error(`bubblewrap: withParentDirs does not know option ${op}`);
+    const values = args.slice(i + 1, i + 1 + n);
+    i += 1 + n;
+    if (op !== '--perms' && op !== '--remount-ro') {
+      const dest = values[n - 1]!;
+      const parts = posix.dirname(dest).split('/').filter(Boolean);
+      for (let k = 1; k <= parts.length; k++) {
+        const p = `/${parts.slice(0, k).join('/')}`;
+        if (made.has(p) || bound.some((d) => p === d || isUnder(p, d))) continue;
+        out.push('--perms', '0755', '--dir', p);
+        made.add(p);
+      }
+      if ((op === '--bind' || op === '--ro-bind') && isDirectory(values[0]!)) bound.push(dest);
+      if (MAKES_DIR.has(op)) made.add(dest);
+    }
+    out.push(op, ...values);
+  }
+  return out;
+}
+
+/** NUL-separated arguments for `bwrap --args FD`. */
+function nulArgs(args: string[]): Buffer {
+  for (const a of args) if (a.includes('\0')) throw new Error(`bubblewrap: an argument contains a NUL byte: ${JSON.stringify(a)}`);
+  return Buffer.from(args.map((a) => `${a}\0`).join(''));
 }
 
 /** Environment inside: nothing of the host's, only defaults, the proxy and the spec. */
@@ -340,10 +481,11 @@ function checkForward(f: { socket: string; port: number }): string | undefined {
   return undefined;
 }
 
-/** uid 1000 has a name and a HOME, so tools calling getpwuid (node's os.userInfo, git, ssh) work. */
+/** The sandbox user has a name and a HOME, so tools calling getpwuid (node's os.userInfo, git, ssh) work. */
 async function writeIdentityFiles(dir: string): Promise<void> {
-  await writeFile(join(dir, 'passwd'), `root:x:0:0:root:/root:/bin/sh\npairbench:x:${SANDBOX_UID}:${SANDBOX_UID}:pairbench sandbox:${HOME}:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n`);
-  await writeFile(join(dir, 'group'), `root:x:0:\npairbench:x:${SANDBOX_UID}:\nnogroup:x:65534:\n`);
+  const uid = insideUid();
+  await writeFile(join(dir, 'passwd'), `root:x:0:0:root:/root:/bin/sh\npairbench:x:${uid}:${uid}:pairbench sandbox:${HOME}:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n`);
+  await writeFile(join(dir, 'group'), `root:x:0:\npairbench:x:${uid}:\nnogroup:x:65534:\n`);
 }
 
 /** forwarder.mjs beside this module (source tree), or in the source tree when running from dist/. */

@@ -186,8 +186,11 @@ async function createSandbox(docker: Docker, spec: SandboxSpec, options: Resolve
     return err({ reason: egress === 'allowlist' ? 'egress-unenforceable' : 'start-failed', message: `forwarder script ${options.forwarderScript} is missing` });
   }
 
-  const prepared = prepareWorkspace(workspace);
-  if (!prepared.ok) return startFailed(prepared.error);
+  // The agent (uid 1000) writes the workspace and the writable mounts; nothing else.
+  for (const dir of [workspace, ...(spec.mounts ?? []).filter((m) => !m.readOnly).map((m) => m.host)]) {
+    const prepared = prepareWorkspace(dir);
+    if (!prepared.ok) return startFailed(prepared.error);
+  }
 
   // From here on everything made is undone by `cleanup` if a later step fails.
   const scratch = mkdtempSync(join(tmpdir(), 'pairbench-docker-'));

@@ -124,7 +124,7 @@ export const auditStep: StepKind = {
       return u ? ctx.artifacts.read(u.outputs[name]!.digest).toString('utf8') : null;
     };
     const run = JSON.parse(read('result.json') ?? 'null') as RunResult | null;
-    const verdict = JSON.parse(read('verdict.json') ?? 'null') as { pass: boolean | null } | null;
+    const verdict = JSON.parse(read('verdict.json') ?? 'null') as { pass: boolean | null; forgery?: { reason: string; detail: string } | null } | null;
     const changes = JSON.parse(read('changes.json') ?? '{"written":{},"deleted":[]}') as WorkspaceChanges;
     const trajectory = JSON.parse(read('trajectory.json') ?? '{"steps":[]}') as AtifTrajectory;
     const gatewayLog = read('gateway.jsonl') ?? '';
@@ -158,6 +158,10 @@ export const auditStep: StepKind = {
       reason = 'infra-verifier';
       explanation = 'the verifier did not produce a verdict';
       pass = null;
+    } else if (verdict.forgery) {
+      reason = 'verdict-forged';
+      explanation = `the verdict was forged by the code under test (${verdict.forgery.reason}): ${verdict.forgery.detail}`;
+      pass = false;
     } else if (NO_ANSWER.has(run.exit_reason)) {
       reason = run.exit_reason;
       explanation = `over budget (${run.exit_reason}): no answer, scored 0`;

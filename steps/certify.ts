@@ -14,6 +14,8 @@ import { failingFindings, policyFromSpec, type CertifyPolicy } from './certify/p
 import type { Finding, Surface } from './certify/scan.js';
 import { sandboxOf, type ArmSpec, type SandboxSettings } from './run.js';
 import type { Task } from './task.js';
+import type { CanaryCalibrations } from './verifier-canary.js';
+import { plantTargets } from './verifier-canary.js';
 import { runVerifier, type VerifierOutcome } from './verifier-run.js';
 
 interface CertifySpec {
@@ -44,6 +46,8 @@ export interface CertificationReceipt {
   findings_count: Record<string, number>;
   findings: Finding[];
   checks: { nop: boolean[]; oracle: boolean[]; repeats: number; discriminating: boolean; flaky: string[] };
+  /** Per deciding test: the canary planted beside it, and whether it failed with the reference solution as it must. */
+  canaries: CanaryCalibrations;
   policy: CertifyPolicy;
   policy_digest: string;
   receipt_digest: string;
@@ -85,6 +89,30 @@ async function applySolution(task: Task, ws: string, settings: ReturnType<typeof
   } finally {
     await created.value.close();
   }
+}
+
+/** The files each deciding test's canary is planted into (computed on the untouched tree). */
+function canaryTargets(task: Task, ws: string, verifierDir: string | null) {
+  const deciding = { ...(task.verifier.command ? { verifier: task.verifier.command } : {}), ...task.verifier.failToPass };
+  return Object.fromEntries(Object.entries(deciding).map(([name, command]) => [name, plantTargets(command, ws, verifierDir)]));
+}
+
+/** A canary is calibrated when, with the reference solution, its test passed and its canary failed. */
+function calibrations(targets: Record<string, ReturnType<typeof plantTargets>>, outcome: VerifierOutcome): CanaryCalibrations {
+  const out: CanaryCalibrations = {};
+  for (const [name, t] of Object.entries(targets)) {
+    const seen = outcome.canaries[name];
+    const calibrated = seen?.status === 'failed-as-planted';
+    const note = calibrated
+      ? 'fails with the reference solution, as it must'
+      : seen?.status === 'passed'
+        ? 'passes even with the reference solution: the verifier exits 0 before the planted failure runs'
+        : seen?.status === 'not-planted'
+          ? seen.note
+          : 'the test did not pass with the reference solution';
+    out[name] = { targets: t, calibrated, note };
+  }
+  return out;
 }
 
 /**
@@ -163,6 +191,7 @@ export const certifyStep: StepKind = {
     // 2. The discrimination check, `repeats` times, through the same verifier path as verify.
     const checks = { nop: [] as boolean[], oracle: [] as boolean[] };
     const reasons: string[] = [];
+    const canaries: CanaryCalibrations = {};
     try {
       for (let i = 0; i < policy.repeats; i++) {
         for (const agent of ['nop', 'oracle'] as const) {
@@ -177,8 +206,12 @@ export const certifyStep: StepKind = {
               continue;
             }
           }
-          const outcome: Result<VerifierOutcome, string> = await runVerifier(task, ws, verifierDir, scratch, { backend: settings.backend, egress: settings.egress, image: settings.image, allow: settings.allow, resources: settings.resources }, ctx.signal);
+          // The first run with the reference solution also calibrates the canaries: each must fail there.
+          const calibrate = agent === 'oracle' && i === 0;
+          const targets = calibrate ? canaryTargets(task, ws, verifierDir) : {};
+          const outcome: Result<VerifierOutcome, string> = await runVerifier(task, ws, verifierDir, scratch, { backend: settings.backend, egress: settings.egress, image: settings.image, allow: settings.allow, resources: settings.resources }, ctx.signal, calibrate ? { mode: 'calibrate' } : undefined);
           if (!outcome.ok) return err({ reason: 'infra', message: `infrastructure: ${outcome.error}` });
+          if (calibrate) Object.assign(canaries, calibrations(targets, outcome.value));
           checks[agent].push(outcome.value.pass);
           log(`check ${i + 1}/${policy.repeats} ${agent}: verifier ${outcome.value.pass ? 'passes' : 'fails'} (${outcome.value.evidence.map((e) => `${e.name}=${e.status}`).join(', ')})`);
         }
@@ -209,6 +242,7 @@ export const certifyStep: StepKind = {
       findings_count: count,
       findings,
       checks: { ...checks, repeats: policy.repeats, discriminating, flaky },
+      canaries,
       policy,
       policy_digest: sha256(canonicalJson(policy)),
     };
@@ -219,8 +253,15 @@ export const certifyStep: StepKind = {
     // What run keys on: the verdict alone, so another arm's surfaces or the policy's
     // repeats do not re-run attempts whose admission did not change.
     writeFileSync(join(out, 'verdict.json'), JSON.stringify({ task: task.id, verdict: receipt.verdict, reasons }, null, 2) + '\n');
+    // What verify keys on: which canaries it may trust.
+    writeFileSync(join(out, 'canary.json'), JSON.stringify({ schema_version: 1, task: task.id, tests: canaries }, null, 2) + '\n');
+    for (const [name, c] of Object.entries(canaries)) if (!c.calibrated) log(`canary for ${name}: not usable (${c.note})`);
     log(`${task.id}: ${receipt.verdict}${reasons.length ? ': ' + reasons.join('; ') : ''}`);
-    return ok({ 'certification.json': ctx.artifacts.putPath(join(out, 'certification.json')), 'verdict.json': ctx.artifacts.putPath(join(out, 'verdict.json')) });
+    return ok({
+      'certification.json': ctx.artifacts.putPath(join(out, 'certification.json')),
+      'verdict.json': ctx.artifacts.putPath(join(out, 'verdict.json')),
+      'canary.json': ctx.artifacts.putPath(join(out, 'canary.json')),
+    });
   },
 };
 

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { mkdirSync } from 'node:fs';
 import { startFakeModel, type FakeModel, type FakeScript } from '../gateway/fake-model.js';
-import { startGateway, type GatewaySummary } from '../gateway/gateway.js';
+import { startGateway, type GatewaySummary, type Provider } from '../gateway/gateway.js';
 
 /** One attempt's model: the recording gateway, in front of a real upstream or a scripted fake. */
 export interface ModelSession {
@@ -23,6 +23,8 @@ export interface ModelOptions {
   logFile: string;
   /** Headers with the real credential, set by the gateway on upstream requests (the agent never sees them). */
   upstreamAuth?: Record<string, string>;
+  /** Whose model endpoints the gateway forwards; every other path is refused. */
+  provider: Provider;
   /** When set, the gateway listens on a unix socket in this directory (sandboxed agents). */
   socketDir?: string | undefined;
 }
@@ -40,6 +42,7 @@ export async function openModel(options: ModelOptions): Promise<ModelSession> {
     upstream,
     listen: socket ? { socket } : { port: 0 },
     caps: options.caps,
+    provider: options.provider,
     markers: options.markers,
     logFile: options.logFile,
     ...(options.upstreamAuth ? { upstreamAuth: options.upstreamAuth } : {}),

@@ -14,7 +14,7 @@ import { sandboxBackend, type BackendName } from '../sandboxes/index.js';
 import type { EgressMode, Mount, Sandbox } from '../sandboxes/sandbox.js';
 import { checkTasks, taskOf } from './agent-step-config.js';
 import type { ModelSession } from './model-session.js';
-import { copyWritten, diffSnapshots, openForSandbox, snapshot } from './workspace.js';
+import { copyWritten, diffSnapshots, snapshot } from './workspace.js';
 
 export interface ArmSpec {
   /** A bias-of-prompt arm: another arm's treatment with its steering lines removed. */
@@ -39,7 +39,7 @@ interface RunSpec {
   order_seed?: number;
   agent: { adapter: string; model?: string; flags?: string[]; command?: string };
   arms: Record<string, ArmSpec>;
-  limits?: { turns?: number; wall_seconds?: number; tokens?: number; cost_usd?: number };
+  limits?: { turns?: number; wall_seconds?: number; tokens?: number; cost_usd?: number; max_file_mb?: number };
   sandbox?: SandboxSettings;
   /** api_key_env: the host variable holding the real key; the gateway adds it upstream, the agent never sees it. */
   model?: { fake_script?: string; upstream?: string; api_key_env?: string };
@@ -75,7 +75,14 @@ export function ablated(text: string, ablate: ArmSpec['ablate']): string {
 const GATEWAY_PORT_INSIDE = 41_000;
 
 export function limitsOf(s: { limits?: RunSpec['limits'] }) {
-  return { turns: s.limits?.turns ?? 30, wallSeconds: s.limits?.wall_seconds ?? 600, tokens: s.limits?.tokens ?? null, costUsd: s.limits?.cost_usd ?? null };
+  return {
+    turns: s.limits?.turns ?? 30,
+    wallSeconds: s.limits?.wall_seconds ?? 600,
+    tokens: s.limits?.tokens ?? null,
+    costUsd: s.limits?.cost_usd ?? null,
+    // A file the attempt leaves that is larger than this is refused (recorded, not kept).
+    maxFileMb: s.limits?.max_file_mb ?? 512,
+  };
 }
 
 let autoBackend: 'bubblewrap' | 'local' | undefined;
@@ -163,6 +170,11 @@ function isProviderFault(status: number): boolean {
 /** How each provider takes its key. */
 function upstreamAuthFor(adapter: string, key: string): Record<string, string> {
   return adapter === 'codex' || adapter === 'command' ? { authorization: `Bearer ${key}` } : { 'x-api-key': key };
+}
+
+/** The endpoints the gateway forwards for an adapter: its provider's model API (a user's command: either). */
+function gatewayProvider(adapter: string): 'anthropic' | 'openai' | 'any' {
+  return adapter === 'claude-code' ? 'anthropic' : adapter === 'codex' ? 'openai' : 'any';
 }
 
 /** The model provider an adapter talks to (part of what arms must share). */
@@ -304,9 +316,7 @@ export const runStep: StepKind = {
       if (arm.ablate) writeFileSync(join(ws, dest), ablated(ctx.artifacts.read(staged.entry.digest).toString('utf8'), arm.ablate));
       else ctx.artifacts.materialize(staged.entry, join(ws, dest));
     }
-    const before = snapshot(ws);
-    openForSandbox(ws);
-    openForSandbox(home);
+    const before = await snapshot(ws);
 
     // 2. The model, through the recording gateway, which also checks the arm's marker was delivered.
     const markers: Record<string, string> = {};
@@ -324,6 +334,7 @@ export const runStep: StepKind = {
         caps: { ...(limits.tokens ? { maxTokens: limits.tokens } : {}), ...(limits.costUsd ? { maxCostUsd: limits.costUsd } : {}) },
         ...(s.model?.api_key_env && !fake ? { upstreamAuth: upstreamAuthFor(adapter.name, ctx.hostEnv[s.model.api_key_env] ?? '') } : {}),
         markers,
+        provider: gatewayProvider(adapter.name),
         logFile: join(outDir, 'gateway.jsonl'),
         socketDir: sandboxed ? join(ctx.workDir, 'gw') : undefined,
       });
@@ -362,6 +373,10 @@ export const runStep: StepKind = {
           ? await sandbox.exec(inv.argv, { env: { ...(arm.env ?? {}), ...inv.env, ...(sandboxed ? { HOME: '/tmp/home' } : {}) }, timeoutMs: limits.wallSeconds * 1000, signal: ctx.signal })
           : { exitCode: sandbox ? 0 : null, signal: null, timedOut: false, stdout: '', stderr: sb.ok ? '' : sb.error.message, durationMs: 0 };
       const wallMs = Date.now() - started;
+      // Every process of the attempt is dead before its workspace is read: a process left
+      // behind could otherwise swap a directory for a link to /etc while it is copied.
+      const receipt = sandbox?.receipt();
+      await sandbox?.close();
       writeFileSync(join(outDir, 'agent.log'), `$ ${inv?.argv.join(' ') ?? '(nothing)'}\n--- stdout\n${result.stdout}\n--- stderr\n${result.stderr}\n`);
       const parsed = adapter.parse(result, actx, adapter.version());
       const gw = model?.summary();
@@ -382,12 +397,12 @@ export const runStep: StepKind = {
                   ? 'agent-crash'
                   : 'done';
       // 3. What the attempt changed (the verifier sees only this, applied to a fresh tree).
-      const changes = diffSnapshots(before, snapshot(ws));
+      const changes = diffSnapshots(before, await snapshot(ws, { maxFileBytes: limits.maxFileMb * 1024 * 1024 }));
       copyWritten(changes, ws, join(outDir, 'changed'));
       writeFileSync(join(outDir, 'changes.json'), JSON.stringify(changes, null, 2) + '\n');
       writeFileSync(join(outDir, 'trajectory.json'), JSON.stringify(parsed.trajectory, null, 2) + '\n');
       if (exitReason === 'infra-error' && sandbox) ctx.doNotCache('infrastructure error: the model provider failed or refused (see gateway.jsonl)');
-      const receipt = sandbox?.receipt() ?? {
+      const sandboxReceipt = receipt ?? {
         backend: settings.backend,
         isolation: 'unknown',
         egress_mode: settings.egress,
@@ -416,7 +431,7 @@ export const runStep: StepKind = {
         cost_confidence: gw ? gw.cost_confidence : 'free',
         delivered: gw?.delivered ?? {},
         files_changed: Object.keys(changes.written).length + changes.deleted.length,
-        sandbox: receipt,
+        sandbox: sandboxReceipt,
       };
       writeFileSync(join(outDir, 'result.json'), JSON.stringify(resultJson, null, 2) + '\n');
       log(`${ctx.node.id}: ${exitReason} in ${(wallMs / 1000).toFixed(2)} s, ${resultJson.files_changed} file(s) changed`);

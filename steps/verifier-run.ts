@@ -5,7 +5,7 @@ import { errorMessage, err, ok, type Result } from '../pipeline/result.js';
 import { sandboxBackend, type BackendName } from '../sandboxes/index.js';
 import type { EgressMode, ExecResult, Mount, Sandbox } from '../sandboxes/sandbox.js';
 import type { Task } from './task.js';
-import { openForSandbox } from './workspace.js';
+import { plant, plantTargets, type CanaryCalibrations, type CanaryOutcome, type PlantTarget } from './verifier-canary.js';
 
 export interface TestEvidence {
   name: string;
@@ -16,11 +16,21 @@ export interface TestEvidence {
   output_tail: string;
 }
 
+/** Why a pass was not believed: the code under test forced the verifier's verdict. */
+export interface Forgery {
+  reason: 'canary-passed' | 'reward-files-disagree';
+  detail: string;
+}
+
 export interface VerifierOutcome {
   pass: boolean;
   evidence: TestEvidence[];
   /** Harbor tasks: what the verifier wrote to /logs/verifier/reward.txt|json. */
   reward: Record<string, number> | null;
+  /** Per test that passed and was canaried: what its canary did. */
+  canaries: Record<string, CanaryOutcome>;
+  /** Set when the verdict was forged (then `pass` is false). */
+  forgery: Forgery | null;
   sandbox: { backend: string; isolation: string; image_id: string | null };
 }
 
@@ -32,36 +42,74 @@ export interface VerifierSandbox {
   resources?: { cpus?: number; memory_mb?: number; pids?: number };
 }
 
+/**
+ * The canary (verifier-canary.ts): `verify` passes what certify calibrated (null: no
+ * certify step upstream, so no canary can be trusted); `calibrate` is certify's run
+ * with the reference solution, where every canary must fail.
+ */
+export type CanaryMode = { mode: 'verify'; calibrations: CanaryCalibrations | null } | { mode: 'calibrate' };
+
 const VERIFIER_INSIDE = '/verifier';
+const CANARY_INSIDE = '/verifier-canary';
 const LOGS_INSIDE = '/logs/verifier';
 
 function tail(s: string, n = 40): string {
   return s.trimEnd().split('\n').slice(-n).join('\n');
 }
 
-function readReward(dir: string): Record<string, number> | null {
-  const txt = join(dir, 'reward.txt');
-  const json = join(dir, 'reward.json');
-  if (existsSync(json)) {
-    const data = JSON.parse(readFileSync(json, 'utf8')) as Record<string, unknown>;
-    return Object.fromEntries(Object.entries(data).filter(([, v]) => typeof v === 'number')) as Record<string, number>;
+type RewardRead = { ok: true; reward: Record<string, number> | null } | { ok: false; forgery: Forgery };
+
+/**
+ * The Harbor reward. The verifier writes one of reward.txt / reward.json; code run by
+ * the verifier can write the other. Two files that disagree are a forgery, not a choice.
+ */
+function readReward(dir: string): RewardRead {
+  const txtPath = join(dir, 'reward.txt');
+  const jsonPath = join(dir, 'reward.json');
+  let fromJson: Record<string, number> | null = null;
+  let fromTxt: Record<string, number> | null = null;
+  if (existsSync(jsonPath)) {
+    try {
+      const data = JSON.parse(readFileSync(jsonPath, 'utf8')) as unknown;
+      if (data && typeof data === 'object' && !Array.isArray(data)) fromJson = Object.fromEntries(Object.entries(data).filter(([, v]) => typeof v === 'number')) as Record<string, number>;
+    } catch {
+      fromJson = null;
+    }
   }
-  if (existsSync(txt)) {
-    const v = Number(readFileSync(txt, 'utf8').trim());
-    return Number.isFinite(v) ? { reward: v } : null;
+  if (existsSync(txtPath)) {
+    const v = Number(readFileSync(txtPath, 'utf8').trim());
+    fromTxt = Number.isFinite(v) ? { reward: v } : null;
   }
-  return null;
+  if (existsSync(jsonPath) && existsSync(txtPath)) {
+    const jsonValues = Object.values(fromJson ?? {});
+    const txtValue = fromTxt?.['reward'];
+    const agree = fromJson !== null && fromTxt !== null && jsonValues.length > 0 && jsonValues.every((v) => v === txtValue);
+    if (!agree) {
+      return { ok: false, forgery: { reason: 'reward-files-disagree', detail: `reward.txt says ${JSON.stringify(fromTxt)} and reward.json says ${JSON.stringify(fromJson)}: a verifier writes one of them` } };
+    }
+  }
+  return { ok: true, reward: fromJson ?? fromTxt };
 }
 
 /**
  * Runs a task's hidden verifier on a prepared workspace, in a fresh sandbox: the
  * hidden files at /verifier ($VERIFIER_DIR), the hidden patch (SWE-bench's
  * test_patch) applied first. The verdict comes from exit codes or the reward file,
- * never from text the agent could forge; FAIL_TO_PASS and PASS_TO_PASS must all hold.
+ * never from text the agent could forge; FAIL_TO_PASS and PASS_TO_PASS must all hold,
+ * and a test that passed must have its canary fail (verifier-canary.ts).
  * `scratch` is a host directory this call may use.
  */
-export async function runVerifier(task: Task, ws: string, verifierFiles: string | null, scratch: string, settings: VerifierSandbox, signal?: AbortSignal): Promise<Result<VerifierOutcome, string>> {
+export async function runVerifier(
+  task: Task,
+  ws: string,
+  verifierFiles: string | null,
+  scratch: string,
+  settings: VerifierSandbox,
+  signal?: AbortSignal,
+  canary?: CanaryMode,
+): Promise<Result<VerifierOutcome, string>> {
   const sandboxed = settings.backend !== 'local';
+  const noSandbox = { backend: settings.backend, isolation: 'n/a', image_id: settings.image };
   if (task.verifier.result === 'reward-file' && !sandboxed) {
     return err(`task ${task.id} writes its verdict to ${LOGS_INSIDE}: verify it with the bubblewrap or docker backend`);
   }
@@ -70,18 +118,28 @@ export async function runVerifier(task: Task, ws: string, verifierFiles: string 
     if (!applied.ok) {
       // The attempt's changes conflict with the hidden tests: not resolved (as SWE-bench scores it), not an infrastructure fault.
       const evidence: TestEvidence = { name: 'test_patch', kind: 'command', status: 'fail', exit_code: 1, duration_ms: 0, output_tail: tail(applied.stderr) };
-      return ok({ pass: false, evidence: [evidence], reward: null, sandbox: { backend: settings.backend, isolation: 'n/a', image_id: settings.image } });
+      return ok({ pass: false, evidence: [evidence], reward: null, canaries: {}, forgery: null, sandbox: noSandbox });
     }
   }
-  openForSandbox(ws);
+  const tests: [TestEvidence['kind'], string, string][] = [
+    ...(task.verifier.command ? [['command', 'verifier', task.verifier.command] as [TestEvidence['kind'], string, string]] : []),
+    ...Object.entries(task.verifier.failToPass).map(([n, c]) => ['fail_to_pass', n, c] as [TestEvidence['kind'], string, string]),
+    ...Object.entries(task.verifier.passToPass).map(([n, c]) => ['pass_to_pass', n, c] as [TestEvidence['kind'], string, string]),
+  ];
+  // Canaries for the tests whose verdict is an exit code and that decide the task (not PASS_TO_PASS).
+  const canaried = canary && task.verifier.result === 'exit-code' ? tests.filter(([kind]) => kind !== 'pass_to_pass') : [];
+  const targets = new Map(canaried.map(([, name, command]) => [name, plantTargets(command, ws, verifierFiles)] as [string, PlantTarget[]]));
+  const canaryDir = verifierFiles && [...targets.values()].some((ts) => ts.some((t) => t.where === 'verifier')) ? join(scratch, 'verifier-canary') : null;
+  if (canaryDir) plant([...targets.values()].flat().filter((t) => t.where === 'verifier'), ws, verifierFiles, canaryDir);
+
   const mounts: Mount[] = [];
   if (verifierFiles && sandboxed) mounts.push({ host: verifierFiles, target: VERIFIER_INSIDE, readOnly: true });
+  if (canaryDir && sandboxed) mounts.push({ host: canaryDir, target: CANARY_INSIDE, readOnly: true });
   // Harbor's test scripts expect their tests/ directory at /tests.
   if (verifierFiles && sandboxed && task.verifier.result === 'reward-file') mounts.push({ host: verifierFiles, target: '/tests', readOnly: true });
   const logs = join(scratch, 'verifier-logs');
   if (task.verifier.result === 'reward-file') {
     mkdirSync(logs, { recursive: true });
-    openForSandbox(logs);
     mounts.push({ host: logs, target: LOGS_INSIDE, readOnly: false });
   }
   let sandbox: Sandbox | undefined;
@@ -98,23 +156,49 @@ export async function runVerifier(task: Task, ws: string, verifierFiles: string 
     });
     if (!created.ok) return err(`verifier sandbox: ${created.error.message}`);
     sandbox = created.value;
-    const tests: [TestEvidence['kind'], string, string][] = [
-      ...(task.verifier.command ? [['command', 'verifier', task.verifier.command] as [TestEvidence['kind'], string, string]] : []),
-      ...Object.entries(task.verifier.failToPass).map(([n, c]) => ['fail_to_pass', n, c] as [TestEvidence['kind'], string, string]),
-      ...Object.entries(task.verifier.passToPass).map(([n, c]) => ['pass_to_pass', n, c] as [TestEvidence['kind'], string, string]),
-    ];
+    const run = (command: string, env: Record<string, string> = {}) => sandbox!.exec(['sh', '-c', command], { env, timeoutMs: task.verifier.timeoutSec * 1000, ...(signal ? { signal } : {}) });
     const evidence: TestEvidence[] = [];
     for (const [kind, name, command] of tests) {
-      const r: ExecResult = await sandbox.exec(['sh', '-c', command], { timeoutMs: task.verifier.timeoutSec * 1000, ...(signal ? { signal } : {}) });
+      const r: ExecResult = await run(command);
       evidence.push({ name, kind, status: r.timedOut ? 'timeout' : r.exitCode === 0 ? 'pass' : 'fail', exit_code: r.exitCode, duration_ms: r.durationMs, output_tail: tail(`${r.stdout}\n${r.stderr}`) });
     }
-    const reward = task.verifier.result === 'reward-file' ? readReward(logs) : null;
-    const pass =
+
+    // The canaries, after every real test: the workspace's test files get their planted failure now.
+    const canaries: Record<string, CanaryOutcome> = {};
+    let forgery: Forgery | null = null;
+    const passed = canaried.filter(([, name]) => evidence.find((e) => e.name === name)?.status === 'pass');
+    plant([...new Map(passed.flatMap(([, name]) => targets.get(name)!).filter((t) => t.where === 'workspace').map((t) => [t.path, t])).values()], ws, null, null);
+    for (const [, name, command] of passed) {
+      if (targets.get(name)!.length === 0) {
+        canaries[name] = { status: 'not-planted', note: 'the command names no test file a failure can be planted into' };
+        continue;
+      }
+      const calibration = canary?.mode === 'verify' ? canary.calibrations?.[name] : undefined;
+      if (canary?.mode === 'verify' && !calibration?.calibrated) {
+        canaries[name] = { status: 'uncalibrated', note: calibration?.note ?? 'no certify step upstream calibrated this canary' };
+        continue;
+      }
+      const canaryEnv: Record<string, string> = canaryDir ? { VERIFIER_DIR: sandboxed ? CANARY_INSIDE : canaryDir } : {};
+      const r = await run(sandboxed && canaryDir ? command.replaceAll(`${VERIFIER_INSIDE}/`, `${CANARY_INSIDE}/`) : command, canaryEnv);
+      if (r.exitCode !== 0 || r.timedOut) canaries[name] = { status: 'failed-as-planted' };
+      else {
+        canaries[name] = { status: 'passed', calibrated: canary?.mode === 'verify' };
+        if (canary?.mode === 'verify') forgery ??= { reason: 'canary-passed', detail: `test ${name}: with a failure planted after its checks, the command still exited 0; the exit code is forced` };
+      }
+    }
+
+    let reward: Record<string, number> | null = null;
+    if (task.verifier.result === 'reward-file') {
+      const read = readReward(logs);
+      if (read.ok) reward = read.reward;
+      else forgery ??= read.forgery;
+    }
+    const honestPass =
       task.verifier.result === 'reward-file'
         ? reward !== null && Object.values(reward).length > 0 && Object.values(reward).every((v) => v >= 1)
         : evidence.length > 0 && evidence.every((e) => e.status === 'pass');
     const r = sandbox.receipt();
-    return ok({ pass, evidence, reward, sandbox: { backend: r.backend, isolation: r.isolation, image_id: r.image_id } });
+    return ok({ pass: honestPass && forgery === null, evidence, reward, canaries, forgery, sandbox: { backend: r.backend, isolation: r.isolation, image_id: r.image_id } });
   } catch (e) {
     return err(`verifier could not run: ${errorMessage(e)}`);
   } finally {

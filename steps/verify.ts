@@ -6,8 +6,9 @@ import { err, errorMessage, ok } from '../pipeline/result.js';
 import type { ExecutionContext, FileInputSpec, StepKind } from '../pipeline/step-kind.js';
 import { checkTasks, taskOf } from './agent-step-config.js';
 import { sandboxOf, type SandboxSettings } from './run.js';
+import type { CanaryCalibrations } from './verifier-canary.js';
 import { runVerifier, type TestEvidence, type VerifierOutcome } from './verifier-run.js';
-import { applyChanges, openForSandbox, type WorkspaceChanges } from './workspace.js';
+import { applyChanges, type WorkspaceChanges } from './workspace.js';
 
 interface VerifySpec {
   sandbox?: SandboxSettings;
@@ -41,7 +42,8 @@ export const verifyStep: StepKind = {
     if (!task.verifier.filesDir) return [];
     return [{ pattern: relative(node.step.rootDir, task.verifier.filesDir), field: ['tasks'] }];
   },
-  selectUpstream: (_node, upstream) => (upstream.kind.name === 'materialize' ? ['tree'] : upstream.kind.name === 'run' ? ['changes.json', 'changed'] : undefined),
+  selectUpstream: (_node, upstream) =>
+    upstream.kind.name === 'materialize' ? ['tree'] : upstream.kind.name === 'run' ? ['changes.json', 'changed'] : upstream.kind.name === 'certify' ? ['canary.json'] : undefined,
   describeConfigField: (path) => (path[0] === 'command' || path[0] === 'fail_to_pass' || path[0] === 'pass_to_pass' ? `verifier ${path.join('.')}` : path.join('.')),
 
   async execute(ctx: ExecutionContext) {
@@ -59,30 +61,42 @@ export const verifyStep: StepKind = {
       applyChanges(changes, changedDir, ws);
     } catch (e) {
       // An attempt whose changes would write outside the tree is scored, not applied: it fails.
-      return writeVerdict(ctx, task.id, false, [{ name: 'changes', kind: 'command', status: 'fail', exit_code: null, duration_ms: 0, output_tail: errorMessage(e) }], null, { backend: settings.backend, isolation: 'n/a', image_id: settings.image });
+      return writeVerdict(ctx, task.id, false, [{ name: 'changes', kind: 'command', status: 'fail', exit_code: null, duration_ms: 0, output_tail: errorMessage(e) }], null, { backend: settings.backend, isolation: 'n/a', image_id: settings.image }, {}, null);
     }
 
     let verifierHost: string | null = null;
     const staged = ctx.files[0];
     if (staged) {
       verifierHost = join(ctx.workDir, 'verifier');
+      // Read-only inside, and readable by the sandbox user: materialized files are 0644/0755.
       ctx.artifacts.materialize(staged.entry, verifierHost);
-      openForSandbox(verifierHost);
     }
-    const outcome = await runVerifier(task, ws, verifierHost, ctx.workDir, { backend: settings.backend, egress: settings.egress, image: settings.image, allow: settings.allow, resources: settings.resources }, ctx.signal);
+    // The canaries certify calibrated with the reference solution (none without a certify upstream).
+    const calibrationsEntry = ctx.upstream.find((u) => u.outputs['canary.json'])?.outputs['canary.json'];
+    const calibrations = calibrationsEntry ? (JSON.parse(ctx.artifacts.read(calibrationsEntry.digest).toString('utf8')) as { tests: CanaryCalibrations }).tests : null;
+    const outcome = await runVerifier(task, ws, verifierHost, ctx.workDir, { backend: settings.backend, egress: settings.egress, image: settings.image, allow: settings.allow, resources: settings.resources }, ctx.signal, { mode: 'verify', calibrations });
     if (!outcome.ok) {
       // The verifier could not run: an infrastructure fault. No verdict (audit excludes the
       // attempt), and not cached, so the next run tries again.
       ctx.doNotCache(`infrastructure error: ${outcome.error}`);
-      return writeVerdict(ctx, task.id, null, [{ name: 'verifier', kind: 'command', status: 'fail', exit_code: null, duration_ms: 0, output_tail: outcome.error }], null, { backend: settings.backend, isolation: 'n/a', image_id: settings.image });
+      return writeVerdict(ctx, task.id, null, [{ name: 'verifier', kind: 'command', status: 'fail', exit_code: null, duration_ms: 0, output_tail: outcome.error }], null, { backend: settings.backend, isolation: 'n/a', image_id: settings.image }, {}, null);
     }
-    const { pass, evidence, reward, sandbox } = outcome.value;
-    return writeVerdict(ctx, task.id, pass, evidence, reward, sandbox);
+    const { pass, evidence, reward, sandbox, canaries, forgery } = outcome.value;
+    return writeVerdict(ctx, task.id, pass, evidence, reward, sandbox, canaries, forgery);
   },
 };
 
 /** Writes verdict.json (statuses only: what audit keys on) and evidence.json (logs and timings). */
-function writeVerdict(ctx: ExecutionContext, taskId: string, pass: boolean | null, evidence: TestEvidence[], reward: Record<string, number> | null, sandbox: VerifierOutcome['sandbox']) {
+function writeVerdict(
+  ctx: ExecutionContext,
+  taskId: string,
+  pass: boolean | null,
+  evidence: TestEvidence[],
+  reward: Record<string, number> | null,
+  sandbox: VerifierOutcome['sandbox'],
+  canaries: VerifierOutcome['canaries'],
+  forgery: VerifierOutcome['forgery'],
+) {
   const outDir = join(ctx.workDir, 'out');
   mkdirSync(outDir, { recursive: true });
   const verdict = {
@@ -94,10 +108,13 @@ function writeVerdict(ctx: ExecutionContext, taskId: string, pass: boolean | nul
     pass_to_pass: Object.fromEntries(evidence.filter((e) => e.kind === 'pass_to_pass').map((e) => [e.name, e.status])),
     command: evidence.find((e) => e.kind === 'command')?.status ?? null,
     reward,
+    // A pass the code under test forced (a canary that passed, reward files that disagree): failed.
+    forgery,
+    canaries,
     sandbox,
   };
   writeFileSync(join(outDir, 'verdict.json'), JSON.stringify(verdict, null, 2) + '\n');
   writeFileSync(join(outDir, 'evidence.json'), JSON.stringify(evidence, null, 2) + '\n');
-  writeFileSync(ctx.logFile, `${ctx.node.id}: ${pass === null ? 'NO VERDICT' : pass ? 'PASS' : 'FAIL'} (${evidence.map((e) => `${e.name}=${e.status}`).join(', ')})\n`, { flag: 'a' });
+  writeFileSync(ctx.logFile, `${ctx.node.id}: ${pass === null ? 'NO VERDICT' : pass ? 'PASS' : forgery ? `FAIL (forged: ${forgery.detail})` : 'FAIL'} (${evidence.map((e) => `${e.name}=${e.status}`).join(', ')})\n`, { flag: 'a' });
   return ok({ 'verdict.json': ctx.artifacts.putPath(join(outDir, 'verdict.json')), 'evidence.json': ctx.artifacts.putPath(join(outDir, 'evidence.json')) });
 }

@@ -1,24 +1,121 @@
-import { chmodSync, copyFileSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, rmSync, symlinkSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { chmodSync, closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, readdirSync, readlinkSync, readSync, rmSync, symlinkSync, writeSync, type Stats } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { sha256 } from '../pipeline/digest.js';
 
 /**
- * Relative path -> state of every file under root: regular files by content digest
- * and executable bit, symlinks by their target (a new link or `chmod +x` is a change).
+ * Reading what an attempt left in its workspace. The workspace is the agent's: it is
+ * read only after every process of the attempt is dead (the caller closes the
+ * sandbox first), and even then nothing here follows a symlink: every file is
+ * opened with O_NOFOLLOW and checked against the entry it was listed as, so a link
+ * swapped in cannot make pairbench copy a host file (/etc/shadow) into the outputs.
  */
-export function snapshot(root: string): Map<string, string> {
-  const out = new Map<string, string>();
-  const walk = (rel: string) => {
+
+/** A file or link the snapshot would not keep, and why (the attempt's receipt lists them). */
+export interface Refusal {
+  path: string;
+  reason: string;
+}
+
+/** Relative path -> state: regular files by content digest and executable bit, symlinks by their target. */
+export interface Snapshot {
+  entries: Map<string, string>;
+  /** Special files (fifos, sockets, devices), and files over the size limit: never copied. */
+  refused: Refusal[];
+  /** Files whose setuid/setgid/sticky bits were dropped (they are never carried over). */
+  privilegeBitsDropped: string[];
+  /** Bytes of the regular files seen. */
+  bytes: number;
+}
+
+export interface SnapshotOptions {
+  /** Files larger than this are refused (not hashed, not copied). Default: no limit. */
+  maxFileBytes?: number;
+}
+
+const CHUNK = 1 << 20;
+/** Yield to the event loop this often while walking, so timers (lock heartbeats) keep running. */
+const YIELD_EVERY = 256;
+
+/**
+ * Lists every file under root without following symlinks. Hashes stream in chunks
+ * (no 2 GiB limit) and the walk yields to the event loop as it goes.
+ */
+export async function snapshot(root: string, options: SnapshotOptions = {}): Promise<Snapshot> {
+  const out: Snapshot = { entries: new Map(), refused: [], privilegeBitsDropped: [], bytes: 0 };
+  let seen = 0;
+  const walk = async (rel: string): Promise<void> => {
     for (const name of readdirSync(join(root, rel)).sort()) {
+      if (++seen % YIELD_EVERY === 0) await new Promise((r) => setImmediate(r));
       const p = rel ? `${rel}/${name}` : name;
       const st = lstatSync(join(root, p));
-      if (st.isDirectory()) walk(p);
-      else if (st.isSymbolicLink()) out.set(p, `link:${readlinkSync(join(root, p))}`);
-      else if (st.isFile()) out.set(p, `${sha256(readFileSync(join(root, p)))}${st.mode & 0o111 ? ':x' : ''}`);
+      if (st.isDirectory()) await walk(p);
+      else if (st.isSymbolicLink()) out.entries.set(p, `link:${readlinkSync(join(root, p))}`);
+      else if (st.isFile()) {
+        if (options.maxFileBytes !== undefined && st.size > options.maxFileBytes) {
+          out.refused.push({ path: p, reason: `file of ${st.size} bytes is over the limit of ${options.maxFileBytes} bytes` });
+          continue;
+        }
+        if (st.mode & 0o7000) out.privilegeBitsDropped.push(p);
+        out.entries.set(p, `${hashNoFollow(join(root, p), st)}${st.mode & 0o111 ? ':x' : ''}`);
+        out.bytes += st.size;
+      } else out.refused.push({ path: p, reason: `${kindOf(st)} is not a regular file, directory or symlink` });
     }
   };
-  walk('');
+  await walk('');
   return out;
+}
+
+function kindOf(st: Stats): string {
+  if (st.isFIFO()) return 'a fifo';
+  if (st.isSocket()) return 'a socket';
+  if (st.isCharacterDevice()) return 'a character device';
+  if (st.isBlockDevice()) return 'a block device';
+  return 'a special file';
+}
+
+/** Opens a path that must be the very regular file `expected` (no symlink, not swapped since it was listed). */
+function openNoFollow(path: string, expected: Stats): number {
+  const fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  const st = fstatSync(fd);
+  if (!st.isFile() || st.ino !== expected.ino || st.dev !== expected.dev) {
+    closeSync(fd);
+    throw new Error(`${path} changed while the workspace was read (it is no longer the file listed)`);
+  }
+  return fd;
+}
+
+function hashNoFollow(path: string, expected: Stats): string {
+  const fd = openNoFollow(path, expected);
+  try {
+    const hash = createHash('sha256');
+    const buf = Buffer.allocUnsafe(CHUNK);
+    for (;;) {
+      const n = readSync(fd, buf, 0, CHUNK, null);
+      if (n === 0) break;
+      hash.update(buf.subarray(0, n));
+    }
+    return hash.digest('hex');
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** Streams one regular file to `dest` (created fresh), never following a link at `src`. */
+function copyNoFollow(src: string, expected: Stats, dest: string): void {
+  const from = openNoFollow(src, expected);
+  let to: number | undefined;
+  try {
+    to = openSync(dest, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+    const buf = Buffer.allocUnsafe(CHUNK);
+    for (;;) {
+      const n = readSync(from, buf, 0, CHUNK, null);
+      if (n === 0) break;
+      for (let off = 0; off < n; ) off += writeSync(to, buf, off, n - off);
+    }
+  } finally {
+    closeSync(from);
+    if (to !== undefined) closeSync(to);
+  }
 }
 
 /** What an attempt changed: written files and links (their new state is kept in `changed/`) and deleted paths. */
@@ -26,14 +123,25 @@ export interface WorkspaceChanges {
   schema_version: 1;
   written: Record<string, string>;
   deleted: string[];
+  /** What the attempt left that was not kept, with the reason (special files, oversized files). */
+  refused?: Refusal[];
+  /** Files whose setuid/setgid/sticky bits were dropped. */
+  privilege_bits_dropped?: string[];
 }
 
-export function diffSnapshots(before: Map<string, string>, after: Map<string, string>): WorkspaceChanges {
+export function diffSnapshots(before: Snapshot, after: Snapshot): WorkspaceChanges {
   const written: Record<string, string> = {};
   const deleted: string[] = [];
-  for (const [p, d] of after) if (before.get(p) !== d) written[p] = d;
-  for (const p of before.keys()) if (!after.has(p)) deleted.push(p);
-  return { schema_version: 1, written, deleted: deleted.sort() };
+  for (const [p, d] of after.entries) if (before.entries.get(p) !== d) written[p] = d;
+  const refused = new Set(after.refused.map((r) => r.path));
+  for (const p of before.entries.keys()) if (!after.entries.has(p) && !refused.has(p)) deleted.push(p);
+  return {
+    schema_version: 1,
+    written,
+    deleted: deleted.sort(),
+    refused: after.refused,
+    privilege_bits_dropped: after.privilegeBitsDropped.filter((p) => p in written),
+  };
 }
 
 /** Refuses a path whose parent directories include a symlink: writing through it could land outside the tree. */
@@ -52,20 +160,24 @@ function assertNoSymlinkParent(root: string, rel: string): void {
   }
 }
 
-/** Copies the written files and links into `dest` at their relative paths (modes kept, links as links). */
+/**
+ * Copies the written files and links into `dest` at their relative paths: links as
+ * links, files with their permission bits but never setuid/setgid/sticky.
+ */
 export function copyWritten(changes: WorkspaceChanges, from: string, dest: string): void {
   mkdirSync(dest, { recursive: true });
   for (const p of Object.keys(changes.written)) {
+    assertNoSymlinkParent(from, p);
     assertNoSymlinkParent(dest, p);
     const target = join(dest, p);
     mkdirSync(dirname(target), { recursive: true });
     rmSync(target, { force: true, recursive: true });
     const st = lstatSync(join(from, p));
     if (st.isSymbolicLink()) symlinkSync(readlinkSync(join(from, p)), target);
-    else {
-      copyFileSync(join(from, p), target);
+    else if (st.isFile()) {
+      copyNoFollow(join(from, p), st, target);
       chmodSync(target, st.mode & 0o777);
-    }
+    } else throw new Error(`refusing to copy ${p}: it is no longer a regular file or link`);
   }
 }
 
@@ -76,15 +188,4 @@ export function applyChanges(changes: WorkspaceChanges, changedDir: string, tree
     rmSync(join(tree, p), { force: true });
   }
   copyWritten(changes, changedDir, tree);
-}
-
-/** Sandboxed agents run as uid 1000: let them write a workspace root owns. */
-export function openForSandbox(root: string): void {
-  const walk = (p: string) => {
-    const st = lstatSync(p);
-    if (st.isSymbolicLink()) return;
-    chmodSync(p, st.isDirectory() ? 0o777 : st.mode & 0o111 ? 0o777 : 0o666);
-    if (st.isDirectory()) for (const n of readdirSync(p)) walk(join(p, n));
-  };
-  walk(root);
 }

@@ -111,8 +111,10 @@ describe('fake model + gateway: Anthropic Messages', () => {
       markers: { context: 'MARKER-7f3a: use tabs', absent: 'MARKER-never-sent' },
     });
 
+    // Claude Code's probe is answered by the gateway itself: nothing but model requests goes upstream.
     const head = await send(gw, 'HEAD', '/');
-    expect(head.status).toBe(404);
+    expect(head.status).toBe(200);
+    expect(model.requests).toHaveLength(0);
 
     const user = { role: 'user', content: [{ type: 'text', text: 'create hello.txt' }] };
     const first = await send(gw, 'POST', '/v1/messages?beta=true', anthropicRequest([user], { system: [{ type: 'text', text: 'Project notes:\nMARKER-7f3a: use tabs\n' }] }), CREDS);
@@ -155,7 +157,7 @@ describe('fake model + gateway: Anthropic Messages', () => {
     expect(s.cost_usd).toBeCloseTo((220 * 3 + 47 * 15 + 50 * 3.75 + 150 * 0.3) / 1e6, 12);
     expect(s.delivered).toEqual({ context: true, absent: false });
     expect(gw.records().map((r) => r.markers)).toEqual([[], ['context'], [], [], []]);
-    expect(model.requests.map((r) => `${r.method} ${r.path}`)).toEqual(['HEAD /', 'POST /v1/messages?beta=true', 'POST /v1/messages', 'POST /v1/messages?beta=true', 'POST /v1/messages']);
+    expect(model.requests.map((r) => `${r.method} ${r.path}`)).toEqual(['POST /v1/messages?beta=true', 'POST /v1/messages', 'POST /v1/messages?beta=true', 'POST /v1/messages']);
     // The credential reaches the upstream untouched; only the records are redacted.
     expect(model.requests[1]!.headers['x-api-key']).toBe('sk-test');
   });
@@ -432,5 +434,103 @@ describe.runIf(existsSync(CLAUDE))('the real Claude Code CLI through the gateway
 
     const result = run.stdout.trim().split('\n').map((l) => JSON.parse(l)).find((l) => l.type === 'result');
     expect(result).toMatchObject({ subtype: 'success', is_error: false });
+  });
+});
+
+describe('gateway: an agent attacking its budget and the host key (each attack performed)', () => {
+  /** A real upstream that counts what it answered and may echo the credential it was sent. */
+  async function countingUpstream(usage: { input_tokens: number; output_tokens: number }, echoAuth = false) {
+    const seen: string[] = [];
+    const up = createServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        seen.push(`${req.method} ${req.url}`);
+        const key = String(req.headers['x-api-key'] ?? req.headers['authorization'] ?? '');
+        if (echoAuth) {
+          // A provider's error that quotes the key it was sent, split across two TCP writes mid-key.
+          res.writeHead(401, { 'content-type': 'application/json', 'x-echo': key });
+          const body = JSON.stringify({ type: 'error', error: { type: 'authentication_error', message: `invalid x-api-key: ${key}` } });
+          const cut = body.indexOf(key) + 8;
+          res.write(body.slice(0, cut));
+          setTimeout(() => res.end(body.slice(cut)), 30);
+          return;
+        }
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        const start = { type: 'message_start', message: { model: 'claude-fake', usage: { input_tokens: usage.input_tokens, output_tokens: 1 } } };
+        res.write(`event: message_start\ndata: ${JSON.stringify(start)}\n\n`);
+        res.write(`event: content_block_delta\ndata: ${JSON.stringify({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'hello' } })}\n\n`);
+        setTimeout(() => {
+          res.write(`event: message_delta\ndata: ${JSON.stringify({ type: 'message_delta', delta: { stop_reason: 'end_turn' }, usage: { output_tokens: usage.output_tokens } })}\n\n`);
+          res.end('event: message_stop\ndata: {"type":"message_stop"}\n\n');
+        }, 50);
+      });
+    });
+    await new Promise<void>((r) => up.listen(0, '127.0.0.1', r));
+    cleanups.push(() => new Promise<void>((r) => up.close(() => r())));
+    return { url: `http://127.0.0.1:${(up.address() as AddressInfo).port}`, seen };
+  }
+
+  it('50 concurrent requests under a 20,000-token cap forward no more than the cap plus one request', async () => {
+    const up = await countingUpstream({ input_tokens: 5000, output_tokens: 100 });
+    const gw = await gateway({ upstream: up.url, caps: { maxTokens: 20_000 } });
+    const replies = await Promise.all(Array.from({ length: 50 }, () => send(gw, 'POST', '/v1/messages', anthropicRequest([{ role: 'user', content: 'go' }]))));
+    const forwarded = up.seen.length;
+    const spent = gw.summary().usage.input_tokens + gw.summary().usage.output_tokens;
+    expect(spent).toBeLessThanOrEqual(20_000 + 5100);
+    expect(forwarded).toBe(replies.filter((r) => r.status === 200).length);
+    expect(replies.filter((r) => r.status === 429).length).toBe(50 - forwarded);
+    expect(gw.summary()).toMatchObject({ requests: 50, cap_hit: 'token-cap' });
+  });
+
+  it('an agent that hangs up before the final usage event: the request and its whole usage are still recorded', async () => {
+    const up = await countingUpstream({ input_tokens: 300, output_tokens: 700 });
+    const dir = tempDir();
+    const gw = await gateway({ upstream: up.url, logFile: join(dir, 'gateway.jsonl') });
+    for (let i = 0; i < 3; i++) {
+      await new Promise<void>((resolve) => {
+        const req = request({ hostname: '127.0.0.1', port: new URL(gw.url).port, method: 'POST', path: '/v1/messages', headers: { 'content-type': 'application/json' } }, (res) => {
+          // The first event arrives: hang up before message_delta carries the output tokens.
+          res.once('data', () => {
+            req.destroy();
+            resolve();
+          });
+        });
+        req.on('error', () => resolve());
+        req.end(JSON.stringify(anthropicRequest([{ role: 'user', content: 'go' }])));
+      });
+    }
+    for (let i = 0; i < 200 && gw.records().length < 3; i++) await new Promise((r) => setTimeout(r, 10));
+    await gw.close();
+    expect(gw.summary()).toMatchObject({ requests: 3, model_requests: 3, usage: { input_tokens: 900, output_tokens: 2100 } });
+    const lines = readFileSync(join(dir, 'gateway.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    expect(lines).toHaveLength(3);
+    for (const l of lines) expect(l).toMatchObject({ client_aborted: true, usage: { input_tokens: 300, output_tokens: 700 } });
+  });
+
+  it('forwards only the model endpoints; organisation and other paths are refused and logged, unmetered by the key', async () => {
+    const up = await countingUpstream({ input_tokens: 1, output_tokens: 1 });
+    const gw = await gateway({ upstream: up.url, provider: 'anthropic', upstreamAuth: { 'x-api-key': 'sk-host-real-key-123' } });
+    for (const [method, path] of [['GET', '/v1/organizations/me'], ['POST', '/v1/messages/../organizations'], ['POST', '/v1/responses'], ['DELETE', '/v1/messages'], ['POST', '/v1/messages%2F..%2Forganizations']]) {
+      const r = await send(gw, method!, path!, method === 'GET' || method === 'DELETE' ? undefined : {});
+      expect(r.status, `${method} ${path}`).toBe(403);
+    }
+    expect((await send(gw, 'HEAD', '/')).status).toBe(200);
+    expect((await send(gw, 'POST', '/v1/messages?beta=true', anthropicRequest([]))).status).toBe(200);
+    expect(up.seen).toEqual(['POST /v1/messages?beta=true']);
+    expect(gw.records().filter((r) => r.refused === 'endpoint')).toHaveLength(5);
+  });
+
+  it("the host's key never reaches the agent, even when the upstream echoes it (split across chunks)", async () => {
+    const up = await countingUpstream({ input_tokens: 1, output_tokens: 1 }, true);
+    const dir = tempDir();
+    const key = 'sk-host-real-key-0123456789';
+    const gw = await gateway({ upstream: up.url, upstreamAuth: { 'x-api-key': key }, logFile: join(dir, 'gateway.jsonl') });
+    const r = await send(gw, 'POST', '/v1/messages', anthropicRequest([]), { 'x-api-key': 'placeholder' });
+    expect(r.status).toBe(401);
+    expect(r.text + JSON.stringify(r.headers)).not.toContain(key);
+    expect(JSON.parse(r.text).error.message).toBe('invalid x-api-key: [redacted]');
+    expect(r.headers['x-echo']).toBe('[redacted]');
+    await gw.close();
+    expect(readFileSync(join(dir, 'gateway.jsonl'), 'utf8')).not.toContain(key);
   });
 });

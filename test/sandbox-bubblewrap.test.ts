@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { bubblewrapBackend, checkBubblewrap, namespaceArgs, systemArgs } from '../sandboxes/bubblewrap.js';
+import { bubblewrapBackend, checkBubblewrap, namespaceArgs, SANDBOX_HOST_UID, systemArgs, withParentDirs } from '../sandboxes/bubblewrap.js';
 import type { Sandbox, SandboxSpec } from '../sandboxes/sandbox.js';
 import { sandboxSuite } from './sandbox-suite.js';
 
@@ -15,13 +15,24 @@ if (!available.ok && process.env['PAIRBENCH_REQUIRE_SANDBOXES']) throw new Error
 const skip = available.ok ? undefined : available.error;
 if (skip) console.warn(`[sandbox-bubblewrap] SKIPPED: ${skip}`);
 
-sandboxSuite(bubblewrapBackend, skip === undefined ? {} : { skip });
+sandboxSuite(bubblewrapBackend, skip === undefined ? { refusesPrivilegeBits: true } : { skip });
 
 describe('bubblewrap argv (no bwrap needed)', () => {
-  it('always drops root: new user namespace as uid 1000 without capabilities, new pid/ipc/uts/cgroup namespaces', () => {
+  it('new pid/ipc/uts/cgroup namespaces always; a user namespace only when pairbench is not root (as root it would map the agent to host root)', () => {
     const args = namespaceArgs('none').join(' ');
-    for (const flag of ['--unshare-user --uid 1000 --gid 1000', '--cap-drop ALL', '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try', '--die-with-parent', '--new-session'])
-      expect(args).toContain(flag);
+    for (const flag of ['--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try', '--die-with-parent', '--new-session']) expect(args).toContain(flag);
+    if (process.getuid?.() === 0) expect(args).not.toContain('--unshare-user');
+    else expect(args).toContain('--unshare-user --uid 1000 --gid 1000 --cap-drop ALL');
+  });
+
+  it('makes the parents of a file bind 0755 (bwrap would make them 0700, unreadable by the sandbox user)', () => {
+    expect(withParentDirs(['--tmpfs', '/run', '--ro-bind', '/etc/hosts', '/etc/ssl/x/hosts', '--ro-bind', '/usr', '/usr', '--ro-bind', '/etc/hosts', '/usr/lib/x'])).toEqual([
+      '--tmpfs', '/run',
+      '--perms', '0755', '--dir', '/etc', '--perms', '0755', '--dir', '/etc/ssl', '--perms', '0755', '--dir', '/etc/ssl/x',
+      '--ro-bind', '/etc/hosts', '/etc/ssl/x/hosts',
+      '--ro-bind', '/usr', '/usr',
+      '--ro-bind', '/etc/hosts', '/usr/lib/x',
+    ]);
   });
 
   it('has no network for egress none and allowlist, and the host network only for open', () => {
@@ -94,7 +105,8 @@ describe.skipIf(skip !== undefined)('bubblewrap specifics', () => {
   it('runs as an unprivileged named user with a writable HOME and no capabilities', async () => {
     const s = await start();
     const r = await sh(s, 'id -un; id -u; echo "$HOME"; touch "$HOME/x" && echo home-writable; grep CapEff /proc/self/status; touch /usr/x 2>/dev/null || echo usr-read-only');
-    expect(r.stdout.split('\n')).toEqual(['pairbench', '1000', '/tmp/home', 'home-writable', 'CapEff:\t0000000000000000', 'usr-read-only']);
+    const uid = process.getuid?.() === 0 && SANDBOX_HOST_UID.ok ? SANDBOX_HOST_UID.value : 1000;
+    expect(r.stdout.split('\n')).toEqual(['pairbench', String(uid), '/tmp/home', 'home-writable', 'CapEff:\t0000000000000000', 'usr-read-only']);
   });
 
   it('mounts extra paths read-only or read-write at their targets', async () => {

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -22,6 +22,12 @@ export interface SandboxSuiteOptions {
   baseSpec?: Partial<SandboxSpec> | (() => Promise<Partial<SandboxSpec>>);
   /** Command that provides the `wget` and `nc` applets inside the sandbox; default `busybox`. */
   busybox?: string;
+  /**
+   * Whether the backend refuses setuid/setgid bits outright (bubblewrap's seccomp
+   * filter). Where it does not (docker), the suite still requires that no such file is
+   * owned by root and that the host path is private.
+   */
+  refusesPrivilegeBits?: boolean;
   /** Puts a file into a sandbox's workspace. Default: write it into spec.workspace on the host. */
   writeWorkspaceFile?: (spec: SandboxSpec, relativePath: string, content: string) => Promise<void>;
 }
@@ -156,6 +162,54 @@ export function sandboxSuite(backend: SandboxBackend, options: SandboxSuiteOptio
       });
     }
 
+    describe('an agent attacking the host (the attack is performed; the test fails if it succeeds)', () => {
+      it('cannot write a host sysctl or open core_pattern for writing', async () => {
+        const sysctl = '/proc/sys/kernel/printk_ratelimit_burst';
+        const hostValue = readFileSync(sysctl, 'utf8').trim();
+        const { sandbox, spec } = await start({ mode: basicEgress });
+        // Writes only the value already there, and opens core_pattern without writing to it.
+        const script = `echo ${hostValue} > ${sysctl}; echo "ATTEMPT sysctl exit=$?"; ( : >> /proc/sys/kernel/core_pattern ); echo "ATTEMPT core_pattern exit=$?"`;
+        try {
+          const r = await runAgent(sandbox, spec, script);
+          const attempts = parseAttempts(r.stdout);
+          expect(Object.keys(attempts).sort(), r.stdout + r.stderr).toEqual(['core_pattern', 'sysctl']);
+          expect(attempts['sysctl'], r.stderr).not.toBe(0);
+          expect(attempts['core_pattern'], r.stderr).not.toBe(0);
+        } finally {
+          if (readFileSync(sysctl, 'utf8').trim() !== hostValue) writeFileSync(sysctl, hostValue);
+        }
+        expect(readFileSync(sysctl, 'utf8').trim()).toBe(hostValue);
+      });
+
+      it('leaves no setuid or setgid file on the host, while it runs or after', async () => {
+        const { sandbox, spec } = await start({ mode: basicEgress });
+        const script = `cp "$(command -v ${busybox} || command -v sh)" ./suid; chmod 4755 ./suid; echo "suid exit=$?"
+cp ./suid ./sgid 2>/dev/null; chmod 2755 ./sgid; echo "sgid exit=$?"
+mkdir d; chmod 2775 d; echo "dir exit=$?"
+touch started; sleep 3`;
+        const running = runAgent(sandbox, spec, script);
+        const started = join(spec.workspace, 'started');
+        for (let i = 0; i < 100 && !existsSync(started); i++) await new Promise((r) => setTimeout(r, 100));
+        expect(existsSync(started)).toBe(true);
+        const during = privilegeBits(spec.workspace);
+        const r = await running;
+        const after = privilegeBits(spec.workspace);
+        for (const found of [during, after]) {
+          if (options.refusesPrivilegeBits) expect(found, r.stdout + r.stderr).toEqual([]);
+          // Never owned by root, whatever the backend: a setuid file of the agent's uid gives nobody more than that uid.
+          for (const f of found) expect(f.uid, `${f.path} is setuid/setgid root`).not.toBe(0);
+        }
+      });
+
+      it("shows no host path in pid 1's command line", async () => {
+        const { sandbox, spec } = await start({ mode: basicEgress });
+        const r = await sandbox.exec(['/bin/sh', '-c', "tr '\\0' ' ' < /proc/1/cmdline"]);
+        expect(r.exitCode, r.stderr).toBe(0);
+        expect(r.stdout).not.toContain(spec.workspace);
+        expect(r.stdout).not.toContain(tmpdir());
+      });
+    });
+
     describe('egress allowlist through the proxy', () => {
       it('an allowed host answers; a host not on the list gets 403 (http and CONNECT), and every attempt is logged', async () => {
         const allowed = `127.0.0.1:${fx.hostPort}`;
@@ -239,6 +293,21 @@ hp=\${http_proxy#http://}; hp=\${hp%%/*}
 printf 'CONNECT not-allowed.example:443 HTTP/1.1\\r\\nHost: not-allowed.example:443\\r\\n\\r\\n' | $bb nc -w 5 "\${hp%:*}" "\${hp##*:}" > connect.out 2>&1
 echo "BLOCKED_CONNECT $(head -n 1 connect.out)"
 `;
+}
+
+/** Files under root with a setuid or setgid bit, and their owner. */
+function privilegeBits(root: string): { path: string; uid: number }[] {
+  const out: { path: string; uid: number }[] = [];
+  const walk = (dir: string) => {
+    for (const name of readdirSync(dir)) {
+      const p = join(dir, name);
+      const st = lstatSync(p);
+      if (st.mode & 0o6000) out.push({ path: p, uid: st.uid });
+      if (st.isDirectory()) walk(p);
+    }
+  };
+  walk(root);
+  return out;
 }
 
 function parseAttempts(stdout: string): Record<string, number> {

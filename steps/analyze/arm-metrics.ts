@@ -12,11 +12,16 @@ export function scored(a: AttemptRecord): 0 | 1 {
 
 const present = <T>(x: T | null): x is T => x !== null;
 
+/** Reason codes of attempts failed by audit for what they did (a forged verdict, a write out of bounds, leakage). */
+export const INTEGRITY_CODES = new Set(['verdict-forged', 'out-of-bounds', 'leakage']);
+
 export function armMetrics(arm: string, attempts: readonly AttemptRecord[], w: CostWeights): ArmMetrics {
   const accepted = attempts.filter((a) => a.admission === 'accepted');
   const n = attempts.length;
   const exclusions: Record<string, number> = {};
   for (const a of attempts) if (a.admission === 'excluded') exclusions[a.reason_code] = (exclusions[a.reason_code] ?? 0) + 1;
+  const integrity: Record<string, number> = {};
+  for (const a of attempts) if (a.admission === 'accepted' && INTEGRITY_CODES.has(a.reason_code)) integrity[a.reason_code] = (integrity[a.reason_code] ?? 0) + 1;
   const nInfra = attempts.filter((a) => a.infra_error).length;
   const nPassed = accepted.reduce((s, a) => s + scored(a), 0);
   const completion = accepted.length > 0 ? nPassed / accepted.length : null;
@@ -35,6 +40,7 @@ export function armMetrics(arm: string, attempts: readonly AttemptRecord[], w: C
     n_excluded: n - accepted.length,
     accepted_fraction: n > 0 ? accepted.length / n : null,
     exclusions,
+    integrity_failures: integrity,
     n_tasks: new Set(attempts.map((a) => a.task)).size,
     n_infra_errors: nInfra,
     infra_error_rate: n > 0 ? nInfra / n : null,

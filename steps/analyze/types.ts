@@ -142,6 +142,11 @@ export interface ArmMetrics {
   accepted_fraction: number | null;
   /** exclusion reason_code -> count */
   exclusions: Record<string, number>;
+  /**
+   * Accepted attempts failed for what they did rather than what the verifier said:
+   * reason_code (verdict-forged, out-of-bounds, leakage) -> count; each counted once.
+   */
+  integrity_failures: Record<string, number>;
   n_tasks: number;
   n_infra_errors: number;
   /** n_infra_errors / n_attempts over all attempts, accepted or not */

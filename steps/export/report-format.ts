@@ -180,6 +180,14 @@ export function scopeStatement(result: AnalysisResult, ctx: ReportContext): { ar
 // ---------------------------------------------------------------- escaping
 
 /** Text for HTML element content and attribute values (quoted with either quote). */
+export const INTEGRITY_INTRO = 'Accepted attempts failed for what they did, whatever the verifier said (a forged verdict, a write outside the allowed paths, leakage):';
+
+/** "verdict-forged: 2, out-of-bounds: 1", or "none". */
+export function integrityCounts(a: ArmMetrics): string {
+  const entries = Object.entries(a.integrity_failures ?? {}).sort(([x], [y]) => (x < y ? -1 : x > y ? 1 : 0));
+  return entries.length === 0 ? 'none' : entries.map(([k, v]) => `${k}: ${v}`).join(', ');
+}
+
 export function escapeHtml(s: string): string {
   return s.replace(/[&<>"']/g, (ch) => `&#${ch.charCodeAt(0)};`);
 }

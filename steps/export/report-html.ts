@@ -7,6 +7,8 @@
 import type { AnalysisResult, ArmMetrics, Comparison, ConfigField, FactorialResult, TaskOutcome } from '../analyze/types.js';
 import type { ReportContext } from './report-context.js';
 import {
+  INTEGRITY_INTRO,
+  integrityCounts,
   NONE,
   anyWithoutDelta,
   comparisonTitle,
@@ -436,6 +438,11 @@ function infra(result: AnalysisResult): string {
       );
     }),
     '</table>',
+    '<h3>Integrity</h3>',
+    `<p>${esc(INTEGRITY_INTRO)}</p>`,
+    '<ul class="integrity">',
+    ...result.arms.map((a) => `<li>${esc(a.arm)}: ${esc(integrityCounts(a))}</li>`),
+    '</ul>',
     '</section>',
   ].join('\n');
 }

@@ -6,6 +6,8 @@
 import type { AnalysisResult, ArmMetrics, Comparison, ConfigField, FactorialResult } from '../analyze/types.js';
 import type { ReportContext } from './report-context.js';
 import {
+  INTEGRITY_INTRO,
+  integrityCounts,
   NONE,
   anyWithoutDelta,
   comparisonTitle,
@@ -114,6 +116,12 @@ export function renderMarkdown(result: AnalysisResult, ctx: ReportContext): stri
   line();
   line(`Excluded attempts: ${totalExcluded(result)} (kept in the bundle, used in no estimate).`);
   for (const a of result.arms) line(`- ${md(a.arm)}: ${a.n_excluded}${exclusionReasons(a)}`);
+  line();
+
+  line('## Integrity');
+  line();
+  line(INTEGRITY_INTRO);
+  for (const a of result.arms) line(`- ${md(a.arm)}: ${integrityCounts(a)}`);
   line();
 
   line('## Method');
