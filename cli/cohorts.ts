@@ -26,79 +26,85 @@ export function cohortsOf(ctx: EngineContext, nodes: readonly GraphNode[], input
 }
 
 export function registryOf(ctx: EngineContext): Registry {
-  return new Registry(ctx.store.dir, ctx.store.tmpDir);
+  return new Registry(ctx.store);
 }
 
 /**
  * Before a run: a version that has executed attempts must still have the same
  * frozen fields. Returns the refusals (in words) or registers what is new.
  */
-export function admitCohorts(ctx: EngineContext, cohorts: Cohort[], now = new Date()): { refusals: string[]; notes: string[] } {
+export async function admitCohorts(ctx: EngineContext, cohorts: Cohort[], now = new Date()): Promise<{ refusals: string[]; notes: string[] }> {
   const registry = registryOf(ctx);
   const refusals: string[] = [];
   const notes: string[] = [];
   for (const c of cohorts) {
-    const record = registry.get(c.name);
-    const check = checkFreeze(record, c.version, c.freeze);
-    switch (check.status) {
-      case 'refused':
-        refusals.push(
-          `cohort ${c.name} version ${c.version} is frozen (first attempt ${check.record.first_attempt_at}); these frozen fields changed:\n` +
-            check.changes.map((x) => `  - ${x}`).join('\n') +
-            `\n  bump \`version\` in steps.${c.name} to register a new version (version ${c.version} stays in the record; 'pairbench history ${c.name}' lists them)`,
-        );
-        break;
-      case 'changed-before-attempts':
-        Object.assign(check.record, { freeze_digest: c.freeze.digest, fields: c.freeze.fields, frozen_at: now.toISOString() });
-        notes.push(`cohort ${c.name} version ${c.version} had no attempts yet: re-frozen (${check.changes.length} field(s) changed)`);
-        registry.put(record);
-        break;
-      case 'new':
-        record.versions.push({ version: c.version, freeze_digest: c.freeze.digest, fields: c.freeze.fields, frozen_at: now.toISOString(), first_attempt_at: null, executed: [], observed: null });
-        registry.put(record);
-        notes.push(`cohort ${c.name} version ${c.version} registered (freeze ${c.freeze.digest.slice(0, 12)})`);
-        break;
-      case 'same':
-        break;
-    }
+    // Judged and registered in one locked step: two runs starting together register once.
+    await registry.update(c.name, (record) => {
+      const check = checkFreeze(record, c.version, c.freeze);
+      switch (check.status) {
+        case 'refused':
+          refusals.push(
+            `cohort ${c.name} version ${c.version} is frozen (first attempt ${check.record.first_attempt_at}); these frozen fields changed:\n` +
+              check.changes.map((x) => `  - ${x}`).join('\n') +
+              `\n  bump \`version\` in steps.${c.name} to register a new version (version ${c.version} stays in the record; 'pairbench history ${c.name}' lists them)`,
+          );
+          break;
+        case 'changed-before-attempts':
+          Object.assign(check.record, { freeze_digest: c.freeze.digest, fields: c.freeze.fields, frozen_at: now.toISOString() });
+          notes.push(`cohort ${c.name} version ${c.version} had no attempts yet: re-frozen (${check.changes.length} field(s) changed)`);
+          break;
+        case 'new':
+          record.versions.push({ version: c.version, freeze_digest: c.freeze.digest, fields: c.freeze.fields, frozen_at: now.toISOString(), first_attempt_at: null, executed: [], observed: null });
+          notes.push(`cohort ${c.name} version ${c.version} registered (freeze ${c.freeze.digest.slice(0, 12)})`);
+          break;
+        case 'same':
+          break;
+      }
+    });
   }
   return { refusals, notes };
 }
 
 /** After a run: the first attempt binds the version; reused attempts are reported with the version that made them. */
-export function recordCohorts(ctx: EngineContext, cohorts: Cohort[], states: ReadonlyMap<string, NodeState>, now = new Date()): string[] {
+export async function recordCohorts(ctx: EngineContext, cohorts: Cohort[], states: ReadonlyMap<string, NodeState>, now = new Date()): Promise<string[]> {
   const registry = registryOf(ctx);
   const lines: string[] = [];
   for (const c of cohorts) {
-    const record: CohortRecord = registry.get(c.name);
-    const v = record.versions.find((x) => x.version === c.version);
-    if (!v) continue;
     const executed: string[] = [];
-    const reusedBy = new Map<number, number>();
+    const reached: string[] = [];
     let done = 0;
     for (const a of c.attempts) {
       const s = states.get(a.id);
       if (!s || (s.status !== 'executed' && s.status !== 'cached')) continue;
       done++;
+      reached.push(s.record.key);
       if (s.status === 'executed') executed.push(s.record.key);
-      else {
-        const first = record.versions.find((x) => x.executed.includes(s.record.key));
-        if (first && first.version !== c.version) reusedBy.set(first.version, (reusedBy.get(first.version) ?? 0) + 1);
-      }
     }
-    if (executed.length && !v.first_attempt_at) v.first_attempt_at = now.toISOString();
-    v.executed = [...new Set([...v.executed, ...executed])];
     const analysis = states.get(c.node.id);
+    let verdicts: Record<string, string> | null = null;
     if (analysis && (analysis.status === 'executed' || analysis.status === 'cached')) {
       const entry = analysis.record.outputs['analysis.json'];
-      const verdicts: Record<string, string> = {};
+      verdicts = {};
       if (entry) {
         const result = JSON.parse(ctx.store.cas.read(entry.digest).toString('utf8')) as { comparisons: { control: string; treatment: string; verdict: string }[] };
         for (const cmp of result.comparisons) verdicts[`${cmp.treatment} vs ${cmp.control}`] = cmp.verdict;
       }
-      v.observed = { at: now.toISOString(), attempts: done, verdicts };
     }
-    registry.put(record);
+    const record = await registry.update(c.name, (record) => {
+      const v = record.versions.find((x) => x.version === c.version);
+      if (!v) return;
+      if (executed.length && !v.first_attempt_at) v.first_attempt_at = now.toISOString();
+      v.executed = [...new Set([...v.executed, ...executed])];
+      if (verdicts) v.observed = { at: now.toISOString(), attempts: done, verdicts };
+    });
+    // Every attempt a registered version executed stays in the store: gc keeps this root.
+    ctx.store.setRoot(`cohort ${c.name}`, record.versions.flatMap((v) => v.executed), { kind: 'cohort', cohort: c.name });
+    const reusedBy = new Map<number, number>();
+    for (const key of reached) {
+      if (executed.includes(key)) continue;
+      const first = record.versions.find((x) => x.executed.includes(key));
+      if (first && first.version !== c.version) reusedBy.set(first.version, (reusedBy.get(first.version) ?? 0) + 1);
+    }
     for (const [version, n] of reusedBy) lines.push(`cohort ${c.name} version ${c.version}: reused ${n} attempt(s) first produced by version ${version}`);
   }
   return lines;

@@ -49,13 +49,32 @@ ${COMMON}`,
 
 Writes the bundle that an export step built (results, receipts, evidence, redacted
 logs and trajectories, report.md, report.html, attempts.csv, manifest.json) into
-DIR, which must be new or empty. With several export nodes, each goes to DIR/<node>.
+DIR, which must be new or empty: all or nothing, every stored blob verified as it is
+copied. With several export nodes, each goes to DIR/<node>. Prints the bundle's root
+digest (the SHA-256 of manifest.json): publish it where the bundle cannot reach (a
+CI job log), and anyone can check a bundle is that one.
+
+Options:
+      --out DIR        where the bundle is written
+      --sign KEY       sign manifest.json with this Ed25519 private key (PEM):
+                       writes manifest.sig.json (openssl genpkey -algorithm ed25519)
 
 ${COMMON}`,
-  'verify-bundle': `Usage: pairbench verify-bundle DIR [--json]
+  'verify-bundle': `Usage: pairbench verify-bundle DIR [options]
 
 Re-hashes every file of a bundle against its manifest.json and names each file that
-differs, is missing, or is extra. Exit 0 when the bundle matches, 1 when it does not.`,
+differs, is missing, or is extra, and prints the root digest (SHA-256 of
+manifest.json). A manifest rewritten to match edited files still passes that check:
+bind the bundle to the run that made it with --root (the digest the export printed)
+or --key (the public key of an export --sign).
+
+Options:
+      --root DIGEST    the published root digest (sha256:...) the bundle must have
+      --key PUB        an Ed25519 public key (PEM): manifest.sig.json must verify
+      --json           machine-readable output
+
+Exit codes: 0 the bundle matches (and its root / signature check out); 1 it does not;
+2 usage error.`,
   generate: `Usage: pairbench generate stub_function|revert_reimplement --repo DIR --commit SHA --out DIR [options]
 
 Derives tasks from a repository's own test suite, deterministically for (commit,
@@ -88,6 +107,7 @@ Commands:
   explain NODE       a node's key inputs, its record, and what changed since its last build
   status             per step: cached, to run, failed last time
   gc                 remove least-recently-used store entries down to a size cap
+  fsck               check the whole store: every blob re-hashed, every record re-verified
   doctor             preflight: names every missing prerequisite (exit 1), never half-starts
   probe [NODE]       one attempt, no verifier: real token counts priced over the whole cohort
   freeze [COHORT]    record a cohort version's freeze digest (the first attempt does it too)
@@ -135,14 +155,29 @@ Per step: nodes, cached, to run, and failed last time; then each failed node wit
 its last failure.
 
 ${COMMON}`,
+  fsck: `Usage: pairbench fsck [options]
+
+Checks the whole store: every blob is re-hashed (a size and mtime prove nothing),
+every action record re-verified against its key, and every blob a record needs is
+present and intact. Lists what is corrupt or missing. With --repair, drops it: the
+nodes that need it are rebuilt by the next 'pairbench run'.
+
+Options:
+      --repair         drop corrupt blobs and the records that need them
+
+Exit codes: 0 the store is intact; 1 something was corrupt or missing (repaired
+with --repair); 2 usage or config error.
+
+${COMMON.split('\n\nExit codes')[0]}`,
   gc: `Usage: pairbench gc [options]
 
 Removes store entries least recently used first until the store fits the size cap,
-never anything the current config reaches. Also removes temp files and locks left
-by killed runs.
+never anything the current config reaches, nor what other configs sharing the store
+reached in their last run, nor any attempt a registered cohort version executed.
+Also removes temp files and locks left by killed runs.
 
 Options:
-      --max-size SIZE  the cap (e.g. 500MB, 2GiB; default: store.max_size, 10GB)
+      --max-size SIZE  the cap, with its unit (e.g. 500MB, 2GiB, 4096B; default: store.max_size, 10GB)
   -n, --dry-run        only report what would be removed
 
 ${COMMON}`,

@@ -1,5 +1,5 @@
-import { existsSync, readdirSync } from 'node:fs';
-import { join, resolve as resolvePath } from 'node:path';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmdirSync, rmSync } from 'node:fs';
+import { dirname, join, resolve as resolvePath } from 'node:path';
 import { parseArgs } from 'node:util';
 import { buildGraph, withUpstream, type Graph } from '../pipeline/dag.js';
 import { DEFAULT_CONFIG_FILE, loadConfig, parseSize, type BenchConfig } from '../pipeline/config/load.js';
@@ -9,6 +9,7 @@ import type { Reporter } from '../pipeline/events.js';
 import { collectGarbage } from '../pipeline/gc.js';
 import type { ResolvedInput } from '../pipeline/inputs.js';
 import { PlainReporter } from '../pipeline/reporters/plain.js';
+import { CorruptBlobError, type OutputEntry } from '../pipeline/store/cas.js';
 import { Store } from '../pipeline/store/store.js';
 import type { GraphNode } from '../pipeline/step-kind.js';
 import { builtinStepKinds } from '../steps/index.js';
@@ -46,9 +47,13 @@ const OPTIONS = {
   'test-command': { type: 'string' },
   out: { type: 'string' },
   repeats: { type: 'string' },
+  repair: { type: 'boolean' },
+  sign: { type: 'string' },
+  key: { type: 'string' },
+  root: { type: 'string' },
 } as const;
 
-const COMMANDS = ['run', 'plan', 'explain', 'status', 'gc', 'freeze', 'history', 'doctor', 'probe', 'generate', 'export', 'verify-bundle'] as const;
+const COMMANDS = ['run', 'plan', 'explain', 'status', 'gc', 'fsck', 'freeze', 'history', 'doctor', 'probe', 'generate', 'export', 'verify-bundle'] as const;
 type Command = (typeof COMMANDS)[number];
 const ALLOWED: Record<Command, string[]> = {
   run: ['jobs', 'verbose', 'progress'],
@@ -56,23 +61,46 @@ const ALLOWED: Record<Command, string[]> = {
   explain: [],
   status: [],
   gc: ['max-size', 'dry-run'],
+  fsck: ['repair'],
   generate: ['repo', 'commit', 'seed', 'count', 'language', 'test-command', 'out', 'repeats'],
-  export: ['out'],
-  'verify-bundle': [],
+  export: ['out', 'sign'],
+  'verify-bundle': ['key', 'root'],
   freeze: [],
   history: [],
   doctor: [],
   probe: [],
 };
 
+/**
+ * Writes a stored bundle to `dest`, all or nothing: into a temp directory beside it,
+ * every blob verified as it is copied, then renamed into place. A corrupt blob is
+ * dropped with the records that need it (the next run rebuilds them).
+ */
+function writeBundle(store: Store, entry: OutputEntry, dest: string): { ok: true } | { ok: false; error: string } {
+  mkdirSync(dirname(dest), { recursive: true });
+  const tmp = `${dest}.partial-${process.pid}`;
+  rmSync(tmp, { recursive: true, force: true });
+  try {
+    store.cas.materialize(entry, tmp);
+    if (existsSync(dest)) rmdirSync(dest); // empty (checked by the caller)
+    renameSync(tmp, dest);
+    return { ok: true };
+  } catch (e) {
+    rmSync(tmp, { recursive: true, force: true });
+    if (!(e instanceof CorruptBlobError)) throw e;
+    const dropped = store.forgetBlob(e.digest);
+    return { ok: false, error: `${e.message}: nothing was written; the blob was dropped${dropped.length ? `, with the records of ${dropped.join(', ')}` : ''}` };
+  }
+}
+
 function printJson(io: CliIO, value: unknown): void {
   io.stdout.write(JSON.stringify(value, null, 2) + '\n');
 }
 
-function fail(io: CliIO, json: boolean, diagnostics: Diagnostic[]): number {
+function fail(io: CliIO, json: boolean, diagnostics: Diagnostic[], code: number = EXIT.usage): number {
   if (json) printJson(io, { ok: false, errors: diagnostics.map(diagnosticToJson) });
   else io.stderr.write(diagnostics.map(formatDiagnostic).join('\n\n') + '\n');
-  return EXIT.usage;
+  return code;
 }
 
 interface Loaded {
@@ -170,16 +198,40 @@ function printPlan(io: CliIO, entries: PlanEntry[], all: boolean): void {
   io.stdout.write(lines.join('\n') + '\n');
 }
 
-async function runVerifyBundle(io: CliIO, json: boolean, dir: string): Promise<number> {
-  const { verifyBundle } = await import('../steps/export/bundle.js');
-  const r = verifyBundle(dir);
-  if (json) printJson(io, r.ok ? { ok: true, files: r.value.files } : { ok: false, ...r.error });
-  else if (r.ok) io.stdout.write(`bundle ok: ${r.value.files} files match manifest.json\n`);
-  else {
-    const lines = [...r.error.differs.map((f) => `differs  ${f}`), ...r.error.missing.map((f) => `missing  ${f}`), ...r.error.extra.map((f) => `extra    ${f}`)];
-    io.stdout.write(`bundle does NOT match manifest.json:\n${lines.join('\n')}\n`);
+async function runVerifyBundle(io: CliIO, json: boolean, dir: string, keyFile: string | undefined, expectedRoot: string | undefined): Promise<number> {
+  const { checkSignature, rootDigest, verifyBundle } = await import('../steps/export/bundle.js');
+  if (!existsSync(dir)) return fail(io, json, [{ message: `${dir} does not exist`, hint: 'give the directory pairbench export --out wrote' }]);
+  let publicKey: string | undefined;
+  if (keyFile !== undefined) {
+    try {
+      publicKey = readFileSync(keyFile, 'utf8');
+    } catch (e) {
+      return fail(io, json, [{ message: `cannot read the public key ${keyFile}: ${(e as Error).message}` }]);
+    }
   }
-  return r.ok ? EXIT.ok : EXIT.nodeFailed;
+  const r = verifyBundle(dir);
+  const root = rootDigest(dir);
+  const rootProblem = expectedRoot === undefined || !root.ok ? null : root.value === expectedRoot.replace(/^sha256:/, '') ? null : `root digest ${root.value} is not the expected ${expectedRoot}: this is not the bundle that was published`;
+  const signature = publicKey === undefined ? null : checkSignature(dir, publicKey);
+  const ok = r.ok && rootProblem === null && (signature === null || signature.ok);
+  if (json) {
+    printJson(io, {
+      ok,
+      root_digest: root.ok ? root.value : null,
+      ...(r.ok ? { files: r.value.files } : r.error),
+      ...(rootProblem ? { root_problem: rootProblem } : {}),
+      ...(signature ? { signature: signature.ok ? { ok: true, key_id: signature.value.key_id } : { ok: false, problem: signature.error } } : {}),
+    });
+    return ok ? EXIT.ok : EXIT.nodeFailed;
+  }
+  const lines: string[] = [];
+  if (r.ok) lines.push(`bundle ok: ${r.value.files} files match manifest.json`);
+  else lines.push('bundle does NOT match manifest.json:', ...r.error.differs.map((f) => `differs  ${f}`), ...r.error.missing.map((f) => `missing  ${f}`), ...r.error.extra.map((f) => `extra    ${f}`));
+  if (root.ok) lines.push(`root digest sha256:${root.value}`);
+  if (rootProblem) lines.push(`NOT the published bundle: ${rootProblem}`);
+  if (signature) lines.push(signature.ok ? `signature ok (Ed25519, key ${signature.value.key_id.slice(0, 16)})` : `signature NOT valid: ${signature.error}`);
+  io.stdout.write(lines.join('\n') + '\n');
+  return ok ? EXIT.ok : EXIT.nodeFailed;
 }
 
 async function runGenerate(io: CliIO, json: boolean, kind: string, values: Record<string, string | boolean | undefined>): Promise<number> {
@@ -244,7 +296,7 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
     if (command === 'explain' && positionals.length !== 1 && !values.help) throw new UsageError('explain takes exactly one NODE');
     if (values.jobs !== undefined && !(Number.isInteger(Number(values.jobs)) && Number(values.jobs) >= 1)) throw new UsageError(`--jobs takes a whole number >= 1, not "${values.jobs}"`);
     if (values.progress !== undefined && !['auto', 'plain', 'none'].includes(values.progress)) throw new UsageError(`--progress takes auto, plain or none, not "${values.progress}"`);
-    if (values['max-size'] !== undefined && Number.isNaN(parseSize(values['max-size']))) throw new UsageError(`--max-size takes a size such as 500MB or 2GiB, not "${values['max-size']}"`);
+    if (values['max-size'] !== undefined && Number.isNaN(parseSize(values['max-size']))) throw new UsageError(`--max-size takes a size with its unit, such as 500MB, 2GiB or 4096B, not "${values['max-size']}"`);
   } catch (e) {
     io.stderr.write(`pairbench ${command}: ${(e as Error).message}\nRun 'pairbench ${command} --help' for its options.\n`);
     return EXIT.usage;
@@ -255,7 +307,7 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
   }
   const json = Boolean(values.json);
   if (command === 'generate') return runGenerate(io, json, positionals[0]!, values);
-  if (command === 'verify-bundle') return runVerifyBundle(io, json, positionals[0]!);
+  if (command === 'verify-bundle') return runVerifyBundle(io, json, positionals[0]!, values.key, values.root);
   const loaded = load(values.config ?? DEFAULT_CONFIG_FILE, values.store);
   if (!loaded.ok) return fail(io, json, loaded.error);
   const { graph, ctx, inputs, config } = loaded.value;
@@ -292,7 +344,7 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
       if (sel.unknown.length) return fail(io, json, unknownNodes(graph, sel.unknown));
       // Preregistration: a cohort version that has executed attempts keeps its frozen fields.
       const cohorts = cohortsOf(ctx, sel.nodes, inputs, io.env);
-      const admitted = admitCohorts(ctx, cohorts);
+      const admitted = await admitCohorts(ctx, cohorts);
       if (admitted.refusals.length) return fail(io, json, admitted.refusals.map((message) => ({ message })));
       if (!json) for (const n of admitted.notes) io.stderr.write(`${n}\n`);
       const reporter = json ? { event: () => undefined } : chooseReporter(io, values.progress, Boolean(values.verbose));
@@ -314,7 +366,12 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
           ...(values.jobs ? { jobs: Number(values.jobs) } : {}),
         }, sel.nodes);
         await reporter.close?.();
-        const reuse = recordCohorts(ctx, cohorts, states);
+        const reuse = await recordCohorts(ctx, cohorts, states);
+        // What this config reaches stays through another config's gc (a run of some nodes adds to it).
+        const reached = [...states.values()].flatMap((s) => (s.status === 'cached' || s.status === 'executed' ? [s.record.key] : []));
+        const rootName = `config ${config.configFile}`;
+        const previous = positionals.length ? (ctx.store.roots().find((r) => r.name === rootName)?.keys ?? []) : [];
+        ctx.store.setRoot(rootName, [...previous, ...reached], { kind: 'config', config: config.configFile });
         if (!json) for (const line of reuse) io.stderr.write(`${line}\n`);
         if (json) {
           printJson(io, {
@@ -384,7 +441,7 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
       const missing = positionals.filter((p) => !all.some((c) => c.name === p));
       if (missing.length) return fail(io, json, missing.map((m) => ({ message: `no cohort "${m}" (a cohort is an analyze step; these are: ${all.map((c) => c.name).join(', ') || 'none'})` })));
       if (command === 'freeze') {
-        const admitted = admitCohorts(ctx, chosen);
+        const admitted = await admitCohorts(ctx, chosen);
         if (admitted.refusals.length) return fail(io, json, admitted.refusals.map((message) => ({ message })));
         const lines = chosen.map((c) => `cohort ${c.name} version ${c.version}: freeze ${c.freeze.digest}`);
         if (json) printJson(io, { ok: true, cohorts: chosen.map((c) => ({ cohort: c.name, version: c.version, freeze_digest: c.freeze.digest, fields: c.freeze.fields })), notes: admitted.notes });
@@ -404,7 +461,16 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
       const exports = sel.nodes.filter((n) => n.kind.name === 'export');
       if (!exports.length) return fail(io, json, [{ message: 'no export step in the selection', hint: 'add a step of kind export, then run pairbench run' }]);
       const entries = plan(ctx, inputs, graph.nodes, io.env);
-      const written: string[] = [];
+      let signingKey: string | undefined;
+      if (values.sign !== undefined) {
+        try {
+          signingKey = readFileSync(values.sign, 'utf8');
+        } catch (e) {
+          return fail(io, json, [{ message: `cannot read the signing key ${values.sign}: ${(e as Error).message}` }]);
+        }
+      }
+      const { rootDigest, signBundle } = await import('../steps/export/bundle.js');
+      const written: { dir: string; root_digest: string; key_id: string | null }[] = [];
       for (const n of exports) {
         // The most recent bundle this node built (an attempt with a transient infrastructure
         // fault keeps the cohort stale until it is retried; its last bundle is still the record).
@@ -416,12 +482,40 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
         }
         const dest = exports.length === 1 ? resolvePath(values.out!) : join(resolvePath(values.out!), n.id);
         if (existsSync(dest) && readdirSync(dest).length) return fail(io, json, [{ message: `${dest} exists and is not empty`, hint: 'choose an empty or new directory' }]);
-        ctx.store.cas.materialize(found.record.outputs['bundle']!, dest);
-        written.push(dest);
+        const wrote = writeBundle(ctx.store, found.record.outputs['bundle']!, dest);
+        if (!wrote.ok) return fail(io, json, [{ message: `${n.id}: ${wrote.error}`, hint: `run 'pairbench run' to rebuild it, then export again` }], EXIT.nodeFailed);
+        const signed = signingKey === undefined ? null : signBundle(dest, signingKey);
+        if (signed && !signed.ok) return fail(io, json, [{ message: `${n.id}: ${signed.error}` }]);
+        const root = rootDigest(dest);
+        if (!root.ok) return fail(io, json, [{ message: root.error }], EXIT.nodeFailed);
+        written.push({ dir: dest, root_digest: root.value, key_id: signed?.ok ? signed.value.key_id : null });
       }
       if (json) printJson(io, { ok: true, bundles: written });
-      else io.stdout.write(written.map((w) => `wrote ${w} (check it with: pairbench verify-bundle ${w})`).join('\n') + '\n');
+      else
+        io.stdout.write(
+          written
+            .map((w) => `wrote ${w.dir}\nroot digest sha256:${w.root_digest}${w.key_id ? ` (signed, Ed25519 key ${w.key_id.slice(0, 16)})` : ''}\ncheck it with: pairbench verify-bundle ${w.dir} --root sha256:${w.root_digest}`)
+            .join('\n') + '\n',
+        );
       return EXIT.ok;
+    }
+    case 'fsck': {
+      const { fsck, fsckClean } = await import('../pipeline/store/fsck.js');
+      const report = fsck(ctx.store, { repair: Boolean(values.repair) });
+      const clean = fsckClean(report);
+      if (json) printJson(io, { ok: clean, ...report });
+      else {
+        const verb = report.repaired ? 'dropped' : 'found';
+        const lines = [
+          `checked ${report.blobs_checked} blobs (${(report.bytes_checked / 1e6).toFixed(2)} MB) and ${report.records_checked} records in ${ctx.store.dir}`,
+          ...report.corrupt_blobs.map((d) => `${verb} corrupt blob ${d} (its bytes do not hash to its name)`),
+          ...report.corrupt_records.map((r) => `${verb} corrupt record ${r.key}: ${r.reason}`),
+          ...report.broken_records.map((r) => `${verb} record ${r.key} of ${r.node}: it needs ${r.blobs.length} missing or corrupt blob(s)`),
+          clean ? 'the store is intact' : report.repaired ? "repaired: the next 'pairbench run' rebuilds what was dropped" : "run 'pairbench fsck --repair' to drop them; the next run rebuilds them",
+        ];
+        io.stdout.write(lines.join('\n') + '\n');
+      }
+      return clean ? EXIT.ok : EXIT.nodeFailed;
     }
     case 'gc': {
       const entries = plan(ctx, inputs, graph.nodes, io.env);
@@ -431,8 +525,14 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
         const latest = ctx.store.nodes.get(e.node)?.latest;
         if (latest && lookup(ctx.store, latest.key).status === 'hit') reachable.add(latest.key);
       }
+      // What any other config sharing this store reached in its last run, and every attempt a
+      // registered cohort version executed, is kept too (roots of configs that no longer exist are dropped).
+      const roots = ctx.store.roots();
+      const goneRoots = roots.filter((r) => r.about['kind'] === 'config' && r.about['config'] && !existsSync(r.about['config']));
+      for (const r of roots) if (!goneRoots.includes(r)) for (const k of r.keys) reachable.add(k);
       const maxBytes = values['max-size'] !== undefined ? parseSize(values['max-size']) : config.maxStoreBytes;
-      const report = collectGarbage(ctx.store, { maxBytes, dryRun: Boolean(values['dry-run']), reachable });
+      const report = { ...collectGarbage(ctx.store, { maxBytes, dryRun: Boolean(values['dry-run']), reachable }), roots_kept: roots.length - goneRoots.length, removed_roots: goneRoots.map((r) => r.name) };
+      if (!values['dry-run']) for (const r of goneRoots) rmSync(r.file, { force: true });
       if (json) {
         printJson(io, { ok: true, ...report });
         return EXIT.ok;
@@ -440,7 +540,8 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
       const mb = (n: number) => `${(n / 1e6).toFixed(2)} MB`;
       const verb = report.dry_run ? 'would remove' : 'removed';
       const lines = [
-        `store ${mb(report.bytes_before)} (cap ${mb(report.max_bytes)}); ${report.records_reachable} of ${report.records_total} records are reached by the current config and kept`,
+        `store ${mb(report.bytes_before)} (cap ${mb(report.max_bytes)}); ${report.records_reachable} of ${report.records_total} records are reached by this config, by ${report.roots_kept} root(s) of other configs and cohorts sharing the store, and kept`,
+        ...report.removed_roots.map((r) => `${verb} the root of ${r} (its config file is gone)`),
         ...report.removed_records.map((r) => `${verb} ${r.node} ${r.key.slice(0, 12)} (last used ${r.last_used})`),
         `${verb} ${report.removed_records.length} records and ${report.removed_blobs} blobs (${mb(report.removed_blob_bytes)}); ${report.removed_temp.length} temp entries, ${report.removed_locks.length} stale locks`,
         `store ${report.dry_run ? 'would be' : 'is now'} ${mb(report.bytes_after)}`,

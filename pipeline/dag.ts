@@ -12,6 +12,14 @@ export interface Graph {
   stepOrder: string[];
 }
 
+/**
+ * The most nodes one config may expand to. Past it a config is refused at load: the
+ * store, the scheduler and the report are measured up to here (see npm run bench).
+ */
+export const MAX_NODES = 250_000;
+/** Diagnostics shown for one config before the rest are counted, not listed. */
+const MAX_DIAGNOSTICS = 20;
+
 /** The given nodes and everything they need, transitively, sorted by id. */
 export function withUpstream(start: Iterable<GraphNode>): GraphNode[] {
   const seen = new Set<GraphNode>();
@@ -20,7 +28,7 @@ export function withUpstream(start: Iterable<GraphNode>): GraphNode[] {
     const n = stack.pop()!;
     if (seen.has(n)) continue;
     seen.add(n);
-    stack.push(...n.upstream);
+    for (const u of n.upstream) stack.push(u);
   }
   return [...seen].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
 }
@@ -91,6 +99,39 @@ function orderSteps(config: BenchConfig): Result<StepConfig[], Diagnostic[]> {
   return diagnostics.length ? err(diagnostics) : ok(order);
 }
 
+/** A config that would expand past MAX_NODES, named at its largest step's matrix. */
+function nodeCountProblem(config: BenchConfig): Diagnostic | undefined {
+  let total = 0;
+  let largest: { step: StepConfig; count: number } | undefined;
+  for (const s of config.steps) {
+    const count = s.matrix.reduce((n, d) => n * d.values.length, 1);
+    total += count;
+    if (!largest || count > largest.count) largest = { step: s, count };
+  }
+  if (total <= MAX_NODES || !largest) return undefined;
+  const fmt = (n: number) => (n >= 1e15 ? n.toExponential(2) : n.toLocaleString('en-US'));
+  return {
+    field: `steps.${largest.step.name}.matrix`,
+    message: `the config expands to ${fmt(total)} nodes (this step alone to ${fmt(largest.count)}: ${largest.step.matrix.map((d) => `${d.name} ${d.values.length}`).join(' x ')}); a config may have at most ${fmt(MAX_NODES)}`,
+    location: largest.step.source.locate([...largest.step.path, 'matrix']),
+    hint: 'split the cohort into several configs sharing one store (each runs only its own nodes)',
+  };
+}
+
+/** Each diagnostic once (steps sharing a task source report a missing task once), at most MAX_DIAGNOSTICS of them. */
+function distinct(diagnostics: Diagnostic[]): Diagnostic[] {
+  const seen = new Set<string>();
+  const out: Diagnostic[] = [];
+  for (const d of diagnostics) {
+    const key = `${d.message}\0${d.location ? `${d.location.file}:${d.location.line}:${d.location.column}` : ''}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    out.push(d);
+  }
+  if (out.length <= MAX_DIAGNOSTICS) return out;
+  return [...out.slice(0, MAX_DIAGNOSTICS), { message: `... and ${out.length - MAX_DIAGNOSTICS} more problems of the same kinds; fix these and run again` }];
+}
+
 /**
  * Expands steps into nodes. A node of S needs every node of each upstream step U
  * that agrees with it on the matrix dimensions S and U share (so run/t1/a/2 needs
@@ -99,6 +140,8 @@ function orderSteps(config: BenchConfig): Result<StepConfig[], Diagnostic[]> {
 export function buildGraph(config: BenchConfig, kinds: StepKindRegistry): Result<Graph, Diagnostic[]> {
   const ordered = orderSteps(config);
   if (!ordered.ok) return ordered;
+  const tooMany = nodeCountProblem(config);
+  if (tooMany) return err([tooMany]);
   const steps = new Map(config.steps.map((s) => [s.name, s]));
   const diagnostics: Diagnostic[] = [];
   for (const s of config.steps) {
@@ -109,7 +152,7 @@ export function buildGraph(config: BenchConfig, kinds: StepKindRegistry): Result
     }
     diagnostics.push(...(kind.check?.(s, steps) ?? []));
   }
-  if (diagnostics.length) return err(diagnostics);
+  if (diagnostics.length) return err(distinct(diagnostics));
 
   const nodes: GraphNode[] = [];
   const byId = new Map<string, GraphNode>();
@@ -154,10 +197,10 @@ export function buildGraph(config: BenchConfig, kinds: StepKindRegistry): Result
     }
     // A step kind may order its own nodes (e.g. run interleaves arms pair by pair in a
     // seeded order); nodes of one step never depend on each other, so any order is topological.
-    nodes.push(...(kind.order ? kind.order(own) : own));
+    for (const n of kind.order ? kind.order(own) : own) nodes.push(n);
     nodesOfStep.set(step.name, own);
-    if (diagnostics.length > 20) break;
+    if (diagnostics.length > MAX_DIAGNOSTICS) break;
   }
-  if (diagnostics.length) return err(diagnostics.slice(0, 20));
+  if (diagnostics.length) return err(distinct(diagnostics));
   return ok({ nodes, byId, steps, stepOrder: ordered.value.map((s) => s.name) });
 }

@@ -26,9 +26,14 @@ export function formatDiagnostic(d: Diagnostic): string {
   if (d.hint) out += `\n  hint: ${d.hint}`;
   const loc = d.location;
   if (loc?.lineText !== undefined) {
+    // A long line is shown as a window around the column, never whole.
+    const from = Math.max(0, loc.column - 1 - 60);
+    const text = loc.lineText.slice(from, from + 160);
+    const shown = `${from > 0 ? '...' : ''}${text}${from + 160 < loc.lineText.length ? '...' : ''}`;
+    const caret = loc.column - 1 - from + (from > 0 ? 3 : 0);
     const n = String(loc.line);
-    out += `\n  ${n} | ${loc.lineText}`;
-    out += `\n  ${' '.repeat(n.length)} | ${' '.repeat(Math.max(0, loc.column - 1))}${'^'.repeat(Math.max(1, loc.length))}`;
+    out += `\n  ${n} | ${shown}`;
+    out += `\n  ${' '.repeat(n.length)} | ${' '.repeat(Math.max(0, caret))}${'^'.repeat(Math.max(1, Math.min(loc.length, 160)))}`;
   }
   return out;
 }

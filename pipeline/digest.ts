@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { closeSync, openSync, readSync } from 'node:fs';
 import { canonicalJson } from './canonical-json.js';
 
 /** A SHA-256 of bytes (a blob, a tree object, an output manifest), lower-case hex. */
@@ -26,4 +27,29 @@ export function isSha256(s: string): s is Sha256 {
 /** The short form people read in plans and logs. */
 export function short(d: string): string {
   return d.slice(0, 6);
+}
+
+const CHUNK = 1 << 20;
+
+/** The SHA-256 of a file's bytes, read in chunks (no size limit, little memory). */
+export function sha256File(path: string): { digest: Sha256; size: number } {
+  const fd = openSync(path, 'r');
+  try {
+    return sha256Fd(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+export function sha256Fd(fd: number): { digest: Sha256; size: number } {
+  const hash = createHash('sha256');
+  const buf = Buffer.allocUnsafe(CHUNK);
+  let size = 0;
+  for (;;) {
+    const n = readSync(fd, buf, 0, CHUNK, null);
+    if (n === 0) break;
+    hash.update(buf.subarray(0, n));
+    size += n;
+  }
+  return { digest: hash.digest('hex') as Sha256, size };
 }

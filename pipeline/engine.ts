@@ -208,7 +208,27 @@ export async function run(ctx: EngineContext, inputs: ReadonlyMap<string, Resolv
       emit({ type: 'warning', node: node.id, message: `${found.reason}; dropped the entry, rebuilding` });
       dropRecord(store, k.value.key);
     }
-    return limitFor(node.kind.name)(() => global(() => executeLocked(ctx, node, k.value, inputs.get(node.id)!, records, options, emit, used)));
+    const execute = (n: GraphNode, key: NodeKey) => limitFor(n.kind.name)(() => global(() => executeLocked(ctx, n, key, inputs.get(n.id)!, records, options, emit, used)));
+    const state = await execute(node, k.value);
+    if (state.status !== 'failed' || !state.failure.corrupt_blob) return state;
+    // A blob an upstream produced was corrupt (its size and mtime had not changed): the engine
+    // dropped it with the records that need it; rebuild those upstreams once, then this node.
+    const digest = state.failure.corrupt_blob;
+    const producers = node.upstream.filter((u) => digest in (records.get(u.id)?.stamps ?? {}));
+    emit({ type: 'warning', node: node.id, message: `${state.failure.message}; rebuilding ${producers.map((u) => u.id).join(', ') || 'it'}` });
+    for (const u of producers) {
+      const uk = computeKey(u, inputs.get(u.id)!, records, hostEnv);
+      if (!uk.ok) return { status: 'failed', failure: uk.error };
+      const rebuilt = await execute(u, uk.value);
+      if (rebuilt.status !== 'executed' && rebuilt.status !== 'cached') return { status: 'failed', failure: { reason: 'store-error', message: `${u.id} could not be rebuilt after its output was found corrupt` } };
+      records.set(u.id, rebuilt.record);
+      states.set(u.id, rebuilt);
+    }
+    const again = computeKey(node, inputs.get(node.id)!, records, hostEnv);
+    if (!again.ok) return { status: 'failed', failure: again.error };
+    const retried = await execute(node, again.value);
+    if (retried.status === 'failed' && retried.failure.corrupt_blob) emit({ type: 'failed', node: node.id, failure: retried.failure, logTail: '' });
+    return retried;
   };
 
   for (const node of nodes) {
@@ -300,6 +320,8 @@ async function executeLocked(
       // no log
     }
     if (!result.ok) {
+      // A corrupt upstream blob is not this node's failure: the caller rebuilds the producer and retries.
+      if (result.error.corrupt_blob) return { status: 'failed', failure: result.error };
       store.nodes.update(node.id, (h) => ({ ...h, last_failure: { key: key.key, at: startedAt.toISOString(), reason: result.error.reason, message: result.error.message } }));
       emit({ type: 'failed', node: node.id, failure: result.error, logTail: tail(logText) });
       return { status: 'failed', failure: result.error };
@@ -378,24 +400,38 @@ async function executeNode(
     if (!sel.ok) return sel;
     upstream.push({ node: u.id, outputs: sel.value });
   }
+  // Every blob a step reads is verified; a corrupt one is noticed here whatever the step does
+  // with the error, so the engine can drop it and rebuild the node that produced it.
+  let corrupt: CorruptBlobError | undefined;
+  const watch = <A extends unknown[], R>(f: (...a: A) => R) => (...a: A): R => {
+    try {
+      return f(...a);
+    } catch (e) {
+      if (e instanceof CorruptBlobError) corrupt ??= e;
+      throw e;
+    }
+  };
+  const artifacts = { materialize: watch(store.cas.materialize.bind(store.cas)), read: watch(store.cas.read.bind(store.cas)), putPath: store.cas.putPath.bind(store.cas) };
+  const corruptFailure = (e: CorruptBlobError): Result<OutputManifest, StepFailure> => {
+    const dropped = store.forgetBlob(e.digest);
+    return err({ reason: 'store-error', message: `${e.message}; dropped it${dropped.length ? ` and the records of ${dropped.join(', ')}` : ''}`, corrupt_blob: e.digest });
+  };
   try {
-    return await node.kind.execute({
+    const result = await node.kind.execute({
       node,
       config: ctx.config,
       workDir,
       files,
       upstream,
-      artifacts: store.cas,
+      artifacts,
       logFile,
       hostEnv: options.hostEnv ?? process.env,
       signal: options.signal ?? new AbortController().signal,
       doNotCache,
     });
+    return corrupt ? corruptFailure(corrupt) : result;
   } catch (e) {
-    if (e instanceof CorruptBlobError) {
-      store.cas.remove(e.digest);
-      return err({ reason: 'store-error', message: `${e.message}; it was dropped: run again to rebuild it` });
-    }
+    if (e instanceof CorruptBlobError) return corruptFailure(e);
     throw e;
   }
 }

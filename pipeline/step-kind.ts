@@ -65,6 +65,8 @@ export interface ExecutionContext {
 export interface StepFailure {
   reason: 'exit-non-zero' | 'timeout' | 'missing-output' | 'spawn-error' | 'killed' | 'input-changed' | 'store-error' | 'infra' | 'refused' | 'internal';
   message: string;
+  /** A stored blob the step read was corrupt (the engine dropped it and rebuilds its producer). */
+  corrupt_blob?: string;
 }
 
 /** A step kind: a pure description of inputs -> key -> outputs. Registered by name. */

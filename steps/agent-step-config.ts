@@ -51,18 +51,41 @@ export function loadStepTask(step: StepConfig, id: string): Result<Task, Diagnos
   return loadTask(dir, id);
 }
 
-/** Checks that the step fans out over `task` and that every task loads. */
+/** Checks that the step fans out over `task` and that every task loads (the first 20 failures are listed). */
 export function checkTasks(step: StepConfig): Diagnostic[] {
   const dim = step.matrix.find((d) => d.name === 'task');
   if (!dim) {
     return [{ field: `steps.${step.name}.matrix`, message: `a ${step.kind} step fans out over tasks: give it matrix.task (task ids)`, location: step.source.locate([...step.path, 'matrix']) }];
   }
+  const missingSource = taskSourceProblem(step);
+  if (missingSource) return [missingSource];
   const out: Diagnostic[] = [];
-  for (const id of dim.values) {
+  let failing = 0;
+  dim.values.forEach((id, i) => {
+    if (failing >= 20) return void failing++;
     const t = loadStepTask(step, id);
-    if (!t.ok) out.push(...t.error);
-  }
+    if (t.ok) return;
+    failing++;
+    // A problem inside a task file points there; one about the task as a whole points at its id in the config.
+    const where = { location: step.source.locate([...step.path, 'matrix', 'task', i]), field: `steps.${step.name}.matrix.task[${i}]` };
+    out.push(...t.error.map((d) => (d.location ? d : { ...d, ...where })));
+  });
+  if (failing > 20) out.push({ message: `... and ${failing - 20} more tasks of steps.${step.name} fail to load`, field: `steps.${step.name}.matrix.task`, location: step.source.locate([...step.path, 'matrix', 'task']) });
   return out;
+}
+
+/** A task source that is not there at all: one error at `tasks`, not one per task. */
+function taskSourceProblem(step: StepConfig): Diagnostic | undefined {
+  const src = sourceOf(step);
+  const path = typeof src === 'string' ? src : 'swebench' in src ? src.swebench : src.dir;
+  if (existsSync(resolve(step.rootDir, path))) return undefined;
+  const field = typeof src === 'string' ? ['tasks'] : 'swebench' in src ? ['tasks', 'swebench'] : ['tasks', 'dir'];
+  return {
+    field: `steps.${step.name}.${field.join('.')}`,
+    message: `${path} does not exist (relative to ${step.rootDir})`,
+    location: step.source.locate([...step.path, ...field]),
+    hint: typeof src === 'string' && step.spec['tasks'] === undefined ? 'tasks: is not set, so the directory "tasks" beside the config is read; set tasks: DIR' : 'give a directory of task directories, or {swebench: FILE, repos, test_command}',
+  };
 }
 
 /** The node's task (checked at load time, so it is there). */

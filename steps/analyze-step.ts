@@ -2,7 +2,8 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Json } from '../pipeline/canonical-json.js';
 import type { StepConfig } from '../pipeline/config/load.js';
-import type { Diagnostic } from '../pipeline/diagnostic.js';
+import { closest, type Diagnostic } from '../pipeline/diagnostic.js';
+import { fieldName } from '../pipeline/config/yaml-source.js';
 import { ok } from '../pipeline/result.js';
 import type { ExecutionContext, StepKind } from '../pipeline/step-kind.js';
 import { checkSpec, defaultSpec } from './analyze/spec.js';
@@ -24,6 +25,23 @@ interface AnalyzeConfig {
 
 const cfg = (step: StepConfig) => step.spec as unknown as AnalyzeConfig;
 
+/** The arms (matrix.arm values) of every run step upstream of `step`. */
+function upstreamArms(step: StepConfig, steps: ReadonlyMap<string, StepConfig>): Set<string> {
+  const arms = new Set<string>();
+  const seen = new Set<string>();
+  const stack = [...step.needs];
+  while (stack.length) {
+    const name = stack.pop()!;
+    if (seen.has(name)) continue;
+    seen.add(name);
+    const s = steps.get(name);
+    if (!s) continue;
+    if (s.kind === 'run') for (const v of s.matrix.find((d) => d.name === 'arm')?.values ?? []) arms.add(v);
+    stack.push(...s.needs);
+  }
+  return arms;
+}
+
 export function analysisSpecOf(step: StepConfig): AnalysisSpec {
   const c = cfg(step);
   return defaultSpec(c.control, c.treatments, {
@@ -44,8 +62,24 @@ export function analysisSpecOf(step: StepConfig): AnalysisSpec {
 export const analyzeStep: StepKind = {
   name: 'analyze',
   version: 1,
-  check(step) {
+  check(step, steps) {
     const problems: Diagnostic[] = [];
+    // The arms compared must be arms the run steps upstream actually run.
+    const arms = upstreamArms(step, steps);
+    if (arms.size) {
+      const c = cfg(step);
+      const refs: [string, (string | number)[]][] = [[c.control, ['control']], ...(c.treatments ?? []).map((t, i): [string, (string | number)[]] => [t, ['treatments', i]])];
+      for (const [arm, field] of refs) {
+        if (typeof arm !== 'string' || arms.has(arm)) continue;
+        const guess = closest(arm, [...arms]);
+        problems.push({
+          field: `steps.${step.name}.${fieldName(field)}`,
+          message: `"${arm}" is not an arm of the run steps this cohort analyses; they run: ${[...arms].join(', ')}`,
+          location: step.source.locate([...step.path, ...field]),
+          ...(guess ? { hint: `did you mean "${guess}"?` } : {}),
+        });
+      }
+    }
     const spec = checkSpec(analysisSpecOf(step));
     if (!spec.ok) {
       for (const p of spec.error) problems.push({ field: `steps.${step.name}`, message: p.message, location: step.source.locate(step.path) });

@@ -1,11 +1,8 @@
-import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { canonicalJson } from '../pipeline/canonical-json.js';
 import { sha256 } from '../pipeline/digest.js';
 import type { ResolvedInput } from '../pipeline/inputs.js';
 import { withUpstream } from '../pipeline/dag.js';
 import type { GraphNode, HostEnv } from '../pipeline/step-kind.js';
-import { writeFileAtomic } from '../pipeline/store/atomic-fs.js';
 
 /**
  * Preregistration. A cohort is an analyze step; its frozen fields (what the seeds
@@ -102,24 +99,27 @@ export function describeFreezeChange(before: Record<string, string>, after: Reco
   return out;
 }
 
+/** Where cohort records live: the store's registry documents (read-modify-write under a lock). */
+export interface RegistryStore {
+  readDocument<T>(name: string): T | undefined;
+  updateDocument<T>(name: string, change: (current: T | undefined) => T): Promise<T>;
+}
+
 /** The append-only record of a cohort's versions, in the store. */
 export class Registry {
-  constructor(
-    private readonly storeDir: string,
-    private readonly tmpDir: string,
-  ) {}
-
-  private pathOf(cohort: string): string {
-    return join(this.storeDir, 'registry', `${cohort}.json`);
-  }
+  constructor(private readonly store: RegistryStore) {}
 
   get(cohort: string): CohortRecord {
-    const p = this.pathOf(cohort);
-    return existsSync(p) ? (JSON.parse(readFileSync(p, 'utf8')) as CohortRecord) : { cohort, versions: [] };
+    return this.store.readDocument<CohortRecord>(cohort) ?? { cohort, versions: [] };
   }
 
-  put(record: CohortRecord): void {
-    writeFileAtomic(this.pathOf(record.cohort), JSON.stringify(record, null, 2) + '\n', this.tmpDir);
+  /** Changes a cohort's record under the registry lock: concurrent runs never lose an update. */
+  update(cohort: string, change: (record: CohortRecord) => void): Promise<CohortRecord> {
+    return this.store.updateDocument<CohortRecord>(cohort, (current) => {
+      const record = current ?? { cohort, versions: [] };
+      change(record);
+      return record;
+    });
   }
 }
 

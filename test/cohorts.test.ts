@@ -89,7 +89,7 @@ describe.skipIf(!existsSync(claudeBinary()))('shipped cohorts, end to end on the
       const out = join(store, 'bundles');
       const exp = await cli('export', '--config', config, '--store', store, '--out', out, '--json');
       expect(exp.code, exp.stderr + exp.stdout).toBe(0);
-      const dirs = JSON.parse(exp.stdout).bundles as string[];
+      const dirs = (JSON.parse(exp.stdout).bundles as { dir: string }[]).map((b) => b.dir);
       const bundles: Record<string, Bundle> = {};
       for (const dir of dirs) {
         const check = await cli('verify-bundle', dir);

@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -107,6 +107,20 @@ describe.skipIf(skip !== undefined)('bubblewrap specifics', () => {
     const r = await sh(s, 'id -un; id -u; echo "$HOME"; touch "$HOME/x" && echo home-writable; grep CapEff /proc/self/status; touch /usr/x 2>/dev/null || echo usr-read-only');
     const uid = process.getuid?.() === 0 && SANDBOX_HOST_UID.ok ? SANDBOX_HOST_UID.value : 1000;
     expect(r.stdout.split('\n')).toEqual(['pairbench', String(uid), '/tmp/home', 'home-writable', 'CapEff:\t0000000000000000', 'usr-read-only']);
+  });
+
+  it('hands the workspace to the sandbox user without making anything world-writable', async () => {
+    const ws = workspace();
+    writeFileSync(join(ws, 'a.txt'), 'x');
+    const r = await bubblewrapBackend.create({ workspace: ws, egress: { mode: 'none' } });
+    if (!r.ok) throw new Error(r.error.message);
+    open.push(r.value);
+    const uid = process.getuid?.() === 0 && SANDBOX_HOST_UID.ok ? SANDBOX_HOST_UID.value : process.getuid?.();
+    for (const p of [ws, join(ws, 'a.txt')]) {
+      const st = statSync(p);
+      expect(st.uid).toBe(uid);
+      expect(st.mode & 0o002, `${p} is world-writable`).toBe(0);
+    }
   });
 
   it('mounts extra paths read-only or read-write at their targets', async () => {

@@ -65,9 +65,9 @@ function readYaml(file: string, schema: SchemaName): Result<{ source: YamlSource
   return ok({ source, data: data as Record<string, unknown> });
 }
 
-export function parseSize(v: number | string): number {
-  if (typeof v === 'number') return v;
-  const m = /^([0-9]+(?:\.[0-9]+)?)\s*([kKmMgGtT]?)(i?)[bB]?$/.exec(v.trim());
+/** A size with its unit (500MB, 2GiB, 4096B) in bytes; NaN without a unit or when malformed. */
+export function parseSize(v: string): number {
+  const m = /^([0-9]+(?:\.[0-9]+)?)\s*(?:([kKmMgGtT])(i?)[bB]?|[bB])$/.exec(v.trim());
   if (!m) return NaN;
   const power = ' kmgt'.indexOf((m[2] || ' ').toLowerCase());
   return Math.round(Number(m[1]) * (m[3] ? 1024 : 1000) ** power);
@@ -136,7 +136,7 @@ export function loadConfig(configPath: string, options: LoadOptions = {}): Resul
     }
   });
 
-  const store = (data['store'] as { path?: string; max_size?: number | string } | undefined) ?? {};
+  const store = (data['store'] as { path?: string; max_size?: string } | undefined) ?? {};
   const maxStoreBytes = store.max_size === undefined ? DEFAULT_MAX_STORE_BYTES : parseSize(store.max_size);
   const conc = (data['concurrency'] as { global?: number; kinds?: Record<string, number> } | undefined) ?? {};
   if (diagnostics.length) return err(diagnostics);

@@ -1,7 +1,7 @@
+import { createHash } from 'node:crypto';
 import {
   chmodSync,
   closeSync,
-  copyFileSync,
   existsSync,
   fsyncSync,
   lstatSync,
@@ -9,6 +9,7 @@ import {
   readdirSync,
   readFileSync,
   readlinkSync,
+  readSync,
   renameSync,
   rmSync,
   statSync,
@@ -18,7 +19,7 @@ import {
 } from 'node:fs';
 import { join } from 'node:path';
 import { canonicalJson } from '../canonical-json.js';
-import { sha256, type Sha256 } from '../digest.js';
+import { sha256, sha256File, type Sha256 } from '../digest.js';
 import { ensureDir, tempPath } from './atomic-fs.js';
 
 /** A stored output: a file blob or a directory stored as a Merkle tree. */
@@ -77,9 +78,10 @@ export class Cas {
 
   private readonly checked = new Set<string>();
 
-  private hashOnDisk(digest: Sha256): Sha256 | undefined {
+  /** The digest of the blob's bytes on disk (streamed), or undefined when it cannot be read. */
+  hashOnDisk(digest: Sha256): Sha256 | undefined {
     try {
-      return sha256(readFileSync(this.pathOf(digest)));
+      return sha256File(this.pathOf(digest)).digest;
     } catch {
       return undefined;
     }
@@ -118,19 +120,20 @@ export class Cas {
     return digest;
   }
 
-  /** Stores a file by copying it first, so the digest is of exactly the bytes stored. */
+  /**
+   * Stores a file by copying it first, so the digest is of exactly the bytes stored
+   * (hashed as they are copied: one pass, any size).
+   */
   putFile(path: string): { digest: Sha256; size: number } {
     const tmp = tempPath(this.tmpDir, 'blob');
-    copyFileSync(path, tmp);
-    const bytes = readFileSync(tmp);
-    const digest = sha256(bytes);
+    const { digest, size } = copyHashing(path, tmp);
     if (this.has(digest) && this.hashOnDisk(digest) === digest) {
       rmSync(tmp, { force: true });
     } else {
       chmodSync(tmp, 0o444);
       this.publish(tmp, digest);
     }
-    return { digest, size: bytes.length };
+    return { digest, size };
   }
 
   private publish(tmp: string, digest: Sha256): void {
@@ -168,15 +171,19 @@ export class Cas {
     return into;
   }
 
-  /** Writes an output entry at `dest` (verifying every blob it reads). */
+  /** Writes an output entry at `dest`, verifying every blob it reads (streamed: any size). */
   materialize(entry: { type: 'file' | 'dir'; digest: Sha256; executable?: boolean }, dest: string): void {
     if (entry.type === 'file') {
-      const bytes = this.read(entry.digest);
-      const fd = openSync(dest, 'w', entry.executable ? 0o755 : 0o644);
+      let copied: { digest: Sha256 };
       try {
-        writeSync(fd, bytes);
-      } finally {
-        closeSync(fd);
+        copied = copyHashing(this.pathOf(entry.digest), dest, entry.executable ? 0o755 : 0o644, 'w');
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code === 'ENOENT' && !existsSync(this.pathOf(entry.digest))) throw new CorruptBlobError(entry.digest, 'missing');
+        throw e;
+      }
+      if (copied.digest !== entry.digest) {
+        rmSync(dest, { force: true });
+        throw new CorruptBlobError(entry.digest, 'content does not match its digest');
       }
       return;
     }
@@ -190,12 +197,8 @@ export class Cas {
 
   /** Digest of a file or directory without storing it (inputs are hashed before a node runs). */
   static hashPath(path: string): { type: 'file' | 'dir'; digest: Sha256 } {
-    if (!statSync(path).isDirectory()) return { type: 'file', digest: sha256(readFileSync(path)) };
-    const hashFile = (p: string) => {
-      const bytes = readFileSync(p);
-      return { digest: sha256(bytes), size: bytes.length };
-    };
-    return { type: 'dir', digest: walkTree(path, hashFile, (bytes) => sha256(bytes)).digest };
+    if (!statSync(path).isDirectory()) return { type: 'file', digest: sha256File(path).digest };
+    return { type: 'dir', digest: walkTree(path, sha256File, (bytes) => sha256(bytes)).digest };
   }
 
   /** All blob digests present, with sizes (for gc). */
@@ -211,6 +214,31 @@ export class Cas {
         }
       }
     }
+  }
+}
+
+const COPY_CHUNK = 1 << 20;
+
+/** Copies src to a new file dest, hashing the bytes as they pass. */
+function copyHashing(src: string, dest: string, mode = 0o600, flags = 'wx'): { digest: Sha256; size: number } {
+  const from = openSync(src, 'r');
+  let to: number | undefined;
+  try {
+    to = openSync(dest, flags, mode);
+    const hash = createHash('sha256');
+    const buf = Buffer.allocUnsafe(COPY_CHUNK);
+    let size = 0;
+    for (;;) {
+      const n = readSync(from, buf, 0, COPY_CHUNK, null);
+      if (n === 0) break;
+      hash.update(buf.subarray(0, n));
+      for (let off = 0; off < n; ) off += writeSync(to, buf, off, n - off);
+      size += n;
+    }
+    return { digest: hash.digest('hex') as Sha256, size };
+  } finally {
+    closeSync(from);
+    if (to !== undefined) closeSync(to);
   }
 }
 

@@ -1,7 +1,8 @@
-import { closeSync, openSync, readFileSync, rmSync, statSync, utimesSync, writeSync } from 'node:fs';
+import { closeSync, openSync, readFileSync, rmSync, statSync, writeSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { ensureDir } from './atomic-fs.js';
+import { heartbeat } from './heartbeat.js';
 
 interface LockOwner {
   pid: number;
@@ -20,7 +21,9 @@ export interface LockOptions {
 }
 
 const HEARTBEAT_MS = 2_000;
-const DEFAULT_STALE_MS = 15_000;
+/** PAIRBENCH_LOCK_STALE_MS: how long a lock may go without a heartbeat before another run takes it over. */
+const DEFAULT_STALE_MS = Number(process.env['PAIRBENCH_LOCK_STALE_MS']) > 0 ? Number(process.env['PAIRBENCH_LOCK_STALE_MS']) : 15_000;
+const HEARTBEAT_EVERY_MS = Math.min(HEARTBEAT_MS, Math.max(50, Math.floor(DEFAULT_STALE_MS / 4)));
 
 /** Whether a process with this pid exists on this host. */
 export function isAlive(pid: number): boolean {
@@ -71,21 +74,13 @@ export class LockDir {
     const owner: LockOwner = { pid: process.pid, host: hostname(), since: new Date().toISOString(), label };
     writeSync(fd, JSON.stringify(owner));
     closeSync(fd);
-    const timer = setInterval(() => {
-      try {
-        const now = new Date();
-        utimesSync(path, now, now);
-      } catch {
-        // lock removed under us (gc of a dead store); nothing to refresh
-      }
-    }, HEARTBEAT_MS);
-    timer.unref();
+    const stop = heartbeat(path, HEARTBEAT_EVERY_MS);
     let released = false;
     return {
       release: () => {
         if (released) return;
         released = true;
-        clearInterval(timer);
+        stop();
         const current = readOwner(path);
         if (current && current.pid === owner.pid && current.since === owner.since) rmSync(path, { force: true });
       },

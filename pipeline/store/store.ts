@@ -1,6 +1,6 @@
 import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import type { CacheKey } from '../digest.js';
+import { sha256, type CacheKey, type Sha256 } from '../digest.js';
 import { ActionCache, NodeIndex } from './action-cache.js';
 import { ensureDir, writeFileAtomic } from './atomic-fs.js';
 import { Cas } from './cas.js';
@@ -16,6 +16,8 @@ const ACCESS_LOGS_BEFORE_COMPACTION = 32;
  *   nodes/   per node id: latest executed key, last failure
  *   locks/   per-key locks between concurrent runs
  *   access/  which keys each run used (for least-recently-used gc)
+ *   roots/   named sets of keys that gc keeps (each config's last full run, each cohort's attempts)
+ *   registry/ documents updated under a lock (the cohorts' preregistration records)
  *   tmp/     temp files and work directories (named by owner pid)
  */
 export class Store {
@@ -31,6 +33,68 @@ export class Store {
     this.actions = new ActionCache(join(dir, 'ac'), this.tmpDir);
     this.nodes = new NodeIndex(join(dir, 'nodes'), this.tmpDir);
     this.locks = new LockDir(join(dir, 'locks'));
+  }
+
+  /**
+   * Drops a blob found corrupt, and every action record that needs it (their nodes
+   * rebuild). Returns the node ids of the dropped records.
+   */
+  forgetBlob(digest: Sha256): string[] {
+    this.cas.remove(digest);
+    const dropped: string[] = [];
+    for (const r of this.actions.list()) {
+      const found = this.actions.get(r.key);
+      if (found.status === 'hit' && digest in found.record.stamps) {
+        this.actions.remove(r.key);
+        dropped.push(found.record.node);
+      }
+    }
+    return dropped.sort();
+  }
+
+  /** Keeps `keys` from gc under `name` (replacing what that root held), with a note of what it is. */
+  setRoot(name: string, keys: Iterable<string>, about: Record<string, string> = {}): void {
+    const file = join(this.dir, 'roots', `${sha256(name).slice(0, 32)}.json`);
+    writeFileAtomic(file, JSON.stringify({ name, ...about, at: new Date().toISOString(), keys: [...new Set(keys)].sort() }) + '\n', this.tmpDir);
+  }
+
+  /** Every root: its name, what it says it is, and its keys. */
+  roots(): { name: string; about: Record<string, string>; keys: string[]; file: string }[] {
+    const dir = join(this.dir, 'roots');
+    if (!existsSync(dir)) return [];
+    const out = [];
+    for (const f of readdirSync(dir)) {
+      try {
+        const { name, keys, at: _at, ...about } = JSON.parse(readFileSync(join(dir, f), 'utf8')) as { name: string; keys: string[]; at: string } & Record<string, string>;
+        out.push({ name, about, keys, file: join(dir, f) });
+      } catch {
+        // a root being replaced, or garbage: ignored
+      }
+    }
+    return out;
+  }
+
+  /** The JSON document `name` of the registry, if any. */
+  readDocument<T>(name: string): T | undefined {
+    const p = this.documentPath(name);
+    return existsSync(p) ? (JSON.parse(readFileSync(p, 'utf8')) as T) : undefined;
+  }
+
+  /** Read-modify-write of a registry document under a lock, so concurrent runs lose no update. */
+  async updateDocument<T>(name: string, change: (current: T | undefined) => T): Promise<T> {
+    const lock = await this.locks.acquire(`registry-${sha256(name).slice(0, 32)}`, `registry ${name}`);
+    try {
+      const next = change(this.readDocument<T>(name));
+      writeFileAtomic(this.documentPath(name), JSON.stringify(next, null, 2) + '\n', this.tmpDir);
+      return next;
+    } finally {
+      lock.release();
+    }
+  }
+
+  private documentPath(name: string): string {
+    if (!/^[A-Za-z0-9._-]+$/.test(name)) throw new Error(`registry document name "${name}" must be letters, digits, . _ or -`);
+    return join(this.dir, 'registry', `${name}.json`);
   }
 
   exists(): boolean {

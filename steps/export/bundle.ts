@@ -5,13 +5,15 @@
  * reader can check a published bundle without trusting whoever published it.
  */
 import { closeSync, fsyncSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
-import { randomBytes } from 'node:crypto';
+import { createPrivateKey, createPublicKey, randomBytes, sign as cryptoSign, verify as cryptoVerify, type KeyObject } from 'node:crypto';
 import { dirname, join } from 'node:path';
 import { canonicalJson } from '../../pipeline/canonical-json.js';
 import { sha256, isSha256, type Sha256 } from '../../pipeline/digest.js';
 import { err, errorMessage, ok, type Result } from '../../pipeline/result.js';
 
 export const MANIFEST_FILE = 'manifest.json';
+/** The Ed25519 signature of manifest.json (outside the manifest: it signs it). */
+export const SIGNATURE_FILE = 'manifest.sig.json';
 export const MANIFEST_SCHEMA_VERSION = 1;
 
 export interface BundleFile {
@@ -54,7 +56,7 @@ export function bundlePathProblem(path: string): string | undefined {
     if (seg === '.' || seg === '..') return `'${seg}' segment`;
     if (seg.startsWith(TEMP_PREFIX)) return `segment starts with the reserved prefix ${TEMP_PREFIX}`;
   }
-  if (path === MANIFEST_FILE) return `${MANIFEST_FILE} is written by the bundle itself`;
+  if (path === MANIFEST_FILE || path === SIGNATURE_FILE) return `${path} is written by the bundle itself`;
   return undefined;
 }
 
@@ -115,7 +117,7 @@ export function verifyBundle(dir: string): Result<{ ok: true; files: number }, B
   } catch {
     onDisk = [];
   }
-  const others = onDisk.filter((p) => p !== MANIFEST_FILE);
+  const others = onDisk.filter((p) => p !== MANIFEST_FILE && p !== SIGNATURE_FILE);
 
   let raw: Buffer;
   try {
@@ -151,6 +153,66 @@ export function verifyBundle(dir: string): Result<{ ok: true; files: number }, B
   const extra = [...present].filter((p) => !listedSet.has(p)).sort();
   if (differs.length || missing.length || extra.length) return err({ differs, missing, extra });
   return ok({ ok: true, files: listed.length });
+}
+
+/**
+ * The bundle's root digest: the SHA-256 of manifest.json's bytes. It names every file
+ * of the bundle (the manifest holds each file's digest), so a CI job that publishes it
+ * where the bundle cannot reach (its job log, a release note) binds the bundle to the
+ * run that made it: editing any file and the manifest consistently changes it.
+ */
+export function rootDigest(dir: string): Result<Sha256, string> {
+  try {
+    return ok(sha256(readFileSync(join(dir, MANIFEST_FILE))));
+  } catch (e) {
+    return err(`cannot read ${join(dir, MANIFEST_FILE)}: ${errorMessage(e)}`);
+  }
+}
+
+interface SignatureFile {
+  schema_version: 1;
+  algorithm: 'ed25519';
+  /** SHA-256 of the public key (SPKI DER), for telling keys apart. */
+  key_id: string;
+  /** Base64 Ed25519 signature of manifest.json's bytes. */
+  signature: string;
+}
+
+/** Signs manifest.json with an Ed25519 private key (PEM), writing manifest.sig.json beside it. */
+export function signBundle(dir: string, privateKeyPem: string): Result<{ key_id: string }, string> {
+  let key: KeyObject;
+  try {
+    key = createPrivateKey(privateKeyPem);
+  } catch (e) {
+    return err(`the signing key is not a PEM private key: ${errorMessage(e)}`);
+  }
+  if (key.asymmetricKeyType !== 'ed25519') return err(`the signing key is ${key.asymmetricKeyType ?? 'not asymmetric'}, not Ed25519 (make one with: openssl genpkey -algorithm ed25519 -out key.pem)`);
+  const manifest = readFileSync(join(dir, MANIFEST_FILE));
+  const keyId = sha256(createPublicKey(key).export({ type: 'spki', format: 'der' }));
+  const body: SignatureFile = { schema_version: 1, algorithm: 'ed25519', key_id: keyId, signature: cryptoSign(null, manifest, key).toString('base64') };
+  writeAtomic(join(dir, SIGNATURE_FILE), Buffer.from(canonicalJson(body) + '\n'));
+  return ok({ key_id: keyId });
+}
+
+/** Checks manifest.sig.json against manifest.json with an Ed25519 public key (PEM). */
+export function checkSignature(dir: string, publicKeyPem: string): Result<{ key_id: string }, string> {
+  let key: KeyObject;
+  try {
+    key = createPublicKey(publicKeyPem);
+  } catch (e) {
+    return err(`the key is not a PEM public key: ${errorMessage(e)}`);
+  }
+  let sig: SignatureFile;
+  try {
+    sig = JSON.parse(readFileSync(join(dir, SIGNATURE_FILE), 'utf8')) as SignatureFile;
+  } catch {
+    return err(`the bundle has no readable ${SIGNATURE_FILE}: it was not signed (export --sign KEY)`);
+  }
+  const keyId = sha256(key.export({ type: 'spki', format: 'der' }));
+  if (sig.algorithm !== 'ed25519' || typeof sig.signature !== 'string') return err(`${SIGNATURE_FILE} is not an Ed25519 signature`);
+  if (sig.key_id !== keyId) return err(`${SIGNATURE_FILE} was made with key ${String(sig.key_id).slice(0, 16)}, not with this key (${keyId.slice(0, 16)})`);
+  const manifest = readFileSync(join(dir, MANIFEST_FILE));
+  return cryptoVerify(null, manifest, key, Buffer.from(sig.signature, 'base64')) ? ok({ key_id: keyId }) : err(`the signature does not match manifest.json: the manifest was changed after it was signed`);
 }
 
 function parseManifest(raw: Buffer): Manifest | undefined {
