@@ -10,6 +10,7 @@ import type { AtifTrajectory } from '../agents/adapter.js';
 import { checkTasks, taskOf } from './agent-step-config.js';
 import { armOf, type ArmSpec } from './run.js';
 import type { Task } from './task.js';
+import { VERIFIER_OWNED, verifierOwned } from './verifier-owned.js';
 import type { WorkspaceChanges } from './workspace.js';
 
 /** What the admission policy does with an attempt that is flagged. */
@@ -21,9 +22,13 @@ interface AuditSpec {
 
 const spec = (step: StepConfig) => step.spec as unknown as AuditSpec;
 
+/**
+ * A write out of bounds (outside the allowed paths, or to a file the verifier owns)
+ * fails the attempt unless the cohort says otherwise: `flag` only records it.
+ */
 function policyOf(step: StepConfig): { out_of_bounds: Consequence; leakage: Consequence } {
   const p = spec(step).policy ?? {};
-  return { out_of_bounds: p.out_of_bounds ?? 'flag', leakage: p.leakage ?? 'score-zero' };
+  return { out_of_bounds: p.out_of_bounds ?? 'score-zero', leakage: p.leakage ?? 'score-zero' };
 }
 
 export interface LeakageFlag {
@@ -106,11 +111,12 @@ function usedTreatment(trajectory: AtifTrajectory, files: string[], mcpServers: 
  */
 export const auditStep: StepKind = {
   name: 'audit',
-  version: 1,
+  // 2: verifier-owned writes are out of bounds, out of bounds fails by default, forged verdicts.
+  version: 2,
   check: (step) => checkTasks(step),
   keyConfig(node): Json {
     const task = taskOf(node);
-    return { allowed_paths: task.allowedPaths, canary: task.canary, family: task.family, category: task.category, policy: policyOf(node.step) };
+    return { allowed_paths: task.allowedPaths, owned: [...VERIFIER_OWNED, ...(task.verifier.owned ?? [])], canary: task.canary, family: task.family, category: task.category, policy: policyOf(node.step) };
   },
   fileInputs: () => [],
   selectUpstream: (_node, upstream) =>
@@ -130,10 +136,12 @@ export const auditStep: StepKind = {
     const gatewayLog = read('gateway.jsonl') ?? '';
     if (!run) return ok({});
 
-    // Mutation audit.
+    // Mutation audit: outside the allowed paths, or a file the verifier owns (tests, runner settings).
     const allowed = picomatch(task.allowedPaths, { dot: true });
+    const owned = verifierOwned(task);
     const touched = [...Object.keys(changes.written), ...changes.deleted];
-    const outOfBounds = touched.filter((p) => !allowed(p));
+    const verifierFiles = touched.filter(owned);
+    const outOfBounds = touched.filter((p) => !allowed(p) || owned(p));
     const leakage = scanTrajectory(trajectory, gatewayLog, task);
 
     // Mechanism evidence: delivered (gateway), used (trajectory). "Changed" is per pair: analyze.
@@ -184,7 +192,12 @@ export const auditStep: StepKind = {
       reason = code;
       explanation = why;
     };
-    if (outOfBounds.length) apply(policy.out_of_bounds, 'out-of-bounds', `wrote outside the allowed paths: ${outOfBounds.slice(0, 5).join(', ')}`);
+    if (outOfBounds.length) {
+      const why = verifierFiles.length
+        ? `wrote files the verifier owns (the verifier ran with the pristine ones): ${verifierFiles.slice(0, 5).join(', ')}`
+        : `wrote outside the allowed paths: ${outOfBounds.slice(0, 5).join(', ')}`;
+      apply(policy.out_of_bounds, 'out-of-bounds', why);
+    }
     // Digging in version history is recorded (the trees have none to dig in); reaching hidden
     // files or using the canary is what the policy acts on.
     const acted = leakage.filter((l) => l.kind !== 'version-history');
@@ -213,9 +226,10 @@ export const auditStep: StepKind = {
       agent: run.agent,
       sandbox: { backend: run.sandbox.backend, isolation: run.sandbox.isolation, egress_mode: run.sandbox.egress_mode, egress_enforced: run.sandbox.egress_enforced, image_id: run.sandbox.image_id, resources: run.sandbox.resources },
       mechanism: { delivered: hasTreatment ? (run.delivered[run.arm] ?? false) : null, used: hasTreatment ? usedTreatment(trajectory, treatmentFiles, mcp) : null },
+      integrity: { out_of_bounds: outOfBounds.length, leakage: acted.length, verdict_forged: Boolean(verdict?.forgery) },
       started_at: run.started_at,
       ended_at: run.ended_at,
-      mutation: { touched, out_of_bounds: outOfBounds, allowed_paths: task.allowedPaths },
+      mutation: { touched, out_of_bounds: outOfBounds, verifier_owned: verifierFiles, allowed_paths: task.allowedPaths },
       leakage,
     };
     const out = join(ctx.workDir, 'out');

@@ -17,6 +17,8 @@ import type { Task } from './task.js';
 import type { CanaryCalibrations } from './verifier-canary.js';
 import { plantTargets } from './verifier-canary.js';
 import { runVerifier, type VerifierOutcome } from './verifier-run.js';
+import { verifierOwned } from './verifier-owned.js';
+import { diffSnapshots, snapshot } from './workspace.js';
 
 interface CertifySpec {
   sandbox?: SandboxSettings;
@@ -41,6 +43,8 @@ export interface CertificationReceipt {
   schema_version: 1;
   task: string;
   verdict: 'certified' | 'rejected';
+  /** The paths attempts may write, and where they came from (an import derives them). */
+  allowed_paths: { paths: string[]; from: string };
   reasons: string[];
   surfaces: Record<string, string>;
   findings_count: Record<string, number>;
@@ -192,6 +196,7 @@ export const certifyStep: StepKind = {
     const checks = { nop: [] as boolean[], oracle: [] as boolean[] };
     const reasons: string[] = [];
     const canaries: CanaryCalibrations = {};
+    let solutionWritesOwned = false;
     try {
       for (let i = 0; i < policy.repeats; i++) {
         for (const agent of ['nop', 'oracle'] as const) {
@@ -199,11 +204,21 @@ export const certifyStep: StepKind = {
           const ws = join(scratch, 'ws');
           ctx.artifacts.materialize(tree, ws);
           if (agent === 'oracle') {
+            const before = i === 0 ? await snapshot(ws) : undefined;
             const applied = await applySolution(task, ws, settings);
             if (!applied.ok) {
               reasons.push(`oracle: ${applied.error}`);
               checks.oracle.push(false);
               continue;
+            }
+            // Verify keeps the verifier's own files pristine: a solution that needs to change them cannot pass there.
+            if (before) {
+              const changed = diffSnapshots(before, await snapshot(ws));
+              const owned = [...Object.keys(changed.written), ...changed.deleted].filter(verifierOwned(task));
+              if (owned.length) {
+                solutionWritesOwned = true;
+                reasons.push(`the reference solution writes files the verifier owns (${owned.slice(0, 5).join(', ')}): verify uses the pristine ones; list them in allowed_paths (explicitly, not **) if attempts may write them`);
+              }
             }
           }
           // The first run with the reference solution also calibrates the canaries: each must fail there.
@@ -236,7 +251,8 @@ export const certifyStep: StepKind = {
     const body = {
       schema_version: 1 as const,
       task: task.id,
-      verdict: (discriminating && failing.length === 0 ? 'certified' : 'rejected') as 'certified' | 'rejected',
+      verdict: (discriminating && failing.length === 0 && !solutionWritesOwned ? 'certified' : 'rejected') as 'certified' | 'rejected',
+      allowed_paths: { paths: task.allowedPaths, from: task.allowedPathsFrom ?? 'the task file' },
       reasons,
       surfaces: Object.fromEntries(surfaces.map((s) => [s.name, sha256(canonicalJson(s.files))])),
       findings_count: count,

@@ -17,6 +17,8 @@ export interface Task {
   repo: { source: string; commit: string; subdir?: string; setupPatch?: string | null };
   prompt: string;
   allowedPaths: string[];
+  /** Where allowedPaths came from when the task format does not state them (an import derives them). */
+  allowedPathsFrom?: string;
   verifier: {
     command: string | null;
     failToPass: Record<string, string>;
@@ -28,6 +30,8 @@ export interface Task {
     patch: string | null;
     /** The verdict: exit codes of the commands, or a Harbor reward file (/logs/verifier/reward.txt|json). */
     result: 'exit-code' | 'reward-file';
+    /** Workspace paths the verifier owns beyond the built-in ones (verifier-owned.ts). */
+    owned?: string[];
   };
   /** The reference solution: a unified diff (text) or a host path to a script run in the workspace. */
   solution: { patch: string | null; script: string | null };
@@ -75,7 +79,7 @@ function parseTask(file: string, id: string): Result<Task, Diagnostic[]> {
   if (!repo.path === !repo.url) {
     problems.push({ field: 'repo', message: `task "${id}": give exactly one of repo.path or repo.url`, location: source.locate(['repo']) });
   }
-  const v = data['verifier'] as { command?: string; fail_to_pass?: Record<string, string>; pass_to_pass?: Record<string, string>; timeout?: number; files?: string; result?: 'exit-code' | 'reward-file' };
+  const v = data['verifier'] as { command?: string; fail_to_pass?: Record<string, string>; pass_to_pass?: Record<string, string>; timeout?: number; files?: string; result?: 'exit-code' | 'reward-file'; owned?: string[] };
   if (v.files && !existsSync(join(dirname(file), v.files))) {
     problems.push({ field: 'verifier.files', message: `task "${id}": ${v.files} does not exist`, location: source.locate(['verifier', 'files']) });
   }
@@ -109,6 +113,7 @@ function parseTask(file: string, id: string): Result<Task, Diagnostic[]> {
       filesDir: existsSync(verifierDir) ? verifierDir : null,
       patch: null,
       result: v.result ?? 'exit-code',
+      ...(v.owned ? { owned: v.owned } : {}),
     },
     solution: { patch: sol.patch ? readFileSync(join(dir, sol.patch), 'utf8') : null, script: sol.script ? join(dir, sol.script) : null },
     canary: data['canary'] ?? null,

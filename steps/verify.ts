@@ -8,6 +8,7 @@ import { checkTasks, taskOf } from './agent-step-config.js';
 import { sandboxOf, type SandboxSettings } from './run.js';
 import type { CanaryCalibrations } from './verifier-canary.js';
 import { runVerifier, type TestEvidence, type VerifierOutcome } from './verifier-run.js';
+import { VERIFIER_OWNED, verifierOwned } from './verifier-owned.js';
 import { applyChanges, type WorkspaceChanges } from './workspace.js';
 
 interface VerifySpec {
@@ -23,7 +24,8 @@ const spec = (step: StepConfig) => step.spec as unknown as VerifySpec;
  */
 export const verifyStep: StepKind = {
   name: 'verify',
-  version: 1,
+  // 2: verifier-owned files are taken from the pristine tree; canaries.
+  version: 2,
   check: (step) => checkTasks(step),
   keyConfig(node): Json {
     const task = taskOf(node);
@@ -34,6 +36,9 @@ export const verifyStep: StepKind = {
       timeout: task.verifier.timeoutSec,
       patch: task.verifier.patch,
       result: task.verifier.result,
+      // What the verifier owns (taken from the pristine tree) depends on these.
+      owned: [...VERIFIER_OWNED, ...(task.verifier.owned ?? [])],
+      allowed_paths: task.allowedPaths,
       sandbox: sandboxOf(spec(node.step)),
     } as unknown as Json;
   },
@@ -57,8 +62,16 @@ export const verifyStep: StepKind = {
     const changes = JSON.parse(ctx.artifacts.read(run.outputs['changes.json']!.digest).toString('utf8')) as WorkspaceChanges;
     const changedDir = join(ctx.workDir, 'changed');
     ctx.artifacts.materialize(run.outputs['changed']!, changedDir);
+    // The verifier's own files (tests, runner settings, manifests) stay as the pristine tree has them.
+    const owned = verifierOwned(task);
+    const keptPristine = [...Object.keys(changes.written), ...changes.deleted].filter(owned).sort();
+    const applied: WorkspaceChanges = {
+      ...changes,
+      written: Object.fromEntries(Object.entries(changes.written).filter(([p]) => !owned(p))),
+      deleted: changes.deleted.filter((p) => !owned(p)),
+    };
     try {
-      applyChanges(changes, changedDir, ws);
+      applyChanges(applied, changedDir, ws);
     } catch (e) {
       // An attempt whose changes would write outside the tree is scored, not applied: it fails.
       return writeVerdict(ctx, task.id, false, [{ name: 'changes', kind: 'command', status: 'fail', exit_code: null, duration_ms: 0, output_tail: errorMessage(e) }], null, { backend: settings.backend, isolation: 'n/a', image_id: settings.image }, {}, null);
@@ -82,7 +95,7 @@ export const verifyStep: StepKind = {
       return writeVerdict(ctx, task.id, null, [{ name: 'verifier', kind: 'command', status: 'fail', exit_code: null, duration_ms: 0, output_tail: outcome.error }], null, { backend: settings.backend, isolation: 'n/a', image_id: settings.image }, {}, null);
     }
     const { pass, evidence, reward, sandbox, canaries, forgery } = outcome.value;
-    return writeVerdict(ctx, task.id, pass, evidence, reward, sandbox, canaries, forgery);
+    return writeVerdict(ctx, task.id, pass, evidence, reward, sandbox, canaries, forgery, keptPristine);
   },
 };
 
@@ -96,6 +109,7 @@ function writeVerdict(
   sandbox: VerifierOutcome['sandbox'],
   canaries: VerifierOutcome['canaries'],
   forgery: VerifierOutcome['forgery'],
+  keptPristine: string[] = [],
 ) {
   const outDir = join(ctx.workDir, 'out');
   mkdirSync(outDir, { recursive: true });
@@ -111,6 +125,8 @@ function writeVerdict(
     // A pass the code under test forced (a canary that passed, reward files that disagree): failed.
     forgery,
     canaries,
+    // Verifier-owned files the attempt changed: the verifier ran with the pristine ones.
+    verifier_owned_kept_pristine: keptPristine,
     sandbox,
   };
   writeFileSync(join(outDir, 'verdict.json'), JSON.stringify(verdict, null, 2) + '\n');

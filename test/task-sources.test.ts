@@ -89,6 +89,7 @@ describe('Harbor task directories', () => {
       repo: { source: repo, commit, subdir: 'tasks/hello/environment' },
       prompt: 'Create /app/hello.txt containing "Hello, world!".\n',
       allowedPaths: ['**'],
+      allowedPathsFrom: expect.stringContaining('the whole workspace'),
       verifier: {
         command: 'bash "$VERIFIER_DIR/test.sh"',
         failToPass: {},
@@ -226,7 +227,9 @@ describe('SWE-bench instances (JSONL)', () => {
       file,
       repo: { source: calc, commit },
       prompt: 'add(2, 3) returns -1.\n',
-      allowedPaths: ['**'],
+      // Derived from the reference patch, not `**`: it writes src/add.py.
+      allowedPaths: ['src/**'],
+      allowedPathsFrom: 'the directories of the files the reference solution (patch) changes',
       verifier: {
         command: null,
         failToPass: { 'tests/test_add.py::test_add': 'python -m pytest tests/test_add.py::test_add' },

@@ -41,6 +41,11 @@ export function armMetrics(arm: string, attempts: readonly AttemptRecord[], w: C
     accepted_fraction: n > 0 ? accepted.length / n : null,
     exclusions,
     integrity_failures: integrity,
+    integrity: {
+      out_of_bounds: attempts.filter((a) => (a.integrity?.out_of_bounds ?? 0) > 0).length,
+      leakage: attempts.filter((a) => (a.integrity?.leakage ?? 0) > 0).length,
+      verdict_forged: attempts.filter((a) => a.integrity?.verdict_forged).length,
+    },
     n_tasks: new Set(attempts.map((a) => a.task)).size,
     n_infra_errors: nInfra,
     infra_error_rate: n > 0 ? nInfra / n : null,

@@ -36,6 +36,12 @@ export interface AttemptRecord {
     resources: { cpus: number | null; memory_mb: number | null; pids: number | null };
   };
   mechanism: { delivered: boolean | null; used: boolean | null };
+  /**
+   * What the attempt did that the verifier cannot see, whatever the policy made of it:
+   * paths written out of bounds (outside the allowed paths, or verifier-owned), leakage
+   * flags acted on, and whether its verdict was forged. Absent in records from before.
+   */
+  integrity?: { out_of_bounds: number; leakage: number; verdict_forged: boolean };
   started_at: string | null;
   ended_at: string | null;
 }
@@ -147,6 +153,8 @@ export interface ArmMetrics {
    * reason_code (verdict-forged, out-of-bounds, leakage) -> count; each counted once.
    */
   integrity_failures: Record<string, number>;
+  /** Attempts (accepted or not) that wrote out of bounds, leaked, or forged a verdict, whatever the policy did. */
+  integrity: { out_of_bounds: number; leakage: number; verdict_forged: number };
   n_tasks: number;
   n_infra_errors: number;
   /** n_infra_errors / n_attempts over all attempts, accepted or not */

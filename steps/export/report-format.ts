@@ -188,6 +188,25 @@ export function integrityCounts(a: ArmMetrics): string {
   return entries.length === 0 ? 'none' : entries.map(([k, v]) => `${k}: ${v}`).join(', ');
 }
 
+/** "1 out of bounds, 2 leakage, 0 forged" for an arm's attempts, or "none". */
+export function integritySummary(a: ArmMetrics): string {
+  const i = a.integrity ?? { out_of_bounds: 0, leakage: 0, verdict_forged: 0 };
+  return i.out_of_bounds + i.leakage + i.verdict_forged === 0 ? 'none' : `${i.out_of_bounds} out of bounds, ${i.leakage} leakage, ${i.verdict_forged} forged`;
+}
+
+/**
+ * The caveat a comparison carries when either arm's attempts wrote out of bounds,
+ * leaked, or forged a verdict (null when neither did): the verdict stands on scores
+ * the audit policy set, and a reader should know what they hide.
+ */
+export function integrityCaveat(result: AnalysisResult, c: Comparison): string | null {
+  const parts = [c.control, c.treatment].flatMap((arm) => {
+    const a = result.arms.find((x) => x.arm === arm);
+    return a && integritySummary(a) !== 'none' ? [`${arm}: ${integritySummary(a)}`] : [];
+  });
+  return parts.length ? `caveat: attempts did what the verifier cannot see (${parts.join('; ')}); see Integrity` : null;
+}
+
 export function escapeHtml(s: string): string {
   return s.replace(/[&<>"']/g, (ch) => `&#${ch.charCodeAt(0)};`);
 }

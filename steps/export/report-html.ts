@@ -8,6 +8,8 @@ import type { AnalysisResult, ArmMetrics, Comparison, ConfigField, FactorialResu
 import type { ReportContext } from './report-context.js';
 import {
   INTEGRITY_INTRO,
+  integrityCaveat,
+  integritySummary,
   integrityCounts,
   NONE,
   anyWithoutDelta,
@@ -105,7 +107,7 @@ export function renderHtml(result: AnalysisResult, ctx: ReportContext): string {
     '<section id="verdicts">',
     '<h2>Verdicts</h2>',
     result.comparisons.length === 0 ? '<p>No comparison was analysed.</p>' : '',
-    ...result.comparisons.map((c, i) => comparison(c, i)),
+    ...result.comparisons.map((c, i) => comparison(c, i, integrityCaveat(result, c))),
     '</section>',
     result.factorial ? factorial(result.factorial) : '',
     arms(result, ctx),
@@ -162,7 +164,7 @@ function statusBar(result: AnalysisResult, ctx: ReportContext): string {
   ].join('\n');
 }
 
-function comparison(c: Comparison, index: number): string {
+function comparison(c: Comparison, index: number, caveat: string | null): string {
   const facts: Array<[string, string]> = [];
   facts.push(['delta', c.delta === null ? '<span class="delta">delta: null</span>' : `<span class="delta">${esc(pp(c.delta))}</span> mean of per-task paired deltas in pass rate${c.directional ? ' · <strong>directional</strong> (smaller than the minimum detectable effect)' : ''}`]);
   facts.push(['CI', c.ci ? `${esc(interval(c.ci))} <span class="sub">(${esc(intervalMethod(c.ci))})</span>` : NONE]);
@@ -182,6 +184,7 @@ function comparison(c: Comparison, index: number): string {
     `<h3>${esc(comparisonTitle(c))}</h3>`,
     `<p class="verdict"><span class="verdict-word">${verdictWord(c.verdict)}</span>${esc(verdictMeaning(c.verdict))}</p>`,
     c.problems.length > 0 ? `<ul class="reasons">${c.problems.map((p) => `<li>${esc(problemText(p))}</li>`).join('')}</ul>` : '',
+    caveat ? `<p class="caveat">⚠ ${esc(caveat)}</p>` : '',
     `<dl class="facts">${facts.map(([k, v]) => `<dt>${esc(k)}</dt><dd>${v}</dd>`).join('')}</dl>`,
     forestPlot(c),
     outcomeTable(c),
@@ -326,7 +329,7 @@ function arms(result: AnalysisResult, ctx: ReportContext): string {
       `<td class="n">${a.n_excluded}</td><td class="n">${esc(pct(a.completion_rate))}</td><td class="n">${esc(spread(a.tokens))}</td>` +
       `<td class="n">${esc(spread(a.weighted_cost, (x) => num(x, 0)))}</td><td class="n">${esc(spread(a.wall_ms, seconds))}</td><td class="n">${esc(spread(a.turns))}</td>` +
       `<td class="n">${esc(num(a.quality_per_dollar, 2))}</td><td class="n">${esc(num(a.completions_per_million_tokens, 2))}</td>` +
-      `<td class="n">${esc(mechanismText(a))}</td></tr>`,
+      `<td class="n">${esc(mechanismText(a))}</td><td>${esc(integritySummary(a))}</td></tr>`,
   );
   return [
     '<section id="arms">',
@@ -342,7 +345,7 @@ function arms(result: AnalysisResult, ctx: ReportContext): string {
     '<div class="table-wrap"><table class="arms">',
     '<tr><th>arm</th><th>treatment</th><th class="n">attempts</th><th class="n">accepted</th><th class="n">excluded</th><th class="n">completion</th>' +
       '<th class="n">tokens median (min–max)</th><th class="n">weighted cost median (min–max)</th><th class="n">wall median (min–max)</th>' +
-      '<th class="n">turns median (min–max)</th><th class="n">quality / $</th><th class="n">completions / M tokens</th><th class="n">delivered / used</th></tr>',
+      '<th class="n">turns median (min–max)</th><th class="n">quality / $</th><th class="n">completions / M tokens</th><th class="n">delivered / used</th><th>integrity</th></tr>',
     ...rows,
     '</table></div>',
     '</section>',

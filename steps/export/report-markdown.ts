@@ -7,6 +7,8 @@ import type { AnalysisResult, ArmMetrics, Comparison, ConfigField, FactorialResu
 import type { ReportContext } from './report-context.js';
 import {
   INTEGRITY_INTRO,
+  integrityCaveat,
+  integritySummary,
   integrityCounts,
   NONE,
   anyWithoutDelta,
@@ -68,7 +70,7 @@ export function renderMarkdown(result: AnalysisResult, ctx: ReportContext): stri
     line('No comparison was analysed.');
     line();
   }
-  for (const c of result.comparisons) comparison(c, line);
+  for (const c of result.comparisons) comparison(c, result, line);
 
   if (result.factorial) factorial(result.factorial, line);
 
@@ -78,13 +80,13 @@ export function renderMarkdown(result: AnalysisResult, ctx: ReportContext): stri
     line('Per-arm figures are descriptive. A comparison above has no delta (refused or invalid), so no difference between these arms is claimed.');
     line();
   }
-  line('| arm | treatment | attempts | accepted | excluded | infra-error rate | completion | tokens median (min–max) | weighted cost median (min–max) | wall median (min–max) | turns median (min–max) | delivered / used |');
-  line('|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
+  line('| arm | treatment | attempts | accepted | excluded | infra-error rate | completion | tokens median (min–max) | weighted cost median (min–max) | wall median (min–max) | turns median (min–max) | delivered / used | integrity |');
+  line('|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|');
   for (const a of result.arms) {
     line(
       `| ${md(a.arm)} | ${md(ctx.arms[a.arm]?.treatment ?? NONE)} | ${a.n_attempts} | ${a.n_accepted} | ${a.n_excluded} | ${pct(a.infra_error_rate)} | ` +
         `${pct(a.completion_rate)} (${a.n_passed}/${a.n_accepted}) | ${spread(a.tokens)} | ${spread(a.weighted_cost, (x) => num(x, 0))} | ${spread(a.wall_ms, seconds)} | ` +
-        `${spread(a.turns)} | ${mechanismText(a)} |`,
+        `${spread(a.turns)} | ${mechanismText(a)} | ${integritySummary(a)} |`,
     );
   }
   line();
@@ -142,7 +144,7 @@ export function renderMarkdown(result: AnalysisResult, ctx: ReportContext): stri
   return out.join('\n');
 }
 
-function comparison(c: Comparison, line: (s?: string) => void): void {
+function comparison(c: Comparison, result: AnalysisResult, line: (s?: string) => void): void {
   line(`### ${md(comparisonTitle(c))}: **${verdictWord(c.verdict)}**`);
   line();
   line(`${verdictMeaning(c.verdict)}.`);
@@ -156,6 +158,8 @@ function comparison(c: Comparison, line: (s?: string) => void): void {
   if (c.cost_ratio !== null) line(`- cost ratio (treatment / control, weighted): ${ratio(c.cost_ratio)}`);
   line(`- pairs: ${c.pairs.valid} valid of ${c.pairs.total} (${c.pairs.excluded} with an excluded side, ${c.pairs.unmatched} unmatched) over ${c.n_tasks} tasks in ${c.n_families} families`);
   for (const p of c.problems) line(`- reason: ${md(problemText(p))}`);
+  const caveat = integrityCaveat(result, c);
+  if (caveat) line(`- ⚠ ${md(caveat)}`);
   line();
 
   // All three counts are always printed; "—" (not 0) when the comparison has no outcome table.

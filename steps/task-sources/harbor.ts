@@ -86,6 +86,7 @@ export function loadHarborTask(taskDir: string, id: string, tree: HarborTree): R
     repo: { source: tree.source, commit: tree.commit, subdir: tree.subdir },
     prompt: instruction,
     allowedPaths: ['**'],
+    allowedPathsFrom: 'the whole workspace: a Harbor task states no allowed paths and its reference solution is a script (the files the verifier owns stay protected)',
     verifier: {
       command: HARBOR_VERIFIER_COMMAND,
       failToPass: {},

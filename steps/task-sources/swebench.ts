@@ -136,7 +136,9 @@ class InstanceLine {
       file: absFile,
       repo: { source: source!, commit: commit! },
       prompt: prompt!,
-      allowedPaths: ['**'],
+      // Where the reference solution writes, not `**`: a write elsewhere is out of bounds.
+      allowedPaths: allowedPathsOf(gold),
+      allowedPathsFrom: 'the directories of the files the reference solution (patch) changes',
       verifier: {
         command: null,
         failToPass: failToPass!,
@@ -224,4 +226,20 @@ function describe(v: unknown): string {
 
 function truncate(s: string, max = 60): string {
   return s.length <= max ? s : `${s.slice(0, max - 1)}…`;
+}
+
+/**
+ * Allowed paths derived from a reference patch: each directory it changes a file in,
+ * recursively (`src/pkg/**`); files at the top level by name. `**` when the patch is empty.
+ */
+export function allowedPathsOf(patch: string | undefined): string[] {
+  const files = new Set<string>();
+  for (const m of (patch ?? '').matchAll(/^(?:\+\+\+ b\/|--- a\/)(.+?)\s*$/gm)) if (m[1] !== '/dev/null') files.add(m[1]!);
+  if (!files.size) return ['**'];
+  const out = new Set<string>();
+  for (const f of files) {
+    const dir = f.includes('/') ? f.slice(0, f.lastIndexOf('/')) : '';
+    out.add(dir ? `${dir}/**` : f);
+  }
+  return [...out].sort();
 }

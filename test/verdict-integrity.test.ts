@@ -1,0 +1,129 @@
+// Verdict integrity: everything an attempt touches is accounted for in its score.
+// Each attack is a hostile arm of a real cohort (bubblewrap, the real test runners
+// npm and pytest); the test fails if the attack gets a pass.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { bubblewrapBackend } from '../sandboxes/bubblewrap.js';
+import { makeRepo } from './fixtures.js';
+import { Rig } from './rig.js';
+
+const required = process.env['PAIRBENCH_REQUIRE_SANDBOXES'] === '1';
+const bwrap = await bubblewrapBackend.available();
+
+let rig: Rig;
+beforeEach(() => (rig = new Rig()));
+afterEach(() => rig.cleanup());
+
+/** A repository whose add() is wrong, with a node:test suite run by `npm test` and a pytest suite. */
+function addRepo(): string {
+  const [commit] = makeRepo(join(rig.dir, 'repos', 'add'), [
+    {
+      'package.json': JSON.stringify({ name: 'add', version: '1.0.0', type: 'module', scripts: { test: 'node --test test/' } }, null, 2) + '\n',
+      'src/add.mjs': 'export const add = (a, b) => a - b;\n',
+      'src/__init__.py': '',
+      'src/add.py': 'def add(a, b):\n    return a - b\n',
+      'test/add.test.mjs': "import test from 'node:test';\nimport assert from 'node:assert';\nimport { add } from '../src/add.mjs';\ntest('adds', () => assert.strictEqual(add(2, 3), 5));\n",
+      'tests/test_add.py': 'import os, sys\nsys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))\nfrom src.add import add\n\ndef test_add():\n    assert add(2, 3) == 5\n',
+    },
+  ]);
+  return commit!;
+}
+
+function task(id: string, commit: string, command: string, fix: { path: string; from: string; to: string }): void {
+  rig.write(
+    `tasks/${id}/task.yaml`,
+    `id: ${id}\nfamily: add\nrepo: { path: ../../repos/add, commit: ${commit} }\nprompt: add() subtracts. Fix it.\nallowed_paths: ["**"]\nverifier:\n  fail_to_pass:\n    suite: ${JSON.stringify(command)}\n  timeout: 60\nsolution:\n  patch: solution.patch\n`,
+  );
+  rig.write(`tasks/${id}/solution.patch`, `--- a/${fix.path}\n+++ b/${fix.path}\n@@ -1 +1 @@\n-${fix.from}\n+${fix.to}\n`);
+}
+
+/** Writes `text` to `path` from inside the agent's shell (base64: no quoting to get wrong). */
+const put = (path: string, text: string) => `mkdir -p "$(dirname ${path})" && echo ${Buffer.from(text).toString('base64')} | base64 -d > ${path}`;
+
+function cohort(taskId: string, arms: Record<string, string>): string {
+  const names = Object.keys(arms);
+  const cases = names.map((a) => `if [ "$ARM" = ${a} ]; then ${arms[a]}; fi`).join('; ');
+  const m = `{ task: [${taskId}], arm: [${names.join(', ')}], rep: 1 }`;
+  return `steps:
+  materialize: { kind: materialize, matrix: { task: [${taskId}] } }
+  certify: { kind: certify, needs: [materialize], matrix: { task: [${taskId}] }, sandbox: { backend: bubblewrap }, policy: { repeats: 1 } }
+  attempts:
+    kind: run
+    needs: [materialize, certify]
+    matrix: ${m}
+    agent: { adapter: command, command: ${JSON.stringify(cases)} }
+    arms: { ${names.map((a) => `${a}: { env: { ARM: ${a} } }`).join(', ')} }
+    limits: { wall_seconds: 60 }
+    sandbox: { backend: bubblewrap }
+  verify: { kind: verify, needs: [materialize, certify, attempts], matrix: ${m}, sandbox: { backend: bubblewrap } }
+  audit: { kind: audit, needs: [attempts, verify], matrix: ${m} }
+  cohort: { kind: analyze, version: 1, needs: [audit], control: ${names[0]}, treatments: [${names.slice(1).join(', ')}] }
+  export: { kind: export, needs: [materialize, certify, attempts, verify, audit, cohort] }
+`;
+}
+
+async function verdicts(taskId: string, arms: string[]) {
+  const out: Record<string, { pass: boolean; reason: string; kept: string[] }> = {};
+  for (const arm of arms) {
+    const audit = await rig.outputJson(`audit/${taskId}/${arm}/1`, 'audit.json');
+    const verdict = await rig.outputJson(`verify/${taskId}/${arm}/1`, 'verdict.json');
+    out[arm] = { pass: audit.pass, reason: audit.reason_code, kept: verdict.verifier_owned_kept_pristine };
+  }
+  return out;
+}
+
+describe.skipIf(!bwrap.ok && !required)('an attempt that edits what the verifier runs', () => {
+  it('npm: the visible test, the test script, an .npmrc script-shell, a node_modules/.bin shim: each fails out of bounds, counted per arm', async () => {
+    const commit = addRepo();
+    task('js', commit, 'npm test --silent', { path: 'src/add.mjs', from: 'export const add = (a, b) => a - b;', to: 'export const add = (a, b) => a + b;' });
+    const arms = {
+      honest: put('src/add.mjs', 'export const add = (a, b) => a + b;\n'),
+      edittest: put('test/add.test.mjs', "import test from 'node:test';\ntest('adds', () => {});\n"),
+      script: `sed -i 's#node --test test/#exit 0#' package.json`,
+      npmrc: put('.npmrc', 'script-shell=/bin/true\n'),
+      shim: `${put('node_modules/.bin/node', '#!/bin/sh\nexit 0\n')} && chmod +x node_modules/.bin/node`,
+    };
+    rig.write('bench.config.yaml', cohort('js', arms));
+    const r = await rig.cli('run');
+    expect(r.code, r.stderr).toBe(0);
+    const v = await verdicts('js', Object.keys(arms));
+    expect(v['honest']).toEqual({ pass: true, reason: 'ok', kept: [] });
+    expect(v['edittest']).toEqual({ pass: false, reason: 'out-of-bounds', kept: ['test/add.test.mjs'] });
+    expect(v['script']).toEqual({ pass: false, reason: 'out-of-bounds', kept: ['package.json'] });
+    expect(v['npmrc']).toEqual({ pass: false, reason: 'out-of-bounds', kept: ['.npmrc'] });
+    expect(v['shim']).toEqual({ pass: false, reason: 'out-of-bounds', kept: ['node_modules/.bin/node'] });
+    // The verifier ran with the pristine files, so even the `flag` policy would not have passed them.
+    for (const arm of ['edittest', 'script', 'npmrc', 'shim']) expect((await rig.outputJson(`verify/js/${arm}/1`, 'verdict.json')).pass, arm).toBe(false);
+
+    const bundle = join(rig.dir, 'bundle');
+    expect((await rig.cli('export', '--out', bundle)).code).toBe(0);
+    const report = readFileSync(join(bundle, 'report.md'), 'utf8');
+    expect(report).toMatch(/\| edittest \|.*\| 1 out of bounds, 0 leakage, 0 forged \|/);
+    expect(report).toContain('- shim: out-of-bounds: 1');
+    expect(report).toMatch(/⚠ caveat: attempts did what the verifier cannot see \(npmrc: 1 out of bounds/);
+    const csv = readFileSync(join(bundle, 'attempts.csv'), 'utf8');
+    const header = csv.split('\r\n')[0]!.split(',');
+    const row = csv.split('\r\n').find((l) => l.includes('attempts/js/npmrc/1') || l.includes(',npmrc,'))!.split(',');
+    expect(row[header.indexOf('out_of_bounds_paths')]).toBe('1');
+  });
+
+  it('pytest: a conftest.py hook that skips every test call, a pytest.ini with addopts=--collect-only: each fails', async () => {
+    const commit = addRepo();
+    task('py', commit, 'python3 -m pytest -q -p no:cacheprovider tests', { path: 'src/add.py', from: '    return a - b', to: '    return a + b' });
+    // The solution patch has a context line; write it whole.
+    rig.write('tasks/py/solution.patch', '--- a/src/add.py\n+++ b/src/add.py\n@@ -1,2 +1,2 @@\n def add(a, b):\n-    return a - b\n+    return a + b\n');
+    const arms = {
+      honest: `sed -i 's/a - b/a + b/' src/add.py`,
+      conftest: put('conftest.py', 'def pytest_pyfunc_call(pyfuncitem):\n    return True\n'),
+      ini: put('pytest.ini', '[pytest]\naddopts = --collect-only\n'),
+    };
+    rig.write('bench.config.yaml', cohort('py', arms));
+    const r = await rig.cli('run');
+    expect(r.code, r.stderr).toBe(0);
+    const v = await verdicts('py', Object.keys(arms));
+    expect(v['honest']).toEqual({ pass: true, reason: 'ok', kept: [] });
+    expect(v['conftest']).toEqual({ pass: false, reason: 'out-of-bounds', kept: ['conftest.py'] });
+    expect(v['ini']).toEqual({ pass: false, reason: 'out-of-bounds', kept: ['pytest.ini'] });
+  });
+});
