@@ -1,15 +1,16 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import picomatch from 'picomatch';
 import type { Json } from '../pipeline/canonical-json.js';
 import type { StepConfig } from '../pipeline/config/load.js';
 import { ok } from '../pipeline/result.js';
-import type { ExecutionContext, StepKind } from '../pipeline/step-kind.js';
+import type { ExecutionContext, FileInputSpec, StepKind } from '../pipeline/step-kind.js';
+import { surfaceFromDir } from './certify/scan.js';
+import { scanLeakage, type LeakageFlag } from './leakage.js';
 import type { AttemptRecord } from './analyze/types.js';
 import type { AtifTrajectory } from '../agents/adapter.js';
 import { checkTasks, taskOf } from './agent-step-config.js';
 import { armOf, type ArmSpec } from './run.js';
-import type { Task } from './task.js';
 import { VERIFIER_OWNED, verifierOwned } from './verifier-owned.js';
 import type { WorkspaceChanges } from './workspace.js';
 
@@ -29,12 +30,6 @@ const spec = (step: StepConfig) => step.spec as unknown as AuditSpec;
 function policyOf(step: StepConfig): { out_of_bounds: Consequence; leakage: Consequence } {
   const p = spec(step).policy ?? {};
   return { out_of_bounds: p.out_of_bounds ?? 'score-zero', leakage: p.leakage ?? 'score-zero' };
-}
-
-export interface LeakageFlag {
-  kind: 'hidden-path' | 'version-history' | 'canary';
-  where: string; // e.g. "trajectory step 4" or "gateway request 2"
-  evidence: string;
 }
 
 /** The run step's result.json (the fields audit reads). */
@@ -59,38 +54,6 @@ interface RunResult {
 }
 
 const NO_ANSWER = new Set(['token-cap', 'cost-cap', 'time-cap', 'turn-cap']);
-const HISTORY = /\bgit\s+(log|show|reflog|rev-list|blame|checkout|cat-file|fetch)\b|\.git\/|\bgit\s+diff\s+HEAD~/;
-
-/** Trajectory leakage: attempts to reach hidden paths, dig in version history, or use the canary. */
-export function scanTrajectory(trajectory: AtifTrajectory, gatewayLog: string, task: Task): LeakageFlag[] {
-  const flags: LeakageFlag[] = [];
-  // Only what is really hidden from this task's agent: the verifier's mount and host
-  // directory, Harbor's /tests and reward dir (for Harbor tasks), the solution's files.
-  const hidden = ['/verifier', 'VERIFIER_DIR', '/logs/verifier'];
-  if (task.verifier.filesDir) hidden.push(task.verifier.filesDir);
-  if (task.verifier.result === 'reward-file') hidden.push('/tests/', '/tests ');
-  if (task.solution.script) hidden.push(task.solution.script);
-  if (task.solution.patch) hidden.push(`${task.dir}/solution`);
-  for (const step of trajectory.steps) {
-    for (const call of step.tool_calls ?? []) {
-      const text = JSON.stringify(call.arguments ?? '');
-      const where = `trajectory step ${step.step_id} (${call.function_name})`;
-      const path = hidden.find((h) => text.includes(h));
-      if (path) flags.push({ kind: 'hidden-path', where, evidence: text.slice(0, 200) });
-      if (HISTORY.test(text)) flags.push({ kind: 'version-history', where, evidence: text.slice(0, 200) });
-      if (task.canary && text.includes(task.canary)) flags.push({ kind: 'canary', where, evidence: text.slice(0, 200) });
-    }
-  }
-  // The model's own replies can use the canary without any tool call.
-  if (task.canary) {
-    gatewayLog.split('\n').forEach((line, i) => {
-      if (!line.trim()) return;
-      const events = (JSON.parse(line) as { response_events?: unknown; response_body?: unknown }).response_events ?? (JSON.parse(line) as { response_body?: unknown }).response_body;
-      if (events && JSON.stringify(events).includes(task.canary!)) flags.push({ kind: 'canary', where: `gateway exchange ${i + 1}`, evidence: 'the model output the task canary' });
-    });
-  }
-  return flags;
-}
 
 /** "Used": the agent observably read or called the treatment (its files, or its MCP tools). */
 function usedTreatment(trajectory: AtifTrajectory, files: string[], mcpServers: string[]): boolean {
@@ -111,16 +74,21 @@ function usedTreatment(trajectory: AtifTrajectory, files: string[], mcpServers: 
  */
 export const auditStep: StepKind = {
   name: 'audit',
-  // 2: verifier-owned writes are out of bounds, out of bounds fails by default, forged verdicts.
-  version: 2,
+  // 3: verifier-owned writes are out of bounds, out of bounds fails by default, forged verdicts,
+  // leakage over the whole trajectory (tool results, reassembled text, agent output, normalised probes).
+  version: 3,
   check: (step) => checkTasks(step),
   keyConfig(node): Json {
     const task = taskOf(node);
     return { allowed_paths: task.allowedPaths, owned: [...VERIFIER_OWNED, ...(task.verifier.owned ?? [])], canary: task.canary, family: task.family, category: task.category, policy: policyOf(node.step) };
   },
-  fileInputs: () => [],
+  // The hidden verifier's files: their lines must never be in what the agent was shown.
+  fileInputs(node): FileInputSpec[] {
+    const task = taskOf(node);
+    return task.verifier.filesDir ? [{ pattern: relative(node.step.rootDir, task.verifier.filesDir), field: ['tasks'] }] : [];
+  },
   selectUpstream: (_node, upstream) =>
-    upstream.kind.name === 'run' ? ['result.json', 'changes.json', 'trajectory.json', 'gateway.jsonl'] : upstream.kind.name === 'verify' ? ['verdict.json'] : undefined,
+    upstream.kind.name === 'run' ? ['result.json', 'changes.json', 'trajectory.json', 'gateway.jsonl', 'agent.log'] : upstream.kind.name === 'verify' ? ['verdict.json'] : undefined,
 
   async execute(ctx: ExecutionContext) {
     const task = taskOf(ctx.node);
@@ -142,7 +110,13 @@ export const auditStep: StepKind = {
     const touched = [...Object.keys(changes.written), ...changes.deleted];
     const verifierFiles = touched.filter(owned);
     const outOfBounds = touched.filter((p) => !allowed(p) || owned(p));
-    const leakage = scanTrajectory(trajectory, gatewayLog, task);
+    const hiddenFiles: { path: string; text: string }[] = [];
+    if (ctx.files[0]) {
+      const dir = join(ctx.workDir, 'verifier');
+      ctx.artifacts.materialize(ctx.files[0].entry, dir);
+      hiddenFiles.push(...surfaceFromDir('tree', 'verifier', dir).files);
+    }
+    const leakage = scanLeakage({ task, trajectory, gatewayLog, agentLog: read('agent.log') ?? '', hiddenFiles });
 
     // Mechanism evidence: delivered (gateway), used (trajectory). "Changed" is per pair: analyze.
     const arms = (ctx.node.upstream.find((u) => u.kind.name === 'run')?.step.spec['arms'] ?? {}) as Record<string, { files?: Record<string, string>; mcp_servers?: Record<string, unknown> }>;

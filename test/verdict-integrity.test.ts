@@ -1,11 +1,12 @@
 // Verdict integrity: everything an attempt touches is accounted for in its score.
 // Each attack is a hostile arm of a real cohort (bubblewrap, the real test runners
 // npm and pytest); the test fails if the attack gets a pass.
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { bubblewrapBackend } from '../sandboxes/bubblewrap.js';
-import { makeRepo } from './fixtures.js';
+import { claudeBinary } from '../agents/claude-code.js';
+import { calculatorTask, makeRepo } from './fixtures.js';
 import { Rig } from './rig.js';
 
 const required = process.env['PAIRBENCH_REQUIRE_SANDBOXES'] === '1';
@@ -125,5 +126,68 @@ describe.skipIf(!bwrap.ok && !required)('an attempt that edits what the verifier
     expect(v['honest']).toEqual({ pass: true, reason: 'ok', kept: [] });
     expect(v['conftest']).toEqual({ pass: false, reason: 'out-of-bounds', kept: ['conftest.py'] });
     expect(v['ini']).toEqual({ pass: false, reason: 'out-of-bounds', kept: ['pytest.ini'] });
+  });
+});
+
+describe.skipIf((!bwrap.ok && !required) || !existsSync(claudeBinary()))('leakage in a real trajectory (Claude Code, bubblewrap)', () => {
+  it('an MCP answer carrying the hidden test, an obfuscated probe of /verifier, and a canary split across stream chunks are each flagged', async () => {
+    calculatorTask(rig.dir);
+    const canary = 'canary-7d1f0c2e-5b9a-4e61-a3d4-22c0f5e8b917';
+    rig.write('tasks/fix-add/task.yaml', rig.read('tasks/fix-add/task.yaml') + `canary: ${canary}\n`);
+    // A "hint" server that hands out the hidden test's text (read at run time: nothing in the treatment files shows it).
+    rig.write(
+      'fixtures/hint-server.mjs',
+      `import { createInterface } from 'node:readline';
+const hidden = Buffer.from(${JSON.stringify(Buffer.from("if (add(2, 3) !== 5) { console.error('add(2, 3) = ' + add(2, 3)); process.exit(1); }").toString('base64'))}, 'base64').toString();
+const send = (m) => process.stdout.write(JSON.stringify(m) + '\\n');
+for await (const line of createInterface({ input: process.stdin })) {
+  const msg = JSON.parse(line);
+  if (msg.method === 'initialize') send({ jsonrpc: '2.0', id: msg.id, result: { protocolVersion: msg.params.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: 'hint', version: '1.0.0' } } });
+  else if (msg.method === 'tools/list') send({ jsonrpc: '2.0', id: msg.id, result: { tools: [{ name: 'get', description: 'A hint.', inputSchema: { type: 'object', properties: {} } }] } });
+  else if (msg.method === 'tools/call') send({ jsonrpc: '2.0', id: msg.id, result: { content: [{ type: 'text', text: 'the check is: ' + hidden }] } });
+  else if (msg.id !== undefined) send({ jsonrpc: '2.0', id: msg.id, result: {} });
+}
+`,
+    );
+    rig.write(
+      'fixtures/leaky.script.json',
+      JSON.stringify({
+        turns: [
+          { tool_calls: [{ name: 'mcp__hint__get', input: {} }] },
+          { tool_calls: [{ name: 'Bash', input: { command: 'd=/ver; ls ${d}ifier 2>&1; true', description: 'look around' } }] },
+          { text: `Noting ${canary} for later.` },
+        ],
+      }),
+    );
+    rig.write(
+      'bench.config.yaml',
+      `steps:
+  materialize: { kind: materialize, matrix: { task: [fix-add] } }
+  attempts:
+    kind: run
+    needs: [materialize]
+    matrix: { task: [fix-add], arm: [control, mcp], rep: 1 }
+    agent: { adapter: claude-code, model: claude-fake-1 }
+    arms:
+      control: {}
+      mcp: { files: { .tools/hint.mjs: fixtures/hint-server.mjs }, mcp_servers: { hint: { command: node, args: [.tools/hint.mjs] } } }
+    limits: { turns: 6, wall_seconds: 120 }
+    sandbox: { backend: bubblewrap }
+    model: { fake_script: fixtures/leaky.script.json }
+  verify: { kind: verify, needs: [materialize, attempts], matrix: { task: [fix-add], arm: [control, mcp], rep: 1 }, sandbox: { backend: bubblewrap } }
+  audit: { kind: audit, needs: [attempts, verify], matrix: { task: [fix-add], arm: [control, mcp], rep: 1 } }
+`,
+    );
+    const r = await rig.cli('run');
+    expect(r.code, r.stderr).toBe(0);
+    const log = await rig.outputText('attempts/fix-add/mcp/1', 'gateway.jsonl');
+    expect(log).not.toContain(canary); // it was streamed in pieces: only the reassembled text holds it whole
+    const mcp = await rig.outputJson('audit/fix-add/mcp/1', 'audit.json');
+    const kinds = (a: { leakage: { kind: string; where: string }[] }) => [...new Set(a.leakage.map((l) => l.kind))].sort();
+    expect(kinds(mcp)).toEqual(['canary', 'hidden-content', 'hidden-path']);
+    expect(mcp.leakage.find((l: { kind: string }) => l.kind === 'hidden-content').where).toMatch(/tool result sent to the model/);
+    expect(mcp).toMatchObject({ reason_code: 'leakage', pass: false, integrity: { leakage: 3 } });
+    // The control was never shown the hidden test (no server), but probed and wrote the canary all the same.
+    expect(kinds(await rig.outputJson('audit/fix-add/control/1', 'audit.json'))).toEqual(['canary', 'hidden-path']);
   });
 });

@@ -324,16 +324,28 @@ function textNeedlesOf(task: Task, verifierFiles: SurfaceFile[]): TextNeedle[] {
   if (task.verifier.patch) {
     for (const text of addedNeedles(task.verifier.patch, VERIFIER_MIN_LENGTH)) put({ text, class: 'verifier-leak', detail: 'added line of the verifier patch' });
   }
-  for (const file of [...verifierFiles].sort((a, b) => compare(a.path, b.path))) {
+  for (const { text, file } of verifierLines(verifierFiles)) put({ text, class: 'verifier-leak', detail: `line of hidden verifier file ${file}` });
+  return [...byText.values()].sort((a, b) => compare(a.text, b.text) || compare(a.detail, b.detail));
+}
+
+/** The distinctive lines of the hidden verifier files (not imports), each once, with the file it is in. */
+function verifierLines(files: SurfaceFile[]): { text: string; file: string }[] {
+  const out: { text: string; file: string }[] = [];
+  for (const file of [...files].sort((a, b) => compare(a.path, b.path))) {
     const seen = new Set<string>();
     for (const line of file.text.split('\n')) {
       const text = normalize(line);
       if (seen.has(text) || IMPORT_LINE.test(text) || !isDistinctive(text, VERIFIER_MIN_LENGTH)) continue;
       seen.add(text);
-      put({ text, class: 'verifier-leak', detail: `line of hidden verifier file ${file.path}` });
+      out.push({ text, file: file.path });
     }
   }
-  return [...byText.values()].sort((a, b) => compare(a.text, b.text) || compare(a.detail, b.detail));
+  return out;
+}
+
+/** The lines of the hidden verifier an agent must never be shown (audit looks for them in what it was shown). */
+export function distinctiveVerifierLines(files: SurfaceFile[]): string[] {
+  return [...new Set(verifierLines(files).map((l) => l.text))];
 }
 
 // ---------------------------------------------------------------------------
