@@ -129,7 +129,8 @@ function calibrations(targets: Record<string, ReturnType<typeof plantTargets>>, 
  */
 export const certifyStep: StepKind = {
   name: 'certify',
-  version: 1,
+  // 2: canaries, every arm surface (directories, env, MCP servers), encodings normalised and decoded.
+  version: 2,
   check: (step) => checkTasks(step),
   keyConfig(node): Json {
     const task = taskOf(node);
@@ -140,7 +141,7 @@ export const certifyStep: StepKind = {
       canary: task.canary,
       solution: task.solution.patch,
       verifier: { command: task.verifier.command, fail_to_pass: task.verifier.failToPass, pass_to_pass: task.verifier.passToPass, patch: task.verifier.patch, result: task.verifier.result, timeout: task.verifier.timeoutSec },
-      arms: Object.fromEntries(Object.entries(arms).map(([k, a]) => [k, { files: a.files ?? {}, prompt_append: a.prompt_append ?? null }])),
+      arms: Object.fromEntries(Object.entries(arms).map(([k, a]) => [k, { files: a.files ?? {}, prompt_append: a.prompt_append ?? null, env: a.env ?? {}, mcp_servers: Object.fromEntries(Object.entries(a.mcp_servers ?? {}).map(([s, m]) => [s, { command: m.command, args: m.args ?? [], env: m.env ?? {} }])) }])),
       policy: policyFromSpec(spec(node.step).policy) as unknown as Json,
       sandbox: sandboxOf(spec(node.step)) as unknown as Json,
     };
@@ -171,13 +172,24 @@ export const certifyStep: StepKind = {
     const treeDir = join(root, 'tree');
     ctx.artifacts.materialize(tree, treeDir);
     const surfaces: Surface[] = [{ kind: 'prompt', name: 'prompt', files: [{ path: 'prompt', text: task.prompt }] }, surfaceFromDir('tree', 'tree', treeDir)];
+    // Every surface an arm adds: its files and directories (recursively), prompt additions,
+    // environment values, and its MCP servers' commands, arguments and environment.
     for (const [name, arm] of Object.entries(armsOf(ctx.node))) {
       const files: { path: string; text: string }[] = [];
       for (const [dest, src] of Object.entries(arm.files ?? {})) {
         const e = staged(src);
         if (e?.type === 'file') files.push({ path: dest, text: ctx.artifacts.read(e.digest).toString('utf8') });
+        else if (e?.type === 'dir') {
+          const dir = join(ctx.workDir, 'treatments', name.replace(/[^A-Za-z0-9_.-]/g, '_'), dest);
+          ctx.artifacts.materialize(e, dir);
+          for (const f of surfaceFromDir('treatment', name, dir).files) files.push({ path: `${dest}/${f.path}`, text: f.text });
+        }
       }
       if (arm.prompt_append) files.push({ path: 'prompt_append', text: arm.prompt_append });
+      for (const [k, v] of Object.entries(arm.env ?? {})) files.push({ path: `env ${k}`, text: v });
+      for (const [server, m] of Object.entries(arm.mcp_servers ?? {})) {
+        files.push({ path: `mcp_servers.${server}`, text: [m.command, ...(m.args ?? []), ...Object.entries(m.env ?? {}).map(([k, v]) => `${k}=${v}`)].join('\n') });
+      }
       if (files.length) surfaces.push({ kind: 'treatment', name: `treatment:${name}`, files });
     }
     let verifierDir: string | null = null;

@@ -104,3 +104,57 @@ describe('certify', () => {
     expect(c.checks.flaky).toEqual(['flaky verifier: passed 2 of 3 times with the reference solution']);
   });
 });
+
+describe('certify: every surface an arm adds, whatever its encoding', () => {
+  // The calculator's reference solution adds `export const add = (a, b) => a + b;`.
+  const SOLUTION = 'export const add = (a, b) => a + b;';
+  const b64 = Buffer.from(SOLUTION).toString('base64');
+
+  function armConfig(arm: string): string {
+    return config().replace('treatment: { files: { CLAUDE.md: fixtures/CLAUDE.md } }', `treatment: ${arm}`);
+  }
+
+  async function findings(arm: string) {
+    const r = await rig.cli('run', 'certify');
+    expect(r.code, r.stderr).toBe(0);
+    const c = await rig.outputJson('certify/fix-add', 'certification.json');
+    return { verdict: c.verdict as string, leaks: (c.findings as { class: string; path: string; detail: string }[]).filter((f) => f.class === 'solution-leak') };
+  }
+
+  it('a base64 copy of the solution in a memory directory is rejected, with the file and how it was decoded', async () => {
+    calculatorTask(rig.dir);
+    rig.write('fixtures/memory/facts.md', '# Facts\nNothing to see.\n');
+    rig.write('fixtures/memory/nested/blob.txt', `note: ${b64}\n`);
+    rig.write('bench.config.yaml', armConfig('{ files: { .memory: fixtures/memory } }'));
+    const f = await findings('dir');
+    expect(f.verdict).toBe('rejected');
+    expect(f.leaks).toEqual([expect.objectContaining({ path: '.memory/nested/blob.txt', detail: 'added line of the reference solution (decoded from base64)' })]);
+  });
+
+  it('a base64 copy in an arm env value, and in MCP server arguments, are rejected', async () => {
+    calculatorTask(rig.dir);
+    rig.write('bench.config.yaml', armConfig(`{ env: { HINT: "${b64}" } }`));
+    expect((await findings('env')).leaks).toEqual([expect.objectContaining({ path: 'env HINT' })]);
+    rig.write('fixtures/server.mjs', 'process.stdin.resume();\n');
+    rig.write('bench.config.yaml', armConfig(`{ files: { srv.mjs: fixtures/server.mjs }, mcp_servers: { memory: { command: node, args: [srv.mjs, "--seed", "${b64}"] } } }`));
+    const mcp = await findings('mcp');
+    expect(mcp.verdict).toBe('rejected');
+    expect(mcp.leaks).toEqual([expect.objectContaining({ path: 'mcp_servers.memory' })]);
+  });
+
+  it('re-spaced, homoglyph, zero-width, full-width and hex copies are found too', async () => {
+    calculatorTask(rig.dir);
+    const copies = {
+      'respaced.md': 'export  const add=(a,  b)=>a +b;',
+      'homoglyph.md': SOLUTION.replace('const', 'cоnst').replace('add', 'аdd'), // Cyrillic о and а
+      'zerowidth.md': SOLUTION.split('').join('\u200b'),
+      'fullwidth.md': SOLUTION.replace('export', 'ｅｘｐｏｒｔ'),
+      'hex.md': `0x: ${Buffer.from(SOLUTION).toString('hex')}`,
+    };
+    for (const [name, text] of Object.entries(copies)) rig.write(`fixtures/notes/${name}`, `${text}\n`);
+    rig.write('fixtures/notes/clean.md', 'Keep functions small.\n');
+    rig.write('bench.config.yaml', armConfig('{ files: { notes: fixtures/notes } }'));
+    const f = await findings('copies');
+    expect([...new Set(f.leaks.map((l) => l.path))].sort()).toEqual(Object.keys(copies).map((n) => `notes/${n}`).sort());
+  });
+});

@@ -146,36 +146,47 @@ export function scanSurfaces(inputs: ScanInputs): Finding[] {
         if (why) add({ surface: surface.name, path, line: 1, class: 'instructions-survived', match: path, detail: why });
       }
     }
-    for (const file of surface.files) {
+    // Each file as written, and what obvious encodings in it (base64, hex) decode to.
+    for (const { file, encoded } of withDecoded(surface.files)) {
       let rawStarts: number[] | undefined;
-      const at = (offset: number) => ({ surface: surface.name, path: file.path, line: lineFromStarts((rawStarts ??= lineStarts(file.text)), offset) });
+      const at = (offset: number) => ({ surface: surface.name, path: file.path, line: encoded?.line ?? lineFromStarts((rawStarts ??= lineStarts(file.text)), offset) });
+      const how = encoded ? ` (${encoded.how})` : '';
 
-      // Solution and verifier lines: substrings of the whitespace-normalised lines.
+      // Solution and verifier lines: substrings of the folded lines (Unicode NFKC, invisible
+      // characters gone, look-alike letters mapped, whitespace collapsed), or of the same with
+      // no whitespace at all (a re-spaced copy).
       if (textNeedles.length) {
-        const norm = file.text.split('\n').map(normalize).join('\n');
+        const lines = file.text.split('\n').map((l) => normalize(fold(l)));
+        const bare = lines.map((l) => l.replace(/\s+/g, ''));
+        const norm = lines.join('\n');
         const starts = lineStarts(norm);
         for (const n of textNeedles) {
-          for (let i = norm.indexOf(n.text); i !== -1; i = norm.indexOf(n.text, i + 1)) {
-            add({ surface: surface.name, path: file.path, line: lineFromStarts(starts, i), class: n.class, match: n.text, detail: n.detail });
-          }
+          const needle = normalize(fold(n.text));
+          const hit = new Set<number>();
+          for (let i = norm.indexOf(needle); i !== -1; i = norm.indexOf(needle, i + 1)) hit.add(lineFromStarts(starts, i));
+          const bareNeedle = needle.replace(/\s+/g, '');
+          if (bareNeedle.length >= 8) bare.forEach((l, i) => l.includes(bareNeedle) && hit.add(i + 1));
+          for (const line of hit) add({ surface: surface.name, path: file.path, line: encoded?.line ?? line, class: n.class, match: n.text, detail: n.detail + how });
         }
       }
 
+      const folded = fold(file.text);
       for (const n of names) {
         if (n.authoredOnly && !authored) continue;
         if (n.notInTree && surface.kind === 'tree') continue;
-        for (let i = file.text.indexOf(n.name); i !== -1; i = file.text.indexOf(n.name, i + 1)) {
-          if (!atBoundaries(file.text, i, n.name.length)) continue;
-          add({ ...at(i), class: 'verifier-leak', match: n.name, detail: n.detail });
+        for (let i = folded.indexOf(n.name); i !== -1; i = folded.indexOf(n.name, i + 1)) {
+          if (!atBoundaries(folded, i, n.name.length)) continue;
+          add({ ...at(i), class: 'verifier-leak', match: n.name, detail: n.detail + how });
         }
       }
 
       if (canary) {
-        for (const m of file.text.matchAll(canary)) {
-          add({ ...at(m.index), class: 'canary', match: m[0], detail: `canary ${abbreviate(task.canary!.trim())}` });
+        for (const m of folded.matchAll(canary)) {
+          add({ ...at(m.index), class: 'canary', match: m[0], detail: `canary ${abbreviate(task.canary!.trim())}${how}` });
         }
       }
 
+      if (encoded) continue; // benchmark words are looked for as written
       for (const w of words) {
         for (const m of file.text.matchAll(w.re)) {
           add({ ...at(m.index), class: 'benchmark-awareness', match: m[0], detail: `benchmark word "${w.word}"` });
@@ -261,6 +272,58 @@ const KEYWORDS = new Set(
 
 const IDENT = /[\p{L}_$][\p{L}\p{N}_$]*/gu;
 const LITERAL = /\d{2,}|(["'`])(?:(?!\1)[^\\]|\\.)+\1/u;
+
+/** Latin look-alikes (Cyrillic, Greek) a copy can hide behind: mapped to the letter they imitate. */
+const CONFUSABLES: Record<string, string> = {
+  а: 'a', е: 'e', о: 'o', р: 'p', с: 'c', у: 'y', х: 'x', і: 'i', ј: 'j', ѕ: 's', ԁ: 'd', һ: 'h', ӏ: 'l', ԛ: 'q', ԝ: 'w',
+  А: 'A', В: 'B', Е: 'E', К: 'K', М: 'M', Н: 'H', О: 'O', Р: 'P', С: 'C', Т: 'T', Х: 'X', І: 'I', Ј: 'J', Ѕ: 'S',
+  α: 'a', ο: 'o', ν: 'v', ρ: 'p', τ: 't', ι: 'i', κ: 'k', Α: 'A', Β: 'B', Ε: 'E', Ζ: 'Z', Η: 'H', Ι: 'I', Κ: 'K', Μ: 'M', Ν: 'N', Ο: 'O', Ρ: 'P', Τ: 'T', Υ: 'Y', Χ: 'X',
+};
+const CONFUSABLE_RE = new RegExp(`[${Object.keys(CONFUSABLES).join('')}]`, 'gu');
+
+/**
+ * Text as certify compares it: Unicode NFKC (full-width and compatibility forms),
+ * zero-width and soft-hyphen characters removed, Cyrillic and Greek look-alikes mapped
+ * to Latin. A paraphrase is out of scope: only copies are found.
+ */
+export function fold(s: string): string {
+  return s
+    .normalize('NFKC')
+    .replace(/[\u200B-\u200D\u2060\uFEFF\u00AD]/g, '')
+    .replace(CONFUSABLE_RE, (c) => CONFUSABLES[c] ?? c);
+}
+
+interface Decoded {
+  file: SurfaceFile;
+  /** Set for text decoded from an encoding found in the file: where and how. */
+  encoded?: { line: number; how: string };
+}
+
+const BASE64_WORD = /[A-Za-z0-9+/_-]{16,}={0,2}/g;
+const HEX_WORD = /\b(?:[0-9a-fA-F]{2}){12,}\b/g;
+
+/** The files, and for each base64 or hex word in them that decodes to text, that text as a file of its own. */
+function withDecoded(files: SurfaceFile[]): Decoded[] {
+  const out: Decoded[] = [];
+  for (const file of files) {
+    out.push({ file });
+    const starts = lineStarts(file.text);
+    const decodedOnce = new Set<string>();
+    const consider = (m: RegExpMatchArray, bytes: Buffer, how: string) => {
+      const text = bytes.toString('utf8');
+      // Text, not noise: printable, mostly letters and punctuation, valid UTF-8.
+      if (text.length < 8 || text.includes('\uFFFD') || !/^[\p{L}\p{N}\p{P}\p{S}\p{Zs}\n\r\t]+$/u.test(text) || decodedOnce.has(text)) return;
+      decodedOnce.add(text);
+      out.push({ file: { path: file.path, text }, encoded: { line: lineFromStarts(starts, m.index ?? 0), how } });
+    };
+    for (const m of file.text.matchAll(BASE64_WORD)) {
+      if (/^[0-9a-fA-F]+$/.test(m[0])) continue; // hex, below
+      consider(m, Buffer.from(m[0].replace(/-/g, '+').replace(/_/g, '/'), 'base64'), 'decoded from base64');
+    }
+    for (const m of file.text.matchAll(HEX_WORD)) consider(m, Buffer.from(m[0], 'hex'), 'decoded from hex');
+  }
+  return out;
+}
 
 /** Whitespace runs collapsed to one space, trimmed. */
 export function normalize(line: string): string {
