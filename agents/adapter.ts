@@ -1,3 +1,4 @@
+import type { MarkerScope } from '../gateway/markers.js';
 import type { ExecResult, Mount } from '../sandboxes/sandbox.js';
 
 /** Everything an adapter may use to build one attempt's command. */
@@ -76,6 +77,12 @@ export interface AgentAdapter {
   /** Work done on the host before the sandboxed command (the oracle applies a patch). */
   beforeRun?(ctx: AttemptContext, hostWorkspace: string): Promise<void>;
   parse(result: ExecResult, ctx: AttemptContext, version: string): ParsedRun;
+  /**
+   * Where this agent gives the model a treatment file (`dest`, relative to the
+   * workspace) as an instruction, or null when it does not (the file is only there to
+   * be read): delivery is counted there and nowhere else.
+   */
+  deliveryScope(dest: string): MarkerScope | null;
 }
 
 export function minimalTrajectory(agent: string, version: string, model: string, prompt: string, notes: string): AtifTrajectory {

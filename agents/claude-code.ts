@@ -95,6 +95,12 @@ export function toAtif(lines: StreamLine[], ctx: AttemptContext, version: string
 export const claudeCodeAgent: AgentAdapter = {
   name: 'claude-code',
   needsModel: true,
+  // Claude Code loads CLAUDE.md (and CLAUDE.local.md) from the project into a <system-reminder>
+  // "Contents of /work/CLAUDE.md (project instructions ...)"; any other file is only there to be read.
+  deliveryScope: (dest) => {
+    const file = dest.split('/').pop()!;
+    return file === 'CLAUDE.md' || file === 'CLAUDE.local.md' ? { kind: 'instruction-file', file } : null;
+  },
   version() {
     if (cachedVersion === undefined) {
       const r = execaSync(claudeBinary(), ['--version'], { reject: false, env: { HOME: '/nonexistent', PATH: process.env['PATH'] ?? '' }, extendEnv: false });

@@ -85,6 +85,8 @@ function tomlInline(m: { command: string; args?: string[]; env?: Record<string, 
 export const codexAgent: AgentAdapter = {
   name: 'codex',
   needsModel: true,
+  // Codex hands AGENTS.md to the model as a user message "# AGENTS.md instructions for /work".
+  deliveryScope: (dest) => (dest.split('/').pop() === 'AGENTS.md' ? { kind: 'instruction-file', file: 'AGENTS.md' } : null),
   version() {
     if (cachedVersion === undefined) {
       const r = execaSync(codexBinary(), ['--version'], { reject: false, env: { HOME: '/nonexistent', PATH: process.env['PATH'] ?? '' }, extendEnv: false });

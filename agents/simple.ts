@@ -7,6 +7,7 @@ export const nopAgent: AgentAdapter = {
   needsModel: false,
   version: () => 'builtin-1',
   invocation: () => ({ argv: ['true'], env: {}, mounts: [] }),
+  deliveryScope: () => null,
   parse: (_r, ctx, version) => ({ turns: 0, toolCalls: 0, hitTurnCap: false, trajectory: minimalTrajectory('nop', version, 'none', ctx.prompt, 'nop agent: no action') }),
 };
 
@@ -15,6 +16,7 @@ export const oracleAgent: AgentAdapter = {
   name: 'oracle',
   needsModel: false,
   version: () => 'builtin-1',
+  deliveryScope: () => null,
   async beforeRun(ctx, hostWorkspace) {
     if (!ctx.solution?.patch) return;
     const r = await gitApply(hostWorkspace, ctx.solution.patch);
@@ -37,6 +39,8 @@ export const commandAgent: AgentAdapter = {
   needsModel: true,
   // A user's command has no version pairbench can read: its text (in the key) is its identity.
   version: () => 'user-command',
+  // A user's agent has no instruction source pairbench knows of: anywhere in what its model receives.
+  deliveryScope: () => ({ kind: 'anywhere' }),
   invocation(ctx) {
     if (!ctx.command) throw new Error('the command agent needs agent.command');
     const env: Record<string, string> = { PAIRBENCH_PROMPT: ctx.prompt, PAIRBENCH_MODEL: ctx.model };

@@ -10,6 +10,7 @@ import { ExchangeLog, type ExchangeRecord } from './exchange-log.js';
 import { decodeBody, readBody } from './http-body.js';
 import { isObject } from './json.js';
 import { closeServer, listen, type ListenOn } from './listen.js';
+import type { Marker } from './markers.js';
 import { Meter, type GatewayCaps, type GatewaySummary, type Reservation } from './meter.js';
 import type { Price, Prices } from './cost.js';
 import { Redactor, SecretScrub } from './redact.js';
@@ -20,6 +21,7 @@ export type { CapHit, ExchangeRecord } from './exchange-log.js';
 export type { GatewayCaps, GatewaySummary } from './meter.js';
 export { DEFAULT_PRICE, type CostConfidence, type Price, type Prices } from './cost.js';
 export type { TokenUsage } from './usage.js';
+export type { Marker, MarkerScope } from './markers.js';
 export type { ListenOn } from './listen.js';
 
 export interface GatewayOptions {
@@ -33,8 +35,8 @@ export interface GatewayOptions {
   prices?: Prices;
   /** Price for unpriced models when `prices` has no `*`; default DEFAULT_PRICE; null leaves them unpriced. */
   defaultPrice?: Price | null;
-  /** name -> text whose presence in a forwarded request proves delivery (e.g. the CLAUDE.md content). */
-  markers?: Record<string, string>;
+  /** name -> the fingerprint and scope whose presence in a forwarded request proves delivery (markers.ts). */
+  markers?: Record<string, Marker>;
   /** Appends every exchange as a JSON line (credentials redacted). */
   logFile?: string;
   /** Whose model endpoints are forwarded (default `any`: Anthropic's and OpenAI's); every other path is refused. */

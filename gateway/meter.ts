@@ -1,7 +1,7 @@
 /** The gateway's running account of one attempt: usage, cost, caps, turns, tool calls, delivery. */
 import { combineConfidence, costOf, DEFAULT_PRICE, priceFor, type CostConfidence, type Price, type Prices } from './cost.js';
 import type { CapHit } from './exchange-log.js';
-import { markersFound } from './markers.js';
+import { instructionLineDigests, markersFound, type Marker } from './markers.js';
 import { addUsage, totalTokens, ZERO_USAGE, type ReplyFacts, type TokenUsage } from './usage.js';
 
 export interface GatewayCaps {
@@ -24,6 +24,8 @@ export interface GatewaySummary {
   cost_confidence: CostConfidence;
   cap_hit: CapHit | null;
   delivered: Record<string, boolean>;
+  /** Digests of the lines of every instruction section the model received (CLAUDE.md, AGENTS.md, ...), sorted. */
+  instruction_lines: string[];
   /** Upstream connection failures (infrastructure errors, not the agent's doing). */
   upstream_errors: number;
 }
@@ -33,7 +35,7 @@ export interface MeterOptions {
   prices?: Prices;
   /** Price for models missing from `prices` (and no `*` entry); null: leave them unpriced. */
   defaultPrice?: Price | null;
-  markers?: Record<string, string>;
+  markers?: Record<string, Marker>;
 }
 
 /** What a request may at most spend, held against the caps while it is in flight. */
@@ -56,6 +58,7 @@ export class Meter {
   private capHit: CapHit | null = null;
   private upstreamErrors = 0;
   private readonly delivered: Record<string, boolean>;
+  private readonly instructionLines = new Set<string>();
 
   constructor(private readonly options: MeterOptions) {
     this.delivered = Object.fromEntries(Object.keys(options.markers ?? {}).map((name) => [name, false]));
@@ -134,6 +137,7 @@ export class Meter {
   sawRequest(body: unknown): string[] {
     const found = markersFound(body, this.options.markers ?? {});
     for (const name of found) this.delivered[name] = true;
+    for (const d of instructionLineDigests(body)) if (this.instructionLines.size < 5000) this.instructionLines.add(d);
     return found;
   }
 
@@ -174,6 +178,7 @@ export class Meter {
       cost_confidence: this.confidence ?? 'exact',
       cap_hit: this.capHit,
       delivered: { ...this.delivered },
+      instruction_lines: [...this.instructionLines].sort(),
       upstream_errors: this.upstreamErrors,
     };
   }

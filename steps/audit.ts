@@ -47,6 +47,7 @@ interface RunResult {
   cost_usd: number | null;
   cost_confidence: AttemptRecord['cost_confidence'];
   delivered: Record<string, boolean>;
+  delivery?: { marker: { lines: string[] } | null; instruction_lines: string[] };
   files_changed: number;
   started_at: string;
   ended_at: string;
@@ -201,6 +202,7 @@ export const auditStep: StepKind = {
       sandbox: { backend: run.sandbox.backend, isolation: run.sandbox.isolation, egress_mode: run.sandbox.egress_mode, egress_enforced: run.sandbox.egress_enforced, image_id: run.sandbox.image_id, resources: run.sandbox.resources },
       mechanism: { delivered: hasTreatment ? (run.delivered[run.arm] ?? false) : null, used: hasTreatment ? usedTreatment(trajectory, treatmentFiles, mcp) : null },
       integrity: { out_of_bounds: outOfBounds.length, leakage: acted.length, verdict_forged: Boolean(verdict?.forgery) },
+      delivery: { marker_lines: run.delivery?.marker?.lines ?? [], instruction_lines: run.delivery?.instruction_lines ?? [] },
       started_at: run.started_at,
       ended_at: run.ended_at,
       mutation: { touched, out_of_bounds: outOfBounds, verifier_owned: verifierFiles, allowed_paths: task.allowedPaths },

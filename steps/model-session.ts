@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { mkdirSync } from 'node:fs';
 import { startFakeModel, type FakeModel, type FakeScript } from '../gateway/fake-model.js';
-import { startGateway, type GatewaySummary, type Provider } from '../gateway/gateway.js';
+import { startGateway, type GatewaySummary, type Marker, type Provider } from '../gateway/gateway.js';
 
 /** One attempt's model: the recording gateway, in front of a real upstream or a scripted fake. */
 export interface ModelSession {
@@ -19,7 +19,7 @@ export interface ModelOptions {
   upstream?: string;
   fakeScript?: FakeScript;
   caps: { maxTokens?: number; maxCostUsd?: number };
-  markers: Record<string, string>;
+  markers: Record<string, Marker>;
   logFile: string;
   /** Headers with the real credential, set by the gateway on upstream requests (the agent never sees them). */
   upstreamAuth?: Record<string, string>;

@@ -1,6 +1,7 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, normalize, relative } from 'node:path';
-import type { AttemptContext, McpServer } from '../agents/adapter.js';
+import type { AgentAdapter, AttemptContext, McpServer } from '../agents/adapter.js';
+import { fingerprintLines, foldLine, lineDigest, type Marker } from '../gateway/markers.js';
 import { agentAdapters } from '../agents/index.js';
 import type { Json } from '../pipeline/canonical-json.js';
 import type { StepConfig } from '../pipeline/config/load.js';
@@ -112,25 +113,30 @@ export function sandboxOf(s: { sandbox?: SandboxSettings }) {
 }
 
 /**
- * The arm's marker: text whose presence in the model's requests proves its
- * treatment was delivered. Taken from the staged bytes (the ones in the key). Only
- * the node's own arm is checked here: checking another arm's marker would make this
- * attempt's key depend on that arm's files; the cross-arm check belongs to audit,
- * which reads both arms' gateway logs.
+ * The arm's marker: the fingerprint of its treatment and where the agent gives it to
+ * the model (gateway/markers.ts). Taken from the staged bytes (the ones in the key).
+ * Only the node's own arm is checked here: checking another arm's marker would make
+ * this attempt's key depend on that arm's files. The cross-arm check (no control
+ * received a treatment) is analyze's, from the instruction lines each attempt records.
  */
-function markerOf(arm: ArmSpec, staged: ExecutionContext['files'], read: (d: StagedDigest) => string): string | undefined {
-  if (arm.marker) return arm.marker;
+function markerOf(arm: ArmSpec, adapter: AgentAdapter, staged: ExecutionContext['files'], read: (d: StagedDigest) => string): Marker | undefined {
+  const files = Object.entries(arm.files ?? {});
+  const instruction = files.map(([dest, src]) => ({ src, scope: adapter.deliveryScope(dest) })).find((f) => f.scope);
+  if (arm.marker) return { lines: [foldLine(arm.marker)], scope: instruction?.scope ?? { kind: 'anywhere' } };
   // An MCP arm is delivered when its tools are offered to the model (Claude Code names them mcp__<server>__<tool>).
   const server = Object.keys(arm.mcp_servers ?? {})[0];
-  if (server) return `mcp__${server}__`;
-  const first = Object.values(arm.files ?? {})[0];
-  if (!first) return arm.prompt_append?.trim() || undefined;
-  const entry = staged.find((f) => f.path === normalizedPath(first))?.entry;
-  if (!entry) return undefined;
-  return ablated(read(entry.digest), arm.ablate)
-    .split('\n')
-    .find((l) => l.trim().length >= 8)
-    ?.trim();
+  if (server) return { lines: [], scope: { kind: 'tools', prefix: `mcp__${server}__` } };
+  if (instruction?.scope) {
+    const entry = staged.find((f) => f.path === normalizedPath(instruction.src))?.entry;
+    if (entry?.type !== 'file') return undefined;
+    const lines = fingerprintLines(ablated(read(entry.digest), arm.ablate));
+    return lines.length ? { lines, scope: instruction.scope } : undefined;
+  }
+  if (arm.prompt_append) {
+    const lines = fingerprintLines(ablated(arm.prompt_append, arm.ablate));
+    return lines.length ? { lines, scope: { kind: 'prompt' } } : undefined;
+  }
+  return undefined;
 }
 
 type StagedDigest = ExecutionContext['files'][number]['entry']['digest'];
@@ -189,7 +195,8 @@ function providerOf(adapter: string): string {
  */
 export const runStep: StepKind = {
   name: 'run',
-  version: 1,
+  // 2: the sandbox closed before the workspace is read; delivery by fingerprint and scope.
+  version: 2,
 
   check(step) {
     const s = spec(step);
@@ -319,8 +326,8 @@ export const runStep: StepKind = {
     const before = await snapshot(ws);
 
     // 2. The model, through the recording gateway, which also checks the arm's marker was delivered.
-    const markers: Record<string, string> = {};
-    const marker = markerOf(arm, ctx.files, (d) => ctx.artifacts.read(d).toString('utf8'));
+    const markers: Record<string, Marker> = {};
+    const marker = markerOf(arm, adapter, ctx.files, (d) => ctx.artifacts.read(d).toString('utf8'));
     if (marker) markers[armName] = marker;
     const fake = s.model?.fake_script ? ctx.files.find((f) => f.path === normalizedPath(s.model!.fake_script!)) : undefined;
     let model: ModelSession | undefined;
@@ -430,6 +437,9 @@ export const runStep: StepKind = {
         cost_usd: gw?.cost_usd ?? null,
         cost_confidence: gw ? gw.cost_confidence : 'free',
         delivered: gw?.delivered ?? {},
+        // The fingerprint this arm is delivered by, and every instruction line this attempt's model
+        // received (digests): analyze checks that no control received a treatment's fingerprint.
+        delivery: { marker: marker ? { scope: marker.scope, lines: marker.lines.map(lineDigest) } : null, instruction_lines: gw?.instruction_lines ?? [] },
         files_changed: Object.keys(changes.written).length + changes.deleted.length,
         sandbox: sandboxReceipt,
       };

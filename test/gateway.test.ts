@@ -11,6 +11,7 @@ import { openaiTurnIndex } from '../gateway/fake-openai.js';
 import { parseFakeScript } from '../gateway/fake-script.js';
 import { startGateway, type Gateway, type GatewayOptions } from '../gateway/gateway.js';
 import { SseParser, type SseEvent } from '../gateway/sse.js';
+import { fingerprintLines, markersFound } from '../gateway/markers.js';
 
 // Real sockets end to end: a client -> the gateway -> the scripted fake model (or a tiny real upstream).
 
@@ -108,7 +109,7 @@ describe('fake model + gateway: Anthropic Messages', () => {
     const gw = await gateway({
       upstream: model.url,
       prices: { 'claude-fake': { input: 3, output: 15, cache_write: 3.75, cache_read: 0.3 } },
-      markers: { context: 'MARKER-7f3a: use tabs', absent: 'MARKER-never-sent' },
+      markers: { context: { lines: ['MARKER-7f3a: use tabs'], scope: { kind: 'anywhere' } }, absent: { lines: ['MARKER-never-sent'], scope: { kind: 'anywhere' } } },
     });
 
     // Claude Code's probe is answered by the gateway itself: nothing but model requests goes upstream.
@@ -300,7 +301,7 @@ describe('fake model + gateway: OpenAI Responses', () => {
         { text: 'Created hello.txt.' },
       ],
     });
-    const gw = await gateway({ upstream: model.url, markers: { agents: '# AGENTS.md instructions for /w' } });
+    const gw = await gateway({ upstream: model.url, markers: { agents: { lines: ['be brief'], scope: { kind: 'instruction-file', file: 'AGENTS.md' } } } });
     const tools = [{ type: 'function', name: 'exec_command', parameters: { type: 'object' } }];
     const user = { type: 'message', role: 'user', content: [{ type: 'input_text', text: '# AGENTS.md instructions for /w\n\nbe brief' }] };
 
@@ -399,7 +400,12 @@ describe.runIf(existsSync(CLAUDE))('the real Claude Code CLI through the gateway
       ],
     });
     const logFile = join(home, 'gateway.jsonl');
-    const gw = await gateway({ upstream: model.url, markers: { claude_md: marker, absent: 'never-in-any-request' }, logFile });
+    // Scoped as the run step scopes a CLAUDE.md: the real CLI must put it where pairbench looks for it.
+    const gw = await gateway({
+      upstream: model.url,
+      markers: { claude_md: { lines: [marker], scope: { kind: 'instruction-file', file: 'CLAUDE.md' } }, absent: { lines: ['never-in-any-request'], scope: { kind: 'anywhere' } } },
+      logFile,
+    });
 
     const run = await execa(CLAUDE, ['-p', 'create hello.txt', '--output-format', 'stream-json', '--verbose', '--max-turns', '4', '--dangerously-skip-permissions'], {
       cwd,
@@ -532,5 +538,30 @@ describe('gateway: an agent attacking its budget and the host key (each attack p
     expect(r.headers['x-echo']).toBe('[redacted]');
     await gw.close();
     expect(readFileSync(join(dir, 'gateway.jsonl'), 'utf8')).not.toContain(key);
+  });
+});
+
+describe('delivery: a fingerprint, counted only where the agent gives the model its instructions', () => {
+  const claudeMd = 'House rules for this repository.\nAlways add numbers with the plus operator.\nKeep every function pure.\n';
+  const marker = { lines: fingerprintLines(claudeMd), scope: { kind: 'instruction-file' as const, file: 'CLAUDE.md' } };
+  const reminder = `<system-reminder>\nAs you answer the user's questions, you can use the following context:\nContents of /work/CLAUDE.md (project instructions, checked into the codebase):\n\n${claudeMd}</system-reminder>`;
+
+  it('a README quoting the CLAUDE.md, read through a tool, is not the CLAUDE.md delivered', () => {
+    const readmeRead = {
+      messages: [
+        { role: 'user', content: [{ type: 'text', text: 'Fix add().' }] },
+        { role: 'assistant', content: [{ type: 'tool_use', id: 't1', name: 'Read', input: { file_path: '/work/README.md' } }] },
+        { role: 'user', content: [{ type: 'tool_result', tool_use_id: 't1', content: `# add\n${claudeMd}` }] },
+      ],
+    };
+    expect(markersFound(readmeRead, { treatment: marker })).toEqual([]);
+    // The same text where Claude Code puts CLAUDE.md is delivery.
+    expect(markersFound({ messages: [{ role: 'user', content: [{ type: 'text', text: reminder }, { type: 'text', text: 'Fix add().' }] }] }, { treatment: marker })).toEqual(['treatment']);
+    // One line of the fingerprint is not enough.
+    const partial = reminder.replace('Keep every function pure.', 'Keep it simple.');
+    expect(markersFound({ messages: [{ role: 'user', content: [{ type: 'text', text: partial }] }] }, { treatment: marker })).toEqual([]);
+    // Codex's AGENTS.md section, for an AGENTS.md marker.
+    const agents = { lines: marker.lines, scope: { kind: 'instruction-file' as const, file: 'AGENTS.md' } };
+    expect(markersFound({ input: [{ role: 'user', content: [{ type: 'input_text', text: `# AGENTS.md instructions for /work\n\n${claudeMd}` }] }] }, { t: agents })).toEqual(['t']);
   });
 });

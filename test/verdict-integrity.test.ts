@@ -191,3 +191,55 @@ for await (const line of createInterface({ input: process.stdin })) {
     expect(kinds(await rig.outputJson('audit/fix-add/control/1', 'audit.json'))).toEqual(['canary', 'hidden-path']);
   });
 });
+
+describe.skipIf((!bwrap.ok && !required) || !existsSync(claudeBinary()))('delivery and the cross-arm check (Claude Code, bubblewrap)', () => {
+  const CONTEXT = 'House rule 5e1b: add() uses the plus operator.\nEvery function in src/ is pure.\nTests live in test/ and run with node --test.\n';
+
+  function cohortConfig(controlArm: string): string {
+    return `steps:
+  materialize: { kind: materialize, matrix: { task: [fix-add] } }
+  attempts:
+    kind: run
+    needs: [materialize]
+    matrix: { task: [fix-add], arm: [control, treatment], rep: 1 }
+    agent: { adapter: claude-code, model: claude-fake-1 }
+    arms:
+      control: ${controlArm}
+      treatment: { files: { CLAUDE.md: fixtures/CLAUDE.md } }
+    limits: { turns: 4, wall_seconds: 120 }
+    sandbox: { backend: bubblewrap }
+    model: { fake_script: fixtures/read.script.json }
+  verify: { kind: verify, needs: [materialize, attempts], matrix: { task: [fix-add], arm: [control, treatment], rep: 1 }, sandbox: { backend: bubblewrap } }
+  audit: { kind: audit, needs: [attempts, verify], matrix: { task: [fix-add], arm: [control, treatment], rep: 1 } }
+  cohort: { kind: analyze, version: 1, needs: [audit], control: control, treatments: [treatment] }
+`;
+  }
+
+  beforeEach(() => {
+    calculatorTask(rig.dir);
+    rig.write('fixtures/CLAUDE.md', CONTEXT);
+    // The model reads a notes file that quotes the context: a tool result, not the instructions.
+    rig.write('fixtures/read.script.json', JSON.stringify({ turns: [{ tool_calls: [{ name: 'Read', input: { file_path: '/work/NOTES.md' } }] }, { text: 'Read it.' }] }));
+  });
+
+  it('a notes file quoting the CLAUDE.md, read by the model, is not delivery; the CLAUDE.md itself is', async () => {
+    rig.write('fixtures/NOTES.md', `# Notes\n${CONTEXT}`);
+    rig.write('bench.config.yaml', cohortConfig('{ files: { NOTES.md: fixtures/NOTES.md } }').replace('treatment: { files: { CLAUDE.md: fixtures/CLAUDE.md } }', 'treatment: { files: { CLAUDE.md: fixtures/CLAUDE.md, NOTES.md: fixtures/NOTES.md } }'));
+    expect((await rig.cli('run', 'audit')).code).toBe(0);
+    const control = await rig.outputJson('attempts/fix-add/control/1', 'result.json');
+    expect(await rig.outputText('attempts/fix-add/control/1', 'gateway.jsonl')).toContain('House rule 5e1b'); // the model did read it
+    expect(control.delivery.marker).toBeNull(); // NOTES.md is not an instruction file for Claude Code
+    expect((await rig.outputJson('audit/fix-add/control/1', 'audit.json')).mechanism.delivered).toBe(false);
+    expect((await rig.outputJson('attempts/fix-add/treatment/1', 'result.json')).delivered).toEqual({ treatment: true });
+  });
+
+  it("a control that received the treatment's fingerprint invalidates the comparison", async () => {
+    rig.write('fixtures/CLAUDE-copy.md', CONTEXT);
+    rig.write('bench.config.yaml', cohortConfig('{ files: { CLAUDE.md: fixtures/CLAUDE-copy.md } }'));
+    expect((await rig.cli('run')).code).toBe(0);
+    const analysis = await rig.outputJson('cohort', 'analysis.json');
+    const cmp = analysis.comparisons[0];
+    expect(cmp.verdict).toBe('invalid');
+    expect(cmp.problems).toEqual([expect.objectContaining({ reason: 'control-received-treatment', attempts: ['audit/fix-add/control/1'] })]);
+  });
+});

@@ -28,6 +28,25 @@ export interface ArmInput {
   attempts: readonly AttemptRecord[];
 }
 
+/**
+ * Control attempts whose model received the treatment: every line of a treatment
+ * attempt's delivery fingerprint among the control attempt's instruction lines.
+ */
+function controlsThatReceived(control: readonly AttemptRecord[], treatment: readonly AttemptRecord[]): string[] {
+  const fingerprints = new Map<string, string[]>();
+  for (const t of treatment) {
+    const lines = t.delivery?.marker_lines ?? [];
+    if (lines.length) fingerprints.set(lines.join(','), lines);
+  }
+  if (!fingerprints.size) return [];
+  return control
+    .filter((c) => {
+      const seen = new Set(c.delivery?.instruction_lines ?? []);
+      return [...fingerprints.values()].some((lines) => lines.every((l) => seen.has(l)));
+    })
+    .map((c) => c.node);
+}
+
 /** p_holm is set to p here; analyze() replaces it once every comparison is known. */
 export function compareArms(
   controlName: string,
@@ -67,6 +86,14 @@ export function compareArms(
   const refused = refusalProblems(control.metrics, [treatment.metrics], spec.infra_error_threshold);
   const invalid: ComparisonProblem[] = validityProblems([control.metrics, treatment.metrics], spec.validity_floor);
   if (pairing.tasks.length === 0) invalid.push({ reason: 'no-valid-pairs', message: 'no (task, rep) pair has both attempts accepted' });
+  const contaminated = controlsThatReceived(control.attempts, treatment.attempts);
+  if (contaminated.length) {
+    invalid.push({
+      reason: 'control-received-treatment',
+      attempts: contaminated,
+      message: `${contaminated.length} control attempt(s) received the treatment's fingerprint in their instructions (${contaminated.slice(0, 3).join(', ')}): the arms do not differ in their treatment`,
+    });
+  }
   if (refused.length > 0) return { ...empty, verdict: 'refused', problems: [...refused, ...invalid] };
   if (invalid.length > 0) return { ...empty, verdict: 'invalid', problems: invalid };
 

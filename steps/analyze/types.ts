@@ -42,6 +42,12 @@ export interface AttemptRecord {
    * flags acted on, and whether its verdict was forged. Absent in records from before.
    */
   integrity?: { out_of_bounds: number; leakage: number; verdict_forged: boolean };
+  /**
+   * Digests of the arm's delivery fingerprint (empty for the control) and of every
+   * instruction line the attempt's model received: a control whose instruction lines hold
+   * a treatment's whole fingerprint received that treatment. Absent in records from before.
+   */
+  delivery?: { marker_lines: string[]; instruction_lines: string[] };
   started_at: string | null;
   ended_at: string | null;
 }
@@ -202,6 +208,7 @@ export type ComparisonProblem =
     }
   | { reason: 'below-validity-floor'; arm: string; accepted_fraction: number; floor: number; message: string }
   | { reason: 'no-valid-pairs'; message: string }
+  | { reason: 'control-received-treatment'; attempts: string[]; message: string }
   | { reason: 'factorial-design'; message: string };
 
 export interface PairCounts {

@@ -136,6 +136,7 @@ export function problemText(p: ComparisonProblem): string {
     case 'infra-error-rate':
     case 'below-validity-floor':
     case 'no-valid-pairs':
+    case 'control-received-treatment':
     case 'factorial-design':
       return `${p.reason}: ${p.message}`;
     default:
