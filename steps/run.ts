@@ -1,4 +1,5 @@
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join, normalize, relative } from 'node:path';
 import type { AgentAdapter, AttemptContext, McpServer } from '../agents/adapter.js';
 import { fingerprintLines, foldLine, lineDigest, type Marker } from '../gateway/markers.js';
@@ -311,7 +312,9 @@ export const runStep: StepKind = {
 
     // 1. The workspace: the materialized tree, then the arm's treatment files.
     const ws = join(ctx.workDir, 'ws');
-    const home = join(ctx.workDir, 'home');
+    // Unsandboxed (local), the agent is a plain process: its HOME is outside the store, so no
+    // path in its environment leads there (its working directory still does: see the README).
+    const home = settings.backend === 'local' ? mkdtempSync(join(tmpdir(), 'pairbench-home-')) : join(ctx.workDir, 'home');
     mkdirSync(home, { recursive: true });
     const tree = ctx.upstream.find((u) => u.outputs['tree'])?.outputs['tree'];
     if (!tree) return err({ reason: 'internal', message: 'run needs a materialize upstream with a tree' });
@@ -469,6 +472,7 @@ export const runStep: StepKind = {
     } finally {
       await sandbox?.close();
       await model?.close();
+      if (settings.backend === 'local') rmSync(home, { recursive: true, force: true });
     }
   },
 };

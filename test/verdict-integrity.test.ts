@@ -243,3 +243,58 @@ describe.skipIf((!bwrap.ok && !required) || !existsSync(claudeBinary()))('delive
     expect(cmp.problems).toEqual([expect.objectContaining({ reason: 'control-received-treatment', attempts: ['audit/fix-add/control/1'] })]);
   });
 });
+
+describe('isolation is part of the verdict', () => {
+  it('a cohort run on local makes no claim (unisolated, numbers shown); its attempts had a private TMPDIR and HOME and no store path in their environment', async () => {
+    calculatorTask(rig.dir);
+    const ids = ['fix-add'];
+    for (let i = 2; i <= 6; i++) {
+      const id = `fix-add-${i}`;
+      for (const f of ['task.yaml', 'solution.patch', 'verifier/test_add.mjs']) rig.write(`tasks/${id}/${f}`, rig.read(`tasks/fix-add/${f}`).replace('id: fix-add', `id: ${id}`));
+      ids.push(id);
+    }
+    rig.write('fixtures/CLAUDE.md', 'Always use + in add(): the project adds numbers.\n');
+    const m = `{ task: [${ids.join(', ')}], arm: [control, treatment], rep: 2 }`;
+    const agent = `env > "$TMPDIR/env.txt"; env > env.txt; if [ -f CLAUDE.md ]; then sed -i "s/a - b/a + b/" src/add.mjs; fi`;
+    rig.write(
+      'bench.config.yaml',
+      `steps:
+  materialize: { kind: materialize, matrix: { task: [${ids.join(', ')}] } }
+  attempts:
+    kind: run
+    needs: [materialize]
+    matrix: ${m}
+    agent: { adapter: command, command: '${agent}' }
+    arms: { control: {}, treatment: { files: { CLAUDE.md: fixtures/CLAUDE.md } } }
+    sandbox: { backend: local }
+    limits: { wall_seconds: 30 }
+  verify: { kind: verify, needs: [materialize, attempts], matrix: ${m}, sandbox: { backend: local } }
+  audit: { kind: audit, needs: [attempts, verify], matrix: ${m}, policy: { out_of_bounds: flag } }
+  cohort: { kind: analyze, version: 1, needs: [audit], control: control, treatments: [treatment] }
+  export: { kind: export, needs: [materialize, attempts, verify, audit, cohort] }
+`,
+    );
+    const r = await rig.cli('run');
+    expect(r.code, r.stderr).toBe(0);
+    const cmp = (await rig.outputJson('cohort', 'analysis.json')).comparisons[0];
+    expect(cmp).toMatchObject({ verdict: 'unisolated', delta: 1, problems: [{ reason: 'unisolated', arms: ['control', 'treatment'] }] });
+    const bundle = join(rig.dir, 'bundle');
+    expect((await rig.cli('export', '--out', bundle)).code).toBe(0);
+    const report = readFileSync(join(bundle, 'report.md'), 'utf8');
+    expect(report).toContain('**UNISOLATED**');
+    expect(report).toContain('⚠ **UNISOLATED (none, network shared with the host): no claim is made**');
+    // What the agent's environment held: private directories, nothing under the store.
+    const { Cas } = await import('../pipeline/store/cas.js');
+    const changes = await rig.outputJson('attempts/fix-add/control/1', 'changes.json');
+    expect(Object.keys(changes.written)).toContain('env.txt');
+    const ex = JSON.parse((await rig.cli('explain', 'attempts/fix-add/control/1', '--json')).stdout);
+    const cas = new Cas(join(rig.dir, '.pairbench', 'cas'), join(rig.dir, '.pairbench', 'tmp'));
+    const entry = cas.readTree(ex.record.outputs.changed.digest).entries.find((e) => e.name === 'env.txt');
+    if (!entry || entry.type !== 'file') throw new Error('env.txt is not in the changes');
+    const envTxt = cas.read(entry.digest).toString('utf8');
+    const env = Object.fromEntries(envTxt.split('\n').filter((l) => l.includes('=')).map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
+    expect(env['TMPDIR']).toMatch(/pairbench-local-/);
+    expect(env['HOME']).toMatch(/\/tmp\/pairbench-(local|home)-/);
+    for (const [k, v] of Object.entries(env)) if (k !== 'PWD' && k !== 'OLDPWD') expect(v, k).not.toContain('.pairbench');
+  });
+});

@@ -156,9 +156,16 @@ export function compareArms(
   }
   const p = mcnemarExactP(b, c);
   const rows = tasks.map((t) => taskOutcome(t, w));
+  // No claim from arms that could see each other or the host: the numbers stand, the verdict does not.
+  const claimed = verdictOf(effect, ci ?? null, envelope);
+  const unisolatedArms = [controlName, treatmentName].filter((_, i) => [control, treatment][i]!.attempts.some(unisolated));
+  const withheld = unisolatedArms.length > 0 && (claimed === 'positive' || claimed === 'negative');
   return {
     ...empty,
-    verdict: verdictOf(effect, ci ?? null, envelope),
+    verdict: withheld ? 'unisolated' : claimed,
+    problems: withheld
+      ? [{ reason: 'unisolated', arms: unisolatedArms, message: `${unisolatedArms.join(' and ')} ran without isolation (the local backend, or egress open on a shared network): the effect would be ${claimed}, but no claim is made` }]
+      : [],
     delta: effect,
     ci: ci ?? null,
     envelope,
@@ -175,6 +182,11 @@ export function compareArms(
     mechanism,
     outcomes: { counts: countOutcomes(rows), tasks: rows },
   };
+}
+
+/** An attempt that ran without a sandbox of its own, or on a network shared with other attempts and the host. */
+export function unisolated(a: AttemptRecord): boolean {
+  return a.sandbox.isolation === 'none' || a.sandbox.egress_mode === 'open';
 }
 
 /**

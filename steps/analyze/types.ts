@@ -93,7 +93,11 @@ export interface AnalysisSpec {
   overhead?: OverheadSpec | null;
 }
 
-export type Verdict = 'positive' | 'negative' | 'within-noise' | 'refused' | 'invalid';
+/**
+ * `unisolated`: the effect would be a claim, but an arm ran without isolation (the local
+ * backend, or a network shared with other attempts), so none is made; numbers are shown.
+ */
+export type Verdict = 'positive' | 'negative' | 'within-noise' | 'unisolated' | 'refused' | 'invalid';
 
 // ---------------------------------------------------------------- results
 
@@ -209,6 +213,7 @@ export type ComparisonProblem =
   | { reason: 'below-validity-floor'; arm: string; accepted_fraction: number; floor: number; message: string }
   | { reason: 'no-valid-pairs'; message: string }
   | { reason: 'control-received-treatment'; attempts: string[]; message: string }
+  | { reason: 'unisolated'; arms: string[]; message: string }
   | { reason: 'factorial-design'; message: string };
 
 export interface PairCounts {

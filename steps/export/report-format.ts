@@ -85,6 +85,8 @@ export function verdictWord(v: Verdict): string {
       return 'NEGATIVE';
     case 'within-noise':
       return 'WITHIN NOISE';
+    case 'unisolated':
+      return 'UNISOLATED';
     case 'refused':
       return 'REFUSED';
     case 'invalid':
@@ -103,6 +105,8 @@ export function verdictMeaning(v: Verdict): string {
       return 'the treatment lowered the pass rate by more than the noise envelope';
     case 'within-noise':
       return 'the difference is inside the noise envelope: no effect is claimed either way';
+    case 'unisolated':
+      return 'the arms ran without isolation (local backend, or a shared network): the effect is shown, but no claim is made';
     case 'refused':
       return 'the arms are not comparable, so no delta is reported';
     case 'invalid':
@@ -137,6 +141,7 @@ export function problemText(p: ComparisonProblem): string {
     case 'below-validity-floor':
     case 'no-valid-pairs':
     case 'control-received-treatment':
+    case 'unisolated':
     case 'factorial-design':
       return `${p.reason}: ${p.message}`;
     default:
@@ -181,6 +186,19 @@ export function scopeStatement(result: AnalysisResult, ctx: ReportContext): { ar
 // ---------------------------------------------------------------- escaping
 
 /** Text for HTML element content and attribute values (quoted with either quote). */
+/**
+ * The isolation the attempts ran with, in words: "namespaces" or "container" when every
+ * attempt had a sandbox and a network of its own; "UNISOLATED (...)" when any did not
+ * (such a cohort makes no claim).
+ */
+export function isolationText(result: AnalysisResult, ctx: ReportContext): { isolated: boolean; text: string } {
+  const levels = [...new Set(result.arms.flatMap((a) => a.config.isolation))].sort();
+  const shared = result.arms.some((a) => a.config.egress_mode.includes('open'));
+  const isolated = !levels.includes('none') && !shared && levels.length > 0;
+  const what = levels.length ? levels.join(', ') : (ctx.sandbox.isolation ?? 'unknown');
+  return { isolated, text: isolated ? what : `UNISOLATED (${what}${shared ? ', network shared with the host' : ''}): no claim is made` };
+}
+
 export const INTEGRITY_INTRO = 'Accepted attempts failed for what they did, whatever the verifier said (a forged verdict, a write outside the allowed paths, leakage):';
 
 /** "verdict-forged: 2, out-of-bounds: 1", or "none". */

@@ -8,6 +8,7 @@ import type { AnalysisResult, ArmMetrics, Comparison, ConfigField, FactorialResu
 import type { ReportContext } from './report-context.js';
 import {
   INTEGRITY_INTRO,
+  isolationText,
   integrityCaveat,
   integritySummary,
   integrityCounts,
@@ -139,6 +140,7 @@ export function renderHtml(result: AnalysisResult, ctx: ReportContext): string {
 
 function statusBar(result: AnalysisResult, ctx: ReportContext): string {
   const enforced = egressEnforced(result, ctx);
+  const isolation = isolationText(result, ctx);
   const item = (k: string, v: string, cls = ''): string =>
     `<span class="item${cls ? ` ${cls}` : ''}"><span class="k">${esc(k)}</span><span class="v">${v}</span></span>`;
   // What the attempts recorded, when it is not what the cohort config claims.
@@ -159,6 +161,7 @@ function statusBar(result: AnalysisResult, ctx: ReportContext): string {
       `<span class="egress-chip">${esc(ctx.sandbox.egress_mode)} · ${enforced ? 'enforced' : `⚠ NOT enforced${esc(egressNote)}`}</span>${recorded('egress_mode', ctx.sandbox.egress_mode)}`,
       'egress',
     ),
+    item('isolation', isolation.isolated ? esc(isolation.text) : `⚠ ${esc(isolation.text)}`, isolation.isolated ? 'isolated' : 'unisolated'),
     item('design', `${ctx.tasks.length} tasks x ${ctx.reps} reps`),
     '</header>',
   ].join('\n');

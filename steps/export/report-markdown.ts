@@ -7,6 +7,7 @@ import type { AnalysisResult, ArmMetrics, Comparison, ConfigField, FactorialResu
 import type { ReportContext } from './report-context.js';
 import {
   INTEGRITY_INTRO,
+  isolationText,
   integrityCaveat,
   integritySummary,
   integrityCounts,
@@ -58,7 +59,7 @@ export function renderMarkdown(result: AnalysisResult, ctx: ReportContext): stri
     `Agent ${md(ctx.agent.adapter)} ${md(ctx.agent.version)}${recorded('adapter', ctx.agent.adapter)}${recorded('adapter_version', ctx.agent.version)}` +
       ` · model ${md(ctx.agent.model)}${recorded('model', ctx.agent.model)} · sandbox ${md(ctx.sandbox.backend)}${recorded('sandbox_backend', ctx.sandbox.backend)}` +
       ` · image ${ctx.sandbox.image_id ? code(ctx.sandbox.image_id) : 'none'}${recorded('image_id', ctx.sandbox.image_id ?? 'none')}` +
-      ` · ${egress} · ${ctx.tasks.length} tasks x ${ctx.reps} reps`,
+      ` · ${egress} · ${isolationText(result, ctx).isolated ? `isolation ${md(isolationText(result, ctx).text)}` : `⚠ **${md(isolationText(result, ctx).text)}**`} · ${ctx.tasks.length} tasks x ${ctx.reps} reps`,
   );
   line();
   line(`Generated ${md(ctx.generated_at)} · config ${code(ctx.config_digest)} · freeze ${code(ctx.freeze_digest)}`);
