@@ -34,10 +34,10 @@ function attempt(o: Partial<AttemptRecord> & Pick<AttemptRecord, 'task' | 'arm' 
     tool_calls: 10,
     agent: { adapter: 'claude-code', version: '2.1.197', model: 'model-a', provider: 'anthropic' },
     sandbox: {
-      backend: 'local',
-      isolation: 'none',
-      egress_mode: 'open',
-      egress_enforced: false,
+      backend: 'bubblewrap',
+      isolation: 'namespaces',
+      egress_mode: 'none',
+      egress_enforced: true,
       image_id: null,
       resources: { cpus: null, memory_mb: null, pids: null },
     },
@@ -436,8 +436,10 @@ describe.skipIf(skipBrowser)('renderHtml in headless Chromium', () => {
   });
 
   it('the status bar is amber when the config claims enforced egress but the attempts recorded none', async () => {
-    // positive's attempts ran in the local sandbox with egress open; the context claims docker + enforced.
-    const { page, errors } = await open('claimed.html', renderHtml(positive, context(true)));
+    // These attempts ran in the local sandbox with egress open; the context claims docker + enforced.
+    const local = { backend: 'local', isolation: 'none', egress_mode: 'open', egress_enforced: false, image_id: null, resources: { cpus: null, memory_mb: null, pids: null } };
+    const unenforced = analyze(positiveAttempts().map((a) => ({ ...a, sandbox: local })), spec);
+    const { page, errors } = await open('claimed.html', renderHtml(unenforced, context(true)));
     try {
       expect(errors).toEqual([]);
       const bar = page.locator('header.status-bar');
