@@ -25,6 +25,25 @@ export function cohortsOf(ctx: EngineContext, nodes: readonly GraphNode[], input
     }));
 }
 
+/**
+ * Gives each export node the freeze record of the cohort it exports (name, version,
+ * freeze digest, frozen fields), so its bundle and report carry the registered freeze
+ * rather than a digest of the config file. Part of the export node's key.
+ */
+export function annotateExports(nodes: readonly GraphNode[], inputs: ReadonlyMap<string, ResolvedInput[]>, env: HostEnv): void {
+  for (const node of nodes) {
+    if (node.kind.name !== 'export') continue;
+    const named = node.step.spec['cohort'] as string | undefined;
+    const analyses = withUpstream(node.upstream).filter((n) => n.kind.name === 'analyze');
+    const analyze = analyses.find((n) => n.step.name === named) ?? analyses[0];
+    if (!analyze) continue;
+    const freeze = computeFreeze(analyze, inputs, env);
+    node.annotation = {
+      freeze: { cohort: analyze.step.name, version: (analyze.step.spec['version'] as number | undefined) ?? 1, freeze_digest: freeze.digest, fields: freeze.fields },
+    };
+  }
+}
+
 export function registryOf(ctx: EngineContext): Registry {
   return new Registry(ctx.store);
 }
@@ -65,6 +84,36 @@ export async function admitCohorts(ctx: EngineContext, cohorts: Cohort[], now = 
   return { refusals, notes };
 }
 
+/**
+ * The registry binds a cohort version when its first attempt starts, not when the run
+ * ends: a run that crashes after some attempts has still bound its version. Call
+ * `started` for every node the engine starts; `settled` waits for the registry writes.
+ */
+export function firstAttemptBinder(ctx: EngineContext, cohorts: readonly Cohort[]): { started(node: string, at: Date): void; settled(): Promise<void> } {
+  const registry = registryOf(ctx);
+  const byAttempt = new Map<string, Cohort[]>();
+  for (const c of cohorts) for (const a of c.attempts) byAttempt.set(a.id, [...(byAttempt.get(a.id) ?? []), c]);
+  const bound = new Set<string>();
+  const writes: Promise<unknown>[] = [];
+  return {
+    started(node, at) {
+      for (const c of byAttempt.get(node) ?? []) {
+        if (bound.has(c.name)) continue;
+        bound.add(c.name);
+        writes.push(
+          registry.update(c.name, (record) => {
+            const v = record.versions.find((x) => x.version === c.version);
+            if (v && !v.first_attempt_at) v.first_attempt_at = at.toISOString();
+          }),
+        );
+      }
+    },
+    async settled() {
+      await Promise.all(writes);
+    },
+  };
+}
+
 /** After a run: the first attempt binds the version; reused attempts are reported with the version that made them. */
 export async function recordCohorts(ctx: EngineContext, cohorts: Cohort[], states: ReadonlyMap<string, NodeState>, now = new Date()): Promise<string[]> {
   const registry = registryOf(ctx);
@@ -72,13 +121,17 @@ export async function recordCohorts(ctx: EngineContext, cohorts: Cohort[], state
   for (const c of cohorts) {
     const executed: string[] = [];
     const reached: string[] = [];
+    let firstStart: string | undefined;
     let done = 0;
     for (const a of c.attempts) {
       const s = states.get(a.id);
       if (!s || (s.status !== 'executed' && s.status !== 'cached')) continue;
       done++;
       reached.push(s.record.key);
-      if (s.status === 'executed') executed.push(s.record.key);
+      if (s.status === 'executed') {
+        executed.push(s.record.key);
+        if (!firstStart || s.record.started_at < firstStart) firstStart = s.record.started_at;
+      }
     }
     const analysis = states.get(c.node.id);
     let verdicts: Record<string, string> | null = null;
@@ -93,7 +146,7 @@ export async function recordCohorts(ctx: EngineContext, cohorts: Cohort[], state
     const record = await registry.update(c.name, (record) => {
       const v = record.versions.find((x) => x.version === c.version);
       if (!v) return;
-      if (executed.length && !v.first_attempt_at) v.first_attempt_at = now.toISOString();
+      if (executed.length && !v.first_attempt_at) v.first_attempt_at = firstStart ?? now.toISOString();
       v.executed = [...new Set([...v.executed, ...executed])];
       if (verdicts) v.observed = { at: now.toISOString(), attempts: done, verdicts };
     });

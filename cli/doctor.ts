@@ -99,8 +99,13 @@ export async function doctorChecks(loaded: LoadedConfig, env: CommandIO['env'], 
 }
 
 /** The command: one line per check, or `{ok, checks}` with --json; exit 0 only when every check passes. */
-export async function runDoctor(loaded: LoadedConfig, io: CommandIO, json: boolean, floors: DoctorFloors = DEFAULT_FLOORS): Promise<number> {
+export async function runDoctor(loaded: LoadedConfig, io: CommandIO, json: boolean, floors: DoctorFloors = DEFAULT_FLOORS, options: { canary?: boolean } = {}): Promise<number> {
   const checks = await doctorChecks(loaded, io.env, floors);
+  // The canary starts real agents: only once everything they need is there.
+  if (options.canary !== false && checks.every((c) => c.ok)) {
+    const { canaryChecks } = await import('./canary.js');
+    checks.push(...(await canaryChecks(loaded, io)));
+  }
   const allOk = checks.every((c) => c.ok);
   if (json) {
     io.stdout.write(JSON.stringify({ ok: allOk, checks }, null, 2) + '\n');
@@ -111,7 +116,11 @@ export async function runDoctor(loaded: LoadedConfig, io: CommandIO, json: boole
       if (c.fix) lines.push(`         fix: ${c.fix}`);
     }
     const bad = checks.filter((c) => !c.ok).length;
-    lines.push(bad ? `doctor: ${bad} of ${checks.length} prerequisites missing; nothing was started` : `doctor: all ${checks.length} prerequisites ok`);
+    lines.push(
+      bad
+        ? `doctor: ${bad} of ${checks.length} prerequisites missing; no attempt was started${options.canary !== false && !checks.some((c) => c.name.startsWith('agent canary')) ? ' (the agent canary runs once the rest passes)' : ''}`
+        : `doctor: all ${checks.length} prerequisites ok`,
+    );
     io.stdout.write(lines.join('\n') + '\n');
   }
   return allOk ? EXIT.ok : EXIT.nodeFailed;

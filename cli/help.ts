@@ -17,7 +17,14 @@ committed (MemAvailable minus running containers' limits, never MemTotal); each
 sandbox backend working (bwrap runnable, dockerd answering) and each pinned image
 present; the agent CLIs installed at their pinned versions; the credentials each
 arm needs (by name; a value is never printed); task repositories and commits
-reachable. Exit 0 when all pass, 1 otherwise.
+reachable. Then, when all of that passes, the agent canary: one real turn of each
+run step's agent CLI in that step's own sandbox and image, against pairbench's
+scripted model (no provider is contacted, nothing is recorded), so an agent that
+cannot start there (a library or binary missing from the image, a path not
+mounted) is named before any attempt. Exit 0 when all pass, 1 otherwise.
+
+Options:
+  --skip-canary        check the prerequisites only; run no agent
 
 ${COMMON}`,
   probe: `Usage: pairbench probe [NODE] [options]

@@ -4,18 +4,20 @@ import { parseArgs } from 'node:util';
 import { buildGraph, withUpstream, type Graph } from '../pipeline/dag.js';
 import { DEFAULT_CONFIG_FILE, loadConfig, parseSize, type BenchConfig } from '../pipeline/config/load.js';
 import { closest, diagnosticToJson, formatDiagnostic, type Diagnostic } from '../pipeline/diagnostic.js';
-import { lookup, plan, resolveInputs, run, type EngineContext, type PlanEntry } from '../pipeline/engine.js';
+import { lookup, plan, resolveInputs, run, type EngineContext, type Lookup, type PlanEntry } from '../pipeline/engine.js';
+import type { CacheKey } from '../pipeline/digest.js';
 import type { Reporter } from '../pipeline/events.js';
 import { collectGarbage } from '../pipeline/gc.js';
 import type { ResolvedInput } from '../pipeline/inputs.js';
 import { PlainReporter } from '../pipeline/reporters/plain.js';
 import { CorruptBlobError, type OutputEntry } from '../pipeline/store/cas.js';
 import { Store } from '../pipeline/store/store.js';
-import type { GraphNode } from '../pipeline/step-kind.js';
+import type { GraphNode, HostEnv } from '../pipeline/step-kind.js';
 import { builtinStepKinds } from '../steps/index.js';
 import { EXIT, HELP } from './help.js';
-import { admitCohorts, cohortsOf, historyLines, recordCohorts, registryOf } from './cohorts.js';
+import { admitCohorts, annotateExports, cohortsOf, firstAttemptBinder, historyLines, recordCohorts, registryOf } from './cohorts.js';
 import { explainNode } from './explain.js';
+import { formatRunOutcome, runOutcome } from './run-summary.js';
 import { generate } from './generate.js';
 
 type Out = { write(s: string): unknown; isTTY?: boolean };
@@ -51,6 +53,7 @@ const OPTIONS = {
   sign: { type: 'string' },
   key: { type: 'string' },
   root: { type: 'string' },
+  'skip-canary': { type: 'boolean' },
 } as const;
 
 const COMMANDS = ['run', 'plan', 'explain', 'status', 'gc', 'fsck', 'freeze', 'history', 'doctor', 'probe', 'generate', 'export', 'verify-bundle'] as const;
@@ -67,7 +70,7 @@ const ALLOWED: Record<Command, string[]> = {
   'verify-bundle': ['key', 'root'],
   freeze: [],
   history: [],
-  doctor: [],
+  doctor: ['skip-canary'],
   probe: [],
 };
 
@@ -110,7 +113,7 @@ interface Loaded {
   inputs: Map<string, ResolvedInput[]>;
 }
 
-function load(configPath: string, storeDir: string | undefined): { ok: true; value: Loaded } | { ok: false; error: Diagnostic[] } {
+function load(configPath: string, storeDir: string | undefined, env: HostEnv): { ok: true; value: Loaded } | { ok: false; error: Diagnostic[] } {
   const config = loadConfig(configPath, storeDir ? { storeDir } : {});
   if (!config.ok) return config;
   const graph = buildGraph(config.value, builtinStepKinds);
@@ -118,7 +121,19 @@ function load(configPath: string, storeDir: string | undefined): { ok: true; val
   const ctx: EngineContext = { config: config.value, graph: graph.value, store: new Store(config.value.storeDir) };
   const inputs = resolveInputs(ctx, graph.value.nodes);
   if (!inputs.ok) return inputs;
+  annotateExports(graph.value.nodes, inputs.value, env);
   return { ok: true, value: { config: config.value, graph: graph.value, ctx, inputs: inputs.value } };
+}
+
+/** The most recent record of node `id` among `keys` (a config's root): what that config last built. */
+function lastBuiltAmong(ctx: EngineContext, id: string, keys: ReadonlySet<string>): Lookup | undefined {
+  let best: Lookup | undefined;
+  for (const key of keys) {
+    const found = lookup(ctx.store, key as CacheKey);
+    if (found.status !== 'hit' || found.record.node !== id) continue;
+    if (!best || best.status !== 'hit' || found.record.started_at > best.record.started_at) best = found;
+  }
+  return best;
 }
 
 /** Nodes matching the patterns (id, id prefix, or step name) plus everything they need, in topological order. */
@@ -308,7 +323,7 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
   const json = Boolean(values.json);
   if (command === 'generate') return runGenerate(io, json, positionals[0]!, values);
   if (command === 'verify-bundle') return runVerifyBundle(io, json, positionals[0]!, values.key, values.root);
-  const loaded = load(values.config ?? DEFAULT_CONFIG_FILE, values.store);
+  const loaded = load(values.config ?? DEFAULT_CONFIG_FILE, values.store, io.env);
   if (!loaded.ok) return fail(io, json, loaded.error);
   const { graph, ctx, inputs, config } = loaded.value;
 
@@ -316,7 +331,7 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
     case 'doctor': {
       // Loaded on demand: doctor talks to Docker, and a no-op run should not pay for that.
       const { runDoctor } = await import('./doctor.js');
-      return runDoctor(loaded.value, io, json);
+      return runDoctor(loaded.value, io, json, undefined, { canary: !values['skip-canary'] });
     }
     case 'probe': {
       const controller = new AbortController();
@@ -347,7 +362,15 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
       const admitted = await admitCohorts(ctx, cohorts);
       if (admitted.refusals.length) return fail(io, json, admitted.refusals.map((message) => ({ message })));
       if (!json) for (const n of admitted.notes) io.stderr.write(`${n}\n`);
-      const reporter = json ? { event: () => undefined } : chooseReporter(io, values.progress, Boolean(values.verbose));
+      const shown = json ? { event: () => undefined } : chooseReporter(io, values.progress, Boolean(values.verbose));
+      const binder = firstAttemptBinder(ctx, cohorts);
+      const reporter: Reporter = {
+        event: (e) => {
+          if (e.type === 'running') binder.started(e.node, new Date());
+          shown.event(e);
+        },
+        ...(shown.close ? { close: () => shown.close!() } : {}),
+      };
       const controller = new AbortController();
       let interrupts = 0;
       const onSignal = () => {
@@ -366,6 +389,7 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
           ...(values.jobs ? { jobs: Number(values.jobs) } : {}),
         }, sel.nodes);
         await reporter.close?.();
+        await binder.settled();
         const reuse = await recordCohorts(ctx, cohorts, states);
         // What this config reaches stays through another config's gc (a run of some nodes adds to it).
         const reached = [...states.values()].flatMap((s) => (s.status === 'cached' || s.status === 'executed' ? [s.record.key] : []));
@@ -373,11 +397,16 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
         const previous = positionals.length ? (ctx.store.roots().find((r) => r.name === rootName)?.keys ?? []) : [];
         ctx.store.setRoot(rootName, [...previous, ...reached], { kind: 'config', config: config.configFile });
         if (!json) for (const line of reuse) io.stderr.write(`${line}\n`);
+        const outcome = runOutcome(ctx, states, values.config ? ` --config ${values.config}` : '');
+        if (!json) for (const line of formatRunOutcome(outcome)) io.stdout.write(`${line}\n`);
         if (json) {
           printJson(io, {
             ok: summary.failed === 0 && summary.skipped === 0,
             summary,
             reuse,
+            comparisons: outcome.comparisons,
+            warnings: outcome.warnings,
+            reports: outcome.reports,
             nodes: [...states].map(([node, s]) => ({
               node,
               status: s.status,
@@ -471,14 +500,20 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
       }
       const { rootDigest, signBundle } = await import('../steps/export/bundle.js');
       const written: { dir: string; root_digest: string; key_id: string | null }[] = [];
+      // Other configs may share this store and have export nodes of the same name: only the key
+      // this config plans, or failing that the last one a run of this config reached, is its bundle.
+      const ownKeys = new Set(ctx.store.roots().find((r) => r.name === `config ${config.configFile}`)?.keys ?? []);
       for (const n of exports) {
-        // The most recent bundle this node built (an attempt with a transient infrastructure
-        // fault keeps the cohort stale until it is retried; its last bundle is still the record).
-        const latest = ctx.store.nodes.get(n.id)?.latest;
-        const found = latest ? lookup(ctx.store, latest.key) : undefined;
-        if (!found || found.status !== 'hit') return fail(io, json, [{ message: `${n.id} is not built yet`, hint: `run 'pairbench run ${n.id}' first` }]);
-        if (entries.find((x) => x.node === n.id)?.status !== 'cached' && !json) {
-          io.stderr.write(`note: ${n.id} is stale (see 'pairbench plan'); writing the bundle it built at ${latest!.at}\n`);
+        const planned = entries.find((x) => x.node === n.id);
+        let found: Lookup | undefined = planned?.status === 'cached' && planned.key ? lookup(ctx.store, planned.key) : undefined;
+        if (!found || found.status !== 'hit') {
+          // Stale (e.g. an attempt with a transient infrastructure fault waits to be retried): the
+          // bundle the last run of this config built is still its record.
+          const latest = ctx.store.nodes.get(n.id)?.latest;
+          const own = latest && ownKeys.has(latest.key) ? lookup(ctx.store, latest.key) : lastBuiltAmong(ctx, n.id, ownKeys);
+          if (!own || own.status !== 'hit') return fail(io, json, [{ message: `${n.id} has no bundle built from this config (${config.configFile})`, hint: `run 'pairbench run ${n.id}' first` }]);
+          found = own;
+          if (!json) io.stderr.write(`note: ${n.id} is stale (see 'pairbench plan'); writing the bundle this config's last run built at ${own.record.started_at}\n`);
         }
         const dest = exports.length === 1 ? resolvePath(values.out!) : join(resolvePath(values.out!), n.id);
         if (existsSync(dest) && readdirSync(dest).length) return fail(io, json, [{ message: `${dest} exists and is not empty`, hint: 'choose an empty or new directory' }]);

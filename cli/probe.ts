@@ -1,6 +1,6 @@
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { closest } from '../pipeline/diagnostic.js';
-import { lookup, plan, run } from '../pipeline/engine.js';
+import { lookup, plan, run, selectedOutputs } from '../pipeline/engine.js';
 import { errorMessage } from '../pipeline/result.js';
 import type { ExecutionContext, GraphNode, StagedFile, UpstreamOutputs } from '../pipeline/step-kind.js';
 import type { ActionRecord, OutputManifest } from '../pipeline/store/action-cache.js';
@@ -114,19 +114,10 @@ export async function runProbe(loaded: LoadedConfig, io: CommandIO, json: boolea
     note(`${target.id} already has a recorded attempt; pricing from it (nothing new is run)`);
   } else {
     // 1. What the attempt reads: its upstream (materialize), built or reused through the engine. Never certify.
-    const prereqs = closure(loaded, target.upstream.filter((u) => u.kind.name !== 'certify'));
     note(`probe: ${target.id} (one attempt, not recorded; no certify, no verify)`);
-    const { states } = await run(ctx, inputs, { reporter: silent, hostEnv: io.env, ...(options.signal ? { signal: options.signal } : {}) }, prereqs);
-    const records = new Map<string, ActionRecord>();
-    for (const n of prereqs) {
-      const s = states.get(n.id);
-      if (s?.status === 'cached' || s?.status === 'executed') {
-        records.set(n.id, s.record);
-        note(`  ${n.id}: ${s.status === 'cached' ? 'cached' : 'built'}`);
-      } else {
-        return failed(`${n.id} did not complete: ${s?.status === 'failed' ? s.failure.message : s?.status === 'skipped' ? s.because : 'unknown'}`);
-      }
-    }
+    const built = await buildUpstream(loaded, target, io, options.signal, note);
+    if (!built.ok) return failed(built.message);
+    const records = built.records;
     // 2. The attempt, as engine.executeNode would run it, minus the record.
     const attempt = await executeUnrecorded(loaded, target, records, io, options.signal, (reason) => transient.push(reason));
     if (!attempt.ok) return failed(`the probe attempt ${target.id} failed: ${attempt.message}`, attempt.logTail);
@@ -142,6 +133,29 @@ export async function runProbe(loaded: LoadedConfig, io: CommandIO, json: boolea
   if (json) io.stdout.write(JSON.stringify(report, null, 2) + '\n');
   else io.stdout.write(formatReport(report) + '\n');
   return report.ok ? EXIT.ok : EXIT.nodeFailed;
+}
+
+/** A run node's upstream but certify (materialize), built or reused through the engine: the records an unrecorded attempt reads. */
+export async function buildUpstream(
+  loaded: LoadedConfig,
+  target: GraphNode,
+  io: CommandIO,
+  signal: AbortSignal | undefined,
+  note: (line: string) => void = () => undefined,
+): Promise<{ ok: true; records: Map<string, ActionRecord> } | { ok: false; message: string }> {
+  const prereqs = closure(loaded, target.upstream.filter((u) => u.kind.name !== 'certify'));
+  const { states } = await run(loaded.ctx, loaded.inputs, { reporter: silent, hostEnv: io.env, ...(signal ? { signal } : {}) }, prereqs);
+  const records = new Map<string, ActionRecord>();
+  for (const n of prereqs) {
+    const s = states.get(n.id);
+    if (s?.status === 'cached' || s?.status === 'executed') {
+      records.set(n.id, s.record);
+      note(`  ${n.id}: ${s.status === 'cached' ? 'cached' : 'built'}`);
+    } else {
+      return { ok: false, message: `${n.id} did not complete: ${s?.status === 'failed' ? s.failure.message : s?.status === 'skipped' ? s.because : 'unknown'}` };
+    }
+  }
+  return { ok: true, records };
 }
 
 /** The first run node as listed, or the one named (an id, an id prefix, or a step name). */
@@ -162,7 +176,7 @@ function pickRunNode(loaded: LoadedConfig, name: string | undefined): { ok: true
  * The node of the first task, first arm, first rep as the config lists them (usually the
  * control arm): not the graph's first, since a run step may interleave its nodes in a seeded order.
  */
-function firstAsListed(nodes: GraphNode[]): GraphNode {
+export function firstAsListed(nodes: GraphNode[]): GraphNode {
   const rank = (n: GraphNode) => n.step.matrix.map((d) => d.values.indexOf(n.matrix[d.name] ?? ''));
   return nodes.reduce((best, n) => {
     const a = rank(n);
@@ -173,7 +187,7 @@ function firstAsListed(nodes: GraphNode[]): GraphNode {
 }
 
 /** `roots` and everything they need, in the graph's (topological) order. */
-function closure(loaded: LoadedConfig, roots: GraphNode[]): GraphNode[] {
+export function closure(loaded: LoadedConfig, roots: GraphNode[]): GraphNode[] {
   const wanted = new Set<GraphNode>();
   const stack = [...roots];
   while (stack.length) {
@@ -185,23 +199,25 @@ function closure(loaded: LoadedConfig, roots: GraphNode[]): GraphNode[] {
   return loaded.graph.nodes.filter((n) => wanted.has(n));
 }
 
-type Attempt = { ok: true; outputs: OutputManifest } | { ok: false; message: string; logTail: string };
+export type Attempt = { ok: true; outputs: OutputManifest } | { ok: false; message: string; logTail: string };
 
 /**
  * Mirrors engine.executeNode: inputs stored in the CAS and checked against the digests
  * hashed for the key, the selected upstream outputs, a fresh work dir. Writes no action
  * record and no node history; the outputs' blobs stay unreferenced (gc removes them).
  */
-async function executeUnrecorded(
+export async function executeUnrecorded(
   loaded: LoadedConfig,
   node: GraphNode,
   records: ReadonlyMap<string, ActionRecord>,
   io: CommandIO,
   signal: AbortSignal | undefined,
   doNotCache: (reason: string) => void,
+  /** Files staged besides the node's inputs (already in the store). */
+  extraFiles: readonly StagedFile[] = [],
 ): Promise<Attempt> {
   const { store } = loaded.ctx;
-  const files: StagedFile[] = [];
+  const files: StagedFile[] = [...extraFiles];
   for (const i of loaded.inputs.get(node.id) ?? []) {
     let entry;
     try {
@@ -216,14 +232,9 @@ async function executeUnrecorded(
   for (const u of node.upstream) {
     const record = records.get(u.id);
     if (!record) continue; // certify: skipped by the probe
-    const wanted = node.kind.selectUpstream?.(node, u);
-    const outputs: OutputManifest = {};
-    for (const w of wanted ?? Object.keys(record.outputs)) {
-      const e = record.outputs[w];
-      if (!e) return { ok: false, message: `upstream ${u.id} has no output "${w}"`, logTail: '' };
-      outputs[w] = e;
-    }
-    upstream.push({ node: u.id, outputs });
+    const selected = selectedOutputs(node, u, record);
+    if (!selected.ok) return { ok: false, message: selected.error.message, logTail: '' };
+    upstream.push({ node: u.id, outputs: selected.value });
   }
   const workDir = tempPath(store.tmpDir, 'probe');
   const logFile = `${workDir}.log`;
@@ -259,7 +270,7 @@ async function executeUnrecorded(
   }
 }
 
-function readText(ctx: LoadedConfig['ctx'], outputs: OutputManifest, name: string): string | undefined {
+export function readText(ctx: LoadedConfig['ctx'], outputs: OutputManifest, name: string): string | undefined {
   const e = outputs[name];
   return e ? ctx.store.cas.read(e.digest).toString('utf8') : undefined;
 }
@@ -314,6 +325,7 @@ function project(loaded: LoadedConfig, target: GraphNode, r: AttemptResult, sour
   if (['turn-cap', 'time-cap', 'token-cap', 'cost-cap'].includes(r.exit_reason)) caveats.push(`the attempt stopped at its ${r.exit_reason}: its figures are bounded by that limit, and so is the projection`);
   if (r.exit_reason === 'agent-crash' || r.exit_reason === 'infra-error') caveats.push(`the attempt did not complete (${r.exit_reason}): its figures do not price a normal attempt; fix the cause (pairbench doctor) and probe again`);
   if (u === null) caveats.push('the gateway recorded no model usage (the agent made no model request through it): there are no tokens to project');
+  if (r.cost_confidence === 'none') caveats.push('no request reached a priced provider (the model is scripted, or was never reached): there is no cost to project; the tokens and weighted cost are the figures');
   if (r.cost_confidence === 'estimated') caveats.push("cost is estimated: the model has no configured price, so a default (Claude Sonnet list) price was used; the weighted tokens do not depend on prices");
   for (const t of transient) caveats.push(`the step flagged this attempt as transient: ${t}`);
   if (target.upstream.some((n) => n.kind.name === 'certify')) caveats.push('certify was not run by the probe: a task it rejects would not be attempted at all');
@@ -354,6 +366,8 @@ function duration(ms: number): string {
   return `${(s / 3600).toFixed(1)} h`;
 }
 
+const costText = (usdValue: number | null, confidence: string) => (confidence === 'none' ? 'cost none (no priced provider)' : `cost ${usd(usdValue)} (${confidence})`);
+
 export function formatReport(r: ProbeReport): string {
   const p = r.per_attempt;
   const c = r.cohort.projected;
@@ -364,9 +378,9 @@ export function formatReport(r: ProbeReport): string {
     `${r.source === 'probe' ? 'probe attempt' : 'recorded attempt'} ${r.node}: ${r.exit_reason} (${r.agent.adapter} ${r.agent.version}, model ${r.agent.model})`,
     `  per attempt   tokens ${int(p.total_tokens)} (${usageLine(p.usage)})`,
     `                weighted ${int(p.weighted_tokens)} (input + ${w.cache_write} x cache_write + ${w.cache_read} x cache_read + ${w.output} x output)`,
-    `                cost ${usd(p.cost_usd)} (${r.cost_confidence}), wall ${duration(p.wall_ms)}, ${p.turns} turn${p.turns === 1 ? '' : 's'}`,
+    `                ${costText(p.cost_usd, r.cost_confidence)}, wall ${duration(p.wall_ms)}, ${p.turns} turn${p.turns === 1 ? '' : 's'}`,
     `  cohort        ${r.cohort.attempts} attempts of step ${r.step} (${dims})`,
-    `                tokens ${int(c.total_tokens)}, weighted ${int(c.weighted_tokens)}, cost ${usd(c.cost_usd)} (${r.cost_confidence})`,
+    `                tokens ${int(c.total_tokens)}, weighted ${int(c.weighted_tokens)}, ${costText(c.cost_usd, r.cost_confidence)}`,
     `                wall ${duration(c.wall_ms_total)} of agent time; about ${duration(c.wall_ms_elapsed)} elapsed at concurrency ${r.cohort.concurrency}`,
     ...r.caveats.map((x) => `  note: ${x}`),
   ].join('\n');

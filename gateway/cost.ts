@@ -13,7 +13,8 @@ export interface Price {
 export type Prices = Record<string, Price>;
 
 /** exact: the model has a configured price; estimated: a default price was used; free: the price is 0. */
-export type CostConfidence = 'exact' | 'estimated' | 'free';
+/** `none`: no request reached a priced provider (none at all, or only a scripted model): there is no cost to state. */
+export type CostConfidence = 'exact' | 'estimated' | 'free' | 'none';
 
 /** Stand-in for an unpriced model (Claude Sonnet list price); costs made with it are `estimated`. */
 export const DEFAULT_PRICE: Price = { input: 3, output: 15, cache_write: 3.75, cache_read: 0.3 };

@@ -173,9 +173,9 @@ export class Meter {
       model_requests: this.modelRequests,
       tool_calls: this.toolCalls,
       usage: { ...this.usage },
-      cost_usd: this.cost,
-      // Nothing billed yet is an exactly known cost of 0.
-      cost_confidence: this.confidence ?? 'exact',
+      // No reply priced at all: there is no cost to state (not "exactly 0").
+      cost_usd: this.confidence === null ? null : this.cost,
+      cost_confidence: this.confidence ?? 'none',
       cap_hit: this.capHit,
       delivered: { ...this.delivered },
       instruction_lines: [...this.instructionLines].sort(),

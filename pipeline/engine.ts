@@ -10,8 +10,8 @@ import { buildPreimage, keyOf, type KeyPreimage } from './key.js';
 import { packageVersion } from './package-root.js';
 import { describePreimageDiff } from './preimage-diff.js';
 import { err, errorMessage, ok, type Result } from './result.js';
-import type { GraphNode, HostEnv, StepFailure } from './step-kind.js';
-import { outputsDigest, type ActionRecord, type OutputManifest } from './store/action-cache.js';
+import { EARLIER_TRIES, type GraphNode, type HostEnv, type StepFailure } from './step-kind.js';
+import { outputsDigest, type ActionRecord, type NodeTry, type OutputManifest } from './store/action-cache.js';
 import { tempPath } from './store/atomic-fs.js';
 import { CorruptBlobError } from './store/cas.js';
 import type { Store } from './store/store.js';
@@ -43,14 +43,18 @@ export function resolveInputs(ctx: EngineContext, nodes: readonly GraphNode[]): 
 }
 
 /** The outputs of `upstream` that `node` reads (all, unless the step selects some). */
-function selectedOutputs(node: GraphNode, upstream: GraphNode, record: ActionRecord): Result<OutputManifest, StepFailure> {
+export function selectedOutputs(node: GraphNode, upstream: GraphNode, record: ActionRecord): Result<OutputManifest, StepFailure> {
   const wanted = node.kind.selectUpstream?.(node, upstream);
   if (!wanted) return ok(record.outputs);
   const out: OutputManifest = {};
   for (const w of wanted) {
-    const e = record.outputs[w];
-    if (!e) return err({ reason: 'missing-output', message: `upstream ${upstream.id} has no output "${w}" (it produced: ${Object.keys(record.outputs).join(', ') || 'nothing'})` });
-    out[w] = e;
+    // "name?" selects an output the upstream may not have.
+    const optional = w.endsWith('?');
+    const name = optional ? w.slice(0, -1) : w;
+    const e = record.outputs[name];
+    if (!e && optional) continue;
+    if (!e) return err({ reason: 'missing-output', message: `upstream ${upstream.id} has no output "${name}" (it produced: ${Object.keys(record.outputs).join(', ') || 'nothing'})` });
+    out[name] = e;
   }
   return ok(out);
 }
@@ -260,6 +264,28 @@ export async function run(ctx: EngineContext, inputs: ReadonlyMap<string, Resolv
   return { summary, states };
 }
 
+/** Transient tries of one key kept on record; older ones beyond this are dropped. */
+const MAX_TRIES = 50;
+
+/** The EARLIER_TRIES output: `01/`, `02/`, ... each an earlier try's outputs (tries whose blobs are gone are left out). */
+function earlierTries(store: Store, tries: readonly NodeTry[]): OutputManifest {
+  const intact = tries.filter((t) => Object.values(t.outputs).every((e) => isIntact(store, e)));
+  if (!intact.length) return {};
+  const dir = store.cas.putTree(
+    intact.map((t, i) => ({ name: String(i + 1).padStart(2, '0'), ...store.cas.putTree(Object.entries(t.outputs).map(([name, e]) => ({ name, ...e }))) })),
+  );
+  return { [EARLIER_TRIES]: dir };
+}
+
+/** Every blob of an output is in the store (a tree that cannot be read is not). */
+function isIntact(store: Store, entry: OutputManifest[string]): boolean {
+  try {
+    return [...store.cas.closure(entry)].every((d) => store.cas.has(d));
+  } catch {
+    return false;
+  }
+}
+
 function dropRecord(store: Store, key: CacheKey): void {
   const found = store.actions.get(key);
   if (found.status === 'hit') {
@@ -326,7 +352,9 @@ async function executeLocked(
       emit({ type: 'failed', node: node.id, failure: result.error, logTail: tail(logText) });
       return { status: 'failed', failure: result.error };
     }
-    const outputs = result.value;
+    // Earlier transient results of this key travel with this one, so what was retried stays on record.
+    const pending = (store.nodes.get(node.id)?.tries ?? []).filter((t) => t.key === key.key);
+    const outputs = pending.length ? { ...result.value, ...earlierTries(store, pending) } : result.value;
     const stamps: Record<string, string> = {};
     for (const entry of Object.values(outputs)) {
       for (const d of store.cas.closure(entry)) stamps[d] = store.cas.stamp(d)!;
@@ -352,10 +380,12 @@ async function executeLocked(
       emit({ type: 'warning', node: node.id, message: `input ${changed.map((c) => c.path).join(', ')} changed while the node ran; its result is used by this run but not cached` });
     } else if (transient) {
       emit({ type: 'warning', node: node.id, message: `${transient}; the result is used by this run but not cached (the next run tries again)` });
+      const attempt: NodeTry = { key: key.key, at: startedAt.toISOString(), reason: transient, outputs: result.value };
+      store.nodes.update(node.id, (h) => ({ ...h, tries: [...(h.tries ?? []).filter((t) => t.key === key.key), attempt].slice(-MAX_TRIES) }));
     } else {
       store.actions.put(record);
       store.nodes.update(node.id, (h) => {
-        const { last_failure: _dropped, ...rest } = h;
+        const { last_failure: _dropped, tries: _carried, ...rest } = h;
         return { ...rest, latest: { key: key.key, at: startedAt.toISOString() } };
       });
       used.push(key.key);

@@ -46,6 +46,18 @@ export function collectGarbage(store: Store, options: GcOptions): GcReport {
     for (const b of blobs) refs.set(b, (refs.get(b) ?? 0) + 1);
     records.push({ key: r.key, node: found.record.node, bytes: r.size, lastUsed: Math.max(lastAccess.get(r.key) ?? 0, r.mtimeMs), blobs });
   }
+  // Transient tries waiting for their key's next result are evidence: their blobs stay.
+  for (const h of store.nodes.list()) {
+    for (const t of h.tries ?? []) {
+      for (const e of Object.values(t.outputs)) {
+        try {
+          for (const d of store.cas.closure(e)) refs.set(d, (refs.get(d) ?? 0) + 1);
+        } catch {
+          // a tree already gone: nothing left to keep
+        }
+      }
+    }
+  }
   const blobSizes = new Map<string, number>();
   for (const b of store.cas.list()) blobSizes.set(b.digest, b.size);
   let total = records.reduce((a, r) => a + r.bytes, 0) + [...blobSizes.values()].reduce((a, b) => a + b, 0);

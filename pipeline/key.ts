@@ -16,6 +16,8 @@ export interface KeyPreimage {
   files: Record<string, string>;
   /** Upstream node id -> digest of the outputs this node reads from it. */
   upstream: Record<string, string>;
+  /** GraphNode.annotation, when the node has one. */
+  annotation?: Json;
 }
 
 export function buildPreimage(node: GraphNode, files: readonly ResolvedInput[], upstream: ReadonlyMap<string, Sha256>, hostEnv: HostEnv): KeyPreimage {
@@ -28,6 +30,7 @@ export function buildPreimage(node: GraphNode, files: readonly ResolvedInput[], 
     matrix: { ...node.matrix },
     files: f,
     upstream: Object.fromEntries(upstream),
+    ...(node.annotation !== undefined ? { annotation: node.annotation } : {}),
   };
 }
 

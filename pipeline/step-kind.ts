@@ -17,6 +17,11 @@ export interface GraphNode {
   matrix: Readonly<Record<string, string>>;
   upstream: GraphNode[];
   downstream: GraphNode[];
+  /**
+   * Facts the program that built the graph attaches to the node for its step to read
+   * (e.g. the CLI gives an export node its cohort's freeze record). Part of the key.
+   */
+  annotation?: Json;
 }
 
 /** A file input the step declares: a path, directory or glob relative to the config file. */
@@ -80,7 +85,7 @@ export interface StepKind {
   keyConfig(node: GraphNode, hostEnv: HostEnv): Json;
   /** Declared file inputs for this node. */
   fileInputs(node: GraphNode): FileInputSpec[];
-  /** Which outputs of an upstream node this node reads; undefined means all of them. */
+  /** Which outputs of an upstream node this node reads (`name?`: if present); undefined means all of them. */
   selectUpstream?(node: GraphNode, upstream: GraphNode): string[] | undefined;
   execute(ctx: ExecutionContext): Promise<Result<OutputManifest, StepFailure>>;
   /** The order in which this step's nodes are queued for execution (default: matrix order). */
@@ -90,3 +95,10 @@ export interface StepKind {
 }
 
 export type StepKindRegistry = ReadonlyMap<string, StepKind>;
+
+/**
+ * The output the engine adds to a node's result when earlier tries of the same key were
+ * transient (see ExecutionContext.doNotCache): a directory `01/`, `02/`, ... holding each
+ * earlier try's outputs. A step that reads it selects it as optional (`earlier-tries?`).
+ */
+export const EARLIER_TRIES = 'earlier-tries';

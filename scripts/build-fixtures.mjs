@@ -42,6 +42,13 @@ const PINS = {
     '01-base': 'd0ffe58e9fa92f0520307d7278ef44d291bbbe0f',
     '02-format-amount': 'ca472ca00c6f3b41368b83b12c85b5e1709aed79',
     '03-parse-amount': 'a16d830865ea8ccea17b4b8b8e9a686f8366aaf7',
+    '04-more-amounts': '5fad1821d9e066905e1f5d31760c368b3f1d11bb',
+    '05-signed-amount': 'a58c379acbbbec295e3c0b39e2bdc84e70213106',
+    '06-statement-line': 'e70d26fd34b6545f9e9a71066dd8d50a52d6f954',
+    '07-is-amount': '09eb11164be86bd448219e1b22e9e9a96983b056',
+    '08-csv-amount': 'e3a0760d5855deb90a8ad7dbac876b4f23109184',
+    '09-sum-cents': 'b3b4b41c4d035e27f87d6048e5b18a8b32bc56ef',
+    '10-split-cents': '0a96dfb4184b9148dcc4d92f358abe532182214c',
   },
   orders: {
     '01-base': 'd57a4cf3da247ca0e518bd3f10648a5d5af4e49c',

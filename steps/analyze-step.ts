@@ -61,7 +61,9 @@ export function analysisSpecOf(step: StepConfig): AnalysisSpec {
  */
 export const analyzeStep: StepKind = {
   name: 'analyze',
-  version: 1,
+  // 2: the verdict rests on a Holm-adjusted family-level sign-flip test, a cluster t interval
+  // and worst-case exclusions; insufficient-n; infra rates over every try by Fisher's exact test.
+  version: 2,
   check(step, steps) {
     const problems: Diagnostic[] = [];
     // The arms compared must be arms the run steps upstream actually run.

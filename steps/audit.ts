@@ -1,13 +1,13 @@
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import picomatch from 'picomatch';
 import type { Json } from '../pipeline/canonical-json.js';
 import type { StepConfig } from '../pipeline/config/load.js';
 import { ok } from '../pipeline/result.js';
-import type { ExecutionContext, FileInputSpec, StepKind } from '../pipeline/step-kind.js';
+import { EARLIER_TRIES, type ExecutionContext, type FileInputSpec, type StepKind } from '../pipeline/step-kind.js';
 import { surfaceFromDir } from './certify/scan.js';
 import { scanLeakage, type LeakageFlag } from './leakage.js';
-import type { AttemptRecord } from './analyze/types.js';
+import type { AttemptRecord, AttemptTry } from './analyze/types.js';
 import type { AtifTrajectory } from '../agents/adapter.js';
 import { checkTasks, taskOf } from './agent-step-config.js';
 import { armOf, type ArmSpec } from './run.js';
@@ -46,12 +46,30 @@ interface RunResult {
   usage: AttemptRecord['usage'];
   cost_usd: number | null;
   cost_confidence: AttemptRecord['cost_confidence'];
+  model_source?: 'scripted' | 'provider' | 'none';
   delivered: Record<string, boolean>;
   delivery?: { marker: { lines: string[] } | null; instruction_lines: string[] };
   files_changed: number;
   started_at: string;
   ended_at: string;
   sandbox: { backend: string; isolation: string; egress_mode: string; egress_enforced: boolean; image_id: string | null; resources: { cpus: number | null; memory_mb: number | null; pids: number | null } };
+}
+
+/**
+ * The tries of this attempt before the one audited (infrastructure faults the engine kept
+ * when it retried the attempt), oldest first: the infra-error rate counts every try.
+ */
+function earlierTries(ctx: ExecutionContext): AttemptTry[] {
+  const entry = ctx.upstream.find((u) => u.outputs[EARLIER_TRIES])?.outputs[EARLIER_TRIES];
+  if (!entry) return [];
+  const dir = join(ctx.workDir, EARLIER_TRIES);
+  ctx.artifacts.materialize(entry, dir);
+  return readdirSync(dir)
+    .sort()
+    .map((name) => {
+      const r = JSON.parse(readFileSync(join(dir, name, 'result.json'), 'utf8')) as RunResult;
+      return { exit_reason: r.exit_reason, infra_error: r.infra_error, started_at: r.started_at, ended_at: r.ended_at };
+    });
 }
 
 const NO_ANSWER = new Set(['token-cap', 'cost-cap', 'time-cap', 'turn-cap']);
@@ -75,9 +93,10 @@ function usedTreatment(trajectory: AtifTrajectory, files: string[], mcpServers: 
  */
 export const auditStep: StepKind = {
   name: 'audit',
+  // 4: earlier tries of the attempt (retried infrastructure faults) are on its record.
   // 3: verifier-owned writes are out of bounds, out of bounds fails by default, forged verdicts,
   // leakage over the whole trajectory (tool results, reassembled text, agent output, normalised probes).
-  version: 3,
+  version: 4,
   check: (step) => checkTasks(step),
   keyConfig(node): Json {
     const task = taskOf(node);
@@ -89,7 +108,11 @@ export const auditStep: StepKind = {
     return task.verifier.filesDir ? [{ pattern: relative(node.step.rootDir, task.verifier.filesDir), field: ['tasks'] }] : [];
   },
   selectUpstream: (_node, upstream) =>
-    upstream.kind.name === 'run' ? ['result.json', 'changes.json', 'trajectory.json', 'gateway.jsonl', 'agent.log'] : upstream.kind.name === 'verify' ? ['verdict.json'] : undefined,
+    upstream.kind.name === 'run'
+      ? ['result.json', 'changes.json', 'trajectory.json', 'gateway.jsonl', 'agent.log', `${EARLIER_TRIES}?`]
+      : upstream.kind.name === 'verify'
+        ? ['verdict.json']
+        : undefined,
 
   async execute(ctx: ExecutionContext) {
     const task = taskOf(ctx.node);
@@ -133,7 +156,7 @@ export const auditStep: StepKind = {
     let noAnswer = false;
     if (run.exit_reason === 'infra-error') {
       admission = 'excluded';
-      reason = run.infra_error?.startsWith('sandbox') ? 'infra-sandbox' : 'infra-gateway';
+      reason = run.infra_error?.startsWith('sandbox') ? 'infra-sandbox' : run.infra_error?.startsWith('agent did not start') ? 'infra-agent-start' : 'infra-gateway';
       explanation = `infrastructure fault, not attributable to the agent: ${run.infra_error ?? 'unknown'}`;
       pass = null;
     } else if (verdict === null || verdict.pass === null) {
@@ -192,9 +215,11 @@ export const auditStep: StepKind = {
       no_answer: noAnswer,
       exit_reason: run.exit_reason,
       infra_error: run.exit_reason === 'infra-error' || reason === 'infra-verifier',
+      infra_cause: run.exit_reason === 'infra-error' ? (run.infra_error ?? 'unknown') : reason === 'infra-verifier' ? 'the verifier did not produce a verdict' : null,
       usage: run.usage,
       cost_usd: run.cost_usd,
       cost_confidence: run.cost_confidence,
+      scripted: run.model_source === 'scripted',
       wall_ms: run.wall_ms,
       turns: run.turns,
       tool_calls: run.tool_calls,
@@ -205,6 +230,7 @@ export const auditStep: StepKind = {
       delivery: { marker_lines: run.delivery?.marker?.lines ?? [], instruction_lines: run.delivery?.instruction_lines ?? [] },
       started_at: run.started_at,
       ended_at: run.ended_at,
+      tries: earlierTries(ctx),
       mutation: { touched, out_of_bounds: outOfBounds, verifier_owned: verifierFiles, allowed_paths: task.allowedPaths },
       leakage,
     };

@@ -1,3 +1,4 @@
+import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import type { Json } from '../pipeline/canonical-json.js';
@@ -5,7 +6,8 @@ import type { StepConfig } from '../pipeline/config/load.js';
 import { sha256 } from '../pipeline/digest.js';
 import { err, ok } from '../pipeline/result.js';
 import { withUpstream } from '../pipeline/dag.js';
-import type { ExecutionContext, GraphNode, StepKind } from '../pipeline/step-kind.js';
+import { EARLIER_TRIES, type ExecutionContext, type GraphNode, type StepKind } from '../pipeline/step-kind.js';
+import type { OutputEntry } from '../pipeline/store/cas.js';
 import type { AnalysisResult, AttemptRecord } from './analyze/types.js';
 import { taskOf } from './agent-step-config.js';
 import type { BundleFile } from './export/bundle.js';
@@ -27,6 +29,39 @@ function runStepOf(node: GraphNode): GraphNode | undefined {
 }
 
 /** The frozen protocol in words, for the report's status bar and methods panel. */
+/** The cohort's registered freeze, as the CLI attached it to the export node (GraphNode.annotation). */
+interface FreezeAnnotation {
+  cohort: string;
+  version: number;
+  freeze_digest: string;
+  fields: Record<string, string>;
+}
+
+function freezeOf(node: GraphNode): FreezeAnnotation | null {
+  const a = node.annotation as { freeze?: FreezeAnnotation } | undefined;
+  return a?.freeze ?? null;
+}
+
+/**
+ * config/freeze.json: the registry entry of the cohort version this bundle reports --
+ * its freeze digest and frozen fields, and the time of its first attempt (the earliest
+ * attempt in the bundle; the registry binds the version when that attempt starts).
+ */
+function freezeRecord(node: GraphNode, attempts: readonly AttemptRecord[], configDigest: string): Json {
+  const f = freezeOf(node);
+  const started = attempts.map((a) => a.started_at).filter((x): x is string => Boolean(x)).sort();
+  return {
+    schema_version: 2,
+    config_digest: configDigest,
+    cohort: f?.cohort ?? null,
+    version: f?.version ?? null,
+    freeze_digest: f?.freeze_digest ?? null,
+    frozen_fields: f?.fields ?? null,
+    first_attempt_at: started[0] ?? null,
+    registry: "the store's cohort registry binds this version to freeze_digest at its first attempt; 'pairbench history <cohort>' lists every version",
+  };
+}
+
 function reportContext(node: GraphNode, attempts: AttemptRecord[], configDigest: string): ReportContext {
   const run = runStepOf(node);
   const spec = (run?.step.spec ?? {}) as { agent?: { adapter: string; model?: string }; arms?: Record<string, ArmSpec>; limits?: Parameters<typeof limitsOf>[0]['limits']; sandbox?: Parameters<typeof sandboxOf>[0]['sandbox'] };
@@ -45,10 +80,10 @@ function reportContext(node: GraphNode, attempts: AttemptRecord[], configDigest:
   };
   const ended = attempts.map((a) => a.ended_at).filter((x): x is string => Boolean(x)).sort();
   return {
-    cohort: cfg(node.step).cohort ?? node.step.name,
+    cohort: freezeOf(node) ? `${freezeOf(node)!.cohort} v${freezeOf(node)!.version}` : (cfg(node.step).cohort ?? node.step.name),
     generated_at: ended[ended.length - 1] ?? '1970-01-01T00:00:00.000Z', // the last attempt's end: the same inputs render the same bytes
     config_digest: configDigest,
-    freeze_digest: configDigest,
+    freeze_digest: freezeOf(node)?.freeze_digest ?? 'unregistered',
     arms: Object.fromEntries(
       Object.keys(spec.arms ?? {}).map((k) => {
         const a = armOf({ arms: spec.arms ?? {} }, k);
@@ -73,9 +108,25 @@ function reportContext(node: GraphNode, attempts: AttemptRecord[], configDigest:
  * Markdown, CSV and HTML; `manifest.json` with the SHA-256 and byte length of every
  * file. `pairbench export --out DIR` writes it out; `verify-bundle` re-checks it.
  */
+/** Every file of every earlier try of an attempt (retried infrastructure faults): `nodes/<node>/earlier-tries/01/result.json`, ... */
+function earlierTriesFiles(ctx: ExecutionContext, node: string, entry: OutputEntry, clean: (text: string) => string): BundleFile[] {
+  const dir = join(ctx.workDir, 'tries', node.replaceAll('/', '_'));
+  ctx.artifacts.materialize(entry, dir);
+  const out: BundleFile[] = [];
+  for (const t of readdirSync(dir).sort()) {
+    for (const name of readdirSync(join(dir, t)).sort()) {
+      if (!statSync(join(dir, t, name)).isFile()) continue;
+      const text = readFileSync(join(dir, t, name), 'utf8');
+      out.push({ path: `nodes/${node}/${EARLIER_TRIES}/${t}/${name}`, bytes: REDACTED_OUTPUTS.has(name) ? clean(text) : text });
+    }
+  }
+  return out;
+}
+
 export const exportStep: StepKind = {
   name: 'export',
-  version: 1,
+  // 2: the registered freeze (cohort version, digest, fields, first attempt) and earlier tries in the bundle.
+  version: 2,
   check(step, steps) {
     const kinds = new Set(step.needs.map((n) => steps.get(n)?.kind));
     return kinds.has('analyze')
@@ -105,6 +156,10 @@ export const exportStep: StepKind = {
     let attempts: AttemptRecord[] = [];
     for (const u of ctx.upstream) {
       for (const [name, entry] of Object.entries(u.outputs)) {
+        if (name === EARLIER_TRIES && entry.type === 'dir') {
+          files.push(...earlierTriesFiles(ctx, u.node, entry, (text) => redact(text, { hostPaths })));
+          continue;
+        }
         if (entry.type !== 'file') continue; // directories (trees, changed files) stay in the store: their digests are in the receipts
         let text = ctx.artifacts.read(entry.digest).toString('utf8');
         if (name === 'analysis.json') analysis = JSON.parse(text) as AnalysisResult;
@@ -119,8 +174,24 @@ export const exportStep: StepKind = {
     const context = reportContext(ctx.node, attempts, configDigest);
     files.push(
       { path: 'config/bench.config.yaml', bytes: configText },
-      { path: 'config/freeze.json', bytes: JSON.stringify({ schema_version: 1, config_digest: configDigest }, null, 2) + '\n' },
-      { path: 'results.json', bytes: JSON.stringify({ schema_version: 1, cohort: context.cohort, config_digest: configDigest, analysis, attempts }, null, 2) + '\n' },
+      { path: 'config/freeze.json', bytes: JSON.stringify(freezeRecord(ctx.node, attempts, configDigest), null, 2) + '\n' },
+      {
+        path: 'results.json',
+        bytes:
+          JSON.stringify(
+            {
+              schema_version: 1,
+              cohort: freezeOf(ctx.node)?.cohort ?? cfg(ctx.node.step).cohort ?? ctx.node.step.name,
+              version: freezeOf(ctx.node)?.version ?? null,
+              freeze_digest: freezeOf(ctx.node)?.freeze_digest ?? null,
+              config_digest: configDigest,
+              analysis,
+              attempts,
+            },
+            null,
+            2,
+          ) + '\n',
+      },
       { path: 'report.md', bytes: renderMarkdown(analysis, context) },
       { path: 'report.html', bytes: renderHtml(analysis, context) },
       { path: 'attempts.csv', bytes: renderCsv(attempts) },

@@ -36,7 +36,7 @@ export interface SandboxSettings {
   resources?: { cpus?: number; memory_mb?: number; pids?: number };
 }
 
-interface RunSpec {
+export interface RunSpec {
   /** Seeds the interleaved order in which attempts are queued (preregistered with the cohort). */
   order_seed?: number;
   agent: { adapter: string; model?: string; flags?: string[]; command?: string };
@@ -170,6 +170,14 @@ async function startSandbox(
 }
 
 /** The provider refused or failed (auth, rate limit, overload, server error): not the agent's doing. */
+/** What an agent that never reached its model said on the way out: its last line of stderr (or stdout), else its exit. */
+function startFailure(r: { exitCode: number | null; signal: string | null; timedOut: boolean; stdout: string; stderr: string }): string {
+  const last = (text: string) => text.split('\n').map((l) => l.trim()).filter(Boolean).pop();
+  const said = last(r.stderr) ?? last(r.stdout);
+  const how = r.timedOut ? 'hung until the time cap' : r.signal ? `killed by ${r.signal}` : `exit code ${r.exitCode}`;
+  return `${how} before its first model request${said ? `: ${said.length > 300 ? `${said.slice(0, 300)}...` : said}` : ''}`;
+}
+
 function isProviderFault(status: number): boolean {
   return status === 401 || status === 403 || status === 408 || status === 429 || status >= 500;
 }
@@ -196,8 +204,9 @@ function providerOf(adapter: string): string {
  */
 export const runStep: StepKind = {
   name: 'run',
+  // 3: an agent that never reached its model is an infrastructure fault; scripted replies are marked and unpriced.
   // 2: the sandbox closed before the workspace is read; delivery by fingerprint and scope.
-  version: 2,
+  version: 3,
 
   check(step) {
     const s = spec(step);
@@ -393,11 +402,14 @@ export const runStep: StepKind = {
       // A provider that failed or refused (transport errors, 401/403/429/5xx) while the agent did not
       // finish normally is infrastructure, whatever cap the agent's retries then ran into.
       const providerFault = Boolean(gw && (gw.upstream_errors > 0 || model!.statuses().some(isProviderFault)) && (result.exitCode !== 0 || result.timedOut));
+      // An agent CLI that ended without one model request never ran: its binary, a library or a
+      // path it needs is not there in this sandbox. That is the harness's fault, never the agent's.
+      const didNotStart = Boolean(sandbox && gw && adapter.name !== 'command' && gw.model_requests === 0 && !gw.cap_hit);
       const exitReason: ExitReason = !sandbox
         ? 'infra-error'
         : gw?.cap_hit
           ? gw.cap_hit
-          : providerFault
+          : providerFault || didNotStart
             ? 'infra-error'
             : result.timedOut
               ? 'time-cap'
@@ -411,7 +423,24 @@ export const runStep: StepKind = {
       copyWritten(changes, ws, join(outDir, 'changed'));
       writeFileSync(join(outDir, 'changes.json'), JSON.stringify(changes, null, 2) + '\n');
       writeFileSync(join(outDir, 'trajectory.json'), JSON.stringify(parsed.trajectory, null, 2) + '\n');
-      if (exitReason === 'infra-error' && sandbox) ctx.doNotCache('infrastructure error: the model provider failed or refused (see gateway.jsonl)');
+      // Host paths (this attempt's work directory, the store, the project) are redacted before the
+      // logs are stored: they differ per machine and per run, and say nothing about the agent.
+      const hostPaths = [
+        { path: ctx.workDir, as: '<work>' },
+        { path: ctx.config.storeDir, as: '<store>' },
+        { path: ctx.config.rootDir, as: '<project>' },
+      ];
+      const { redact } = await import('./export/bundle.js');
+      const infraCause = exitReason !== 'infra-error'
+        ? null
+        : !sandbox
+          ? `sandbox failed to start: ${sb.ok ? '' : sb.error.message}`
+          : didNotStart
+            ? `agent did not start: ${startFailure(result)}`
+            : `model provider: ${gw?.upstream_errors ? 'unreachable' : `HTTP ${model!.statuses().filter(isProviderFault).join(', ')}`}`;
+      if (exitReason === 'infra-error' && sandbox) {
+        ctx.doNotCache(didNotStart ? `infrastructure error: ${infraCause}` : 'infrastructure error: the model provider failed or refused (see gateway.jsonl)');
+      }
       const sandboxReceipt = receipt ?? {
         backend: settings.backend,
         isolation: 'unknown',
@@ -428,7 +457,7 @@ export const runStep: StepKind = {
         rep: Number(ctx.node.matrix['rep']),
         agent: { adapter: adapter.name, version: adapter.version(), model: actx.model, provider: providerOf(adapter.name) },
         exit_reason: exitReason,
-        infra_error: exitReason === 'infra-error' ? (sandbox ? `model provider: ${gw?.upstream_errors ? 'unreachable' : `HTTP ${model!.statuses().filter(isProviderFault).join(', ')}`}` : `sandbox failed to start: ${sb.ok ? '' : sb.error.message}`) : null,
+        infra_error: infraCause === null ? null : redact(infraCause, { hostPaths }),
         started_at: new Date(started).toISOString(),
         ended_at: new Date(started + wallMs).toISOString(),
         exit_code: result.exitCode,
@@ -437,8 +466,11 @@ export const runStep: StepKind = {
         agent_reported_turns: parsed.turns,
         tool_calls: gw ? gw.tool_calls : parsed.toolCalls,
         usage: gw?.usage ?? null,
-        cost_usd: gw?.cost_usd ?? null,
-        cost_confidence: gw ? gw.cost_confidence : 'free',
+        // A scripted model is no provider: its replies have no price, whatever the caps counted.
+        cost_usd: fake ? null : (gw?.cost_usd ?? null),
+        cost_confidence: fake ? 'none' : gw ? gw.cost_confidence : 'free',
+        // Where the model's replies came from: a reader must never mistake scripted outcomes for a model's.
+        model_source: fake ? 'scripted' : model ? 'provider' : 'none',
         delivered: gw?.delivered ?? {},
         // The fingerprint this arm is delivered by, and every instruction line this attempt's model
         // received (digests): analyze checks that no control received a treatment's fingerprint.
@@ -449,14 +481,6 @@ export const runStep: StepKind = {
       writeFileSync(join(outDir, 'result.json'), JSON.stringify(resultJson, null, 2) + '\n');
       log(`${ctx.node.id}: ${exitReason} in ${(wallMs / 1000).toFixed(2)} s, ${resultJson.files_changed} file(s) changed`);
       if (!model) writeFileSync(join(outDir, 'gateway.jsonl'), '');
-      // Host paths (this attempt's work directory, the store, the project) are redacted before the
-      // logs are stored: they differ per machine and per run, and say nothing about the agent.
-      const hostPaths = [
-        { path: ctx.workDir, as: '<work>' },
-        { path: ctx.config.storeDir, as: '<store>' },
-        { path: ctx.config.rootDir, as: '<project>' },
-      ];
-      const { redact } = await import('./export/bundle.js');
       for (const name of ['trajectory.json', 'gateway.jsonl', 'agent.log']) {
         const file = join(outDir, name);
         writeFileSync(file, redact(readFileSync(file, 'utf8'), { hostPaths }));

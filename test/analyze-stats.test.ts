@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { clusteredMedian, familiesOf, hierarchicalBootstrap, weightedMean } from '../steps/analyze/bootstrap.js';
+import { clusterBootstrap, clusteredMedian, familiesOf, weightedMean } from '../steps/analyze/bootstrap.js';
+import { clusterTInterval, minimumP, signFlipTest, unitsNeeded, unitsOf } from '../steps/analyze/inference.js';
 import { median } from '../steps/analyze/describe.js';
 import { minimumDetectableEffect, noiseEnvelope, zTwoSided } from '../steps/analyze/envelope.js';
 import { holm, mcnemarExactP, signTestP } from '../steps/analyze/exact-tests.js';
@@ -68,12 +69,12 @@ describe('minimum detectable effect', () => {
     expect(mde.sd_task_delta).toBeCloseTo(0.5, 12);
     expect(mde.value).toBeCloseTo(((1.959963984540054 + 0.8416212335729143) * 0.5) / 14, 10);
     expect(mde.value).toBeCloseTo(0.1000566, 6);
-    expect(mde.fallback).toBe(false);
+    expect(mde.not_computable).toBeUndefined();
   });
-  it('falls back to 1/n_tasks when every task delta is equal', () => {
+  it('is not computable (null, with the reason) when every task delta is equal', () => {
     const mde = minimumDetectableEffect([0.2, 0.2, 0.2, 0.2], 0.95, 0.8);
-    expect(mde.fallback).toBe(true);
-    expect(mde.value).toBe(0.25);
+    expect(mde.value).toBeNull();
+    expect(mde.not_computable).toBe('not computable at this n: the task deltas have no spread (4 tasks)');
   });
   it('z for 95% two-sided', () => {
     expect(zTwoSided(0.95)).toBeCloseTo(1.959963984540054, 12);
@@ -109,7 +110,7 @@ describe('noise envelope', () => {
   });
 });
 
-describe('hierarchical bootstrap', () => {
+describe('cluster bootstrap', () => {
   const deltas = Float64Array.from([0.5, 0, 1, -0.5, 0.25, 0, 0.75, 0.5, -0.25, 1]);
   const families = familiesOf(['a', 'a', 'a', 'b', 'b', 'c', 'c', 'c', 'd', 'd']);
   const plan = (seed: number) => ({ resamples: 2000, seed, confidence: 0.95 });
@@ -118,9 +119,9 @@ describe('hierarchical bootstrap', () => {
     expect(families).toEqual([[0, 1, 2], [3, 4], [5, 6, 7], [8, 9]]);
   });
   it('is the same twice for a seed, different for another seed', () => {
-    const [a] = hierarchicalBootstrap(families, 10, plan(1), [weightedMean(deltas)]);
-    const [b] = hierarchicalBootstrap(families, 10, plan(1), [weightedMean(deltas)]);
-    const [c] = hierarchicalBootstrap(families, 10, plan(2), [weightedMean(deltas)]);
+    const [a] = clusterBootstrap(families, 10, plan(1), [weightedMean(deltas)]);
+    const [b] = clusterBootstrap(families, 10, plan(1), [weightedMean(deltas)]);
+    const [c] = clusterBootstrap(families, 10, plan(2), [weightedMean(deltas)]);
     expect(a).toEqual(b);
     expect(c).not.toEqual(a);
     expect(a!.low).toBeLessThan(0.325);
@@ -136,5 +137,45 @@ describe('hierarchical bootstrap', () => {
     // task 0 drawn twice, task 2 never: [1,1,2,4,5,5] -> (2+4)/2
     expect(stat(Int32Array.from([2, 1, 0]))).toBe(3);
     expect(Number.isNaN(stat(Int32Array.from([0, 0, 0])))).toBe(true);
+  });
+});
+
+describe('the sign-flip test, the t interval and the design floor', () => {
+  it('enumerates every sign pattern: with all 6 units at +1, p = 2/64; with 5, p = 2/32 (no 5-task claim at alpha 0.05)', () => {
+    expect(signFlipTest(Float64Array.from([1, 1, 1, 1, 1, 1]), 1)).toEqual({ p: 2 / 64, exact: true, samples: null });
+    expect(signFlipTest(Float64Array.from([1, 1, 1, 1, 1]), 1).p).toBe(2 / 32);
+    expect(minimumP(5)).toBe(0.0625);
+    expect(unitsNeeded(0.05, 1)).toBe(6);
+    expect(unitsNeeded(0.05, 3)).toBe(7); // Holm's first step over 3 comparisons: 2/2^k <= 0.05/3
+    expect(unitsNeeded(0.05, 2)).toBe(7);
+  });
+  it('p of a mixed sample by hand: [3, -1, 2] -> patterns with |sum| >= 4 are 2 of 8', () => {
+    // sums of +-3 +-1 +-2: 6, 2, 4, 0, 0, -4, -2, -6 -> |s| >= 4: 6, 4, -4, -6
+    expect(signFlipTest(Float64Array.from([3, -1, 2]), 1).p).toBe(4 / 8);
+    expect(signFlipTest(Float64Array.from([3, 1, 2]), 1).p).toBe(2 / 8);
+  });
+  it('samples (seeded) beyond 20 units, and agrees with a normal approximation', () => {
+    const sums = Float64Array.from({ length: 40 }, (_, i) => (i % 4 === 0 ? -1 : 1)); // sum 20 over 40 units of |1|
+    const a = signFlipTest(sums, 7);
+    expect(a).toMatchObject({ exact: false, samples: 20000 });
+    expect(signFlipTest(sums, 7)).toEqual(a);
+    // sum of 40 +-1 signs: P(|S| >= 20) = P(|Z| >= 20/sqrt(40)) ~ 0.0016 (exact binomial 0.0022)
+    expect(a.p).toBeGreaterThan(0.0005);
+    expect(a.p).toBeLessThan(0.005);
+  });
+  it('units are families when tasks are grouped, tasks otherwise', () => {
+    expect(unitsOf([1, 0.5, -1], ['a', 'b', 'c'])).toMatchObject({ kind: 'task', sums: Float64Array.from([1, 0.5, -1]) });
+    const grouped = unitsOf([1, 0.5, -1], ['a', 'a', 'c']);
+    expect(grouped).toMatchObject({ kind: 'family', sums: Float64Array.from([1.5, -1]), sizes: Int32Array.from([2, 1]) });
+  });
+  it('the cluster t interval equals the textbook t interval with one task per unit', () => {
+    const d = [0.5, 0, 1, -0.5, 0.25];
+    const ci = clusterTInterval(unitsOf(d, ['1', '2', '3', '4', '5']), 0.95)!;
+    const m = 0.25;
+    const sd = Math.sqrt(d.reduce((s, x) => s + (x - m) ** 2, 0) / 4);
+    const half = 2.7764451051977987 * (sd / Math.sqrt(5)); // t_{0.975, 4}
+    expect(ci.low).toBeCloseTo(m - half, 10);
+    expect(ci.high).toBeCloseTo(m + half, 10);
+    expect(ci).toMatchObject({ method: 'cluster-t', df: 4, units: 5 });
   });
 });

@@ -9,12 +9,18 @@ const spec = (overrides: Partial<AnalysisSpec> = {}): AnalysisSpec =>
 
 const only = (r: ReturnType<typeof analyze>): Comparison => r.comparisons[0]!;
 
-/** n tasks x reps with the given pass pattern per (arm, task, rep). */
-function grid(tasks: number, reps: number, pass: (arm: string, t: number, r: number) => boolean, arms = ['control', 'treatment']): AttemptRecord[] {
+/** n tasks x reps with the given pass pattern per (arm, task, rep); each task its own family unless `families` groups them. */
+function grid(
+  tasks: number,
+  reps: number,
+  pass: (arm: string, t: number, r: number) => boolean,
+  arms = ['control', 'treatment'],
+  families = tasks,
+): AttemptRecord[] {
   const out: AttemptRecord[] = [];
   for (const arm of arms) {
     for (let t = 0; t < tasks; t++) {
-      for (let r = 0; r < reps; r++) out.push(makeAttempt({ task: `t${t}`, family: `f${t % 3}`, arm, rep: r, pass: pass(arm, t, r) }));
+      for (let r = 0; r < reps; r++) out.push(makeAttempt({ task: `t${t}`, family: `f${t % families}`, arm, rep: r, pass: pass(arm, t, r) }));
     }
   }
   return out;
@@ -37,6 +43,7 @@ describe('analyze: per-arm metrics', () => {
       }),
       makeAttempt({ task: 'b', arm: 'control', rep: 1, pass: true, usage: null, cost_usd: null }),
       makeAttempt({ task: 'a', arm: 'treatment', rep: 0 }),
+      makeAttempt({ task: 'b', arm: 'treatment', rep: 0 }),
     ];
     const r = analyze(attempts, spec());
     const c = r.arms.find((a) => a.arm === 'control')!;
@@ -62,6 +69,51 @@ describe('analyze: per-arm metrics', () => {
     ]);
     expect(r.schema_version).toBe(1);
   });
+
+  it('every arm is described over the paired task set: a task that lost all its pairs is named and left out of every arm alike', () => {
+    // t3's treatment attempts were all infrastructure faults: control ran t3 (and passed it), treatment has no score there.
+    const attempts = grid(4, 2, (arm, t) => arm === 'control' ? t === 3 : true).map((a) =>
+      a.arm === 'treatment' && a.task === 't3' ? { ...a, admission: 'excluded' as const, reason_code: 'infra-sandbox', infra_error: true, pass: null } : a,
+    );
+    const r = analyze(attempts, spec({ validity_floor: 0, infra_error_threshold: 0 }));
+    const control = r.arms.find((a) => a.arm === 'control')!;
+    const treatment = r.arms.find((a) => a.arm === 'treatment')!;
+    // Control over t0..t2 only: 0 of 6, not 2 of 8 (the pass on the task the treatment never got to score).
+    expect(control).toMatchObject({ n_attempts: 8, n_accepted: 8, n_scored: 6, n_passed: 0, completion_rate: 0, unpaired_tasks: ['t3'] });
+    expect(treatment).toMatchObject({ n_attempts: 8, n_accepted: 6, n_scored: 6, n_passed: 6, completion_rate: 1, unpaired_tasks: [] });
+    expect(r.comparisons[0]!.lost_tasks).toEqual(['t3']);
+    expect(r.notes.some((n) => n.includes('over the 3 task(s) with a valid pair in every comparison') && n.includes('t3'))).toBe(true);
+  });
+});
+
+describe('analyze: headline warnings', () => {
+  it('warns before any verdict: scripted outcomes, infrastructure faults with their cause, crashes, no tokens, a treatment delivered to none', () => {
+    const attempts = grid(8, 1, () => true).map((a) => {
+      if (a.arm === 'control' && a.task === 't0') return { ...a, exit_reason: 'agent-crash', pass: false, reason_code: 'agent-crash' };
+      if (a.arm === 'control' && a.task === 't1') return { ...a, usage: null };
+      if (a.arm === 'control' && a.task === 't2') {
+        const tries = [{ exit_reason: 'infra-error', infra_error: 'sandbox failed to start: no space left', started_at: null, ended_at: null }];
+        return { ...a, tries };
+      }
+      if (a.arm === 'treatment') return { ...a, scripted: true, mechanism: { delivered: false, used: false } };
+      return a;
+    });
+    const w = analyze(attempts, spec()).warnings;
+    expect(w.map((x) => [x.kind, x.arm])).toEqual([
+      ['scripted', null],
+      ['infra', 'control'],
+      ['agent-crash', 'control'],
+      ['no-tokens', 'control'],
+      ['no-delivery', 'treatment'],
+    ]);
+    expect(w[0]!.message).toMatch(/^the outcomes were scripted: 8 of 16 attempts/);
+    expect(w[1]!.message).toBe('arm "control": 1 of 9 tries were infrastructure faults (excluded, never scored): sandbox failed to start: no space left');
+    expect(w[2]!.message).toBe('arm "control": the agent crashed in 1 of 8 accepted attempts (each scored 0)');
+    expect(w[3]!.message).toMatch(/^arm "control": 1 of 8 accepted attempts recorded no tokens/);
+    expect(w[4]!.message).toMatch(/^arm "treatment": its treatment reached the model in none of its 8 attempts/);
+    // A clean cohort has none.
+    expect(analyze(grid(8, 1, () => true), spec()).warnings).toEqual([]);
+  });
 });
 
 describe('analyze: paired comparison', () => {
@@ -85,8 +137,10 @@ describe('analyze: paired comparison', () => {
     const a = analyze(attempts, spec());
     const b = analyze([...attempts].reverse(), spec());
     expect(b.comparisons).toEqual(a.comparisons);
+    // The seed moves the bootstrap (paired cost intervals), never the effect or its t interval.
     const other = analyze(attempts, spec({ bootstrap: { resamples: 1000, seed: 2 } }));
-    expect(other.comparisons[0]!.ci).not.toEqual(a.comparisons[0]!.ci);
+    expect(other.comparisons[0]!.paired!.tokens.ci).not.toEqual(a.comparisons[0]!.paired!.tokens.ci);
+    expect(other.comparisons[0]!.ci).toEqual(a.comparisons[0]!.ci);
     expect(other.comparisons[0]!.delta).toBe(a.comparisons[0]!.delta);
   });
 
@@ -97,20 +151,22 @@ describe('analyze: paired comparison', () => {
     for (let seed = 1; seed <= cohorts; seed++) {
       const attempts = syntheticCohort({ tasks: 30, reps: 3, families: 6, arms: { control: 0, treatment: 0 }, seed });
       const v = only(analyze(attempts, s)).verdict;
-      expect(['positive', 'negative', 'within-noise']).toContain(v);
+      expect(['positive', 'negative', 'within-noise']).toContain(v); // 6 families: enough units for a claim
       if (v !== 'within-noise') claims++;
     }
     expect(claims / cohorts).toBeLessThanOrEqual(0.05);
   });
 
-  it('detects a planted +30-point effect on 30 tasks', () => {
+  it('detects a planted +30-point effect on 30 independent tasks', () => {
     const planted = (seed: number) =>
-      syntheticCohort({ tasks: 30, reps: 3, families: 6, arms: { control: 0, treatment: 0.3 }, seed, baseline: { low: 0.1, high: 0.6 } });
+      syntheticCohort({ tasks: 30, reps: 3, families: 30, arms: { control: 0, treatment: 0.3 }, seed, baseline: { low: 0.1, high: 0.6 } });
     const c = only(analyze(planted(1), spec()));
     expect(c.verdict).toBe('positive');
     expect(c.delta!).toBeGreaterThan(c.envelope!.value);
     expect(c.ci!.low).toBeGreaterThan(0);
     expect(c.mcnemar!.p).toBeLessThan(0.05);
+    expect(c.test).toMatchObject({ method: 'sign-flip', unit: 'task', n_units: 30, exact: false });
+    expect(c.test!.p_holm).toBeLessThan(0.05);
     // and its power over 50 seeded cohorts
     const s = spec({ bootstrap: { resamples: 500, seed: 5 } });
     let positive = 0;
@@ -118,12 +174,35 @@ describe('analyze: paired comparison', () => {
     expect(positive).toBeGreaterThanOrEqual(40);
   });
 
-  it('a delta inside the envelope is within-noise: one task flipping out of five', () => {
-    const c = only(analyze(grid(5, 1, (arm, t) => (t === 0 ? arm === 'treatment' : t < 3)), spec()));
-    expect(c.delta).toBeCloseTo(0.2, 12);
-    expect(c.envelope!.value).toBeCloseTo(0.2, 12);
+  it('a delta inside the envelope is within-noise: one task flipping out of eight', () => {
+    const c = only(analyze(grid(8, 1, (arm, t) => (t === 0 ? arm === 'treatment' : t < 3)), spec()));
+    expect(c.delta).toBeCloseTo(0.125, 12);
+    expect(c.envelope!.value).toBeCloseTo(0.125, 12);
     expect(c.verdict).toBe('within-noise');
     expect(c.directional).toBe(true);
+  });
+
+  it('below the tasks a test needs to reach alpha: insufficient-n, never a claim, even at +100 pp with a zero-width interval', () => {
+    for (const n of [2, 5]) {
+      const c = only(analyze(grid(n, 2, (arm) => arm === 'treatment'), spec()));
+      expect(c.delta).toBe(1);
+      expect(c.verdict, `${n} tasks`).toBe('insufficient-n');
+      expect(c.test).toMatchObject({ n_units: n, min_p: 2 / 2 ** n, units_needed: 6 });
+      expect(c.problems[0]).toMatchObject({ reason: 'insufficient-n', n_units: n, units_needed: 6 });
+      expect(c.mde!.value).toBeNull();
+    }
+    // At 6 tasks the test can reach alpha, but an interval of zero width is no basis for a claim.
+    const six = only(analyze(grid(6, 2, (arm) => arm === 'treatment'), spec()));
+    expect(six.test!.p).toBeCloseTo(2 / 64, 12);
+    expect(six.ci!.high - six.ci!.low).toBe(0);
+    expect(six.verdict).toBe('within-noise');
+  });
+
+  it('the unit of the test is the family: 30 tasks from 3 families are 3 units, so +100 pp is insufficient-n', () => {
+    const c = only(analyze(grid(30, 2, (arm) => arm === 'treatment', ['control', 'treatment'], 3), spec()));
+    expect(c.delta).toBe(1);
+    expect(c.test).toMatchObject({ n_units: 3, min_p: 2 / 8 });
+    expect(c.verdict).toBe('insufficient-n');
   });
 
   it('refuses when the models differ: delta null, reason names the model', () => {
@@ -161,17 +240,17 @@ describe('analyze: paired comparison', () => {
     expect(c.problems[0]).toMatchObject({ reason: 'mixed-config', arm: 'treatment', field: 'provider', values: ['anthropic', 'openrouter'] });
   });
 
-  it('refuses when infra-error rates differ by more than the threshold', () => {
-    // treatment: 3 of 20 attempts excluded as infra errors (15%), control 0%
-    const attempts = grid(10, 2, () => true).map((a) =>
-      a.arm === 'treatment' && a.rep === 0 && ['t0', 't1', 't2'].includes(a.task)
-        ? { ...a, admission: 'excluded' as const, reason_code: 'infra', infra_error: true, pass: null }
-        : a,
-    );
-    const c = only(analyze(attempts, spec({ validity_floor: 0 })));
+  it('refuses when the infra-error rates differ by Fisher exact test, not when they differ by chance', () => {
+    const excludeReps = (n: number) => (a: AttemptRecord) =>
+      a.arm === 'treatment' && Number(a.task.slice(1)) < n && a.rep === 0 ? { ...a, admission: 'excluded' as const, reason_code: 'infra', infra_error: true, pass: null } : a;
+    // treatment: 8 of 20 attempts excluded as infra errors (40%), control 0%: p = 0.0033
+    const c = only(analyze(grid(10, 2, () => true).map(excludeReps(8)), spec({ validity_floor: 0 })));
     expect(c.verdict).toBe('refused');
     expect(c.delta).toBeNull();
-    expect(c.problems[0]).toMatchObject({ reason: 'infra-error-rate', control_rate: 0, treatment_rate: 0.15, threshold: 0.05 });
+    expect(c.problems[0]).toMatchObject({ reason: 'infra-error-rate', control_rate: 0, treatment_rate: 0.4, threshold: 0.05 });
+    expect((c.problems[0] as { p: number }).p).toBeCloseTo(0.003276, 5);
+    // 3 of 20 against 0 of 20 (p = 0.23) is not a reason to refuse.
+    expect(only(analyze(grid(10, 2, () => true).map(excludeReps(3)), spec({ validity_floor: 0 }))).verdict).not.toBe('refused');
   });
 
   it('is invalid when exclusions push an arm below the validity floor', () => {
@@ -297,12 +376,11 @@ describe('analyze: factorial 2x2', () => {
     expect(f.interaction!.name).toBe('graph x rules');
     expect(f.interaction!.estimate).toBeCloseTo(-0.25, 12);
     for (const e of [...f.main_effects, f.interaction!]) {
-      expect(e.ci.low).toBeLessThanOrEqual(e.estimate);
-      expect(e.ci.high).toBeGreaterThanOrEqual(e.estimate);
+      expect(e.ci!.low).toBeLessThanOrEqual(e.estimate);
+      expect(e.ci!.high).toBeGreaterThanOrEqual(e.estimate);
+      // 4 tasks: no test can reach alpha, so no effect is claimed
+      expect(e.verdict).toBe('insufficient-n');
     }
-    // bounds of the interaction's per-task values
-    expect(f.interaction!.ci.low).toBeGreaterThanOrEqual(-2);
-    expect(f.interaction!.ci.high).toBeLessThanOrEqual(1);
   });
 
   it('is invalid without four distinct cells', () => {
@@ -356,8 +434,8 @@ describe('analyze: cost streams and spec', () => {
 describe('analyze: factorial refusal', () => {
   it('refuses when two cells differ in infra-error rate beyond the threshold, even if both are close to a third', () => {
     const arms = ['raw', 'graph', 'rules', 'full'];
-    // 20 attempts per arm; infra errors (excluded): graph 0, full 1 (5%), rules 1 (5%), raw 2 (10%)
-    const infra: Record<string, number> = { graph: 0, full: 1, rules: 1, raw: 2 };
+    // 20 attempts per arm; infra errors (excluded): graph 0, full 4 (20%), rules 4 (20%), raw 9 (45%)
+    const infra: Record<string, number> = { graph: 0, full: 4, rules: 4, raw: 9 };
     const attempts = grid(10, 2, () => true, arms).map((a) =>
       a.rep === 0 && Number(a.task.slice(1)) < infra[a.arm]!
         ? { ...a, admission: 'excluded' as const, reason_code: 'infra', infra_error: true, pass: null }
@@ -367,15 +445,16 @@ describe('analyze: factorial refusal', () => {
       attempts,
       defaultSpec('raw', ['full'], {
         bootstrap: { resamples: 100, seed: 1 },
+        validity_floor: 0,
         factorial: {
           factors: ['graph', 'rules'],
           levels: { raw: { graph: 0, rules: 0 }, graph: { graph: 1, rules: 0 }, rules: { graph: 0, rules: 1 }, full: { graph: 1, rules: 1 } },
         },
       }),
     );
-    // full (the first cell by name) is within 5 points of every cell; graph and raw are 10 apart
+    // full (the first cell by name) differs from no cell by Fisher's test; graph and raw do (0 of 20 against 9 of 20)
     expect(r.factorial!.status).toBe('refused');
-    expect(r.factorial!.problems).toEqual([expect.objectContaining({ reason: 'infra-error-rate', control_rate: 0, treatment_rate: 0.1 })]);
+    expect(r.factorial!.problems).toEqual([expect.objectContaining({ reason: 'infra-error-rate', control_rate: 0, treatment_rate: 0.45 })]);
     expect(r.factorial!.main_effects).toEqual([]);
   });
 });

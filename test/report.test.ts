@@ -11,13 +11,14 @@ import { renderCsv, renderHtml, renderMarkdown, CSV_COLUMNS, type ReportContext 
 // ---------------------------------------------------------------- fixtures
 
 const NASTY_TASK = '<img src=x onerror="document.title=\'pwned\'">';
-const TASKS = ['t-alpha', 't-beta', 't-gamma', 't-delta', NASTY_TASK];
+// Eight independent tasks (a family each): enough units for the test to reach alpha.
+const TASKS = ['t-alpha', 't-beta', 't-gamma', 't-delta', 't-epsilon', 't-zeta', 't-eta', NASTY_TASK];
 const REPS = 3;
 
 function attempt(o: Partial<AttemptRecord> & Pick<AttemptRecord, 'task' | 'arm' | 'rep'>): AttemptRecord {
   return {
     node: `run/${o.arm}/${o.task}/${o.rep}`,
-    family: `fam-${TASKS.indexOf(o.task) % 2}`,
+    family: `fam-${TASKS.indexOf(o.task)}`,
     category: 'stub_function',
     admission: 'accepted',
     reason_code: 'ok',
@@ -112,7 +113,7 @@ function context(egressEnforced: boolean): ReportContext {
     sandbox: egressEnforced
       ? { backend: 'docker', egress_mode: 'none', egress_enforced: true, image_id: 'sha256:' + 'a'.repeat(64), isolation: 'container' }
       : { backend: 'local', egress_mode: 'open', egress_enforced: false, image_id: null, isolation: 'none' },
-    tasks: TASKS.map((id, i) => ({ id, family: `fam-${i % 2}`, repo: 'example/repo', commit: '0123456789abcdef0123456789abcdef01234567' })),
+    tasks: TASKS.map((id, i) => ({ id, family: `fam-${i}`, repo: 'example/repo', commit: '0123456789abcdef0123456789abcdef01234567' })),
     reps: REPS,
     limits: { turns: 30, wall_seconds: 600, tokens: null, cost_usd: 1 },
     verifier_kind: 'hidden command verifier (FAIL_TO_PASS + PASS_TO_PASS) in a fresh sandbox',
@@ -137,23 +138,23 @@ describe('renderMarkdown', () => {
     const md = renderMarkdown(positive, context(false));
     const c = positive.comparisons[0]!;
     expect(md).toContain('### treatment vs control: **POSITIVE**');
-    expect(md).toContain('**+80.0 pp**');
-    expect(md).toMatch(/- CI: \[\+\d+\.\d pp, \+\d+\.\d pp\] \(95% CI, hierarchical-bootstrap-percentile, 10000 resamples, seed 1\)/);
+    expect(md).toContain('**+87.5 pp**');
+    expect(md).toMatch(/- CI: \[\+\d+\.\d pp, \+\d+\.\d pp\] \(95% CI, cluster t over 8 units, 7 df\)/);
     expect(md).toContain(`- noise envelope: ±${(c.envelope!.value * 100).toFixed(1)} pp`);
-    expect(md).toContain('(a) helped: 4 · (b) no difference: 1 · (c) hurt: 0 · no answer: 0');
+    expect(md).toContain('(a) helped: 7 · (b) no difference: 1 · (c) hurt: 0 · no answer: 0');
     // Every per-task row carries its cost-ratio label.
     for (const t of c.outcomes!.tasks) expect(md).toContain(t.label);
     expect(md).toContain('(a) at 1.2x the control cost');
     expect(md).toContain('(b) at 1.2x the control cost');
     // Eval cost per arm, overhead on a separate line, never summed.
-    expect(md).toMatch(/^\| control \| \$0\.7500 \| exact \|/m); // every attempt, the excluded one too
-    expect(md).toMatch(/^\| treatment \| \$0\.9000 \| exact \|/m);
+    expect(md).toMatch(/^\| control \| \$1\.2000 \| exact \|/m); // every attempt, the excluded one too
+    expect(md).toMatch(/^\| treatment \| \$1\.4400 \| exact \|/m);
     expect(md).toMatch(/^Overhead \(separate stream, never added to eval cost\): \$0\.5000, 40000 tokens — generating CLAUDE\.md with model\-gen$/m);
-    expect(md).not.toContain('$1.2500'); // control + overhead
-    expect(md).not.toContain('$1.4000'); // treatment + overhead
-    expect(md).not.toContain('$2.1500'); // everything
+    expect(md).not.toContain('$1.7000'); // control + overhead
+    expect(md).not.toContain('$1.9400'); // treatment + overhead
+    expect(md).not.toContain('$3.1400'); // everything
     // Infra-error rates, exclusions, envelope formula, scope.
-    expect(md).toContain('- control: 0.0% (0 of 15 attempts)');
+    expect(md).toContain('- control: 0.0% (0 of 24 tries, 24 attempts)');
     expect(md).toContain('Excluded attempts: 1 (kept in the bundle, used in no estimate).');
     expect(md).toContain('mutation-outside-allowed-paths: 1');
     expect(md).toContain('envelope = max(1/n_tasks');
@@ -354,7 +355,7 @@ describe.skipIf(skipBrowser)('renderHtml in headless Chromium', () => {
       const verdict = page.locator('#comparison-0 .verdict-word');
       expect(await verdict.isVisible()).toBe(true);
       expect(await verdict.textContent()).toBe('POSITIVE');
-      expect(await page.locator('#comparison-0 .delta').textContent()).toBe('+80.0 pp');
+      expect(await page.locator('#comparison-0 .delta').textContent()).toBe('+87.5 pp');
       expect(await page.locator('#comparison-0').innerText()).toMatch(/CI\s+\[\+\d+\.\d pp, \+\d+\.\d pp\]/);
 
       const bar = page.locator('header.status-bar');
@@ -362,7 +363,7 @@ describe.skipIf(skipBrowser)('renderHtml in headless Chromium', () => {
       expect(await bar.getAttribute('class')).toContain('egress-open');
       expect(await backgroundOf(page, 'header.status-bar')).toBe('rgb(255, 191, 0)');
       const barText = await bar.innerText();
-      for (const s of ['claude-code 2.1.197', 'model-a', 'local', 'NOT enforced', '5 tasks x 3 reps']) expect(barText).toContain(s);
+      for (const s of ['claude-code 2.1.197', 'model-a', 'local', 'NOT enforced', '8 tasks x 3 reps']) expect(barText).toContain(s);
 
       const marks = page.locator('svg.forest-plot .forest-task');
       expect(await marks.count()).toBe(TASKS.length);
@@ -378,14 +379,14 @@ describe.skipIf(skipBrowser)('renderHtml in headless Chromium', () => {
       // Helped tasks sit right of the zero line, the unchanged one on it.
       const cx = await marks.evaluateAll((els) => els.map((e) => Number(e.getAttribute('cx'))));
       const zero = Number(await page.locator('svg.forest-plot line.zero').getAttribute('x1'));
-      expect(cx.filter((x) => x > zero)).toHaveLength(4);
+      expect(cx.filter((x) => x > zero)).toHaveLength(7);
       expect(cx.filter((x) => x === zero)).toHaveLength(1);
 
       expect(await page.locator('svg.arm-bars').count()).toBe(3);
       expect(await page.locator('svg.arm-bars rect.bar').count()).toBe(6); // 3 charts x 2 arms
       expect(await page.locator('svg.arm-bars line.whisker').count()).toBeGreaterThan(0);
 
-      expect(await page.locator('#comparison-0 [data-count="a"]').textContent()).toBe('4');
+      expect(await page.locator('#comparison-0 [data-count="a"]').textContent()).toBe('7');
       expect(await page.locator('#comparison-0 [data-count="b"]').textContent()).toBe('1');
       expect(await page.locator('#comparison-0 [data-count="c"]').textContent()).toBe('0');
       expect(await page.locator('#comparison-0 table.abc').innerText()).toContain('(a) at 1.2x the control cost');

@@ -247,15 +247,21 @@ describe.skipIf((!bwrap.ok && !required) || !existsSync(claudeBinary()))('delive
 describe('isolation is part of the verdict', () => {
   it('a cohort run on local makes no claim (unisolated, numbers shown); its attempts had a private TMPDIR and HOME and no store path in their environment', async () => {
     calculatorTask(rig.dir);
+    // Eight independent tasks (a family each); on two of them the prompt alone is enough, so the
+    // per-task deltas vary and the effect is one the rule would otherwise claim.
     const ids = ['fix-add'];
-    for (let i = 2; i <= 6; i++) {
+    for (let i = 2; i <= 8; i++) {
       const id = `fix-add-${i}`;
-      for (const f of ['task.yaml', 'solution.patch', 'verifier/test_add.mjs']) rig.write(`tasks/${id}/${f}`, rig.read(`tasks/fix-add/${f}`).replace('id: fix-add', `id: ${id}`));
+      for (const f of ['task.yaml', 'solution.patch', 'verifier/test_add.mjs']) {
+        let text = rig.read(`tasks/fix-add/${f}`).replace('id: fix-add', `id: ${id}`).replace('family: arithmetic', `family: ${id}`);
+        if (i > 6) text = text.replace('Fix it.', 'Fix it: use +.');
+        rig.write(`tasks/${id}/${f}`, text);
+      }
       ids.push(id);
     }
     rig.write('fixtures/CLAUDE.md', 'Always use + in add(): the project adds numbers.\n');
     const m = `{ task: [${ids.join(', ')}], arm: [control, treatment], rep: 2 }`;
-    const agent = `env > "$TMPDIR/env.txt"; env > env.txt; if [ -f CLAUDE.md ]; then sed -i "s/a - b/a + b/" src/add.mjs; fi`;
+    const agent = `env > "$TMPDIR/env.txt"; env > env.txt; if grep -qs "use +" CLAUDE.md || echo "$PAIRBENCH_PROMPT" | grep -q "use +"; then sed -i "s/a - b/a + b/" src/add.mjs; fi`;
     rig.write(
       'bench.config.yaml',
       `steps:
@@ -277,7 +283,7 @@ describe('isolation is part of the verdict', () => {
     const r = await rig.cli('run');
     expect(r.code, r.stderr).toBe(0);
     const cmp = (await rig.outputJson('cohort', 'analysis.json')).comparisons[0];
-    expect(cmp).toMatchObject({ verdict: 'unisolated', delta: 1, problems: [{ reason: 'unisolated', arms: ['control', 'treatment'] }] });
+    expect(cmp).toMatchObject({ verdict: 'unisolated', delta: 0.75, problems: [{ reason: 'unisolated', arms: ['control', 'treatment'] }] });
     const bundle = join(rig.dir, 'bundle');
     expect((await rig.cli('export', '--out', bundle)).code).toBe(0);
     const report = readFileSync(join(bundle, 'report.md'), 'utf8');

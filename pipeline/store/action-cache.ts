@@ -116,7 +116,21 @@ export interface NodeHistory {
   node: string;
   latest?: { key: CacheKey; at: string };
   last_failure?: { key: CacheKey; at: string; reason: string; message: string };
+  /**
+   * Results of the current key that were used but not cached (a step called it transient,
+   * e.g. an infrastructure fault): kept until the key gets a result that is cached, which
+   * then carries them as its `earlier-tries` output. Their blobs are never collected meanwhile.
+   */
+  tries?: NodeTry[];
 }
+
+export interface NodeTry {
+  key: CacheKey;
+  at: string;
+  reason: string;
+  outputs: OutputManifest;
+}
+
 
 export class NodeIndex {
   constructor(
@@ -141,5 +155,19 @@ export class NodeIndex {
   update(nodeId: string, change: (h: NodeHistory) => NodeHistory): void {
     const next = change(this.get(nodeId) ?? { node: nodeId });
     writeFileAtomic(this.pathOf(nodeId), canonicalJson(next) + '\n', this.tmpDir);
+  }
+
+  /** Every node's history (gc keeps the blobs of their pending tries). */
+  *list(): Generator<NodeHistory> {
+    if (!existsSync(this.dir)) return;
+    for (const shard of readdirSync(this.dir)) {
+      for (const name of readdirSync(join(this.dir, shard))) {
+        try {
+          yield JSON.parse(readFileSync(join(this.dir, shard, name), 'utf8')) as NodeHistory;
+        } catch {
+          // removed meanwhile, or unreadable: nothing to keep
+        }
+      }
+    }
   }
 }

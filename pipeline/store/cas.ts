@@ -156,6 +156,13 @@ export class Cas {
     return walkTree(dir, (p) => this.putFile(p), (bytes) => this.putBytes(bytes));
   }
 
+  /** Stores a directory made of entries already in the store (e.g. other outputs), as a Merkle tree. */
+  putTree(entries: readonly TreeEntry[]): { type: 'dir'; digest: Sha256; size: number } {
+    const sorted = [...entries].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    const size = sorted.reduce((n, e) => n + (e.type === 'symlink' ? 0 : e.size), 0);
+    return { type: 'dir', digest: this.putBytes(Buffer.from(canonicalJson({ entries: sorted }))), size };
+  }
+
   readTree(digest: Sha256): Tree {
     return JSON.parse(this.read(digest).toString('utf8')) as Tree;
   }

@@ -1,11 +1,14 @@
 /** The analyze step's entry point: audited attempts + spec -> AnalysisResult. */
 import { err, ok, type Result } from '../../pipeline/result.js';
 import { armMetrics } from './arm-metrics.js';
-import { compareArms, type ArmInput } from './compare.js';
+import { compareArms, decide, type ArmInput } from './compare.js';
 import { evalCost } from './cost.js';
 import { ENVELOPE_FORMULA, MDE_FORMULA } from './envelope.js';
+import { MONTE_CARLO_SAMPLES } from './inference.js';
 import { holm } from './exact-tests.js';
-import { analyzeFactorial } from './factorial.js';
+import { pairAttempts } from './pairing.js';
+import { headlineWarnings } from './warnings.js';
+import { analyzeFactorial, decideFactorial } from './factorial.js';
 import { checkSpec, type SpecProblem } from './spec.js';
 import type { AnalysisResult, AnalysisSpec, AttemptRecord } from './types.js';
 
@@ -34,25 +37,39 @@ function analyzeValid(attempts: readonly AttemptRecord[], spec: AnalysisSpec): A
     else byArm.set(a.arm, [a]);
   }
   const armNames = orderArms([...byArm.keys()], spec);
+  const paired = pairedTaskSet(byArm, spec);
   const inputs = new Map<string, ArmInput>(
     armNames.map((name) => {
       const list = byArm.get(name)!;
-      return [name, { metrics: armMetrics(name, list, spec.weights), attempts: list }];
+      return [name, { metrics: armMetrics(name, list, spec.weights, paired), attempts: list }];
     }),
   );
 
-  const comparisons = spec.treatments.map((t) => compareArms(spec.control, t, inputs.get(spec.control), inputs.get(t), spec));
-  const tested = comparisons.filter((c) => c.mcnemar !== null);
-  const adjusted = holm(tested.map((c) => c.mcnemar!.p));
-  tested.forEach((c, i) => {
-    c.mcnemar!.p_holm = adjusted[i]!;
-  });
+  const compared = spec.treatments.map((t) => compareArms(spec.control, t, inputs.get(spec.control), inputs.get(t), spec));
+  const factorial = spec.factorial ? analyzeFactorial(spec.factorial, inputs, spec) : null;
+  // One Holm family: every comparison's test and every factorial effect's test.
+  const tested = compared.map((c) => c.comparison).filter((c) => c.test !== null);
+  const effects = factorial ? [...factorial.main_effects, ...(factorial.interaction ? [factorial.interaction] : [])].filter((e) => e.test) : [];
+  const m = tested.length + effects.length;
+  const adjusted = holm([...tested.map((c) => c.test!.p), ...effects.map((e) => e.test!.p)]);
+  tested.forEach((c, i) => (c.test!.p_holm = adjusted[i]!));
+  effects.forEach((e, i) => (e.test!.p_holm = adjusted[tested.length + i]!));
+  const withMcNemar = tested.filter((c) => c.mcnemar !== null);
+  holm(withMcNemar.map((c) => c.mcnemar!.p)).forEach((p, i) => (withMcNemar[i]!.mcnemar!.p_holm = p));
+  const comparisons = compared.map((c) => decide(c, m));
+  if (factorial) decideFactorial(factorial, m);
 
-  const notes = methodNotes(spec, tested.length);
+  const notes = methodNotes(spec, m);
   const acceptedNullPass = attempts.filter((a) => a.admission === 'accepted' && a.pass === null).length;
   if (acceptedNullPass > 0) notes.push(`${acceptedNullPass} accepted attempt(s) had no pass value and were scored as failures.`);
   const duplicates = duplicateCount(attempts);
   if (duplicates > 0) notes.push(`${duplicates} attempt record(s) repeat an (arm, task, rep): pairing used the first of each.`);
+  const unpaired = [...new Set([...inputs.values()].flatMap((i) => i.metrics.unpaired_tasks))].sort();
+  if (paired && unpaired.length > 0) {
+    notes.push(
+      `Per-arm outcome figures are over the ${paired.size} task(s) with a valid pair in every comparison; left out of them (no valid pair in some comparison): ${unpaired.join(', ')}.`,
+    );
+  }
   const unknown = [spec.control, ...spec.treatments].filter((a) => !inputs.has(a));
   if (unknown.length > 0) notes.push(`No attempts for arm(s): ${unknown.join(', ')}.`);
   // Arms run interleaved so that drift hits them alike; say so when their windows did not overlap.
@@ -72,13 +89,31 @@ function analyzeValid(attempts: readonly AttemptRecord[], spec: AnalysisSpec): A
     spec,
     arms: [...inputs.values()].map((i) => i.metrics),
     comparisons,
-    factorial: spec.factorial ? analyzeFactorial(spec.factorial, inputs, spec) : null,
+    factorial,
     cost_streams: {
       eval: [...inputs.values()].map((i) => evalCost(i.metrics.arm, i.attempts, spec.weights)),
       overhead: spec.overhead ?? null,
     },
+    warnings: headlineWarnings([...inputs.values()].map((i) => i.metrics), byArm),
     notes,
   };
+}
+
+/**
+ * The tasks with at least one valid pair (same task and rep, both accepted) between the
+ * control and every other compared arm (treatments, factorial cells): every arm's outcome
+ * figures are computed over these, so no arm is described over tasks another arm lost.
+ */
+function pairedTaskSet(byArm: ReadonlyMap<string, AttemptRecord[]>, spec: AnalysisSpec): Set<string> | undefined {
+  const control = byArm.get(spec.control);
+  const others = [...new Set([...spec.treatments, ...Object.keys(spec.factorial?.levels ?? {})])].filter((a) => a !== spec.control && byArm.has(a));
+  if (!control || others.length === 0) return undefined;
+  let set: Set<string> | undefined;
+  for (const arm of others) {
+    const tasks = new Set(pairAttempts(control, byArm.get(arm)!).tasks.map((t) => t.task));
+    set = set ? new Set([...set].filter((t) => tasks.has(t))) : tasks;
+  }
+  return set;
 }
 
 /** Control first, then treatments in spec order, then any other arm by name. */
@@ -104,18 +139,19 @@ function methodNotes(spec: AnalysisSpec, nTested: number): string[] {
   return [
     'Effect = mean over tasks of the per-task mean paired delta (treatment pass - control pass over the same reps); ' +
       'a pair with an excluded side is dropped from the estimate and counted in pairs.excluded.',
-    `Intervals: ${Math.round(spec.confidence * 100)}% percentile bootstrap, ${resamples} resamples, mt19937 seed ${seed}; ` +
-      'each resample draws families with replacement, then tasks with replacement within each drawn family. ' +
-      'Paired cost and token medians resample the pairs of the drawn tasks.',
+    'Units: families when tasks are grouped in families (tasks of one family are dependent), else tasks; reps of a task are never units.',
+    `Test: exact two-sided sign-flip randomization test on the units' summed deltas (every sign pattern up to 2^20, else ${MONTE_CARLO_SAMPLES} seeded samples), ` +
+      `Holm-adjusted over the cohort's ${nTested} comparison(s) and factorial effect(s). McNemar exact and the task sign test are reported, not used.`,
+    `Intervals: the effect's ${Math.round(spec.confidence * 100)}% interval is a cluster-robust t interval on the units (k - 1 df). ` +
+      `Paired cost and token medians: a cluster bootstrap (${resamples} resamples, mt19937 seed ${seed}), families drawn with replacement, each drawn family's tasks used once.`,
     `Noise envelope: ${ENVELOPE_FORMULA}`,
     'Verdict: refused when the arms differ (or are mixed) in model, provider, adapter, adapter version, sandbox backend, ' +
-      `isolation, egress mode/enforcement, image id or resources, or their infra-error rates differ by more than ${spec.infra_error_threshold}; ` +
-      `invalid when an arm's accepted fraction is under ${spec.validity_floor} or no pair is valid; ` +
-      'within-noise when |effect| <= envelope or the interval contains 0; positive / negative otherwise.',
+      `isolation, egress mode/enforcement, image id or resources, or their infra-error rates differ (Fisher exact p < ${spec.infra_error_threshold}); ` +
+      `invalid when an arm's accepted fraction is under ${spec.validity_floor}, no pair is valid, or a control received a treatment; ` +
+      'insufficient-n when there are fewer units than the test needs to reach alpha at all; positive / negative only when the adjusted p <= alpha, ' +
+      'the interval has non-zero width and excludes 0, the effect is beyond the envelope, and the claim survives every excluded pair imputed against it; ' +
+      'unisolated when that holds but an arm ran without isolation; within-noise (not distinguishable from 0 at this n) otherwise.',
     `Minimum detectable effect: ${MDE_FORMULA}; a comparison whose |effect| is under it is labelled directional.`,
-    nTested > 1
-      ? `McNemar exact p values are Holm-adjusted over ${nTested} comparisons (p_holm); verdicts use the intervals, not the p values.`
-      : 'McNemar exact test on paired attempts; p_holm equals p with a single comparison.',
     'Two cost streams, never summed: eval cost per arm (cost_streams.eval, every attempt) and overhead (cost_streams.overhead).',
   ];
 }

@@ -92,22 +92,43 @@ export function refusalProblems(base: ArmMetrics, others: readonly ArmMetrics[],
     const ra = base.infra_error_rate;
     const rb = other.infra_error_rate;
     if (ra !== null && rb !== null) {
-      const difference = Math.abs(rb - ra);
-      if (difference > infraThreshold + 1e-12) {
+      const p = fisherExactP(base.n_infra_errors, base.n_tries - base.n_infra_errors, other.n_infra_errors, other.n_tries - other.n_infra_errors);
+      if (p < infraThreshold) {
         problems.push({
           reason: 'infra-error-rate',
           control_rate: ra,
           treatment_rate: rb,
-          difference,
+          difference: Math.abs(rb - ra),
+          p,
           threshold: infraThreshold,
           message:
-            `infrastructure-error rates differ by ${pct(difference)} (> ${pct(infraThreshold)}): ` +
-            `"${base.arm}" ${pct(ra)}, "${other.arm}" ${pct(rb)}`,
+            `infrastructure-error rates differ (Fisher exact p=${p.toPrecision(3)} < ${infraThreshold}): ` +
+            `"${base.arm}" ${pct(ra)} (${base.n_infra_errors} of ${base.n_tries} tries), "${other.arm}" ${pct(rb)} (${other.n_infra_errors} of ${other.n_tries} tries)`,
         });
       }
     }
   }
   return problems;
+}
+
+/**
+ * Fisher's exact two-sided test of a 2x2 table [[a, b], [c, d]]: the probability, with the
+ * margins fixed, of a table at most as likely as the observed one.
+ */
+export function fisherExactP(a: number, b: number, c: number, d: number): number {
+  const n = a + b + c + d;
+  const row1 = a + b;
+  const col1 = a + c;
+  const logFact = new Float64Array(n + 1);
+  for (let i = 2; i <= n; i++) logFact[i] = logFact[i - 1]! + Math.log(i);
+  const logP = (x: number) => logFact[row1]! + logFact[n - row1]! + logFact[col1]! + logFact[n - col1]! - logFact[n]! - logFact[x]! - logFact[row1 - x]! - logFact[col1 - x]! - logFact[n - row1 - col1 + x]!;
+  const observed = logP(a);
+  let p = 0;
+  for (let x = Math.max(0, row1 + col1 - n); x <= Math.min(row1, col1); x++) {
+    const lp = logP(x);
+    if (lp <= observed + 1e-9) p += Math.exp(lp);
+  }
+  return Math.min(1, p);
 }
 
 /** Arms whose accepted fraction is under the validity floor. */

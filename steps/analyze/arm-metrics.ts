@@ -15,14 +15,29 @@ const present = <T>(x: T | null): x is T => x !== null;
 /** Reason codes of attempts failed by audit for what they did (a forged verdict, a write out of bounds, leakage). */
 export const INTEGRITY_CODES = new Set(['verdict-forged', 'out-of-bounds', 'leakage']);
 
-export function armMetrics(arm: string, attempts: readonly AttemptRecord[], w: CostWeights): ArmMetrics {
-  const accepted = attempts.filter((a) => a.admission === 'accepted');
+/**
+ * Admission (attempts, exclusions, infra errors over every try) counts every attempt;
+ * the outcome figures (completion, tokens, cost, time, pass@k) count the accepted
+ * attempts of the paired task set only, so that every arm's figures are over the same tasks.
+ */
+export function armMetrics(arm: string, attempts: readonly AttemptRecord[], w: CostWeights, pairedTasks?: ReadonlySet<string>): ArmMetrics {
+  const admitted = attempts.filter((a) => a.admission === 'accepted');
+  const accepted = pairedTasks ? admitted.filter((a) => pairedTasks.has(a.task)) : admitted;
   const n = attempts.length;
   const exclusions: Record<string, number> = {};
   for (const a of attempts) if (a.admission === 'excluded') exclusions[a.reason_code] = (exclusions[a.reason_code] ?? 0) + 1;
   const integrity: Record<string, number> = {};
   for (const a of attempts) if (a.admission === 'accepted' && INTEGRITY_CODES.has(a.reason_code)) integrity[a.reason_code] = (integrity[a.reason_code] ?? 0) + 1;
-  const nInfra = attempts.filter((a) => a.infra_error).length;
+  // Every try counts: an infrastructure fault that was retried is still a fault of this arm.
+  const nTries = attempts.reduce((k, a) => k + 1 + (a.tries?.length ?? 0), 0);
+  const nInfra = attempts.reduce((k, a) => k + (a.infra_error ? 1 : 0) + (a.tries ?? []).filter((t) => t.exit_reason === 'infra-error').length, 0);
+  const causes: Record<string, number> = {};
+  for (const a of attempts) {
+    for (const t of [...(a.tries ?? []), ...(a.infra_error ? [{ infra_error: a.infra_cause ?? a.explanation }] : [])]) {
+      const cause = t.infra_error ?? 'unknown';
+      causes[cause] = (causes[cause] ?? 0) + 1;
+    }
+  }
   const nPassed = accepted.reduce((s, a) => s + scored(a), 0);
   const completion = accepted.length > 0 ? nPassed / accepted.length : null;
 
@@ -36,9 +51,9 @@ export function armMetrics(arm: string, attempts: readonly AttemptRecord[], w: C
   return {
     arm,
     n_attempts: n,
-    n_accepted: accepted.length,
-    n_excluded: n - accepted.length,
-    accepted_fraction: n > 0 ? accepted.length / n : null,
+    n_accepted: admitted.length,
+    n_excluded: n - admitted.length,
+    accepted_fraction: n > 0 ? admitted.length / n : null,
     exclusions,
     integrity_failures: integrity,
     integrity: {
@@ -47,8 +62,15 @@ export function armMetrics(arm: string, attempts: readonly AttemptRecord[], w: C
       verdict_forged: attempts.filter((a) => a.integrity?.verdict_forged).length,
     },
     n_tasks: new Set(attempts.map((a) => a.task)).size,
+    n_scored: accepted.length,
+    unpaired_tasks: pairedTasks ? [...new Set(admitted.filter((a) => !pairedTasks.has(a.task)).map((a) => a.task))].sort() : [],
+    n_tries: nTries,
     n_infra_errors: nInfra,
-    infra_error_rate: n > 0 ? nInfra / n : null,
+    infra_error_rate: nTries > 0 ? nInfra / nTries : null,
+    infra_causes: causes,
+    n_scripted: attempts.filter((a) => a.scripted === true).length,
+    n_agent_crashes: admitted.filter((a) => a.exit_reason === 'agent-crash').length,
+    n_without_tokens: admitted.filter((a) => (totalTokens(a) ?? 0) === 0).length,
     n_no_answer: accepted.filter((a) => a.no_answer).length,
     n_passed: nPassed,
     completion_rate: completion,

@@ -1,9 +1,10 @@
 /**
- * Seeded hierarchical bootstrap: each resample draws families with replacement,
- * then tasks with replacement within each drawn family (the hierarchy is kept),
- * and records how many times each task was drawn. Statistics are functions of
- * those multiplicities, so one resample serves every statistic of a comparison
- * (effect, paired cost medians, factorial effects) at the cost of one draw.
+ * Seeded cluster bootstrap: each resample draws families (the clusters) with
+ * replacement and uses every task of each drawn family once, recording how many
+ * times each task was drawn. (Drawing tasks again inside each drawn family would
+ * count the within-family variance twice and widen the interval past its nominal
+ * coverage.) Statistics are functions of those multiplicities, so one resample serves
+ * every statistic of a comparison (effect, paired cost medians, factorial effects).
  */
 import { quantileSorted } from './describe.js';
 import { seededRng } from './rng.js';
@@ -33,7 +34,7 @@ export function familiesOf(taskFamilies: readonly string[]): number[][] {
  * Runs the resamples and returns one interval per statistic (null when every
  * resample gave NaN). Deterministic for a given plan and task order.
  */
-export function hierarchicalBootstrap(
+export function clusterBootstrap(
   families: readonly (readonly number[])[],
   nTasks: number,
   plan: BootstrapPlan,
@@ -48,8 +49,7 @@ export function hierarchicalBootstrap(
     counts.fill(0);
     for (let i = 0; i < nf; i++) {
       const fam = families[rng.int(nf)]!;
-      const m = fam.length;
-      for (let j = 0; j < m; j++) counts[fam[rng.int(m)]!]! += 1;
+      for (let j = 0; j < fam.length; j++) counts[fam[j]!]! += 1;
     }
     for (let s = 0; s < statistics.length; s++) {
       const v = statistics[s]!(counts);
@@ -67,7 +67,7 @@ export function percentileInterval(values: Float64Array, plan: BootstrapPlan): I
     low: quantileSorted(sorted, tail),
     high: quantileSorted(sorted, 1 - tail),
     confidence: plan.confidence,
-    method: 'hierarchical-bootstrap-percentile',
+    method: 'cluster-bootstrap-percentile',
     resamples: plan.resamples,
     seed: plan.seed,
   };

@@ -1,7 +1,8 @@
 /** One paired comparison: control vs a treatment, with its verdict. */
 import { refusalProblems, validityProblems } from './arm-config.js';
 import { scored } from './arm-metrics.js';
-import { clusteredMedian, familiesOf, hierarchicalBootstrap, weightedMean, type ResampleStatistic } from './bootstrap.js';
+import { clusterBootstrap, clusteredMedian, familiesOf, weightedMean, type ResampleStatistic } from './bootstrap.js';
+import { alphaOf, clusterTInterval, degenerate, minimumP, signFlipTest, unitsNeeded, unitsOf } from './inference.js';
 import { totalTokens, weightedCost } from './cost.js';
 import { mean, ratio } from './describe.js';
 import { minimumDetectableEffect, noiseEnvelope } from './envelope.js';
@@ -15,7 +16,6 @@ import type {
   Comparison,
   ComparisonProblem,
   Interval,
-  NoiseEnvelope,
   PairedDifference,
   Verdict,
 } from './types.js';
@@ -47,14 +47,26 @@ function controlsThatReceived(control: readonly AttemptRecord[], treatment: read
     .map((c) => c.node);
 }
 
-/** p_holm is set to p here; analyze() replaces it once every comparison is known. */
+/**
+ * A comparison before its verdict: every figure, and what deciding it needs that the
+ * result does not keep (the isolation of its attempts, its excluded pairs). The
+ * verdict waits for Holm's adjustment over every comparison of the cohort (decide()).
+ */
+export interface Compared {
+  comparison: Comparison;
+  unisolatedArms: string[];
+  /** The effect, test and interval with excluded pairs imputed against a claim of this sign. */
+  worstCase: ((sign: 1 | -1) => { effect: number; p: number; ci: Comparison['ci'] }) | null;
+}
+
+/** The verdict is provisional here ('within-noise' unless refused or invalid); decide() sets it. */
 export function compareArms(
   controlName: string,
   treatmentName: string,
   control: ArmInput | undefined,
   treatment: ArmInput | undefined,
   spec: AnalysisSpec,
-): Comparison {
+): Compared {
   const pairing = pairAttempts(control?.attempts ?? [], treatment?.attempts ?? []);
   const empty: Comparison = {
     control: controlName,
@@ -69,19 +81,23 @@ export function compareArms(
     envelope: null,
     mde: null,
     directional: null,
+    test: null,
     mcnemar: null,
     sign_test: null,
+    lost_tasks: pairing.lostTasks,
+    worst_case: null,
     paired: null,
     cost_ratio: null,
     outcomes: null,
     mechanism: null,
   };
+  const bare = (comparison: Comparison): Compared => ({ comparison, unisolatedArms: [], worstCase: null });
   if (!control || !treatment) {
     const missing = [!control ? controlName : null, !treatment ? treatmentName : null].filter((x): x is string => x !== null);
-    return {
+    return bare({
       ...empty,
       problems: missing.map((arm) => ({ reason: 'arm-missing', arm, message: `arm "${arm}" has no attempts` })),
-    };
+    });
   }
   const refused = refusalProblems(control.metrics, [treatment.metrics], spec.infra_error_threshold);
   const invalid: ComparisonProblem[] = validityProblems([control.metrics, treatment.metrics], spec.validity_floor);
@@ -94,8 +110,8 @@ export function compareArms(
       message: `${contaminated.length} control attempt(s) received the treatment's fingerprint in their instructions (${contaminated.slice(0, 3).join(', ')}): the arms do not differ in their treatment`,
     });
   }
-  if (refused.length > 0) return { ...empty, verdict: 'refused', problems: [...refused, ...invalid] };
-  if (invalid.length > 0) return { ...empty, verdict: 'invalid', problems: invalid };
+  if (refused.length > 0) return bare({ ...empty, verdict: 'refused', problems: [...refused, ...invalid] });
+  if (invalid.length > 0) return bare({ ...empty, verdict: 'invalid', problems: invalid });
 
   const w = spec.weights;
   const tasks = pairing.tasks;
@@ -144,7 +160,14 @@ export function compareArms(
     diffs.weighted_cost.statistic(),
     diffs.cost_usd.statistic(),
   ];
-  const [ci, ciTokens, ciWeighted, ciUsd] = hierarchicalBootstrap(familiesOf(tasks.map((t) => t.family)), tasks.length, plan, stats);
+  const families = tasks.map((t) => t.family);
+  const [, ciTokens, ciWeighted, ciUsd] = clusterBootstrap(familiesOf(families), tasks.length, plan, stats);
+  // The test and the interval, at the level where observations are independent (inference.ts).
+  const units = unitsOf(deltas, families);
+  const k = units.sums.length;
+  const ci = clusterTInterval(units, spec.confidence);
+  const flip = signFlipTest(units.sums, spec.bootstrap.seed);
+  const alpha = alphaOf(spec.confidence);
 
   const envelope = noiseEnvelope(scores, spec.confidence);
   const mde = minimumDetectableEffect([...deltas], spec.confidence, spec.power);
@@ -156,21 +179,54 @@ export function compareArms(
   }
   const p = mcnemarExactP(b, c);
   const rows = tasks.map((t) => taskOutcome(t, w));
-  // No claim from arms that could see each other or the host: the numbers stand, the verdict does not.
-  const claimed = verdictOf(effect, ci ?? null, envelope);
   const unisolatedArms = [controlName, treatmentName].filter((_, i) => [control, treatment][i]!.attempts.some(unisolated));
-  const withheld = unisolatedArms.length > 0 && (claimed === 'positive' || claimed === 'negative');
-  return {
+
+  // Worst case: every excluded pair (and every pair of a task that lost them all) scored against the claim.
+  const excludedByTask = new Map<string, { family: string; n: number }>();
+  for (const x of pairing.excludedPairs) {
+    const e = excludedByTask.get(x.task) ?? { family: x.family, n: 0 };
+    e.n++;
+    excludedByTask.set(x.task, e);
+  }
+  const worstCase =
+    excludedByTask.size === 0
+      ? null
+      : (sign: 1 | -1) => {
+          const all = new Map<string, { family: string; sum: number; n: number }>();
+          tasks.forEach((t, i) => all.set(t.task, { family: t.family, sum: deltas[i]! * t.control.length, n: t.control.length }));
+          for (const [task, e] of excludedByTask) {
+            const row = all.get(task) ?? { family: e.family, sum: 0, n: 0 };
+            row.sum -= sign * e.n; // treatment fails and control passes (or the reverse)
+            row.n += e.n;
+            all.set(task, row);
+          }
+          const rowsW = [...all.values()];
+          const dW = Float64Array.from(rowsW, (r) => r.sum / r.n);
+          const uW = unitsOf(dW, rowsW.map((r) => r.family));
+          return { effect: mean([...dW])!, p: signFlipTest(uW.sums, spec.bootstrap.seed).p, ci: clusterTInterval(uW, spec.confidence) };
+        };
+
+  const comparison: Comparison = {
     ...empty,
-    verdict: withheld ? 'unisolated' : claimed,
-    problems: withheld
-      ? [{ reason: 'unisolated', arms: unisolatedArms, message: `${unisolatedArms.join(' and ')} ran without isolation (the local backend, or egress open on a shared network): the effect would be ${claimed}, but no claim is made` }]
-      : [],
+    verdict: 'within-noise',
+    problems: [],
     delta: effect,
-    ci: ci ?? null,
+    ci,
     envelope,
     mde,
-    directional: Math.abs(effect) < mde.value - EPS,
+    directional: mde.value === null ? null : Math.abs(effect) < mde.value - EPS,
+    test: {
+      method: 'sign-flip',
+      unit: units.kind,
+      n_units: k,
+      p: flip.p,
+      p_holm: flip.p,
+      exact: flip.exact,
+      samples: flip.samples,
+      min_p: minimumP(k),
+      units_needed: unitsNeeded(alpha, 1),
+      alpha,
+    },
     mcnemar: { b, c, p, p_holm: p },
     sign_test: { positive, negative, ties: tasks.length - positive - negative, p: signTestP(positive, negative) },
     paired: {
@@ -182,22 +238,66 @@ export function compareArms(
     mechanism,
     outcomes: { counts: countOutcomes(rows), tasks: rows },
   };
+  return { comparison, unisolatedArms, worstCase };
+}
+
+/**
+ * The verdict, once the test's p is Holm-adjusted over the cohort's `m` comparisons.
+ * A claim (positive / negative) needs all of: enough units for the test to reach alpha
+ * at all (else insufficient-n), the adjusted p at or under alpha, an interval of
+ * non-zero width that excludes 0 on the effect's side, the effect beyond the noise
+ * envelope, the claim surviving every excluded pair imputed against it, and isolated arms.
+ */
+export function decide(compared: Compared, m: number): Comparison {
+  const c = compared.comparison;
+  if (c.verdict === 'refused' || c.verdict === 'invalid' || !c.test || c.delta === null || !c.envelope) return c;
+  const alpha = c.test.alpha;
+  c.test.units_needed = unitsNeeded(alpha, m);
+  const problems: ComparisonProblem[] = [];
+  if (c.test.n_units < c.test.units_needed) {
+    const unit = c.test.unit === 'family' ? 'families' : 'tasks';
+    problems.push({
+      reason: 'insufficient-n',
+      n_units: c.test.n_units,
+      units_needed: c.test.units_needed,
+      message:
+        `with ${c.test.n_units} ${unit} the smallest p the test can give is ${c.test.min_p.toPrecision(3)}, above alpha ${alpha}${m > 1 ? ` / ${m} comparisons` : ''}: ` +
+        `no claim is possible below ${c.test.units_needed} ${unit}; the figures are descriptive`,
+    });
+    if (c.mde) c.mde = { ...c.mde, value: null, not_computable: `not computable at this n: the test cannot reach alpha with ${c.test.n_units} ${unit}` };
+    c.directional = null;
+    return { ...c, verdict: 'insufficient-n', problems: [...c.problems, ...problems] };
+  }
+  const effect = c.delta;
+  const side = effect > 0 ? 1 : -1;
+  const claims = (p: number, ci: Comparison['ci'], e: number) =>
+    p <= alpha + 1e-12 && !degenerate(ci) && (side > 0 ? ci!.low > 0 : ci!.high < 0) && Math.abs(e) > c.envelope!.value + EPS && Math.sign(e) === side;
+  let verdict: Verdict = claims(c.test.p_holm, c.ci, effect) ? (side > 0 ? 'positive' : 'negative') : 'within-noise';
+  if (verdict !== 'within-noise' && compared.worstCase) {
+    const w = compared.worstCase(side);
+    // Judged at the same Holm step as the observed p: the adjusted/raw ratio carries over.
+    const pAdjusted = Math.min(1, w.p * (c.test.p > 0 ? c.test.p_holm / c.test.p : m));
+    const survives = claims(pAdjusted, w.ci, w.effect);
+    c.worst_case = { effect: w.effect, p: pAdjusted, ci: w.ci, survives };
+    if (!survives) {
+      problems.push({ reason: 'exclusions-against-claim', message: `with the ${c.pairs.excluded} excluded pair(s) scored against it the effect would be ${(w.effect * 100).toFixed(1)} pp (p ${pAdjusted.toPrecision(3)}): the claim does not survive them` });
+      verdict = 'within-noise';
+    }
+  }
+  if ((verdict === 'positive' || verdict === 'negative') && compared.unisolatedArms.length) {
+    problems.push({
+      reason: 'unisolated',
+      arms: compared.unisolatedArms,
+      message: `${compared.unisolatedArms.join(' and ')} ran without isolation (the local backend, or egress open on a shared network): the effect would be ${verdict}, but no claim is made`,
+    });
+    verdict = 'unisolated';
+  }
+  return { ...c, verdict, problems: [...c.problems, ...problems] };
 }
 
 /** An attempt that ran without a sandbox of its own, or on a network shared with other attempts and the host. */
 export function unisolated(a: AttemptRecord): boolean {
   return a.sandbox.isolation === 'none' || a.sandbox.egress_mode === 'open';
-}
-
-/**
- * within-noise when |effect| <= envelope or the interval contains 0 (or disagrees
- * with the effect's sign); positive / negative otherwise.
- */
-export function verdictOf(effect: number, ci: Interval | null, envelope: NoiseEnvelope): Verdict {
-  if (ci === null || Math.abs(effect) <= envelope.value + EPS) return 'within-noise';
-  if (effect > 0 && ci.low > 0) return 'positive';
-  if (effect < 0 && ci.high < 0) return 'negative';
-  return 'within-noise';
 }
 
 class Diffs {

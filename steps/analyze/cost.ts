@@ -14,7 +14,7 @@ export function weightedCost(a: AttemptRecord, w: CostWeights): number | null {
     : null;
 }
 
-const STRENGTH: Record<CostConfidence, number> = { free: 0, exact: 1, estimated: 2 };
+const STRENGTH: Record<CostConfidence, number> = { free: 0, exact: 1, estimated: 2, none: 3 };
 
 /** The weakest confidence among attempts that carry a cost: estimated < exact < free. */
 export function weakestConfidence(attempts: readonly AttemptRecord[]): CostConfidence | null {

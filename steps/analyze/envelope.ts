@@ -10,7 +10,8 @@ export const ENVELOPE_FORMULA =
   're-running the same tasks with the same arms (run-to-run spread only, task sampling excluded); the floor is one task flipping.';
 
 export const MDE_FORMULA =
-  'MDE = (z_{1-a/2} + z_{power}) * sd(task deltas) / sqrt(n_tasks); when sd is 0 or undefined (fewer than 2 tasks) MDE = 1/n_tasks';
+  'MDE = (z_{1-a/2} + z_{power}) * sd(task deltas) / sqrt(n_tasks); not computable when sd is 0 or undefined (fewer than 2 tasks), ' +
+  'or when there are too few units for the test to reach alpha';
 
 /** z_{1-a/2} for a two-sided confidence level. */
 export function zTwoSided(confidence: number): number {
@@ -42,7 +43,8 @@ export function minimumDetectableEffect(taskDeltas: readonly number[], confidenc
   const sd = sampleSd(taskDeltas);
   const zA = zTwoSided(confidence);
   const zB = normalQuantile(power, 0, 1);
-  const fallback = sd === null || sd === 0;
-  const value = fallback ? (n > 0 ? 1 / n : 1) : ((zA + zB) * sd) / Math.sqrt(n);
-  return { value, sd_task_delta: sd, n_tasks: n, alpha: 1 - confidence, power, fallback, formula: MDE_FORMULA };
+  if (sd === null || sd === 0) {
+    return { value: null, sd_task_delta: sd, n_tasks: n, alpha: 1 - confidence, power, formula: MDE_FORMULA, not_computable: `not computable at this n: the task deltas have no spread (${n} task${n === 1 ? '' : 's'})` };
+  }
+  return { value: ((zA + zB) * sd) / Math.sqrt(n), sd_task_delta: sd, n_tasks: n, alpha: 1 - confidence, power, formula: MDE_FORMULA };
 }

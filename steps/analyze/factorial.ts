@@ -1,7 +1,7 @@
 /** Factorial cohorts (e.g. 2x2 raw/graph/rules/full): main effects and the interaction. */
 import { refusalProblems, validityProblems } from './arm-config.js';
 import { scored } from './arm-metrics.js';
-import { familiesOf, hierarchicalBootstrap, weightedMean } from './bootstrap.js';
+import { alphaOf, clusterTInterval, degenerate, minimumP, signFlipTest, unitsNeeded, unitsOf } from './inference.js';
 import type { ArmInput } from './compare.js';
 import type { AnalysisSpec, ComparisonProblem, FactorialEffect, FactorialResult, FactorialSpec } from './types.js';
 
@@ -83,20 +83,23 @@ export function analyzeFactorial(f: FactorialSpec, arms: ReadonlyMap<string, Arm
     });
     hasInteraction = true;
   }
-  const families = familiesOf(tasks.map((t) => rates[0]!.get(t)!.family));
-  const cis = hierarchicalBootstrap(
-    families,
-    tasks.length,
-    { ...spec.bootstrap, confidence: spec.confidence },
-    perTask.map((p) => weightedMean(p.values)),
-  );
-  const effects: FactorialEffect[] = perTask.map((p, i) => ({
-    name: p.name,
-    estimate: avg([...p.values]),
-    ci: cis[i]!,
-    n_tasks: tasks.length,
-    formula: p.formula,
-  }));
+  const familyNames = tasks.map((t) => rates[0]!.get(t)!.family);
+  const alpha = alphaOf(spec.confidence);
+  const effects: FactorialEffect[] = perTask.map((p, i) => {
+    const units = unitsOf(p.values, familyNames);
+    const k = units.sums.length;
+    const flip = signFlipTest(units.sums, spec.bootstrap.seed);
+    return {
+      name: p.name,
+      estimate: avg([...p.values]),
+      // A main effect is a difference of pass rates, in [-1, 1]; the interaction a difference of two, in [-2, 2].
+      ci: clusterTInterval(units, spec.confidence, p.formula === INTERACTION_FORMULA ? [-2, 2] : [-1, 1]),
+      n_tasks: tasks.length,
+      formula: p.formula,
+      test: { method: 'sign-flip', unit: units.kind, n_units: k, p: flip.p, p_holm: flip.p, exact: flip.exact, samples: flip.samples, min_p: minimumP(k), units_needed: unitsNeeded(alpha, 1), alpha },
+      verdict: 'within-noise',
+    };
+  });
   return {
     ...base,
     status: 'ok',
@@ -104,6 +107,21 @@ export function analyzeFactorial(f: FactorialSpec, arms: ReadonlyMap<string, Arm
     main_effects: effects.slice(0, f.factors.length),
     interaction: hasInteraction ? effects[f.factors.length]! : null,
   };
+}
+
+/** Each effect's verdict, once its p is Holm-adjusted with the cohort's `m` comparisons (the rule of decide()). */
+export function decideFactorial(f: FactorialResult, m: number): void {
+  for (const e of [...f.main_effects, ...(f.interaction ? [f.interaction] : [])]) {
+    if (!e.test) continue;
+    e.test.units_needed = unitsNeeded(e.test.alpha, m);
+    if (e.test.n_units < e.test.units_needed) {
+      e.verdict = 'insufficient-n';
+      continue;
+    }
+    const side = e.estimate > 0 ? 1 : -1;
+    const claim = e.test.p_holm <= e.test.alpha + 1e-12 && !degenerate(e.ci) && (side > 0 ? e.ci!.low > 0 : e.ci!.high < 0) && Math.abs(e.estimate) > 1 / e.n_tasks;
+    e.verdict = claim ? (side > 0 ? 'positive' : 'negative') : 'within-noise';
+  }
 }
 
 function avg(xs: readonly number[]): number {

@@ -16,6 +16,10 @@ export interface Pairing {
   tasks: PairedTask[];
   /** records that repeat an (arm, task, rep) already seen: the first one is used */
   duplicates: number;
+  /** (task, rep) pairs present in both arms with at least one side excluded */
+  excludedPairs: { task: string; family: string; rep: number }[];
+  /** tasks that appear in either arm but have no valid pair: in no estimate, named in the report */
+  lostTasks: string[];
 }
 
 const keyOf = (a: AttemptRecord): string => `${a.task}\u0000${a.rep}`;
@@ -37,6 +41,7 @@ export function pairAttempts(control: readonly AttemptRecord[], treatment: reado
   const keys = [...new Set([...c.byKey.keys(), ...t.byKey.keys()])];
   const counts: PairCounts = { total: keys.length, valid: 0, excluded: 0, unmatched: 0 };
   const byTask = new Map<string, PairedTask>();
+  const excludedPairs: Pairing['excludedPairs'] = [];
   const sortedKeys = keys
     .map((k) => ({ k, a: (c.byKey.get(k) ?? t.byKey.get(k))! }))
     .sort((x, y) => (x.a.task < y.a.task ? -1 : x.a.task > y.a.task ? 1 : x.a.rep - y.a.rep));
@@ -49,6 +54,7 @@ export function pairAttempts(control: readonly AttemptRecord[], treatment: reado
     }
     if (ca.admission !== 'accepted' || ta.admission !== 'accepted') {
       counts.excluded++;
+      excludedPairs.push({ task: ca.task, family: ca.family, rep: ca.rep });
       continue;
     }
     counts.valid++;
@@ -60,5 +66,7 @@ export function pairAttempts(control: readonly AttemptRecord[], treatment: reado
     row.control.push(ca);
     row.treatment.push(ta);
   }
-  return { counts, tasks: [...byTask.values()], duplicates: c.duplicates + t.duplicates };
+  const everyTask = new Set([...control, ...treatment].map((a) => a.task));
+  const lostTasks = [...everyTask].filter((task) => !byTask.has(task)).sort();
+  return { counts, tasks: [...byTask.values()], duplicates: c.duplicates + t.duplicates, excludedPairs, lostTasks };
 }

@@ -49,6 +49,12 @@ export interface SyntheticOptions {
   seed: number;
   /** per-task base success probability is uniform in [low, high) */
   baseline?: { low: number; high: number };
+  /** Tasks of one family share a shift of their base probability, uniform in [-f, f): they are dependent. */
+  familyEffect?: number;
+  /** Per arm, the fraction of attempts excluded as infrastructure faults (at random). */
+  infraRate?: Record<string, number>;
+  /** Per arm, the fraction of FAILED attempts excluded as infrastructure faults (exclusions that favour the arm). */
+  excludeFailures?: Record<string, number>;
 }
 
 /**
@@ -60,7 +66,9 @@ export function syntheticCohort(o: SyntheticOptions): AttemptRecord[] {
   const rng = seededRng(o.seed);
   const low = o.baseline?.low ?? 0.1;
   const high = o.baseline?.high ?? 0.9;
-  const probs = Array.from({ length: o.tasks }, () => low + (high - low) * rng.uniform());
+  const f = o.familyEffect ?? 0;
+  const familyShift = Array.from({ length: o.families }, () => f * (2 * rng.uniform() - 1));
+  const probs = Array.from({ length: o.tasks }, (_, t) => Math.min(1, Math.max(0, low + (high - low) * rng.uniform() + familyShift[t % o.families]!)));
   const out: AttemptRecord[] = [];
   for (const [arm, shift] of Object.entries(o.arms)) {
     for (let t = 0; t < o.tasks; t++) {
@@ -68,13 +76,16 @@ export function syntheticCohort(o: SyntheticOptions): AttemptRecord[] {
       for (let r = 0; r < o.reps; r++) {
         const input = 5000 + rng.int(20000);
         const output = 500 + rng.int(2000);
+        const passed = rng.uniform() < p;
+        const infra = rng.uniform() < (o.infraRate?.[arm] ?? 0) || (!passed && rng.uniform() < (o.excludeFailures?.[arm] ?? 0));
         out.push(
           makeAttempt({
             task: `t${String(t).padStart(4, '0')}`,
             family: `f${t % o.families}`,
             arm,
             rep: r,
-            pass: rng.uniform() < p,
+            pass: infra ? null : passed,
+            ...(infra ? { admission: 'excluded' as const, reason_code: 'infra-sandbox', infra_error: true } : {}),
             usage: { input_tokens: input, output_tokens: output, cache_write_tokens: rng.int(1000), cache_read_tokens: rng.int(50000) },
             cost_usd: (input * 3 + output * 15) / 1e6,
             wall_ms: 30000 + rng.int(120000),

@@ -20,9 +20,13 @@ export interface AttemptRecord {
   no_answer: boolean;
   exit_reason: string;
   infra_error: boolean;
+  /** What the infrastructure fault was, when infra_error (e.g. "agent did not start: exit code 127 ..."). Absent in records from before. */
+  infra_cause?: string | null;
   usage: { input_tokens: number; output_tokens: number; cache_write_tokens: number; cache_read_tokens: number } | null;
   cost_usd: number | null;
   cost_confidence: CostConfidence;
+  /** The model's replies were scripted (pairbench's fake model), not a model's: outcomes prove machinery only. Absent in records from before. */
+  scripted?: boolean;
   wall_ms: number;
   turns: number;
   tool_calls: number;
@@ -50,9 +54,20 @@ export interface AttemptRecord {
   delivery?: { marker_lines: string[]; instruction_lines: string[] };
   started_at: string | null;
   ended_at: string | null;
+  /** Earlier tries of this attempt (infrastructure faults, retried), oldest first; rates count every try. Absent in records from before. */
+  tries?: AttemptTry[];
 }
 
-export type CostConfidence = 'exact' | 'estimated' | 'free';
+/** One earlier try of an attempt: the run's exit and, for an infrastructure fault, its cause. */
+export interface AttemptTry {
+  exit_reason: string;
+  infra_error: string | null;
+  started_at: string | null;
+  ended_at: string | null;
+}
+
+/** `none`: no request reached a priced provider (none at all, or only a scripted model); its cost_usd is null. */
+export type CostConfidence = 'exact' | 'estimated' | 'free' | 'none';
 
 export interface CostWeights {
   input: number;
@@ -87,7 +102,12 @@ export interface AnalysisSpec {
   power: number;
   /** minimum accepted fraction per arm, default 0.8 */
   validity_floor: number;
-  /** max |difference| of per-arm infra-error rates before refusal, default 0.05 */
+  /**
+   * Significance level of Fisher's exact test of the two arms' infra-error rates: a
+   * comparison is refused when the rates differ at this level (default 0.05). Equal
+   * rates, whatever they are, do not refuse; excluded pairs are then imputed against any
+   * claim (worst_case).
+   */
   infra_error_threshold: number;
   factorial?: FactorialSpec | null;
   overhead?: OverheadSpec | null;
@@ -97,7 +117,7 @@ export interface AnalysisSpec {
  * `unisolated`: the effect would be a claim, but an arm ran without isolation (the local
  * backend, or a network shared with other attempts), so none is made; numbers are shown.
  */
-export type Verdict = 'positive' | 'negative' | 'within-noise' | 'unisolated' | 'refused' | 'invalid';
+export type Verdict = 'positive' | 'negative' | 'within-noise' | 'insufficient-n' | 'unisolated' | 'refused' | 'invalid';
 
 // ---------------------------------------------------------------- results
 
@@ -119,9 +139,36 @@ export interface Interval {
   low: number;
   high: number;
   confidence: number;
-  method: 'hierarchical-bootstrap-percentile';
-  resamples: number;
-  seed: number;
+  /**
+   * cluster-bootstrap-percentile: families (or tasks) drawn with replacement, each drawn
+   * family's tasks used once; cluster-t: cluster-robust t interval on the units, k - 1 df.
+   */
+  method: 'cluster-bootstrap-percentile' | 'cluster-t';
+  resamples: number | null;
+  seed: number | null;
+  /** cluster-t: degrees of freedom and units. */
+  df?: number;
+  units?: number;
+}
+
+/** The cluster-respecting test a claim rests on. */
+export interface RandomizationTest {
+  method: 'sign-flip';
+  /** What was flipped: families when tasks are grouped, tasks otherwise (never reps). */
+  unit: 'task' | 'family';
+  n_units: number;
+  /** Two-sided p of the observed effect. */
+  p: number;
+  /** Holm-adjusted over every comparison and factorial effect of the cohort. */
+  p_holm: number;
+  exact: boolean;
+  /** Monte Carlo sample size when not exact. */
+  samples: number | null;
+  /** The smallest p this test can give with n_units (2 / 2^n_units). */
+  min_p: number;
+  /** The fewest units at which the test can reach alpha at Holm's first step over this cohort's comparisons. */
+  units_needed: number;
+  alpha: number;
 }
 
 export interface PassAtK {
@@ -166,9 +213,24 @@ export interface ArmMetrics {
   /** Attempts (accepted or not) that wrote out of bounds, leaked, or forged a verdict, whatever the policy did. */
   integrity: { out_of_bounds: number; leakage: number; verdict_forged: number };
   n_tasks: number;
+  /** Accepted attempts the outcome figures count: those of the paired task set (every arm's figures are over the same tasks). */
+  n_scored: number;
+  /** Tasks with accepted attempts in this arm left out of its outcome figures: they have no valid pair in some comparison. */
+  unpaired_tasks: string[];
+  /** Every try of every attempt (an attempt retried after an infrastructure fault has several). */
+  n_tries: number;
+  /** Tries that ended in an infrastructure fault, retried or not. */
   n_infra_errors: number;
-  /** n_infra_errors / n_attempts over all attempts, accepted or not */
+  /** n_infra_errors / n_tries: every try counts */
   infra_error_rate: number | null;
+  /** infrastructure-fault cause (as the run recorded it) -> tries */
+  infra_causes: Record<string, number>;
+  /** Attempts whose model replies were scripted (pairbench's fake model). */
+  n_scripted: number;
+  /** Accepted attempts whose agent crashed (scored 0). */
+  n_agent_crashes: number;
+  /** Accepted attempts with no token usage recorded (none, or zero). */
+  n_without_tokens: number;
   /** accepted attempts that ran over budget (scored false) */
   n_no_answer: number;
   n_passed: number;
@@ -207,6 +269,8 @@ export type ComparisonProblem =
       control_rate: number;
       treatment_rate: number;
       difference: number;
+      /** Fisher's exact two-sided p of the two rates. */
+      p: number;
       threshold: number;
       message: string;
     }
@@ -214,6 +278,8 @@ export type ComparisonProblem =
   | { reason: 'no-valid-pairs'; message: string }
   | { reason: 'control-received-treatment'; attempts: string[]; message: string }
   | { reason: 'unisolated'; arms: string[]; message: string }
+  | { reason: 'insufficient-n'; n_units: number; units_needed: number; message: string }
+  | { reason: 'exclusions-against-claim'; message: string }
   | { reason: 'factorial-design'; message: string };
 
 export interface PairCounts {
@@ -236,13 +302,14 @@ export interface NoiseEnvelope {
 }
 
 export interface MinimumDetectableEffect {
-  value: number;
+  /** null when not computable at this n (too few units for the test to reach alpha, or no spread). */
+  value: number | null;
   sd_task_delta: number | null;
   n_tasks: number;
   alpha: number;
   power: number;
-  /** true when sd is 0 or undefined and the envelope floor was used */
-  fallback: boolean;
+  /** Why value is null, in words. */
+  not_computable?: string;
   formula: string;
 }
 
@@ -316,8 +383,18 @@ export interface Comparison {
   mde: MinimumDetectableEffect | null;
   /** |delta| < MDE: the design is underpowered for the effect it saw */
   directional: boolean | null;
+  /** The test the verdict rests on (null when refused or invalid). */
+  test: RandomizationTest | null;
   mcnemar: McNemar | null;
   sign_test: SignTest | null;
+  /** Tasks of either arm with no valid pair: they are in no estimate. */
+  lost_tasks: string[];
+  /**
+   * Excluded pairs imputed against the claim (a treatment fail and a control pass for a
+   * positive effect, the reverse for a negative one): whether the claim survives them.
+   * Null when nothing was excluded or there is no claim to test.
+   */
+  worst_case: { effect: number; p: number; ci: Interval | null; survives: boolean } | null;
   paired: { tokens: PairedDifference; weighted_cost: PairedDifference; cost_usd: PairedDifference } | null;
   /** treatment mean weighted cost / control mean weighted cost over the valid pairs */
   cost_ratio: number | null;
@@ -333,9 +410,13 @@ export interface Comparison {
 export interface FactorialEffect {
   name: string;
   estimate: number;
-  ci: Interval;
+  ci: Interval | null;
   n_tasks: number;
   formula: string;
+  /** The same test as a comparison's, Holm-adjusted with them. */
+  test: RandomizationTest | null;
+  /** Decided under the same rule as a comparison (no exclusions or isolation here: those refuse the design). */
+  verdict: 'positive' | 'negative' | 'within-noise' | 'insufficient-n';
 }
 
 export interface FactorialResult {
@@ -368,5 +449,14 @@ export interface AnalysisResult {
   factorial: FactorialResult | null;
   /** Two streams, never summed: no field here is eval + overhead. */
   cost_streams: { eval: EvalCost[]; overhead: OverheadSpec | null };
+  /** What a reader must see before any verdict (the report's headline): scripted outcomes, infrastructure faults, crashes, silent arms. */
+  warnings: HeadlineWarning[];
   notes: string[];
+}
+
+export interface HeadlineWarning {
+  kind: 'scripted' | 'infra' | 'agent-crash' | 'no-tokens' | 'no-delivery';
+  /** The arm it is about; null for the whole cohort. */
+  arm: string | null;
+  message: string;
 }

@@ -3,7 +3,7 @@
  * formatted without the locale (toFixed, never toLocaleString) so a report's bytes
  * do not depend on the machine that rendered it.
  */
-import type { AnalysisResult, ArmMetrics, Comparison, ComparisonProblem, ConfigField, Interval, OutcomeClass, Spread, Verdict } from '../analyze/types.js';
+import type { AnalysisResult, ArmMetrics, Comparison, ComparisonProblem, ConfigField, Interval, MinimumDetectableEffect, OutcomeClass, RandomizationTest, Spread, Verdict } from '../analyze/types.js';
 import { ENVELOPE_FORMULA } from '../analyze/envelope.js';
 import { unreachable } from '../../pipeline/result.js';
 import type { ReportContext } from './report-context.js';
@@ -35,7 +35,31 @@ export function interval(ci: Interval | null | undefined): string {
 }
 
 export function intervalMethod(ci: Interval): string {
+  if (ci.method === 'cluster-t') return `${fixed(ci.confidence * 100, 0)}% CI, cluster t over ${ci.units} units, ${ci.df} df`;
   return `${fixed(ci.confidence * 100, 0)}% CI, ${ci.method}, ${ci.resamples} resamples, seed ${ci.seed}`;
+}
+
+/** "sign-flip test over 8 tasks: p=0.0078 (Holm p=0.0078), exact", the test the verdict rests on. */
+export function testText(t: RandomizationTest): string {
+  const units = `${t.n_units} ${t.unit === 'family' ? (t.n_units === 1 ? 'family' : 'families') : t.n_units === 1 ? 'task' : 'tasks'}`;
+  return `${t.method} test over ${units}: p=${pValue(t.p)}, Holm p=${pValue(t.p_holm)} (alpha ${t.alpha}; ${t.exact ? 'exact' : `${t.samples} seeded samples`}; a claim needs at least ${t.units_needed})`;
+}
+
+/** The minimum detectable effect, or why it is not computable. */
+export function mdeText(m: MinimumDetectableEffect): string {
+  return m.value === null ? (m.not_computable ?? 'not computable at this n') : `${ppWidth(m.value)} (${m.n_tasks} tasks, power ${pct(m.power)})`;
+}
+
+/** Tasks that lost every pair, named (they are in no estimate). */
+export function lostTasksText(c: Comparison): string | null {
+  return c.lost_tasks.length ? `tasks with no valid pair (in no estimate): ${c.lost_tasks.join(', ')}` : null;
+}
+
+/** Whether the claim survives the excluded pairs imputed against it. */
+export function worstCaseText(c: Comparison): string | null {
+  const w = c.worst_case;
+  if (!w) return null;
+  return `with every excluded pair scored against the claim: ${pp(w.effect)} ${interval(w.ci)}, p=${pValue(w.p)}: the claim ${w.survives ? 'survives' : 'does NOT survive'}`;
 }
 
 export function usd(x: number | null | undefined): string {
@@ -85,6 +109,8 @@ export function verdictWord(v: Verdict): string {
       return 'NEGATIVE';
     case 'within-noise':
       return 'WITHIN NOISE';
+    case 'insufficient-n':
+      return 'INSUFFICIENT N';
     case 'unisolated':
       return 'UNISOLATED';
     case 'refused':
@@ -96,15 +122,24 @@ export function verdictWord(v: Verdict): string {
   }
 }
 
+/** The verdict's meaning for this comparison: within noise names the effect it could have detected. */
+export function comparisonMeaning(c: Comparison): string {
+  if (c.verdict !== 'within-noise') return verdictMeaning(c.verdict);
+  const mde = c.mde?.value;
+  return `not distinguishable from 0 at this n (${mde !== null && mde !== undefined ? `MDE ${ppWidth(mde)}` : 'MDE not computable at this n'}): no effect is claimed either way`;
+}
+
 /** One sentence on what the verdict means, so a reader does not have to know the vocabulary. */
 export function verdictMeaning(v: Verdict): string {
   switch (v) {
     case 'positive':
-      return 'the treatment raised the pass rate by more than the noise envelope';
+      return 'the treatment raised the pass rate: the adjusted test is significant, the interval excludes 0, and the effect is beyond the noise envelope';
     case 'negative':
-      return 'the treatment lowered the pass rate by more than the noise envelope';
+      return 'the treatment lowered the pass rate: the adjusted test is significant, the interval excludes 0, and the effect is beyond the noise envelope';
     case 'within-noise':
-      return 'the difference is inside the noise envelope: no effect is claimed either way';
+      return 'not distinguishable from 0 at this n: no effect is claimed either way';
+    case 'insufficient-n':
+      return 'too few tasks (or families) for any test to reach significance: the figures are descriptive only';
     case 'unisolated':
       return 'the arms ran without isolation (local backend, or a shared network): the effect is shown, but no claim is made';
     case 'refused':
@@ -142,6 +177,8 @@ export function problemText(p: ComparisonProblem): string {
     case 'no-valid-pairs':
     case 'control-received-treatment':
     case 'unisolated':
+    case 'insufficient-n':
+    case 'exclusions-against-claim':
     case 'factorial-design':
       return `${p.reason}: ${p.message}`;
     default:
@@ -191,6 +228,14 @@ export function scopeStatement(result: AnalysisResult, ctx: ReportContext): { ar
  * attempt had a sandbox and a network of its own; "UNISOLATED (...)" when any did not
  * (such a cohort makes no claim).
  */
+/** "outcomes scripted (fake model)" when any attempt's replies were scripted; null otherwise. */
+export function scriptedText(result: AnalysisResult): string | null {
+  const n = result.arms.reduce((k, a) => k + (a.n_scripted ?? 0), 0);
+  if (n === 0) return null;
+  const total = result.arms.reduce((k, a) => k + a.n_attempts, 0);
+  return n === total ? 'outcomes scripted (fake model)' : `outcomes scripted (fake model) in ${n} of ${total} attempts`;
+}
+
 export function isolationText(result: AnalysisResult, ctx: ReportContext): { isolated: boolean; text: string } {
   const levels = [...new Set(result.arms.flatMap((a) => a.config.isolation))].sort();
   const shared = result.arms.some((a) => a.config.egress_mode.includes('open'));

@@ -8,7 +8,12 @@ import type { AnalysisResult, ArmMetrics, Comparison, ConfigField, FactorialResu
 import type { ReportContext } from './report-context.js';
 import {
   INTEGRITY_INTRO,
+  lostTasksText,
+  mdeText,
+  testText,
+  worstCaseText,
   isolationText,
+  scriptedText,
   integrityCaveat,
   integritySummary,
   integrityCounts,
@@ -35,7 +40,7 @@ import {
   spread,
   totalExcluded,
   usd,
-  verdictMeaning,
+  comparisonMeaning,
   verdictWord,
 } from './report-format.js';
 
@@ -59,6 +64,9 @@ h1 { font-size: 22px; margin: 16px 0 4px; }
 h2 { font-size: 18px; margin: 28px 0 8px; border-bottom: 1px solid var(--line); padding-bottom: 4px; }
 h3 { font-size: 15px; margin: 18px 0 6px; }
 .sub { color: var(--muted); margin: 0 0 8px; }
+.warnings { border-left: 4px solid var(--c); background: #fdecea; padding: 4px 12px; margin: 12px 0; }
+.warnings ul { margin: 4px 0; padding-left: 4px; list-style: none; }
+.status-bar .scripted .v { font-weight: 700; }
 .fixture-note { border-left: 4px solid var(--amber); background: #fff8e1; padding: 8px 12px; margin: 12px 0; }
 .comparison { border: 1px solid var(--line); border-radius: 6px; padding: 12px 16px; margin: 12px 0; }
 .verdict { font-size: 16px; margin: 4px 0 10px; }
@@ -105,6 +113,7 @@ export function renderHtml(result: AnalysisResult, ctx: ReportContext): string {
     `<h1>pairbench: ${esc(ctx.cohort)}</h1>`,
     `<p class="sub">Generated ${esc(ctx.generated_at)} · freeze <code>${esc(ctx.freeze_digest)}</code> · report schema_version ${result.schema_version}</p>`,
     ctx.fixture_note ? `<p class="fixture-note" role="note"><strong>Note:</strong> ${esc(ctx.fixture_note)}</p>` : '',
+    warnings(result),
     '<section id="verdicts">',
     '<h2>Verdicts</h2>',
     result.comparisons.length === 0 ? '<p>No comparison was analysed.</p>' : '',
@@ -138,6 +147,18 @@ export function renderHtml(result: AnalysisResult, ctx: ReportContext): string {
   ].join('\n');
 }
 
+/** The headline warnings, before any verdict. */
+function warnings(result: AnalysisResult): string {
+  if (result.warnings.length === 0) return '';
+  return [
+    '<section class="warnings" role="alert" aria-label="Warnings">',
+    '<ul>',
+    ...result.warnings.map((w) => `<li class="warning warning-${esc(w.kind)}" data-kind="${esc(w.kind)}">⚠ ${esc(w.message)}</li>`),
+    '</ul>',
+    '</section>',
+  ].join('\n');
+}
+
 function statusBar(result: AnalysisResult, ctx: ReportContext): string {
   const enforced = egressEnforced(result, ctx);
   const isolation = isolationText(result, ctx);
@@ -153,7 +174,7 @@ function statusBar(result: AnalysisResult, ctx: ReportContext): string {
   return [
     `<header class="status-bar ${enforced ? 'egress-enforced' : 'egress-open'}" role="status" aria-label="Instrument status" data-egress-enforced="${enforced}">`,
     item('agent', `${esc(ctx.agent.adapter)} ${esc(ctx.agent.version)}${recorded('adapter', ctx.agent.adapter)}${recorded('adapter_version', ctx.agent.version)}`),
-    item('model', `${esc(ctx.agent.model)}${recorded('model', ctx.agent.model)}`),
+    item('model', `${esc(ctx.agent.model)}${recorded('model', ctx.agent.model)}${scriptedText(result) ? ` · ⚠ ${esc(scriptedText(result)!)}` : ''}`, scriptedText(result) ? 'scripted' : ''),
     item('image', `${ctx.sandbox.image_id ? `<code>${esc(ctx.sandbox.image_id)}</code>` : 'none'}${recorded('image_id', ctx.sandbox.image_id ?? 'none')}`),
     item('sandbox', `${esc(ctx.sandbox.backend)}${ctx.sandbox.isolation ? ` (isolation ${esc(ctx.sandbox.isolation)})` : ''}${recorded('sandbox_backend', ctx.sandbox.backend)}`),
     item(
@@ -177,7 +198,9 @@ function comparison(c: Comparison, index: number, caveat: string | null): string
       ? `${esc(ppWidth(c.envelope.value))} <span class="sub">(floor ${esc(ppWidth(c.envelope.floor))}, spread term ${esc(ppWidth(c.envelope.spread_term))}; formula in Methods)</span>`
       : NONE,
   ]);
-  if (c.mde) facts.push(['minimum detectable effect', `${esc(ppWidth(c.mde.value))} for ${c.mde.n_tasks} tasks at power ${esc(pct(c.mde.power))}`]);
+  if (c.test) facts.push(['test', esc(testText(c.test))]);
+  if (c.mde) facts.push(['minimum detectable effect', esc(mdeText(c.mde))]);
+  for (const [k, t] of [['lost tasks', lostTasksText(c)], ['exclusions', worstCaseText(c)]] as const) if (t) facts.push([k, esc(t)]);
   if (c.mcnemar) facts.push(['McNemar exact', `b=${c.mcnemar.b}, c=${c.mcnemar.c}, p=${esc(pValue(c.mcnemar.p))}, Holm p=${esc(pValue(c.mcnemar.p_holm))}`]);
   if (c.cost_ratio !== null) facts.push(['cost ratio', `${esc(ratio(c.cost_ratio))} (treatment / control, weighted cost)`]);
   facts.push(['pairs', `${c.pairs.valid} valid of ${c.pairs.total} (${c.pairs.excluded} with an excluded side, ${c.pairs.unmatched} unmatched) · ${c.n_tasks} tasks in ${c.n_families} families`]);
@@ -185,7 +208,7 @@ function comparison(c: Comparison, index: number, caveat: string | null): string
   return [
     `<article class="comparison verdict-${esc(c.verdict)}" data-verdict="${esc(c.verdict)}" id="comparison-${index}">`,
     `<h3>${esc(comparisonTitle(c))}</h3>`,
-    `<p class="verdict"><span class="verdict-word">${verdictWord(c.verdict)}</span>${esc(verdictMeaning(c.verdict))}</p>`,
+    `<p class="verdict"><span class="verdict-word">${verdictWord(c.verdict)}</span>${esc(comparisonMeaning(c))}</p>`,
     c.problems.length > 0 ? `<ul class="reasons">${c.problems.map((p) => `<li>${esc(problemText(p))}</li>`).join('')}</ul>` : '',
     caveat ? `<p class="caveat">⚠ ${esc(caveat)}</p>` : '',
     `<dl class="facts">${facts.map(([k, v]) => `<dt>${esc(k)}</dt><dd>${v}</dd>`).join('')}</dl>`,
@@ -288,9 +311,11 @@ function factorial(f: FactorialResult): string {
     '<section id="factorial">',
     `<h2>Factorial: ${f.factors.map(esc).join(' x ')} (${esc(f.status)})</h2>`,
     f.problems.length > 0 ? `<ul class="reasons">${f.problems.map((p) => `<li>${esc(problemText(p))}</li>`).join('')}</ul>` : '',
-    '<table><tr><th>effect</th><th class="n">estimate</th><th class="n">CI</th><th class="n">tasks</th><th>formula</th></tr>',
+    '<table><tr><th>effect</th><th>verdict</th><th class="n">estimate</th><th class="n">CI</th><th class="n">tasks</th><th class="n">Holm p</th><th>formula</th></tr>',
     ...effects.map(
-      (e) => `<tr><td>${esc(e.name)}</td><td class="n">${esc(pp(e.estimate))}</td><td class="n">${esc(interval(e.ci))}</td><td class="n">${e.n_tasks}</td><td><code>${esc(e.formula)}</code></td></tr>`,
+      (e) =>
+        `<tr><td>${esc(e.name)}</td><td>${esc(verdictWord(e.verdict))}</td><td class="n">${esc(pp(e.estimate))}</td><td class="n">${esc(interval(e.ci))}</td><td class="n">${e.n_tasks}</td>` +
+        `<td class="n">${e.test ? esc(pValue(e.test.p_holm)) : NONE}</td><td><code>${esc(e.formula)}</code></td></tr>`,
     ),
     '</table>',
     '</section>',
@@ -318,7 +343,7 @@ function arms(result: AnalysisResult, ctx: ReportContext): string {
       value: a.completion_rate,
       lo: rates.length > 0 ? Math.min(...rates) : null,
       hi: rates.length > 0 ? Math.max(...rates) : null,
-      text: `${pct(a.completion_rate)} (${a.n_passed}/${a.n_accepted})`,
+      text: `${pct(a.completion_rate)} (${a.n_passed}/${a.n_scored})`,
     };
   });
   const fromSpread = (pick: (a: ArmMetrics) => { median: number | null; min: number | null; max: number | null }, f: (x: number | null) => string) =>
@@ -432,14 +457,14 @@ function infra(result: AnalysisResult): string {
     '<section id="infra">',
     '<h2>Infrastructure errors and exclusions</h2>',
     `<p>Excluded attempts: <strong class="excluded-count">${totalExcluded(result)}</strong> — kept in the bundle, used in no estimate.</p>`,
-    '<table><tr><th>arm</th><th class="n">infra-error rate</th><th class="n">infra errors</th><th class="n">attempts</th><th class="n">excluded</th><th>exclusion reasons</th><th class="n">no answer (over budget)</th><th>ran from</th><th>to</th></tr>',
+    '<table><tr><th>arm</th><th class="n">infra-error rate</th><th class="n">infra errors</th><th class="n">tries</th><th class="n">attempts</th><th class="n">excluded</th><th>exclusion reasons</th><th class="n">no answer (over budget)</th><th>ran from</th><th>to</th></tr>',
     ...result.arms.map((a) => {
       const reasons = Object.entries(a.exclusions)
         .sort(([x], [y]) => (x < y ? -1 : x > y ? 1 : 0))
         .map(([k, v]) => `${esc(k)}: ${v}`)
         .join(', ');
       return (
-        `<tr><td>${esc(a.arm)}</td><td class="n">${esc(pct(a.infra_error_rate))}</td><td class="n">${a.n_infra_errors}</td><td class="n">${a.n_attempts}</td>` +
+        `<tr><td>${esc(a.arm)}</td><td class="n">${esc(pct(a.infra_error_rate))}</td><td class="n">${a.n_infra_errors}</td><td class="n">${a.n_tries}</td><td class="n">${a.n_attempts}</td>` +
         `<td class="n">${a.n_excluded}</td><td>${reasons || NONE}</td><td class="n">${a.n_no_answer}</td><td>${esc(a.window.started_at ?? NONE)}</td><td>${esc(a.window.ended_at ?? NONE)}</td></tr>`
       );
     }),

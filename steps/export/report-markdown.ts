@@ -7,7 +7,12 @@ import type { AnalysisResult, ArmMetrics, Comparison, ConfigField, FactorialResu
 import type { ReportContext } from './report-context.js';
 import {
   INTEGRITY_INTRO,
+  lostTasksText,
+  mdeText,
+  testText,
+  worstCaseText,
   isolationText,
+  scriptedText,
   integrityCaveat,
   integritySummary,
   integrityCounts,
@@ -34,7 +39,7 @@ import {
   spread,
   totalExcluded,
   usd,
-  verdictMeaning,
+  comparisonMeaning,
   verdictWord,
 } from './report-format.js';
 
@@ -48,6 +53,8 @@ export function renderMarkdown(result: AnalysisResult, ctx: ReportContext): stri
     line(`> **Note:** ${md(ctx.fixture_note)}`);
     line();
   }
+  for (const w of result.warnings) line(`> ⚠ **Warning:** ${md(w.message)}`);
+  if (result.warnings.length) line();
   const egress = egressEnforced(result, ctx)
     ? `egress ${md(ctx.sandbox.egress_mode)} (enforced)`
     : `⚠ egress ${md(ctx.sandbox.egress_mode)} (**NOT enforced**)`;
@@ -57,7 +64,7 @@ export function renderMarkdown(result: AnalysisResult, ctx: ReportContext): stri
   };
   line(
     `Agent ${md(ctx.agent.adapter)} ${md(ctx.agent.version)}${recorded('adapter', ctx.agent.adapter)}${recorded('adapter_version', ctx.agent.version)}` +
-      ` · model ${md(ctx.agent.model)}${recorded('model', ctx.agent.model)} · sandbox ${md(ctx.sandbox.backend)}${recorded('sandbox_backend', ctx.sandbox.backend)}` +
+      ` · model ${md(ctx.agent.model)}${recorded('model', ctx.agent.model)}${scriptedText(result) ? ` (⚠ **${md(scriptedText(result)!)}**)` : ''} · sandbox ${md(ctx.sandbox.backend)}${recorded('sandbox_backend', ctx.sandbox.backend)}` +
       ` · image ${ctx.sandbox.image_id ? code(ctx.sandbox.image_id) : 'none'}${recorded('image_id', ctx.sandbox.image_id ?? 'none')}` +
       ` · ${egress} · ${isolationText(result, ctx).isolated ? `isolation ${md(isolationText(result, ctx).text)}` : `⚠ **${md(isolationText(result, ctx).text)}**`} · ${ctx.tasks.length} tasks x ${ctx.reps} reps`,
   );
@@ -86,7 +93,7 @@ export function renderMarkdown(result: AnalysisResult, ctx: ReportContext): stri
   for (const a of result.arms) {
     line(
       `| ${md(a.arm)} | ${md(ctx.arms[a.arm]?.treatment ?? NONE)} | ${a.n_attempts} | ${a.n_accepted} | ${a.n_excluded} | ${pct(a.infra_error_rate)} | ` +
-        `${pct(a.completion_rate)} (${a.n_passed}/${a.n_accepted}) | ${spread(a.tokens)} | ${spread(a.weighted_cost, (x) => num(x, 0))} | ${spread(a.wall_ms, seconds)} | ` +
+        `${pct(a.completion_rate)} (${a.n_passed}/${a.n_scored}) | ${spread(a.tokens)} | ${spread(a.weighted_cost, (x) => num(x, 0))} | ${spread(a.wall_ms, seconds)} | ` +
         `${spread(a.turns)} | ${mechanismText(a)} | ${integritySummary(a)} |`,
     );
   }
@@ -107,7 +114,7 @@ export function renderMarkdown(result: AnalysisResult, ctx: ReportContext): stri
 
   line('## Infrastructure errors');
   line();
-  for (const a of result.arms) line(`- ${md(a.arm)}: ${pct(a.infra_error_rate)} (${a.n_infra_errors} of ${a.n_attempts} attempts)`);
+  for (const a of result.arms) line(`- ${md(a.arm)}: ${pct(a.infra_error_rate)} (${a.n_infra_errors} of ${a.n_tries} tries, ${a.n_attempts} attempts)`);
   line();
 
   line('## When each arm ran');
@@ -148,17 +155,19 @@ export function renderMarkdown(result: AnalysisResult, ctx: ReportContext): stri
 function comparison(c: Comparison, result: AnalysisResult, line: (s?: string) => void): void {
   line(`### ${md(comparisonTitle(c))}: **${verdictWord(c.verdict)}**`);
   line();
-  line(`${verdictMeaning(c.verdict)}.`);
+  line(`${comparisonMeaning(c)}.`);
   line();
   if (c.delta === null) line(`- delta: null`);
   else line(`- effect (mean of per-task paired deltas in pass rate): **${pp(c.delta)}**${c.directional ? ' (directional: smaller than the minimum detectable effect)' : ''}`);
   line(`- CI: ${c.ci ? `${interval(c.ci)} (${intervalMethod(c.ci)})` : NONE}`);
   line(`- noise envelope: ${c.envelope ? `${ppWidth(c.envelope.value)} (floor ${ppWidth(c.envelope.floor)}, spread term ${ppWidth(c.envelope.spread_term)})` : NONE}`);
-  if (c.mde) line(`- minimum detectable effect for this n: ${ppWidth(c.mde.value)} (${c.mde.n_tasks} tasks, power ${pct(c.mde.power)})`);
+  if (c.test) line(`- ${testText(c.test)}`);
+  if (c.mde) line(`- minimum detectable effect for this n: ${mdeText(c.mde)}`);
   if (c.mcnemar) line(`- McNemar exact: b=${c.mcnemar.b} (control fail, treatment pass), c=${c.mcnemar.c} (control pass, treatment fail), p=${pValue(c.mcnemar.p)}, Holm p=${pValue(c.mcnemar.p_holm)}`);
   if (c.cost_ratio !== null) line(`- cost ratio (treatment / control, weighted): ${ratio(c.cost_ratio)}`);
   line(`- pairs: ${c.pairs.valid} valid of ${c.pairs.total} (${c.pairs.excluded} with an excluded side, ${c.pairs.unmatched} unmatched) over ${c.n_tasks} tasks in ${c.n_families} families`);
   for (const p of c.problems) line(`- reason: ${md(problemText(p))}`);
+  for (const t of [lostTasksText(c), worstCaseText(c)]) if (t) line(`- ${md(t)}`);
   const caveat = integrityCaveat(result, c);
   if (caveat) line(`- ⚠ ${md(caveat)}`);
   line();
@@ -188,7 +197,7 @@ function factorial(f: FactorialResult, line: (s?: string) => void): void {
   line();
   for (const p of f.problems) line(`- reason: ${md(problemText(p))}`);
   for (const e of [...f.main_effects, ...(f.interaction ? [f.interaction] : [])]) {
-    line(`- ${md(e.name)}: ${pp(e.estimate)} ${interval(e.ci)} over ${e.n_tasks} tasks (${code(e.formula)})`);
+    line(`- ${md(e.name)}: **${verdictWord(e.verdict)}** ${pp(e.estimate)} ${interval(e.ci)} over ${e.n_tasks} tasks${e.test ? `, ${testText(e.test)}` : ''} (${code(e.formula)})`);
   }
   line();
 }

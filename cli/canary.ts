@@ -1,0 +1,63 @@
+/**
+ * `pairbench doctor`'s agent canary: one real turn of each run step's agent CLI, in
+ * the step's own sandbox and image, against pairbench's scripted model. An agent that
+ * cannot start there (its binary or a library missing, a path not mounted) is found
+ * before a cohort spends anything. Nothing is recorded; no provider is contacted.
+ */
+import type { GraphNode, StagedFile } from '../pipeline/step-kind.js';
+import { agentAdapters } from '../agents/index.js';
+import { sandboxOf, type RunSpec } from '../steps/run.js';
+import type { CommandIO, DoctorCheck, LoadedConfig } from './doctor.js';
+import { buildUpstream, executeUnrecorded, firstAsListed, readText } from './probe.js';
+
+/** Staged beside the step's inputs; the run step finds its fake script by this path. */
+const CANARY_SCRIPT = '.pairbench-doctor/canary-model.json';
+/** One reply and no tool call: the agent starts, reaches its model once, and ends. */
+const SCRIPT = { turns: [{ text: 'pairbench doctor canary: done', usage: { input_tokens: 1, output_tokens: 1 } }] };
+const CANARY_WALL_SECONDS = 120;
+
+export async function canaryChecks(loaded: LoadedConfig, io: CommandIO, signal?: AbortSignal): Promise<DoctorCheck[]> {
+  const steps = [...new Set(loaded.graph.nodes.filter((n) => n.kind.name === 'run').map((n) => n.step))];
+  const out: DoctorCheck[] = [];
+  for (const step of steps) {
+    const spec = step.spec as unknown as RunSpec;
+    const adapter = agentAdapters.get(spec.agent.adapter);
+    if (!adapter?.needsModel || adapter.name === 'command') continue;
+    const settings = sandboxOf(spec);
+    const where = `${settings.backend}${settings.image ? ` image ${settings.image}` : ''}`;
+    const name = `agent canary (step ${step.name}: ${adapter.name} ${adapter.version()} in ${where})`;
+    out.push(await canary(loaded, io, firstAsListed(loaded.graph.nodes.filter((n) => n.step === step)), name, signal));
+  }
+  return out;
+}
+
+async function canary(loaded: LoadedConfig, io: CommandIO, target: GraphNode, name: string, signal: AbortSignal | undefined): Promise<DoctorCheck> {
+  const fail = (detail: string, fix: string): DoctorCheck => ({ name, ok: false, detail, fix });
+  const built = await buildUpstream(loaded, target, io, signal);
+  if (!built.ok) return fail(`the canary's task tree could not be built: ${built.message}`, `fix that first ('pairbench run ${target.id.split('/')[0]}' names the failing node)`);
+  const spec = target.step.spec as unknown as RunSpec;
+  // The step as configured -- agent, sandbox, image, arm -- but its model is the canary script.
+  const node: GraphNode = {
+    ...target,
+    step: {
+      ...target.step,
+      spec: { ...target.step.spec, model: { fake_script: CANARY_SCRIPT }, limits: { ...(spec.limits ?? {}), turns: 2, wall_seconds: Math.min(spec.limits?.wall_seconds ?? CANARY_WALL_SECONDS, CANARY_WALL_SECONDS) } },
+    },
+  };
+  const bytes = Buffer.from(JSON.stringify(SCRIPT));
+  const digest = loaded.ctx.store.cas.putBytes(bytes);
+  const script: StagedFile = { path: CANARY_SCRIPT, entry: { type: 'file', digest, size: bytes.length, executable: false } };
+  const started = Date.now();
+  const attempt = await executeUnrecorded(loaded, node, built.records, io, signal, () => undefined, [script]);
+  if (!attempt.ok) return fail(`the canary attempt could not run: ${attempt.message}`, 'see the message above; pairbench probe runs one full attempt with its log');
+  const result = JSON.parse(readText(loaded.ctx, attempt.outputs, 'result.json') ?? 'null') as { exit_reason: string; infra_error: string | null; turns: number } | null;
+  const seconds = ((Date.now() - started) / 1000).toFixed(1);
+  if (!result) return fail('the canary attempt wrote no result', 'run pairbench probe for the full log');
+  if (result.exit_reason === 'done' && result.turns > 0) return { name, ok: true, detail: `started, reached the scripted model (${result.turns} request${result.turns === 1 ? '' : 's'}) and ended in ${seconds} s`, fix: null };
+  const log = readText(loaded.ctx, attempt.outputs, 'agent.log') ?? '';
+  const tail = log.trimEnd().split('\n').slice(-3).join(' | ');
+  return fail(
+    result.infra_error ? `${result.infra_error}` : `the canary turn ended ${result.exit_reason} after ${result.turns} model request(s)${tail ? `: ${tail}` : ''}`,
+    'make the agent runnable in this sandbox (a missing shared library or binary belongs in the image; a path outside the mounted ones is not visible), then run doctor again',
+  );
+}
