@@ -4,6 +4,7 @@ import type { ResolvedInput } from '../pipeline/inputs.js';
 import type { KeyPreimage } from '../pipeline/key.js';
 import type { GraphNode, HostEnv } from '../pipeline/step-kind.js';
 import type { ActionRecord } from '../pipeline/store/action-cache.js';
+import type { Sha256 } from '../pipeline/digest.js';
 
 /** What `explain NODE` shows: the node's key inputs, its record, its last failure, and why it would run. */
 export function explainNode(
@@ -60,9 +61,24 @@ export function explainNode(
     for (const [p, e] of Object.entries(record.outputs)) lines.push(`  ${p}  ${e.type} ${e.digest.slice(0, 12)} ${e.size} bytes`);
     if (record.log) lines.push(`log      blob ${record.log.slice(0, 12)}`);
   }
-  if (history?.last_failure) lines.push(`last failure ${history.last_failure.at}: ${history.last_failure.message}`);
+  if (history?.last_failure) {
+    lines.push(`last failure ${history.last_failure.at}: ${history.last_failure.message}`);
+    const tail = failureLogTail(ctx, history.last_failure.log);
+    if (tail) lines.push(`its log (last ${tail.length} lines; 'pairbench show ${node.id} log' prints all of it):`, ...tail.map((l) => `  ${l}`));
+  }
   if (entry.status === 'cached' && history?.latest && history.latest.key !== entry.key && key?.ok) {
     lines.push('differs from the last build:', ...whyMiss(ctx.store, node, key.value).map((r) => `  ${r}`));
   }
   return { text: lines.join('\n'), json };
+}
+
+/** The last lines of a failure's log blob, if it is still in the store. */
+function failureLogTail(ctx: EngineContext, log: string | undefined, lines = 20): string[] | null {
+  if (!log) return null;
+  try {
+    const text = ctx.store.cas.read(log as Sha256).toString('utf8').trimEnd();
+    return text ? text.split('\n').slice(-lines) : null;
+  } catch {
+    return null;
+  }
 }

@@ -112,6 +112,7 @@ Commands:
   run [NODE...]      build every stale node (or only NODE... and what they need)
   plan [NODE...]     dry run: each node as cached or to run, and why
   explain NODE       a node's key inputs, its record, and what changed since its last build
+  show NODE [OUTPUT] print a node's stored output, a file inside it, or its log (--list)
   status             per step: cached, to run, failed last time
   gc                 remove least-recently-used store entries down to a size cap
   fsck               check the whole store: every blob re-hashed, every record re-verified
@@ -154,6 +155,19 @@ ${COMMON}`,
 Shows a node's key and the inputs it hashes (config slice, matrix values, file
 digests, upstream output digests), its record when cached (outputs, log, time),
 its last failure, and what changed since its last build.
+
+${COMMON}`,
+  show: `Usage: pairbench show NODE [OUTPUT] [options]
+
+Prints a node's stored output from the store: an output file (result.json,
+verdict.json, ...), a path inside a directory output (tree/src/add.mjs), or its
+log ("log"; for a failed node, the log of its last failure). Without OUTPUT, or
+with a directory, lists the outputs (name, type, size, digest). The record shown
+is the one this config plans for the node; a stale node shows what this config's
+last run built (said on stderr). Exit 1 when the node has not been built.
+
+Options:
+  -l, --list           list instead of printing (an output file's entry)
 
 ${COMMON}`,
   status: `Usage: pairbench status [options]

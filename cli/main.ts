@@ -20,7 +20,7 @@ import { explainNode } from './explain.js';
 import { formatRunOutcome, runOutcome } from './run-summary.js';
 import { generate } from './generate.js';
 
-type Out = { write(s: string): unknown; isTTY?: boolean };
+type Out = { write(s: string | Uint8Array): unknown; isTTY?: boolean };
 
 export interface CliIO {
   stdout: Out;
@@ -54,14 +54,16 @@ const OPTIONS = {
   key: { type: 'string' },
   root: { type: 'string' },
   'skip-canary': { type: 'boolean' },
+  list: { type: 'boolean', short: 'l' },
 } as const;
 
-const COMMANDS = ['run', 'plan', 'explain', 'status', 'gc', 'fsck', 'freeze', 'history', 'doctor', 'probe', 'generate', 'export', 'verify-bundle'] as const;
+const COMMANDS = ['run', 'plan', 'explain', 'show', 'status', 'gc', 'fsck', 'freeze', 'history', 'doctor', 'probe', 'generate', 'export', 'verify-bundle'] as const;
 type Command = (typeof COMMANDS)[number];
 const ALLOWED: Record<Command, string[]> = {
   run: ['jobs', 'verbose', 'progress'],
   plan: ['all'],
   explain: [],
+  show: ['list'],
   status: [],
   gc: ['max-size', 'dry-run'],
   fsck: ['repair'],
@@ -304,11 +306,12 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
       if (!['config', 'store', 'json', 'help', ...ALLOWED[command]].includes(name)) throw new UsageError(`option --${name} does not apply to "${command}"`);
     }
     if (command === 'probe' && positionals.length > 1) throw new UsageError('probe takes at most one NODE (a run node)');
-    if (!['run', 'plan', 'explain', 'generate', 'export', 'verify-bundle', 'freeze', 'history', 'probe'].includes(command) && positionals.length) throw new UsageError(`"${command}" takes no arguments`);
+    if (!['run', 'plan', 'explain', 'show', 'generate', 'export', 'verify-bundle', 'freeze', 'history', 'probe'].includes(command) && positionals.length) throw new UsageError(`"${command}" takes no arguments`);
     if (command === 'verify-bundle' && positionals.length !== 1 && !values.help) throw new UsageError('verify-bundle takes exactly one DIR');
     if (command === 'export' && !values.out && !values.help) throw new UsageError('export needs --out DIR');
     if (command === 'generate' && positionals.length !== 1 && !values.help) throw new UsageError('generate takes exactly one KIND: stub_function or revert_reimplement');
     if (command === 'explain' && positionals.length !== 1 && !values.help) throw new UsageError('explain takes exactly one NODE');
+    if (command === 'show' && (positionals.length < 1 || positionals.length > 2) && !values.help) throw new UsageError('show takes a NODE and, optionally, one OUTPUT');
     if (values.jobs !== undefined && !(Number.isInteger(Number(values.jobs)) && Number(values.jobs) >= 1)) throw new UsageError(`--jobs takes a whole number >= 1, not "${values.jobs}"`);
     if (values.progress !== undefined && !['auto', 'plain', 'none'].includes(values.progress)) throw new UsageError(`--progress takes auto, plain or none, not "${values.progress}"`);
     if (values['max-size'] !== undefined && Number.isNaN(parseSize(values['max-size']))) throw new UsageError(`--max-size takes a size with its unit, such as 500MB, 2GiB or 4096B, not "${values['max-size']}"`);
@@ -432,6 +435,26 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
       const report = explainNode(ctx, node, entries, inputs, io.env);
       if (json) printJson(io, { ok: true, ...report.json });
       else io.stdout.write(report.text + '\n');
+      return EXIT.ok;
+    }
+    case 'show': {
+      const id = positionals[0]!.replace(/\/+$/, '');
+      const node = graph.byId.get(id);
+      if (!node) return fail(io, json, unknownNodes(graph, [id]));
+      const { showNode, formatListing } = await import('./show.js');
+      const entries = plan(ctx, inputs, selectNodes(graph, [id]).nodes, io.env);
+      const ownKeys = new Set(ctx.store.roots().find((r) => r.name === `config ${config.configFile}`)?.keys ?? []);
+      const shown = showNode(ctx, node, entries, ownKeys, positionals[1], Boolean(values.list));
+      if (!shown.ok) return fail(io, json, [{ message: shown.message, hint: shown.hint }], shown.code === 'not-built' ? EXIT.nodeFailed : EXIT.usage);
+      if (shown.note && !json) io.stderr.write(`note: ${shown.note}\n`);
+      if (shown.kind === 'list') {
+        if (json) printJson(io, { ok: true, node: shown.node, output: shown.output, entries: shown.entries, note: shown.note });
+        else io.stdout.write(formatListing(shown) + '\n');
+      } else if (json) {
+        const text = shown.bytes.toString('utf8');
+        const binary = !Buffer.from(text, 'utf8').equals(shown.bytes);
+        printJson(io, { ok: true, node: shown.node, output: shown.output, digest: shown.digest, bytes: shown.bytes.length, note: shown.note, ...(binary ? { base64: shown.bytes.toString('base64') } : { text }) });
+      } else io.stdout.write(shown.bytes);
       return EXIT.ok;
     }
     case 'status': {

@@ -348,7 +348,11 @@ async function executeLocked(
     if (!result.ok) {
       // A corrupt upstream blob is not this node's failure: the caller rebuilds the producer and retries.
       if (result.error.corrupt_blob) return { status: 'failed', failure: result.error };
-      store.nodes.update(node.id, (h) => ({ ...h, last_failure: { key: key.key, at: startedAt.toISOString(), reason: result.error.reason, message: result.error.message } }));
+      // The failure's log stays in the store (gc keeps it while the failure is the node's last): `explain` and `show` read it.
+      store.nodes.update(node.id, (h) => ({
+        ...h,
+        last_failure: { key: key.key, at: startedAt.toISOString(), reason: result.error.reason, message: result.error.message, ...(log ? { log } : {}) },
+      }));
       emit({ type: 'failed', node: node.id, failure: result.error, logTail: tail(logText) });
       return { status: 'failed', failure: result.error };
     }

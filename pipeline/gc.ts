@@ -46,8 +46,9 @@ export function collectGarbage(store: Store, options: GcOptions): GcReport {
     for (const b of blobs) refs.set(b, (refs.get(b) ?? 0) + 1);
     records.push({ key: r.key, node: found.record.node, bytes: r.size, lastUsed: Math.max(lastAccess.get(r.key) ?? 0, r.mtimeMs), blobs });
   }
-  // Transient tries waiting for their key's next result are evidence: their blobs stay.
+  // Transient tries waiting for their key's next result, and the log of a node's last failure, are evidence: their blobs stay.
   for (const h of store.nodes.list()) {
+    if (h.last_failure?.log) refs.set(h.last_failure.log, (refs.get(h.last_failure.log) ?? 0) + 1);
     for (const t of h.tries ?? []) {
       for (const e of Object.values(t.outputs)) {
         try {

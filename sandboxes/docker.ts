@@ -331,7 +331,6 @@ async function createSandbox(docker: Docker, spec: SandboxSpec, options: Resolve
 // ---------------------------------------------------------------- exec
 
 async function execIn(container: Docker.Container, argv: string[], o: ExecOptions): Promise<ExecResult> {
-  const started = Date.now();
   if (argv.length === 0) throw new Error('docker sandbox: exec needs a command');
   const withStdin = o.stdin !== undefined;
   const exec = await container.exec({
@@ -344,6 +343,9 @@ async function execIn(container: Docker.Container, argv: string[], o: ExecOption
     AttachStderr: true,
     Tty: false,
   });
+  // The process's time: from its start to the end of its output, on a monotonic clock
+  // (not the exec's creation, nor the polls for its exit code below).
+  const started = performance.now();
   const stream = await exec.start({ hijack: true, stdin: withStdin });
   const stdout = new Collector();
   const stderr = new Collector();
@@ -364,8 +366,10 @@ async function execIn(container: Docker.Container, argv: string[], o: ExecOption
   const onAbort = () => void kill();
   if (o.signal?.aborted) onAbort();
   else o.signal?.addEventListener('abort', onAbort);
+  let durationMs = 0;
   try {
     await ended;
+    durationMs = Math.round(performance.now() - started);
   } finally {
     clearTimeout(timer);
     o.signal?.removeEventListener('abort', onAbort);
@@ -385,7 +389,7 @@ async function execIn(container: Docker.Container, argv: string[], o: ExecOption
     exitCode = null;
     signal = 'SIGKILL';
   }
-  return { exitCode, signal, timedOut, stdout: stdout.text(), stderr: stderr.text(), durationMs: Date.now() - started };
+  return { exitCode, signal, timedOut, stdout: stdout.text(), stderr: stderr.text(), durationMs };
 }
 
 /**

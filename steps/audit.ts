@@ -41,6 +41,7 @@ interface RunResult {
   exit_reason: string;
   infra_error: string | null;
   wall_ms: number;
+  harness_ms?: number;
   turns: number;
   tool_calls: number;
   usage: AttemptRecord['usage'];
@@ -221,6 +222,7 @@ export const auditStep: StepKind = {
       cost_confidence: run.cost_confidence,
       scripted: run.model_source === 'scripted',
       wall_ms: run.wall_ms,
+      ...(run.harness_ms !== undefined ? { harness_ms: run.harness_ms } : {}),
       turns: run.turns,
       tool_calls: run.tool_calls,
       agent: run.agent,

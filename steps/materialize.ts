@@ -1,4 +1,4 @@
-import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import picomatch from 'picomatch';
@@ -31,7 +31,8 @@ export interface RedactionReceipt {
   policy: string[];
   source_tree_digest: string;
   redacted_tree_digest: string;
-  removed: { path: string; bytes: number; sha256: string }[];
+  /** A removed symlink is recorded with its target (its bytes and digest are the target's text). */
+  removed: { path: string; bytes: number; sha256: string; symlink_target?: string }[];
   /** SHA-256 of the canonical JSON of every other field: the seal. */
   receipt_digest: string;
 }
@@ -85,7 +86,8 @@ async function ensureMirror(storeDir: string, source: string, commit: string): P
  */
 export const materializeStep: StepKind = {
   name: 'materialize',
-  version: 1,
+  // 2: redaction of directories with several files, at any depth, and of symlinked instruction directories.
+  version: 2,
   check: (step) => checkTasks(step),
   keyConfig(node): Json {
     const task = taskOf(node);
@@ -116,18 +118,27 @@ export const materializeStep: StepKind = {
     const isRedacted = picomatch(policy, { dot: true });
     const removed: RedactionReceipt['removed'] = [];
     for (const p of [...files(tree)]) {
-      if (!isRedacted(p)) continue;
-      const bytes = readFileSync(join(tree, p));
-      removed.push({ path: p, bytes: bytes.length, sha256: sha256(bytes) });
+      const link = lstatSync(join(tree, p)).isSymbolicLink();
+      // A symlink may stand for a redacted directory (`.cursor -> config/cursor`): the agent would load through it.
+      if (!isRedacted(p) && !(link && isRedacted(`${p}/x`))) continue;
+      if (link) {
+        const target = readlinkSync(join(tree, p));
+        removed.push({ path: p, bytes: Buffer.byteLength(target), sha256: sha256(target), symlink_target: target });
+      } else {
+        const bytes = readFileSync(join(tree, p));
+        removed.push({ path: p, bytes: bytes.length, sha256: sha256(bytes) });
+      }
       rmSync(join(tree, p), { force: true });
     }
-    // Empty directories left by removal (e.g. .claude/) go too.
+    // Directories the removal left empty (e.g. .claude/) go too, deepest first.
+    const parents = new Set<string>();
     for (const r of removed) {
-      let dir = r.path.split('/').slice(0, -1);
-      while (dir.length && readdirSync(join(tree, ...dir)).length === 0) {
-        rmSync(join(tree, ...dir), { recursive: true });
-        dir = dir.slice(0, -1);
-      }
+      const parts = r.path.split('/');
+      for (let i = parts.length - 1; i > 0; i--) parents.add(parts.slice(0, i).join('/'));
+    }
+    for (const dir of [...parents].sort((a, b) => b.split('/').length - a.split('/').length || (a < b ? 1 : -1))) {
+      const abs = join(tree, dir);
+      if (existsSync(abs) && readdirSync(abs).length === 0) rmSync(abs, { recursive: true });
     }
     const body = {
       schema_version: 1 as const,

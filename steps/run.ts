@@ -377,6 +377,7 @@ export const runStep: StepKind = {
     };
     let sandbox: Sandbox | undefined;
     const started = Date.now();
+    const clock = performance.now();
     try {
       const inv = adapter.invocation(actx);
       await adapter.beforeRun?.(actx, ws);
@@ -391,7 +392,9 @@ export const runStep: StepKind = {
         inv && sandbox
           ? await sandbox.exec(inv.argv, { env: { ...(arm.env ?? {}), ...inv.env, ...(sandboxed ? { HOME: '/tmp/home' } : {}) }, timeoutMs: limits.wallSeconds * 1000, signal: ctx.signal })
           : { exitCode: sandbox ? 0 : null, signal: null, timedOut: false, stdout: '', stderr: sb.ok ? '' : sb.error.message, durationMs: 0 };
-      const wallMs = Date.now() - started;
+      // The agent's own time: its process from start to exit on a monotonic clock, whatever the
+      // scheduler's load did to the sandbox start, the workspace copy or the snapshot around it.
+      const wallMs = result.durationMs;
       // Every process of the attempt is dead before its workspace is read: a process left
       // behind could otherwise swap a directory for a link to /etc while it is copied.
       const receipt = sandbox?.receipt();
@@ -459,9 +462,11 @@ export const runStep: StepKind = {
         exit_reason: exitReason,
         infra_error: infraCause === null ? null : redact(infraCause, { hostPaths }),
         started_at: new Date(started).toISOString(),
-        ended_at: new Date(started + wallMs).toISOString(),
+        ended_at: new Date(started + (performance.now() - clock)).toISOString(),
         exit_code: result.exitCode,
         wall_ms: wallMs,
+        // Sandbox start and close, workspace snapshot and the rest the harness did for this attempt.
+        harness_ms: Math.max(0, Math.round(performance.now() - clock) - wallMs),
         turns: gw ? gw.model_requests : parsed.turns,
         agent_reported_turns: parsed.turns,
         tool_calls: gw ? gw.tool_calls : parsed.toolCalls,

@@ -1,7 +1,8 @@
-import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { calculatorTask } from './fixtures.js';
+import { calculatorTask, git } from './fixtures.js';
+import { Store } from '../pipeline/store/store.js';
 import { graphOf } from './graph-of.js';
 import { Rig } from './rig.js';
 
@@ -60,6 +61,55 @@ describe('materialize', () => {
     // Edits in the source repo's working tree are never read: only the pinned commit.
     rig.write('repos/calc/src/add.mjs', 'export const add = () => 42;\n');
     expect((await rig.cli('plan')).stdout).toContain('nothing to run');
+  });
+
+  it('redacts any nesting: a directory of several files, instruction files at any depth, a symlinked instruction directory', async () => {
+    // The shapes context teams ship: .claude/ with settings and notes, nested CLAUDE.md, a .cursor that is a symlink.
+    const repo = join(rig.dir, 'repos', 'shapes');
+    mkdirSync(join(repo, 'config', 'cursor'), { recursive: true });
+    const files: Record<string, string> = {
+      'src/add.mjs': 'export const add = (a, b) => a - b;\n',
+      '.claude/settings.json': '{"permissions": {}}\n',
+      '.claude/notes.md': 'remember: add uses +\n',
+      '.claude/commands/deep/fix.md': 'fix it\n',
+      'docs/CLAUDE.md': 'docs instructions\n',
+      'packages/core/.claude/settings.local.json': '{}\n',
+      'packages/core/AGENTS.md': 'core agent notes\n',
+      'config/cursor/rules.mdc': 'cursor rules reached through the symlink\n',
+    };
+    for (const [p, text] of Object.entries(files)) {
+      mkdirSync(dirname(join(repo, p)), { recursive: true });
+      writeFileSync(join(repo, p), text);
+    }
+    symlinkSync('config/cursor', join(repo, '.cursor'));
+    git(repo, 'init', '-q', '-b', 'main');
+    git(repo, 'add', '-A');
+    git(repo, 'commit', '-q', '-m', 'shapes');
+    const commit = git(repo, 'rev-parse', 'HEAD');
+    rig.write(
+      'tasks/shapes/task.yaml',
+      `id: shapes\nfamily: f\ncategory: c\nrepo: { path: ../../repos/shapes, commit: ${commit} }\nprompt: fix add\nallowed_paths: ["src/**"]\nverifier:\n  fail_to_pass: { t: "true" }\n`,
+    );
+    rig.write('bench.config.yaml', `steps:\n  materialize:\n    kind: materialize\n    matrix: { task: [shapes] }\n`);
+    const r = await rig.cli('run');
+    expect(r.code, r.stderr).toBe(0);
+    const receipt = await rig.outputJson('materialize/shapes', 'redaction.json');
+    expect(receipt.removed.map((x: { path: string }) => x.path)).toEqual([
+      '.claude/commands/deep/fix.md',
+      '.claude/notes.md',
+      '.claude/settings.json',
+      '.cursor',
+      'docs/CLAUDE.md',
+      'packages/core/.claude/settings.local.json',
+      'packages/core/AGENTS.md',
+    ]);
+    expect(receipt.removed.find((x: { path: string }) => x.path === '.cursor')).toMatchObject({ symlink_target: 'config/cursor' });
+    // The tree: none of them, no directory they leave empty, everything else intact.
+    const ex = JSON.parse((await rig.cli('explain', 'materialize/shapes', '--json')).stdout);
+    const tree = join(rig.dir, 'tree-out');
+    new Store(join(rig.dir, '.pairbench')).cas.materialize(ex.record.outputs.tree, tree);
+    const left = (readdirSync(tree, { recursive: true }) as string[]).map(String).sort();
+    expect(left).toEqual(['config', 'config/cursor', 'config/cursor/rules.mdc', 'src', 'src/add.mjs']);
   });
 
   it('refuses a commit that is not a full 40-hex id, naming the task', async () => {

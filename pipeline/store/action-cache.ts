@@ -115,7 +115,8 @@ export class ActionCache {
 export interface NodeHistory {
   node: string;
   latest?: { key: CacheKey; at: string };
-  last_failure?: { key: CacheKey; at: string; reason: string; message: string };
+  /** `log`: the failed execution's log blob, when it wrote one. */
+  last_failure?: { key: CacheKey; at: string; reason: string; message: string; log?: Sha256 };
   /**
    * Results of the current key that were used but not cached (a step called it transient,
    * e.g. an infrastructure fault): kept until the key gets a result that is cached, which

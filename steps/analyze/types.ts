@@ -27,7 +27,10 @@ export interface AttemptRecord {
   cost_confidence: CostConfidence;
   /** The model's replies were scripted (pairbench's fake model), not a model's: outcomes prove machinery only. Absent in records from before. */
   scripted?: boolean;
+  /** The agent process alone, start to exit (monotonic). */
   wall_ms: number;
+  /** What the harness spent around it (sandbox start and close, snapshot); absent in records from before. */
+  harness_ms?: number;
   turns: number;
   tool_calls: number;
   agent: { adapter: string; version: string; model: string; provider: string };

@@ -30,6 +30,7 @@ const COLUMNS: Array<[string, (a: AttemptRecord) => Cell]> = [
   ['cost_usd', (a) => a.cost_usd],
   ['cost_confidence', (a) => a.cost_confidence],
   ['wall_ms', (a) => a.wall_ms],
+  ['harness_ms', (a) => a.harness_ms ?? null],
   ['turns', (a) => a.turns],
   ['tool_calls', (a) => a.tool_calls],
   ['agent_adapter', (a) => a.agent.adapter],
