@@ -332,7 +332,8 @@ async function executeLocked(
     writeFileSync(logFile, '');
     const startedAt = new Date();
     let transient: string | undefined;
-    const result = await executeNode(ctx, node, inputs, records, workDir, logFile, options, (reason) => (transient ??= reason));
+    let outcome: { word: string; detail: string } | undefined;
+    const result = await executeNode(ctx, node, inputs, records, workDir, logFile, options, (reason) => (transient ??= reason), (word, detail) => (outcome = { word, detail }));
     const durationMs = Date.now() - startedAt.getTime();
     // Work cut short by an interrupt is not a result: nothing of it is stored.
     if (options.signal?.aborted) return { status: 'failed', failure: { reason: 'killed', message: 'interrupted' } };
@@ -394,7 +395,7 @@ async function executeLocked(
       });
       used.push(key.key);
     }
-    emit({ type: 'done', node: node.id, key: key.key, durationMs, recorded: changed.length === 0 && !transient });
+    emit({ type: 'done', node: node.id, key: key.key, durationMs, recorded: changed.length === 0 && !transient, ...(outcome ? { outcome } : {}) });
     return { status: 'executed', record };
   } finally {
     rmSync(workDir, { recursive: true, force: true });
@@ -412,6 +413,7 @@ async function executeNode(
   logFile: string,
   options: RunOptions,
   doNotCache: (reason: string) => void,
+  outcome: (word: string, detail: string) => void,
 ): Promise<Result<OutputManifest, StepFailure>> {
   const { store } = ctx;
   // Store the inputs first: the step then sees exactly the bytes that were hashed into its key.
@@ -462,6 +464,7 @@ async function executeNode(
       hostEnv: options.hostEnv ?? process.env,
       signal: options.signal ?? new AbortController().signal,
       doNotCache,
+      outcome,
     });
     return corrupt ? corruptFailure(corrupt) : result;
   } catch (e) {

@@ -7,7 +7,7 @@ export type EngineEvent =
   | { type: 'cached'; node: string; key: CacheKey; builtElsewhere: boolean }
   | { type: 'waiting'; node: string; holder: string }
   | { type: 'running'; node: string }
-  | { type: 'done'; node: string; key: CacheKey; durationMs: number; recorded: boolean }
+  | { type: 'done'; node: string; key: CacheKey; durationMs: number; recorded: boolean; outcome?: { word: string; detail: string } }
   | { type: 'failed'; node: string; failure: StepFailure; logTail: string }
   | { type: 'skipped'; node: string; because: string }
   | { type: 'warning'; message: string; node?: string }

@@ -64,6 +64,11 @@ export interface ExecutionContext {
    * must see and exclude, but which must not stick).
    */
   doNotCache(reason: string): void;
+  /**
+   * What the node's result means in one word and a line, when it is not simply "done"
+   * (a task certify rejected): the progress output shows it instead of "done".
+   */
+  outcome?(word: string, detail: string): void;
 }
 
 /** Why a node failed; `message` is what the user reads. */

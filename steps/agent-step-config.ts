@@ -7,18 +7,20 @@ import type { GraphNode } from '../pipeline/step-kind.js';
 import { loadTask, type Task } from './task.js';
 import { loadHarborTask } from './task-sources/harbor.js';
 import { loadSwebenchInstances } from './task-sources/swebench.js';
+import type { ReportFormat } from './test-report.js';
 
 /**
  * Where a step finds its tasks (`tasks:` in the step, relative to the config file):
  * - a directory of task directories (default `tasks`): `<id>/task.yaml` (pairbench's
  *   own format) or `<id>/task.toml` (a Harbor task, whose `environment/` is the tree,
  *   read from the git repository `repo` at `commit`);
- * - `{swebench: FILE.jsonl, repos: {owner/name: path}, test_command: "... {test} ..."}`.
+ * - `{swebench: FILE (JSON Lines or a JSON array), repos: {owner/name: path}, test_command: "... {tests} ..."}`
+ *   (one runner invocation per verification, results from its report) or `"... {test} ..."` (one process per test).
  */
 export type TaskSourceSpec =
   | string
   | { dir: string; repo?: string; commit?: string }
-  | { swebench: string; repos: Record<string, string>; test_command: string };
+  | { swebench: string; repos: Record<string, string>; test_command: string; report?: ReportFormat; report_file?: string; timeout?: number; test_timeout?: number };
 
 const swebenchCache = new Map<string, Result<Map<string, Task>, Diagnostic[]>>();
 
@@ -33,9 +35,16 @@ export function loadStepTask(step: StepConfig, id: string): Result<Task, Diagnos
     const file = resolve(step.rootDir, src.swebench);
     const repos = Object.fromEntries(Object.entries(src.repos).map(([k, v]) => [k, resolve(step.rootDir, v)]));
     // Two steps may read one file with other repos or another test command.
-    const cacheKey = JSON.stringify([file, repos, src.test_command]);
+    const options = {
+      testCommand: src.test_command,
+      ...(src.report ? { report: src.report } : {}),
+      ...(src.report_file ? { reportFile: src.report_file } : {}),
+      ...(src.timeout ? { timeoutSec: src.timeout } : {}),
+      ...(src.test_timeout ? { testTimeoutSec: src.test_timeout } : {}),
+    };
+    const cacheKey = JSON.stringify([file, repos, options]);
     let all = swebenchCache.get(cacheKey);
-    if (!all) swebenchCache.set(cacheKey, (all = loadSwebenchInstances(file, repos, { testCommand: src.test_command })));
+    if (!all) swebenchCache.set(cacheKey, (all = loadSwebenchInstances(file, repos, options)));
     if (!all.ok) return all;
     const t = all.value.get(id);
     return t ? { ok: true, value: t } : err([{ message: `task "${id}" is not an instance_id in ${src.swebench}`, field: `steps.${step.name}.matrix.task` }]);

@@ -10,12 +10,11 @@ import type { ExecutionContext, FileInputSpec, GraphNode, StepKind } from '../pi
 import type { OutputEntry } from '../pipeline/store/cas.js';
 import { sandboxBackend } from '../sandboxes/index.js';
 import { checkTasks, taskOf } from './agent-step-config.js';
-import { failingFindings, policyFromSpec, type CertifyPolicy } from './certify/policy.js';
+import { allowedBy, bySeverity, failingFindings, policyFromSpec, type AllowEntry, type CertifyPolicy } from './certify/policy.js';
 import type { Finding, Surface } from './certify/scan.js';
 import { sandboxOf, type ArmSpec, type SandboxSettings } from './run.js';
 import type { Task } from './task.js';
 import type { CanaryCalibrations } from './verifier-canary.js';
-import { plantTargets } from './verifier-canary.js';
 import { runVerifier, type VerifierOutcome } from './verifier-run.js';
 import { verifierOwned } from './verifier-owned.js';
 import { diffSnapshots, snapshot } from './workspace.js';
@@ -48,13 +47,32 @@ export interface CertificationReceipt {
   reasons: string[];
   surfaces: Record<string, string>;
   findings_count: Record<string, number>;
+  /** Every finding, most severe first (solution and verifier leaks, then canary, instructions, words). */
   findings: Finding[];
+  allowed: (Finding & { allowed_by: AllowEntry })[];
   checks: { nop: boolean[]; oracle: boolean[]; repeats: number; discriminating: boolean; flaky: string[] };
   /** Per deciding test: the canary planted beside it, and whether it failed with the reference solution as it must. */
   canaries: CanaryCalibrations;
   policy: CertifyPolicy;
   policy_digest: string;
   receipt_digest: string;
+}
+
+/** Where a package manager or a vendoring tool keeps copies of code. */
+const VENDORED = /(^|\/)(node_modules|vendor|third_party|site-packages|bower_components)\//;
+
+/** A leak found in a vendored copy of the repository's own code is named as such, with the fix. */
+function vendoredNote(f: Finding): string {
+  const m = f.class === 'solution-leak' || f.class === 'verifier-leak' ? VENDORED.exec(f.path) : null;
+  if (!m) return '';
+  // The vendored package's directory: node_modules/<name>/ (or <scope>/<name>/).
+  const rest = f.path.slice(m.index + m[0].length).split('/');
+  const name = rest[0]?.startsWith('@') ? rest.slice(0, 2).join('/') : rest[0];
+  const dir = `${f.path.slice(0, m.index + m[0].length)}${name}/`;
+  return (
+    ` -- a vendored copy (under ${dir}) of the repository's own code: it holds the answer. ` +
+    `Remove it in the task's setup patch, or redact it (materialize redact: [..., "${dir}**"]), or, if it is not the code under test, allow it (policy.allow with a reason)`
+  );
 }
 
 /** Applies the reference solution through the oracle agent itself (the same path its attempts take). */
@@ -95,16 +113,10 @@ async function applySolution(task: Task, ws: string, settings: ReturnType<typeof
   }
 }
 
-/** The files each deciding test's canary is planted into (computed on the untouched tree). */
-function canaryTargets(task: Task, ws: string, verifierDir: string | null) {
-  const deciding = { ...(task.verifier.command ? { verifier: task.verifier.command } : {}), ...task.verifier.failToPass };
-  return Object.fromEntries(Object.entries(deciding).map(([name, command]) => [name, plantTargets(command, ws, verifierDir)]));
-}
-
 /** A canary is calibrated when, with the reference solution, its test passed and its canary failed. */
-function calibrations(targets: Record<string, ReturnType<typeof plantTargets>>, outcome: VerifierOutcome): CanaryCalibrations {
+function calibrations(outcome: VerifierOutcome): CanaryCalibrations {
   const out: CanaryCalibrations = {};
-  for (const [name, t] of Object.entries(targets)) {
+  for (const [name, t] of Object.entries(outcome.canaryTargets)) {
     const seen = outcome.canaries[name];
     const calibrated = seen?.status === 'failed-as-planted';
     const note = calibrated
@@ -129,8 +141,9 @@ function calibrations(targets: Record<string, ReturnType<typeof plantTargets>>, 
  */
 export const certifyStep: StepKind = {
   name: 'certify',
+  // 3: test runners; findings by severity, an allowlist with reasons, vendored copies named; verifier logs kept.
   // 2: canaries, every arm surface (directories, env, MCP servers), encodings normalised and decoded.
-  version: 2,
+  version: 3,
   check: (step) => checkTasks(step),
   keyConfig(node): Json {
     const task = taskOf(node);
@@ -140,7 +153,7 @@ export const certifyStep: StepKind = {
       allowed_paths: task.allowedPaths,
       canary: task.canary,
       solution: task.solution.patch,
-      verifier: { command: task.verifier.command, fail_to_pass: task.verifier.failToPass, pass_to_pass: task.verifier.passToPass, patch: task.verifier.patch, result: task.verifier.result, timeout: task.verifier.timeoutSec },
+      verifier: { command: task.verifier.command, fail_to_pass: task.verifier.failToPass, pass_to_pass: task.verifier.passToPass, patch: task.verifier.patch, result: task.verifier.result, timeout: task.verifier.timeoutSec, runner: (task.verifier.runner ?? null) as unknown as Json },
       arms: Object.fromEntries(Object.entries(arms).map(([k, a]) => [k, { files: a.files ?? {}, prompt_append: a.prompt_append ?? null, env: a.env ?? {}, mcp_servers: Object.fromEntries(Object.entries(a.mcp_servers ?? {}).map(([s, m]) => [s, { command: m.command, args: m.args ?? [], env: m.env ?? {} }])) }])),
       policy: policyFromSpec(spec(node.step).policy) as unknown as Json,
       sandbox: sandboxOf(spec(node.step)) as unknown as Json,
@@ -206,6 +219,9 @@ export const certifyStep: StepKind = {
 
     // 2. The discrimination check, `repeats` times, through the same verifier path as verify.
     const checks = { nop: [] as boolean[], oracle: [] as boolean[] };
+    // Every check's full verifier output (nop-1.log, oracle-1.log, ...): why a task was rejected is readable.
+    const verifierLogs = join(ctx.workDir, 'verifier-logs');
+    mkdirSync(verifierLogs, { recursive: true });
     const reasons: string[] = [];
     const canaries: CanaryCalibrations = {};
     let solutionWritesOwned = false;
@@ -235,11 +251,11 @@ export const certifyStep: StepKind = {
           }
           // The first run with the reference solution also calibrates the canaries: each must fail there.
           const calibrate = agent === 'oracle' && i === 0;
-          const targets = calibrate ? canaryTargets(task, ws, verifierDir) : {};
           const outcome: Result<VerifierOutcome, string> = await runVerifier(task, ws, verifierDir, scratch, { backend: settings.backend, egress: settings.egress, image: settings.image, allow: settings.allow, resources: settings.resources }, ctx.signal, calibrate ? { mode: 'calibrate' } : undefined);
           if (!outcome.ok) return err({ reason: 'infra', message: `infrastructure: ${outcome.error}` });
-          if (calibrate) Object.assign(canaries, calibrations(targets, outcome.value));
+          if (calibrate) Object.assign(canaries, calibrations(outcome.value));
           checks[agent].push(outcome.value.pass);
+          writeFileSync(join(verifierLogs, `${agent}-${i + 1}.log`), outcome.value.transcript);
           log(`check ${i + 1}/${policy.repeats} ${agent}: verifier ${outcome.value.pass ? 'passes' : 'fails'} (${outcome.value.evidence.map((e) => `${e.name}=${e.status}`).join(', ')})`);
         }
       }
@@ -255,8 +271,8 @@ export const certifyStep: StepKind = {
     if (nopPasses === policy.repeats) reasons.push('non-discriminating: the verifier passes on the untouched tree');
     if (oraclePasses === 0 && !reasons.some((r) => r.startsWith('oracle:'))) reasons.push('the verifier fails with the reference solution');
     reasons.push(...flaky);
-    for (const f of failing.slice(0, 20)) reasons.push(`${f.class} in ${f.surface} ${f.path}:${f.line}: ${f.detail}`);
-    if (failing.length > 20) reasons.push(`... and ${failing.length - 20} more findings`);
+    for (const f of failing.slice(0, 20)) reasons.push(`${f.class} in ${f.surface} ${f.path}:${f.line}: ${f.detail}${vendoredNote(f)}`);
+    if (failing.length > 20) reasons.push(`... and ${failing.length - 20} more findings (every finding is in certification.json, most severe first)`);
 
     const count: Record<string, number> = {};
     for (const f of findings) count[f.class] = (count[f.class] ?? 0) + 1;
@@ -268,7 +284,12 @@ export const certifyStep: StepKind = {
       reasons,
       surfaces: Object.fromEntries(surfaces.map((s) => [s.name, sha256(canonicalJson(s.files))])),
       findings_count: count,
-      findings,
+      findings: bySeverity(findings),
+      // Findings an allow entry accepted, each with the entry and its reason.
+      allowed: bySeverity(findings)
+        .map((f) => ({ f, by: allowedBy(f, policy) }))
+        .filter((x): x is { f: Finding; by: AllowEntry } => x.by !== undefined)
+        .map(({ f, by }) => ({ ...f, allowed_by: by })),
       checks: { ...checks, repeats: policy.repeats, discriminating, flaky },
       canaries,
       policy,
@@ -285,10 +306,12 @@ export const certifyStep: StepKind = {
     writeFileSync(join(out, 'canary.json'), JSON.stringify({ schema_version: 1, task: task.id, tests: canaries }, null, 2) + '\n');
     for (const [name, c] of Object.entries(canaries)) if (!c.calibrated) log(`canary for ${name}: not usable (${c.note})`);
     log(`${task.id}: ${receipt.verdict}${reasons.length ? ': ' + reasons.join('; ') : ''}`);
+    if (receipt.verdict === 'rejected') ctx.outcome?.('rejected', `${reasons.slice(0, 2).join('; ')}${reasons.length > 2 ? `; ... (${reasons.length - 2} more: pairbench show ${ctx.node.id} certification.json)` : ''}`);
     return ok({
       'certification.json': ctx.artifacts.putPath(join(out, 'certification.json')),
       'verdict.json': ctx.artifacts.putPath(join(out, 'verdict.json')),
       'canary.json': ctx.artifacts.putPath(join(out, 'canary.json')),
+      'verifier-logs': ctx.artifacts.putPath(verifierLogs),
     });
   },
 };

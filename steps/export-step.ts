@@ -22,7 +22,7 @@ interface ExportConfig {
 const cfg = (step: StepConfig) => step.spec as unknown as ExportConfig;
 
 /** Text outputs that may hold host paths or credentials: redacted before they enter the bundle. */
-const REDACTED_OUTPUTS = new Set(['trajectory.json', 'gateway.jsonl', 'agent.log', 'result.json', 'evidence.json']);
+const REDACTED_OUTPUTS = new Set(['trajectory.json', 'gateway.jsonl', 'agent.log', 'result.json', 'evidence.json', 'verifier.log']);
 
 function runStepOf(node: GraphNode): GraphNode | undefined {
   return withUpstream(node.upstream).find((n) => n.kind.name === 'run');

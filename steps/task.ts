@@ -5,6 +5,7 @@ import { validateAgainstSchema } from '../pipeline/config/schema-validate.js';
 import { YamlSource } from '../pipeline/config/yaml-source.js';
 import type { Diagnostic } from '../pipeline/diagnostic.js';
 import { err, ok, type Result } from '../pipeline/result.js';
+import type { ReportFormat } from './test-report.js';
 
 /** A task as the steps use it: paths resolved, hidden parts separated from what an agent may see. */
 export interface Task {
@@ -32,12 +33,27 @@ export interface Task {
     result: 'exit-code' | 'reward-file';
     /** Workspace paths the verifier owns beyond the built-in ones (verifier-owned.ts). */
     owned?: string[];
+    /**
+     * One test-runner invocation for every listed test (SWE-bench at real sizes): `command`
+     * with `{tests}` replaced by the shell-quoted ids of failToPass and passToPass (whose map
+     * keys are the ids); each test's result read from the runner's report.
+     */
+    runner?: TestRunner;
   };
   /** The reference solution: a unified diff (text) or a host path to a script run in the workspace. */
   solution: { patch: string | null; script: string | null };
   /** Where the task was defined, for messages: a file, or file + instance. */
   origin: string;
   canary: string | null;
+}
+
+export interface TestRunner {
+  command: string;
+  report: ReportFormat;
+  /** Where the runner writes its report in the workspace (JUnit XML); null: its output is the report. */
+  reportFile: string | null;
+  /** Per-test timeout, handed to the runner as $PAIRBENCH_TEST_TIMEOUT (e.g. pytest-timeout's --timeout). */
+  testTimeoutSec: number | null;
 }
 
 const FULL_SHA = /^[0-9a-f]{40}$/;

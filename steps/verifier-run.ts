@@ -4,13 +4,18 @@ import { gitApply } from './git-apply.js';
 import { errorMessage, err, ok, type Result } from '../pipeline/result.js';
 import { sandboxBackend, type BackendName } from '../sandboxes/index.js';
 import type { EgressMode, ExecResult, Mount, Sandbox } from '../sandboxes/sandbox.js';
+import { shellQuote } from './task-sources/swebench.js';
 import type { Task } from './task.js';
+import { graded, parseReport, type RunnerStatus } from './test-report.js';
 import { plant, plantTargets, type CanaryCalibrations, type CanaryOutcome, type PlantTarget } from './verifier-canary.js';
 
 export interface TestEvidence {
   name: string;
   kind: 'command' | 'fail_to_pass' | 'pass_to_pass';
-  status: 'pass' | 'fail' | 'timeout';
+  /** `skipped`: a test runner reported it skipped (counted neither way, as SWE-bench grades). */
+  status: 'pass' | 'fail' | 'timeout' | 'skipped';
+  /** With a test runner: the status its report gave the test (absent: not in the report). */
+  reported?: RunnerStatus | null;
   exit_code: number | null;
   duration_ms: number;
   output_tail: string;
@@ -32,6 +37,10 @@ export interface VerifierOutcome {
   /** Set when the verdict was forged (then `pass` is false). */
   forgery: Forgery | null;
   sandbox: { backend: string; isolation: string; image_id: string | null };
+  /** Every verifier process's full output, in order: what a person reads to see why. */
+  transcript: string;
+  /** Per canaried test: the files its canary is planted into (found after the hidden patch is applied). */
+  canaryTargets: Record<string, PlantTarget[]>;
 }
 
 export interface VerifierSandbox {
@@ -52,6 +61,44 @@ export type CanaryMode = { mode: 'verify'; calibrations: CanaryCalibrations | nu
 const VERIFIER_INSIDE = '/verifier';
 const CANARY_INSIDE = '/verifier-canary';
 const LOGS_INSIDE = '/logs/verifier';
+
+/** The evidence entry of a test runner's invocation; also the name its canary is calibrated under. */
+export const RUNNER_TEST = 'runner';
+
+/** The runner's command with `{tests}` replaced by the shell-quoted test ids. */
+export function runnerCommand(command: string, ids: readonly string[]): string {
+  return command.replaceAll('{tests}', ids.map(shellQuote).join(' '));
+}
+
+/** A report file the runner wrote in the workspace (JUnit XML); empty when it wrote none. */
+function readReportFile(ws: string, path: string): string {
+  try {
+    return readFileSync(join(ws, path), 'utf8');
+  } catch {
+    return '';
+  }
+}
+
+/** Every verifier process's command, exit and full output, capped so a runaway log cannot fill the store. */
+class Transcript {
+  private parts: string[] = [];
+  private size = 0;
+  private static readonly MAX = 16 * 1024 * 1024;
+
+  add(label: string, command: string, r: ExecResult): void {
+    const part = `=== ${label}\n$ ${command.length > 2000 ? `${command.slice(0, 2000)}... (${command.length} characters)` : command}\n--- exit ${r.timedOut ? 'timed out' : r.exitCode ?? r.signal} in ${r.durationMs} ms\n--- stdout\n${r.stdout}\n--- stderr\n${r.stderr}\n`;
+    if (this.size + part.length > Transcript.MAX) {
+      this.parts.push(`=== ${label}: output dropped (the transcript is capped at ${Transcript.MAX} bytes)\n`);
+      return;
+    }
+    this.parts.push(part);
+    this.size += part.length;
+  }
+
+  text(): string {
+    return this.parts.join('');
+  }
+}
 
 function tail(s: string, n = 40): string {
   return s.trimEnd().split('\n').slice(-n).join('\n');
@@ -118,14 +165,18 @@ export async function runVerifier(
     if (!applied.ok) {
       // The attempt's changes conflict with the hidden tests: not resolved (as SWE-bench scores it), not an infrastructure fault.
       const evidence: TestEvidence = { name: 'test_patch', kind: 'command', status: 'fail', exit_code: 1, duration_ms: 0, output_tail: tail(applied.stderr) };
-      return ok({ pass: false, evidence: [evidence], reward: null, canaries: {}, forgery: null, sandbox: noSandbox });
+      return ok({ pass: false, evidence: [evidence], reward: null, canaries: {}, forgery: null, sandbox: noSandbox, transcript: `=== test_patch did not apply\n${applied.stderr}\n`, canaryTargets: {} });
     }
   }
-  const tests: [TestEvidence['kind'], string, string][] = [
-    ...(task.verifier.command ? [['command', 'verifier', task.verifier.command] as [TestEvidence['kind'], string, string]] : []),
-    ...Object.entries(task.verifier.failToPass).map(([n, c]) => ['fail_to_pass', n, c] as [TestEvidence['kind'], string, string]),
-    ...Object.entries(task.verifier.passToPass).map(([n, c]) => ['pass_to_pass', n, c] as [TestEvidence['kind'], string, string]),
-  ];
+  const runner = task.verifier.runner;
+  // With a test runner, one invocation runs every listed test; its canary is that invocation.
+  const tests: [TestEvidence['kind'], string, string][] = runner
+    ? [['command', RUNNER_TEST, runnerCommand(runner.command, Object.keys(task.verifier.failToPass))]]
+    : [
+        ...(task.verifier.command ? [['command', 'verifier', task.verifier.command] as [TestEvidence['kind'], string, string]] : []),
+        ...Object.entries(task.verifier.failToPass).map(([n, c]) => ['fail_to_pass', n, c] as [TestEvidence['kind'], string, string]),
+        ...Object.entries(task.verifier.passToPass).map(([n, c]) => ['pass_to_pass', n, c] as [TestEvidence['kind'], string, string]),
+      ];
   // Canaries for the tests whose verdict is an exit code and that decide the task (not PASS_TO_PASS).
   const canaried = canary && task.verifier.result === 'exit-code' ? tests.filter(([kind]) => kind !== 'pass_to_pass') : [];
   const targets = new Map(canaried.map(([, name, command]) => [name, plantTargets(command, ws, verifierFiles)] as [string, PlantTarget[]]));
@@ -156,11 +207,34 @@ export async function runVerifier(
     });
     if (!created.ok) return err(`verifier sandbox: ${created.error.message}`);
     sandbox = created.value;
-    const run = (command: string, env: Record<string, string> = {}) => sandbox!.exec(['sh', '-c', command], { env, timeoutMs: task.verifier.timeoutSec * 1000, ...(signal ? { signal } : {}) });
+    const transcript = new Transcript();
+    const runEnv: Record<string, string> = runner?.testTimeoutSec ? { PAIRBENCH_TEST_TIMEOUT: String(runner.testTimeoutSec) } : {};
+    const run = async (label: string, command: string, env: Record<string, string> = {}): Promise<ExecResult> => {
+      const r = await sandbox!.exec(['sh', '-c', command], { env: { ...runEnv, ...env }, timeoutMs: task.verifier.timeoutSec * 1000, ...(signal ? { signal } : {}) });
+      transcript.add(label, command, r);
+      return r;
+    };
     const evidence: TestEvidence[] = [];
-    for (const [kind, name, command] of tests) {
-      const r: ExecResult = await run(command);
-      evidence.push({ name, kind, status: r.timedOut ? 'timeout' : r.exitCode === 0 ? 'pass' : 'fail', exit_code: r.exitCode, duration_ms: r.durationMs, output_tail: tail(`${r.stdout}\n${r.stderr}`) });
+    if (runner) {
+      // Every listed test in one invocation; each test's status from the runner's report.
+      const ids = [...Object.keys(task.verifier.failToPass), ...Object.keys(task.verifier.passToPass)];
+      const r = await run('runner (every listed test)', runnerCommand(runner.command, ids));
+      const report = runner.reportFile ? readReportFile(ws, runner.reportFile) : `${r.stdout}\n${r.stderr}`;
+      const statuses = parseReport(runner.report, report);
+      for (const [kind, list] of [['fail_to_pass', task.verifier.failToPass], ['pass_to_pass', task.verifier.passToPass]] as const) {
+        for (const id of Object.keys(list)) {
+          const reported = statuses.get(id) ?? null;
+          const status = r.timedOut && reported === null ? 'timeout' : graded(reported ?? undefined);
+          evidence.push({ name: id, kind, status, reported, exit_code: r.exitCode, duration_ms: r.durationMs, output_tail: '' });
+        }
+      }
+      // The invocation itself: its exit and output, once (the tests above share them).
+      evidence.push({ name: RUNNER_TEST, kind: 'command', status: r.timedOut ? 'timeout' : 'pass', exit_code: r.exitCode, duration_ms: r.durationMs, output_tail: tail(`${r.stdout}\n${r.stderr}`) });
+    } else {
+      for (const [kind, name, command] of tests) {
+        const r = await run(`${kind} ${name}`, command);
+        evidence.push({ name, kind, status: r.timedOut ? 'timeout' : r.exitCode === 0 ? 'pass' : 'fail', exit_code: r.exitCode, duration_ms: r.durationMs, output_tail: tail(`${r.stdout}\n${r.stderr}`) });
+      }
     }
 
     // The canaries, after every real test: the workspace's test files get their planted failure now.
@@ -179,8 +253,10 @@ export async function runVerifier(
         continue;
       }
       const canaryEnv: Record<string, string> = canaryDir ? { VERIFIER_DIR: sandboxed ? CANARY_INSIDE : canaryDir } : {};
-      const r = await run(sandboxed && canaryDir ? command.replaceAll(`${VERIFIER_INSIDE}/`, `${CANARY_INSIDE}/`) : command, canaryEnv);
-      if (r.exitCode !== 0 || r.timedOut) canaries[name] = { status: 'failed-as-planted' };
+      const r = await run(`canary of ${name}`, sandboxed && canaryDir ? command.replaceAll(`${VERIFIER_INSIDE}/`, `${CANARY_INSIDE}/`) : command, canaryEnv);
+      // A runner's canary must also show in its report: some listed test no longer passes.
+      const reportedFailure = runner ? [...parseReport(runner.report, runner.reportFile ? readReportFile(ws, runner.reportFile) : `${r.stdout}\n${r.stderr}`).values()].some((st) => graded(st) === 'fail') : false;
+      if (r.exitCode !== 0 || r.timedOut || reportedFailure) canaries[name] = { status: 'failed-as-planted' };
       else {
         canaries[name] = { status: 'passed', calibrated: canary?.mode === 'verify' };
         if (canary?.mode === 'verify') forgery ??= { reason: 'canary-passed', detail: `test ${name}: with a failure planted after its checks, the command still exited 0; the exit code is forced` };
@@ -196,9 +272,9 @@ export async function runVerifier(
     const honestPass =
       task.verifier.result === 'reward-file'
         ? reward !== null && Object.values(reward).length > 0 && Object.values(reward).every((v) => v >= 1)
-        : evidence.length > 0 && evidence.every((e) => e.status === 'pass');
+        : evidence.length > 0 && evidence.every((e) => e.status === 'pass' || e.status === 'skipped') && evidence.some((e) => e.status === 'pass');
     const r = sandbox.receipt();
-    return ok({ pass: honestPass && forgery === null, evidence, reward, canaries, forgery, sandbox: { backend: r.backend, isolation: r.isolation, image_id: r.image_id } });
+    return ok({ pass: honestPass && forgery === null, evidence, reward, canaries, forgery, sandbox: { backend: r.backend, isolation: r.isolation, image_id: r.image_id }, transcript: transcript.text(), canaryTargets: Object.fromEntries(targets) });
   } catch (e) {
     return err(`verifier could not run: ${errorMessage(e)}`);
   } finally {

@@ -24,8 +24,9 @@ const spec = (step: StepConfig) => step.spec as unknown as VerifySpec;
  */
 export const verifyStep: StepKind = {
   name: 'verify',
+  // 3: one test-runner invocation per verification (verifier.runner); the full verifier output kept (verifier.log).
   // 2: verifier-owned files are taken from the pristine tree; canaries.
-  version: 2,
+  version: 3,
   check: (step) => checkTasks(step),
   keyConfig(node): Json {
     const task = taskOf(node);
@@ -36,6 +37,7 @@ export const verifyStep: StepKind = {
       timeout: task.verifier.timeoutSec,
       patch: task.verifier.patch,
       result: task.verifier.result,
+      runner: task.verifier.runner ?? null,
       // What the verifier owns (taken from the pristine tree) depends on these.
       owned: [...VERIFIER_OWNED, ...(task.verifier.owned ?? [])],
       allowed_paths: task.allowedPaths,
@@ -94,8 +96,8 @@ export const verifyStep: StepKind = {
       ctx.doNotCache(`infrastructure error: ${outcome.error}`);
       return writeVerdict(ctx, task.id, null, [{ name: 'verifier', kind: 'command', status: 'fail', exit_code: null, duration_ms: 0, output_tail: outcome.error }], null, { backend: settings.backend, isolation: 'n/a', image_id: settings.image }, {}, null);
     }
-    const { pass, evidence, reward, sandbox, canaries, forgery } = outcome.value;
-    return writeVerdict(ctx, task.id, pass, evidence, reward, sandbox, canaries, forgery, keptPristine);
+    const { pass, evidence, reward, sandbox, canaries, forgery, transcript } = outcome.value;
+    return writeVerdict(ctx, task.id, pass, evidence, reward, sandbox, canaries, forgery, keptPristine, transcript);
   },
 };
 
@@ -110,6 +112,7 @@ function writeVerdict(
   canaries: VerifierOutcome['canaries'],
   forgery: VerifierOutcome['forgery'],
   keptPristine: string[] = [],
+  transcript = '',
 ) {
   const outDir = join(ctx.workDir, 'out');
   mkdirSync(outDir, { recursive: true });
@@ -132,5 +135,11 @@ function writeVerdict(
   writeFileSync(join(outDir, 'verdict.json'), JSON.stringify(verdict, null, 2) + '\n');
   writeFileSync(join(outDir, 'evidence.json'), JSON.stringify(evidence, null, 2) + '\n');
   writeFileSync(ctx.logFile, `${ctx.node.id}: ${pass === null ? 'NO VERDICT' : pass ? 'PASS' : forgery ? `FAIL (forged: ${forgery.detail})` : 'FAIL'} (${evidence.map((e) => `${e.name}=${e.status}`).join(', ')})\n`, { flag: 'a' });
-  return ok({ 'verdict.json': ctx.artifacts.putPath(join(outDir, 'verdict.json')), 'evidence.json': ctx.artifacts.putPath(join(outDir, 'evidence.json')) });
+  // Every verifier process's full output: what a person reads to see why.
+  writeFileSync(join(outDir, 'verifier.log'), transcript);
+  return ok({
+    'verdict.json': ctx.artifacts.putPath(join(outDir, 'verdict.json')),
+    'evidence.json': ctx.artifacts.putPath(join(outDir, 'evidence.json')),
+    'verifier.log': ctx.artifacts.putPath(join(outDir, 'verifier.log')),
+  });
 }

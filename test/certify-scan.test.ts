@@ -2,7 +2,9 @@ import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { DEFAULT_POLICY, failingFindings, policyFromSpec } from '../steps/certify/policy.js';
+import { bySeverity, DEFAULT_POLICY, failingFindings, policyFromSpec } from '../steps/certify/policy.js';
+
+const SEVERITY_ORDER = ['solution-leak', 'verifier-leak', 'canary', 'instructions-survived', 'benchmark-awareness'];
 import {
   DEFAULT_BENCHMARK_WORDS,
   diffLines,
@@ -301,15 +303,17 @@ describe('certify policy', () => {
   ];
 
   it('the default fails on every class, with no extra words and 3 repeats', () => {
-    expect(DEFAULT_POLICY).toEqual({ fail_on: ['solution-leak', 'verifier-leak', 'benchmark-awareness', 'canary', 'instructions-survived'], words: [], repeats: 3 });
-    expect(failingFindings(findings, DEFAULT_POLICY)).toEqual(findings);
+    expect(DEFAULT_POLICY).toEqual({ fail_on: ['solution-leak', 'verifier-leak', 'benchmark-awareness', 'canary', 'instructions-survived'], words: [], repeats: 3, allow: [] });
+    // Every finding fails, the most severe first.
+    expect(failingFindings(findings, DEFAULT_POLICY)).toEqual(bySeverity(findings));
+    expect(failingFindings(findings, DEFAULT_POLICY).map((f) => f.class)).toEqual([...findings.map((f) => f.class)].sort((a, b) => SEVERITY_ORDER.indexOf(a) - SEVERITY_ORDER.indexOf(b)));
     expect(policyFromSpec(undefined)).toEqual(DEFAULT_POLICY);
     expect(policyFromSpec(null)).toEqual(DEFAULT_POLICY);
   });
 
   it('a policy mapping merges over the default and filters findings', () => {
     const policy = policyFromSpec({ fail_on: ['solution-leak', 'canary'], words: ['stele', 'stele'] });
-    expect(policy).toEqual({ fail_on: ['solution-leak', 'canary'], words: ['stele'], repeats: 3 });
+    expect(policy).toEqual({ fail_on: ['solution-leak', 'canary'], words: ['stele'], repeats: 3, allow: [] });
     expect(failingFindings(findings, policy)).toEqual([findings[2]]);
     expect(policyFromSpec({ repeats: 5 })).toEqual({ ...DEFAULT_POLICY, repeats: 5 });
     expect(failingFindings(findings, policyFromSpec({ fail_on: [] }))).toEqual([]);

@@ -74,6 +74,53 @@ describe('certify', () => {
     expect(status.stdout).toContain('failed certification');
   });
 
+  it('findings a person can act on: most severe first, a vendored copy named with its fix, an allowlist with reasons in the sealed receipt, "rejected" in the run output', async () => {
+    const { repo } = calculatorTask(rig.dir);
+    // A repository as found: benchmark words in harmless places, and a vendored copy of its own fixed code.
+    rig.write('repos/calc/package.json', '{"name": "calc", "browserslist": ["chrome canary"]}\n');
+    rig.write('repos/calc/benchmarks/run.mjs', '// benchmark: how fast add is\n');
+    rig.write('repos/calc/node_modules/calc/src/add.mjs', 'export const add = (a, b) => a + b;\n');
+    git(repo, 'add', '-A', '-f');
+    git(repo, 'commit', '-qm', 'as found');
+    const commit = git(repo, 'rev-parse', 'HEAD');
+    editTask((y) => y.replace(/commit: [0-9a-f]{40}/, `commit: ${commit}`));
+    rig.write('fixtures/CLAUDE.md', 'Prefer small pure functions.\n');
+    rig.write('bench.config.yaml', config());
+    const r = await rig.cli('run');
+    const c = await rig.outputJson('certify/fix-add', 'certification.json');
+    expect(c.verdict).toBe('rejected');
+    // The leak first, named as a vendored copy with what to do; the words after it.
+    expect(c.findings.map((f: { class: string }) => f.class)).toEqual(['solution-leak', 'benchmark-awareness', 'benchmark-awareness']);
+    expect(c.reasons[0]).toMatch(/^solution-leak in tree node_modules\/calc\/src\/add\.mjs:1: .* -- a vendored copy \(under node_modules\/calc\/\) of the repository's own code: it holds the answer\. Remove it in the task's setup patch, or redact it \(materialize redact: \[\.\.\., "node_modules\/calc\/\*\*"\]\)/);
+    // The run says so, with the first reasons, where it used to say "done".
+    expect(r.stderr).toMatch(/^rejected certify\/fix-add \([\d.]+ s\): solution-leak in tree node_modules\/calc\/src\/add\.mjs:1/m);
+
+    // Redact the vendored copy; accept the two words, each with its reason: certified, the reasons sealed in the receipt.
+    rig.write(
+      'bench.config.yaml',
+      config(`    policy:
+      allow:
+        - { path: package.json, class: benchmark-awareness, reason: "browserslist 'chrome canary' is a browser channel, not our canary" }
+        - { path: "benchmarks/**", class: benchmark-awareness, reason: "the repository's own speed benchmarks, not a test harness" }`).replace(
+        '  materialize: { kind: materialize, matrix: { task: [fix-add] } }',
+        '  materialize: { kind: materialize, matrix: { task: [fix-add] }, redact: ["**/CLAUDE.md", "**/AGENTS.md", "**/.claude/**", "node_modules/calc/**"] }',
+      ),
+    );
+    expect((await rig.cli('run')).code).toBe(0);
+    const ok = await rig.outputJson('certify/fix-add', 'certification.json');
+    expect(ok.verdict, ok.reasons.join('\n')).toBe('certified');
+    expect(ok.allowed.map((a: { path: string; allowed_by: { reason: string } }) => [a.path, a.allowed_by.reason])).toEqual([
+      ['benchmarks/run.mjs', "the repository's own speed benchmarks, not a test harness"],
+      ['package.json', "browserslist 'chrome canary' is a browser channel, not our canary"],
+    ]);
+    expect(ok.policy.allow).toHaveLength(2);
+    // A reason is mandatory.
+    rig.write('bench.config.yaml', config(`    policy:\n      allow:\n        - { path: package.json, class: benchmark-awareness }`));
+    const refused = await rig.cli('plan');
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain('reason');
+  });
+
   it('rejects a verifier that already passes on the untouched tree as non-discriminating', async () => {
     calculatorTask(rig.dir);
     editTask((y) => y.replace(/fail_to_pass:\n\s+add_works: .*\n/, 'fail_to_pass:\n    add_works: "true"\n'));

@@ -115,3 +115,141 @@ describe('a SWE-bench JSONL instance', () => {
     expect(await rig.outputJson('verify-nop/acme__calc-1/only/1', 'verdict.json')).toMatchObject({ pass: false, fail_to_pass: { 'add sums two numbers': 'fail' }, pass_to_pass: { 'add is a function': 'pass' } });
   });
 });
+
+/** A Python instance: 2 FAIL_TO_PASS tests from the hidden test patch, 120 PASS_TO_PASS (one id with a space), as a JSON array file. */
+function pythonInstance(rig: Rig): void {
+    // A Python package whose suite the hidden test patch extends: 2 FAIL_TO_PASS, 120 PASS_TO_PASS
+    // (one parametrized with a space in its id), written here as SWE-bench records them.
+    const repo = join(rig.dir, 'repos', 'pycalc');
+    const existing = Array.from({ length: 119 }, (_, i) => `def test_existing_${i}():\n    assert calc.mul(${i}, 2) == ${i * 2}\n`).join('\n');
+    const [base] = makeRepo(repo, [
+      {
+        'calc.py': 'def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n',
+        'tests/__init__.py': '',
+        'tests/test_existing.py': `import pytest\n\nimport calc\n\n\n${existing}\n\n@pytest.mark.parametrize("s", ["a b"])\ndef test_param(s):\n    assert " " in s\n`,
+      },
+    ]);
+    const testPatch = [
+      'diff --git a/tests/test_add.py b/tests/test_add.py',
+      'new file mode 100644',
+      '--- /dev/null',
+      '+++ b/tests/test_add.py',
+      '@@ -0,0 +1,9 @@',
+      '+import calc',
+      '+',
+      '+',
+      '+def test_add_sums():',
+      '+    assert calc.add(2, 3) == 5',
+      '+',
+      '+',
+      '+def test_add_commutes():',
+      '+    assert calc.add(4, 1) == calc.add(1, 4)',
+      '',
+    ].join('\n');
+    const gold = ['diff --git a/calc.py b/calc.py', '--- a/calc.py', '+++ b/calc.py', '@@ -1,3 +1,3 @@', ' def add(a, b):', '-    return a - b', '+    return a + b', ' ', ''].join('\n');
+    const p2p = [...Array.from({ length: 119 }, (_, i) => `tests/test_existing.py::test_existing_${i}`), 'tests/test_existing.py::test_param[a b]'];
+    const instance = {
+      repo: 'acme/pycalc',
+      instance_id: 'acme__pycalc-7',
+      base_commit: base,
+      patch: gold,
+      test_patch: testPatch,
+      problem_statement: 'calc.add subtracts.',
+      hints_text: '',
+      created_at: '2026-01-01T00:00:00Z',
+      version: '1.0',
+      FAIL_TO_PASS: JSON.stringify(['tests/test_add.py::test_add_sums', 'tests/test_add.py::test_add_commutes']),
+      PASS_TO_PASS: JSON.stringify(p2p),
+      environment_setup_commit: base,
+    };
+    // As published: a JSON array, pretty-printed.
+    writeFileSync(join(rig.dir, 'instances.json'), JSON.stringify([instance], null, 2) + '\n');
+}
+
+const PYTEST_RUNNER = '{ swebench: instances.json, repos: { acme/pycalc: repos/pycalc }, test_command: "python3 -m pytest -rA -p no:cacheprovider {tests}", timeout: 300 }';
+
+describe.skipIf(!bwrap.ok && process.env['PAIRBENCH_REQUIRE_SANDBOXES'] !== '1')('a SWE-bench instance at a real size, as a JSON array', () => {
+  it('120 PASS_TO_PASS tests: certifies, oracle passes, nop fails, with one pytest run per verification read from its -rA report', { timeout: 120_000 }, async () => {
+    pythonInstance(rig);
+    rig.write(
+      'bench.config.yaml',
+      pipeline(PYTEST_RUNNER, 'acme__pycalc-7', 'bubblewrap'),
+    );
+    const r = await rig.cli('run');
+    expect(r.code, r.stderr).toBe(0);
+    const cert = await rig.outputJson('certify/acme__pycalc-7', 'certification.json');
+    expect(cert.verdict).toBe('certified');
+
+    const oracle = await rig.outputJson('verify-oracle/acme__pycalc-7/only/1', 'verdict.json');
+    expect(oracle.pass).toBe(true);
+    expect(Object.keys(oracle.pass_to_pass)).toHaveLength(120);
+    expect(Object.values(oracle.pass_to_pass).every((s) => s === 'pass')).toBe(true);
+    expect(oracle.pass_to_pass['tests/test_existing.py::test_param[a b]']).toBe('pass');
+    const nop = await rig.outputJson('verify-nop/acme__pycalc-7/only/1', 'verdict.json');
+    expect(nop).toMatchObject({ pass: false, fail_to_pass: { 'tests/test_add.py::test_add_sums': 'fail', 'tests/test_add.py::test_add_commutes': 'fail' } });
+    expect(Object.values(nop.pass_to_pass).every((s) => s === 'pass')).toBe(true);
+    // One pytest process ran every listed test: the whole verifier output is kept.
+    const log = await rig.outputText('verify-oracle/acme__pycalc-7/only/1', 'verifier.log');
+    expect(log.match(/^=== /gm)).toEqual(['=== ']);
+    expect(log).toContain('=== runner (every listed test)');
+    expect(log).toMatch(/^PASSED tests\/test_existing\.py::test_param\[a b\]$/m);
+    expect((await rig.outputText('verify-nop/acme__pycalc-7/only/1', 'verifier.log')).match(/^=== /gm)).toHaveLength(1);
+    // Certify calibrated the runner's canary on the reference solution: one run more, planted into the hidden test file.
+    expect(cert.canaries.runner).toMatchObject({ calibrated: true, targets: [{ where: 'workspace', path: 'tests/test_add.py' }] });
+    const calibration = (await rig.cli('show', 'certify/acme__pycalc-7', 'verifier-logs/oracle-1.log')).stdout;
+    expect(calibration.match(/^=== .*$/gm)).toEqual(['=== runner (every listed test)', '=== canary of runner']);
+  });
+
+  it('an attempt that prints a forged -rA report and exits 0 before any test runs is caught by the runner canary', { timeout: 120_000 }, async () => {
+    pythonInstance(rig);
+    // calc.py, imported by every test module, prints PASSED for every listed id, then ends the process with 0.
+    // pytest captures fd 1 while it collects: the forgery finds the verifier's real stdout among the open pipes and sockets.
+    const forge = [
+      'import os, stat, sys',
+      'report = "".join("PASSED " + t + "\\n" for t in sys.argv[sys.argv.index("no:cacheprovider") + 1:]).encode()',
+      'for fd in range(1, 64):',
+      '    try:',
+      '        if stat.S_ISFIFO(os.fstat(fd).st_mode) or stat.S_ISSOCK(os.fstat(fd).st_mode):',
+      '            os.write(fd, report)',
+      '    except OSError:',
+      '        pass',
+      'os._exit(0)',
+    ].join('\n');
+    const b64 = Buffer.from(`${forge}\n`).toString('base64');
+    rig.write(
+      'bench.config.yaml',
+      `steps:
+  materialize: { kind: materialize, tasks: &tasks ${PYTEST_RUNNER}, matrix: { task: [acme__pycalc-7] } }
+  certify:
+    kind: certify
+    tasks: *tasks
+    needs: [materialize]
+    matrix: { task: [acme__pycalc-7] }
+    sandbox: { backend: bubblewrap, egress: none }
+    policy: { repeats: 1 }
+  attempts:
+    kind: run
+    tasks: *tasks
+    needs: [materialize, certify]
+    matrix: { task: [acme__pycalc-7], arm: [only], rep: 1 }
+    agent: { adapter: command, command: 'echo ${b64} | base64 -d > calc.py' }
+    arms: { only: {} }
+    sandbox: { backend: bubblewrap, egress: none }
+  verify:
+    kind: verify
+    tasks: *tasks
+    needs: [materialize, certify, attempts]
+    matrix: { task: [acme__pycalc-7], arm: [only], rep: 1 }
+    sandbox: { backend: bubblewrap, egress: none }
+`,
+    );
+    const r = await rig.cli('run');
+    expect(r.code, r.stderr).toBe(0);
+    const verdict = await rig.outputJson('verify/acme__pycalc-7/only/1', 'verdict.json');
+    // The forged report says every test passed; the canary's planted failure did not show: not believed.
+    expect(Object.values(verdict.fail_to_pass)).toEqual(['pass', 'pass']);
+    expect(verdict.pass).toBe(false);
+    expect(verdict.forgery).toMatchObject({ reason: 'canary-passed' });
+    expect(verdict.canaries.runner).toMatchObject({ status: 'passed', calibrated: true });
+  });
+});

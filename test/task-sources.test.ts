@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -237,7 +237,7 @@ describe('SWE-bench instances (JSONL)', () => {
           'tests/test_mod.py::test_imports': 'python -m pytest tests/test_mod.py::test_imports',
           "tests/test_mod.py::test_name[it's]": `python -m pytest 'tests/test_mod.py::test_name[it'"'"'s]'`,
         },
-        timeoutSec: 600,
+        timeoutSec: 1800,
         filesDir: null,
         patch: TEST_PATCH,
         result: 'exit-code',
@@ -323,9 +323,26 @@ describe('SWE-bench instances (JSONL)', () => {
     expect(e.at(-1)).toMatch(new RegExp(`^${file}:3:1: error: line 3: expected a JSON object \\(one SWE-bench instance\\), got an array`));
   });
 
+  it('a JSON array (as SWE-bench publishes its datasets) is read too; a problem names the item and its line; {tests} makes one runner', () => {
+    const file = write('swe.json', JSON.stringify([instance(), instance({ instance_id: 'acme__calc-2', base_commit: 'abc' })], null, 2) + '\n');
+    const e = errors(loadSwebenchInstances(file, { 'acme/calc': '/repos/calc' }, pytest));
+    const line = readFileSync(file, 'utf8').split('\n').findIndex((l) => l.includes('"acme__calc-2"')) + 1;
+    expect(e).toHaveLength(1);
+    expect(e[0]).toContain('instance "acme__calc-2": base_commit "abc" is not a full 40-hex commit id');
+    // The item's line: the opening brace of the second object, a few lines above its id.
+    expect(Number(/swe\.json:(\d+):/.exec(e[0]!)?.[1])).toBeGreaterThan(1);
+    expect(Number(/swe\.json:(\d+):/.exec(e[0]!)?.[1])).toBeLessThanOrEqual(line);
+    const ok = write('swe2.json', JSON.stringify([instance()]));
+    const r = loadSwebenchInstances(ok, { 'acme/calc': '/repos/calc' }, { testCommand: 'python -m pytest -rA {tests}', testTimeoutSec: 30 });
+    if (!r.ok) throw new Error(r.error.map(formatDiagnostic).join('\n'));
+    const v = r.value.get('acme__calc-1')!.verifier;
+    expect(v.runner).toEqual({ command: 'python -m pytest -rA {tests}', report: 'pytest-rA', reportFile: null, testTimeoutSec: 30 });
+    expect(Object.keys(v.failToPass)).toEqual(Object.values(v.failToPass));
+  });
+
   it('a test command without {test} is refused', () => {
     const file = jsonl(instance());
     const e = errors(loadSwebenchInstances(file, { 'acme/calc': '/repos/calc' }, { testCommand: 'pytest' }));
-    expect(e[0]).toContain('error: testCommand: test command "pytest" has no {test} placeholder');
+    expect(e[0]).toContain('error: test_command: test command "pytest" has no {tests} (or {test}) placeholder');
   });
 });

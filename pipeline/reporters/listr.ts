@@ -82,6 +82,7 @@ export class ListrReporter implements Reporter {
       case 'running':
         return this.update(e.node, (p) => p.running++);
       case 'done':
+        if (e.outcome) this.plain.event(e);
         return this.update(e.node, (p) => {
           p.running--;
           p.done++;

@@ -1,4 +1,14 @@
+import picomatch from 'picomatch';
 import type { Finding, FindingClass } from './scan.js';
+
+/** A finding a person looked at and accepted: this class, on paths matching this glob, for this reason. */
+export interface AllowEntry {
+  path: string;
+  class: FindingClass;
+  /** Only findings on this surface (tree, prompt, treatment:STEP:ARM); absent: any. */
+  surface?: string;
+  reason: string;
+}
 
 /** What makes a task fail certification. Part of the certify step's cache key. */
 export interface CertifyPolicy {
@@ -8,6 +18,8 @@ export interface CertifyPolicy {
   words: string[];
   /** How many times the discrimination check runs (verifier fails untouched, passes solved). */
   repeats: number;
+  /** Accepted findings, each with its reason (recorded in the receipt). */
+  allow: AllowEntry[];
 }
 
 export const FINDING_CLASSES: readonly FindingClass[] = Object.freeze(['solution-leak', 'verifier-leak', 'benchmark-awareness', 'canary', 'instructions-survived'] as const);
@@ -16,7 +28,18 @@ export const DEFAULT_POLICY: CertifyPolicy = Object.freeze({
   fail_on: Object.freeze([...FINDING_CLASSES]) as FindingClass[],
   words: Object.freeze([]) as unknown as string[],
   repeats: 3,
+  allow: Object.freeze([]) as unknown as AllowEntry[],
 }) as CertifyPolicy;
+
+/** Most severe first: what gives the answer away, then what says it is a test, then what only hints. */
+const SEVERITY: Record<FindingClass, number> = { 'solution-leak': 0, 'verifier-leak': 1, canary: 2, 'instructions-survived': 3, 'benchmark-awareness': 4 };
+
+/** Findings ordered by severity, then surface, path and line: the one to fix first comes first. */
+export function bySeverity(findings: readonly Finding[]): Finding[] {
+  return [...findings].sort(
+    (a, b) => SEVERITY[a.class] - SEVERITY[b.class] || (a.surface < b.surface ? -1 : a.surface > b.surface ? 1 : 0) || (a.path < b.path ? -1 : a.path > b.path ? 1 : 0) || a.line - b.line,
+  );
+}
 
 function isRecord(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -36,15 +59,24 @@ export function policyFromSpec(spec: unknown): CertifyPolicy {
   const failOn = Array.isArray(s['fail_on']) ? s['fail_on'].filter(isFindingClass) : DEFAULT_POLICY.fail_on;
   const words = Array.isArray(s['words']) ? s['words'].filter((w): w is string => typeof w === 'string' && w.trim() !== '') : DEFAULT_POLICY.words;
   const repeats = typeof s['repeats'] === 'number' && Number.isInteger(s['repeats']) && s['repeats'] >= 1 ? s['repeats'] : DEFAULT_POLICY.repeats;
+  const allow = (Array.isArray(s['allow']) ? s['allow'] : [])
+    .filter((a): a is Record<string, unknown> => isRecord(a) && typeof a['path'] === 'string' && isFindingClass(a['class']) && typeof a['reason'] === 'string')
+    .map((a) => ({ path: a['path'] as string, class: a['class'] as FindingClass, ...(typeof a['surface'] === 'string' ? { surface: a['surface'] } : {}), reason: a['reason'] as string }));
   return {
     fail_on: FINDING_CLASSES.filter((c) => failOn.includes(c)),
     words: [...new Set(words)].sort(),
     repeats,
+    allow,
   };
 }
 
-/** The findings that fail certification under `policy`, in their given order. */
+/** The allow entry that accepts a finding, if any. */
+export function allowedBy(f: Finding, policy: CertifyPolicy): AllowEntry | undefined {
+  return policy.allow.find((a) => a.class === f.class && (a.surface === undefined || a.surface === f.surface) && picomatch(a.path, { dot: true })(f.path));
+}
+
+/** The findings that fail certification under `policy` (their class fails, and no allow entry accepts them), most severe first. */
 export function failingFindings(findings: Finding[], policy: CertifyPolicy): Finding[] {
   const failOn = new Set(policy.fail_on);
-  return findings.filter((f) => failOn.has(f.class));
+  return bySeverity(findings.filter((f) => failOn.has(f.class) && !allowedBy(f, policy)));
 }

@@ -4,14 +4,27 @@ import { displayPath } from '../../pipeline/config/load.js';
 import { closest, type Diagnostic, type SourceLocation } from '../../pipeline/diagnostic.js';
 import { err, errorMessage, ok, type Result } from '../../pipeline/result.js';
 import type { Task } from '../task.js';
+import type { ReportFormat } from '../test-report.js';
 
 export interface SwebenchOptions {
   /**
-   * The command that runs one test, with `{test}` where the shell-quoted test id goes,
-   * e.g. `python -m pytest {test}` or `node --test --test-name-pattern={test} test/`.
+   * The test command. With `{tests}`: ONE invocation runs every listed test (their
+   * shell-quoted ids in its place) and each test's result is read from its report, as
+   * SWE-bench's harness does, e.g. `python -m pytest -rA -p no:cacheprovider {tests}`.
+   * With `{test}`: one process per test id (small suites, or runners with no report).
    */
   testCommand: string;
+  /** How a `{tests}` runner's report is read (default: pytest's -rA summary). */
+  report?: ReportFormat;
+  /** Where a `{tests}` runner writes its report in the workspace (JUnit XML); default: its output. */
+  reportFile?: string | null;
+  /** Seconds for the whole verification (the runner, or each per-test process). Default 1800. */
+  timeoutSec?: number;
+  /** Seconds per test, handed to the runner as $PAIRBENCH_TEST_TIMEOUT. Default none. */
+  testTimeoutSec?: number | null;
 }
+
+const DEFAULT_TIMEOUT_SEC = 1800;
 
 const FULL_SHA = /^[0-9a-f]{40}$/;
 const INSTANCE_ID = /^[A-Za-z0-9][A-Za-z0-9_.-]*$/;
@@ -29,8 +42,15 @@ const MAX_EXCERPT = 200;
 export function loadSwebenchInstances(jsonlFile: string, repos: Record<string, string>, options: SwebenchOptions): Result<Map<string, Task>, Diagnostic[]> {
   const file = resolve(jsonlFile);
   const shown = displayPath(file);
-  if (!options.testCommand.includes('{test}')) {
-    return err([{ field: 'testCommand', message: `test command "${options.testCommand}" has no {test} placeholder`, hint: 'e.g. python -m pytest {test}: each FAIL_TO_PASS and PASS_TO_PASS id is put in place of {test}, shell-quoted' }]);
+  const runnerMode = options.testCommand.includes('{tests}');
+  if (!runnerMode && !options.testCommand.includes('{test}')) {
+    return err([
+      {
+        field: 'test_command',
+        message: `test command "${options.testCommand}" has no {tests} (or {test}) placeholder`,
+        hint: 'e.g. python -m pytest -rA -p no:cacheprovider {tests}: one run for every FAIL_TO_PASS and PASS_TO_PASS id, each result read from the -rA summary',
+      },
+    ]);
   }
   let text: string;
   try {
@@ -42,11 +62,8 @@ export function loadSwebenchInstances(jsonlFile: string, repos: Record<string, s
   const problems: Diagnostic[] = [];
   const tasks = new Map<string, Task>();
   const firstLine = new Map<string, number>();
-  text.split('\n').forEach((raw, i) => {
-    const lineText = raw.endsWith('\r') ? raw.slice(0, -1) : raw;
-    if (!lineText.trim()) return;
-    const line = new InstanceLine(shown, i + 1, lineText, problems);
-    const task = line.toTask(file, repos, options.testCommand);
+  const add = (line: InstanceLine) => {
+    const task = line.toTask(file, repos, options);
     if (!task) return;
     const earlier = firstLine.get(task.id);
     if (earlier !== undefined) {
@@ -55,8 +72,55 @@ export function loadSwebenchInstances(jsonlFile: string, repos: Record<string, s
     }
     firstLine.set(task.id, line.line);
     tasks.set(task.id, task);
-  });
+  };
+  // SWE-bench's datasets are published as JSON arrays as well as JSON Lines: both are read.
+  if (text.trimStart().startsWith('[')) {
+    const elements = arrayElements(text);
+    if (!elements.ok) return err([{ message: `${shown} is not a JSON array of instances: ${elements.error}`, hint: 'give one JSON object per instance, as an array or one per line (JSONL)' }]);
+    for (const e of elements.value) add(new InstanceLine(shown, e.line, e.text, problems, `item ${e.index} (line ${e.line})`));
+  } else {
+    text.split('\n').forEach((raw, i) => {
+      const lineText = raw.endsWith('\r') ? raw.slice(0, -1) : raw;
+      if (lineText.trim()) add(new InstanceLine(shown, i + 1, lineText, problems));
+    });
+  }
   return problems.length ? err(problems) : ok(tasks);
+}
+
+/** The top-level elements of a JSON array, each with the line it starts on (for messages). */
+function arrayElements(text: string): Result<{ index: number; line: number; text: string }[], string> {
+  let data: unknown;
+  try {
+    data = JSON.parse(text);
+  } catch (e) {
+    return err(errorMessage(e));
+  }
+  if (!Array.isArray(data)) return err('it does not hold an array');
+  // Where each element starts: the first character of each value at depth 1, outside strings.
+  const starts: number[] = [];
+  let depth = 0;
+  let inString = false;
+  let expectValue = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i]!;
+    if (inString) {
+      if (c === '\\') i++;
+      else if (c === '"') inString = false;
+      continue;
+    }
+    if (depth === 1 && expectValue && !/\s/.test(c)) {
+      starts.push(i);
+      expectValue = false;
+    }
+    if (c === '"') inString = true;
+    else if (c === '{' || c === '[') {
+      depth++;
+      if (depth === 1) expectValue = true;
+    } else if (c === '}' || c === ']') depth--;
+    else if (c === ',' && depth === 1) expectValue = true;
+  }
+  const lineAt = (offset: number) => text.slice(0, offset).split('\n').length;
+  return ok(data.map((value, index) => ({ index, line: lineAt(starts[index] ?? 0), text: JSON.stringify(value) })));
 }
 
 /** Shell-quotes a word the way Python's shlex.quote does: unchanged when safe, else in single quotes. */
@@ -74,11 +138,15 @@ class InstanceLine {
     readonly line: number,
     private readonly text: string,
     private readonly problems: Diagnostic[],
+    where?: string,
   ) {
-    this.label = `instance at line ${line}`;
+    this.label = `instance at ${where ?? `line ${line}`}`;
   }
 
-  toTask(absFile: string, repos: Record<string, string>, testCommand: string): Task | undefined {
+  toTask(absFile: string, repos: Record<string, string>, options: SwebenchOptions): Task | undefined {
+    const runnerMode = options.testCommand.includes('{tests}');
+    // A runner lists the ids; per-test mode has one command per id.
+    const testCommand = runnerMode ? '{test}' : options.testCommand;
     let data: unknown;
     try {
       data = JSON.parse(this.text);
@@ -143,10 +211,13 @@ class InstanceLine {
         command: null,
         failToPass: failToPass!,
         passToPass: passToPass!,
-        timeoutSec: 600,
+        timeoutSec: options.timeoutSec ?? DEFAULT_TIMEOUT_SEC,
         filesDir: null,
         patch: testPatch || null,
         result: 'exit-code',
+        ...(runnerMode
+          ? { runner: { command: options.testCommand, report: options.report ?? 'pytest-rA', reportFile: options.reportFile ?? null, testTimeoutSec: options.testTimeoutSec ?? null } }
+          : {}),
       },
       solution: { patch: gold || null, script: null },
       origin: `${this.file}:${this.line}`,
@@ -201,7 +272,8 @@ class InstanceLine {
         this.problem(field, `item ${i} is ${describe(t)}; expected a non-empty test id string`);
         return undefined;
       }
-      commands[t] = testCommand.replaceAll('{test}', shellQuote(t));
+      // In runner mode the "command" is the id itself (the runner lists every id at once).
+      commands[t] = testCommand === '{test}' ? t : testCommand.replaceAll('{test}', shellQuote(t));
     }
     return commands;
   }
