@@ -1,3 +1,4 @@
+import { basename, dirname } from 'node:path';
 import { gitApply } from '../steps/git-apply.js';
 import { minimalTrajectory, type AgentAdapter } from './adapter.js';
 
@@ -10,6 +11,9 @@ export const nopAgent: AgentAdapter = {
   deliveryScope: () => null,
   parse: (_r, ctx, version) => ({ turns: 0, toolCalls: 0, hitTurnCap: false, trajectory: minimalTrajectory('nop', version, 'none', ctx.prompt, 'nop agent: no action') }),
 };
+
+/** Where a solve script's directory is mounted, in the oracle's sandbox only (Harbor's /solution). */
+const SOLUTION_INSIDE = '/solution';
 
 /** `oracle`: applies the task's reference solution (patch on the host side, or solve script in the sandbox). */
 export const oracleAgent: AgentAdapter = {
@@ -24,8 +28,11 @@ export const oracleAgent: AgentAdapter = {
   },
   invocation(ctx) {
     if (ctx.solution?.script) {
-      if (ctx.sandboxed === false) return { argv: ['sh', ctx.solution.script], env: {}, mounts: [] };
-      return { argv: ['sh', '/run/oracle/solve.sh'], env: {}, mounts: [{ host: ctx.solution.script, target: '/run/oracle/solve.sh', readOnly: true }] };
+      // As Harbor runs it: with bash (a `set -o pipefail` script fails under dash), its whole
+      // solution/ directory at /solution (solve.sh may read files beside it); sh only where there is no bash.
+      const run = (script: string) => ['sh', '-c', 'if command -v bash >/dev/null 2>&1; then exec bash "$0"; else exec sh "$0"; fi', script];
+      if (ctx.sandboxed === false) return { argv: run(ctx.solution.script), env: {}, mounts: [] };
+      return { argv: run(`${SOLUTION_INSIDE}/${basename(ctx.solution.script)}`), env: {}, mounts: [{ host: dirname(ctx.solution.script), target: SOLUTION_INSIDE, readOnly: true }] };
     }
     if (!ctx.solution?.patch) throw new Error('the oracle agent needs the task to have a solution (patch or script)');
     return { argv: ['true'], env: {}, mounts: [] };

@@ -90,7 +90,7 @@ export async function doctorChecks(loaded: LoadedConfig, env: CommandIO['env'], 
     Promise.resolve(toolChecks(pathVar)),
     Promise.resolve([diskCheck(config.storeDir, floors)]),
     memoryCheck(config, graph, uses, engine, floors).then((c) => [c]),
-    sandboxChecks(uses, env, pathVar, docker, engine),
+    sandboxChecks(uses, env, pathVar, docker, engine, graph),
     Promise.resolve(agentChecks(config.steps)),
     Promise.resolve(credentialChecks(config.steps, env)),
     repositoryChecks(config, pathVar),
@@ -290,7 +290,7 @@ function normalizeArch(a: string): string {
 
 const stepList = (names: string[]) => `step${names.length === 1 ? '' : 's'} ${names.join(', ')}`;
 
-async function sandboxChecks(uses: SandboxUse[], env: CommandIO['env'], pathVar: string, docker: ReturnType<typeof dockerClient>, engine: EngineState | undefined): Promise<DoctorCheck[]> {
+async function sandboxChecks(uses: SandboxUse[], env: CommandIO['env'], pathVar: string, docker: ReturnType<typeof dockerClient>, engine: EngineState | undefined, graph: Graph): Promise<DoctorCheck[]> {
   const byBackend = new Map<BackendName, SandboxUse[]>();
   for (const u of uses) byBackend.set(u.settings.backend, [...(byBackend.get(u.settings.backend) ?? []), u]);
   const out: DoctorCheck[] = [];
@@ -312,7 +312,7 @@ async function sandboxChecks(uses: SandboxUse[], env: CommandIO['env'], pathVar:
       if (problem) out.push(missing(`sandbox ${backend} egress ${u.settings.egress} (step ${u.step})`, problem.detail, problem.fix));
     }
   }
-  out.push(...(await imageChecks(uses, docker, engine)));
+  out.push(...(await imageChecks(uses, docker, engine, graph)));
   return out;
 }
 
@@ -340,15 +340,30 @@ async function egressProblem(u: SandboxUse, docker: ReturnType<typeof dockerClie
   return undefined;
 }
 
-async function imageChecks(uses: SandboxUse[], docker: ReturnType<typeof dockerClient>, engine: EngineState | undefined): Promise<DoctorCheck[]> {
+async function imageChecks(uses: SandboxUse[], docker: ReturnType<typeof dockerClient>, engine: EngineState | undefined, graph: Graph): Promise<DoctorCheck[]> {
   const dockerUses = uses.filter((u) => u.settings.backend === 'docker');
   const byImage = new Map<string, string[]>();
   const unpinned: string[] = [];
+  const out: DoctorCheck[] = [];
   for (const u of dockerUses) {
+    const nodes = graph.nodes.filter((n) => n.step.name === u.step);
+    // A task's own image: its environment step builds it (and says what fails when it cannot).
+    if (nodes.some((n) => n.upstream.some((x) => x.kind.name === 'environment'))) continue;
+    if (u.settings.image?.includes('{')) {
+      // A per-task template: every task's image must be in the engine.
+      const images = nodes.map((n) => (n.annotation as { image?: { name: string; id: string | null } } | undefined)?.image).filter((x): x is { name: string; id: string | null } => Boolean(x));
+      const absent = [...new Set(images.filter((i) => !i.id).map((i) => i.name))];
+      const name = `docker images ${u.settings.image} (step ${u.step})`;
+      out.push(
+        absent.length
+          ? missing(name, `${absent.length} of ${new Set(images.map((i) => i.name)).size} are not in the engine: ${absent.slice(0, 5).join(', ')}${absent.length > 5 ? ', ...' : ''}`, 'build or load them locally (docker build / docker load / docker import); pairbench never pulls')
+          : pass(name, `all ${new Set(images.map((i) => i.name)).size} present, each pinned by its ID for the run`),
+      );
+      continue;
+    }
     if (!u.settings.image) unpinned.push(u.step);
     else byImage.set(u.settings.image, [...(byImage.get(u.settings.image) ?? []), u.step]);
   }
-  const out: DoctorCheck[] = [];
   if (unpinned.length) {
     out.push(missing(`docker image (${stepList(unpinned)})`, 'the docker backend needs sandbox.image and none is set', "set sandbox.image to an image ID: docker image inspect --format '{{.Id}}' IMAGE"));
   }

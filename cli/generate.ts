@@ -42,7 +42,8 @@ export async function generate(args: GenerateArgs, log: (line: string) => void):
     seed,
     count,
     language,
-    testCommand: args.testCommand ?? (language === 'js' ? 'node --test --test-reporter=tap' : 'python -m pytest -rA -q'),
+    // Without one, the repository's own: package.json scripts.test (tape, node --test), or pytest -rA.
+    ...(args.testCommand ? { testCommand: args.testCommand } : {}),
     outDir: resolve(args.out!),
     repeats,
     log,

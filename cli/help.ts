@@ -101,7 +101,8 @@ Options:
       --seed N              orders the candidates (default 0)
       --count N             how many tasks (default 5)
       --language js|python  (default js)
-      --test-command CMD    runs the suite with per-test results (default: node --test --test-reporter=tap)
+      --test-command CMD    runs the suite with per-test results (default: the repository's own:
+                            package.json scripts.test when it is tape or node --test; pytest -rA)
       --repeats N           discrimination check repeats (default 2)
       --json                machine-readable output`,
   main: `pairbench: paired, content-addressed evaluation of context for coding agents

@@ -15,7 +15,7 @@ import { Store } from '../pipeline/store/store.js';
 import type { GraphNode, HostEnv } from '../pipeline/step-kind.js';
 import { builtinStepKinds } from '../steps/index.js';
 import { EXIT, HELP } from './help.js';
-import { admitCohorts, annotateExports, cohortsOf, firstAttemptBinder, historyLines, recordCohorts, registryOf } from './cohorts.js';
+import { admitCohorts, annotateEnvironments, annotateExports, annotateImageTemplates, cohortsOf, firstAttemptBinder, historyLines, recordCohorts, registryOf } from './cohorts.js';
 import { explainNode } from './explain.js';
 import { formatRunOutcome, runOutcome } from './run-summary.js';
 import { generate } from './generate.js';
@@ -124,6 +124,8 @@ function load(configPath: string, storeDir: string | undefined, env: HostEnv): {
   const inputs = resolveInputs(ctx, graph.value.nodes);
   if (!inputs.ok) return inputs;
   annotateExports(graph.value.nodes, inputs.value, env);
+  annotateEnvironments(graph.value.nodes, env);
+  annotateImageTemplates(graph.value.nodes, env);
   return { ok: true, value: { config: config.value, graph: graph.value, ctx, inputs: inputs.value } };
 }
 

@@ -1,9 +1,10 @@
+import { execFileSync } from 'node:child_process';
 import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 import pLimit from 'p-limit';
 import { err, ok, type Result } from '../pipeline/result.js';
 import { compare, seededOrder } from './seeded-order.js';
-import { adapterFor, type LanguageAdapter, type RunnerContext } from './test-suite.js';
+import { adapterFor, defaultTestCommand, type JsRunner, type LanguageAdapter, type RunnerContext } from './test-suite.js';
 import type { DroppedCandidate, GenerateOptions, SuiteResult } from './types.js';
 
 export const DEFAULT_REPEATS = 2;
@@ -48,9 +49,18 @@ export function checkOptions(kind: string, o: GenerateOptions): Result<Setup, st
   const timeoutSec = o.timeoutSec ?? DEFAULT_TIMEOUT_SEC;
   if (!(timeoutSec > 0)) return err(`${kind}: timeoutSec must be positive, got ${timeoutSec}`);
   if (o.language !== 'js' && o.language !== 'python') return err(`${kind}: language must be 'js' or 'python', got "${String(o.language)}"`);
-  if (!o.testCommand.trim()) return err(`${kind}: testCommand is empty`);
+  if (o.testCommand !== undefined && !o.testCommand.trim()) return err(`${kind}: testCommand is empty`);
+  // Without a test command: the repository's own (package.json scripts.test, or pytest).
+  let runner: JsRunner = 'node-test';
+  let testCommand = o.testCommand?.trim();
+  if (testCommand === undefined) {
+    const found = defaultTestCommand(o.language, packageJsonAt(o.repo, o.commit));
+    if (!found.ok) return err(`${kind}: ${found.error}`);
+    testCommand = found.value.command;
+    if (found.value.runner === 'tape') runner = 'tape';
+  } else if (o.language === 'js' && /(^|\s)tape(\s|$)/.test(testCommand)) runner = 'tape';
   const concurrency = o.concurrency ?? Math.max(1, Math.min(4, availableParallelism()));
-  const ctx: RunnerContext = { testCommand: o.testCommand.trim(), env: o.env ?? defaultTestEnv(), timeoutMs: timeoutSec * 1000, limit: pLimit(concurrency) };
+  const ctx: RunnerContext = { testCommand, env: o.env ?? defaultTestEnv(), timeoutMs: timeoutSec * 1000, limit: pLimit(concurrency) };
   return ok({
     repo: resolve(o.repo),
     commit: o.commit,
@@ -59,7 +69,7 @@ export function checkOptions(kind: string, o: GenerateOptions): Result<Setup, st
     repeats,
     timeoutSec,
     ctx,
-    adapter: adapterFor(o.language, ctx),
+    adapter: adapterFor(o.language, ctx, runner),
     log: o.log ?? (() => {}),
   });
 }
@@ -70,14 +80,24 @@ export function choosePassToPass(seed: number, before: SuiteResult, after: Suite
   return seededOrder(seed, pool, (id) => id).slice(0, PASS_TO_PASS_MAX).sort(compare);
 }
 
-/** Tests that pass in `good` and fail in `bad`, by id. */
+/**
+ * Tests that pass in `good` and fail in `bad`, by id. A test `bad` does not report at all (its
+ * file crashed before it ran) did not pass there: it fails, as SWE-bench grades a missing test.
+ */
 export function failToPass(good: SuiteResult, bad: SuiteResult): string[] {
-  return [...good].filter(([id, t]) => t.status === 'pass' && bad.get(id)?.status === 'fail').map(([id]) => id).sort(compare);
+  return [...good].filter(([id, t]) => t.status === 'pass' && (bad.get(id)?.status ?? 'fail') === 'fail').map(([id]) => id).sort(compare);
 }
 
 /** The refusal when fewer valid tasks than asked were found. */
 export function refusal(kind: string, found: number, asked: number, dropped: DroppedCandidate[], where: string): string {
   const lines = [`${kind}: found ${found} valid task${found === 1 ? '' : 's'}, asked for ${asked} (${where})`];
+  // When every candidate fell for one reason, that is the cause: say it first.
+  const reasons = new Set(dropped.map((d) => d.reason));
+  if (dropped.length && reasons.size === 1) {
+    const only = [...reasons][0]!;
+    const cause = only === 'no test covers it' ? 'no function is covered by a failing test' : only === 'no test fails without the change' ? 'no change is covered by a failing test' : null;
+    if (cause) lines.push(`cause: ${cause} (the suite ran; stubbing or reverting broke none of its tests)`);
+  }
   if (dropped.length) {
     lines.push(`dropped ${dropped.length} candidate${dropped.length === 1 ? '' : 's'}:`);
     for (const d of dropped) lines.push(`  ${d.candidate}: ${d.reason}`);
@@ -107,4 +127,13 @@ export async function firstValid<C, T>(
     }
   }
   return { accepted, dropped };
+}
+
+/** package.json at the commit's root, or null when it has none. */
+function packageJsonAt(repo: string, commit: string): string | null {
+  try {
+    return execFileSync('git', ['-C', resolve(repo), 'show', `${commit}:package.json`], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
+  } catch {
+    return null;
+  }
 }

@@ -90,10 +90,11 @@ async function evaluate(s: Setup, o: RevertOptions, commit: string, dir: string)
     const subject = await subjectOf(s.repo, commit);
     const id = `revert-${commit.slice(0, 12)}`;
     const command = (t: string) => s.adapter.commandFor(t, atCommit.value.get(t)!);
+    // The prompt names no test: the tests that decide the task are the verifier's, and
+    // naming them would be verifier leakage (certify rejects it).
     const prompt = [
-      `\`${src.path}\` is missing a change that the tests expect (the change's commit message: "${subject}").`,
-      `Change \`${src.path}\` so that these tests pass, without breaking the others:`,
-      ...f2p.map((t) => `- ${t}`),
+      `\`${src.path}\` is missing a change that the repository's tests expect (the change's commit message: "${subject}").`,
+      `Make that change in \`${src.path}\`, without breaking the other tests.`,
     ].join('\n');
     return ok({
       task: { id, commit, file: src.path, covering: f2p },

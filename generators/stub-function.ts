@@ -64,7 +64,7 @@ async function generate(s: Setup, options: StubFunctionOptions, work: string): P
     } catch {
       continue; // export-ignore'd
     }
-    for (const span of s.adapter.findFunctions(text)) candidates.push({ id: `${file}#${span.name}`, file, mode, span });
+    for (const span of s.adapter.findFunctions(text, file)) candidates.push({ id: `${file}#${span.name}`, file, mode, span });
   }
   if (!candidates.length) return err(`${KIND}: ${where}: no exported functions in its source files`);
   const ordered = seededOrder(s.seed, candidates, (c) => c.id);

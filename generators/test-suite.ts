@@ -1,3 +1,4 @@
+import picomatch from 'picomatch';
 import pLimit from 'p-limit';
 import { runProcess } from '../sandboxes/exec-process.js';
 import type { ExecResult } from '../sandboxes/sandbox.js';
@@ -16,7 +17,8 @@ export interface LanguageAdapter {
   isTestFile(path: string): boolean;
   /** A non-test source file whose exported functions may be stubbed. */
   isSourceFile(path: string): boolean;
-  findFunctions(source: string): FunctionSpan[];
+  /** The exported functions of `source` (the file's path picks the dialect). */
+  findFunctions(source: string, file: string): FunctionSpan[];
   /** How the prompt says what a stub does. */
   readonly stubBehaviour: string;
   /** An error message when `file` in `tree` does not parse, else null. */
@@ -41,13 +43,40 @@ export function runShell(ctx: RunnerContext, tree: string, command: string): Pro
   return ctx.limit(() => runProcess(['sh', '-c', command], { cwd: tree, env: ctx.env, timeoutMs: ctx.timeoutMs }));
 }
 
-export function adapterFor(language: Language, ctx: RunnerContext): LanguageAdapter {
+export function adapterFor(language: Language, ctx: RunnerContext, runner: JsRunner = 'node-test'): LanguageAdapter {
   switch (language) {
     case 'js':
-      return jsAdapter(ctx);
+      return runner === 'tape' ? tapeAdapter(ctx) : jsAdapter(ctx);
     case 'python':
       return pythonAdapter(ctx);
   }
+}
+
+/** The JavaScript test runners a generator reads: node:test's TAP, tape's TAP. */
+export type JsRunner = 'node-test' | 'tape';
+
+/**
+ * The repository's own test command when the caller gives none: package.json's
+ * `scripts.test` for JavaScript (its runner recognised, with a machine-readable reporter
+ * where the runner takes one), pytest with -rA for Python. A script whose runner output
+ * pairbench cannot read is refused with what to do.
+ */
+export function defaultTestCommand(language: Language, packageJson: string | null): Result<{ command: string; runner: JsRunner | 'pytest' }, string> {
+  if (language === 'python') return ok({ command: 'python3 -m pytest -rA -q -p no:cacheprovider', runner: 'pytest' });
+  if (packageJson === null) return ok({ command: 'node --test --test-reporter=tap', runner: 'node-test' });
+  let script: unknown;
+  try {
+    script = (JSON.parse(packageJson) as { scripts?: Record<string, unknown> }).scripts?.['test'];
+  } catch (e) {
+    return err(`package.json does not parse (${(e as Error).message}): give --test-command`);
+  }
+  if (typeof script !== 'string' || !script.trim()) return ok({ command: 'node --test --test-reporter=tap', runner: 'node-test' });
+  if (/(^|[\s;&|(])tape(\s|$)/.test(script)) return ok({ command: script.trim(), runner: 'tape' });
+  if (/(^|[\s;&|(])node\s+(?:[^|;&]*\s)?--test\b/.test(script)) return ok({ command: 'node --test --test-reporter=tap', runner: 'node-test' });
+  return err(
+    `runner output not understood: package.json's test script is ${JSON.stringify(script)}; ` +
+      'give --test-command with a runner whose per-test results pairbench reads (node --test --test-reporter=tap, tape FILES)',
+  );
 }
 
 /** Messages name files relative to the tree: temp paths would make reports differ run to run. */
@@ -117,6 +146,87 @@ function jsAdapter(ctx: RunnerContext): LanguageAdapter {
       return parseRun(test.file, output).get(id)?.status === 'pass';
     },
   };
+}
+
+/**
+ * tape: each test file run on its own (`tape FILE`, from the repository's node_modules/.bin)
+ * so that every test is named by its file; a test is a `# name` section of the TAP, passing
+ * when none of its assertions failed, identified as `file::name` (a repeated name in one
+ * file by its ordinal: `file::name #2`). The test files are the ones the test script names
+ * (its globs), else test/**.
+ */
+function tapeAdapter(ctx: RunnerContext): LanguageAdapter {
+  const base = jsAdapter(ctx);
+  const [bin, ...args] = ctx.testCommand.split(/\s+/);
+  const globs = args.filter((a) => !a.startsWith('-'));
+  const matches = picomatch(globs.length ? globs : ['test/**/*.js'], { dot: false });
+  const isTestFile = (path: string) => matches(path) && !hiddenOrVendored(path);
+  const run = (file: string) => `PATH="$PWD/node_modules/.bin:$PATH" ${bin} ${shellQuote(file)}`;
+  return {
+    ...base,
+    isTestFile,
+    isSourceFile: (path) => JS_EXT.test(path) && !/\.d\.[cm]?ts$/.test(path) && !hiddenOrVendored(path) && !isTestFile(path) && !base.isTestFile(path),
+    async runSuite(tree) {
+      const files = walkFiles(tree).filter(isTestFile).sort();
+      if (!files.length) return err(`no test files match ${JSON.stringify(globs.length ? globs : ['test/**/*.js'])} (from the test command ${JSON.stringify(ctx.testCommand)})`);
+      const runs = await Promise.all(files.map((f) => runShell(ctx, tree, run(f)).then((r) => [f, r] as const)));
+      const suite: SuiteResult = new Map();
+      for (const [file, r] of runs) for (const [id, t] of parseTapeSections(file, `${r.stdout}\n${r.stderr}`)) suite.set(id, t);
+      if (suite.size === 0) {
+        const last = runs.map(([, r]) => (r.stdout + r.stderr).trim().split('\n').slice(-2).join(' | ')).find(Boolean) ?? '';
+        return err(`runner output not understood: ${bin} printed no "# test" sections${last ? ` (last lines: ${last})` : ''}`);
+      }
+      return ok(suite);
+    },
+    commandFor(id, test) {
+      // Runs the test's file and passes only when that test's section holds an "ok" and no "not ok".
+      const { name, nth } = sectionOf(id, test.file);
+      // The TAP passes through (what ran stays visible in the verifier's output).
+      const check = 'BEGIN{w=ENVIRON["PAIRBENCH_TAPE_TEST"];n=ENVIRON["PAIRBENCH_TAPE_NTH"]+0} {print} /^# /{if($0==w){c++;inside=(c==n)}else inside=0;next} inside&&/^not ok /{bad=1} inside&&/^ok /{good=1} END{exit !(good&&!bad)}';
+      return `${run(test.file)} 2>&1 | PAIRBENCH_TAPE_TEST=${shellQuote(`# ${name}`)} PAIRBENCH_TAPE_NTH=${nth} awk ${shellQuote(check)}`;
+    },
+    ranAndPassed(id, test, output) {
+      return parseTapeSections(test.file, output).get(id)?.status === 'pass';
+    },
+  };
+}
+
+/** The test name and its ordinal among same-named tests of its file, from an id `file::name[ #n]`. */
+function sectionOf(id: string, file: string): { name: string; nth: number } {
+  const rest = id.slice(file.length + 2);
+  const m = / #(\d+)$/.exec(rest);
+  return m ? { name: rest.slice(0, m.index), nth: Number(m[1]) } : { name: rest, nth: 1 };
+}
+
+/** tape's TAP: `# name` opens a test, `ok`/`not ok` lines are its assertions; a test without an assertion is not selectable. */
+export function parseTapeSections(file: string, output: string): Map<string, TestResult> {
+  const out = new Map<string, TestResult>();
+  const seen = new Map<string, number>();
+  let current: { id: string; ok: number; bad: number } | null = null;
+  const close = () => {
+    if (current) out.set(current.id, { status: current.bad ? 'fail' : current.ok ? 'pass' : 'skip', file, selectors: [] });
+  };
+  for (const raw of output.split('\n')) {
+    const line = raw.replace(/\r$/, '');
+    const header = /^# (.+)$/.exec(line);
+    if (header) {
+      const name = header[1]!;
+      // tape's closing lines are comments too: "# tests 3", "# pass 3", "# fail 1", "# ok".
+      if (/^(tests|pass|fail|todo|skip) \d+$/.test(name) || name === 'ok') continue;
+      close();
+      const n = (seen.get(name) ?? 0) + 1;
+      seen.set(name, n);
+      current = { id: `${file}::${name}${n > 1 ? ` #${n}` : ''}`, ok: 0, bad: 0 };
+      continue;
+    }
+    if (!current) continue;
+    if (/^not ok \d+/.test(line)) current.bad++;
+    else if (/^ok \d+/.test(line)) current.ok++;
+  }
+  // A run that ended without tape's plan line crashed (a thrown error ends the process): the open test failed.
+  if (current && !/^1\.\.\d+\s*$/m.test(output)) current.bad++;
+  close();
+  return out;
 }
 
 function pythonAdapter(ctx: RunnerContext): LanguageAdapter {

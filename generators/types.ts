@@ -14,10 +14,11 @@ export interface GenerateOptions {
   language: Language;
   /**
    * Runs the whole suite from the repo root and prints per-test results:
-   * js `node --test --test-reporter=tap` (run once per test file, with the file appended, so that
-   * each test is attributed to its file); python `python -m pytest -rA -q`.
+   * js `node --test --test-reporter=tap` or `tape FILES` (run once per test file, with the file
+   * appended, so that each test is attributed to its file); python `python -m pytest -rA -q`.
+   * Default: the repository's own (package.json scripts.test; pytest -rA for Python).
    */
-  testCommand: string;
+  testCommand?: string;
   /** Task directories are written to `<outDir>/<id>/`. */
   outDir: string;
   /** How task.yaml refers to the repo, relative to the task dir; default: the relative path. */

@@ -195,6 +195,7 @@ async function createSandbox(docker: Docker, spec: SandboxSpec, options: Resolve
   // From here on everything made is undone by `cleanup` if a later step fails.
   const scratch = mkdtempSync(join(tmpdir(), 'pairbench-docker-'));
   chmodSync(scratch, 0o755);
+  const workdir = spec.workdir ?? DOCKER_WORKDIR;
   let proxy: EgressProxy | undefined;
   let container: Docker.Container | undefined;
   let forwarder: Duplex | undefined;
@@ -207,7 +208,7 @@ async function createSandbox(docker: Docker, spec: SandboxSpec, options: Resolve
 
   try {
     const mounts: Docker.MountSettings[] = [
-      { Type: 'bind', Source: workspace, Target: DOCKER_WORKDIR, ReadOnly: false },
+      { Type: 'bind', Source: workspace, Target: workdir, ReadOnly: false },
       ...(spec.mounts ?? []).map((m) => ({ Type: 'bind' as const, Source: resolve(m.host), Target: m.target, ReadOnly: m.readOnly })),
     ];
     const pairs: string[] = [];
@@ -240,7 +241,7 @@ async function createSandbox(docker: Docker, spec: SandboxSpec, options: Resolve
       Entrypoint: ['sleep'],
       Cmd: ['infinity'],
       User: HELPER_USER,
-      WorkingDir: DOCKER_WORKDIR,
+      WorkingDir: workdir,
       Env: envList(env),
       ...(networkMode === 'host' ? {} : { Hostname: 'sandbox' }),
       Labels: { ...spec.labels, [LABEL.tool]: '1', [LABEL.pid]: String(process.pid), [LABEL.pidStart]: me.start, [LABEL.host]: me.host, [LABEL.version]: packageVersion() },
@@ -316,11 +317,11 @@ async function createSandbox(docker: Docker, spec: SandboxSpec, options: Resolve
     })());
 
   const sandbox: Sandbox & { readonly containerId: string } = {
-    workdir: DOCKER_WORKDIR,
+    workdir,
     containerId: c.id,
     exec: (argv, o = {}) => {
       if (closed) return Promise.reject(new Error('docker sandbox: exec after close()'));
-      return execIn(c, argv, o);
+      return execIn(c, argv, { ...o, cwd: o.cwd ?? workdir });
     },
     receipt: (): SandboxReceipt => ({ ...receiptBase, resources: { ...receiptBase.resources }, egress_log: finalLog ?? proxy?.events() ?? [] }),
     close,

@@ -33,6 +33,8 @@ export interface SandboxSpec {
   mounts?: Mount[];
   /** Docker: image ID (sha256:...) to run; other backends ignore it. */
   image?: string;
+  /** Docker: where the workspace is mounted and processes start (an image's WORKDIR, e.g. /app); default /work. */
+  workdir?: string;
   resources?: { cpus?: number; memoryMb?: number; pids?: number };
   egress: EgressPolicy;
   /** Host unix sockets made reachable inside as 127.0.0.1:port (the model gateway). */

@@ -1,5 +1,5 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { join, relative } from 'node:path';
+import { dirname, join, relative } from 'node:path';
 import type { AttemptContext } from '../agents/adapter.js';
 import { oracleAgent } from '../agents/simple.js';
 import { canonicalJson, type Json } from '../pipeline/canonical-json.js';
@@ -12,10 +12,11 @@ import { sandboxBackend } from '../sandboxes/index.js';
 import { checkTasks, taskOf } from './agent-step-config.js';
 import { allowedBy, bySeverity, failingFindings, policyFromSpec, type AllowEntry, type CertifyPolicy } from './certify/policy.js';
 import type { Finding, Surface } from './certify/scan.js';
-import { sandboxOf, type ArmSpec, type SandboxSettings } from './run.js';
+import { sandboxFor, sandboxOf, type ArmSpec, type SandboxSettings } from './run.js';
 import type { Task } from './task.js';
 import type { CanaryCalibrations } from './verifier-canary.js';
-import { runVerifier, type VerifierOutcome } from './verifier-run.js';
+import { runVerifier, verifierSandbox, type VerifierOutcome } from './verifier-run.js';
+import { ENVIRONMENT_OUTPUTS, inEnvironment, networkNote, startingPoint } from './environment.js';
 import { verifierOwned } from './verifier-owned.js';
 import { diffSnapshots, snapshot } from './workspace.js';
 
@@ -76,12 +77,12 @@ function vendoredNote(f: Finding): string {
 }
 
 /** Applies the reference solution through the oracle agent itself (the same path its attempts take). */
-async function applySolution(task: Task, ws: string, settings: ReturnType<typeof sandboxOf>): Promise<Result<void, string>> {
+async function applySolution(task: Task, ws: string, settings: ReturnType<typeof sandboxOf> & { workdir?: string }): Promise<Result<void, string>> {
   if (!task.solution.patch && !task.solution.script) return err('the task has no reference solution (solution.patch or solution.script)');
   const sandboxed = settings.backend !== 'local';
   const actx: AttemptContext = {
     prompt: task.prompt,
-    workdir: sandboxed ? '/work' : ws,
+    workdir: sandboxed ? (settings.workdir ?? '/work') : ws,
     model: 'none',
     flags: [],
     limits: { turns: 1, wallSeconds: 600 },
@@ -101,13 +102,16 @@ async function applySolution(task: Task, ws: string, settings: ReturnType<typeof
     workspace: ws,
     mounts: inv.mounts,
     ...(settings.image ? { image: settings.image } : {}),
+    ...(settings.workdir ? { workdir: settings.workdir } : {}),
     egress: { mode: settings.egress },
     env: { PATH: '/usr/local/bin:/usr/bin:/bin', HOME: '/tmp', ...inv.env },
   });
   if (!created.ok) return err(created.error.message);
   try {
     const r = await created.value.exec(inv.argv, { timeoutMs: 600_000 });
-    return r.exitCode === 0 ? ok(undefined) : err(`the reference script exited ${r.exitCode}: ${r.stderr.trim().slice(-400)}`);
+    if (r.exitCode === 0) return ok(undefined);
+    const note = networkNote(task, settings.egress, `${r.stdout}\n${r.stderr}`);
+    return err(`the reference script exited ${r.exitCode}: ${r.stderr.trim().slice(-400)}${note ? ` -- ${note}` : ''}`);
   } finally {
     await created.value.close();
   }
@@ -156,6 +160,7 @@ export const certifyStep: StepKind = {
       verifier: { command: task.verifier.command, fail_to_pass: task.verifier.failToPass, pass_to_pass: task.verifier.passToPass, patch: task.verifier.patch, result: task.verifier.result, timeout: task.verifier.timeoutSec, runner: (task.verifier.runner ?? null) as unknown as Json },
       arms: Object.fromEntries(Object.entries(arms).map(([k, a]) => [k, { files: a.files ?? {}, prompt_append: a.prompt_append ?? null, env: a.env ?? {}, mcp_servers: Object.fromEntries(Object.entries(a.mcp_servers ?? {}).map(([s, m]) => [s, { command: m.command, args: m.args ?? [], env: m.env ?? {} }])) }])),
       policy: policyFromSpec(spec(node.step).policy) as unknown as Json,
+      ...(task.environment ? { environment: task.environment as unknown as Json } : {}),
       sandbox: sandboxOf(spec(node.step)) as unknown as Json,
     };
   },
@@ -163,19 +168,26 @@ export const certifyStep: StepKind = {
     const task = taskOf(node);
     const out: FileInputSpec[] = [];
     if (task.verifier.filesDir) out.push({ pattern: relative(node.step.rootDir, task.verifier.filesDir), field: ['tasks'] });
-    if (task.solution.script) out.push({ pattern: relative(node.step.rootDir, task.solution.script), field: ['tasks'] });
+    if (task.solution.script) out.push({ pattern: relative(node.step.rootDir, dirname(task.solution.script)), field: ['tasks'] });
     for (const arm of Object.values(armsOf(node))) for (const src of Object.values(arm.files ?? {})) out.push({ pattern: src, field: ['tasks'] });
     return out;
   },
-  selectUpstream: (_node, upstream) => (upstream.kind.name === 'materialize' ? ['tree'] : undefined),
+  selectUpstream: (_node, upstream) => (upstream.kind.name === 'materialize' ? ['tree'] : upstream.kind.name === 'environment' ? ENVIRONMENT_OUTPUTS : undefined),
   describeConfigField: (path) => path.join('.'),
 
   async execute(ctx: ExecutionContext) {
     const task = taskOf(ctx.node);
     const policy = policyFromSpec(spec(ctx.node.step).policy);
-    const settings = sandboxOf(spec(ctx.node.step));
-    const tree = ctx.upstream.find((u) => u.outputs['tree'])?.outputs['tree'];
-    if (!tree) return err({ reason: 'internal', message: 'certify needs a materialize upstream (tree)' });
+    // A task with its own environment is certified in its image, on the tree an attempt starts from.
+    const point = startingPoint(ctx);
+    if (!point) return err({ reason: 'internal', message: 'certify needs a materialize (or environment) upstream (tree)' });
+    const tree = point.tree;
+    const configured = sandboxFor(ctx.node, spec(ctx.node.step));
+    if (!configured.ok) return err({ reason: 'infra', message: configured.error });
+    const settings = inEnvironment(configured.value, point.environment, task);
+    if (point.environment && settings.backend !== 'docker') {
+      return err({ reason: 'refused', message: `task ${task.id} runs in the image its environment step built: give step ${ctx.node.step.name} sandbox: { backend: docker }` });
+    }
     const log = (line: string) => writeFileSync(ctx.logFile, line + '\n', { flag: 'a' });
     const staged = (path: string): OutputEntry | undefined => ctx.files.find((f) => f.path === path)?.entry;
     const root = join(ctx.workDir, 'surfaces');
@@ -222,6 +234,7 @@ export const certifyStep: StepKind = {
     // Every check's full verifier output (nop-1.log, oracle-1.log, ...): why a task was rejected is readable.
     const verifierLogs = join(ctx.workDir, 'verifier-logs');
     mkdirSync(verifierLogs, { recursive: true });
+    let oracleOutput = '';
     const reasons: string[] = [];
     const canaries: CanaryCalibrations = {};
     let solutionWritesOwned = false;
@@ -251,11 +264,12 @@ export const certifyStep: StepKind = {
           }
           // The first run with the reference solution also calibrates the canaries: each must fail there.
           const calibrate = agent === 'oracle' && i === 0;
-          const outcome: Result<VerifierOutcome, string> = await runVerifier(task, ws, verifierDir, scratch, { backend: settings.backend, egress: settings.egress, image: settings.image, allow: settings.allow, resources: settings.resources }, ctx.signal, calibrate ? { mode: 'calibrate' } : undefined);
+          const outcome: Result<VerifierOutcome, string> = await runVerifier(task, ws, verifierDir, scratch, verifierSandbox(settings), ctx.signal, calibrate ? { mode: 'calibrate' } : undefined);
           if (!outcome.ok) return err({ reason: 'infra', message: `infrastructure: ${outcome.error}` });
           if (calibrate) Object.assign(canaries, calibrations(outcome.value));
           checks[agent].push(outcome.value.pass);
           writeFileSync(join(verifierLogs, `${agent}-${i + 1}.log`), outcome.value.transcript);
+          if (agent === 'oracle') oracleOutput += outcome.value.transcript;
           log(`check ${i + 1}/${policy.repeats} ${agent}: verifier ${outcome.value.pass ? 'passes' : 'fails'} (${outcome.value.evidence.map((e) => `${e.name}=${e.status}`).join(', ')})`);
         }
       }
@@ -269,7 +283,10 @@ export const certifyStep: StepKind = {
     if (oraclePasses > 0 && oraclePasses < policy.repeats) flaky.push(`flaky verifier: passed ${oraclePasses} of ${policy.repeats} times with the reference solution`);
     const discriminating = nopPasses === 0 && oraclePasses === policy.repeats;
     if (nopPasses === policy.repeats) reasons.push('non-discriminating: the verifier passes on the untouched tree');
-    if (oraclePasses === 0 && !reasons.some((r) => r.startsWith('oracle:'))) reasons.push('the verifier fails with the reference solution');
+    if (oraclePasses === 0 && !reasons.some((r) => r.startsWith('oracle:'))) {
+      const note = networkNote(task, settings.egress, oracleOutput);
+      reasons.push(`the verifier fails with the reference solution${note ? ` -- ${note}` : ''} (its output: pairbench show ${ctx.node.id} verifier-logs/oracle-1.log)`);
+    }
     reasons.push(...flaky);
     for (const f of failing.slice(0, 20)) reasons.push(`${f.class} in ${f.surface} ${f.path}:${f.line}: ${f.detail}${vendoredNote(f)}`);
     if (failing.length > 20) reasons.push(`... and ${failing.length - 20} more findings (every finding is in certification.json, most severe first)`);

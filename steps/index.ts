@@ -4,9 +4,10 @@ import { auditStep } from './audit.js';
 import { certifyStep } from './certify.js';
 import { exportStep } from './export-step.js';
 import { commandStep } from './command.js';
+import { environmentStep } from './environment.js';
 import { materializeStep } from './materialize.js';
 import { runStep } from './run.js';
 import { verifyStep } from './verify.js';
 
 /** Built-in step kinds by name. Adding one: a module here plus its schema in schemas/. */
-export const builtinStepKinds: StepKindRegistry = new Map([commandStep, materializeStep, certifyStep, runStep, verifyStep, auditStep, analyzeStep, exportStep].map((k) => [k.name, k]));
+export const builtinStepKinds: StepKindRegistry = new Map([commandStep, materializeStep, environmentStep, certifyStep, runStep, verifyStep, auditStep, analyzeStep, exportStep].map((k) => [k.name, k]));

@@ -1,6 +1,6 @@
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, normalize, relative } from 'node:path';
+import { dirname, join, normalize, relative } from 'node:path';
 import type { AgentAdapter, AttemptContext, McpServer } from '../agents/adapter.js';
 import { fingerprintLines, foldLine, lineDigest, type Marker } from '../gateway/markers.js';
 import { agentAdapters } from '../agents/index.js';
@@ -15,6 +15,7 @@ import { bubblewrapWorksSync } from '../sandboxes/bubblewrap.js';
 import { sandboxBackend, type BackendName } from '../sandboxes/index.js';
 import type { EgressMode, Mount, Sandbox } from '../sandboxes/sandbox.js';
 import { checkTasks, taskOf } from './agent-step-config.js';
+import { ENVIRONMENT_OUTPUTS, inEnvironment, startingPoint } from './environment.js';
 import type { ModelSession } from './model-session.js';
 import { copyWritten, diffSnapshots, snapshot } from './workspace.js';
 
@@ -114,6 +115,19 @@ export function sandboxOf(s: { sandbox?: SandboxSettings }) {
 }
 
 /**
+ * The step's sandbox for one node: a per-task image template (`sweb.eval.x86_64.{instance_id}`)
+ * is the image ID the CLI resolved when it planned the node (GraphNode.annotation, part of its key).
+ */
+export function sandboxFor(node: GraphNode, s: { sandbox?: SandboxSettings }): Result<ReturnType<typeof sandboxOf>, string> {
+  const settings = sandboxOf(s);
+  if (!settings.image?.includes('{')) return ok(settings);
+  const resolved = (node.annotation as { image?: { name: string; id: string | null } } | undefined)?.image;
+  if (!resolved) return err(`the image template ${settings.image} was not resolved for ${node.id} (it is resolved when a run is planned by the CLI)`);
+  if (!resolved.id) return err(`image ${resolved.name} (from ${settings.image}) is not in the engine: build or load it locally (docker build / docker load / docker import); pairbench never pulls`);
+  return ok({ ...settings, image: resolved.id });
+}
+
+/**
  * The arm's marker: the fingerprint of its treatment and where the agent gives it to
  * the model (gateway/markers.ts). Taken from the staged bytes (the ones in the key).
  * Only the node's own arm is checked here: checking another arm's marker would make
@@ -144,7 +158,7 @@ type StagedDigest = ExecutionContext['files'][number]['entry']['digest'];
 
 /** Starts the sandbox with the gateway reachable; a failure here is infrastructure, not the agent. */
 async function startSandbox(
-  settings: ReturnType<typeof sandboxOf>,
+  settings: ReturnType<typeof sandboxOf> & { workdir?: string },
   workspace: string,
   mounts: Mount[],
   model: ModelSession | undefined,
@@ -157,6 +171,7 @@ async function startSandbox(
     workspace,
     mounts,
     ...(settings.image ? { image: settings.image } : {}),
+    ...(settings.workdir ? { workdir: settings.workdir } : {}),
     resources: { ...(settings.resources.cpus ? { cpus: settings.resources.cpus } : {}), ...(settings.resources.memory_mb ? { memoryMb: settings.resources.memory_mb } : {}), ...(settings.resources.pids ? { pids: settings.resources.pids } : {}) },
     egress: { mode: settings.egress, allow: [...settings.allow] },
     forwards: model?.socket ? [{ socket: model.socket, port: GATEWAY_PORT_INSIDE }] : [],
@@ -258,6 +273,8 @@ export const runStep: StepKind = {
       model: { upstream: s.model?.upstream ?? null, fake: Boolean(s.model?.fake_script), api_key_env: s.model?.api_key_env ?? null },
       // The script's bytes are a file input; its path here is relative, so machines share keys.
       solution: adapter.name === 'oracle' ? { patch: task.solution.patch, script: task.solution.script ? relative(node.step.rootDir, task.solution.script) : null } : null,
+      // What a task's own environment (task.toml) sets: the agent's time limit, CPUs, memory, network.
+      ...(task.environment ? { environment: task.environment } : {}),
     } as unknown as Json;
   },
 
@@ -266,9 +283,9 @@ export const runStep: StepKind = {
     const arm = armOf(s, node.matrix['arm']!);
     const out: FileInputSpec[] = Object.entries(arm.files ?? {}).map(([dest, src]) => ({ pattern: src, field: ['arms', node.matrix['arm']!, 'files', dest] }));
     if (s.model?.fake_script) out.push({ pattern: s.model.fake_script, field: ['model', 'fake_script'] });
-    // The oracle's solve script is an input of its attempts (a patch is in keyConfig as text).
+    // The oracle's solution directory (its solve script and what it reads) is an input of its attempts (a patch is in keyConfig as text).
     const script = s.agent.adapter === 'oracle' ? taskOf(node).solution.script : null;
-    if (script) out.push({ pattern: relative(node.step.rootDir, script), field: ['agent'] });
+    if (script) out.push({ pattern: relative(node.step.rootDir, dirname(script)), field: ['agent'] });
     return out;
   },
 
@@ -290,7 +307,8 @@ export const runStep: StepKind = {
       .flatMap(([pair, arms]) => arms.sort((a, b) => (rank(`${pair}:${a.matrix['arm']}`) < rank(`${pair}:${b.matrix['arm']}`) ? -1 : 1)));
   },
 
-  selectUpstream: (_node, upstream) => (upstream.kind.name === 'materialize' ? ['tree'] : upstream.kind.name === 'certify' ? ['verdict.json'] : undefined),
+  selectUpstream: (_node, upstream) =>
+    upstream.kind.name === 'materialize' ? ['tree'] : upstream.kind.name === 'environment' ? ENVIRONMENT_OUTPUTS : upstream.kind.name === 'certify' ? ['verdict.json'] : undefined,
 
   describeConfigField(path) {
     const [a, b] = path;
@@ -305,9 +323,18 @@ export const runStep: StepKind = {
     const armName = ctx.node.matrix['arm']!;
     const arm = armOf(s, armName);
     const adapter = agentAdapters.get(s.agent.adapter)!;
-    const limits = limitsOf(s);
-    const settings = sandboxOf(s);
     const log = (line: string) => writeFileSync(ctx.logFile, line + '\n', { flag: 'a' });
+    // The task's own environment (a Harbor task's image, at its WORKDIR) when the step has one.
+    const point = startingPoint(ctx);
+    if (!point) return err({ reason: 'internal', message: 'run needs a materialize (or environment) upstream with a tree' });
+    const configured = sandboxFor(ctx.node, s);
+    if (!configured.ok) return err({ reason: 'infra', message: configured.error });
+    const settings = inEnvironment(configured.value, point.environment, task);
+    if (point.environment && settings.backend !== 'docker') {
+      return err({ reason: 'refused', message: `task ${task.id} runs in the image its environment step built: give step ${ctx.node.step.name} sandbox: { backend: docker }` });
+    }
+    // A time limit the task sets for its agent applies unless the step sets one.
+    const limits = { ...limitsOf(s), ...(s.limits?.wall_seconds === undefined && task.environment?.agentTimeoutSec ? { wallSeconds: Math.ceil(task.environment.agentTimeoutSec) } : {}) };
 
     // 0. A task that failed certification is never run.
     const certifyIds = new Set(ctx.node.upstream.filter((u) => u.kind.name === 'certify').map((u) => u.id));
@@ -325,9 +352,7 @@ export const runStep: StepKind = {
     // path in its environment leads there (its working directory still does: see the README).
     const home = settings.backend === 'local' ? mkdtempSync(join(tmpdir(), 'pairbench-home-')) : join(ctx.workDir, 'home');
     mkdirSync(home, { recursive: true });
-    const tree = ctx.upstream.find((u) => u.outputs['tree'])?.outputs['tree'];
-    if (!tree) return err({ reason: 'internal', message: 'run needs a materialize upstream with a tree' });
-    ctx.artifacts.materialize(tree, ws);
+    ctx.artifacts.materialize(point.tree, ws);
     for (const [dest, src] of Object.entries(arm.files ?? {})) {
       const staged = ctx.files.find((f) => f.path === normalizedPath(src));
       if (!staged) return err({ reason: 'internal', message: `treatment file ${src} was not staged` });
@@ -364,7 +389,7 @@ export const runStep: StepKind = {
     }
     const actx: AttemptContext = {
       prompt: arm.prompt_append ? `${task.prompt}\n\n${arm.prompt_append}` : task.prompt,
-      workdir: sandboxed ? '/work' : ws,
+      workdir: sandboxed ? (settings.workdir ?? '/work') : ws,
       model: s.agent.model ?? 'default',
       flags: s.agent.flags ?? [],
       limits: { turns: limits.turns, wallSeconds: limits.wallSeconds },

@@ -42,9 +42,28 @@ export interface Task {
   };
   /** The reference solution: a unified diff (text) or a host path to a script run in the workspace. */
   solution: { patch: string | null; script: string | null };
+  /**
+   * The task's own environment (Harbor's task.toml and environment/Dockerfile): the image
+   * an `environment` step builds from the tree, and the limits the task sets for itself.
+   */
+  environment?: TaskEnvironment;
   /** Where the task was defined, for messages: a file, or file + instance. */
   origin: string;
   canary: string | null;
+}
+
+export interface TaskEnvironment {
+  /** The Dockerfile, relative to the tree (the task's environment/ directory). */
+  dockerfile: string;
+  /** [environment] allow_internet: the task says it needs the network (build, agent or tests). */
+  allowInternet: boolean;
+  buildTimeoutSec: number;
+  /** [agent] timeout_sec. */
+  agentTimeoutSec: number | null;
+  cpus: number | null;
+  memoryMb: number | null;
+  /** [verifier] env: variables the task's tests expect. */
+  verifierEnv: Record<string, string>;
 }
 
 export interface TestRunner {

@@ -47,6 +47,8 @@ export interface VerifierSandbox {
   backend: BackendName;
   egress: EgressMode;
   image: string | null;
+  /** Docker: where the workspace is mounted (a task image's WORKDIR); default /work. */
+  workdir?: string;
   allow?: readonly string[];
   resources?: { cpus?: number; memory_mb?: number; pids?: number };
 }
@@ -61,6 +63,11 @@ export type CanaryMode = { mode: 'verify'; calibrations: CanaryCalibrations | nu
 const VERIFIER_INSIDE = '/verifier';
 const CANARY_INSIDE = '/verifier-canary';
 const LOGS_INSIDE = '/logs/verifier';
+
+/** A step's sandbox settings as the verifier takes them. */
+export function verifierSandbox(s: { backend: BackendName; egress: string; image: string | null; allow: readonly string[]; resources: { cpus?: number; memory_mb?: number; pids?: number }; workdir?: string }): VerifierSandbox {
+  return { backend: s.backend, egress: s.egress as EgressMode, image: s.image, allow: s.allow, resources: s.resources, ...(s.workdir ? { workdir: s.workdir } : {}) };
+}
 
 /** The evidence entry of a test runner's invocation; also the name its canary is calibrated under. */
 export const RUNNER_TEST = 'runner';
@@ -200,9 +207,10 @@ export async function runVerifier(
       workspace: ws,
       mounts,
       ...(settings.image ? { image: settings.image } : {}),
+      ...(settings.workdir ? { workdir: settings.workdir } : {}),
       egress: { mode: settings.egress, allow: [...(settings.allow ?? [])] },
       resources: { ...(settings.resources?.cpus ? { cpus: settings.resources.cpus } : {}), ...(settings.resources?.memory_mb ? { memoryMb: settings.resources.memory_mb } : {}), ...(settings.resources?.pids ? { pids: settings.resources.pids } : {}) },
-      env: { PATH: '/usr/local/bin:/usr/bin:/bin', LANG: 'C.UTF-8', VERIFIER_DIR: verifierFiles ? (sandboxed ? VERIFIER_INSIDE : verifierFiles) : '', HOME: sandboxed ? '/tmp' : scratch },
+      env: { ...(task.environment?.verifierEnv ?? {}), PATH: '/usr/local/bin:/usr/bin:/bin', LANG: 'C.UTF-8', VERIFIER_DIR: verifierFiles ? (sandboxed ? VERIFIER_INSIDE : verifierFiles) : '', HOME: sandboxed ? '/tmp' : scratch },
       labels: { 'pairbench.role': 'verifier' },
     });
     if (!created.ok) return err(`verifier sandbox: ${created.error.message}`);

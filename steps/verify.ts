@@ -5,9 +5,10 @@ import type { StepConfig } from '../pipeline/config/load.js';
 import { err, errorMessage, ok } from '../pipeline/result.js';
 import type { ExecutionContext, FileInputSpec, StepKind } from '../pipeline/step-kind.js';
 import { checkTasks, taskOf } from './agent-step-config.js';
-import { sandboxOf, type SandboxSettings } from './run.js';
+import { ENVIRONMENT_OUTPUTS, inEnvironment, startingPoint } from './environment.js';
+import { sandboxFor, sandboxOf, type SandboxSettings } from './run.js';
 import type { CanaryCalibrations } from './verifier-canary.js';
-import { runVerifier, type TestEvidence, type VerifierOutcome } from './verifier-run.js';
+import { runVerifier, verifierSandbox, type TestEvidence, type VerifierOutcome } from './verifier-run.js';
 import { VERIFIER_OWNED, verifierOwned } from './verifier-owned.js';
 import { applyChanges, type WorkspaceChanges } from './workspace.js';
 
@@ -38,6 +39,7 @@ export const verifyStep: StepKind = {
       patch: task.verifier.patch,
       result: task.verifier.result,
       runner: task.verifier.runner ?? null,
+      ...(task.environment ? { environment: task.environment } : {}),
       // What the verifier owns (taken from the pristine tree) depends on these.
       owned: [...VERIFIER_OWNED, ...(task.verifier.owned ?? [])],
       allowed_paths: task.allowedPaths,
@@ -50,15 +52,30 @@ export const verifyStep: StepKind = {
     return [{ pattern: relative(node.step.rootDir, task.verifier.filesDir), field: ['tasks'] }];
   },
   selectUpstream: (_node, upstream) =>
-    upstream.kind.name === 'materialize' ? ['tree'] : upstream.kind.name === 'run' ? ['changes.json', 'changed'] : upstream.kind.name === 'certify' ? ['canary.json'] : undefined,
+    upstream.kind.name === 'materialize'
+      ? ['tree']
+      : upstream.kind.name === 'environment'
+        ? ENVIRONMENT_OUTPUTS
+        : upstream.kind.name === 'run'
+          ? ['changes.json', 'changed']
+          : upstream.kind.name === 'certify'
+            ? ['canary.json']
+            : undefined,
   describeConfigField: (path) => (path[0] === 'command' || path[0] === 'fail_to_pass' || path[0] === 'pass_to_pass' ? `verifier ${path.join('.')}` : path.join('.')),
 
   async execute(ctx: ExecutionContext) {
     const task = taskOf(ctx.node);
-    const settings = sandboxOf(spec(ctx.node.step));
-    const tree = ctx.upstream.find((u) => u.outputs['tree'])?.outputs['tree'];
+    // A task with its own environment is verified in its image, on the tree its attempts started from.
+    const point = startingPoint(ctx);
+    const configured = sandboxFor(ctx.node, spec(ctx.node.step));
+    if (!configured.ok) return err({ reason: 'infra', message: configured.error });
+    const settings = inEnvironment(configured.value, point?.environment ?? null, task);
+    const tree = point?.tree;
     const run = ctx.upstream.find((u) => u.outputs['changes.json']);
-    if (!tree || !run) return err({ reason: 'internal', message: 'verify needs a materialize upstream (tree) and a run upstream (changes)' });
+    if (!tree || !run) return err({ reason: 'internal', message: 'verify needs a materialize (or environment) upstream (tree) and a run upstream (changes)' });
+    if (point?.environment && settings.backend !== 'docker') {
+      return err({ reason: 'refused', message: `task ${task.id} is verified in the image its environment step built: give step ${ctx.node.step.name} sandbox: { backend: docker }` });
+    }
     const ws = join(ctx.workDir, 'ws');
     ctx.artifacts.materialize(tree, ws);
     const changes = JSON.parse(ctx.artifacts.read(run.outputs['changes.json']!.digest).toString('utf8')) as WorkspaceChanges;
@@ -89,7 +106,7 @@ export const verifyStep: StepKind = {
     // The canaries certify calibrated with the reference solution (none without a certify upstream).
     const calibrationsEntry = ctx.upstream.find((u) => u.outputs['canary.json'])?.outputs['canary.json'];
     const calibrations = calibrationsEntry ? (JSON.parse(ctx.artifacts.read(calibrationsEntry.digest).toString('utf8')) as { tests: CanaryCalibrations }).tests : null;
-    const outcome = await runVerifier(task, ws, verifierHost, ctx.workDir, { backend: settings.backend, egress: settings.egress, image: settings.image, allow: settings.allow, resources: settings.resources }, ctx.signal, { mode: 'verify', calibrations });
+    const outcome = await runVerifier(task, ws, verifierHost, ctx.workDir, verifierSandbox(settings), ctx.signal, { mode: 'verify', calibrations });
     if (!outcome.ok) {
       // The verifier could not run: an infrastructure fault. No verdict (audit excludes the
       // attempt), and not cached, so the next run tries again.

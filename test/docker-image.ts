@@ -1,7 +1,7 @@
 /**
  * Test fixture: a small Docker image built WITHOUT any registry.
  *
- * Rootfs: static busybox with every applet linked into /bin, the host's `node`
+ * Rootfs: static busybox with every applet linked into /bin, bash (Debian's bash-static), the host's `node`
  * binary plus the shared libraries `ldd` lists for it (so Node scripts such as the
  * forwarder run inside), /etc/passwd and /etc/group with a uid 1000 user, and empty
  * /tmp, /work, /proc, /sys, /dev. The tree is staged in a temp dir, packed with GNU
@@ -14,15 +14,17 @@
  * docker backend accepts; tags are only the cache.
  *
  * Needs: the docker CLI and a running engine (scripts/start-dockerd.sh),
- * busybox-static (/bin/busybox), GNU tar, ldd.
+ * busybox-static (/bin/busybox), bash-static (/bin/bash-static), GNU tar, ldd.
  */
 import { createHash } from 'node:crypto';
-import { copyFileSync, mkdirSync, mkdtempSync, rmSync, rmdirSync, statSync, symlinkSync, writeFileSync, chmodSync, realpathSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, rmdirSync, statSync, symlinkSync, writeFileSync, chmodSync, realpathSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { execa } from 'execa';
 
-const RECIPE_VERSION = 'pairbench-test-image/1';
+const RECIPE_VERSION = 'pairbench-test-image/2';
+/** Debian's bash-static: Harbor-style scripts (`set -o pipefail`) need bash, and busybox has none. */
+const BASH_STATIC = '/bin/bash-static';
 export const TEST_IMAGE_REPO = 'pairbench-test';
 const BUSYBOX = '/bin/busybox';
 const PASSWD = 'root:x:0:0:root:/root:/bin/sh\nagent:x:1000:1000:agent:/tmp:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n';
@@ -58,6 +60,7 @@ async function recipe(): Promise<Recipe> {
   const files: HostFile[] = [
     { target: '/bin/busybox', source: realpathSync(BUSYBOX) },
     { target: '/usr/bin/node', source: node },
+    ...(existsSync(BASH_STATIC) ? [{ target: '/bin/bash', source: realpathSync(BASH_STATIC) }] : []),
   ];
   for (const lib of parseLdd((await execa('ldd', [node])).stdout)) {
     files.push({ target: lib, source: realpathSync(lib) });
@@ -148,7 +151,7 @@ async function buildLocked(r: Recipe, lock: string): Promise<string> {
       copyFileSync(f.source, dest);
       chmodSync(dest, statSync(f.source).mode & 0o7777);
     }
-    for (const a of r.applets) symlinkSync('busybox', join(root, 'bin', a));
+    for (const a of r.applets) if (!existsSync(join(root, 'bin', a))) symlinkSync('busybox', join(root, 'bin', a));
     symlinkSync('../usr/bin/node', join(root, 'bin', 'node'));
     writeFileSync(join(root, 'etc', 'passwd'), PASSWD);
     writeFileSync(join(root, 'etc', 'group'), GROUP);

@@ -177,6 +177,34 @@ describe('parsers and scanners', () => {
     expect(stubbed).toContain('const t = `export function fake() {}`;');
   });
 
+  it('finds CommonJS exports, parsed (not lexed): module.exports = function, an object of methods and names, exports.x', () => {
+    const src = [
+      "'use strict';",
+      'function merge(a, b) { return Object.assign({}, a, b); }',
+      'const clone = (o) => JSON.parse(JSON.stringify(o));',
+      'function internal() { return "}"; }',
+      'module.exports = {',
+      '  merge,',
+      '  clone: clone,',
+      '  keys(o) { return Object.keys(o); },',
+      '  values: function (o) { return Object.values(o); },',
+      '  version: "1.0.0",',
+      '};',
+      'exports.isObject = (x) => x !== null && typeof x === "object";',
+      'module.exports.size = function size(o) { return Object.keys(o).length; };',
+    ].join('\n');
+    const found = findJsFunctions(src, 'lib/index.js');
+    expect(found.map((f) => f.name)).toEqual(['merge', 'clone', 'keys', 'values', 'isObject', 'size']);
+    const stubbed = found.reduceRight((text, f) => applyStub(text, f), src);
+    expect(stubbed).toContain("function merge(a, b) { throw new Error('not implemented'); }");
+    expect(stubbed).toContain("const clone = (o) => { throw new Error('not implemented'); };");
+    expect(stubbed).toContain('function internal() { return "}"; }');
+    expect(stubbed).toContain("exports.isObject = (x) => { throw new Error('not implemented'); };");
+    // module.exports = function name () {}: the whole module is one function.
+    expect(findJsFunctions('module.exports = function parse(s) { return s.split(","); };\n', 'index.js').map((f) => f.name)).toEqual(['parse']);
+    expect(findJsFunctions('module.exports = (s) => s.trim();\n', 'index.js').map((f) => f.name)).toEqual(['module.exports']);
+  });
+
   it('finds public top-level Python functions and keeps their docstrings', () => {
     const src = [
       'import os',

@@ -1,7 +1,10 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { execa } from 'execa';
 import { bubblewrapBackend } from '../sandboxes/bubblewrap.js';
+import { dockerBackend } from '../sandboxes/docker.js';
+import { ensureTestImage } from './docker-image.js';
 import { makeRepo } from './fixtures.js';
 import { Rig } from './rig.js';
 
@@ -251,5 +254,144 @@ describe.skipIf(!bwrap.ok && process.env['PAIRBENCH_REQUIRE_SANDBOXES'] !== '1')
     expect(verdict.pass).toBe(false);
     expect(verdict.forgery).toMatchObject({ reason: 'canary-passed' });
     expect(verdict.canaries.runner).toMatchObject({ status: 'passed', calibrated: true });
+  });
+});
+
+const dockerUp = (await dockerBackend().available()).ok;
+
+describe.skipIf(!dockerUp && process.env['PAIRBENCH_REQUIRE_SANDBOXES'] !== '1')('a Harbor task run as Harbor runs it', () => {
+  it('WORKDIR /app, a bash solve.sh reading /solution, tests reading /app: the image is built, and it certifies on docker (oracle passes, nop fails)', { timeout: 240_000 }, async () => {
+    // The base image is built here, offline (busybox + Debian's bash-static), and named by a tag the Dockerfile uses.
+    const base = await ensureTestImage();
+    const baseTag = (await execa('docker', ['image', 'inspect', '--format', '{{index .RepoTags 0}}', base])).stdout.trim();
+    const [commit] = makeRepo(join(rig.dir, 'datasets'), [
+      {
+        'tasks/greet/instruction.md': 'Make /app/greet.sh print exactly "hello".\n',
+        'tasks/greet/task.toml':
+          'version = "1.0"\n\n[metadata]\ncategory = "shell"\n\n[verifier]\ntimeout_sec = 60.0\n\n[verifier.env]\nGREETING = "hello"\n\n[agent]\ntimeout_sec = 120.0\n\n[environment]\nbuild_timeout_sec = 120.0\nallow_internet = false\ncpus = 1\nmemory = "512M"\n',
+        'tasks/greet/environment/Dockerfile': `FROM ${baseTag}\nWORKDIR /app\nCOPY app/ /app/\n`,
+        'tasks/greet/environment/app/greet.sh': 'echo hi\n',
+        // The tests read /app (the image's WORKDIR) and an env var task.toml sets; bash-only syntax.
+        'tasks/greet/tests/test.sh': '#!/bin/bash\nset -euo pipefail\nmkdir -p /logs/verifier\nif [[ "$(bash /app/greet.sh)" == "$GREETING" ]]; then echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi\n',
+        // The reference solution is bash, with pipefail, and reads a file beside it in /solution.
+        'tasks/greet/solution/solve.sh': '#!/bin/bash\nset -euo pipefail\ncat /solution/greet.sh | tee /app/greet.sh > /dev/null\n',
+        'tasks/greet/solution/greet.sh': 'echo hello\n',
+      },
+    ]);
+    const sandbox = '{ backend: docker, egress: none }';
+    const m = '{ task: [greet] }';
+    const attempts = (name: string, adapter: string) => `  ${name}:
+    kind: run
+    tasks: *tasks
+    needs: [materialize, environment, certify]
+    matrix: { task: [greet], arm: [only], rep: 1 }
+    agent: { adapter: ${adapter} }
+    arms: { only: {} }
+    sandbox: ${sandbox}
+  verify-${name}:
+    kind: verify
+    tasks: *tasks
+    needs: [materialize, environment, certify, ${name}]
+    matrix: { task: [greet], arm: [only], rep: 1 }
+    sandbox: ${sandbox}
+`;
+    rig.write(
+      'bench.config.yaml',
+      `steps:
+  materialize: { kind: materialize, tasks: &tasks { dir: datasets/tasks, repo: datasets, commit: ${commit} }, matrix: ${m} }
+  environment: { kind: environment, tasks: *tasks, needs: [materialize], matrix: ${m} }
+  certify: { kind: certify, tasks: *tasks, needs: [materialize, environment], matrix: ${m}, sandbox: ${sandbox}, policy: { repeats: 2 } }
+${attempts('oracle', 'oracle')}${attempts('nop', 'nop')}`,
+    );
+    const r = await rig.cli('run');
+    expect(r.code, r.stderr).toBe(0);
+    const image = await rig.outputJson('environment/greet', 'image.json');
+    expect(image).toMatchObject({ workdir: '/app', network: 'none', base_images: { [baseTag]: base } });
+    expect(image.image_id).toMatch(/^sha256:[0-9a-f]{64}$/);
+    // The tree an attempt starts from is the image's WORKDIR (the Dockerfile is not in it).
+    expect((await rig.cli('show', 'environment/greet', 'tree/greet.sh')).stdout).toBe('echo hi\n');
+    const cert = await rig.outputJson('certify/greet', 'certification.json');
+    expect(cert, JSON.stringify(cert.reasons)).toMatchObject({ verdict: 'certified', checks: { nop: [false, false], oracle: [true, true] } });
+    const oracle = await rig.outputJson('verify-oracle/greet/only/1', 'verdict.json');
+    expect(oracle).toMatchObject({ pass: true, reward: { reward: 1 }, sandbox: { backend: 'docker', image_id: image.image_id } });
+    expect(await rig.outputJson('verify-nop/greet/only/1', 'verdict.json')).toMatchObject({ pass: false, reward: { reward: 0 } });
+    // The attempt ran in the built image, at /app, with the task's resources.
+    const result = await rig.outputJson('oracle/greet/only/1', 'result.json');
+    expect(result.sandbox).toMatchObject({ backend: 'docker', image_id: image.image_id, egress_mode: 'none', resources: { cpus: 1, memory_mb: 512 } });
+    // A second run builds nothing again.
+    const again = JSON.parse((await rig.cli('run', '--json')).stdout);
+    expect(again.summary.executed).toBe(0);
+  });
+});
+
+describe.skipIf(!dockerUp && process.env['PAIRBENCH_REQUIRE_SANDBOXES'] !== '1')('a Harbor task that needs the network', () => {
+  it('certify says so in its reason when the tests download under egress none', { timeout: 240_000 }, async () => {
+    const base = await ensureTestImage();
+    const baseTag = (await execa('docker', ['image', 'inspect', '--format', '{{index .RepoTags 0}}', base])).stdout.trim();
+    const [commit] = makeRepo(join(rig.dir, 'datasets'), [
+      {
+        'tasks/fetch/instruction.md': 'Make /app/greet.sh print "hello".\n',
+        'tasks/fetch/task.toml': '[environment]\nallow_internet = true\n',
+        'tasks/fetch/environment/Dockerfile': `FROM ${baseTag}\nWORKDIR /app\nCOPY app/ /app/\n`,
+        'tasks/fetch/environment/app/greet.sh': 'echo hi\n',
+        // The tests install a tool from the network first, as many real test.sh files do.
+        'tasks/fetch/tests/test.sh': '#!/bin/bash\nset -euo pipefail\nmkdir -p /logs/verifier\nwget -q -O /tmp/tool http://tools.example.com/tool\nif [[ "$(bash /app/greet.sh)" == hello ]]; then echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi\n',
+        'tasks/fetch/solution/solve.sh': '#!/bin/bash\necho "echo hello" > /app/greet.sh\n',
+      },
+    ]);
+    const m = '{ task: [fetch] }';
+    rig.write(
+      'bench.config.yaml',
+      `steps:
+  materialize: { kind: materialize, tasks: &tasks { dir: datasets/tasks, repo: datasets, commit: ${commit} }, matrix: ${m} }
+  environment: { kind: environment, tasks: *tasks, needs: [materialize], matrix: ${m} }
+  certify: { kind: certify, tasks: *tasks, needs: [materialize, environment], matrix: ${m}, sandbox: { backend: docker, egress: none }, policy: { repeats: 1 } }
+`,
+    );
+    const r = await rig.cli('run');
+    const cert = await rig.outputJson('certify/fetch', 'certification.json');
+    expect(cert.verdict).toBe('rejected');
+    expect(cert.reasons.join('\n')).toMatch(/the verifier fails with the reference solution -- task\.toml allows the network \(allow_internet = true\) and this step runs with egress none, and the output shows a network failure/);
+    expect(r.stderr).toMatch(/^rejected certify\/fetch /m);
+    // What the verifier printed is kept: the reason can be checked.
+    expect((await rig.cli('show', 'certify/fetch', 'verifier-logs/oracle-1.log')).stdout).toMatch(/wget: bad address 'tools\.example\.com'/);
+  });
+});
+
+describe.skipIf(!dockerUp && process.env['PAIRBENCH_REQUIRE_SANDBOXES'] !== '1')('SWE-bench: an image per instance', () => {
+  it('sandbox.image sweb-style template: each instance runs in its own local image, pinned by ID in the key and the receipt; a missing one is named', { timeout: 240_000 }, async () => {
+    const base = await ensureTestImage();
+    // Two instances; only the first has its image built locally (here: tagged from the test image).
+    await execa('docker', ['tag', base, 'pairbench-swe.x86_64.acme__calc-1:latest']);
+    try {
+      const repo = join(rig.dir, 'repos', 'calc');
+      const [commit] = makeRepo(repo, [{ 'src/add.mjs': 'export const add = (a, b) => a - b;\n', 'package.json': '{"type": "module"}\n', 'test/add.test.mjs': "import { test } from 'node:test';\nimport assert from 'node:assert/strict';\nimport { add } from '../src/add.mjs';\ntest('add sums', () => assert.equal(add(2, 3), 5));\n" }]);
+      const gold = ['diff --git a/src/add.mjs b/src/add.mjs', '--- a/src/add.mjs', '+++ b/src/add.mjs', '@@ -1 +1 @@', '-export const add = (a, b) => a - b;', '+export const add = (a, b) => a + b;', ''].join('\n');
+      const instance = (id: string) => ({ repo: 'acme/calc', instance_id: id, base_commit: commit, patch: gold, test_patch: '', problem_statement: 'add subtracts', FAIL_TO_PASS: ['add sums'], PASS_TO_PASS: [] });
+      writeFileSync(join(rig.dir, 'instances.json'), JSON.stringify([instance('acme__calc-1'), instance('acme__calc-2')]));
+      const sandbox = '{ backend: docker, egress: none, image: "pairbench-swe.x86_64.{instance_id}" }';
+      rig.write(
+        'bench.config.yaml',
+        `steps:
+  materialize: { kind: materialize, tasks: &tasks { swebench: instances.json, repos: { acme/calc: repos/calc }, test_command: "node --test --test-name-pattern={test} test/" }, matrix: &t { task: [acme__calc-1, acme__calc-2] } }
+  attempts: { kind: run, tasks: *tasks, needs: [materialize], matrix: &a { task: [acme__calc-1, acme__calc-2], arm: [only], rep: 1 }, agent: { adapter: oracle }, arms: { only: {} }, sandbox: ${sandbox} }
+  verify: { kind: verify, tasks: *tasks, needs: [materialize, attempts], matrix: *a, sandbox: ${sandbox} }
+`,
+      );
+      const doctor = JSON.parse((await rig.cli('doctor', '--json', '--skip-canary')).stdout) as { checks: { name: string; ok: boolean; detail: string }[] };
+      const images = doctor.checks.find((c) => c.name.startsWith('docker images pairbench-swe.x86_64.{instance_id} (step attempts)'));
+      expect(images).toMatchObject({ ok: false, detail: '1 of 2 are not in the engine: pairbench-swe.x86_64.acme__calc-2' });
+      const r = await rig.cli('run');
+      expect(r.code).toBe(1);
+      expect(r.stderr).toContain('image pairbench-swe.x86_64.acme__calc-2 (from pairbench-swe.x86_64.{instance_id}) is not in the engine: build or load it locally');
+      const verdict = await rig.outputJson('verify/acme__calc-1/only/1', 'verdict.json');
+      expect(verdict).toMatchObject({ pass: true, sandbox: { backend: 'docker', image_id: base } });
+      expect((await rig.outputJson('attempts/acme__calc-1/only/1', 'result.json')).sandbox.image_id).toBe(base);
+      // The resolved ID is in the node's key.
+      const ex = JSON.parse((await rig.cli('explain', 'verify/acme__calc-1/only/1', '--json')).stdout);
+      expect(ex.preimage.annotation).toEqual({ image: { name: 'pairbench-swe.x86_64.acme__calc-1', id: base } });
+    } finally {
+      await execa('docker', ['rmi', 'pairbench-swe.x86_64.acme__calc-1:latest'], { reject: false });
+    }
   });
 });

@@ -100,6 +100,8 @@ describe('Harbor task directories', () => {
         result: 'reward-file',
       },
       solution: { patch: null, script: join(taskDir, 'solution', 'solve.sh') },
+      // task.toml's [agent], [verifier] and [environment] settings carry over.
+      environment: { dockerfile: 'Dockerfile', allowInternet: false, buildTimeoutSec: 600, agentTimeoutSec: 300, cpus: 1, memoryMb: 2048, verifierEnv: {} },
       origin: join(taskDir, 'task.toml'),
       canary: 'pairbench-canary 3f1c2a',
     });

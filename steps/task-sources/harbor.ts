@@ -21,6 +21,7 @@ const TASK_ID = /^[A-Za-z0-9][A-Za-z0-9_.-]*$/;
 /** Harbor's verifier entrypoint, run from the hidden tests directory mounted at $VERIFIER_DIR. */
 export const HARBOR_VERIFIER_COMMAND = 'bash "$VERIFIER_DIR/test.sh"';
 const DEFAULT_TIMEOUT_SEC = 600;
+const DEFAULT_BUILD_TIMEOUT_SEC = 600;
 
 /**
  * A Harbor (Terminal-Bench) task directory as a pairbench Task:
@@ -74,6 +75,14 @@ export function loadHarborTask(taskDir: string, id: string, tree: HarborTree): R
   const category = fields.string(metadata, ['metadata', 'category']);
   const canary = fields.string(metadata, ['metadata', 'canary']);
   const timeoutSec = fields.positiveNumber(verifier, ['verifier', 'timeout_sec']);
+  const agent = fields.table('agent');
+  const environment = fields.table('environment');
+  const agentTimeout = fields.positiveNumber(agent, ['agent', 'timeout_sec']);
+  const buildTimeout = fields.positiveNumber(environment, ['environment', 'build_timeout_sec']);
+  const allowInternet = fields.boolean(environment, ['environment', 'allow_internet']);
+  const cpus = fields.positiveNumber(environment, ['environment', 'cpus'], 'a positive number of CPUs');
+  const memoryMb = fields.memoryMb(environment);
+  const verifierEnv = fields.stringMap(verifier, ['verifier', 'env']);
 
   if (problems.length || instruction === undefined) return err(problems);
   const solveSh = join(dir, 'solution', 'solve.sh');
@@ -97,6 +106,19 @@ export function loadHarborTask(taskDir: string, id: string, tree: HarborTree): R
       result: 'reward-file',
     },
     solution: { patch: null, script: isFile(solveSh) ? solveSh : null },
+    ...(isFile(join(dir, 'environment', 'Dockerfile'))
+      ? {
+          environment: {
+            dockerfile: 'Dockerfile',
+            allowInternet: allowInternet ?? false,
+            buildTimeoutSec: buildTimeout ?? DEFAULT_BUILD_TIMEOUT_SEC,
+            agentTimeoutSec: agentTimeout ?? null,
+            cpus: cpus ?? null,
+            memoryMb: memoryMb ?? null,
+            verifierEnv: verifierEnv ?? {},
+          },
+        }
+      : {}),
     origin: shown,
     canary: canary ?? null,
   });
@@ -149,11 +171,42 @@ class FieldReader {
     return undefined;
   }
 
-  positiveNumber(table: TomlTable | undefined, path: [string, string]): number | undefined {
+  positiveNumber(table: TomlTable | undefined, path: [string, string], expected = 'a positive number of seconds'): number | undefined {
     const v = table?.[path[1]];
     if (v === undefined) return undefined;
     if (typeof v === 'number' && Number.isFinite(v) && v > 0) return v;
-    this.wrongType(path, v, 'a positive number of seconds');
+    this.wrongType(path, v, expected);
+    return undefined;
+  }
+
+  boolean(table: TomlTable | undefined, path: [string, string]): boolean | undefined {
+    const v = table?.[path[1]];
+    if (v === undefined) return undefined;
+    if (typeof v === 'boolean') return v;
+    this.wrongType(path, v, 'true or false');
+    return undefined;
+  }
+
+  /** [environment] memory = "4G" / "512M", or memory_mb = 4096. */
+  memoryMb(table: TomlTable | undefined): number | undefined {
+    const mb = this.positiveNumber(table, ['environment', 'memory_mb'], 'a positive number of MiB');
+    if (mb !== undefined) return mb;
+    const v = table?.['memory'];
+    if (v === undefined) return undefined;
+    const m = typeof v === 'string' ? /^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)i?B?\s*$/i.exec(v) : null;
+    if (!m) {
+      this.wrongType(['environment', 'memory'], v, 'a size such as "4G" or "512M"');
+      return undefined;
+    }
+    const unit = { '': 1 / (1024 * 1024), K: 1 / 1024, M: 1, G: 1024, T: 1024 * 1024 }[m[2]!.toUpperCase() as '' | 'K' | 'M' | 'G' | 'T'];
+    return Math.round(Number(m[1]) * unit);
+  }
+
+  stringMap(table: TomlTable | undefined, path: [string, string]): Record<string, string> | undefined {
+    const v = table?.[path[1]];
+    if (v === undefined) return undefined;
+    if (isTomlTable(v) && Object.values(v).every((x) => typeof x === 'string')) return v as Record<string, string>;
+    this.wrongType(path, v, 'a table of strings');
     return undefined;
   }
 

@@ -1,0 +1,158 @@
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Json } from '../pipeline/canonical-json.js';
+import { sha256 } from '../pipeline/digest.js';
+import { err, ok } from '../pipeline/result.js';
+import type { ExecutionContext, GraphNode, StepKind, UpstreamOutputs } from '../pipeline/step-kind.js';
+import type { OutputEntry } from '../pipeline/store/cas.js';
+import { checkTasks, taskOf } from './agent-step-config.js';
+import type { SandboxSettings } from './run.js';
+import type { Task } from './task.js';
+
+/**
+ * `environment` (per task): the image a task's environment/Dockerfile describes, built by
+ * the local engine (never pulling), as Harbor runs its tasks. Its key is the build
+ * context (the materialized tree), the Dockerfile's settings and the IDs of the base
+ * images (resolved by the CLI when it plans: GraphNode.annotation); its outputs are the
+ * image ID and WORKDIR (image.json), the contents of WORKDIR in the image (`tree`: what
+ * an attempt starts from, mounted back at WORKDIR) and the build log.
+ */
+export const environmentStep: StepKind = {
+  name: 'environment',
+  version: 1,
+  check: (step) => checkTasks(step),
+  keyConfig(node): Json {
+    const env = taskOf(node).environment;
+    return { dockerfile: env?.dockerfile ?? null, allow_internet: env?.allowInternet ?? false, build_timeout: env?.buildTimeoutSec ?? null };
+  },
+  fileInputs: () => [],
+  selectUpstream: (_node, upstream) => (upstream.kind.name === 'materialize' ? ['tree'] : undefined),
+  describeConfigField: (path) => path.join('.'),
+
+  async execute(ctx: ExecutionContext) {
+    const task = taskOf(ctx.node);
+    const env = task.environment;
+    if (!env) return err({ reason: 'refused', message: `task ${task.id} has no environment/Dockerfile: an environment step builds the image of a Harbor task; remove it from this task's steps` });
+    const tree = ctx.upstream.find((u) => u.outputs['tree'])?.outputs['tree'];
+    if (!tree) return err({ reason: 'internal', message: 'environment needs a materialize upstream (tree)' });
+    const context = join(ctx.workDir, 'context');
+    ctx.artifacts.materialize(tree, context);
+    let dockerfile: string;
+    try {
+      dockerfile = readFileSync(join(context, env.dockerfile), 'utf8');
+    } catch {
+      return err({ reason: 'refused', message: `task ${task.id}: no ${env.dockerfile} in its environment tree` });
+    }
+    const log = (line: string) => writeFileSync(ctx.logFile, line + '\n', { flag: 'a' });
+    const [{ default: Docker }, { baseImages, buildImage, copyFromImage }] = await Promise.all([import('dockerode'), import('../sandboxes/docker-build.js')]);
+    const docker = new Docker(ctx.hostEnv['DOCKER_HOST']?.startsWith('unix://') ? { socketPath: ctx.hostEnv['DOCKER_HOST'].slice('unix://'.length) } : {});
+
+    // The base images must be the ones the plan keyed on: a moved tag is a new key, never a silent rebuild.
+    const planned = plannedBaseImages(ctx.node);
+    const bases: Record<string, string> = {};
+    for (const name of baseImages(dockerfile)) {
+      let id: string;
+      try {
+        id = (await docker.getImage(name).inspect()).Id;
+      } catch {
+        return err({ reason: 'infra', message: `task ${task.id}: base image ${name} is not in the engine; build or load it locally (docker build / docker load / docker import): pairbench never pulls` });
+      }
+      if (planned && planned[name] !== id) {
+        return err({ reason: 'input-changed', message: `task ${task.id}: base image ${name} is ${id.slice(0, 19)} now, ${planned[name] ? `${planned[name]!.slice(0, 19)} when this run was planned` : 'not resolved when this run was planned'}; run again` });
+      }
+      bases[name] = id;
+    }
+    const built = await buildImage(docker, {
+      context,
+      dockerfile: env.dockerfile,
+      network: env.allowInternet ? 'default' : 'none',
+      timeoutMs: env.buildTimeoutSec * 1000,
+      labels: { 'pairbench.task': task.id },
+      signal: ctx.signal,
+    });
+    if (!built.ok) {
+      log(built.error.log);
+      const offline = !env.allowInternet && NETWORK_ERROR.test(built.error.log + built.error.message);
+      return err({
+        reason: 'exit-non-zero',
+        message:
+          `task ${task.id}: building environment/${env.dockerfile} failed: ${built.error.message.trim().split('\n').pop()}` +
+          (offline ? ' -- the build needs the network, which task.toml does not allow (allow_internet = false): build offline (vendor what it downloads) or set allow_internet' : ''),
+      });
+    }
+    log(built.value.log);
+    const workdirTree = join(ctx.workDir, 'tree');
+    const copied = await copyFromImage(docker, built.value.imageId, built.value.workdir, workdirTree);
+    if (!copied.ok) return err({ reason: 'infra', message: `task ${task.id}: ${copied.error}` });
+    const out = join(ctx.workDir, 'out');
+    mkdirSync(out, { recursive: true });
+    const image: BuiltEnvironment = { image_id: built.value.imageId, workdir: built.value.workdir, base_images: bases, dockerfile_sha256: sha256(dockerfile), network: env.allowInternet ? 'default' : 'none' };
+    writeFileSync(join(out, 'image.json'), JSON.stringify(image, null, 2) + '\n');
+    writeFileSync(join(out, 'build.log'), built.value.log);
+    log(`${task.id}: built ${built.value.imageId} (WORKDIR ${built.value.workdir})`);
+    return ok({ 'image.json': ctx.artifacts.putPath(join(out, 'image.json')), tree: ctx.artifacts.putPath(workdirTree), 'build.log': ctx.artifacts.putPath(join(out, 'build.log')) });
+  },
+};
+
+/** What an environment step built. */
+export interface BuiltEnvironment {
+  image_id: string;
+  workdir: string;
+  base_images: Record<string, string>;
+  dockerfile_sha256: string;
+  network: 'none' | 'default';
+}
+
+/** The engine's words for a build or a test that tried to reach the network without one. */
+export const NETWORK_ERROR = /could not resolve|bad address|temporary failure in name resolution|network is unreachable|name or service not known|failed to establish a new connection|no route to host|getaddrinfo|ENOTFOUND|EAI_AGAIN/i;
+
+function plannedBaseImages(node: GraphNode): Record<string, string | null> | null {
+  const a = node.annotation as { base_images?: Record<string, string | null> } | undefined;
+  return a?.base_images ?? null;
+}
+
+/** The outputs a step that runs in a task's environment selects from it. */
+export const ENVIRONMENT_OUTPUTS = ['tree', 'image.json'];
+
+/**
+ * Where an attempt (or a verification) starts: the environment's tree and image when the
+ * step has an environment upstream, else materialize's tree in the configured sandbox.
+ */
+export function startingPoint(ctx: Pick<ExecutionContext, 'upstream' | 'artifacts'>): { tree: OutputEntry; environment: BuiltEnvironment | null } | undefined {
+  const withImage = ctx.upstream.find((u: UpstreamOutputs) => u.outputs['image.json'] && u.outputs['tree']);
+  if (withImage) {
+    const environment = JSON.parse(ctx.artifacts.read(withImage.outputs['image.json']!.digest).toString('utf8')) as BuiltEnvironment;
+    return { tree: withImage.outputs['tree']!, environment };
+  }
+  const tree = ctx.upstream.find((u) => u.outputs['tree'])?.outputs['tree'];
+  return tree ? { tree, environment: null } : undefined;
+}
+
+/** A step's sandbox with the task's environment applied: its image, its WORKDIR, and what task.toml sets that the step leaves open. */
+export function inEnvironment<S extends Required<Pick<SandboxSettings, 'backend'>> & { image: string | null; egress: string; resources: { cpus?: number; memory_mb?: number } }>(
+  settings: S,
+  environment: BuiltEnvironment | null,
+  task: Task,
+): S & { workdir?: string } {
+  if (!environment) return settings;
+  const t = task.environment;
+  return {
+    ...settings,
+    image: environment.image_id,
+    workdir: environment.workdir === '/' ? '/work' : environment.workdir,
+    // A task that says it runs offline runs offline, whatever the step allows.
+    egress: t && !t.allowInternet ? 'none' : settings.egress,
+    resources: { ...settings.resources, ...(settings.resources.cpus === undefined && t?.cpus ? { cpus: t.cpus } : {}), ...(settings.resources.memory_mb === undefined && t?.memoryMb ? { memory_mb: t.memoryMb } : {}) },
+  };
+}
+
+/** A failure message's hint when the task says it needs the network and this step gives it none. */
+export function networkNote(task: Task, egress: string, output: string): string | null {
+  const declared = task.environment?.allowInternet === true;
+  const tried = NETWORK_ERROR.test(output);
+  if (egress !== 'none' || (!declared && !tried)) return null;
+  return declared
+    ? `task.toml allows the network (allow_internet = true) and this step runs with egress none${tried ? ', and the output shows a network failure' : ''}: a phase that downloads fails offline (vendor it into the image, or give the step egress it can enforce)`
+    : `the output shows an attempt to reach the network under egress none (${NETWORK_ERROR.exec(output)![0]}): the task needs the network in this phase`;
+}
+
