@@ -57,7 +57,7 @@ export function checkOptions(kind: string, o: GenerateOptions): Result<Setup, st
     const found = defaultTestCommand(o.language, packageJsonAt(o.repo, o.commit));
     if (!found.ok) return err(`${kind}: ${found.error}`);
     testCommand = found.value.command;
-    if (found.value.runner === 'tape') runner = 'tape';
+    if (found.value.runner !== 'pytest') runner = found.value.runner;
   } else if (o.language === 'js' && /(^|\s)tape(\s|$)/.test(testCommand)) runner = 'tape';
   const concurrency = o.concurrency ?? Math.max(1, Math.min(4, availableParallelism()));
   const ctx: RunnerContext = { testCommand, env: o.env ?? defaultTestEnv(), timeoutMs: timeoutSec * 1000, limit: pLimit(concurrency) };

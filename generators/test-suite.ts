@@ -46,14 +46,14 @@ export function runShell(ctx: RunnerContext, tree: string, command: string): Pro
 export function adapterFor(language: Language, ctx: RunnerContext, runner: JsRunner = 'node-test'): LanguageAdapter {
   switch (language) {
     case 'js':
-      return runner === 'tape' ? tapeAdapter(ctx) : jsAdapter(ctx);
+      return runner === 'tape' ? tapeAdapter(ctx) : runner === 'mocha' || runner === 'jest' ? jsonReporterAdapter(ctx, runner) : jsAdapter(ctx);
     case 'python':
       return pythonAdapter(ctx);
   }
 }
 
-/** The JavaScript test runners a generator reads: node:test's TAP, tape's TAP. */
-export type JsRunner = 'node-test' | 'tape';
+/** The JavaScript test runners a generator reads: node:test's TAP, tape's TAP, mocha's and jest's JSON reporters. */
+export type JsRunner = 'node-test' | 'tape' | 'mocha' | 'jest';
 
 /**
  * The repository's own test command when the caller gives none: package.json's
@@ -73,9 +73,12 @@ export function defaultTestCommand(language: Language, packageJson: string | nul
   if (typeof script !== 'string' || !script.trim()) return ok({ command: 'node --test --test-reporter=tap', runner: 'node-test' });
   if (/(^|[\s;&|(])tape(\s|$)/.test(script)) return ok({ command: script.trim(), runner: 'tape' });
   if (/(^|[\s;&|(])node\s+(?:[^|;&]*\s)?--test\b/.test(script)) return ok({ command: 'node --test --test-reporter=tap', runner: 'node-test' });
+  // mocha and jest print per-test results with their JSON reporters (added to the script's command).
+  if (/(^|[\s;&|(])mocha(\s|$)/.test(script)) return ok({ command: script.trim(), runner: 'mocha' });
+  if (/(^|[\s;&|(])jest(\s|$)/.test(script)) return ok({ command: script.trim(), runner: 'jest' });
   return err(
     `runner output not understood: package.json's test script is ${JSON.stringify(script)}; ` +
-      'give --test-command with a runner whose per-test results pairbench reads (node --test --test-reporter=tap, tape FILES)',
+      'give --test-command with a runner whose per-test results pairbench reads (node --test --test-reporter=tap, tape FILES, mocha, jest)',
   );
 }
 
@@ -189,6 +192,70 @@ function tapeAdapter(ctx: RunnerContext): LanguageAdapter {
       return parseTapeSections(test.file, output).get(id)?.status === 'pass';
     },
   };
+}
+
+/**
+ * mocha and jest: one run of the whole suite with the runner's JSON reporter (`--reporter
+ * json`, `--json`), each test identified as `file::full title` (file relative to the
+ * repository, a repeated title by its ordinal). A task's command runs the test's file with a
+ * name filter and passes only when the JSON says at least one test passed and none failed.
+ */
+function jsonReporterAdapter(ctx: RunnerContext, runner: 'mocha' | 'jest'): LanguageAdapter {
+  const base = jsAdapter(ctx);
+  const bin = `PATH="$PWD/node_modules/.bin:$PATH" ${ctx.testCommand}`;
+  const reporter = runner === 'mocha' ? '--reporter json' : '--json';
+  const check = runner === 'mocha'
+    ? 'let s="";process.stdin.on("data",(d)=>(s+=d)).on("end",()=>{const r=JSON.parse(s.slice(s.indexOf("{")));process.exit(r.stats.passes>0&&r.stats.failures===0?0:1)})'
+    : 'let s="";process.stdin.on("data",(d)=>(s+=d)).on("end",()=>{const r=JSON.parse(s.slice(s.indexOf("{")));process.exit(r.numPassedTests>0&&r.numFailedTests===0?0:1)})';
+  return {
+    ...base,
+    async runSuite(tree) {
+      const r = await runShell(ctx, tree, `${bin} ${reporter}`);
+      const suite = parseJsonReport(runner, r.stdout, tree);
+      if (!suite.ok) return err(`runner output not understood: ${runner} ${reporter} printed no JSON report (${suite.error}; exit ${r.exitCode}: ${(r.stdout + r.stderr).trim().split('\n').slice(-2).join(' | ')})`);
+      return ok(suite.value);
+    },
+    commandFor(id, test) {
+      const title = id.slice(test.file.length + 2).replace(/ #\d+$/, '');
+      const filter = runner === 'mocha' ? `--grep ${shellQuote(`^${escapeRegExp(title)}$`)}` : `-t ${shellQuote(`^${escapeRegExp(title)}$`)}`;
+      return `${bin} ${reporter} ${filter} ${shellQuote(test.file)} 2>/dev/null | node -e ${shellQuote(check)}`;
+    },
+    ranAndPassed(id, test, output) {
+      const suite = parseJsonReport(runner, output, null);
+      return suite.ok && suite.value.get(id)?.status === 'pass';
+    },
+  };
+}
+
+/** mocha's `--reporter json` or jest's `--json` output as a suite (file paths made relative to `tree`). */
+export function parseJsonReport(runner: 'mocha' | 'jest', output: string, tree: string | null): Result<SuiteResult, string> {
+  const start = output.indexOf('{');
+  let data: unknown;
+  try {
+    data = JSON.parse(output.slice(start));
+  } catch (e) {
+    return err((e as Error).message);
+  }
+  const rel = (file: string) => (tree && file.startsWith(`${tree}/`) ? file.slice(tree.length + 1) : file.replace(/^\/work\//, '').replace(/^\.\//, ''));
+  const suite: SuiteResult = new Map();
+  const seen = new Map<string, number>();
+  const add = (file: string, title: string, status: TestResult['status']) => {
+    const key = `${rel(file)}::${title}`;
+    const n = (seen.get(key) ?? 0) + 1;
+    seen.set(key, n);
+    suite.set(n > 1 ? `${key} #${n}` : key, { status, file: rel(file), selectors: [] });
+  };
+  if (runner === 'mocha') {
+    const r = data as { tests?: { fullTitle: string; file?: string; err?: Record<string, unknown> }[]; pending?: { fullTitle: string }[] };
+    if (!Array.isArray(r.tests)) return err('no "tests" array');
+    const pending = new Set((r.pending ?? []).map((t) => t.fullTitle));
+    for (const t of r.tests) add(t.file ?? '', t.fullTitle, pending.has(t.fullTitle) ? 'skip' : t.err && Object.keys(t.err).length ? 'fail' : 'pass');
+  } else {
+    const r = data as { testResults?: { name: string; assertionResults?: { fullName: string; status: string }[] }[] };
+    if (!Array.isArray(r.testResults)) return err('no "testResults" array');
+    for (const f of r.testResults) for (const a of f.assertionResults ?? []) add(f.name, a.fullName, a.status === 'passed' ? 'pass' : a.status === 'failed' ? 'fail' : 'skip');
+  }
+  return ok(suite);
 }
 
 /** The test name and its ordinal among same-named tests of its file, from an id `file::name[ #n]`. */

@@ -18,7 +18,7 @@ import {
 } from '../generators/index.js';
 import pLimit from 'p-limit';
 import { discriminationFailure } from '../generators/discrimination.js';
-import { adapterFor, type LanguageAdapter, type RunnerContext } from '../generators/test-suite.js';
+import { adapterFor, defaultTestCommand, parseJsonReport, type LanguageAdapter, type RunnerContext } from '../generators/test-suite.js';
 import type { TestResult } from '../generators/types.js';
 import { packageRoot } from '../pipeline/package-root.js';
 import { loadTask } from '../steps/task.js';
@@ -203,6 +203,45 @@ describe('parsers and scanners', () => {
     // module.exports = function name () {}: the whole module is one function.
     expect(findJsFunctions('module.exports = function parse(s) { return s.split(","); };\n', 'index.js').map((f) => f.name)).toEqual(['parse']);
     expect(findJsFunctions('module.exports = (s) => s.trim();\n', 'index.js').map((f) => f.name)).toEqual(['module.exports']);
+  });
+
+  it("the repository's own test command: tape, node --test, mocha and jest recognised; anything else refused with what to do", () => {
+    const pkg = (test: string) => JSON.stringify({ scripts: { test } });
+    expect(defaultTestCommand('js', pkg('tape test/*.js'))).toEqual({ ok: true, value: { command: 'tape test/*.js', runner: 'tape' } });
+    expect(defaultTestCommand('js', pkg('node --test test/'))).toEqual({ ok: true, value: { command: 'node --test --test-reporter=tap', runner: 'node-test' } });
+    expect(defaultTestCommand('js', pkg('mocha --recursive'))).toEqual({ ok: true, value: { command: 'mocha --recursive', runner: 'mocha' } });
+    expect(defaultTestCommand('js', pkg('jest'))).toEqual({ ok: true, value: { command: 'jest', runner: 'jest' } });
+    expect(defaultTestCommand('python', null)).toMatchObject({ ok: true, value: { runner: 'pytest' } });
+    const refused = defaultTestCommand('js', pkg('ava'));
+    expect(refused.ok ? '' : refused.error).toMatch(/^runner output not understood: package.json's test script is "ava"; give --test-command/);
+  });
+
+  it("mocha's and jest's JSON reports: ids are file (relative) and full title, a repeated title by its ordinal", () => {
+    const mocha = JSON.stringify({
+      stats: { passes: 2, failures: 1, pending: 1 },
+      tests: [
+        { title: 'adds', fullTitle: 'calc adds', file: '/tmp/tree/test/calc.js', err: {} },
+        { title: 'adds', fullTitle: 'calc adds', file: '/tmp/tree/test/calc.js', err: {} },
+        { title: 'subtracts', fullTitle: 'calc subtracts', file: '/tmp/tree/test/calc.js', err: { message: 'expected 1 to equal 2' } },
+        { title: 'later', fullTitle: 'calc later', file: '/tmp/tree/test/calc.js', err: {} },
+      ],
+      pending: [{ fullTitle: 'calc later' }],
+    });
+    const m = parseJsonReport('mocha', `> calc@1.0.0 test\n${mocha}`, '/tmp/tree');
+    expect(m.ok && Object.fromEntries([...m.value].map(([id, t]) => [id, t.status]))).toEqual({
+      'test/calc.js::calc adds': 'pass',
+      'test/calc.js::calc adds #2': 'pass',
+      'test/calc.js::calc subtracts': 'fail',
+      'test/calc.js::calc later': 'skip',
+    });
+    const jest = JSON.stringify({
+      numPassedTests: 1,
+      numFailedTests: 1,
+      testResults: [{ name: '/tmp/tree/src/calc.test.js', assertionResults: [{ fullName: 'calc adds', status: 'passed' }, { fullName: 'calc subtracts', status: 'failed' }, { fullName: 'calc todo', status: 'todo' }] }],
+    });
+    const j = parseJsonReport('jest', jest, '/tmp/tree');
+    expect(j.ok && Object.fromEntries([...j.value].map(([id, t]) => [id, t.status]))).toEqual({ 'src/calc.test.js::calc adds': 'pass', 'src/calc.test.js::calc subtracts': 'fail', 'src/calc.test.js::calc todo': 'skip' });
+    expect(parseJsonReport('jest', 'no json here', null).ok).toBe(false);
   });
 
   it('finds public top-level Python functions and keeps their docstrings', () => {
