@@ -35,15 +35,20 @@ export interface AgentInvocation {
   mounts: Mount[];
 }
 
-/** An ATIF-v1.7 trajectory (see notes/anchors.md). */
+/**
+ * An ATIF-v1.7 trajectory, as Harbor's models define it (schemas/atif-v1.7.schema.json holds
+ * the same field by field). Optional fields are omitted when unknown, never stubbed. Token
+ * totals follow the spec: prompt tokens are every input token, cached ones included (for
+ * Anthropic: input + cache reads + cache writes); cached tokens are the cache hits among them.
+ */
 export interface AtifTrajectory {
   schema_version: 'ATIF-v1.7';
-  session_id: string;
-  trajectory_id: string;
-  agent: { name: string; version: string; model_name: string; tool_definitions?: unknown[]; extra?: Record<string, unknown> };
+  session_id?: string;
+  trajectory_id?: string;
+  agent: { name: string; version: string; model_name?: string; tool_definitions?: unknown[]; extra?: Record<string, unknown> };
   steps: AtifStep[];
   notes?: string;
-  final_metrics?: { total_prompt_tokens?: number; total_completion_tokens?: number; total_cached_tokens?: number; total_cost_usd?: number | null; total_steps: number; extra?: Record<string, unknown> };
+  final_metrics?: { total_prompt_tokens?: number; total_completion_tokens?: number; total_cached_tokens?: number; total_cost_usd?: number; total_steps?: number; extra?: Record<string, unknown> };
 }
 
 export interface AtifStep {
@@ -53,8 +58,8 @@ export interface AtifStep {
   model_name?: string;
   message: string;
   reasoning_content?: string;
-  tool_calls?: { tool_call_id: string; function_name: string; arguments: unknown }[];
-  observation?: { results: { source_call_id: string; content: string }[] };
+  tool_calls?: { tool_call_id: string; function_name: string; arguments: Record<string, unknown> }[];
+  observation?: { results: { source_call_id?: string; content?: string }[] };
   metrics?: { prompt_tokens?: number; completion_tokens?: number; cached_tokens?: number };
 }
 
@@ -88,11 +93,14 @@ export interface AgentAdapter {
 export function minimalTrajectory(agent: string, version: string, model: string, prompt: string, notes: string): AtifTrajectory {
   return {
     schema_version: 'ATIF-v1.7',
-    session_id: 'none',
-    trajectory_id: 'none',
-    agent: { name: agent, version, model_name: model },
+    agent: { name: agent, version, ...(model && model !== 'none' ? { model_name: model } : {}) },
     steps: [{ step_id: 1, source: 'user', message: prompt }],
     notes,
     final_metrics: { total_steps: 1 },
   };
+}
+
+/** A JSON object (ATIF's tool-call arguments must be one). */
+export function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }

@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { execaSync } from 'execa';
 import { packageRoot } from '../pipeline/package-root.js';
-import type { AgentAdapter, AtifStep, AtifTrajectory, AttemptContext } from './adapter.js';
+import { isRecord, type AgentAdapter, type AtifStep, type AtifTrajectory, type AttemptContext } from './adapter.js';
 
 /** The CLI installed as a dev dependency (a native binary inside the npm package). */
 export function claudeBinary(): string {
@@ -52,7 +52,7 @@ export function toAtif(lines: StreamLine[], ctx: AttemptContext, version: string
         const step: AtifStep = { step_id: steps.length + 1, source: 'agent', model_name: l.message?.model ?? ctx.model, message: '' };
         if (b.type === 'text') step.message = b.text;
         else if (b.type === 'tool_use') {
-          step.tool_calls = [{ tool_call_id: b.id, function_name: b.name, arguments: b.input }];
+          step.tool_calls = [{ tool_call_id: b.id, function_name: b.name, arguments: isRecord(b.input) ? b.input : { input: b.input } }];
           byCall.set(b.id, step);
           toolCalls++;
         } else continue;
@@ -69,23 +69,26 @@ export function toAtif(lines: StreamLine[], ctx: AttemptContext, version: string
     }
   }
   const usage = result?.usage ?? {};
+  const session = init?.session_id ?? result?.session_id;
+  const cacheRead = usage['cache_read_input_tokens'] ?? 0;
+  const cacheWrite = usage['cache_creation_input_tokens'] ?? 0;
   return {
     turns: result?.num_turns ?? steps.filter((s) => s.source === 'agent').length,
     toolCalls,
     hitTurnCap: result?.subtype === 'error_max_turns',
     trajectory: {
       schema_version: 'ATIF-v1.7',
-      session_id: init?.session_id ?? result?.session_id ?? 'unknown',
-      trajectory_id: init?.session_id ?? 'unknown',
+      ...(session ? { session_id: session, trajectory_id: session } : {}),
       agent: { name: 'claude-code', version, model_name: init?.model ?? ctx.model, extra: { tools: init?.tools ?? [] } },
       steps,
       final_metrics: {
-        total_prompt_tokens: usage['input_tokens'] ?? 0,
+        // ATIF's prompt tokens are every input token: Anthropic's input_tokens leave out cache reads and writes.
+        total_prompt_tokens: (usage['input_tokens'] ?? 0) + cacheRead + cacheWrite,
         total_completion_tokens: usage['output_tokens'] ?? 0,
-        total_cached_tokens: usage['cache_read_input_tokens'] ?? 0,
-        total_cost_usd: null, // the CLI's own price table is not evidence; cost comes from the gateway
+        total_cached_tokens: cacheRead,
+        // No total_cost_usd: the CLI's own price table is not evidence; cost comes from the gateway.
         total_steps: steps.length,
-        extra: { result_subtype: result?.subtype ?? null },
+        extra: { result_subtype: result?.subtype ?? null, total_cache_creation_input_tokens: cacheWrite, total_cache_read_input_tokens: cacheRead },
       },
     },
   };

@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { execaSync } from 'execa';
 import { packageRoot } from '../pipeline/package-root.js';
-import type { AgentAdapter, AtifStep, AttemptContext, ParsedRun } from './adapter.js';
+import { isRecord, type AgentAdapter, type AtifStep, type AttemptContext, type ParsedRun } from './adapter.js';
 
 /** The statically linked (musl) binary inside the npm package: it runs in any sandbox as it is. */
 export function codexBinary(): string {
@@ -15,8 +15,32 @@ let cachedVersion: string | undefined;
 interface CodexEvent {
   type: string;
   thread_id?: string;
-  item?: { id: string; type: string; command?: string; aggregated_output?: string; exit_code?: number | null; text?: string; message?: string };
+  item?: CodexItem;
   usage?: { input_tokens?: number; cached_input_tokens?: number; output_tokens?: number };
+}
+
+/** The item types `codex exec --json` reports (codex-rs exec events). */
+interface CodexItem {
+  id: string;
+  type: string;
+  command?: string;
+  aggregated_output?: string;
+  exit_code?: number | null;
+  text?: string;
+  message?: string;
+  /** file_change: the files and how each changed. */
+  changes?: { path: string; kind: string }[];
+  status?: string;
+  /** mcp_tool_call */
+  server?: string;
+  tool?: string;
+  arguments?: unknown;
+  result?: unknown;
+  error?: unknown;
+  /** web_search */
+  query?: string;
+  /** todo_list */
+  items?: { text: string; completed: boolean }[];
 }
 
 /** `codex exec --json` events -> turns, tool calls and an ATIF-v1.7 trajectory. */
@@ -34,6 +58,16 @@ export function parseCodex(stdout: string, ctx: AttemptContext, version: string)
   let toolCalls = 0;
   let turns = 0;
   const usage = { input: 0, cached: 0, output: 0 };
+  // A reasoning item's text belongs to the agent step that follows it.
+  let reasoning: string | undefined;
+  const push = (step: Omit<AtifStep, 'step_id' | 'source' | 'model_name'>) => {
+    steps.push({ step_id: steps.length + 1, source: 'agent', model_name: ctx.model, ...(reasoning ? { reasoning_content: reasoning } : {}), ...step });
+    reasoning = undefined;
+  };
+  const call = (it: CodexItem, name: string, args: Record<string, unknown>, content: string) => {
+    toolCalls++;
+    push({ message: '', tool_calls: [{ tool_call_id: it.id, function_name: name, arguments: args }], observation: { results: [{ source_call_id: it.id, content }] } });
+  };
   for (const e of events) {
     if (e.type === 'turn.completed') {
       turns++;
@@ -43,32 +77,46 @@ export function parseCodex(stdout: string, ctx: AttemptContext, version: string)
     }
     if (e.type !== 'item.completed' || !e.item) continue;
     const it = e.item;
-    if (it.type === 'command_execution') {
-      toolCalls++;
-      steps.push({
-        step_id: steps.length + 1,
-        source: 'agent',
-        model_name: ctx.model,
-        message: '',
-        tool_calls: [{ tool_call_id: it.id, function_name: 'exec_command', arguments: { cmd: it.command } }],
-        observation: { results: [{ source_call_id: it.id, content: `${it.aggregated_output ?? ''}\n[exit ${it.exit_code}]` }] },
-      });
-    } else if (it.type === 'agent_message') {
-      steps.push({ step_id: steps.length + 1, source: 'agent', model_name: ctx.model, message: it.text ?? '' });
+    switch (it.type) {
+      case 'command_execution':
+        call(it, 'exec_command', { cmd: it.command ?? '' }, `${it.aggregated_output ?? ''}\n[exit ${it.exit_code}]`);
+        break;
+      case 'file_change':
+        call(it, 'apply_patch', { changes: it.changes ?? [] }, `${it.status ?? 'completed'}: ${(it.changes ?? []).map((c) => `${c.kind} ${c.path}`).join(', ')}`);
+        break;
+      case 'mcp_tool_call':
+        call(it, `mcp__${it.server ?? 'unknown'}__${it.tool ?? 'unknown'}`, isRecord(it.arguments) ? it.arguments : { arguments: it.arguments ?? null }, JSON.stringify(it.error ?? it.result ?? null));
+        break;
+      case 'web_search':
+        call(it, 'web_search', { query: it.query ?? '' }, '');
+        break;
+      case 'agent_message':
+        push({ message: it.text ?? '' });
+        break;
+      case 'reasoning':
+        reasoning = [reasoning, it.text].filter(Boolean).join('\n');
+        break;
+      case 'todo_list':
+        push({ message: (it.items ?? []).map((t) => `[${t.completed ? 'x' : ' '}] ${t.text}`).join('\n') });
+        break;
+      case 'error':
+        steps.push({ step_id: steps.length + 1, source: 'system', message: it.message ?? 'error' });
+        break;
     }
   }
-  const thread = events.find((e) => e.type === 'thread.started')?.thread_id ?? 'unknown';
+  if (reasoning) push({ message: '' }); // reasoning that no step followed is kept on one of its own
+  const thread = events.find((e) => e.type === 'thread.started')?.thread_id;
   return {
     turns,
     toolCalls,
     hitTurnCap: false, // codex has no turn cap of its own: the gateway's caps bound it
     trajectory: {
       schema_version: 'ATIF-v1.7',
-      session_id: thread,
-      trajectory_id: thread,
+      ...(thread ? { session_id: thread, trajectory_id: thread } : {}),
       agent: { name: 'codex', version, model_name: ctx.model },
       steps,
-      final_metrics: { total_prompt_tokens: usage.input, total_completion_tokens: usage.output, total_cached_tokens: usage.cached, total_cost_usd: null, total_steps: steps.length },
+      // OpenAI's input_tokens already include the cached ones: ATIF's prompt tokens as they are.
+      final_metrics: { total_prompt_tokens: usage.input, total_completion_tokens: usage.output, total_cached_tokens: usage.cached, total_steps: steps.length },
     },
   };
 }

@@ -215,15 +215,16 @@ export function annotateImageTemplates(nodes: readonly GraphNode[], env: HostEnv
   for (const node of nodes) {
     const template = (node.step.spec['sandbox'] as { image?: string } | undefined)?.image;
     if (!template || !template.includes('{') || node.matrix['task'] === undefined) continue;
-    named.set(node, imageName(template, node.matrix['task']));
+    const task = template.includes('{image}') ? loadStepTask(node.step, node.matrix['task']) : undefined;
+    named.set(node, imageName(template, node.matrix['task'], task?.ok ? task.value.image : undefined));
   }
   const ids = inspectImages([...new Set(named.values())], env);
   for (const [node, name] of named) node.annotation = { ...asObject(node.annotation), image: { name, id: ids.get(name) ?? null } };
 }
 
-/** The image name a template gives a task. */
-export function imageName(template: string, task: string): string {
-  return template.replaceAll('{instance_id}', task).replaceAll('{task}', task);
+/** The image name a template gives a task: its id for {instance_id} / {task}, the instance's own `image` field for {image}. */
+export function imageName(template: string, task: string, image?: string): string {
+  return template.replaceAll('{instance_id}', task).replaceAll('{task}', task).replaceAll('{image}', image ?? `(instance ${task} has no image field)`);
 }
 
 /** Image IDs by name, as the engine has them now (names it lacks are absent). */

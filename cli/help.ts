@@ -65,6 +65,11 @@ Options:
       --out DIR        where the bundle is written
       --sign KEY       sign manifest.json with this Ed25519 private key (PEM):
                        writes manifest.sig.json (openssl genpkey -algorithm ed25519)
+      --harbor-layout  write DIR as a Harbor jobs directory that Harbor's viewer
+                       opens (harbor view DIR): DIR/<cohort>/ holds one trial per
+                       attempt (config.json, result.json, agent/trajectory.json,
+                       verifier/test-stdout.txt) and the bundle in
+                       DIR/<cohort>/pairbench/ (what verify-bundle checks)
 
 ${COMMON}`,
   'verify-bundle': `Usage: pairbench verify-bundle DIR [options]

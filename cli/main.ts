@@ -13,6 +13,7 @@ import { PlainReporter } from '../pipeline/reporters/plain.js';
 import { CorruptBlobError, type OutputEntry } from '../pipeline/store/cas.js';
 import { Store } from '../pipeline/store/store.js';
 import type { GraphNode, HostEnv } from '../pipeline/step-kind.js';
+import { ok, type Result } from '../pipeline/result.js';
 import { builtinStepKinds } from '../steps/index.js';
 import { EXIT, HELP } from './help.js';
 import { admitCohorts, annotateEnvironments, annotateExports, annotateImageTemplates, cohortsOf, firstAttemptBinder, historyLines, recordCohorts, registryOf } from './cohorts.js';
@@ -51,6 +52,7 @@ const OPTIONS = {
   repeats: { type: 'string' },
   repair: { type: 'boolean' },
   sign: { type: 'string' },
+  'harbor-layout': { type: 'boolean' },
   key: { type: 'string' },
   root: { type: 'string' },
   'skip-canary': { type: 'boolean' },
@@ -68,13 +70,34 @@ const ALLOWED: Record<Command, string[]> = {
   gc: ['max-size', 'dry-run'],
   fsck: ['repair'],
   generate: ['repo', 'commit', 'seed', 'count', 'language', 'test-command', 'out', 'repeats'],
-  export: ['out', 'sign'],
+  export: ['out', 'sign', 'harbor-layout'],
   'verify-bundle': ['key', 'root'],
   freeze: [],
   history: [],
   doctor: ['skip-canary'],
   probe: [],
 };
+
+/**
+ * Lays a bundle written at `staging/bundle` out as a Harbor jobs directory and renames it to
+ * `dest`: `dest/<job>/` holds the trials, and the bundle itself at `dest/<job>/pairbench`.
+ */
+async function harborLayout(staging: string, dest: string): Promise<Result<{ bundle: string; job: { dir: string; trials: number } }, string>> {
+  const { BUNDLE_SUBDIR, harborJobName, writeHarborJob } = await import('../steps/export/harbor-layout.js');
+  const name = harborJobName(join(staging, 'bundle'));
+  if (!name.ok) return name;
+  const jobDir = join(staging, name.value);
+  mkdirSync(jobDir, { recursive: true });
+  renameSync(join(staging, 'bundle'), join(jobDir, BUNDLE_SUBDIR));
+  const laid = writeHarborJob(join(jobDir, BUNDLE_SUBDIR), jobDir, join(dest, name.value));
+  if (!laid.ok) {
+    rmSync(staging, { recursive: true, force: true });
+    return laid;
+  }
+  if (existsSync(dest)) rmdirSync(dest); // empty (checked by the caller)
+  renameSync(staging, dest);
+  return ok({ bundle: join(dest, name.value, BUNDLE_SUBDIR), job: { dir: join(dest, name.value), trials: laid.value.trials } });
+}
 
 /**
  * Writes a stored bundle to `dest`, all or nothing: into a temp directory beside it,
@@ -524,7 +547,7 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
         }
       }
       const { rootDigest, signBundle } = await import('../steps/export/bundle.js');
-      const written: { dir: string; root_digest: string; key_id: string | null }[] = [];
+      const written: { dir: string; root_digest: string; key_id: string | null; harbor_job?: { dir: string; trials: number } }[] = [];
       // Other configs may share this store and have export nodes of the same name: only the key
       // this config plans, or failing that the last one a run of this config reached, is its bundle.
       const ownKeys = new Set(ctx.store.roots().find((r) => r.name === `config ${config.configFile}`)?.keys ?? []);
@@ -542,19 +565,30 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
         }
         const dest = exports.length === 1 ? resolvePath(values.out!) : join(resolvePath(values.out!), n.id);
         if (existsSync(dest) && readdirSync(dest).length) return fail(io, json, [{ message: `${dest} exists and is not empty`, hint: 'choose an empty or new directory' }]);
-        const wrote = writeBundle(ctx.store, found.record.outputs['bundle']!, dest);
+        // --harbor-layout: dest is a Harbor jobs directory, the bundle inside its one job (written whole, then renamed into place).
+        const staging = values['harbor-layout'] ? `${dest}.partial-${process.pid}` : null;
+        if (staging) rmSync(staging, { recursive: true, force: true });
+        const bundleDir = staging ? join(staging, 'bundle') : dest;
+        const wrote = writeBundle(ctx.store, found.record.outputs['bundle']!, bundleDir);
         if (!wrote.ok) return fail(io, json, [{ message: `${n.id}: ${wrote.error}`, hint: `run 'pairbench run' to rebuild it, then export again` }], EXIT.nodeFailed);
-        const signed = signingKey === undefined ? null : signBundle(dest, signingKey);
+        let dir = dest;
+        let job: { dir: string; trials: number } | null = null;
+        if (staging) {
+          const laid = await harborLayout(staging, dest);
+          if (!laid.ok) return fail(io, json, [{ message: `${n.id}: ${laid.error}` }], EXIT.nodeFailed);
+          ({ bundle: dir, job } = laid.value);
+        }
+        const signed = signingKey === undefined ? null : signBundle(dir, signingKey);
         if (signed && !signed.ok) return fail(io, json, [{ message: `${n.id}: ${signed.error}` }]);
-        const root = rootDigest(dest);
+        const root = rootDigest(dir);
         if (!root.ok) return fail(io, json, [{ message: root.error }], EXIT.nodeFailed);
-        written.push({ dir: dest, root_digest: root.value, key_id: signed?.ok ? signed.value.key_id : null });
+        written.push({ dir, root_digest: root.value, key_id: signed?.ok ? signed.value.key_id : null, ...(job ? { harbor_job: job } : {}) });
       }
       if (json) printJson(io, { ok: true, bundles: written });
       else
         io.stdout.write(
           written
-            .map((w) => `wrote ${w.dir}\nroot digest sha256:${w.root_digest}${w.key_id ? ` (signed, Ed25519 key ${w.key_id.slice(0, 16)})` : ''}\ncheck it with: pairbench verify-bundle ${w.dir} --root sha256:${w.root_digest}`)
+            .map((w) => `${w.harbor_job ? `wrote Harbor job ${w.harbor_job.dir} (${w.harbor_job.trials} trials; open it with: harbor view ${dirname(w.harbor_job.dir)})\n` : ''}wrote ${w.dir}\nroot digest sha256:${w.root_digest}${w.key_id ? ` (signed, Ed25519 key ${w.key_id.slice(0, 16)})` : ''}\ncheck it with: pairbench verify-bundle ${w.dir} --root sha256:${w.root_digest}`)
             .join('\n') + '\n',
         );
       return EXIT.ok;

@@ -186,9 +186,11 @@ async function createSandbox(docker: Docker, spec: SandboxSpec, options: Resolve
     return err({ reason: egress === 'allowlist' ? 'egress-unenforceable' : 'start-failed', message: `forwarder script ${options.forwarderScript} is missing` });
   }
 
-  // The agent (uid 1000) writes the workspace and the writable mounts; nothing else.
+  // The agent (uid 1000) writes the workspace and the writable mounts; nothing else. A verifier that
+  // runs as root (Harbor's default) has no capabilities: it gets them as its own, as it would in Harbor.
+  const owner = spec.user === 'root' ? 0 : AGENT_UID;
   for (const dir of [workspace, ...(spec.mounts ?? []).filter((m) => !m.readOnly).map((m) => m.host)]) {
-    const prepared = prepareWorkspace(dir);
+    const prepared = prepareWorkspace(dir, owner);
     if (!prepared.ok) return startFailed(prepared.error);
   }
 
@@ -196,6 +198,7 @@ async function createSandbox(docker: Docker, spec: SandboxSpec, options: Resolve
   const scratch = mkdtempSync(join(tmpdir(), 'pairbench-docker-'));
   chmodSync(scratch, 0o755);
   const workdir = spec.workdir ?? DOCKER_WORKDIR;
+  const execUser = spec.user === 'root' ? '0:0' : (spec.user ?? AGENT_USER);
   let proxy: EgressProxy | undefined;
   let container: Docker.Container | undefined;
   let forwarder: Duplex | undefined;
@@ -321,22 +324,32 @@ async function createSandbox(docker: Docker, spec: SandboxSpec, options: Resolve
     containerId: c.id,
     exec: (argv, o = {}) => {
       if (closed) return Promise.reject(new Error('docker sandbox: exec after close()'));
-      return execIn(c, argv, { ...o, cwd: o.cwd ?? workdir });
+      return execIn(c, argv, { ...o, cwd: o.cwd ?? workdir }, execUser);
     },
     receipt: (): SandboxReceipt => ({ ...receiptBase, resources: { ...receiptBase.resources }, egress_log: finalLog ?? proxy?.events() ?? [] }),
+    changedOutsideWorkspace: () => filesInScratch(c, execUser),
     close,
   };
   return ok(sandbox);
 }
 
+/**
+ * The files processes left outside the workspace. The root file system is read-only, so
+ * that is what they wrote to the tmpfs /tmp (HOME included), seen as the user who ran them.
+ */
+async function filesInScratch(container: Docker.Container, user: string): Promise<string[]> {
+  const r = await execIn(container, ['find', '/tmp', '-mindepth', '1', '(', '-type', 'f', '-o', '-type', 'l', ')'], { timeoutMs: 10_000 }, user);
+  return r.exitCode === 0 ? r.stdout.split('\n').filter(Boolean).sort() : [];
+}
+
 // ---------------------------------------------------------------- exec
 
-async function execIn(container: Docker.Container, argv: string[], o: ExecOptions): Promise<ExecResult> {
+async function execIn(container: Docker.Container, argv: string[], o: ExecOptions, user: string = AGENT_USER): Promise<ExecResult> {
   if (argv.length === 0) throw new Error('docker sandbox: exec needs a command');
   const withStdin = o.stdin !== undefined;
   const exec = await container.exec({
     Cmd: argv,
-    User: AGENT_USER,
+    User: user,
     WorkingDir: o.cwd ?? DOCKER_WORKDIR,
     Env: envList(o.env ?? {}),
     AttachStdin: withStdin,
@@ -606,12 +619,12 @@ function connectableByOthers(socket: string): Result<void, string> {
  * Makes the workspace writable by the agent's uid 1000 (see the file comment).
  * Symlinks are not followed.
  */
-function prepareWorkspace(dir: string): Result<'chown' | 'chmod' | 'none', string> {
+function prepareWorkspace(dir: string, owner: number = AGENT_UID): Result<'chown' | 'chmod' | 'none', string> {
   const uid = process.getuid?.();
   try {
-    if (uid === AGENT_UID) return ok('none');
+    if (uid === owner) return ok('none');
     if (uid === 0) {
-      walk(dir, (p) => lchownSync(p, AGENT_UID, AGENT_GID));
+      walk(dir, (p) => lchownSync(p, owner, owner));
       return ok('chown');
     }
     walk(dir, (p, st) => {
@@ -619,7 +632,7 @@ function prepareWorkspace(dir: string): Result<'chown' | 'chmod' | 'none', strin
     });
     return ok('chmod');
   } catch (e) {
-    return err(`making workspace ${dir} writable for uid ${AGENT_UID} failed: ${errorMessage(e)}`);
+    return err(`making workspace ${dir} writable for uid ${owner} failed: ${errorMessage(e)}`);
   }
 }
 

@@ -35,6 +35,11 @@ export interface SandboxSpec {
   image?: string;
   /** Docker: where the workspace is mounted and processes start (an image's WORKDIR, e.g. /app); default /work. */
   workdir?: string;
+  /**
+   * Docker: the user processes run as ("root" for a Harbor verifier, as Harbor runs it; the
+   * container keeps no capabilities and no-new-privileges). Default: the unprivileged agent user.
+   */
+  user?: string;
   resources?: { cpus?: number; memoryMb?: number; pids?: number };
   egress: EgressPolicy;
   /** Host unix sockets made reachable inside as 127.0.0.1:port (the model gateway). */
@@ -81,6 +86,8 @@ export interface Sandbox {
   readonly workdir: string;
   exec(argv: string[], options?: ExecOptions): Promise<ExecResult>;
   receipt(): SandboxReceipt;
+  /** Files the processes left outside the workspace and the mounts; absent where the backend cannot tell. */
+  changedOutsideWorkspace?(): Promise<string[]>;
   /** Removes everything the sandbox started or created (containers, forwarders, proxy). Idempotent. */
   close(): Promise<void>;
 }

@@ -6,7 +6,7 @@ import { err, type Result } from '../pipeline/result.js';
 import type { GraphNode } from '../pipeline/step-kind.js';
 import { loadTask, type Task } from './task.js';
 import { loadHarborTask } from './task-sources/harbor.js';
-import { loadSwebenchInstances } from './task-sources/swebench.js';
+import { loadSwebenchInstancesById } from './task-sources/swebench.js';
 import type { ReportFormat } from './test-report.js';
 
 /**
@@ -20,9 +20,19 @@ import type { ReportFormat } from './test-report.js';
 export type TaskSourceSpec =
   | string
   | { dir: string; repo?: string; commit?: string }
-  | { swebench: string; repos: Record<string, string>; test_command: string; report?: ReportFormat; report_file?: string; timeout?: number; test_timeout?: number };
+  | {
+      swebench: string;
+      repos: Record<string, string>;
+      test_command?: string;
+      report?: ReportFormat;
+      report_file?: string;
+      timeout?: number;
+      test_timeout?: number;
+      test_commands?: Record<string, { command: string; report?: ReportFormat }>;
+      eval_script?: boolean;
+    };
 
-const swebenchCache = new Map<string, Result<Map<string, Task>, Diagnostic[]>>();
+const swebenchCache = new Map<string, Result<Map<string, Result<Task, Diagnostic[]>>, Diagnostic[]>>();
 
 function sourceOf(step: StepConfig): TaskSourceSpec {
   return (step.spec['tasks'] as TaskSourceSpec | undefined) ?? 'tasks';
@@ -35,8 +45,14 @@ export function loadStepTask(step: StepConfig, id: string): Result<Task, Diagnos
     const file = resolve(step.rootDir, src.swebench);
     const repos = Object.fromEntries(Object.entries(src.repos).map(([k, v]) => [k, resolve(step.rootDir, v)]));
     // Two steps may read one file with other repos or another test command.
+    if (!src.test_command && !src.eval_script && !src.test_commands) {
+      return err([{ message: `a SWE-bench task source needs test_command (with {tests} or {test}), test_commands per repository, or eval_script: true`, field: `steps.${step.name}.tasks`, location: step.source.locate([...step.path, 'tasks']) }]);
+    }
     const options = {
-      testCommand: src.test_command,
+      // Without test_command, an instance that neither its repository's command nor an eval script covers fails its verification.
+      testCommand: src.test_command ?? 'echo "no test command for this repository: give test_command or test_commands" >&2; false {tests}',
+      ...(src.test_commands ? { perRepo: Object.fromEntries(Object.entries(src.test_commands).map(([repo, c]) => [repo, { testCommand: c.command, report: c.report ?? 'pytest-rA' }])) } : {}),
+      ...(src.eval_script ? { evalScript: true } : {}),
       ...(src.report ? { report: src.report } : {}),
       ...(src.report_file ? { reportFile: src.report_file } : {}),
       ...(src.timeout ? { timeoutSec: src.timeout } : {}),
@@ -44,10 +60,10 @@ export function loadStepTask(step: StepConfig, id: string): Result<Task, Diagnos
     };
     const cacheKey = JSON.stringify([file, repos, options]);
     let all = swebenchCache.get(cacheKey);
-    if (!all) swebenchCache.set(cacheKey, (all = loadSwebenchInstances(file, repos, options)));
+    if (!all) swebenchCache.set(cacheKey, (all = loadSwebenchInstancesById(file, repos, options)));
     if (!all.ok) return all;
     const t = all.value.get(id);
-    return t ? { ok: true, value: t } : err([{ message: `task "${id}" is not an instance_id in ${src.swebench}`, field: `steps.${step.name}.matrix.task` }]);
+    return t ? t : err([{ message: `task "${id}" is not an instance_id in ${src.swebench}`, field: `steps.${step.name}.matrix.task` }]);
   }
   const dir = resolve(step.rootDir, typeof src === 'string' ? src : src.dir);
   if (existsSync(join(dir, id, 'task.toml')) && !existsSync(join(dir, id, 'task.yaml'))) {

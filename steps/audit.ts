@@ -97,7 +97,8 @@ export const auditStep: StepKind = {
   // 4: earlier tries of the attempt (retried infrastructure faults) are on its record.
   // 3: verifier-owned writes are out of bounds, out of bounds fails by default, forged verdicts,
   // leakage over the whole trajectory (tool results, reassembled text, agent output, normalised probes).
-  version: 4,
+  // 5: the record names the run and verify nodes it was made from (sources).
+  version: 5,
   check: (step) => checkTasks(step),
   keyConfig(node): Json {
     const task = taskOf(node);
@@ -204,6 +205,7 @@ export const auditStep: StepKind = {
 
     const record: AttemptRecord & { mutation: unknown; leakage: LeakageFlag[] } = {
       node: ctx.node.id,
+      sources: { run: ctx.upstream.find((u) => u.outputs['result.json'])!.node, verify: ctx.upstream.find((u) => u.outputs['verdict.json'])?.node ?? null },
       task: task.id,
       family: task.family,
       category: task.category,

@@ -15,14 +15,17 @@ import type { Finding, Surface } from './certify/scan.js';
 import { sandboxFor, sandboxOf, type ArmSpec, type SandboxSettings } from './run.js';
 import type { Task } from './task.js';
 import type { CanaryCalibrations } from './verifier-canary.js';
-import { runVerifier, verifierSandbox, type VerifierOutcome } from './verifier-run.js';
-import { ENVIRONMENT_OUTPUTS, inEnvironment, networkNote, startingPoint } from './environment.js';
+import { runVerifier, scoringOf, verifierSandbox, type VerifierOutcome } from './verifier-run.js';
+import { ENVIRONMENT_OUTPUTS, inEnvironment, networkNote, startingPoint, verifierPhase } from './environment.js';
 import { verifierOwned } from './verifier-owned.js';
 import { diffSnapshots, snapshot } from './workspace.js';
 
 interface CertifySpec {
   sandbox?: SandboxSettings;
   policy?: Partial<CertifyPolicy>;
+  reward?: { threshold?: number };
+  /** Verify offline as uid 1000 whatever the task's verifier phase says (Harbor's default is root with its network). */
+  strict_verifier?: boolean;
 }
 
 const spec = (step: StepConfig) => step.spec as unknown as CertifySpec;
@@ -45,6 +48,8 @@ export interface CertificationReceipt {
   verdict: 'certified' | 'rejected';
   /** The paths attempts may write, and where they came from (an import derives them). */
   allowed_paths: { paths: string[]; from: string };
+  ignored_task_fields: { field: string; reason: string }[];
+  solution_outside_workspace: string[];
   reasons: string[];
   surfaces: Record<string, string>;
   findings_count: Record<string, number>;
@@ -77,7 +82,8 @@ function vendoredNote(f: Finding): string {
 }
 
 /** Applies the reference solution through the oracle agent itself (the same path its attempts take). */
-async function applySolution(task: Task, ws: string, settings: ReturnType<typeof sandboxOf> & { workdir?: string }): Promise<Result<void, string>> {
+/** Applies the reference solution to ws; its value is what the solution changed outside the workspace (where the sandbox can tell). */
+async function applySolution(task: Task, ws: string, settings: ReturnType<typeof sandboxOf> & { workdir?: string }): Promise<Result<string[], string>> {
   if (!task.solution.patch && !task.solution.script) return err('the task has no reference solution (solution.patch or solution.script)');
   const sandboxed = settings.backend !== 'local';
   const actx: AttemptContext = {
@@ -96,7 +102,7 @@ async function applySolution(task: Task, ws: string, settings: ReturnType<typeof
     return err(errorMessage(e));
   }
   const inv = oracleAgent.invocation(actx);
-  if (!inv || !task.solution.script) return ok(undefined); // a patch is applied on the host
+  if (!inv || !task.solution.script) return ok([]); // a patch is applied on the host
   const backend = await sandboxBackend(settings.backend);
   const created = await backend.create({
     workspace: ws,
@@ -109,12 +115,20 @@ async function applySolution(task: Task, ws: string, settings: ReturnType<typeof
   if (!created.ok) return err(created.error.message);
   try {
     const r = await created.value.exec(inv.argv, { timeoutMs: 600_000 });
-    if (r.exitCode === 0) return ok(undefined);
+    if (r.exitCode === 0) return ok((await created.value.changedOutsideWorkspace?.()) ?? []);
     const note = networkNote(task, settings.egress, `${r.stdout}\n${r.stderr}`);
-    return err(`the reference script exited ${r.exitCode}: ${r.stderr.trim().slice(-400)}${note ? ` -- ${note}` : ''}`);
+    // Harbor's agent may write anywhere in its live container; here only the workspace and /tmp are writable.
+    const readOnly = /read-only file system/i.test(r.stderr)
+      ? 'the reference solution writes outside the workspace, where the sandbox is read-only: pairbench verifies the workspace in a fresh container, so state made elsewhere would never reach the verifier (build it into the image, or have the tests make it)'
+      : null;
+    return err(`the reference script exited ${r.exitCode}: ${r.stderr.trim().slice(-400)}${[note, readOnly].filter(Boolean).map((n) => ` -- ${n}`).join('')}`);
   } finally {
     await created.value.close();
   }
+}
+
+function listed(paths: string[]): string {
+  return paths.slice(0, 5).join(', ') + (paths.length > 5 ? ` and ${paths.length - 5} more` : '');
 }
 
 /** A canary is calibrated when, with the reference solution, its test passed and its canary failed. */
@@ -160,6 +174,8 @@ export const certifyStep: StepKind = {
       verifier: { command: task.verifier.command, fail_to_pass: task.verifier.failToPass, pass_to_pass: task.verifier.passToPass, patch: task.verifier.patch, result: task.verifier.result, timeout: task.verifier.timeoutSec, runner: (task.verifier.runner ?? null) as unknown as Json },
       arms: Object.fromEntries(Object.entries(arms).map(([k, a]) => [k, { files: a.files ?? {}, prompt_append: a.prompt_append ?? null, env: a.env ?? {}, mcp_servers: Object.fromEntries(Object.entries(a.mcp_servers ?? {}).map(([s, m]) => [s, { command: m.command, args: m.args ?? [], env: m.env ?? {} }])) }])),
       policy: policyFromSpec(spec(node.step).policy) as unknown as Json,
+      scoring: scoringOf(spec(node.step)) as unknown as Json,
+      ...(spec(node.step).strict_verifier ? { strict_verifier: true } : {}),
       ...(task.environment ? { environment: task.environment as unknown as Json } : {}),
       sandbox: sandboxOf(spec(node.step)) as unknown as Json,
     };
@@ -184,7 +200,9 @@ export const certifyStep: StepKind = {
     const tree = point.tree;
     const configured = sandboxFor(ctx.node, spec(ctx.node.step));
     if (!configured.ok) return err({ reason: 'infra', message: configured.error });
+    // The reference solution runs as an attempt does; the verifier as the task's verifier phase says.
     const settings = inEnvironment(configured.value, point.environment, task);
+    const verifierSettings = verifierPhase(configured.value, point.environment, task, spec(ctx.node.step).strict_verifier === true);
     if (point.environment && settings.backend !== 'docker') {
       return err({ reason: 'refused', message: `task ${task.id} runs in the image its environment step built: give step ${ctx.node.step.name} sandbox: { backend: docker }` });
     }
@@ -238,6 +256,8 @@ export const certifyStep: StepKind = {
     const reasons: string[] = [];
     const canaries: CanaryCalibrations = {};
     let solutionWritesOwned = false;
+    // What the reference solution changed outside the workspace: verify carries the workspace only.
+    let solutionOutside: string[] = [];
     try {
       for (let i = 0; i < policy.repeats; i++) {
         for (const agent of ['nop', 'oracle'] as const) {
@@ -252,6 +272,7 @@ export const certifyStep: StepKind = {
               checks.oracle.push(false);
               continue;
             }
+            if (i === 0) solutionOutside = applied.value;
             // Verify keeps the verifier's own files pristine: a solution that needs to change them cannot pass there.
             if (before) {
               const changed = diffSnapshots(before, await snapshot(ws));
@@ -264,10 +285,15 @@ export const certifyStep: StepKind = {
           }
           // The first run with the reference solution also calibrates the canaries: each must fail there.
           const calibrate = agent === 'oracle' && i === 0;
-          const outcome: Result<VerifierOutcome, string> = await runVerifier(task, ws, verifierDir, scratch, verifierSandbox(settings), ctx.signal, calibrate ? { mode: 'calibrate' } : undefined);
+          const outcome: Result<VerifierOutcome, string> = await runVerifier(task, ws, verifierDir, scratch, verifierSandbox(verifierSettings), ctx.signal, calibrate ? { mode: 'calibrate' } : undefined, {
+            scoring: scoringOf(spec(ctx.node.step)),
+            pristine: treeDir,
+          });
           if (!outcome.ok) return err({ reason: 'infra', message: `infrastructure: ${outcome.error}` });
           if (calibrate) Object.assign(canaries, calibrations(outcome.value));
-          checks[agent].push(outcome.value.pass);
+          // No verdict (e.g. no reward written) is not a pass, with the reason said.
+          checks[agent].push(outcome.value.pass === true);
+          if (outcome.value.pass === null) reasons.push(`${agent} check ${i + 1}: the verifier gave no verdict: ${outcome.value.error ?? 'unknown'}`);
           writeFileSync(join(verifierLogs, `${agent}-${i + 1}.log`), outcome.value.transcript);
           if (agent === 'oracle') oracleOutput += outcome.value.transcript;
           log(`check ${i + 1}/${policy.repeats} ${agent}: verifier ${outcome.value.pass ? 'passes' : 'fails'} (${outcome.value.evidence.map((e) => `${e.name}=${e.status}`).join(', ')})`);
@@ -284,8 +310,11 @@ export const certifyStep: StepKind = {
     const discriminating = nopPasses === 0 && oraclePasses === policy.repeats;
     if (nopPasses === policy.repeats) reasons.push('non-discriminating: the verifier passes on the untouched tree');
     if (oraclePasses === 0 && !reasons.some((r) => r.startsWith('oracle:'))) {
-      const note = networkNote(task, settings.egress, oracleOutput);
-      reasons.push(`the verifier fails with the reference solution${note ? ` -- ${note}` : ''} (its output: pairbench show ${ctx.node.id} verifier-logs/oracle-1.log)`);
+      const note = networkNote(task, verifierSettings.egress, oracleOutput);
+      const outside = solutionOutside.length
+        ? `the reference solution also changed ${listed(solutionOutside)} outside the workspace, which a fresh verifier container does not have: a verifier that depends on state made outside the workspace cannot score attempts (build that state into the image, or have the tests make it)`
+        : null;
+      reasons.push(`the verifier fails with the reference solution${note ? ` -- ${note}` : ''}${outside ? ` -- ${outside}` : ''} (its output: pairbench show ${ctx.node.id} verifier-logs/oracle-1.log)`);
     }
     reasons.push(...flaky);
     for (const f of failing.slice(0, 20)) reasons.push(`${f.class} in ${f.surface} ${f.path}:${f.line}: ${f.detail}${vendoredNote(f)}`);
@@ -298,6 +327,10 @@ export const certifyStep: StepKind = {
       task: task.id,
       verdict: (discriminating && failing.length === 0 && !solutionWritesOwned ? 'certified' : 'rejected') as 'certified' | 'rejected',
       allowed_paths: { paths: task.allowedPaths, from: task.allowedPathsFrom ?? 'the task file' },
+      // task.toml fields this task sets that pairbench does not carry out, each with why.
+      ignored_task_fields: task.environment?.ignored ?? [],
+      // Where the solution wrote outside the workspace (verification never sees these paths).
+      solution_outside_workspace: solutionOutside,
       reasons,
       surfaces: Object.fromEntries(surfaces.map((s) => [s.name, sha256(canonicalJson(s.files))])),
       findings_count: count,

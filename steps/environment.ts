@@ -129,21 +129,38 @@ export function startingPoint(ctx: Pick<ExecutionContext, 'upstream' | 'artifact
 }
 
 /** A step's sandbox with the task's environment applied: its image, its WORKDIR, and what task.toml sets that the step leaves open. */
-export function inEnvironment<S extends Required<Pick<SandboxSettings, 'backend'>> & { image: string | null; egress: string; resources: { cpus?: number; memory_mb?: number } }>(
+export function inEnvironment<S extends Required<Pick<SandboxSettings, 'backend'>> & { image: string | null; egress: string; allow: readonly string[]; resources: { cpus?: number; memory_mb?: number } }>(
   settings: S,
   environment: BuiltEnvironment | null,
   task: Task,
-): S & { workdir?: string } {
-  if (!environment) return settings;
+  phase: 'agent' | 'verifier' = 'agent',
+): S & { workdir?: string; user?: string } {
+  // SWE-bench's images expect the repository at /testbed (their editable installs point there).
+  if (!environment) return task.workdir && settings.backend === 'docker' ? { ...settings, workdir: task.workdir } : settings;
   const t = task.environment;
+  // The phase's network mode (Harbor: the verifier may set its own): no-network runs offline whatever the step
+  // allows; allowlist adds the task's hosts to the step's; public leaves the cohort's egress (recorded).
+  const network = (phase === 'verifier' ? t?.verifierNetwork : null) ?? t?.network ?? 'public';
+  const hosts = phase === 'verifier' && t?.verifierNetwork ? t.verifierAllowedHosts : (t?.allowedHosts ?? []);
   return {
     ...settings,
     image: environment.image_id,
     workdir: environment.workdir === '/' ? '/work' : environment.workdir,
-    // A task that says it runs offline runs offline, whatever the step allows.
-    egress: t && !t.allowInternet ? 'none' : settings.egress,
+    egress: network === 'no-network' ? 'none' : network === 'allowlist' ? 'allowlist' : settings.egress,
+    allow: network === 'allowlist' ? [...new Set([...settings.allow, ...hosts])] : settings.allow,
+    // Harbor runs the verifier as the task's verifier user, else the image's own user (root when it sets none).
+    ...(phase === 'verifier' ? { user: t?.verifierUser ?? 'root' } : {}),
     resources: { ...settings.resources, ...(settings.resources.cpus === undefined && t?.cpus ? { cpus: t.cpus } : {}), ...(settings.resources.memory_mb === undefined && t?.memoryMb ? { memory_mb: t.memoryMb } : {}) },
   };
+}
+
+/**
+ * The verifier's sandbox: the task's verifier phase (Harbor: its network mode, as root by
+ * default), or with `strict` offline as the agent's unprivileged user whatever task.toml says.
+ */
+export function verifierPhase<S extends Parameters<typeof inEnvironment>[0]>(settings: S, environment: BuiltEnvironment | null, task: Task, strict: boolean): S & { workdir?: string; user?: string } {
+  if (!strict) return inEnvironment(settings, environment, task, 'verifier');
+  return { ...inEnvironment(settings, environment, task, 'agent'), egress: 'none', allow: [] };
 }
 
 /** A failure message's hint when the task says it needs the network and this step gives it none. */
@@ -152,7 +169,7 @@ export function networkNote(task: Task, egress: string, output: string): string 
   const tried = NETWORK_ERROR.test(output);
   if (egress !== 'none' || (!declared && !tried)) return null;
   return declared
-    ? `task.toml allows the network (allow_internet = true) and this step runs with egress none${tried ? ', and the output shows a network failure' : ''}: a phase that downloads fails offline (vendor it into the image, or give the step egress it can enforce)`
+    ? `task.toml gives the task the network (network mode ${task.environment!.network}) and this step runs with egress none${tried ? ', and the output shows a network failure' : ''}: a phase that downloads fails offline (vendor it into the image, or give the step an egress allowlist naming the hosts)`
     : `the output shows an attempt to reach the network under egress none (${NETWORK_ERROR.exec(output)![0]}): the task needs the network in this phase`;
 }
 

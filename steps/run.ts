@@ -275,6 +275,7 @@ export const runStep: StepKind = {
       solution: adapter.name === 'oracle' ? { patch: task.solution.patch, script: task.solution.script ? relative(node.step.rootDir, task.solution.script) : null } : null,
       // What a task's own environment (task.toml) sets: the agent's time limit, CPUs, memory, network.
       ...(task.environment ? { environment: task.environment } : {}),
+      ...(task.workdir ? { workdir: task.workdir } : {}),
     } as unknown as Json;
   },
 

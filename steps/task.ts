@@ -29,6 +29,8 @@ export interface Task {
     filesDir: string | null;
     /** A hidden patch (e.g. SWE-bench's test_patch) applied to the workspace before the tests run. */
     patch: string | null;
+    /** A hidden patch the verifier applies itself (an eval script): scanned by certify, never applied by pairbench. */
+    scanOnlyPatch?: string | null;
     /** The verdict: exit codes of the commands, or a Harbor reward file (/logs/verifier/reward.txt|json). */
     result: 'exit-code' | 'reward-file';
     /** Workspace paths the verifier owns beyond the built-in ones (verifier-owned.ts). */
@@ -49,14 +51,29 @@ export interface Task {
   environment?: TaskEnvironment;
   /** Where the task was defined, for messages: a file, or file + instance. */
   origin: string;
+  /** The instance's own image name (SWE-bench 5.x `image`): what `{image}` in sandbox.image stands for. */
+  image?: string;
+  /** Where the tree is mounted in a docker sandbox when the task says (SWE-bench: /testbed). */
+  workdir?: string;
   canary: string | null;
 }
 
 export interface TaskEnvironment {
   /** The Dockerfile, relative to the tree (the task's environment/ directory). */
   dockerfile: string;
-  /** [environment] allow_internet: the task says it needs the network (build, agent or tests). */
+  /** The task may use the network (its network mode is not no-network): the build gets the engine's network. */
   allowInternet: boolean;
+  /** [environment] network_mode (Harbor's default: public; allow_internet = false is no-network). */
+  network: 'public' | 'no-network' | 'allowlist';
+  /** [environment] allowed_hosts, with network allowlist. */
+  allowedHosts: string[];
+  /** [verifier] network_mode, when the verifier's phase sets its own. */
+  verifierNetwork: 'public' | 'no-network' | 'allowlist' | null;
+  verifierAllowedHosts: string[];
+  /** [verifier] user (Harbor's default: the image's USER, root when it sets none). */
+  verifierUser: string | null;
+  /** task.toml fields pairbench reads but does not carry out, each with the reason (certify lists them). */
+  ignored: { field: string; reason: string }[];
   buildTimeoutSec: number;
   /** [agent] timeout_sec. */
   agentTimeoutSec: number | null;
@@ -68,6 +85,8 @@ export interface TaskEnvironment {
 
 export interface TestRunner {
   command: string;
+  /** Variables the runner's command reads (e.g. an instance's eval script). */
+  env?: Record<string, string>;
   report: ReportFormat;
   /** Where the runner writes its report in the workspace (JUnit XML); null: its output is the report. */
   reportFile: string | null;

@@ -1,12 +1,12 @@
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { gitApply } from './git-apply.js';
 import { errorMessage, err, ok, type Result } from '../pipeline/result.js';
 import { sandboxBackend, type BackendName } from '../sandboxes/index.js';
 import type { EgressMode, ExecResult, Mount, Sandbox } from '../sandboxes/sandbox.js';
 import { shellQuote } from './task-sources/swebench.js';
 import type { Task } from './task.js';
-import { graded, parseReport, type RunnerStatus } from './test-report.js';
+import { graded, parseReport, reportedStatus, type RunnerStatus } from './test-report.js';
 import { plant, plantTargets, type CanaryCalibrations, type CanaryOutcome, type PlantTarget } from './verifier-canary.js';
 
 export interface TestEvidence {
@@ -28,7 +28,8 @@ export interface Forgery {
 }
 
 export interface VerifierOutcome {
-  pass: boolean;
+  /** null: the verifier gave no verdict (a verifier error: the attempt is excluded, never scored 0). */
+  pass: boolean | null;
   evidence: TestEvidence[];
   /** Harbor tasks: what the verifier wrote to /logs/verifier/reward.txt|json. */
   reward: Record<string, number> | null;
@@ -41,6 +42,8 @@ export interface VerifierOutcome {
   transcript: string;
   /** Per canaried test: the files its canary is planted into (found after the hidden patch is applied). */
   canaryTargets: Record<string, PlantTarget[]>;
+  /** Why there is no verdict (pass null): e.g. the verifier wrote no reward. */
+  error?: string;
 }
 
 export interface VerifierSandbox {
@@ -49,6 +52,8 @@ export interface VerifierSandbox {
   image: string | null;
   /** Docker: where the workspace is mounted (a task image's WORKDIR); default /work. */
   workdir?: string;
+  /** Docker: the user the verifier runs as (a Harbor task's verifier user; root by Harbor's default). */
+  user?: string;
   allow?: readonly string[];
   resources?: { cpus?: number; memory_mb?: number; pids?: number };
 }
@@ -65,16 +70,33 @@ const CANARY_INSIDE = '/verifier-canary';
 const LOGS_INSIDE = '/logs/verifier';
 
 /** A step's sandbox settings as the verifier takes them. */
-export function verifierSandbox(s: { backend: BackendName; egress: string; image: string | null; allow: readonly string[]; resources: { cpus?: number; memory_mb?: number; pids?: number }; workdir?: string }): VerifierSandbox {
-  return { backend: s.backend, egress: s.egress as EgressMode, image: s.image, allow: s.allow, resources: s.resources, ...(s.workdir ? { workdir: s.workdir } : {}) };
+export function verifierSandbox(s: { backend: BackendName; egress: string; image: string | null; allow: readonly string[]; resources: { cpus?: number; memory_mb?: number; pids?: number }; workdir?: string; user?: string }): VerifierSandbox {
+  return { backend: s.backend, egress: s.egress as EgressMode, image: s.image, allow: s.allow, resources: s.resources, ...(s.workdir ? { workdir: s.workdir } : {}), ...(s.user ? { user: s.user } : {}) };
 }
 
 /** The evidence entry of a test runner's invocation; also the name its canary is calibrated under. */
 export const RUNNER_TEST = 'runner';
 
-/** The runner's command with `{tests}` replaced by the shell-quoted test ids. */
-export function runnerCommand(command: string, ids: readonly string[]): string {
-  return command.replaceAll('{tests}', ids.map(shellQuote).join(' '));
+/**
+ * The runner's command: `{tests}` becomes the shell-quoted test ids; `{test_files}` the files
+ * the hidden test patch touches and `{test_modules}` the same as Django's runner names them
+ * (`tests/` taken off, no `.py`, dots for slashes), as SWE-bench's eval scripts pass them.
+ */
+export function runnerCommand(command: string, ids: readonly string[], testPatch: string | null = null): string {
+  const files = testPatch ? patchedFiles(testPatch).filter((f) => f !== '/dev/null') : [];
+  const modules = files.filter((f) => f.endsWith('.py')).map((f) => f.replace(/^tests\//, '').replace(/\.py$/, '').replaceAll('/', '.'));
+  return command
+    .replaceAll('{tests}', ids.map(shellQuote).join(' '))
+    .replaceAll('{test_files}', files.map(shellQuote).join(' '))
+    .replaceAll('{test_modules}', modules.map(shellQuote).join(' '));
+}
+
+/** The test output between SWE-bench's eval-script markers when they are there (the rest is setup), else all of it. */
+function testOutput(log: string): string {
+  const start = log.indexOf('>>>>> Start Test Output');
+  const end = log.lastIndexOf('>>>>> End Test Output');
+  if (start < 0 || end < start) return log;
+  return log.slice(log.indexOf('\n', start) + 1, end);
 }
 
 /** A report file the runner wrote in the workspace (JUnit XML); empty when it wrote none. */
@@ -102,8 +124,34 @@ class Transcript {
     this.size += part.length;
   }
 
+  note(line: string): void {
+    this.parts.push(`=== ${line}\n`);
+  }
+
   text(): string {
     return this.parts.join('');
+  }
+}
+
+/** The paths a unified diff changes (old and new names). */
+export function patchedFiles(patch: string): string[] {
+  const out = new Set<string>();
+  for (const m of patch.matchAll(/^(?:\+\+\+ b\/|--- a\/)(.+?)\s*$/gm)) out.add(m[1]!);
+  for (const m of patch.matchAll(/^diff --git a\/(\S+) b\/(\S+)/gm)) out.add(m[1]!).add(m[2]!);
+  return [...out];
+}
+
+/** Each path as the pristine tree has it: copied back, or removed when the base has no such file. */
+function resetToBase(ws: string, pristine: string, paths: readonly string[]): void {
+  for (const p of paths) {
+    if (p.split('/').includes('..') || p.startsWith('/')) continue;
+    const from = join(pristine, p);
+    const to = join(ws, p);
+    rmSync(to, { recursive: true, force: true });
+    if (existsSync(from)) {
+      mkdirSync(dirname(to), { recursive: true });
+      copyFileSync(from, to);
+    }
   }
 }
 
@@ -111,38 +159,62 @@ function tail(s: string, n = 40): string {
   return s.trimEnd().split('\n').slice(-n).join('\n');
 }
 
-type RewardRead = { ok: true; reward: Record<string, number> | null } | { ok: false; forgery: Forgery };
+type RewardRead = { ok: true; reward: Record<string, number> } | { ok: false; forgery: Forgery } | { ok: false; error: string };
 
 /**
- * The Harbor reward. The verifier writes one of reward.txt / reward.json; code run by
- * the verifier can write the other. Two files that disagree are a forgery, not a choice.
+ * The Harbor reward, as Harbor reads it: reward.txt holds one number, reward.json an object
+ * of numbers. Missing, empty, or anything but numbers is a verifier error (no verdict), never
+ * a 0. The verifier writes one of the two files; code run by the verifier can write the
+ * other: two files that disagree are a forgery, not a choice.
  */
 function readReward(dir: string): RewardRead {
   const txtPath = join(dir, 'reward.txt');
   const jsonPath = join(dir, 'reward.json');
+  const hasJson = existsSync(jsonPath);
+  const hasTxt = existsSync(txtPath);
+  if (!hasJson && !hasTxt) return { ok: false, error: 'the verifier wrote no reward (/logs/verifier/reward.txt or reward.json)' };
   let fromJson: Record<string, number> | null = null;
   let fromTxt: Record<string, number> | null = null;
-  if (existsSync(jsonPath)) {
+  if (hasJson) {
+    const text = readFileSync(jsonPath, 'utf8');
+    let data: unknown;
     try {
-      const data = JSON.parse(readFileSync(jsonPath, 'utf8')) as unknown;
-      if (data && typeof data === 'object' && !Array.isArray(data)) fromJson = Object.fromEntries(Object.entries(data).filter(([, v]) => typeof v === 'number')) as Record<string, number>;
+      data = JSON.parse(text);
     } catch {
-      fromJson = null;
+      return { ok: false, error: `reward.json is not JSON: ${JSON.stringify(text.slice(0, 80))}` };
     }
+    if (typeof data === 'number' && Number.isFinite(data)) fromJson = { reward: data };
+    else if (data && typeof data === 'object' && !Array.isArray(data) && Object.keys(data).length > 0) {
+      const bad = Object.entries(data).filter(([, v]) => typeof v !== 'number' || !Number.isFinite(v));
+      if (bad.length) return { ok: false, error: `reward.json holds values that are not numbers: ${bad.map(([k, v]) => `${k}=${JSON.stringify(v)}`).join(', ')}` };
+      fromJson = data as Record<string, number>;
+    } else return { ok: false, error: `reward.json holds ${JSON.stringify(data)}, not a number or an object of numbers` };
   }
-  if (existsSync(txtPath)) {
-    const v = Number(readFileSync(txtPath, 'utf8').trim());
-    fromTxt = Number.isFinite(v) ? { reward: v } : null;
+  if (hasTxt) {
+    const text = readFileSync(txtPath, 'utf8').trim();
+    const v = text === '' ? NaN : Number(text);
+    if (!Number.isFinite(v)) return { ok: false, error: text === '' ? 'reward.txt is empty' : `reward.txt holds ${JSON.stringify(text.slice(0, 80))}, not a number` };
+    fromTxt = { reward: v };
   }
-  if (existsSync(jsonPath) && existsSync(txtPath)) {
-    const jsonValues = Object.values(fromJson ?? {});
-    const txtValue = fromTxt?.['reward'];
-    const agree = fromJson !== null && fromTxt !== null && jsonValues.length > 0 && jsonValues.every((v) => v === txtValue);
-    if (!agree) {
+  if (fromJson && fromTxt) {
+    const txtValue = fromTxt['reward'];
+    if (!Object.values(fromJson).every((v) => v === txtValue)) {
       return { ok: false, forgery: { reason: 'reward-files-disagree', detail: `reward.txt says ${JSON.stringify(fromTxt)} and reward.json says ${JSON.stringify(fromJson)}: a verifier writes one of them` } };
     }
   }
-  return { ok: true, reward: fromJson ?? fromTxt };
+  return { ok: true, reward: (fromJson ?? fromTxt)! };
+}
+
+/** How a verdict is scored beyond exit codes: the reward every value must reach (Harbor; default 1, all-ones). */
+export interface Scoring {
+  rewardThreshold: number;
+}
+
+export const DEFAULT_SCORING: Scoring = { rewardThreshold: 1 };
+
+/** A verify or certify step's scoring (`reward: { threshold }`): part of its key and of the cohort's freeze. */
+export function scoringOf(spec: { reward?: { threshold?: number } }): Scoring {
+  return { rewardThreshold: spec.reward?.threshold ?? DEFAULT_SCORING.rewardThreshold };
 }
 
 /**
@@ -161,13 +233,18 @@ export async function runVerifier(
   settings: VerifierSandbox,
   signal?: AbortSignal,
   canary?: CanaryMode,
+  options: { scoring?: Scoring; pristine?: string | null } = {},
 ): Promise<Result<VerifierOutcome, string>> {
+  const scoring = options.scoring ?? DEFAULT_SCORING;
   const sandboxed = settings.backend !== 'local';
   const noSandbox = { backend: settings.backend, isolation: 'n/a', image_id: settings.image };
   if (task.verifier.result === 'reward-file' && !sandboxed) {
     return err(`task ${task.id} writes its verdict to ${LOGS_INSIDE}: verify it with the bubblewrap or docker backend`);
   }
   if (task.verifier.patch) {
+    // As SWE-bench's harness does: the files the hidden patch touches are put back as the
+    // base commit has them first, so an attempt's edits to them are discarded, not merged.
+    if (options.pristine) resetToBase(ws, options.pristine, patchedFiles(task.verifier.patch));
     const applied = await gitApply(ws, task.verifier.patch);
     if (!applied.ok) {
       // The attempt's changes conflict with the hidden tests: not resolved (as SWE-bench scores it), not an infrastructure fault.
@@ -178,7 +255,7 @@ export async function runVerifier(
   const runner = task.verifier.runner;
   // With a test runner, one invocation runs every listed test; its canary is that invocation.
   const tests: [TestEvidence['kind'], string, string][] = runner
-    ? [['command', RUNNER_TEST, runnerCommand(runner.command, Object.keys(task.verifier.failToPass))]]
+    ? [['command', RUNNER_TEST, runnerCommand(runner.command, Object.keys(task.verifier.failToPass), task.verifier.patch ?? task.verifier.scanOnlyPatch ?? null)]]
     : [
         ...(task.verifier.command ? [['command', 'verifier', task.verifier.command] as [TestEvidence['kind'], string, string]] : []),
         ...Object.entries(task.verifier.failToPass).map(([n, c]) => ['fail_to_pass', n, c] as [TestEvidence['kind'], string, string]),
@@ -208,6 +285,7 @@ export async function runVerifier(
       mounts,
       ...(settings.image ? { image: settings.image } : {}),
       ...(settings.workdir ? { workdir: settings.workdir } : {}),
+      ...(settings.user ? { user: settings.user } : {}),
       egress: { mode: settings.egress, allow: [...(settings.allow ?? [])] },
       resources: { ...(settings.resources?.cpus ? { cpus: settings.resources.cpus } : {}), ...(settings.resources?.memory_mb ? { memoryMb: settings.resources.memory_mb } : {}), ...(settings.resources?.pids ? { pids: settings.resources.pids } : {}) },
       env: { ...(task.environment?.verifierEnv ?? {}), PATH: '/usr/local/bin:/usr/bin:/bin', LANG: 'C.UTF-8', VERIFIER_DIR: verifierFiles ? (sandboxed ? VERIFIER_INSIDE : verifierFiles) : '', HOME: sandboxed ? '/tmp' : scratch },
@@ -216,7 +294,7 @@ export async function runVerifier(
     if (!created.ok) return err(`verifier sandbox: ${created.error.message}`);
     sandbox = created.value;
     const transcript = new Transcript();
-    const runEnv: Record<string, string> = runner?.testTimeoutSec ? { PAIRBENCH_TEST_TIMEOUT: String(runner.testTimeoutSec) } : {};
+    const runEnv: Record<string, string> = { ...(runner?.env ?? {}), ...(runner?.testTimeoutSec ? { PAIRBENCH_TEST_TIMEOUT: String(runner.testTimeoutSec) } : {}) };
     const run = async (label: string, command: string, env: Record<string, string> = {}): Promise<ExecResult> => {
       const r = await sandbox!.exec(['sh', '-c', command], { env: { ...runEnv, ...env }, timeoutMs: task.verifier.timeoutSec * 1000, ...(signal ? { signal } : {}) });
       transcript.add(label, command, r);
@@ -226,13 +304,15 @@ export async function runVerifier(
     if (runner) {
       // Every listed test in one invocation; each test's status from the runner's report.
       const ids = [...Object.keys(task.verifier.failToPass), ...Object.keys(task.verifier.passToPass)];
-      const r = await run('runner (every listed test)', runnerCommand(runner.command, ids));
-      const report = runner.reportFile ? readReportFile(ws, runner.reportFile) : `${r.stdout}\n${r.stderr}`;
+      const r = await run('runner (every listed test)', runnerCommand(runner.command, ids, task.verifier.patch ?? task.verifier.scanOnlyPatch ?? null));
+      const report = runner.reportFile ? readReportFile(ws, runner.reportFile) : testOutput(`${r.stdout}\n${r.stderr}`);
       const statuses = parseReport(runner.report, report);
       for (const [kind, list] of [['fail_to_pass', task.verifier.failToPass], ['pass_to_pass', task.verifier.passToPass]] as const) {
         for (const id of Object.keys(list)) {
-          const reported = statuses.get(id) ?? null;
-          const status = r.timedOut && reported === null ? 'timeout' : graded(reported ?? undefined);
+          const reported = reportedStatus(statuses, id);
+          const g = graded(reported ?? undefined);
+          // As SWE-bench grades: a skipped FAIL_TO_PASS test is a failure, a skipped PASS_TO_PASS one is fine.
+          const status = r.timedOut && reported === null ? 'timeout' : g === 'skipped' && kind === 'fail_to_pass' ? 'fail' : g;
           evidence.push({ name: id, kind, status, reported, exit_code: r.exitCode, duration_ms: r.durationMs, output_tail: '' });
         }
       }
@@ -263,7 +343,7 @@ export async function runVerifier(
       const canaryEnv: Record<string, string> = canaryDir ? { VERIFIER_DIR: sandboxed ? CANARY_INSIDE : canaryDir } : {};
       const r = await run(`canary of ${name}`, sandboxed && canaryDir ? command.replaceAll(`${VERIFIER_INSIDE}/`, `${CANARY_INSIDE}/`) : command, canaryEnv);
       // A runner's canary must also show in its report: some listed test no longer passes.
-      const reportedFailure = runner ? [...parseReport(runner.report, runner.reportFile ? readReportFile(ws, runner.reportFile) : `${r.stdout}\n${r.stderr}`).values()].some((st) => graded(st) === 'fail') : false;
+      const reportedFailure = runner ? [...parseReport(runner.report, runner.reportFile ? readReportFile(ws, runner.reportFile) : testOutput(`${r.stdout}\n${r.stderr}`)).values()].some((st) => graded(st) === 'fail') : false;
       if (r.exitCode !== 0 || r.timedOut || reportedFailure) canaries[name] = { status: 'failed-as-planted' };
       else {
         canaries[name] = { status: 'passed', calibrated: canary?.mode === 'verify' };
@@ -272,15 +352,23 @@ export async function runVerifier(
     }
 
     let reward: Record<string, number> | null = null;
+    let rewardError: string | null = null;
     if (task.verifier.result === 'reward-file') {
       const read = readReward(logs);
       if (read.ok) reward = read.reward;
-      else forgery ??= read.forgery;
+      else if ('forgery' in read) forgery ??= read.forgery;
+      else rewardError = read.error;
     }
     const honestPass =
       task.verifier.result === 'reward-file'
-        ? reward !== null && Object.values(reward).length > 0 && Object.values(reward).every((v) => v >= 1)
+        ? reward !== null && Object.values(reward).every((v) => v >= scoring.rewardThreshold)
         : evidence.length > 0 && evidence.every((e) => e.status === 'pass' || e.status === 'skipped') && evidence.some((e) => e.status === 'pass');
+    // No reward at all is the verifier's failure: no verdict (the attempt is excluded), never a 0.
+    if (rewardError && forgery === null) {
+      transcript.note(`no verdict: ${rewardError}`);
+      const rs = sandbox.receipt();
+      return ok({ pass: null, evidence, reward: null, canaries, forgery: null, sandbox: { backend: rs.backend, isolation: rs.isolation, image_id: rs.image_id }, transcript: transcript.text(), canaryTargets: Object.fromEntries(targets), error: rewardError });
+    }
     const r = sandbox.receipt();
     return ok({ pass: honestPass && forgery === null, evidence, reward, canaries, forgery, sandbox: { backend: r.backend, isolation: r.isolation, image_id: r.image_id }, transcript: transcript.text(), canaryTargets: Object.fromEntries(targets) });
   } catch (e) {

@@ -5,14 +5,17 @@ import type { StepConfig } from '../pipeline/config/load.js';
 import { err, errorMessage, ok } from '../pipeline/result.js';
 import type { ExecutionContext, FileInputSpec, StepKind } from '../pipeline/step-kind.js';
 import { checkTasks, taskOf } from './agent-step-config.js';
-import { ENVIRONMENT_OUTPUTS, inEnvironment, startingPoint } from './environment.js';
+import { ENVIRONMENT_OUTPUTS, startingPoint, verifierPhase } from './environment.js';
 import { sandboxFor, sandboxOf, type SandboxSettings } from './run.js';
 import type { CanaryCalibrations } from './verifier-canary.js';
-import { runVerifier, verifierSandbox, type TestEvidence, type VerifierOutcome } from './verifier-run.js';
+import { runVerifier, scoringOf, verifierSandbox, type TestEvidence, type VerifierOutcome } from './verifier-run.js';
 import { VERIFIER_OWNED, verifierOwned } from './verifier-owned.js';
 import { applyChanges, type WorkspaceChanges } from './workspace.js';
 
 interface VerifySpec {
+  reward?: { threshold?: number };
+  /** Verify offline as uid 1000 whatever the task's verifier phase says (Harbor's default is root with its network). */
+  strict_verifier?: boolean;
   sandbox?: SandboxSettings;
 }
 
@@ -39,7 +42,11 @@ export const verifyStep: StepKind = {
       patch: task.verifier.patch,
       result: task.verifier.result,
       runner: task.verifier.runner ?? null,
+      // The reward every value must reach (Harbor tasks): part of the key and of the cohort's freeze.
+      scoring: scoringOf(spec(node.step)),
+      ...(spec(node.step).strict_verifier ? { strict_verifier: true } : {}),
       ...(task.environment ? { environment: task.environment } : {}),
+      ...(task.workdir ? { workdir: task.workdir } : {}),
       // What the verifier owns (taken from the pristine tree) depends on these.
       owned: [...VERIFIER_OWNED, ...(task.verifier.owned ?? [])],
       allowed_paths: task.allowedPaths,
@@ -69,7 +76,7 @@ export const verifyStep: StepKind = {
     const point = startingPoint(ctx);
     const configured = sandboxFor(ctx.node, spec(ctx.node.step));
     if (!configured.ok) return err({ reason: 'infra', message: configured.error });
-    const settings = inEnvironment(configured.value, point?.environment ?? null, task);
+    const settings = verifierPhase(configured.value, point?.environment ?? null, task, spec(ctx.node.step).strict_verifier === true);
     const tree = point?.tree;
     const run = ctx.upstream.find((u) => u.outputs['changes.json']);
     if (!tree || !run) return err({ reason: 'internal', message: 'verify needs a materialize (or environment) upstream (tree) and a run upstream (changes)' });
@@ -106,7 +113,13 @@ export const verifyStep: StepKind = {
     // The canaries certify calibrated with the reference solution (none without a certify upstream).
     const calibrationsEntry = ctx.upstream.find((u) => u.outputs['canary.json'])?.outputs['canary.json'];
     const calibrations = calibrationsEntry ? (JSON.parse(ctx.artifacts.read(calibrationsEntry.digest).toString('utf8')) as { tests: CanaryCalibrations }).tests : null;
-    const outcome = await runVerifier(task, ws, verifierHost, ctx.workDir, verifierSandbox(settings), ctx.signal, { mode: 'verify', calibrations });
+    // The pristine tree, for the files a hidden test patch resets to base (as SWE-bench's harness does).
+    let pristine: string | null = null;
+    if (task.verifier.patch) {
+      pristine = join(ctx.workDir, 'pristine');
+      ctx.artifacts.materialize(tree, pristine);
+    }
+    const outcome = await runVerifier(task, ws, verifierHost, ctx.workDir, verifierSandbox(settings), ctx.signal, { mode: 'verify', calibrations }, { scoring: scoringOf(spec(ctx.node.step)), pristine });
     if (!outcome.ok) {
       // The verifier could not run: an infrastructure fault. No verdict (audit excludes the
       // attempt), and not cached, so the next run tries again.

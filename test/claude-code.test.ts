@@ -1,7 +1,9 @@
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { claudeBinary } from '../agents/claude-code.js';
+import { atifProblems, promptTokens } from './atif.js';
 import { calculatorTask } from './fixtures.js';
 import { Rig } from './rig.js';
 
@@ -82,6 +84,10 @@ describe.skipIf(!existsSync(claudeBinary()))('Claude Code end to end', () => {
         expect(verdict.pass).toBe(true);
         const trajectory = JSON.parse(await rig.outputText(`attempts/fix-add/${arm}/1`, 'trajectory.json'));
         expect(trajectory.schema_version).toBe('ATIF-v1.7');
+        expect(atifProblems(trajectory)).toEqual([]);
+        // ATIF's prompt tokens: every input token, cached or not (as codex's are); cached = cache reads.
+        expect(trajectory.final_metrics).toMatchObject({ total_prompt_tokens: 2500 + 300 + 50, total_cached_tokens: 50, total_completion_tokens: 52 });
+        expect(trajectory.final_metrics.total_prompt_tokens).toBe(promptTokens(result.usage));
         expect(trajectory.steps.some((s: { tool_calls?: { function_name: string }[] }) => s.tool_calls?.[0]?.function_name === 'Bash')).toBe(true);
         const gatewayLog = await rig.outputText(`attempts/fix-add/${arm}/1`, 'gateway.jsonl');
         expect(gatewayLog).not.toContain('sk-pairbench-gateway');
@@ -89,6 +95,63 @@ describe.skipIf(!existsSync(claudeBinary()))('Claude Code end to end', () => {
       }
     });
   }
+
+  it('export --harbor-layout: a Harbor jobs directory (one trial per attempt, ATIF trajectories, Harbor-shaped results) around the same bundle', async () => {
+    rig.write(
+      'bench.config.yaml',
+      config('bubblewrap') +
+        `  audit: { kind: audit, needs: [attempts, verify], matrix: { task: [fix-add], arm: [control, treatment], rep: 1 } }
+  analyze: { kind: analyze, needs: [audit], control: control, treatments: [treatment], bootstrap: { resamples: 200, seed: 7 } }
+  export: { kind: export, needs: [materialize, attempts, verify, audit, analyze], cohort: calc-claude }
+`,
+    );
+    expect((await rig.cli('run')).code).toBe(0);
+    const plain = join(rig.dir, 'plain');
+    const jobs = join(rig.dir, 'jobs');
+    expect((await rig.cli('export', '--out', plain)).code).toBe(0);
+    const r = await rig.cli('export', '--out', jobs, '--harbor-layout', '--json');
+    expect(r.code, r.stderr).toBe(0);
+    const out = JSON.parse(r.stdout).bundles[0];
+    // The job is the cohort at its registered version.
+    const { cohort, version } = JSON.parse(readFileSync(join(plain, 'results.json'), 'utf8'));
+    const job = join(jobs, `${cohort}-v${version}`);
+    expect(out.harbor_job).toEqual({ dir: job, trials: 2 });
+    // The bundle inside the job is the same bundle, and still verifies.
+    expect(out.dir).toBe(join(job, 'pairbench'));
+    expect(out.root_digest).toBe(JSON.parse((await rig.cli('verify-bundle', plain, '--json')).stdout).root_digest);
+    expect((await rig.cli('verify-bundle', out.dir, '--root', `sha256:${out.root_digest}`)).code).toBe(0);
+    // What Harbor's JobScanner lists: job directories, and trials as the directories holding a result.json.
+    expect(readdirSync(jobs)).toEqual([`${cohort}-v${version}`]);
+    const trials = readdirSync(job).filter((d) => existsSync(join(job, d, 'result.json')));
+    expect(trials.sort()).toEqual(['fix-add__control__1', 'fix-add__treatment__1']);
+    const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+    const jobResult = JSON.parse(readFileSync(join(job, 'result.json'), 'utf8'));
+    expect(jobResult.id).toMatch(uuid);
+    expect(jobResult).toMatchObject({ n_total_trials: 2, stats: { n_completed_trials: 2, n_errored_trials: 0 } });
+    expect(Object.keys(jobResult.stats.evals).sort()).toEqual(['claude-code__claude-fake-1__control', 'claude-code__claude-fake-1__treatment']);
+    expect(JSON.parse(readFileSync(join(job, 'config.json'), 'utf8'))).toMatchObject({ job_name: `${cohort}-v${version}`, agents: [{ name: 'claude-code', model_name: 'claude-fake-1' }], tasks: [{ path: 'fix-add' }] });
+    for (const t of trials) {
+      const result = JSON.parse(readFileSync(join(job, t, 'result.json'), 'utf8'));
+      // TrialResult's required fields, in Harbor's types.
+      expect(result.id).toMatch(uuid);
+      expect(result).toMatchObject({ task_name: 'fix-add', trial_name: t, task_id: { path: 'fix-add' }, config: { task: { path: 'fix-add' }, trial_name: t }, agent_info: { name: 'claude-code', version: '2.1.197', model_info: { name: 'claude-fake-1' } } });
+      expect(result.trial_uri).toBe(pathToFileURL(join(job, t)).href);
+      expect(typeof result.task_checksum).toBe('string');
+      expect(result.verifier_result).toEqual({ rewards: { reward: 1 } });
+      expect(result.agent_result.metadata.pairbench).toMatchObject({ admission: 'accepted', reason_code: 'ok' });
+      const trajectory = JSON.parse(readFileSync(join(job, t, 'agent', 'trajectory.json'), 'utf8'));
+      expect(atifProblems(trajectory)).toEqual([]);
+      // Harbor's n_input_tokens and ATIF's total_prompt_tokens: one definition (every input token).
+      expect(result.agent_result.n_input_tokens).toBe(trajectory.final_metrics.total_prompt_tokens);
+      expect(result.agent_result.n_input_tokens).toBe(2500 + 300 + 50);
+      expect(readFileSync(join(job, t, 'verifier', 'test-stdout.txt'), 'utf8')).not.toBe('');
+    }
+    // An existing, non-empty destination is refused, and nothing is left half-written.
+    const again = await rig.cli('export', '--out', jobs, '--harbor-layout');
+    expect(again.code).not.toBe(0);
+    expect(again.stderr).toContain('exists and is not empty');
+    expect(readdirSync(rig.dir).filter((d) => d.includes('.partial-'))).toEqual([]);
+  });
 
   it('an MCP server arm: its tools are offered to the model (delivery) and called through MCP inside the sandbox', async () => {
     rig.write('fixtures/mcp-server.mjs', MCP_SERVER);

@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { codexBinary } from '../agents/codex.js';
+import { atifProblems, promptTokens } from './atif.js';
 import { calculatorTask } from './fixtures.js';
 import { Rig } from './rig.js';
 
@@ -63,6 +64,10 @@ describe.skipIf(!existsSync(codexBinary()))('Codex end to end', () => {
         expect(JSON.parse(await rig.outputText(`verify/fix-add/${arm}/1`, 'verdict.json')).pass).toBe(true);
         const trajectory = JSON.parse(await rig.outputText(`attempts/fix-add/${arm}/1`, 'trajectory.json'));
         expect(trajectory.steps.some((s: { tool_calls?: unknown[] }) => s.tool_calls?.length)).toBe(true);
+        expect(atifProblems(trajectory)).toEqual([]);
+        // The same definition as Claude Code's: every input token, cached or not.
+        expect(trajectory.final_metrics).toMatchObject({ total_prompt_tokens: 1900 + 100, total_cached_tokens: 100, total_completion_tokens: 35 });
+        expect(trajectory.final_metrics.total_prompt_tokens).toBe(promptTokens(result.usage));
       }
     });
   }

@@ -1,3 +1,6 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -304,7 +307,7 @@ describe.skipIf(!dockerUp && process.env['PAIRBENCH_REQUIRE_SANDBOXES'] !== '1')
 ${attempts('oracle', 'oracle')}${attempts('nop', 'nop')}`,
     );
     const r = await rig.cli('run');
-    expect(r.code, r.stderr).toBe(0);
+    expect(r.code, r.stderr + (await rig.cli('show', 'certify/greet', 'verifier-logs/oracle-1.log')).stdout).toBe(0);
     const image = await rig.outputJson('environment/greet', 'image.json');
     expect(image).toMatchObject({ workdir: '/app', network: 'none', base_images: { [baseTag]: base } });
     expect(image.image_id).toMatch(/^sha256:[0-9a-f]{64}$/);
@@ -351,7 +354,7 @@ describe.skipIf(!dockerUp && process.env['PAIRBENCH_REQUIRE_SANDBOXES'] !== '1')
     const r = await rig.cli('run');
     const cert = await rig.outputJson('certify/fetch', 'certification.json');
     expect(cert.verdict).toBe('rejected');
-    expect(cert.reasons.join('\n')).toMatch(/the verifier fails with the reference solution -- task\.toml allows the network \(allow_internet = true\) and this step runs with egress none, and the output shows a network failure/);
+    expect(cert.reasons.join('\n')).toMatch(/the verifier fails with the reference solution -- task\.toml gives the task the network \(network mode public\) and this step runs with egress none, and the output shows a network failure/);
     expect(r.stderr).toMatch(/^rejected certify\/fetch /m);
     // What the verifier printed is kept: the reason can be checked.
     expect((await rig.cli('show', 'certify/fetch', 'verifier-logs/oracle-1.log')).stdout).toMatch(/wget: bad address 'tools\.example\.com'/);
@@ -392,6 +395,197 @@ describe.skipIf(!dockerUp && process.env['PAIRBENCH_REQUIRE_SANDBOXES'] !== '1')
       expect(ex.preimage.annotation).toEqual({ image: { name: 'pairbench-swe.x86_64.acme__calc-1', id: base } });
     } finally {
       await execa('docker', ['rmi', 'pairbench-swe.x86_64.acme__calc-1:latest'], { reject: false });
+    }
+  });
+});
+
+describe.skipIf(!bwrap.ok && process.env['PAIRBENCH_REQUIRE_SANDBOXES'] !== '1')('SWE-bench grading as the harness does it', () => {
+  /** A Python package whose hidden test patch changes a helper the tests import (calc/checks.py) and adds tests. */
+  function instanceWithHelper(): { gold: string } {
+    const repo = join(rig.dir, 'repos', 'pycalc');
+    const [base] = makeRepo(repo, [
+      {
+        'calc/__init__.py': '',
+        'calc/ops.py': 'def add(a, b):\n    return a - b\n',
+        'calc/checks.py': 'EXPECTED = {}\n',
+        'tests/__init__.py': '',
+        'tests/test_calc.py': 'import unittest\n\nfrom calc import ops\n\n\nclass CalcTests(unittest.TestCase):\n    def test_exists(self):\n        self.assertTrue(callable(ops.add))\n',
+      },
+    ]);
+    const testPatch = [
+      'diff --git a/calc/checks.py b/calc/checks.py',
+      '--- a/calc/checks.py',
+      '+++ b/calc/checks.py',
+      '@@ -1 +1 @@',
+      '-EXPECTED = {}',
+      '+EXPECTED = {(2, 3): 5, (4, 1): 5}',
+      'diff --git a/tests/test_calc.py b/tests/test_calc.py',
+      '--- a/tests/test_calc.py',
+      '+++ b/tests/test_calc.py',
+      '@@ -1,8 +1,13 @@',
+      ' import unittest',
+      ' ',
+      ' from calc import ops',
+      '+from calc.checks import EXPECTED',
+      ' ',
+      ' ',
+      ' class CalcTests(unittest.TestCase):',
+      '     def test_exists(self):',
+      '         self.assertTrue(callable(ops.add))',
+      '+',
+      '+    def test_add(self):',
+      '+        for (a, b), want in EXPECTED.items():',
+      '+            self.assertEqual(ops.add(a, b), want)',
+      '',
+    ].join('\n');
+    const gold = ['diff --git a/calc/ops.py b/calc/ops.py', '--- a/calc/ops.py', '+++ b/calc/ops.py', '@@ -1,2 +1,2 @@', ' def add(a, b):', '-    return a - b', '+    return a + b', ''].join('\n');
+    // Python 3.11's unittest names a test "test_add (tests.test_calc.CalcTests.test_add)": Django's runner prints the same shape.
+    // Run from tests/ as Django's runtests.py is, the module is test_calc.
+    const id = (name: string) => spawnSync('python3', ['-c', `import sys; v=sys.version_info; print("${name} (test_calc.CalcTests${'.'}${name})" if v >= (3, 11) else "${name} (test_calc.CalcTests)")`], { encoding: 'utf8' }).stdout.trim();
+    const instance = {
+      repo: 'acme/pycalc',
+      instance_id: 'acme__pycalc-9',
+      base_commit: base,
+      patch: gold,
+      test_patch: testPatch,
+      problem_statement: 'add subtracts',
+      version: '1.0',
+      environment_setup_commit: base,
+      FAIL_TO_PASS: JSON.stringify([id('test_add')]),
+      PASS_TO_PASS: null,
+    };
+    writeFileSync(join(rig.dir, 'instances.json'), JSON.stringify([instance]));
+    return { gold };
+  }
+
+  it('an attempt that also edits a file the test patch changes: its edit is discarded (as SWE-bench resets it to base), and Django-style ids resolve through the Django parser', { timeout: 120_000 }, async () => {
+    instanceWithHelper();
+    // The agent fixes ops.add, and "helps" by rewriting the helper the hidden test patch changes.
+    const agent = "sed -i 's/a - b/a + b/' calc/ops.py && echo 'EXPECTED = {(0, 0): 0}' > calc/checks.py";
+    rig.write(
+      'bench.config.yaml',
+      `steps:
+  materialize: { kind: materialize, tasks: &tasks { swebench: instances.json, repos: { acme/pycalc: repos/pycalc }, test_commands: { acme/pycalc: { command: "cd tests && PYTHONPATH=.. python3 -m unittest -v {test_modules}", report: django } } }, matrix: { task: [acme__pycalc-9] } }
+  attempts: { kind: run, tasks: *tasks, needs: [materialize], matrix: &a { task: [acme__pycalc-9], arm: [only], rep: 1 }, agent: { adapter: command, command: "${agent}" }, arms: { only: {} }, sandbox: { backend: bubblewrap, egress: none } }
+  verify: { kind: verify, tasks: *tasks, needs: [materialize, attempts], matrix: *a, sandbox: { backend: bubblewrap, egress: none } }
+`,
+    );
+    const r = await rig.cli('run');
+    expect(r.code, r.stderr).toBe(0);
+    const verdict = await rig.outputJson('verify/acme__pycalc-9/only/1', 'verdict.json');
+    // Resolved: the test patch applied on the base helper, the agent's version of it gone.
+    expect(verdict.pass, await rig.outputText('verify/acme__pycalc-9/only/1', 'verifier.log')).toBe(true);
+    const entries = Object.entries(verdict.fail_to_pass) as [string, string][];
+    expect(entries).toHaveLength(1);
+    expect(entries[0]![0]).toMatch(/^test_add \(test_calc\.CalcTests(\.test_add)?\)$/);
+    expect(entries[0]![1]).toBe('pass');
+    const log = await rig.outputText('verify/acme__pycalc-9/only/1', 'verifier.log');
+    // The repository's own command, given the test patch's modules as SWE-bench's directives name them.
+    expect(log).toContain('$ cd tests && PYTHONPATH=.. python3 -m unittest -v calc.checks test_calc');
+  });
+});
+
+describe.skipIf(!dockerUp && process.env['PAIRBENCH_REQUIRE_SANDBOXES'] !== '1')("Harbor's verifier semantics", () => {
+  it('partial credit scored by the configured threshold; an empty reward is a verifier error; a verifier that needs the network certifies with the allowlist naming its host', { timeout: 300_000 }, async () => {
+    const base = await ensureTestImage();
+    const baseTag = (await execa('docker', ['image', 'inspect', '--format', '{{index .RepoTags 0}}', base])).stdout.trim();
+    // The "internet" the fetch task's verifier needs: a server on the host's loopback, reached only through the proxy.
+    const server = createServer((_req, res) => res.end('tool-ok'));
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const port = (server.address() as AddressInfo).port;
+    try {
+      const task = (name: string, toml: string, testSh: string, solve: string, run = '') => ({
+        [`tasks/${name}/instruction.md`]: 'Make /app/greet.sh print "hello".\n',
+        [`tasks/${name}/task.toml`]: toml,
+        [`tasks/${name}/environment/Dockerfile`]: `FROM ${baseTag}\nWORKDIR /app\nCOPY app/ /app/\n${run}`,
+        [`tasks/${name}/environment/app/greet.sh`]: 'echo hi\n',
+        [`tasks/${name}/tests/test.sh`]: `#!/bin/bash\nset -euo pipefail\nmkdir -p /logs/verifier\n${testSh}\n`,
+        [`tasks/${name}/solution/solve.sh`]: `#!/bin/bash\n${solve}\n`,
+      });
+      const [commit] = makeRepo(join(rig.dir, 'datasets'), [
+        {
+          // Two checks; the reference solution meets one: partial credit, written as reward.json.
+          ...task('partial', '[verifier]\ntimeout_sec = 60.0\n', 'n=0\n[[ "$(bash /app/greet.sh)" == hello ]] && n=$((n + 1))\n[[ -f /app/extra.txt ]] && n=$((n + 1))\ncase $n in 2) r=1.0 ;; 1) r=0.5 ;; *) r=0.0 ;; esac\necho "{\\"reward\\": $r}" > /logs/verifier/reward.json', 'echo "echo hello" > /app/greet.sh'),
+          // A verifier that writes an empty reward.
+          ...task('empty', '[verifier]\ntimeout_sec = 60.0\n', ': > /logs/verifier/reward.txt', 'echo "echo hello" > /app/greet.sh'),
+          // Harbor's default network (public): the tests fetch a tool before checking.
+          ...task('fetch', '[verifier]\ntimeout_sec = 60.0\n', `echo "verifier uid=$(id -u)"\ntool=$(NO_PROXY= no_proxy= wget -q -O- http://127.0.0.1:${port}/tool || true)\nif [[ "$tool" == tool-ok && "$(bash /app/greet.sh)" == hello ]]; then echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi`, 'echo "echo hello" > /app/greet.sh'),
+          // Verifiers that need what the solution left outside the workspace (in Harbor's live container they would pass).
+          ...task(
+            'state',
+            '[verifier]\ntimeout_sec = 60.0\n',
+            'if [[ -f /tmp/state-ready && "$(bash /app/greet.sh)" == hello ]]; then echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi',
+            'echo "echo hello" > /app/greet.sh\necho ready > /tmp/state-ready',
+          ),
+          ...task(
+            'installs',
+            '[verifier]\ntimeout_sec = 60.0\n',
+            'if [[ -f /etc/tool && "$(bash /app/greet.sh)" == hello ]]; then echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi',
+            'echo "echo hello" > /app/greet.sh\necho tool > /etc/tool',
+          ),
+        },
+      ]);
+      const docker = '{ backend: docker, egress: none }';
+      rig.write(
+        'bench.config.yaml',
+        `steps:
+  materialize: { kind: materialize, tasks: &tasks { dir: datasets/tasks, repo: datasets, commit: ${commit} }, matrix: { task: [partial, empty, fetch, state, installs] } }
+  environment: { kind: environment, tasks: *tasks, needs: [materialize], matrix: { task: [partial, empty, fetch, state, installs] } }
+  certify:
+    kind: certify
+    tasks: *tasks
+    needs: [materialize, environment]
+    matrix: { task: [partial, fetch, state, installs] }
+    sandbox: { backend: docker, egress: allowlist, allow: ["127.0.0.1:${port}"] }
+    reward: { threshold: 0.5 }
+    policy: { repeats: 1 }
+  certify-strict:
+    kind: certify
+    tasks: *tasks
+    needs: [materialize, environment]
+    matrix: { task: [fetch] }
+    sandbox: { backend: docker, egress: allowlist, allow: ["127.0.0.1:${port}"] }
+    strict_verifier: true
+    policy: { repeats: 1 }
+  attempts: { kind: run, tasks: *tasks, needs: [materialize, environment], matrix: &a { task: [partial, empty], arm: [only], rep: 1 }, agent: { adapter: oracle }, arms: { only: {} }, sandbox: ${docker} }
+  verify: { kind: verify, tasks: *tasks, needs: [materialize, environment, attempts], matrix: *a, sandbox: ${docker}, reward: { threshold: 0.5 } }
+  verify-strict: { kind: verify, tasks: *tasks, needs: [materialize, environment, attempts], matrix: { task: [partial], arm: [only], rep: 1 }, sandbox: ${docker} }
+`,
+      );
+      const r = await rig.cli('run');
+      expect(r.code, r.stderr).toBe(0);
+      // Partial credit: 0.5 passes at threshold 0.5, not at the default (all ones).
+      expect(await rig.outputJson('verify/partial/only/1', 'verdict.json')).toMatchObject({ pass: true, reward: { reward: 0.5 } });
+      expect(await rig.outputJson('verify-strict/partial/only/1', 'verdict.json')).toMatchObject({ pass: false, reward: { reward: 0.5 } });
+      // An empty reward file is no verdict (the attempt would be excluded as a verifier fault), never a 0.
+      expect(await rig.outputJson('verify/empty/only/1', 'verdict.json')).toMatchObject({ pass: null, reward: null });
+      expect(await rig.outputText('verify/empty/only/1', 'verifier.log')).toContain('no verdict: reward.txt is empty');
+      // The verifier that needs the network certifies under the cohort's allowlist naming its host.
+      const fetch = await rig.outputJson('certify/fetch', 'certification.json');
+      expect(fetch.verdict, fetch.reasons.join('; ')).toBe('certified');
+      const oracleLog = (await rig.cli('show', 'certify/fetch', 'verifier-logs/oracle-1.log')).stdout;
+      expect(oracleLog).not.toContain('bad address');
+      expect(oracleLog).toContain('verifier uid=0'); // Harbor's default verifier user
+      // The stricter mode, asked for explicitly: offline as uid 1000, so this task cannot certify.
+      const strict = await rig.outputJson('certify-strict/fetch', 'certification.json');
+      expect(strict.verdict).toBe('rejected');
+      expect(strict.reasons.join('; ')).toMatch(/the verifier fails with the reference solution -- task.toml gives the task the network .* and this step runs with egress none/);
+      expect((await rig.cli('show', 'certify-strict/fetch', 'verifier-logs/oracle-1.log')).stdout).toContain('verifier uid=1000');
+      // A verifier that depends on state the solution made outside the workspace is named.
+      const state = await rig.outputJson('certify/state', 'certification.json');
+      expect(state.verdict).toBe('rejected');
+      expect(state.solution_outside_workspace, JSON.stringify(state.reasons)).toEqual(['/tmp/state-ready']);
+      expect(state.reasons.join('; ')).toContain('the reference solution also changed /tmp/state-ready outside the workspace');
+      const installs = await rig.outputJson('certify/installs', 'certification.json');
+      expect(installs.verdict).toBe('rejected');
+      expect(installs.reasons.join('; ')).toMatch(/oracle: the reference script exited 1: .*Read-only file system -- the reference solution writes outside the workspace/);
+      const partial = await rig.outputJson('certify/partial', 'certification.json');
+      expect(partial.verdict, partial.reasons.join('; ')).toBe('certified');
+      // The threshold is frozen with the cohort's verify step.
+      const ex = JSON.parse((await rig.cli('explain', 'verify/partial/only/1', '--json')).stdout);
+      expect(ex.preimage.config.scoring).toEqual({ rewardThreshold: 0.5 });
+    } finally {
+      server.close();
     }
   });
 });

@@ -101,7 +101,26 @@ describe('Harbor task directories', () => {
       },
       solution: { patch: null, script: join(taskDir, 'solution', 'solve.sh') },
       // task.toml's [agent], [verifier] and [environment] settings carry over.
-      environment: { dockerfile: 'Dockerfile', allowInternet: false, buildTimeoutSec: 600, agentTimeoutSec: 300, cpus: 1, memoryMb: 2048, verifierEnv: {} },
+      environment: {
+        dockerfile: 'Dockerfile',
+        allowInternet: false,
+        network: 'no-network',
+        allowedHosts: [],
+        verifierNetwork: null,
+        verifierAllowedHosts: [],
+        verifierUser: null,
+        buildTimeoutSec: 600,
+        agentTimeoutSec: 300,
+        cpus: 1,
+        memoryMb: 2048,
+        verifierEnv: {},
+        // Fields Harbor defines that pairbench does not carry out are listed with why.
+        ignored: [
+          { field: 'environment.docker_image', reason: expect.stringContaining('built from environment/Dockerfile') },
+          { field: 'environment.storage_mb', reason: expect.stringContaining('disk quotas') },
+          { field: 'environment.mcp_servers', reason: expect.stringContaining("cohort's arms") },
+        ],
+      },
       origin: join(taskDir, 'task.toml'),
       canary: 'pairbench-canary 3f1c2a',
     });
@@ -247,6 +266,7 @@ describe('SWE-bench instances (JSONL)', () => {
       solution: { patch: GOLD, script: null },
       origin: `${file}:1`,
       canary: null,
+      workdir: '/testbed',
     });
     const second = r.value.get('acme__calc-2')!;
     expect(second.origin).toBe(`${file}:4`);
@@ -319,7 +339,6 @@ describe('SWE-bench instances (JSONL)', () => {
       'patch',
       'test_patch',
       'FAIL_TO_PASS',
-      'PASS_TO_PASS',
     ]);
     expect(e.find((m) => m.startsWith(`${file}:2:`))).toContain('error: instance_id: instance "../etc": instance id "../etc" must match');
     expect(e.at(-1)).toMatch(new RegExp(`^${file}:3:1: error: line 3: expected a JSON object \\(one SWE-bench instance\\), got an array`));

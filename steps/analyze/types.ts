@@ -6,6 +6,8 @@
 /** One audited attempt (produced by the audit step). */
 export interface AttemptRecord {
   node: string;
+  /** The run and verify nodes this record was made from (their files are under nodes/ in a bundle). Absent in records from before. */
+  sources?: { run: string; verify: string | null };
   task: string;
   family: string;
   category: string;

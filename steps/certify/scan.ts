@@ -384,8 +384,9 @@ function textNeedlesOf(task: Task, verifierFiles: SurfaceFile[]): TextNeedle[] {
   if (task.solution.patch) {
     for (const text of addedNeedles(task.solution.patch, SOLUTION_MIN_LENGTH)) put({ text, class: 'solution-leak', detail: 'added line of the reference solution' });
   }
-  if (task.verifier.patch) {
-    for (const text of addedNeedles(task.verifier.patch, VERIFIER_MIN_LENGTH)) put({ text, class: 'verifier-leak', detail: 'added line of the verifier patch' });
+  const hiddenPatch = task.verifier.patch ?? task.verifier.scanOnlyPatch;
+  if (hiddenPatch) {
+    for (const text of addedNeedles(hiddenPatch, VERIFIER_MIN_LENGTH)) put({ text, class: 'verifier-leak', detail: 'added line of the verifier patch' });
   }
   for (const { text, file } of verifierLines(verifierFiles)) put({ text, class: 'verifier-leak', detail: `line of hidden verifier file ${file}` });
   return [...byText.values()].sort((a, b) => compare(a.text, b.text) || compare(a.detail, b.detail));

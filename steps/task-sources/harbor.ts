@@ -21,6 +21,44 @@ const TASK_ID = /^[A-Za-z0-9][A-Za-z0-9_.-]*$/;
 /** Harbor's verifier entrypoint, run from the hidden tests directory mounted at $VERIFIER_DIR. */
 export const HARBOR_VERIFIER_COMMAND = 'bash "$VERIFIER_DIR/test.sh"';
 const DEFAULT_TIMEOUT_SEC = 600;
+const NETWORK_MODES = ['public', 'no-network', 'allowlist'] as const;
+
+/** task.toml fields Harbor defines that pairbench does not carry out, with why (certify lists those a task sets). */
+const NOT_HONOURED: Record<string, string> = {
+  'environment.docker_image': 'the image is built from environment/Dockerfile by the environment step (a prebuilt image is not pulled)',
+  'environment.storage': 'disk quotas are not enforced by the sandboxes',
+  'environment.storage_mb': 'disk quotas are not enforced by the sandboxes',
+  'environment.gpus': 'GPUs are not passed to sandboxes',
+  'environment.gpu_types': 'GPUs are not passed to sandboxes',
+  'environment.tpu': 'TPUs are not passed to sandboxes',
+  'environment.mcp_servers': 'MCP servers come from the cohort\'s arms, not the task (a treatment is what an arm adds)',
+  'environment.env': 'the environment of attempts comes from the cohort (arms env), so that every arm runs alike',
+  'environment.skills_dir': 'skills are a treatment: give them through an arm',
+  'environment.healthcheck': 'the sandbox is started fresh per attempt; no service is health-checked',
+  'environment.os': 'sandboxes are Linux',
+  'environment.workdir': 'the workspace is the image\'s WORKDIR',
+  'agent.user': 'the agent runs as the sandbox\'s unprivileged user',
+  'agent.network_mode': 'the agent\'s network is the cohort\'s egress setting (recorded per attempt)',
+  'agent.allowed_hosts': 'the agent\'s network is the cohort\'s egress setting (recorded per attempt)',
+  'verifier.environment_mode': 'the verifier always runs in a fresh sandbox of the task\'s image with the attempt\'s changes (never the agent\'s live container)',
+  'verifier.environment': 'the verifier always runs in a fresh sandbox of the task\'s image with the attempt\'s changes',
+  'verifier.collect': 'verifier artifacts beyond the reward and its output are not collected',
+  'solution.env': 'the reference solution runs with the sandbox\'s environment',
+  steps: 'multi-step tasks are not run: the task is treated as its single top-level step',
+  artifacts: 'task artifacts are not collected',
+  multi_step_reward_strategy: 'multi-step tasks are not run',
+};
+
+function ignoredFields(config: TomlTable): { field: string; reason: string }[] {
+  const out: { field: string; reason: string }[] = [];
+  for (const [field, reason] of Object.entries(NOT_HONOURED)) {
+    const [a, b] = field.split('.');
+    const top = config[a!];
+    const present = b === undefined ? top !== undefined : isTomlTable(top) && top[b] !== undefined;
+    if (present) out.push({ field, reason });
+  }
+  return out;
+}
 const DEFAULT_BUILD_TIMEOUT_SEC = 600;
 
 /**
@@ -80,6 +118,14 @@ export function loadHarborTask(taskDir: string, id: string, tree: HarborTree): R
   const agentTimeout = fields.positiveNumber(agent, ['agent', 'timeout_sec']);
   const buildTimeout = fields.positiveNumber(environment, ['environment', 'build_timeout_sec']);
   const allowInternet = fields.boolean(environment, ['environment', 'allow_internet']);
+  const networkMode = fields.oneOf(environment, ['environment', 'network_mode'], NETWORK_MODES);
+  const allowedHosts = fields.stringList(environment, ['environment', 'allowed_hosts']);
+  const verifierNetwork = fields.oneOf(verifier, ['verifier', 'network_mode'], NETWORK_MODES);
+  const verifierHosts = fields.stringList(verifier, ['verifier', 'allowed_hosts']);
+  const verifierUser = fields.string(verifier, ['verifier', 'user']);
+  // Harbor's default network is public; the deprecated allow_internet maps onto it when network_mode is not set.
+  const network = networkMode ?? (allowInternet === false ? 'no-network' : 'public');
+  const ignored = ignoredFields(config);
   const cpus = fields.positiveNumber(environment, ['environment', 'cpus'], 'a positive number of CPUs');
   const memoryMb = fields.memoryMb(environment);
   const verifierEnv = fields.stringMap(verifier, ['verifier', 'env']);
@@ -110,7 +156,13 @@ export function loadHarborTask(taskDir: string, id: string, tree: HarborTree): R
       ? {
           environment: {
             dockerfile: 'Dockerfile',
-            allowInternet: allowInternet ?? false,
+            allowInternet: network !== 'no-network',
+            network,
+            allowedHosts: allowedHosts ?? [],
+            verifierNetwork: verifierNetwork ?? null,
+            verifierAllowedHosts: verifierHosts ?? [],
+            verifierUser: verifierUser ?? null,
+            ignored,
             buildTimeoutSec: buildTimeout ?? DEFAULT_BUILD_TIMEOUT_SEC,
             agentTimeoutSec: agentTimeout ?? null,
             cpus: cpus ?? null,
@@ -176,6 +228,22 @@ class FieldReader {
     if (v === undefined) return undefined;
     if (typeof v === 'number' && Number.isFinite(v) && v > 0) return v;
     this.wrongType(path, v, expected);
+    return undefined;
+  }
+
+  oneOf<T extends string>(table: TomlTable | undefined, path: [string, string], values: readonly T[]): T | undefined {
+    const v = table?.[path[1]];
+    if (v === undefined) return undefined;
+    if (typeof v === 'string' && (values as readonly string[]).includes(v)) return v as T;
+    this.wrongType(path, v, `one of ${values.map((x) => JSON.stringify(x)).join(', ')}`);
+    return undefined;
+  }
+
+  stringList(table: TomlTable | undefined, path: [string, string]): string[] | undefined {
+    const v = table?.[path[1]];
+    if (v === undefined) return undefined;
+    if (Array.isArray(v) && v.every((x) => typeof x === 'string')) return v as string[];
+    this.wrongType(path, v, 'a list of host names');
     return undefined;
   }
 

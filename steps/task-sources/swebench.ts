@@ -22,7 +22,23 @@ export interface SwebenchOptions {
   timeoutSec?: number;
   /** Seconds per test, handed to the runner as $PAIRBENCH_TEST_TIMEOUT. Default none. */
   testTimeoutSec?: number | null;
+  /**
+   * Per repository (`django/django`): its own test command ({tests} in it) and how its log is
+   * read, as SWE-bench runs each repository's suite (e.g. Django's runtests.py, sympy's bin/test).
+   */
+  perRepo?: Record<string, { testCommand: string; report: ReportFormat }>;
+  /** Run each instance's own `eval_script` (SWE-bench 5.x records) as the verifier instead of a test command. */
+  evalScript?: boolean;
 }
+
+/** SWE-bench 5.x's log_parser names, as the report formats that read those logs. */
+const LOG_PARSERS: Record<string, ReportFormat> = {
+  parse_log_pytest: 'pytest-rA',
+  parse_log_pytest_v2: 'pytest-rA',
+  parse_log_pytest_options: 'pytest-rA',
+  parse_log_django: 'django',
+  parse_log_sympy: 'sympy',
+};
 
 const DEFAULT_TIMEOUT_SEC = 1800;
 
@@ -40,9 +56,22 @@ const MAX_EXCERPT = 200;
  * file, the line, the instance and the field.
  */
 export function loadSwebenchInstances(jsonlFile: string, repos: Record<string, string>, options: SwebenchOptions): Result<Map<string, Task>, Diagnostic[]> {
+  const each = loadSwebenchInstancesById(jsonlFile, repos, options);
+  if (!each.ok) return each;
+  const problems = [...each.value.values()].flatMap((r) => (r.ok ? [] : r.error));
+  return problems.length ? err(problems) : ok(new Map([...each.value].map(([id, r]) => [id, (r as { ok: true; value: Task }).value])));
+}
+
+/**
+ * Every instance of the file on its own: an instance whose repository is not mapped (or
+ * that has another problem) fails alone, and only a step that selects it sees the error.
+ * What no instance can be read without (the file, its JSON, an instance without an id)
+ * fails the whole file.
+ */
+export function loadSwebenchInstancesById(jsonlFile: string, repos: Record<string, string>, options: SwebenchOptions): Result<Map<string, Result<Task, Diagnostic[]>>, Diagnostic[]> {
   const file = resolve(jsonlFile);
   const shown = displayPath(file);
-  const runnerMode = options.testCommand.includes('{tests}');
+  const runnerMode = /\{(tests|test_files|test_modules)\}/.test(options.testCommand);
   if (!runnerMode && !options.testCommand.includes('{test}')) {
     return err([
       {
@@ -60,18 +89,20 @@ export function loadSwebenchInstances(jsonlFile: string, repos: Record<string, s
   }
 
   const problems: Diagnostic[] = [];
-  const tasks = new Map<string, Task>();
+  const tasks = new Map<string, Result<Task, Diagnostic[]>>();
   const firstLine = new Map<string, number>();
   const add = (line: InstanceLine) => {
+    const before = problems.length;
     const task = line.toTask(file, repos, options);
-    if (!task) return;
-    const earlier = firstLine.get(task.id);
-    if (earlier !== undefined) {
-      line.problem('instance_id', `instance "${task.id}" is listed twice (first at line ${earlier})`);
+    const id = task?.id ?? line.id;
+    if (id !== undefined && firstLine.has(id)) {
+      line.problem('instance_id', `instance "${id}" is listed twice (first at line ${firstLine.get(id)})`);
       return;
     }
-    firstLine.set(task.id, line.line);
-    tasks.set(task.id, task);
+    if (id === undefined) return; // no id: the file's problem (left in `problems`)
+    firstLine.set(id, line.line);
+    // This instance's own problems are its own: other instances still load.
+    tasks.set(id, task ? ok(task) : err(problems.splice(before)));
   };
   // SWE-bench's datasets are published as JSON arrays as well as JSON Lines: both are read.
   if (text.trimStart().startsWith('[')) {
@@ -84,7 +115,10 @@ export function loadSwebenchInstances(jsonlFile: string, repos: Record<string, s
       if (lineText.trim()) add(new InstanceLine(shown, i + 1, lineText, problems));
     });
   }
-  return problems.length ? err(problems) : ok(tasks);
+  if (!problems.length) return ok(tasks);
+  // The file fails: every problem, its own and each instance's, in the order of the file.
+  const all = [...problems, ...[...tasks.values()].flatMap((r) => (r.ok ? [] : r.error))];
+  return err(all.sort((a, b) => (a.location?.line ?? 0) - (b.location?.line ?? 0)));
 }
 
 /** The top-level elements of a JSON array, each with the line it starts on (for messages). */
@@ -132,6 +166,8 @@ export function shellQuote(word: string): string {
 /** One JSONL line: parses it and reports problems at its line, at the column of the offending key. */
 class InstanceLine {
   private label: string;
+  /** The instance id, once read. */
+  id: string | undefined;
 
   constructor(
     private readonly file: string,
@@ -143,10 +179,31 @@ class InstanceLine {
     this.label = `instance at ${where ?? `line ${line}`}`;
   }
 
+  /** The line's JSON object, or undefined when it is not one (toTask reports why). */
+  private object(): Record<string, unknown> | undefined {
+    try {
+      const v = JSON.parse(this.text) as unknown;
+      return v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
   toTask(absFile: string, repos: Record<string, string>, options: SwebenchOptions): Task | undefined {
-    const runnerMode = options.testCommand.includes('{tests}');
+    const o0 = this.object();
+    const repoName0 = typeof o0?.['repo'] === 'string' ? o0['repo'] : undefined;
+    // The repository's own test command when the source maps one; the instance's eval_script when asked.
+    const perRepo = repoName0 ? options.perRepo?.[repoName0] : undefined;
+    const evalScript = options.evalScript && typeof o0?.['eval_script'] === 'string' ? o0['eval_script'] : undefined;
+    const command = evalScript !== undefined ? 'bash -c "$PAIRBENCH_EVAL_SCRIPT" {tests}' : (perRepo?.testCommand ?? options.testCommand);
+    // One invocation for every test: a command that takes the ids, or the repository's own (which takes its test files or modules).
+    const runnerMode = /\{(tests|test_files|test_modules)\}/.test(command) || perRepo !== undefined;
     // A runner lists the ids; per-test mode has one command per id.
-    const testCommand = runnerMode ? '{test}' : options.testCommand;
+    const testCommand = runnerMode ? '{test}' : command;
+    const parserName = typeof o0?.['log_parser'] === 'string' ? o0['log_parser'] : undefined;
+    if (parserName !== undefined && !LOG_PARSERS[parserName]) this.problem('log_parser', `log_parser "${parserName}" is not one pairbench reads (it reads: ${Object.keys(LOG_PARSERS).join(', ')})`);
+    const report: ReportFormat = (parserName ? LOG_PARSERS[parserName] : undefined) ?? perRepo?.report ?? options.report ?? 'pytest-rA';
+    const image = typeof o0?.['image'] === 'string' ? o0['image'] : undefined;
     let data: unknown;
     try {
       data = JSON.parse(this.text);
@@ -165,6 +222,7 @@ class InstanceLine {
 
     const id = this.string(o, 'instance_id');
     if (id !== undefined) {
+      this.id = id;
       this.label = `instance "${id}"`;
       if (!INSTANCE_ID.test(id)) this.problem('instance_id', `instance id "${id}" must match ${INSTANCE_ID.source}`);
     }
@@ -190,7 +248,8 @@ class InstanceLine {
     const gold = this.string(o, 'patch', true);
     const testPatch = this.string(o, 'test_patch', true);
     const failToPass = this.testList(o, 'FAIL_TO_PASS', testCommand);
-    const passToPass = this.testList(o, 'PASS_TO_PASS', testCommand);
+    // SWE-bench 4.x reads a missing or null PASS_TO_PASS as no test.
+    const passToPass = o['PASS_TO_PASS'] === undefined || o['PASS_TO_PASS'] === null ? {} : this.testList(o, 'PASS_TO_PASS', testCommand);
     if (failToPass && Object.keys(failToPass).length === 0) {
       this.problem('FAIL_TO_PASS', 'lists no test', 'an instance is solved when its FAIL_TO_PASS tests pass: it needs at least one');
     }
@@ -215,13 +274,26 @@ class InstanceLine {
         filesDir: null,
         patch: testPatch || null,
         result: 'exit-code',
+        // An instance's eval_script applies the test patch itself (after resetting the test files).
+        ...(evalScript !== undefined ? { patch: null, scanOnlyPatch: testPatch || null } : {}),
         ...(runnerMode
-          ? { runner: { command: options.testCommand, report: options.report ?? 'pytest-rA', reportFile: options.reportFile ?? null, testTimeoutSec: options.testTimeoutSec ?? null } }
+          ? {
+              runner: {
+                command,
+                report,
+                reportFile: options.reportFile ?? null,
+                testTimeoutSec: options.testTimeoutSec ?? null,
+                ...(evalScript !== undefined ? { env: { PAIRBENCH_EVAL_SCRIPT: evalScript } } : {}),
+              },
+            }
           : {}),
       },
       solution: { patch: gold || null, script: null },
       origin: `${this.file}:${this.line}`,
       canary: null,
+      ...(image ? { image } : {}),
+      // SWE-bench's images hold the environment for the repository at /testbed.
+      workdir: '/testbed',
     };
   }
 
