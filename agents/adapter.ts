@@ -13,6 +13,8 @@ export interface AttemptContext {
   gatewayUrl?: string;
   /** MCP servers the arm offers (commands run inside the sandbox, from the workspace). */
   mcpServers?: Record<string, McpServer>;
+  /** The arm's prompt addition, for an adapter that appends it to the agent's system prompt. */
+  systemPromptAppend?: string;
   /** The user's command, for the `command` adapter. */
   command?: string;
   /** A private, empty HOME outside the workspace (as the sandbox sees it). */
@@ -76,6 +78,8 @@ export interface AgentAdapter {
   name: string;
   /** Whether attempts need the model gateway. */
   needsModel: boolean;
+  /** The agent takes an addition to its system prompt (an arm's prompt_append goes there, not into the task prompt). */
+  systemPrompt?: boolean;
   /** Version of the agent binary (recorded and part of the run key); memoised by the adapter. */
   version(): string;
   invocation(ctx: AttemptContext): AgentInvocation | null;

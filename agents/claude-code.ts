@@ -98,6 +98,7 @@ export function toAtif(lines: StreamLine[], ctx: AttemptContext, version: string
 export const claudeCodeAgent: AgentAdapter = {
   name: 'claude-code',
   needsModel: true,
+  systemPrompt: true,
   // Claude Code loads CLAUDE.md (and CLAUDE.local.md) from the project into a <system-reminder>
   // "Contents of /work/CLAUDE.md (project instructions ...)"; any other file is only there to be read.
   deliveryScope: (dest) => {
@@ -120,6 +121,7 @@ export const claudeCodeAgent: AgentAdapter = {
       argv: [
         exe, '-p', ctx.prompt, '--output-format', 'stream-json', '--verbose', '--max-turns', String(ctx.limits.turns), '--dangerously-skip-permissions', '--model', ctx.model,
         // MCP servers reach the agent only from the arm, never from a user's or project's settings.
+        ...(ctx.systemPromptAppend ? ['--append-system-prompt', ctx.systemPromptAppend] : []),
         '--strict-mcp-config', ...(ctx.mcpServers && Object.keys(ctx.mcpServers).length ? ['--mcp-config', JSON.stringify({ mcpServers: ctx.mcpServers })] : []),
         ...ctx.flags,
       ],

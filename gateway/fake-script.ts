@@ -24,6 +24,25 @@ export interface FakeTurn {
 /** What the fake model answers, turn by turn; the same script drives the Anthropic and the OpenAI API. */
 export interface FakeScript {
   turns: FakeTurn[];
+  /**
+   * Answers to requests without tools (a context generator's or a judge's single call):
+   * the first whose `match` (a regular expression) is found in the request body's JSON,
+   * or that has no `match`. Without one, such a request is a side request ("ok").
+   */
+  completions?: FakeCompletion[];
+}
+
+export interface FakeCompletion {
+  match?: string;
+  text: string;
+  usage?: FakeUsage;
+}
+
+/** The scripted answer to a request without tools. */
+export function completionFor(script: FakeScript, body: unknown): FakeTurn {
+  const text = JSON.stringify(body);
+  const c = script.completions?.find((x) => x.match === undefined || new RegExp(x.match).test(text));
+  return c ? { text: c.text, ...(c.usage ? { usage: c.usage } : {}) } : SIDE_TURN;
 }
 
 export const DEFAULT_USAGE: Required<FakeUsage> = {
@@ -86,6 +105,21 @@ export function parseFakeScript(value: unknown): Result<FakeScript, ScriptFailur
         const required = k === 'input_tokens' || k === 'output_tokens';
         if ((v !== undefined || required) && !(Number.isInteger(v) && (v as number) >= 0)) {
           return fail(`${at}.usage.${k}`, 'expected a non-negative integer');
+        }
+      }
+    }
+  }
+  if (value.completions !== undefined) {
+    if (!Array.isArray(value.completions)) return fail('completions', 'expected an array');
+    for (const [i, c] of value.completions.entries()) {
+      const at = `completions[${i}]`;
+      if (!isObject(c) || typeof c.text !== 'string') return fail(`${at}.text`, 'expected a string');
+      if (c.match !== undefined) {
+        if (typeof c.match !== 'string') return fail(`${at}.match`, 'expected a regular expression (string)');
+        try {
+          new RegExp(c.match);
+        } catch {
+          return fail(`${at}.match`, `"${c.match}" is not a regular expression`);
         }
       }
     }

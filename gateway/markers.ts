@@ -16,7 +16,7 @@
  */
 import { createHash } from 'node:crypto';
 
-export type MarkerScope = { kind: 'instruction-file'; file: string } | { kind: 'tools'; prefix: string } | { kind: 'prompt' } | { kind: 'anywhere' };
+export type MarkerScope = { kind: 'instruction-file'; file: string } | { kind: 'tools'; prefix: string } | { kind: 'prompt' } | { kind: 'system' } | { kind: 'anywhere' };
 
 export interface Marker {
   lines: string[];
@@ -65,6 +65,8 @@ function carries(body: unknown, m: Marker): boolean {
       return all(instructionSections(body, scope.file));
     case 'prompt':
       return all(userTexts(body));
+    case 'system':
+      return all(systemTexts(body));
     case 'anywhere': {
       const strings: string[] = [];
       collectStrings(body, strings);

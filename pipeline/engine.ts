@@ -447,7 +447,7 @@ async function executeNode(
       throw e;
     }
   };
-  const artifacts = { materialize: watch(store.cas.materialize.bind(store.cas)), read: watch(store.cas.read.bind(store.cas)), putPath: store.cas.putPath.bind(store.cas) };
+  const artifacts = { materialize: watch(store.cas.materialize.bind(store.cas)), read: watch(store.cas.read.bind(store.cas)), putPath: store.cas.putPath.bind(store.cas), entryAt: watch(store.cas.entryAt.bind(store.cas)) };
   const corruptFailure = (e: CorruptBlobError): Result<OutputManifest, StepFailure> => {
     const dropped = store.forgetBlob(e.digest);
     return err({ reason: 'store-error', message: `${e.message}; dropped it${dropped.length ? ` and the records of ${dropped.join(', ')}` : ''}`, corrupt_blob: e.digest });

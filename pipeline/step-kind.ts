@@ -53,7 +53,7 @@ export interface ExecutionContext {
   /** The outputs of the upstream nodes, selected as the step asked. */
   upstream: UpstreamOutputs[];
   /** Writes stored outputs into the work directory (verifying each blob) and stores new ones. */
-  artifacts: Pick<Cas, 'materialize' | 'putPath' | 'read'>;
+  artifacts: Pick<Cas, 'materialize' | 'putPath' | 'read' | 'entryAt'>;
   /** The node's log file: the step writes what a person needs to see when it fails. */
   logFile: string;
   hostEnv: HostEnv;

@@ -13,6 +13,7 @@ import { checkTasks, taskOf } from './agent-step-config.js';
 import { allowedBy, bySeverity, failingFindings, policyFromSpec, type AllowEntry, type CertifyPolicy } from './certify/policy.js';
 import type { Finding, Surface } from './certify/scan.js';
 import { sandboxFor, sandboxOf, type ArmSpec, type SandboxSettings } from './run.js';
+import { fileSources, outputsReadFrom, producerSteps, treatmentEntry } from './treatment-files.js';
 import type { Task } from './task.js';
 import type { CanaryCalibrations } from './verifier-canary.js';
 import { runVerifier, scoringOf, verifierSandbox, type VerifierOutcome } from './verifier-run.js';
@@ -26,6 +27,8 @@ interface CertifySpec {
   reward?: { threshold?: number };
   /** Verify offline as uid 1000 whatever the task's verifier phase says (Harbor's default is root with its network). */
   strict_verifier?: boolean;
+  /** The arms whose treatment is the memory under test (a task's `facts` must be there); default: any arm's. */
+  memory_arms?: string[];
 }
 
 const spec = (step: StepConfig) => step.spec as unknown as CertifySpec;
@@ -162,7 +165,19 @@ export const certifyStep: StepKind = {
   // 3: test runners; findings by severity, an allowlist with reasons, vendored copies named; verifier logs kept.
   // 2: canaries, every arm surface (directories, env, MCP servers), encodings normalised and decoded.
   version: 3,
-  check: (step) => checkTasks(step),
+  check(step, steps) {
+    const problems = checkTasks(step);
+    // Generated treatment files are scanned like any other surface, so certify must read them.
+    for (const run of steps.values()) {
+      if (run.kind !== 'run' || !run.needs.includes(step.name)) continue;
+      for (const producer of producerSteps(Object.values((run.spec['arms'] as Record<string, ArmSpec> | undefined) ?? {}))) {
+        if (!step.needs.includes(producer)) {
+          problems.push({ field: `steps.${step.name}.needs`, message: `an arm of step ${run.name} receives files step "${producer}" generates; certify scans every surface an arm adds, so it must read them`, hint: `add ${producer} to steps.${step.name}.needs`, location: step.source.locate([...step.path, 'needs']) });
+        }
+      }
+    }
+    return problems;
+  },
   keyConfig(node): Json {
     const task = taskOf(node);
     const arms = armsOf(node);
@@ -176,6 +191,7 @@ export const certifyStep: StepKind = {
       policy: policyFromSpec(spec(node.step).policy) as unknown as Json,
       scoring: scoringOf(spec(node.step)) as unknown as Json,
       ...(spec(node.step).strict_verifier ? { strict_verifier: true } : {}),
+      ...(task.facts?.length ? { facts: task.facts, memory_arms: spec(node.step).memory_arms ?? [] } : {}),
       ...(task.environment ? { environment: task.environment as unknown as Json } : {}),
       sandbox: sandboxOf(spec(node.step)) as unknown as Json,
     };
@@ -185,10 +201,16 @@ export const certifyStep: StepKind = {
     const out: FileInputSpec[] = [];
     if (task.verifier.filesDir) out.push({ pattern: relative(node.step.rootDir, task.verifier.filesDir), field: ['tasks'] });
     if (task.solution.script) out.push({ pattern: relative(node.step.rootDir, dirname(task.solution.script)), field: ['tasks'] });
-    for (const arm of Object.values(armsOf(node))) for (const src of Object.values(arm.files ?? {})) out.push({ pattern: src, field: ['tasks'] });
+    for (const arm of Object.values(armsOf(node))) for (const [, src] of fileSources(arm.files)) out.push({ pattern: src, field: ['tasks'] });
     return out;
   },
-  selectUpstream: (_node, upstream) => (upstream.kind.name === 'materialize' ? ['tree'] : upstream.kind.name === 'environment' ? ENVIRONMENT_OUTPUTS : undefined),
+  selectUpstream(node, upstream) {
+    if (upstream.kind.name === 'materialize') return ['tree'];
+    if (upstream.kind.name === 'environment') return ENVIRONMENT_OUTPUTS;
+    // A step that generates an arm's files (a context step): the generated files are a surface to scan.
+    const arms = Object.values(armsOf(node));
+    return producerSteps(arms).has(upstream.step.name) ? outputsReadFrom(arms, upstream.step.name) : undefined;
+  },
   describeConfigField: (path) => path.join('.'),
 
   async execute(ctx: ExecutionContext) {
@@ -220,7 +242,7 @@ export const certifyStep: StepKind = {
     for (const [name, arm] of Object.entries(armsOf(ctx.node))) {
       const files: { path: string; text: string }[] = [];
       for (const [dest, src] of Object.entries(arm.files ?? {})) {
-        const e = staged(src);
+        const e = treatmentEntry(src, ctx.node, ctx.files, ctx.upstream);
         if (e?.type === 'file') files.push({ path: dest, text: ctx.artifacts.read(e.digest).toString('utf8') });
         else if (e?.type === 'dir') {
           const dir = join(ctx.workDir, 'treatments', name.replace(/[^A-Za-z0-9_.-]/g, '_'), dest);
@@ -246,6 +268,8 @@ export const certifyStep: StepKind = {
     const verifierFiles = verifierDir ? surfaceFromDir('tree', 'verifier', verifierDir).files : [];
     const findings = scanSurfaces({ task, surfaces, extraWords: policy.words, verifierFiles });
     const failing = failingFindings(findings, policy);
+    const { factProblems } = await import('./certify/facts.js');
+    const memoryReasons = factProblems(task.facts ?? [], surfaces, spec(ctx.node.step).memory_arms ?? []);
 
     // 2. The discrimination check, `repeats` times, through the same verifier path as verify.
     const checks = { nop: [] as boolean[], oracle: [] as boolean[] };
@@ -317,6 +341,7 @@ export const certifyStep: StepKind = {
       reasons.push(`the verifier fails with the reference solution${note ? ` -- ${note}` : ''}${outside ? ` -- ${outside}` : ''} (its output: pairbench show ${ctx.node.id} verifier-logs/oracle-1.log)`);
     }
     reasons.push(...flaky);
+    reasons.push(...memoryReasons);
     for (const f of failing.slice(0, 20)) reasons.push(`${f.class} in ${f.surface} ${f.path}:${f.line}: ${f.detail}${vendoredNote(f)}`);
     if (failing.length > 20) reasons.push(`... and ${failing.length - 20} more findings (every finding is in certification.json, most severe first)`);
 
@@ -325,7 +350,7 @@ export const certifyStep: StepKind = {
     const body = {
       schema_version: 1 as const,
       task: task.id,
-      verdict: (discriminating && failing.length === 0 && !solutionWritesOwned ? 'certified' : 'rejected') as 'certified' | 'rejected',
+      verdict: (discriminating && failing.length === 0 && memoryReasons.length === 0 && !solutionWritesOwned ? 'certified' : 'rejected') as 'certified' | 'rejected',
       allowed_paths: { paths: task.allowedPaths, from: task.allowedPathsFrom ?? 'the task file' },
       // task.toml fields this task sets that pairbench does not carry out, each with why.
       ignored_task_fields: task.environment?.ignored ?? [],

@@ -13,6 +13,10 @@ import { taskOf } from './agent-step-config.js';
 import type { BundleFile } from './export/bundle.js';
 import type { ReportContext } from './export/report-context.js';
 import { armOf, limitsOf, sandboxOf, type ArmSpec } from './run.js';
+import { isStepOutput } from './treatment-files.js';
+import { attemptDiff } from './attempt-diff.js';
+import type { Task } from './task.js';
+import type { WorkspaceChanges } from './workspace.js';
 
 interface ExportConfig {
   cohort?: string;
@@ -26,6 +30,35 @@ const REDACTED_OUTPUTS = new Set(['trajectory.json', 'gateway.jsonl', 'agent.log
 
 function runStepOf(node: GraphNode): GraphNode | undefined {
   return withUpstream(node.upstream).find((n) => n.kind.name === 'run');
+}
+
+/** One run node per task the cohort ran (its task is loaded from that run's task source). */
+function taskNodes(node: GraphNode): GraphNode[] {
+  const byTask = new Map<string, GraphNode>();
+  for (const n of withUpstream(node.upstream)) if (n.kind.name === 'run' && n.matrix['task'] && !byTask.has(n.matrix['task'])) byTask.set(n.matrix['task'], n);
+  return [...byTask.values()].sort((a, b) => (a.matrix['task']! < b.matrix['task']! ? -1 : 1));
+}
+
+/** A task's spec as the steps used it (prompt, repository, verifier, reference solution), for the bundle. */
+function taskSpec(t: Task): Json {
+  return {
+    id: t.id,
+    family: t.family,
+    category: t.category,
+    repo: { commit: t.repo.commit, subdir: t.repo.subdir ?? null, setup_patch: t.repo.setupPatch ?? null },
+    prompt: t.prompt,
+    allowed_paths: t.allowedPaths,
+    verifier: {
+      command: t.verifier.command,
+      fail_to_pass: t.verifier.failToPass,
+      pass_to_pass: t.verifier.passToPass,
+      timeout_sec: t.verifier.timeoutSec,
+      patch: t.verifier.patch,
+      result: t.verifier.result,
+    },
+    solution: { patch: t.solution.patch },
+    facts: t.facts ?? [],
+  } as unknown as Json;
 }
 
 /** The frozen protocol in words, for the report's status bar and methods panel. */
@@ -74,7 +107,7 @@ function reportContext(node: GraphNode, attempts: AttemptRecord[], configDigest:
     return { id, ...(t ? { family: t.family, category: t.category, repo: t.repo.source.split('/').slice(-1)[0]!, commit: t.repo.commit } : {}) };
   });
   const words = (a: ArmSpec) => {
-    const parts = [...Object.entries(a.files ?? {}).map(([dest, src]) => `${dest} from ${src}`), ...Object.keys(a.mcp_servers ?? {}).map((m) => `MCP server ${m}`)];
+    const parts = [...Object.entries(a.files ?? {}).map(([dest, src]) => `${dest} from ${isStepOutput(src) ? `the output ${src.out} of step ${src.from}` : src}`), ...Object.keys(a.mcp_servers ?? {}).map((m) => `MCP server ${m}`)];
     if (a.prompt_append) parts.push('a prompt addition');
     return parts.length ? parts.join('; ') : 'none (control)';
   };
@@ -123,10 +156,52 @@ function earlierTriesFiles(ctx: ExecutionContext, node: string, entry: OutputEnt
   return out;
 }
 
+/** `nodes/<run node>/patch.diff`: what each attempt changed, against the tree it started from. */
+async function attemptPatches(ctx: ExecutionContext): Promise<BundleFile[]> {
+  const out: BundleFile[] = [];
+  const outputsOf = new Map(ctx.upstream.map((u) => [u.node, u.outputs]));
+  for (const run of ctx.node.upstream.filter((u) => u.kind.name === 'run')) {
+    const outs = outputsOf.get(run.id);
+    if (!outs?.['changes.json'] || !outs['changed']) continue;
+    const start = run.upstream.find((u) => u.kind.name === 'materialize' || u.kind.name === 'environment');
+    const tree = start ? outputsOf.get(start.id)?.['tree'] : undefined;
+    const changes = JSON.parse(ctx.artifacts.read(outs['changes.json'].digest).toString('utf8')) as WorkspaceChanges;
+    out.push({ path: `nodes/${run.id}/patch.diff`, bytes: await attemptDiff(ctx, tree, outs['changed'], changes, run.id) });
+  }
+  return out;
+}
+
+/** `tasks/<id>/task.json` (the spec as the steps used it) and `tasks/<id>/verifier/...` (the hidden verifier's bytes). */
+function taskFiles(ctx: ExecutionContext): BundleFile[] {
+  const out: BundleFile[] = [];
+  for (const n of taskNodes(ctx.node)) {
+    const t = taskOf(n);
+    out.push({ path: `tasks/${t.id}/task.json`, bytes: JSON.stringify(taskSpec(t), null, 2) + '\n' });
+    if (!t.verifier.filesDir) continue;
+    const staged = ctx.files.find((f) => f.path === relative(n.step.rootDir, t.verifier.filesDir!));
+    if (staged?.entry.type !== 'dir') continue;
+    const dir = join(ctx.workDir, 'verifiers', t.id);
+    ctx.artifacts.materialize(staged.entry, dir);
+    for (const rel of filesBelow(dir)) out.push({ path: `tasks/${t.id}/verifier/${rel}`, bytes: readFileSync(join(dir, rel)) });
+  }
+  return out;
+}
+
+function filesBelow(root: string, rel = ''): string[] {
+  return readdirSync(join(root, rel))
+    .sort()
+    .flatMap((name) => {
+      const p = rel ? `${rel}/${name}` : name;
+      const st = statSync(join(root, p));
+      return st.isDirectory() ? filesBelow(root, p) : st.isFile() ? [p] : [];
+    });
+}
+
 export const exportStep: StepKind = {
   name: 'export',
+  // 3: each attempt's patch, each task's spec and verifier files in the bundle.
   // 2: the registered freeze (cohort version, digest, fields, first attempt) and earlier tries in the bundle.
-  version: 2,
+  version: 3,
   check(step, steps) {
     const kinds = new Set(step.needs.map((n) => steps.get(n)?.kind));
     return kinds.has('analyze')
@@ -134,8 +209,14 @@ export const exportStep: StepKind = {
       : [{ field: `steps.${step.name}.needs`, message: 'an export step needs an analyze step (and every step whose outputs belong in the bundle: materialize, certify, run, verify, audit)', location: step.source.locate([...step.path, 'needs']) }];
   },
   keyConfig: (node): Json => ({ cohort: cfg(node.step).cohort ?? node.step.name, fixture_note: cfg(node.step).fixture_note ?? null }),
-  // The resolved config goes into the bundle: its bytes are an input.
-  fileInputs: (node) => [{ pattern: relative(node.step.rootDir, node.step.configFile), field: ['kind'] }],
+  // The resolved config and every task's hidden verifier files go into the bundle: their bytes are inputs.
+  fileInputs: (node) => [
+    { pattern: relative(node.step.rootDir, node.step.configFile), field: ['kind'] },
+    ...taskNodes(node).flatMap((n) => {
+      const dir = taskOf(n).verifier.filesDir;
+      return dir ? [{ pattern: relative(n.step.rootDir, dir), field: ['kind'] }] : [];
+    }),
+  ],
 
   async execute(ctx: ExecutionContext) {
     // Loaded when a bundle is made, not when the config is.
@@ -169,6 +250,7 @@ export const exportStep: StepKind = {
       }
     }
     if (!analysis) return err({ reason: 'internal', message: 'export needs an analyze upstream (analysis.json)' });
+    files.push(...(await attemptPatches(ctx)), ...taskFiles(ctx));
     const configText = ctx.artifacts.read(ctx.files[0]!.entry.digest).toString('utf8');
     const configDigest = sha256(configText);
     const context = reportContext(ctx.node, attempts, configDigest);

@@ -51,7 +51,7 @@ function* files(root: string, rel = ''): Generator<string> {
 }
 
 /** A bare mirror of the task's repository inside the store: materialize never reads a working tree. */
-async function ensureMirror(storeDir: string, source: string, commit: string): Promise<string> {
+export async function ensureMirror(storeDir: string, source: string, commit: string): Promise<string> {
   const mirrors = join(storeDir, 'mirrors');
   mkdirSync(mirrors, { recursive: true });
   const mirror = join(mirrors, `${sha256(source).slice(0, 16)}.git`);

@@ -35,7 +35,7 @@ export interface CohortRecord {
   versions: VersionRecord[];
 }
 
-const FROZEN_KINDS = new Set(['materialize', 'certify', 'run', 'verify', 'analyze']);
+const FROZEN_KINDS = new Set(['materialize', 'certify', 'run', 'verify', 'analyze', 'context', 'judge', 'gate']);
 
 function digestOf(v: unknown): string {
   return sha256(canonicalJson(v)).slice(0, 12);
@@ -45,6 +45,7 @@ function digestOf(v: unknown): string {
 export function computeFreeze(analyze: GraphNode, inputs: ReadonlyMap<string, ResolvedInput[]>, hostEnv: HostEnv): Freeze {
   const fields: Record<string, string> = {};
   const reps = new Map<string, number>();
+  const gates: string[] = [];
   for (const n of withUpstream([analyze])) {
     if (!FROZEN_KINDS.has(n.kind.name)) continue;
     const cfg = n.kind.keyConfig(n, hostEnv) as Record<string, unknown>;
@@ -74,6 +75,16 @@ export function computeFreeze(analyze: GraphNode, inputs: ReadonlyMap<string, Re
         reps.set(`${task}/${arm}`, (reps.get(`${task}/${arm}`) ?? 0) + 1);
         break;
       }
+      case 'context':
+        fields[`context ${n.step.name}: generation prompt, repository and model`] = digestOf({ cfg, files });
+        break;
+      case 'judge':
+        fields[`judge ${n.step.name}: rubric and model`] = digestOf({ cfg: { ...cfg, task: undefined }, files });
+        break;
+      case 'gate':
+        fields[`stage gate ${n.step.name}`] = canonicalJson(cfg);
+        gates.push(n.step.name);
+        break;
       case 'analyze': {
         const { version: _v, ...spec } = n.step.spec as Record<string, unknown>;
         fields['analysis (arms, metrics, weights, bootstrap, validity floor, thresholds)'] = digestOf({ cfg, spec: { ...spec, needs: undefined, description: undefined } });
@@ -83,7 +94,7 @@ export function computeFreeze(analyze: GraphNode, inputs: ReadonlyMap<string, Re
   }
   const sizes = [...new Set(reps.values())];
   fields['sample size (tasks x arms x reps)'] = `${new Set([...reps.keys()].map((k) => k.split('/')[0])).size} tasks x ${new Set([...reps.keys()].map((k) => k.split('/')[1])).size} arms x ${sizes.length === 1 ? sizes[0] : sizes.join('/')} reps`;
-  fields['stopping rule'] = 'fixed-N';
+  fields['stopping rule'] = gates.length ? `fixed-N per stage, gated by ${gates.sort().join(', ')}` : 'fixed-N';
   return { digest: sha256(canonicalJson(fields)), fields };
 }
 

@@ -56,6 +56,8 @@ export interface Task {
   /** Where the tree is mounted in a docker sandbox when the task says (SWE-bench: /testbed). */
   workdir?: string;
   canary: string | null;
+  /** Facts the answer depends on that only the memory under test holds (certify checks both halves). */
+  facts?: string[];
 }
 
 export interface TaskEnvironment {
@@ -171,6 +173,7 @@ function parseTask(file: string, id: string): Result<Task, Diagnostic[]> {
     },
     solution: { patch: sol.patch ? readFileSync(join(dir, sol.patch), 'utf8') : null, script: sol.script ? join(dir, sol.script) : null },
     canary: data['canary'] ?? null,
+    facts: data['facts'] ?? [],
     origin: displayPath(file),
   });
 }

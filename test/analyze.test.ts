@@ -338,6 +338,15 @@ describe('analyze: (a)/(b)/(c)', () => {
     expect(byTask.budget).toMatchObject({ class: 'no-answer', delta: -1, label: 'no answer at 4x the control cost' });
   });
 
+  it('a task that lost a rep to the budget is no answer, not (c)', () => {
+    const attempts = [0, 1].flatMap((rep) => [
+      makeAttempt({ task: 'partly', arm: 'control', rep, pass: true }),
+      makeAttempt({ task: 'partly', arm: 'treatment', rep, pass: rep === 0, no_answer: rep === 1, exit_reason: rep === 1 ? 'token-cap' : 'completed' }),
+    ]);
+    const c = only(analyze(attempts, spec()));
+    expect(c.outcomes!.counts).toEqual({ a: 0, b: 0, c: 0, no_answer: 1 });
+  });
+
   it('zero counts are present', () => {
     const c = only(analyze(grid(4, 1, () => true), spec()));
     expect(c.outcomes!.counts).toEqual({ a: 0, b: 4, c: 0, no_answer: 0 });

@@ -182,6 +182,34 @@ describe.skipIf(!existsSync(claudeBinary()))('Claude Code end to end', () => {
     expect(changes.written).toEqual({}); // the server file is treatment, not a change
   });
 
+  it('a prompt addition and its ablation go to the system prompt (--append-system-prompt), never into the task prompt', async () => {
+    rig.write(
+      'bench.config.yaml',
+      config('local')
+        .replace(/arm: \[control, treatment\]/g, 'arm: [steered, ablated]')
+        .replace(
+          '      control: {}\n      treatment: { files: { CLAUDE.md: fixtures/CLAUDE.md } }',
+          '      steered: { prompt_append: "Prefer the graph tools over grep.\\nAnswer in one line." }\n      ablated: { ablate: { from: steered, drop_lines: ["prefer the graph"] } }',
+        ),
+    );
+    const r = await rig.cli('run', 'attempts');
+    expect(r.code, r.stderr).toBe(0);
+    const texts = async (arm: string) => {
+      const first = JSON.parse((await rig.outputText(`attempts/fix-add/${arm}/1`, 'gateway.jsonl')).split('\n').find((l) => JSON.parse(l).request_body?.tools?.length)!);
+      const system = (first.request_body.system as { text: string }[]).map((b) => b.text).join('\n');
+      const user = JSON.stringify(first.request_body.messages);
+      return { system, user };
+    };
+    const steered = await texts('steered');
+    expect(steered.system).toContain('Prefer the graph tools over grep.');
+    expect(steered.user).not.toContain('Prefer the graph tools');
+    const ablated = await texts('ablated');
+    expect(ablated.system).toContain('Answer in one line.');
+    expect(ablated.system).not.toContain('Prefer the graph tools');
+    // Delivery is proven where the text went: the system prompt.
+    expect(JSON.parse(await rig.outputText('attempts/fix-add/steered/1', 'result.json')).delivered).toEqual({ steered: true });
+  });
+
   it('a real upstream gets the key from the host (never the agent); its 401 is an infrastructure fault, not the agent', async () => {
     const { createServer } = await import('node:http');
     const seen: string[] = [];

@@ -35,14 +35,25 @@ const CASES: { config: string; tasks: number; verdicts: Verdicts }[] = [
     config: 'cohorts/gortex-mcp.yaml',
     tasks: 5,
     verdicts: {
-      'gortex-mcp': { 'with-tools vs without-tools': ['insufficient-n', '+'], 'with-tools-ablated vs without-tools': ['insufficient-n', '+'] },
-      'gortex-prompt-ablation': { 'with-tools-ablated vs with-tools': ['insufficient-n', '0'] },
+      'gortex-mcp': {
+        'with-tools vs without-tools': ['insufficient-n', '+'],
+        'with-tools-ablated vs without-tools': ['insufficient-n', '+'],
+        'with-tools-ablated vs with-tools': ['insufficient-n', '0'],
+      },
     },
   },
   {
     config: 'cohorts/coding-os-factorial.yaml',
     tasks: 3,
-    verdicts: { 'coding-os-factorial': { 'graph vs raw': ['insufficient-n', '+'], 'rules vs raw': ['insufficient-n', '+'], 'full vs raw': ['insufficient-n', '+'] } },
+    verdicts: {
+      'coding-os-factorial': {
+        'graph vs raw': ['insufficient-n', '+'],
+        'rules vs raw': ['insufficient-n', '+'],
+        'full vs raw': ['insufficient-n', '+'],
+        'full vs graph': ['insufficient-n', '+'],
+        'full vs rules': ['insufficient-n', '+'],
+      },
+    },
   },
 ];
 
@@ -136,20 +147,29 @@ describe.skipIf(!existsSync(claudeBinary()))('shipped cohorts, end to end on the
       }
       if (c.config.includes('primer')) {
         const b = bundles['primer-context-file']!;
-        // The generation step emitted the very CLAUDE.md the with arm received; its cost is overhead, never eval cost.
+        // The context step generated the very CLAUDE.md the with arm received; its cost is overhead, never eval cost.
         expect(readFileSync(join(b.dir, 'nodes', 'primer-generate', 'CLAUDE.md'), 'utf8')).toBe(
           readFileSync(join(ROOT, 'examples', 'cohorts', 'primer-context-file', 'context', 'CLAUDE.md'), 'utf8'),
         );
-        expect(b.results.analysis.cost_streams.overhead).toMatchObject({ usd: 0.0123, tokens: 4100 });
-        expect(b.report).toContain('Overhead (separate stream, never added to eval cost): $0.0123, 4100 tokens');
+        // Scripted generation: its tokens are counted, no price is claimed.
+        expect(b.results.analysis.cost_streams.overhead).toMatchObject({ usd: null, tokens: 4100, model_source: 'scripted' });
+        expect(b.report).toContain('Overhead (separate stream, never added to eval cost): unpriced (its model was scripted), 4100 tokens');
       }
       if (c.config.includes('gortex')) {
         const cmp = bundles['gortex-mcp']!.results.analysis.comparisons;
         // (a)/(b)/(c) all reported, the negative row included; the ablation changes nothing on the fixture.
-        for (const x of cmp) expect(x.outcomes.counts).toEqual({ a: 3, b: 1, c: 1, no_answer: 0 });
+        for (const x of cmp.slice(0, 2)) expect(x.outcomes.counts).toEqual({ a: 3, b: 1, c: 1, no_answer: 0 });
         expect(cmp[0].outcomes.tasks.find((t: { task: string }) => t.task === 'bug-discount-total').class).toBe('c');
-        expect(bundles['gortex-prompt-ablation']!.results.analysis.comparisons[0].delta).toBe(0);
-        expect(bundles['gortex-mcp']!.report).toContain('(c) hurt: 1');
+        // The ablation's delta is in the headline, beside the treatment it ablates.
+        expect(cmp[2]).toMatchObject({ treatment: 'with-tools-ablated', control: 'with-tools', delta: 0 });
+        const report = bundles['gortex-mcp']!.report;
+        expect(report).toContain('(c) hurt: 1');
+        // The judge beside the verifier: one row per task, per category, with their agreement.
+        const judge = bundles['gortex-mcp']!.results.analysis.judge;
+        expect(judge.counts.judge).toEqual({ a: 3, b: 1, c: 1, unclassified: 0 });
+        expect(judge.rows.find((r: { task: string }) => r.task === 'bug-discount-total')).toMatchObject({ judge: 'c', verifier: 'c', category: 'bug-localization' });
+        expect(report).toContain('## Judge and verifier: with-tools vs without-tools');
+        expect(report).toMatch(/\| bug-localization \| 1 \| 0 \| 0 \| 1 \| 0 \|/);
       }
       if (c.config.includes('factorial')) {
         const f = bundles['coding-os-factorial']!.results.analysis.factorial;
@@ -161,6 +181,11 @@ describe.skipIf(!existsSync(claudeBinary()))('shipped cohorts, end to end on the
         expect(f.interaction.name).toBe('graph x rules');
         expect(f.interaction.estimate).toBeCloseTo(1 / 3, 10);
         expect(bundles['coding-os-factorial']!.report).toContain('## Factorial (graph x rules): ok');
+        // Staged: the pilot ran raw and full, its gate opened, then the single-lever arms ran.
+        const attempts = bundles['coding-os-factorial']!.results.attempts as { node: string; arm: string }[];
+        expect(new Set(attempts.filter((a) => a.node.startsWith('audit-pilot/')).map((a) => a.arm))).toEqual(new Set(['raw', 'full']));
+        expect(new Set(attempts.filter((a) => a.node.startsWith('audit/')).map((a) => a.arm))).toEqual(new Set(['graph', 'rules']));
+        expect(json(join(bundles['coding-os-factorial']!.dir, 'config', 'freeze.json')).frozen_fields['stopping rule']).toBe('fixed-N per stage, gated by pilot-gate');
       }
 
       // A second run executes nothing.

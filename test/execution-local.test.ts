@@ -264,6 +264,11 @@ describe('bias-of-prompt arm', () => {
     const refused = await rig.cli('plan');
     expect(refused.code).toBe(2);
     expect(refused.stderr).toContain('is not a regular expression');
+    // A pattern that matches no line would make the ablation a silent copy of its base.
+    rig.write('bench.config.yaml', bad.replace('(unclosed tools', 'prefer the acme tool-set'));
+    const silent = await rig.cli('plan');
+    expect(silent.code).toBe(2);
+    expect(silent.stderr).toContain('"prefer the acme tool-set" matches no line of arm "treatment"\'s treatment (its prompt_append and files): the ablation would remove nothing');
   });
 });
 

@@ -167,6 +167,18 @@ export class Cas {
     return JSON.parse(this.read(digest).toString('utf8')) as Tree;
   }
 
+  /** The entry at a relative path below a directory entry (a file or a directory; links and absent paths: undefined). */
+  entryAt(dir: { type: 'file' | 'dir'; digest: Sha256 }, path: string): OutputEntry | undefined {
+    let at: OutputEntry | undefined = dir.type === 'dir' ? { type: 'dir', digest: dir.digest, size: 0 } : undefined;
+    for (const name of path.split('/').filter(Boolean)) {
+      if (at?.type !== 'dir') return undefined;
+      const e: TreeEntry | undefined = this.readTree(at.digest).entries.find((x) => x.name === name);
+      if (!e || e.type === 'symlink') return undefined;
+      at = e.type === 'file' ? { type: 'file', digest: e.digest, size: e.size, executable: e.executable } : { type: 'dir', digest: e.digest, size: e.size };
+    }
+    return at;
+  }
+
   /** Every blob an output needs: the entry's own blob and, for a tree, all below it. */
   closure(entry: { type: 'file' | 'dir'; digest: Sha256 }, into: Set<Sha256> = new Set()): Set<Sha256> {
     into.add(entry.digest);

@@ -45,7 +45,10 @@ function analyzeValid(attempts: readonly AttemptRecord[], spec: AnalysisSpec): A
     }),
   );
 
-  const compared = spec.treatments.map((t) => compareArms(spec.control, t, inputs.get(spec.control), inputs.get(t), spec));
+  const compared = [
+    ...spec.treatments.map((t) => compareArms(spec.control, t, inputs.get(spec.control), inputs.get(t), spec)),
+    ...(spec.comparisons ?? []).map(([t, c]) => compareArms(c, t, inputs.get(c), inputs.get(t), spec)),
+  ];
   const factorial = spec.factorial ? analyzeFactorial(spec.factorial, inputs, spec) : null;
   // One Holm family: every comparison's test and every factorial effect's test.
   const tested = compared.map((c) => c.comparison).filter((c) => c.test !== null);

@@ -78,6 +78,7 @@ export function armMetrics(arm: string, attempts: readonly AttemptRecord[], w: C
     weighted_cost: spreadWithTotal(weighted),
     cost_usd: { ...spreadWithTotal(usd), n_missing: accepted.length - usd.length, confidence: weakestConfidence(accepted) },
     wall_ms: spread(accepted.map((a) => a.wall_ms)),
+    harness_ms: spread(accepted.flatMap((a) => (a.harness_ms === undefined ? [] : [a.harness_ms]))),
     turns: spread(accepted.map((a) => a.turns)),
     tool_calls: spread(accepted.map((a) => a.tool_calls)),
     quality_per_dollar: ratio(completion, meanUsd),

@@ -30,7 +30,9 @@ export function taskOutcome(t: PairedTask, w: CostWeights): TaskOutcome {
   }
   const diff = tPass - cPass;
   const allNoAnswer = t.treatment.every((a) => a.no_answer);
-  const cls: OutcomeClass = allNoAnswer ? 'no-answer' : diff > 0 ? 'a' : diff < 0 ? 'c' : 'b';
+  // Over budget is "no answer", never a wrong one: a loss that an over-budget rep accounts for is not (c).
+  const lostToBudget = diff < 0 && t.treatment.some((a) => a.no_answer);
+  const cls: OutcomeClass = allNoAnswer || lostToBudget ? 'no-answer' : diff > 0 ? 'a' : diff < 0 ? 'c' : 'b';
   const cCost = mean(t.control.map((a) => weightedCost(a, w)).filter(present));
   const tCost = mean(t.treatment.map((a) => weightedCost(a, w)).filter(present));
   const costRatio = ratio(tCost, cCost);

@@ -60,6 +60,11 @@ export function checkSpec(spec: AnalysisSpec): Result<AnalysisSpec, SpecProblem[
   if (!(spec.infra_error_threshold >= 0 && spec.infra_error_threshold <= 1)) {
     bad('infra_error_threshold', `must be in [0, 1] (got ${spec.infra_error_threshold})`);
   }
+  (spec.comparisons ?? []).forEach(([t, c], i) => {
+    if (t === c) bad(`comparisons[${i}]`, `compares "${t}" with itself`);
+    else if (c === spec.control && spec.treatments.includes(t)) bad(`comparisons[${i}]`, `${t} vs ${c} is already a comparison (a treatment against the control)`);
+    else if ((spec.comparisons ?? []).findIndex(([t2, c2]) => t2 === t && c2 === c) !== i) bad(`comparisons[${i}]`, `${t} vs ${c} is listed twice`);
+  });
   const f = spec.factorial;
   if (f) {
     if (f.factors.length === 0) bad('factorial.factors', 'at least one factor is needed');

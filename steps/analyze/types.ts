@@ -92,6 +92,9 @@ export interface OverheadSpec {
   usd: number | null;
   tokens: number | null;
   source: string;
+  /** As the producing step recorded it (a context step: none when its model was scripted). */
+  confidence?: string;
+  model_source?: string;
 }
 
 export interface AnalysisSpec {
@@ -116,6 +119,8 @@ export interface AnalysisSpec {
   infra_error_threshold: number;
   factorial?: FactorialSpec | null;
   overhead?: OverheadSpec | null;
+  /** Further [treatment, control] comparisons (e.g. full vs each single lever), in the same Holm family. */
+  comparisons?: [string, string][];
 }
 
 /**
@@ -247,7 +252,10 @@ export interface ArmMetrics {
   weighted_cost: SpreadWithTotal;
   /** per accepted attempt with a cost */
   cost_usd: SpreadWithTotal & { n_missing: number; confidence: CostConfidence | null };
+  /** The agent's own time (its process, start to exit). */
   wall_ms: Spread;
+  /** The harness's time around it (sandbox start and close, workspace copy and snapshot), apart. */
+  harness_ms?: Spread;
   turns: Spread;
   tool_calls: Spread;
   /** completion_rate / mean cost_usd per accepted attempt; null without cost or at zero cost */
@@ -457,10 +465,38 @@ export interface AnalysisResult {
   /** What a reader must see before any verdict (the report's headline): scripted outcomes, infrastructure faults, crashes, silent arms. */
   warnings: HeadlineWarning[];
   notes: string[];
+  /** A judge's (a)/(b)/(c) beside the verifier's (analyze `judge: STEP`). */
+  judge?: JudgeSummary;
+}
+
+/** What a judge step wrote for one task (steps/judge.ts). */
+export interface JudgementRecord {
+  task: string;
+  category: string;
+  control: string;
+  treatment: string;
+  classification: 'a' | 'b' | 'c' | null;
+  reason: string;
+  model: string;
+  model_source: 'scripted' | 'provider';
+  rubric_digest: string;
+}
+
+export interface JudgeSummary {
+  step: string;
+  control: string;
+  treatment: string;
+  model: string | null;
+  model_source: 'scripted' | 'provider' | null;
+  rubric_digest: string | null;
+  rows: { task: string; category: string; judge: 'a' | 'b' | 'c' | null; reason: string; verifier: OutcomeClass | null }[];
+  counts: { judge: { a: number; b: number; c: number; unclassified: number }; verifier: OutcomeCounts | null };
+  /** Over tasks both classified (a verifier "no answer" row is not compared). */
+  agreement: { compared: number; agree: number; rate: number | null };
 }
 
 export interface HeadlineWarning {
-  kind: 'scripted' | 'infra' | 'agent-crash' | 'no-tokens' | 'no-delivery';
+  kind: 'scripted' | 'infra' | 'agent-crash' | 'no-tokens' | 'no-delivery' | 'zero-hurt';
   /** The arm it is about; null for the whole cohort. */
   arm: string | null;
   message: string;

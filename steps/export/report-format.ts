@@ -321,3 +321,32 @@ export function recordedOtherwise(result: AnalysisResult, field: ConfigField, cl
 export function anyWithoutDelta(result: AnalysisResult): boolean {
   return result.comparisons.some((c) => c.delta === null);
 }
+
+/** The three mechanism claims of a comparison, kept apart: "delivered 3, used 2, changed 1 of 4 valid pairs". */
+export function comparisonMechanismText(c: Comparison): string | null {
+  const m = c.mechanism;
+  return m ? `delivered ${m.delivered}, used ${m.used}, outcome changed ${m.changed} of ${m.pairs} valid pairs (delivered and changed: ${m.delivered_and_changed})` : null;
+}
+
+/** (a)/(b)/(c) counts per task category, categories sorted by name. */
+export function outcomesByCategory(c: Comparison): { category: string; a: number; b: number; c: number; no_answer: number; tasks: number }[] {
+  const by = new Map<string, { category: string; a: number; b: number; c: number; no_answer: number; tasks: number }>();
+  for (const t of c.outcomes?.tasks ?? []) {
+    const row = by.get(t.category) ?? { category: t.category, a: 0, b: 0, c: 0, no_answer: 0, tasks: 0 };
+    row.tasks++;
+    if (t.class === 'no-answer') row.no_answer++;
+    else row[t.class]++;
+    by.set(t.category, row);
+  }
+  return [...by.values()].sort((x, y) => (x.category < y.category ? -1 : 1));
+}
+
+/** "(a)", "(b)", "(c)", or "unclassified" / "no answer". */
+export function judgeClassText(x: 'a' | 'b' | 'c' | 'no-answer' | null): string {
+  return x === null ? 'unclassified' : x === 'no-answer' ? 'no answer' : `(${x})`;
+}
+
+/** pass@k figures of an arm: "pass@1 50%, pass@2 75%". */
+export function passAtKText(a: ArmMetrics): string {
+  return a.pass_at_k.length ? a.pass_at_k.map((p) => `pass@${p.k} ${Math.round(p.pass_at_k * 1000) / 10}%`).join(', ') : '—';
+}

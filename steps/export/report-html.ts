@@ -4,7 +4,7 @@
  * meta tag forbids every fetch, so opening the file cannot touch the network.
  * Every string that comes from the data passes through escapeHtml.
  */
-import type { AnalysisResult, ArmMetrics, Comparison, ConfigField, FactorialResult, TaskOutcome } from '../analyze/types.js';
+import type { AnalysisResult, ArmMetrics, Comparison, ConfigField, FactorialResult, JudgeSummary, TaskOutcome } from '../analyze/types.js';
 import type { ReportContext } from './report-context.js';
 import {
   INTEGRITY_INTRO,
@@ -23,6 +23,10 @@ import {
   egressEnforced,
   recordedOtherwise,
   mechanismText,
+  comparisonMechanismText,
+  outcomesByCategory,
+  judgeClassText,
+  passAtKText,
   envelopeFormulas,
   escapeHtml as esc,
   interval,
@@ -120,6 +124,7 @@ export function renderHtml(result: AnalysisResult, ctx: ReportContext): string {
     ...result.comparisons.map((c, i) => comparison(c, i, integrityCaveat(result, c))),
     '</section>',
     result.factorial ? factorial(result.factorial) : '',
+    result.judge ? judgeSection(result.judge) : '',
     arms(result, ctx),
     costs(result),
     infra(result),
@@ -203,6 +208,10 @@ function comparison(c: Comparison, index: number, caveat: string | null): string
   for (const [k, t] of [['lost tasks', lostTasksText(c)], ['exclusions', worstCaseText(c)]] as const) if (t) facts.push([k, esc(t)]);
   if (c.mcnemar) facts.push(['McNemar exact', `b=${c.mcnemar.b}, c=${c.mcnemar.c}, p=${esc(pValue(c.mcnemar.p))}, Holm p=${esc(pValue(c.mcnemar.p_holm))}`]);
   if (c.cost_ratio !== null) facts.push(['cost ratio', `${esc(ratio(c.cost_ratio))} (treatment / control, weighted cost)`]);
+  const mechanism = comparisonMechanismText(c);
+  if (mechanism) facts.push(['mechanism', esc(mechanism)]);
+  const categories = outcomesByCategory(c);
+  if (categories.length > 1) facts.push(['by category', categories.map((k) => `${esc(k.category)}: (a) ${k.a} · (b) ${k.b} · (c) ${k.c}${k.no_answer ? ` · no answer ${k.no_answer}` : ''}`).join('<br>')]);
   facts.push(['pairs', `${c.pairs.valid} valid of ${c.pairs.total} (${c.pairs.excluded} with an excluded side, ${c.pairs.unmatched} unmatched) · ${c.n_tasks} tasks in ${c.n_families} families`]);
 
   return [
@@ -305,6 +314,24 @@ function outcomeTable(c: Comparison): string {
     .join('\n');
 }
 
+function judgeSection(j: JudgeSummary): string {
+  const v = j.counts.verifier;
+  const rows = j.rows.map((r) => {
+    const agree = r.judge === null || r.verifier === null || r.verifier === 'no-answer' ? NONE : r.judge === r.verifier ? 'yes' : '<strong>no</strong>';
+    return `<tr><td>${esc(r.task)}</td><td>${esc(r.category)}</td><td>${esc(judgeClassText(r.judge))}</td><td>${esc(judgeClassText(r.verifier))}</td><td>${agree}</td><td>${esc(r.reason.split('\n')[0] ?? '')}</td></tr>`;
+  });
+  return [
+    '<section id="judge">',
+    `<h2>Judge and verifier: ${esc(j.treatment)} vs ${esc(j.control)}</h2>`,
+    `<p>Judge ${esc(j.step)} (model ${esc(j.model ?? NONE)}${j.model_source === 'scripted' ? ', <strong>scripted</strong>' : ''}, rubric <code>${esc(j.rubric_digest ?? NONE)}</code>), blind to the verifier. Agreement: ${j.agreement.agree} of ${j.agreement.compared} tasks both classified${j.agreement.rate === null ? '' : ` (${esc(pct(j.agreement.rate))})`}.</p>`,
+    `<p>judge: (a) ${j.counts.judge.a} · (b) ${j.counts.judge.b} · (c) ${j.counts.judge.c} · unclassified ${j.counts.judge.unclassified}<br>verifier: ${v ? `(a) ${v.a} · (b) ${v.b} · (c) ${v.c} · no answer ${v.no_answer}` : NONE}</p>`,
+    '<table><thead><tr><th>task</th><th>category</th><th>judge</th><th>verifier</th><th>agree</th><th>judge\'s reason</th></tr></thead><tbody>',
+    ...rows,
+    '</tbody></table>',
+    '</section>',
+  ].join('\n');
+}
+
 function factorial(f: FactorialResult): string {
   const effects = [...f.main_effects, ...(f.interaction ? [f.interaction] : [])];
   return [
@@ -355,8 +382,8 @@ function arms(result: AnalysisResult, ctx: ReportContext): string {
     (a) =>
       `<tr><td>${esc(a.arm)}</td><td>${esc(ctx.arms[a.arm]?.treatment ?? NONE)}</td><td class="n">${a.n_attempts}</td><td class="n">${a.n_accepted}</td>` +
       `<td class="n">${a.n_excluded}</td><td class="n">${esc(pct(a.completion_rate))}</td><td class="n">${esc(spread(a.tokens))}</td>` +
-      `<td class="n">${esc(spread(a.weighted_cost, (x) => num(x, 0)))}</td><td class="n">${esc(spread(a.wall_ms, seconds))}</td><td class="n">${esc(spread(a.turns))}</td>` +
-      `<td class="n">${esc(num(a.quality_per_dollar, 2))}</td><td class="n">${esc(num(a.completions_per_million_tokens, 2))}</td>` +
+      `<td class="n">${esc(spread(a.weighted_cost, (x) => num(x, 0)))}</td><td class="n">${esc(spread(a.wall_ms, seconds))}</td><td class="n">${esc(a.harness_ms?.median == null ? NONE : seconds(a.harness_ms.median))}</td><td class="n">${esc(spread(a.turns))}</td>` +
+      `<td class="n">${esc(num(a.quality_per_dollar, 2))}</td><td class="n">${esc(num(a.quality_per_million_weighted, 2))}</td><td class="n">${esc(num(a.completions_per_million_tokens, 2))}</td><td>${esc(passAtKText(a))}</td>` +
       `<td class="n">${esc(mechanismText(a))}</td><td>${esc(integritySummary(a))}</td></tr>`,
   );
   return [
@@ -368,12 +395,12 @@ function arms(result: AnalysisResult, ctx: ReportContext): string {
     '<div class="charts">',
     barChart('completion rate', 'whiskers: min–max of per-task pass rate', completion, 1),
     barChart('weighted cost per attempt', 'bar: median; whiskers: min–max', fromSpread((a) => a.weighted_cost, (x) => num(x, 0)), null),
-    barChart('wall time per attempt', 'bar: median; whiskers: min–max', fromSpread((a) => a.wall_ms, seconds), null),
+    barChart('agent time per attempt', 'bar: median; whiskers: min–max', fromSpread((a) => a.wall_ms, seconds), null),
     '</div>',
     '<div class="table-wrap"><table class="arms">',
     '<tr><th>arm</th><th>treatment</th><th class="n">attempts</th><th class="n">accepted</th><th class="n">excluded</th><th class="n">completion</th>' +
-      '<th class="n">tokens median (min–max)</th><th class="n">weighted cost median (min–max)</th><th class="n">wall median (min–max)</th>' +
-      '<th class="n">turns median (min–max)</th><th class="n">quality / $</th><th class="n">completions / M tokens</th><th class="n">delivered / used</th><th>integrity</th></tr>',
+      '<th class="n">tokens median (min–max)</th><th class="n">weighted cost median (min–max)</th><th class="n">agent time median (min–max)</th><th class="n">harness time median</th>' +
+      '<th class="n">turns median (min–max)</th><th class="n">quality / $</th><th class="n">quality / M weighted</th><th class="n">completions / M tokens</th><th>pass@k</th><th class="n">delivered / used</th><th>integrity</th></tr>',
     ...rows,
     '</table></div>',
     '</section>',
@@ -446,7 +473,7 @@ function costs(result: AnalysisResult): string {
     ),
     '</table>',
     o
-      ? `<p class="overhead"><strong>Overhead</strong> (separate stream, never added to eval cost): ${esc(usd(o.usd))}${o.tokens !== null ? `, ${o.tokens} tokens` : ''} — ${esc(o.source)}</p>`
+      ? `<p class="overhead"><strong>Overhead</strong> (separate stream, never added to eval cost): ${o.usd === null && o.model_source === 'scripted' ? 'unpriced (its model was scripted)' : esc(usd(o.usd))}${o.tokens !== null ? `, ${o.tokens} tokens` : ''} — ${esc(o.source)}</p>`
       : '<p class="overhead"><strong>Overhead</strong> (separate stream, never added to eval cost): none recorded.</p>',
     '</section>',
   ].join('\n');

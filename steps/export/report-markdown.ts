@@ -3,7 +3,7 @@
  * (a)/(b)/(c) counts in full, the arms, the two cost streams on separate lines,
  * infrastructure errors, exclusions, and the scope of the claim.
  */
-import type { AnalysisResult, ArmMetrics, Comparison, ConfigField, FactorialResult } from '../analyze/types.js';
+import type { AnalysisResult, ArmMetrics, Comparison, ConfigField, FactorialResult, JudgeSummary } from '../analyze/types.js';
 import type { ReportContext } from './report-context.js';
 import {
   INTEGRITY_INTRO,
@@ -22,6 +22,10 @@ import {
   egressEnforced,
   recordedOtherwise,
   mechanismText,
+  comparisonMechanismText,
+  outcomesByCategory,
+  judgeClassText,
+  passAtKText,
   envelopeFormulas,
   escapeMarkdown as md,
   interval,
@@ -81,6 +85,7 @@ export function renderMarkdown(result: AnalysisResult, ctx: ReportContext): stri
   for (const c of result.comparisons) comparison(c, result, line);
 
   if (result.factorial) factorial(result.factorial, line);
+  if (result.judge) judgeSection(result.judge, line);
 
   line('## Arms');
   line();
@@ -88,14 +93,23 @@ export function renderMarkdown(result: AnalysisResult, ctx: ReportContext): stri
     line('Per-arm figures are descriptive. A comparison above has no delta (refused or invalid), so no difference between these arms is claimed.');
     line();
   }
-  line('| arm | treatment | attempts | accepted | excluded | infra-error rate | completion | tokens median (min–max) | weighted cost median (min–max) | wall median (min–max) | turns median (min–max) | delivered / used | integrity |');
-  line('|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|');
+  line('| arm | treatment | attempts | accepted | excluded | infra-error rate | completion | tokens median (min–max) | weighted cost median (min–max) | agent time median (min–max) | harness time median | turns median (min–max) | delivered / used | integrity |');
+  line('|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|');
   for (const a of result.arms) {
     line(
       `| ${md(a.arm)} | ${md(ctx.arms[a.arm]?.treatment ?? NONE)} | ${a.n_attempts} | ${a.n_accepted} | ${a.n_excluded} | ${pct(a.infra_error_rate)} | ` +
-        `${pct(a.completion_rate)} (${a.n_passed}/${a.n_scored}) | ${spread(a.tokens)} | ${spread(a.weighted_cost, (x) => num(x, 0))} | ${spread(a.wall_ms, seconds)} | ` +
+        `${pct(a.completion_rate)} (${a.n_passed}/${a.n_scored}) | ${spread(a.tokens)} | ${spread(a.weighted_cost, (x) => num(x, 0))} | ${spread(a.wall_ms, seconds)} | ${a.harness_ms?.median == null ? NONE : seconds(a.harness_ms.median)} | ` +
         `${spread(a.turns)} | ${mechanismText(a)} | ${integritySummary(a)} |`,
     );
+  }
+  line();
+
+  line('Secondary metrics (accepted attempts):');
+  line();
+  line('| arm | quality per dollar | quality per million weighted tokens | completions per million tokens | pass@k |');
+  line('|---|---:|---:|---:|---|');
+  for (const a of result.arms) {
+    line(`| ${md(a.arm)} | ${num(a.quality_per_dollar, 2)} | ${num(a.quality_per_million_weighted, 2)} | ${num(a.completions_per_million_tokens, 2)} | ${passAtKText(a)} |`);
   }
   line();
 
@@ -168,6 +182,8 @@ function comparison(c: Comparison, result: AnalysisResult, line: (s?: string) =>
   line(`- pairs: ${c.pairs.valid} valid of ${c.pairs.total} (${c.pairs.excluded} with an excluded side, ${c.pairs.unmatched} unmatched) over ${c.n_tasks} tasks in ${c.n_families} families`);
   for (const p of c.problems) line(`- reason: ${md(problemText(p))}`);
   for (const t of [lostTasksText(c), worstCaseText(c)]) if (t) line(`- ${md(t)}`);
+  const mechanism = comparisonMechanismText(c);
+  if (mechanism) line(`- mechanism: ${md(mechanism)}`);
   const caveat = integrityCaveat(result, c);
   if (caveat) line(`- ⚠ ${md(caveat)}`);
   line();
@@ -189,7 +205,37 @@ function comparison(c: Comparison, result: AnalysisResult, line: (s?: string) =>
       );
     }
     line();
+    const categories = outcomesByCategory(c);
+    if (categories.length > 1) {
+      line('By category:');
+      line();
+      line('| category | tasks | (a) helped | (b) no difference | (c) hurt | no answer |');
+      line('|---|---:|---:|---:|---:|---:|');
+      for (const k of categories) line(`| ${md(k.category)} | ${k.tasks} | ${k.a} | ${k.b} | ${k.c} | ${k.no_answer} |`);
+      line();
+    }
   }
+}
+
+function judgeSection(j: JudgeSummary, line: (s?: string) => void): void {
+  line(`## Judge and verifier: ${md(j.treatment)} vs ${md(j.control)}`);
+  line();
+  line(
+    `Judge ${md(j.step)} (model ${md(j.model ?? NONE)}${j.model_source === 'scripted' ? ', ⚠ **scripted**' : ''}, rubric ${code(j.rubric_digest ?? NONE)}), blind to the verifier. ` +
+      `Agreement: ${j.agreement.agree} of ${j.agreement.compared} tasks both classified${j.agreement.rate === null ? '' : ` (${pct(j.agreement.rate)})`}.`,
+  );
+  line();
+  const v = j.counts.verifier;
+  line(`- judge: (a) ${j.counts.judge.a} · (b) ${j.counts.judge.b} · (c) ${j.counts.judge.c} · unclassified ${j.counts.judge.unclassified}`);
+  line(`- verifier: ${v ? `(a) ${v.a} · (b) ${v.b} · (c) ${v.c} · no answer ${v.no_answer}` : NONE}`);
+  line();
+  line('| task | category | judge | verifier | agree | judge\'s reason |');
+  line('|---|---|---|---|---|---|');
+  for (const r of j.rows) {
+    const agree = r.judge === null || r.verifier === null || r.verifier === 'no-answer' ? NONE : r.judge === r.verifier ? 'yes' : '**no**';
+    line(`| ${md(r.task)} | ${md(r.category)} | ${judgeClassText(r.judge)} | ${judgeClassText(r.verifier)} | ${agree} | ${md(r.reason.split('\n')[0] ?? '')} |`);
+  }
+  line();
 }
 
 function factorial(f: FactorialResult, line: (s?: string) => void): void {
@@ -206,7 +252,7 @@ export function overheadLine(result: AnalysisResult): string {
   const o = result.cost_streams.overhead;
   if (!o) return 'Overhead (separate stream, never added to eval cost): none recorded.';
   return (
-    `Overhead (separate stream, never added to eval cost): ${usd(o.usd)}` +
+    `Overhead (separate stream, never added to eval cost): ${o.usd === null && o.model_source === 'scripted' ? 'unpriced (its model was scripted)' : usd(o.usd)}${o.confidence && o.usd !== null ? ` (${md(o.confidence)})` : ''}` +
     `${o.tokens !== null ? `, ${o.tokens} tokens` : ''} — ${md(o.source)}`
   );
 }

@@ -1,0 +1,124 @@
+import { lstatSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { execa } from 'execa';
+import picomatch from 'picomatch';
+import type { Json } from '../pipeline/canonical-json.js';
+import type { StepConfig } from '../pipeline/config/load.js';
+import type { Diagnostic } from '../pipeline/diagnostic.js';
+import { err, errorMessage, ok } from '../pipeline/result.js';
+import type { ExecutionContext, StepKind } from '../pipeline/step-kind.js';
+import { ensureMirror } from './materialize.js';
+import { callModel, checkModelSpec, modelInputs, modelKey, type ModelCallSpec } from './model-call.js';
+
+/**
+ * `context` (Layer 1): a provider writes the context file an arm then receives
+ * (`files: {CLAUDE.md: {from: STEP, out: CLAUDE.md}}`). One request through the
+ * recording gateway: the frozen prompt, then the repository's files at the pinned
+ * commit. Its usage and cost are the overhead stream (cost.json), never eval cost.
+ */
+interface ContextSpec {
+  repo: string;
+  commit: string;
+  subdir?: string;
+  prompt: string;
+  out?: string;
+  /** Globs of the repository files given to the model (default: every file). */
+  include?: string[];
+  model: ModelCallSpec;
+}
+
+const spec = (step: StepConfig) => step.spec as unknown as ContextSpec;
+const outName = (s: ContextSpec) => s.out ?? 'CLAUDE.md';
+// What one request carries of the repository: larger files are listed, not sent.
+const MAX_FILE_BYTES = 64 * 1024;
+const MAX_TOTAL_BYTES = 512 * 1024;
+
+const SYSTEM = 'You write the context file a coding agent reads before it works in this repository. Answer with the file\'s contents only.';
+
+function* filesOf(root: string, rel = ''): Generator<string> {
+  for (const name of readdirSync(join(root, rel)).sort()) {
+    const p = rel ? `${rel}/${name}` : name;
+    const st = lstatSync(join(root, p));
+    if (st.isDirectory()) yield* filesOf(root, p);
+    else if (st.isFile()) yield p;
+  }
+}
+
+/** The request's text: the prompt, then each included file (binary and oversized ones listed by name). */
+export function contextRequest(prompt: string, tree: string, include: string[]): { text: string; sent: string[]; listed: string[] } {
+  const wanted = picomatch(include, { dot: true });
+  const sent: string[] = [];
+  const listed: string[] = [];
+  const parts = [prompt.trimEnd(), '', '# The repository'];
+  let total = 0;
+  for (const p of filesOf(tree)) {
+    if (!wanted(p)) continue;
+    const bytes = readFileSync(join(tree, p));
+    if (bytes.length > MAX_FILE_BYTES || total + bytes.length > MAX_TOTAL_BYTES || bytes.includes(0)) {
+      listed.push(p);
+      continue;
+    }
+    total += bytes.length;
+    sent.push(p);
+    parts.push('', `## ${p}`, '```', bytes.toString('utf8').replace(/\n$/, ''), '```');
+  }
+  if (listed.length) parts.push('', `Also in the repository (not shown): ${listed.join(', ')}`);
+  return { text: parts.join('\n') + '\n', sent, listed };
+}
+
+export const contextStep: StepKind = {
+  name: 'context',
+  version: 1,
+
+  check(step) {
+    const s = spec(step);
+    const problems: Diagnostic[] = [...checkModelSpec(step)];
+    const at = (f: string) => ({ field: `steps.${step.name}.${f}`, location: step.source.locate([...step.path, f]) });
+    if (!s.repo || !s.commit) problems.push({ ...at('repo'), message: 'a context step reads a repository at a pinned commit: give repo (a git repository, relative to the config) and commit (40 hex digits)' });
+    else if (!/^[0-9a-f]{40}$/.test(s.commit)) problems.push({ ...at('commit'), message: `commit "${s.commit}" is not a full commit id (40 hex digits): a branch or tag moves` });
+    if (!s.prompt?.trim()) problems.push({ ...at('prompt'), message: 'a context step needs prompt: the frozen instruction the provider writes the file from' });
+    if (s.out !== undefined && (s.out.includes('..') || s.out.startsWith('/') || s.out === 'cost.json' || s.out === 'exchange.jsonl' || s.out === 'request.md')) {
+      problems.push({ ...at('out'), message: `out "${s.out}" must be a plain relative file name other than cost.json, exchange.jsonl and request.md` });
+    }
+    if (step.matrix.length) problems.push({ ...at('matrix'), message: 'a context step has no matrix: it writes one file for the repository, which every node that asks reads' });
+    return problems;
+  },
+
+  keyConfig(node): Json {
+    const s = spec(node.step);
+    return { commit: s.commit, subdir: s.subdir ?? null, prompt: s.prompt, out: outName(s), include: s.include ?? ['**'], model: modelKey(s.model), system: SYSTEM };
+  },
+  fileInputs: (node) => modelInputs(spec(node.step).model),
+  describeConfigField: (path) => ({ prompt: 'generation prompt', commit: 'repo commit', include: 'included files', model: 'model' })[path[0] ?? ''],
+
+  async execute(ctx: ExecutionContext) {
+    const s = spec(ctx.node.step);
+    const log = (line: string) => writeFileSync(ctx.logFile, line + '\n', { flag: 'a' });
+    const tree = join(ctx.workDir, 'tree');
+    mkdirSync(tree, { recursive: true });
+    try {
+      const mirror = await ensureMirror(ctx.config.storeDir, resolve(ctx.node.step.rootDir, s.repo), s.commit);
+      await execa('git', ['-C', mirror, 'archive', '--format=tar', s.subdir ? `${s.commit}:${s.subdir}` : s.commit]).pipe('tar', ['-x', '-C', tree, '-f', '-']);
+    } catch (e) {
+      log(errorMessage(e));
+      return err({ reason: 'exit-non-zero', message: `cannot read ${s.repo}@${s.commit.slice(0, 12)}: ${errorMessage(e).split('\n')[0]}` });
+    }
+    const request = contextRequest(s.prompt, tree, s.include ?? ['**']);
+    log(`sending the prompt and ${request.sent.length} file(s) to ${s.model.name}${request.listed.length ? ` (${request.listed.length} listed by name only)` : ''}`);
+    const out = join(ctx.workDir, 'out');
+    mkdirSync(out);
+    writeFileSync(join(out, 'request.md'), request.text);
+    const reply = await callModel(ctx, s.model, { system: SYSTEM, user: request.text }, join(out, 'exchange.jsonl'));
+    if (!reply.ok) {
+      log(reply.error);
+      return err({ reason: 'infra', message: `context step ${ctx.node.step.name}: ${reply.error}` });
+    }
+    if (!reply.value.text.trim()) return err({ reason: 'exit-non-zero', message: `context step ${ctx.node.step.name}: the model answered with no text; nothing to give the arm` });
+    writeFileSync(join(out, outName(s)), reply.value.text.endsWith('\n') ? reply.value.text : reply.value.text + '\n');
+    const u = reply.value.usage;
+    const tokens = u ? u.input_tokens + u.output_tokens + u.cache_write_tokens + u.cache_read_tokens : null;
+    writeFileSync(join(out, 'cost.json'), JSON.stringify({ usd: reply.value.cost_usd, tokens, confidence: reply.value.cost_confidence, model_source: reply.value.model_source, model: s.model.name, usage: u }, null, 2) + '\n');
+    log(`wrote ${outName(s)} (${Buffer.byteLength(reply.value.text)} bytes); ${tokens ?? 'unknown'} tokens, ${reply.value.cost_usd === null ? 'unpriced' : `$${reply.value.cost_usd.toFixed(4)}`}`);
+    return ok(Object.fromEntries([outName(s), 'cost.json', 'exchange.jsonl', 'request.md'].map((n) => [n, ctx.artifacts.putPath(join(out, n))])));
+  },
+};

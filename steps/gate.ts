@@ -1,0 +1,88 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Json } from '../pipeline/canonical-json.js';
+import type { StepConfig } from '../pipeline/config/load.js';
+import type { Diagnostic } from '../pipeline/diagnostic.js';
+import { err, ok } from '../pipeline/result.js';
+import type { ExecutionContext, StepKind } from '../pipeline/step-kind.js';
+import type { AnalysisResult } from './analyze/types.js';
+
+/**
+ * `gate`: the end of a stage. It reads a pilot cohort's analysis and passes only when
+ * the preregistered condition holds (the condition is frozen with every cohort
+ * downstream); the next stage's steps need the gate, so when it fails they never run,
+ * and `run` says why.
+ */
+interface GateSpec {
+  /** The pilot's analyze step (in needs). */
+  analysis: string;
+  require: {
+    treatment: string;
+    /** Control arm of the comparison (default: the pilot's control). */
+    control?: string;
+    /** The effect (pass-rate delta, -1..1) must be at least this. */
+    min_effect?: number;
+    /** The lower bound of the effect's interval must be at least this. */
+    min_ci_lower?: number;
+    /** The comparison's verdict must be one of these. */
+    verdicts?: string[];
+  };
+}
+
+const spec = (step: StepConfig) => step.spec as unknown as GateSpec;
+const pp = (x: number) => `${x >= 0 ? '+' : ''}${Math.round(x * 1000) / 10} pp`;
+
+/** Whether the condition holds on the analysis, and in words why (not). */
+export function evaluateGate(g: GateSpec['require'], a: AnalysisResult): { pass: boolean; because: string } {
+  const control = g.control ?? a.spec.control;
+  const c = a.comparisons.find((x) => x.treatment === g.treatment && x.control === control);
+  if (!c) return { pass: false, because: `the pilot has no comparison ${g.treatment} vs ${control}` };
+  const facts = `${g.treatment} vs ${control} on the pilot: ${c.delta === null ? 'no effect (' + c.verdict + ')' : pp(c.delta)}${c.ci ? ` [${pp(c.ci.low)}, ${pp(c.ci.high)}]` : ''}, verdict ${c.verdict}, ${c.n_tasks} task(s)`;
+  const failed: string[] = [];
+  if (g.min_effect !== undefined && (c.delta === null || c.delta < g.min_effect)) failed.push(`the effect is below the preregistered ${pp(g.min_effect)}`);
+  if (g.min_ci_lower !== undefined && (c.ci === null || c.ci.low < g.min_ci_lower)) failed.push(`the interval's lower bound is below the preregistered ${pp(g.min_ci_lower)}`);
+  if (g.verdicts && !g.verdicts.includes(c.verdict)) failed.push(`the verdict is not one of ${g.verdicts.join(', ')}`);
+  return failed.length ? { pass: false, because: `${facts}: ${failed.join('; ')}` } : { pass: true, because: facts };
+}
+
+export const gateStep: StepKind = {
+  name: 'gate',
+  version: 1,
+
+  check(step, steps) {
+    const s = spec(step);
+    const problems: Diagnostic[] = [];
+    const at = (f: string[]) => ({ field: `steps.${step.name}.${f.join('.')}`, location: step.source.locate([...step.path, ...f]) });
+    const pilot = steps.get(s.analysis);
+    if (!pilot || pilot.kind !== 'analyze' || !step.needs.includes(s.analysis)) {
+      problems.push({ ...at(['analysis']), message: `analysis "${s.analysis}" must be an analyze step in needs (the pilot cohort whose result the gate reads)` });
+    } else {
+      const arms = [pilot.spec['control'], ...((pilot.spec['treatments'] as string[] | undefined) ?? [])];
+      if (!arms.includes(s.require?.treatment)) problems.push({ ...at(['require', 'treatment']), message: `treatment "${s.require?.treatment}" is not a treatment of the pilot ${s.analysis} (${arms.slice(1).join(', ')})` });
+    }
+    const r = s.require ?? ({} as GateSpec['require']);
+    if (r.min_effect === undefined && r.min_ci_lower === undefined && !r.verdicts) problems.push({ ...at(['require']), message: 'a gate needs a condition: min_effect, min_ci_lower and/or verdicts' });
+    return problems;
+  },
+  keyConfig: (node): Json => ({ analysis: spec(node.step).analysis, require: spec(node.step).require as unknown as Json }),
+  fileInputs: () => [],
+  selectUpstream: (node, upstream) => (upstream.step.name === spec(node.step).analysis ? ['analysis.json'] : []),
+  describeConfigField: (path) => (path[0] === 'require' ? 'gate condition' : path.join('.')),
+
+  async execute(ctx: ExecutionContext) {
+    const s = spec(ctx.node.step);
+    const entry = ctx.upstream.find((u) => u.outputs['analysis.json'])?.outputs['analysis.json'];
+    if (!entry) return err({ reason: 'internal', message: `gate ${ctx.node.step.name}: the pilot ${s.analysis} produced no analysis.json` });
+    const analysis = JSON.parse(ctx.artifacts.read(entry.digest).toString('utf8')) as AnalysisResult;
+    const result = evaluateGate(s.require, analysis);
+    writeFileSync(ctx.logFile, `${result.pass ? 'PASS' : 'CLOSED'}: ${result.because}\n`, { flag: 'a' });
+    if (!result.pass) {
+      ctx.outcome?.('closed', result.because);
+      return err({ reason: 'refused', message: `gate ${ctx.node.step.name} is closed: ${result.because}. The steps that need it do not run; the pilot's bundle stands on its own.` });
+    }
+    const out = join(ctx.workDir, 'out');
+    mkdirSync(out);
+    writeFileSync(join(out, 'gate.json'), JSON.stringify({ schema_version: 1, gate: ctx.node.step.name, analysis: s.analysis, require: s.require, pass: true, because: result.because }, null, 2) + '\n');
+    return ok({ 'gate.json': ctx.artifacts.putPath(join(out, 'gate.json')) });
+  },
+};
