@@ -39,7 +39,7 @@ function stopReason(turn: FakeTurn): 'tool_use' | 'end_turn' {
 
 /** The non-streaming reply: a plain JSON message. */
 export function anthropicMessage(turn: FakeTurn, ids: ReplyIds): Record<string, unknown> {
-  const u = usageOf(turn);
+  const { reasoning_tokens: _reasoning, ...u } = usageOf(turn); // Anthropic reports no reasoning count
   return {
     id: `msg_fake_${ids.seq}`,
     type: 'message',
@@ -54,7 +54,7 @@ export function anthropicMessage(turn: FakeTurn, ids: ReplyIds): Record<string, 
 
 /** The streaming reply as (event name, data) pairs, in the order the real API sends them. */
 export function anthropicEvents(turn: FakeTurn, ids: ReplyIds): [string, unknown][] {
-  const u = usageOf(turn);
+  const { reasoning_tokens: _reasoning, ...u } = usageOf(turn); // Anthropic reports no reasoning count
   const out: [string, unknown][] = [];
   out.push([
     'message_start',

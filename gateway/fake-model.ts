@@ -6,7 +6,7 @@ import { createServer, type IncomingHttpHeaders, type ServerResponse } from 'nod
 import { isObject } from './json.js';
 import { anthropicEvents, anthropicMessage, anthropicTurnIndex, type ReplyIds } from './fake-anthropic.js';
 import { openaiEvents, openaiResponse, openaiTurnIndex } from './fake-openai.js';
-import { completionFor, isSideRequest, turnAt, type FakeScript, type FakeTurn } from './fake-script.js';
+import { completionFor, isSideRequest, turnAt, usageOf, type FakeScript, type FakeTurn } from './fake-script.js';
 import { decodeBody, readBody } from './http-body.js';
 import { closeServer, listen, type ListenOn } from './listen.js';
 import { formatSse } from './sse.js';
@@ -58,7 +58,10 @@ export async function startFakeModel(script: FakeScript, on: ListenOn): Promise<
     }
     const side = isSideRequest(body);
     const turn = side ? 0 : api === 'anthropic' ? anthropicTurnIndex(body) : openaiTurnIndex(body);
-    const answer: FakeTurn = side ? completionFor(script, body) : turnAt(script, turn);
+    const scripted: FakeTurn = side ? completionFor(script, body) : turnAt(script, turn);
+    const answer: FakeTurn = script.usage_from_request
+      ? { ...scripted, usage: { ...usageOf(scripted), input_tokens: Math.ceil(Buffer.byteLength(JSON.stringify(body)) / 4), cache_creation_input_tokens: 0, cache_read_input_tokens: 0 } }
+      : scripted;
     const ids: ReplyIds = { seq: seq++, turn, model: typeof body.model === 'string' ? body.model : 'fake-model' };
     if (body.stream !== true) {
       return sendJson(res, 200, api === 'anthropic' ? anthropicMessage(answer, ids) : openaiResponse(answer, ids, 'completed'));

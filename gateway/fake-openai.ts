@@ -66,7 +66,7 @@ export function openaiUsage(turn: FakeTurn): Record<string, unknown> {
     input_tokens: input,
     input_tokens_details: { cached_tokens: u.cache_read_input_tokens },
     output_tokens: u.output_tokens,
-    output_tokens_details: { reasoning_tokens: 0 },
+    output_tokens_details: { reasoning_tokens: turn.usage?.reasoning_tokens ?? 0 },
     total_tokens: input + u.output_tokens,
   };
 }

@@ -7,6 +7,8 @@ export interface FakeUsage {
   output_tokens: number;
   cache_creation_input_tokens?: number;
   cache_read_input_tokens?: number;
+  /** OpenAI only: the part of output_tokens spent reasoning. */
+  reasoning_tokens?: number;
 }
 
 export interface FakeToolCall {
@@ -30,6 +32,11 @@ export interface FakeScript {
    * or that has no `match`. Without one, such a request is a side request ("ok").
    */
   completions?: FakeCompletion[];
+  /**
+   * Input tokens counted from each request (its JSON bytes / 4) instead of the turn's scripted
+   * figure: what an agent's context adds to every request then shows in its cost.
+   */
+  usage_from_request?: boolean;
 }
 
 export interface FakeCompletion {
@@ -50,6 +57,7 @@ export const DEFAULT_USAGE: Required<FakeUsage> = {
   output_tokens: 20,
   cache_creation_input_tokens: 0,
   cache_read_input_tokens: 0,
+  reasoning_tokens: 0,
 };
 
 /** Past the end of the script the model says it is done, so an agent always terminates. */
@@ -100,7 +108,7 @@ export function parseFakeScript(value: unknown): Result<FakeScript, ScriptFailur
     }
     if (turn.usage !== undefined) {
       if (!isObject(turn.usage)) return fail(`${at}.usage`, 'expected an object');
-      for (const k of ['input_tokens', 'output_tokens', 'cache_creation_input_tokens', 'cache_read_input_tokens']) {
+      for (const k of ['input_tokens', 'output_tokens', 'cache_creation_input_tokens', 'cache_read_input_tokens', 'reasoning_tokens']) {
         const v = turn.usage[k];
         const required = k === 'input_tokens' || k === 'output_tokens';
         if ((v !== undefined || required) && !(Number.isInteger(v) && (v as number) >= 0)) {
@@ -109,6 +117,7 @@ export function parseFakeScript(value: unknown): Result<FakeScript, ScriptFailur
       }
     }
   }
+  if (value.usage_from_request !== undefined && typeof value.usage_from_request !== 'boolean') return fail('usage_from_request', 'expected true or false');
   if (value.completions !== undefined) {
     if (!Array.isArray(value.completions)) return fail('completions', 'expected an array');
     for (const [i, c] of value.completions.entries()) {

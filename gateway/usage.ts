@@ -8,6 +8,8 @@ export interface TokenUsage {
   output_tokens: number;
   cache_write_tokens: number;
   cache_read_tokens: number;
+  /** Reasoning tokens, where the provider reports them (OpenAI: part of output_tokens, never added again). */
+  reasoning_tokens?: number;
 }
 
 export interface ReplyFacts {
@@ -26,6 +28,7 @@ export function addUsage(a: TokenUsage, b: TokenUsage): TokenUsage {
     output_tokens: a.output_tokens + b.output_tokens,
     cache_write_tokens: a.cache_write_tokens + b.cache_write_tokens,
     cache_read_tokens: a.cache_read_tokens + b.cache_read_tokens,
+    ...(a.reasoning_tokens !== undefined || b.reasoning_tokens !== undefined ? { reasoning_tokens: (a.reasoning_tokens ?? 0) + (b.reasoning_tokens ?? 0) } : {}),
   };
 }
 
@@ -132,7 +135,14 @@ function factsFromOpenAiResponse(r: Record<string, unknown>): ReplyFacts {
     const u = r.usage;
     const input = num(u.input_tokens);
     const cached = Math.min(input, isObject(u.input_tokens_details) ? num(u.input_tokens_details.cached_tokens) : 0);
-    usage = { input_tokens: input - cached, output_tokens: num(u.output_tokens), cache_write_tokens: 0, cache_read_tokens: cached };
+    const details = isObject(u.output_tokens_details) ? u.output_tokens_details : {};
+    usage = {
+      input_tokens: input - cached,
+      output_tokens: num(u.output_tokens),
+      cache_write_tokens: 0,
+      cache_read_tokens: cached,
+      ...(typeof details.reasoning_tokens === 'number' ? { reasoning_tokens: num(details.reasoning_tokens) } : {}),
+    };
   }
   return { model_reply: true, model: str(r.model), usage, tool_calls: output.filter(isToolItem).length };
 }

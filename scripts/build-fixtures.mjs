@@ -32,6 +32,9 @@ const REPOS = join(ROOT, 'examples', 'cohorts', 'fixtures', 'repos');
 
 /** repo -> commit label -> the commit id every machine must produce. */
 const PINS = {
+  inventory: {
+    '01-base': '8d901125bff43d763a9d6786c532b111ad883b1e',
+  },
   ledger: {
     '01-base': '6f14ea11edd80450e6f6355c2685564fc6331446',
     '02-tax-rounding': 'abe0acb524c23cc45c8c52730e95514eb458c924',

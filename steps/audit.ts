@@ -42,6 +42,7 @@ interface RunResult {
   infra_error: string | null;
   wall_ms: number;
   harness_ms?: number;
+  restored?: { path: string; sha256: string }[];
   turns: number;
   tool_calls: number;
   usage: AttemptRecord['usage'];
@@ -147,7 +148,8 @@ export const auditStep: StepKind = {
     // Mechanism evidence: delivered (gateway), used (trajectory). "Changed" is per pair: analyze.
     const arms = (ctx.node.upstream.find((u) => u.kind.name === 'run')?.step.spec['arms'] ?? {}) as Record<string, { files?: Record<string, string>; mcp_servers?: Record<string, unknown> }>;
     const arm = armOf({ arms: arms as Record<string, ArmSpec> }, run.arm);
-    const treatmentFiles = Object.keys(arm.files ?? {});
+    // An arm's treatment: its files, the repository's own files it restored, its MCP servers.
+    const treatmentFiles = [...Object.keys(arm.files ?? {}), ...(run.restored ?? []).map((r) => r.path)];
     const mcp = Object.keys(arm.mcp_servers ?? {});
     const hasTreatment = treatmentFiles.length > 0 || mcp.length > 0;
 
@@ -225,6 +227,7 @@ export const auditStep: StepKind = {
       scripted: run.model_source === 'scripted',
       wall_ms: run.wall_ms,
       ...(run.harness_ms !== undefined ? { harness_ms: run.harness_ms } : {}),
+      ...(run.restored ? { restored: run.restored.length } : {}),
       turns: run.turns,
       tool_calls: run.tool_calls,
       agent: run.agent,

@@ -187,7 +187,7 @@ export const certifyStep: StepKind = {
       canary: task.canary,
       solution: task.solution.patch,
       verifier: { command: task.verifier.command, fail_to_pass: task.verifier.failToPass, pass_to_pass: task.verifier.passToPass, patch: task.verifier.patch, result: task.verifier.result, timeout: task.verifier.timeoutSec, runner: (task.verifier.runner ?? null) as unknown as Json },
-      arms: Object.fromEntries(Object.entries(arms).map(([k, a]) => [k, { files: a.files ?? {}, prompt_append: a.prompt_append ?? null, env: a.env ?? {}, mcp_servers: Object.fromEntries(Object.entries(a.mcp_servers ?? {}).map(([s, m]) => [s, { command: m.command, args: m.args ?? [], env: m.env ?? {} }])) }])),
+      arms: Object.fromEntries(Object.entries(arms).map(([k, a]) => [k, { files: a.files ?? {}, ...(a.restore ? { restore: a.restore } : {}), prompt_append: a.prompt_append ?? null, env: a.env ?? {}, mcp_servers: Object.fromEntries(Object.entries(a.mcp_servers ?? {}).map(([s, m]) => [s, { command: m.command, args: m.args ?? [], env: m.env ?? {} }])) }])),
       policy: policyFromSpec(spec(node.step).policy) as unknown as Json,
       scoring: scoringOf(spec(node.step)) as unknown as Json,
       ...(spec(node.step).strict_verifier ? { strict_verifier: true } : {}),
@@ -205,7 +205,8 @@ export const certifyStep: StepKind = {
     return out;
   },
   selectUpstream(node, upstream) {
-    if (upstream.kind.name === 'materialize') return ['tree'];
+    // An arm that restores the repository's own instruction files adds them as a surface.
+    if (upstream.kind.name === 'materialize') return Object.values(armsOf(node)).some((a) => a.restore) ? ['tree', 'redacted'] : ['tree'];
     if (upstream.kind.name === 'environment') return ENVIRONMENT_OUTPUTS;
     // A step that generates an arm's files (a context step): the generated files are a surface to scan.
     const arms = Object.values(armsOf(node));
@@ -249,6 +250,12 @@ export const certifyStep: StepKind = {
           ctx.artifacts.materialize(e, dir);
           for (const f of surfaceFromDir('treatment', name, dir).files) files.push({ path: `${dest}/${f.path}`, text: f.text });
         }
+      }
+      const redacted = arm.restore ? ctx.upstream.find((u) => u.outputs['redacted'])?.outputs['redacted'] : undefined;
+      if (redacted) {
+        const dir = join(ctx.workDir, 'restored', name.replace(/[^A-Za-z0-9_.-]/g, '_'));
+        ctx.artifacts.materialize(redacted, dir);
+        files.push(...surfaceFromDir('treatment', name, dir).files);
       }
       if (arm.prompt_append) files.push({ path: 'prompt_append', text: arm.prompt_append });
       for (const [k, v] of Object.entries(arm.env ?? {})) files.push({ path: `env ${k}`, text: v });

@@ -7,7 +7,7 @@ import type { StepConfig } from '../pipeline/config/load.js';
 import type { Diagnostic } from '../pipeline/diagnostic.js';
 import { err, errorMessage, ok } from '../pipeline/result.js';
 import type { ExecutionContext, StepKind } from '../pipeline/step-kind.js';
-import { ensureMirror } from './materialize.js';
+import { DEFAULT_DOCUMENTATION, DEFAULT_REDACTION, ensureMirror } from './materialize.js';
 import { callModel, checkModelSpec, modelInputs, modelKey, type ModelCallSpec } from './model-call.js';
 
 /**
@@ -24,10 +24,20 @@ interface ContextSpec {
   out?: string;
   /** Globs of the repository files given to the model (default: every file). */
   include?: string[];
+  /** Instruction files the model is not shown, as materialize removes them from every arm (default: the same list). */
+  redact?: string[];
+  /** Documentation not shown either (the docs-removed variant): true for materialize's default globs, or a list. */
+  remove_documentation?: boolean | string[];
   model: ModelCallSpec;
 }
 
 const spec = (step: StepConfig) => step.spec as unknown as ContextSpec;
+
+/** What the generator is not shown: the instruction files (as no arm sees them), and documentation when removed. */
+function hiddenOf(s: ContextSpec): string[] {
+  const docs = s.remove_documentation === true ? DEFAULT_DOCUMENTATION : Array.isArray(s.remove_documentation) ? s.remove_documentation : [];
+  return [...(s.redact ?? DEFAULT_REDACTION), ...docs];
+}
 const outName = (s: ContextSpec) => s.out ?? 'CLAUDE.md';
 // What one request carries of the repository: larger files are listed, not sent.
 const MAX_FILE_BYTES = 64 * 1024;
@@ -45,8 +55,10 @@ function* filesOf(root: string, rel = ''): Generator<string> {
 }
 
 /** The request's text: the prompt, then each included file (binary and oversized ones listed by name). */
-export function contextRequest(prompt: string, tree: string, include: string[]): { text: string; sent: string[]; listed: string[] } {
-  const wanted = picomatch(include, { dot: true });
+export function contextRequest(prompt: string, tree: string, include: string[], hidden: string[] = []): { text: string; sent: string[]; listed: string[] } {
+  const included = picomatch(include, { dot: true });
+  const isHidden = hidden.length ? picomatch(hidden, { dot: true }) : () => false;
+  const wanted = (p: string) => included(p) && !isHidden(p);
   const sent: string[] = [];
   const listed: string[] = [];
   const parts = [prompt.trimEnd(), '', '# The repository'];
@@ -86,7 +98,7 @@ export const contextStep: StepKind = {
 
   keyConfig(node): Json {
     const s = spec(node.step);
-    return { commit: s.commit, subdir: s.subdir ?? null, prompt: s.prompt, out: outName(s), include: s.include ?? ['**'], model: modelKey(s.model), system: SYSTEM };
+    return { commit: s.commit, subdir: s.subdir ?? null, prompt: s.prompt, out: outName(s), include: s.include ?? ['**'], hidden: hiddenOf(s), model: modelKey(s.model), system: SYSTEM };
   },
   fileInputs: (node) => modelInputs(spec(node.step).model),
   describeConfigField: (path) => ({ prompt: 'generation prompt', commit: 'repo commit', include: 'included files', model: 'model' })[path[0] ?? ''],
@@ -103,7 +115,7 @@ export const contextStep: StepKind = {
       log(errorMessage(e));
       return err({ reason: 'exit-non-zero', message: `cannot read ${s.repo}@${s.commit.slice(0, 12)}: ${errorMessage(e).split('\n')[0]}` });
     }
-    const request = contextRequest(s.prompt, tree, s.include ?? ['**']);
+    const request = contextRequest(s.prompt, tree, s.include ?? ['**'], hiddenOf(s));
     log(`sending the prompt and ${request.sent.length} file(s) to ${s.model.name}${request.listed.length ? ` (${request.listed.length} listed by name only)` : ''}`);
     const out = join(ctx.workDir, 'out');
     mkdirSync(out);

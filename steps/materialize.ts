@@ -1,5 +1,5 @@
 import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { execa } from 'execa';
 import picomatch from 'picomatch';
 import { canonicalJson, type Json } from '../pipeline/canonical-json.js';
@@ -24,6 +24,9 @@ export const DEFAULT_REDACTION = [
   '.vscode/mcp.json',
 ];
 
+/** Documentation (`remove_documentation: true`): removed for every arm alike, but never inside the task's allowed paths. */
+export const DEFAULT_DOCUMENTATION = ['**/README*', '**/readme*', '**/docs/**', '**/doc/**', '**/*.md', '**/*.rst', '**/*.adoc', '**/*.txt'];
+
 export interface RedactionReceipt {
   schema_version: 1;
   task: string;
@@ -31,14 +34,24 @@ export interface RedactionReceipt {
   policy: string[];
   source_tree_digest: string;
   redacted_tree_digest: string;
-  /** A removed symlink is recorded with its target (its bytes and digest are the target's text). */
-  removed: { path: string; bytes: number; sha256: string; symlink_target?: string }[];
+  /** Documentation globs (remove_documentation), when set; applied outside the task's allowed paths. */
+  documentation_policy?: string[];
+  /**
+   * A removed symlink is recorded with its target (its bytes and digest are the target's text).
+   * `class`: instructions (restorable to an arm with `restore: redacted`) or documentation (gone for every arm).
+   */
+  removed: { path: string; bytes: number; sha256: string; symlink_target?: string; class?: 'instructions' | 'documentation' }[];
   /** SHA-256 of the canonical JSON of every other field: the seal. */
   receipt_digest: string;
 }
 
 function policyOf(spec: Record<string, unknown>): string[] {
   return (spec['redact'] as string[] | undefined) ?? DEFAULT_REDACTION;
+}
+
+function documentationOf(spec: Record<string, unknown>): string[] | null {
+  const d = spec['remove_documentation'] as boolean | string[] | undefined;
+  return d === true ? DEFAULT_DOCUMENTATION : Array.isArray(d) && d.length ? d : null;
 }
 
 function* files(root: string, rel = ''): Generator<string> {
@@ -86,15 +99,23 @@ export async function ensureMirror(storeDir: string, source: string, commit: str
  */
 export const materializeStep: StepKind = {
   name: 'materialize',
+  // 3: the removed instruction files kept as an output (`redacted`, for an arm that restores them); documentation removal.
   // 2: redaction of directories with several files, at any depth, and of symlinked instruction directories.
-  version: 2,
+  version: 3,
   check: (step) => checkTasks(step),
   keyConfig(node): Json {
     const task = taskOf(node);
-    return { commit: task.repo.commit, subdir: task.repo.subdir ?? null, setup_patch: task.repo.setupPatch ?? null, redact: policyOf(node.step.spec) };
+    const docs = documentationOf(node.step.spec);
+    return {
+      commit: task.repo.commit,
+      subdir: task.repo.subdir ?? null,
+      setup_patch: task.repo.setupPatch ?? null,
+      redact: policyOf(node.step.spec),
+      ...(docs ? { documentation: docs, allowed_paths: task.allowedPaths } : {}),
+    };
   },
   fileInputs: () => [],
-  describeConfigField: (path) => ({ commit: 'repo commit', subdir: 'repo subdirectory', setup_patch: 'setup patch', redact: 'redaction policy' })[path[0] ?? ''],
+  describeConfigField: (path) => ({ commit: 'repo commit', subdir: 'repo subdirectory', setup_patch: 'setup patch', redact: 'redaction policy', documentation: 'documentation removal' })[path[0] ?? ''],
 
   async execute(ctx: ExecutionContext) {
     const task = taskOf(ctx.node);
@@ -115,20 +136,32 @@ export const materializeStep: StepKind = {
     }
     const sourceDigest = Cas.hashPath(tree).digest;
     const policy = policyOf(ctx.node.step.spec);
+    const docs = documentationOf(ctx.node.step.spec);
     const isRedacted = picomatch(policy, { dot: true });
+    const isDoc = docs ? picomatch(docs, { dot: true }) : () => false;
+    const isAllowed = picomatch(task.allowedPaths, { dot: true });
     const removed: RedactionReceipt['removed'] = [];
+    // The instruction files removed, kept at their paths: an arm with `restore: redacted` gets exactly these bytes back.
+    const kept = join(ctx.workDir, 'redacted');
+    mkdirSync(kept, { recursive: true });
     for (const p of [...files(tree)]) {
       const link = lstatSync(join(tree, p)).isSymbolicLink();
       // A symlink may stand for a redacted directory (`.cursor -> config/cursor`): the agent would load through it.
-      if (!isRedacted(p) && !(link && isRedacted(`${p}/x`))) continue;
+      const instruction = isRedacted(p) || (link && isRedacted(`${p}/x`));
+      const documentation = !instruction && isDoc(p) && !isAllowed(p);
+      if (!instruction && !documentation) continue;
+      const cls = instruction ? ('instructions' as const) : ('documentation' as const);
       if (link) {
         const target = readlinkSync(join(tree, p));
-        removed.push({ path: p, bytes: Buffer.byteLength(target), sha256: sha256(target), symlink_target: target });
+        removed.push({ path: p, bytes: Buffer.byteLength(target), sha256: sha256(target), symlink_target: target, ...(docs ? { class: cls } : {}) });
       } else {
         const bytes = readFileSync(join(tree, p));
-        removed.push({ path: p, bytes: bytes.length, sha256: sha256(bytes) });
+        removed.push({ path: p, bytes: bytes.length, sha256: sha256(bytes), ...(docs ? { class: cls } : {}) });
       }
-      rmSync(join(tree, p), { force: true });
+      if (instruction) {
+        mkdirSync(dirname(join(kept, p)), { recursive: true });
+        renameSync(join(tree, p), join(kept, p));
+      } else rmSync(join(tree, p), { force: true });
     }
     // Directories the removal left empty (e.g. .claude/) go too, deepest first.
     const parents = new Set<string>();
@@ -145,6 +178,7 @@ export const materializeStep: StepKind = {
       task: task.id,
       commit: task.repo.commit,
       policy,
+      ...(docs ? { documentation_policy: docs } : {}),
       source_tree_digest: sourceDigest,
       redacted_tree_digest: Cas.hashPath(tree).digest,
       removed,
@@ -153,6 +187,6 @@ export const materializeStep: StepKind = {
     const receiptFile = join(ctx.workDir, 'redaction.json');
     writeFileSync(receiptFile, JSON.stringify(receipt, null, 2) + '\n');
     writeFileSync(ctx.logFile, `materialized ${task.id} at ${task.repo.commit}; redacted ${removed.length} file(s)\n`, { flag: 'a' });
-    return ok({ tree: ctx.artifacts.putPath(tree), 'redaction.json': ctx.artifacts.putPath(receiptFile) });
+    return ok({ tree: ctx.artifacts.putPath(tree), 'redaction.json': ctx.artifacts.putPath(receiptFile), redacted: ctx.artifacts.putPath(kept) });
   },
 };

@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { lstatSync, mkdirSync, mkdtempSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import type { AgentAdapter, AttemptContext, McpServer } from '../agents/adapter.js';
@@ -18,6 +18,7 @@ import { checkTasks, taskOf } from './agent-step-config.js';
 import { ENVIRONMENT_OUTPUTS, inEnvironment, startingPoint } from './environment.js';
 import type { ModelSession } from './model-session.js';
 import { copyWritten, diffSnapshots, snapshot } from './workspace.js';
+import type { RedactionReceipt } from './materialize.js';
 import { fileSources, isStepOutput, normalizedPath, outputsReadFrom, producerSteps, treatmentEntry, type TreatmentSource } from './treatment-files.js';
 import type { OutputEntry } from '../pipeline/store/cas.js';
 
@@ -30,6 +31,8 @@ export interface ArmSpec {
   prompt_append?: string;
   env?: Record<string, string>;
   marker?: string;
+  /** `redacted`: the instruction files materialize removed from the task's tree, put back in this arm only. */
+  restore?: 'redacted';
 }
 
 export interface SandboxSettings {
@@ -171,6 +174,36 @@ function markerOf(arm: ArmSpec, adapter: AgentAdapter, entryOf: (src: TreatmentS
 
 type StagedDigest = ExecutionContext['files'][number]['entry']['digest'];
 
+/**
+ * Puts the instruction files materialize removed back into the workspace, and checks each
+ * against the redaction receipt (path and SHA-256). Returns what was restored.
+ */
+function restoreRedacted(ctx: ExecutionContext, ws: string): Result<{ path: string; sha256: string }[], string> {
+  const from = ctx.upstream.find((u) => u.outputs['redacted'] && u.outputs['redaction.json']);
+  if (!from) return err('restore: redacted needs a materialize upstream that keeps what it removed (materialize version 3 or later)');
+  const receipt = JSON.parse(ctx.artifacts.read(from.outputs['redaction.json']!.digest).toString('utf8')) as RedactionReceipt;
+  ctx.artifacts.materialize(from.outputs['redacted']!, ws);
+  const out: { path: string; sha256: string }[] = [];
+  for (const r of receipt.removed.filter((x) => x.class !== 'documentation')) {
+    const p = join(ws, r.path);
+    const bytes = r.symlink_target !== undefined ? readlinkSync(p) : readFileSync(p);
+    if (sha256(bytes) !== r.sha256) return err(`restored ${r.path} does not match the redaction receipt (${r.sha256.slice(0, 12)})`);
+    out.push({ path: r.path, sha256: r.sha256 });
+  }
+  return ok(out);
+}
+
+/** An arm whose only treatment is the repository's own files is delivered by the first one its agent loads. */
+function restoredMarker(restored: { path: string }[], adapter: AgentAdapter, ws: string): Marker | undefined {
+  for (const r of restored) {
+    const scope = adapter.deliveryScope(r.path);
+    if (!scope || lstatSync(join(ws, r.path)).isSymbolicLink()) continue;
+    const lines = fingerprintLines(readFileSync(join(ws, r.path), 'utf8'));
+    if (lines.length) return { lines, scope };
+  }
+  return undefined;
+}
+
 /** Starts the sandbox with the gateway reachable; a failure here is infrastructure, not the agent. */
 async function startSandbox(
   settings: ReturnType<typeof sandboxOf> & { workdir?: string },
@@ -238,7 +271,7 @@ export const runStep: StepKind = {
   // 2: the sandbox closed before the workspace is read; delivery by fingerprint and scope.
   version: 3,
 
-  check(step) {
+  check(step, steps) {
     const s = spec(step);
     const problems: Diagnostic[] = [...checkTasks(step)];
     const at = (f: (string | number)[]) => ({ field: `steps.${step.name}.${f.join('.')}`, location: step.source.locate([...step.path, ...f]) });
@@ -277,6 +310,9 @@ export const runStep: StepKind = {
       });
     }
     for (const [name, a] of Object.entries(s.arms)) {
+      if (a.restore && !step.needs.some((n) => steps.get(n)?.kind === 'materialize')) {
+        problems.push({ ...at(['arms', name, 'restore']), message: `arm "${name}" restores the repository's own instruction files, which only a materialize step keeps: add one to needs (an environment image has no redaction to undo)` });
+      }
       for (const [dest, src] of Object.entries(a.files ?? {})) {
         if (isStepOutput(src) && !step.needs.includes(src.from)) {
           problems.push({ ...at(['arms', name, 'files', dest, 'from']), message: `arm "${name}" takes ${dest} from step "${src.from}", which is not in needs`, hint: `add ${src.from} to steps.${step.name}.needs` });
@@ -302,6 +338,7 @@ export const runStep: StepKind = {
         mcp_servers: arm.mcp_servers ?? {},
         prompt_append: arm.prompt_append ?? null,
         ...(arm.prompt_append && adapter.systemPrompt ? { prompt_to: 'system' } : {}),
+        ...(arm.restore ? { restore: arm.restore } : {}),
         env: arm.env ?? {},
         marker: arm.marker ?? null,
       },
@@ -347,7 +384,8 @@ export const runStep: StepKind = {
   },
 
   selectUpstream(node, upstream) {
-    if (upstream.kind.name === 'materialize') return ['tree'];
+    // Only an arm that restores the repository's own instruction files reads them (and the receipt that lists them).
+    if (upstream.kind.name === 'materialize') return armOf(spec(node.step), node.matrix['arm']!).restore ? ['tree', 'redacted', 'redaction.json'] : ['tree'];
     if (upstream.kind.name === 'environment') return ENVIRONMENT_OUTPUTS;
     if (upstream.kind.name === 'certify') return ['verdict.json'];
     // A step whose outputs some arm receives: this attempt reads only what its own arm takes,
@@ -408,11 +446,14 @@ export const runStep: StepKind = {
       if (arm.ablate && entry.type === 'file') writeFileSync(join(ws, dest), ablated(ctx.artifacts.read(entry.digest).toString('utf8'), arm.ablate));
       else ctx.artifacts.materialize(entry, join(ws, dest));
     }
+    // The repository's own instruction files, for an arm that restores them: exactly the bytes the receipt lists.
+    const restored = arm.restore ? restoreRedacted(ctx, ws) : ok([]);
+    if (!restored.ok) return err({ reason: 'internal', message: restored.error });
     const before = await snapshot(ws);
 
     // 2. The model, through the recording gateway, which also checks the arm's marker was delivered.
     const markers: Record<string, Marker> = {};
-    const marker = markerOf(arm, adapter, entryOf, (d) => ctx.artifacts.read(d).toString('utf8'));
+    const marker = markerOf(arm, adapter, entryOf, (d) => ctx.artifacts.read(d).toString('utf8')) ?? restoredMarker(restored.value, adapter, ws);
     if (marker) markers[armName] = marker;
     const fake = s.model?.fake_script ? ctx.files.find((f) => f.path === normalizedPath(s.model!.fake_script!)) : undefined;
     let model: ModelSession | undefined;
@@ -556,6 +597,8 @@ export const runStep: StepKind = {
         // received (digests): analyze checks that no control received a treatment's fingerprint.
         delivery: { marker: marker ? { scope: marker.scope, lines: marker.lines.map(lineDigest) } : null, instruction_lines: gw?.instruction_lines ?? [] },
         files_changed: Object.keys(changes.written).length + changes.deleted.length,
+        // What this arm received of the repository's own instruction files (restore: redacted), by digest.
+        ...(arm.restore ? { restored: restored.value } : {}),
         sandbox: sandboxReceipt,
       };
       writeFileSync(join(outDir, 'result.json'), JSON.stringify(resultJson, null, 2) + '\n');

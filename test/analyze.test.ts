@@ -467,3 +467,34 @@ describe('analyze: factorial refusal', () => {
     expect(r.factorial!.main_effects).toEqual([]);
   });
 });
+
+describe('analyze: an arm that restores the repository\'s own files', () => {
+  it('names the tasks that have none (there the arm equals the control)', () => {
+    const attempts = ['has-files', 'bare'].flatMap((task) => [
+      makeAttempt({ task, arm: 'control', rep: 0, pass: false }),
+      makeAttempt({ task, arm: 'treatment', rep: 0, pass: task === 'has-files', restored: task === 'bare' ? 0 : 2 }),
+    ]);
+    const warnings = analyze(attempts, spec()).warnings.filter((w) => w.kind === 'no-own-files');
+    expect(warnings).toEqual([
+      { kind: 'no-own-files', arm: 'treatment', message: 'arm "treatment" restores the repository\'s own context files, but 1 task(s) have none (bare): there the arm equals the control' },
+    ]);
+  });
+
+  it('paired steps and the cost ratio come with intervals; reasoning tokens only where reported', () => {
+    const usage = (input: number, reasoning?: number) => ({ input_tokens: input, output_tokens: 10, cache_write_tokens: 0, cache_read_tokens: 0, ...(reasoning !== undefined ? { reasoning_tokens: reasoning } : {}) });
+    const attempts = ['t1', 't2', 't3', 't4'].flatMap((task, i) => [
+      makeAttempt({ task, family: task, arm: 'control', rep: 0, pass: true, turns: 4, tool_calls: 3, usage: usage(1000, 50) }),
+      makeAttempt({ task, family: task, arm: 'treatment', rep: 0, pass: true, turns: 6 + i, tool_calls: 5, usage: usage(1200, 80) }),
+    ]);
+    const c = only(analyze(attempts, spec()));
+    expect(c.paired!.turns).toMatchObject({ n_pairs: 4, median: 3.5 });
+    expect(c.paired!.turns!.ci!.low).toBeGreaterThanOrEqual(2);
+    expect(c.paired!.tool_calls).toMatchObject({ n_pairs: 4, median: 2 });
+    expect(c.paired!.reasoning_tokens).toMatchObject({ n_pairs: 4, median: 30 });
+    // weighted cost: input + 5 x output = 1050 vs 1250
+    expect(c.cost_ratio).toBeCloseTo(1250 / 1050, 12);
+    expect(c.cost_ratio_ci!.low).toBeCloseTo(1250 / 1050, 12);
+    const without = only(analyze(attempts.map((a) => ({ ...a, usage: usage(a.usage!.input_tokens) })), spec()));
+    expect(without.paired!.reasoning_tokens).toBeUndefined();
+  });
+});

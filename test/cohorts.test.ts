@@ -1,4 +1,5 @@
 import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -41,6 +42,16 @@ const CASES: { config: string; tasks: number; verdicts: Verdicts }[] = [
         'with-tools-ablated vs with-tools': ['insufficient-n', '0'],
       },
     },
+  },
+  {
+    config: 'cohorts/agents-md-study.yaml',
+    tasks: 3,
+    verdicts: Object.fromEntries(
+      ['agents-md-claude-code', 'agents-md-codex'].map((cell) => [
+        cell,
+        { 'llm vs none': ['insufficient-n', '0'], 'human vs none': ['insufficient-n', '+'], 'human vs llm': ['insufficient-n', '+'] },
+      ]),
+    ) as Verdicts,
   },
   {
     config: 'cohorts/coding-os-factorial.yaml',
@@ -170,6 +181,37 @@ describe.skipIf(!existsSync(claudeBinary()))('shipped cohorts, end to end on the
         expect(judge.rows.find((r: { task: string }) => r.task === 'bug-discount-total')).toMatchObject({ judge: 'c', verifier: 'c', category: 'bug-localization' });
         expect(report).toContain('## Judge and verifier: with-tools vs without-tools');
         expect(report).toMatch(/\| bug-localization \| 1 \| 0 \| 0 \| 1 \| 0 \|/);
+      }
+      if (c.config.includes('agents-md')) {
+        const repo = join(ROOT, 'examples', 'cohorts', 'fixtures', 'repos', 'inventory');
+        const own = (p: string) => createHash('sha256').update(execFileSync('git', ['-C', repo, 'show', `8d901125bff43d763a9d6786c532b111ad883b1e:${p}`])).digest('hex');
+        for (const [cell, agent] of [['agents-md-claude-code', 'claude-code'], ['agents-md-codex', 'codex']] as const) {
+          const b = bundles[cell]!;
+          // HUMAN received the repository's own files, byte for byte; NONE and LLM did not.
+          const result = (arm: string) => json(join(b.dir, 'nodes', `attempts-${agent}`, 'stub-onHand-110442e3', arm, '1', 'result.json'));
+          expect(result('human').restored).toEqual([
+            { path: 'AGENTS.md', sha256: own('AGENTS.md') },
+            { path: 'CLAUDE.md', sha256: own('CLAUDE.md') },
+          ]);
+          expect(result('none').restored).toBeUndefined();
+          expect(result('llm').restored).toBeUndefined();
+          // Per cell: each arm's resolution rate, and cost and steps change with intervals.
+          expect(b.results.analysis.arms.map((a: { arm: string; completion_rate: number }) => [a.arm, a.completion_rate])).toEqual([
+            ['none', 0],
+            ['llm', 0],
+            ['human', 1],
+          ]);
+          const human = b.results.analysis.comparisons.find((x: { treatment: string; control: string }) => x.treatment === 'human' && x.control === 'none');
+          expect(human.cost_ratio).toBeGreaterThan(1); // the restored files ride along in every request
+          expect(human.cost_ratio_ci.low).toBeGreaterThan(1);
+          expect(human.paired.turns).toMatchObject({ n_pairs: 6, median: 0 });
+          expect(b.report).toMatch(/- cost change: \+\d+\.\d% \(treatment \/ control weighted cost \d\.\d\dx; 95% CI \+\d+\.\d% to \+\d+\.\d%\)/);
+          expect(b.report).toContain('- steps change, turns: 0 per attempt (paired median over 6 pairs; 95% CI 0 to 0)');
+          expect(b.report).toContain('- steps change, tool calls: 0 per attempt');
+        }
+        // Codex reports reasoning tokens; the paired change is there too.
+        expect(bundles['agents-md-codex']!.report).toContain('- reasoning tokens change:');
+        expect(bundles['agents-md-claude-code']!.report).not.toContain('reasoning tokens change');
       }
       if (c.config.includes('factorial')) {
         const f = bundles['coding-os-factorial']!.results.analysis.factorial;

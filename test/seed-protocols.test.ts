@@ -85,10 +85,12 @@ steps:
     expect(first.code, first.stderr + first.stdout).toBe(0);
     let nodes = nodesOf(first.stdout);
     const key = (ns: Node[], id: string) => ns.find((n) => n.node === id)!.key!;
-    // What the provider was sent: the prompt, then the repository's files (redaction is materialize's, not the generator's).
+    // What the provider was sent: the prompt, then the repository's files, without its own instruction files (no arm sees them).
     const request = await rig.outputText('generate-context', 'request.md');
     expect(request).toMatch(/^Describe this repository for a coding agent\.\n\n# The repository\n/);
     expect(request).toContain('## src/add.mjs\n```\nexport const add = (a, b) => a - b;\n```');
+    expect(request).not.toContain('Repository instructions that must not reach any arm');
+    expect(request).not.toContain('.claude/settings.json');
     expect(await rig.outputText('generate-context', 'CLAUDE.md')).toBe('# calc\n\nA tiny arithmetic module.\n');
     // The generation's usage is the overhead stream: scripted, so unpriced, never $0.
     const cost = JSON.parse(await rig.outputText('generate-context', 'cost.json'));

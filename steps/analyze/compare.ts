@@ -124,7 +124,9 @@ export function compareArms(
   const effect = mean([...deltas])!;
 
   // Paired differences per valid pair (treatment - control), each tagged with its task.
-  const diffs = { tokens: new Diffs(), weighted_cost: new Diffs(), cost_usd: new Diffs() };
+  const diffs = { tokens: new Diffs(), weighted_cost: new Diffs(), cost_usd: new Diffs(), turns: new Diffs(), tool_calls: new Diffs(), reasoning_tokens: new Diffs() };
+  // Per task: the summed weighted cost of each side over the pairs where both have one (the cost ratio's bootstrap).
+  const costSums = { treatment: new Float64Array(pairing.tasks.length), control: new Float64Array(pairing.tasks.length) };
   let b = 0;
   let c = 0;
   const mechanism = { pairs: 0, delivered: 0, used: 0, changed: 0, delivered_and_changed: 0 };
@@ -147,6 +149,13 @@ export function compareArms(
       const cw = weightedCost(ca, w);
       const tw = weightedCost(ta, w);
       diffs.weighted_cost.add(tw, cw, ti);
+      diffs.turns.add(ta.turns, ca.turns, ti);
+      diffs.tool_calls.add(ta.tool_calls, ca.tool_calls, ti);
+      diffs.reasoning_tokens.add(ta.usage?.reasoning_tokens ?? null, ca.usage?.reasoning_tokens ?? null, ti);
+      if (cw !== null && tw !== null) {
+        costSums.treatment[ti] = costSums.treatment[ti]! + tw;
+        costSums.control[ti] = costSums.control[ti]! + cw;
+      }
       if (cw !== null) cCosts.push(cw);
       if (tw !== null) tCosts.push(tw);
       diffs.cost_usd.add(ta.cost_usd, ca.cost_usd, ti);
@@ -159,9 +168,13 @@ export function compareArms(
     diffs.tokens.statistic(),
     diffs.weighted_cost.statistic(),
     diffs.cost_usd.statistic(),
+    diffs.turns.statistic(),
+    diffs.tool_calls.statistic(),
+    diffs.reasoning_tokens.statistic(),
+    ratioOfSums(costSums.treatment, costSums.control),
   ];
   const families = tasks.map((t) => t.family);
-  const [, ciTokens, ciWeighted, ciUsd] = clusterBootstrap(familiesOf(families), tasks.length, plan, stats);
+  const [, ciTokens, ciWeighted, ciUsd, ciTurns, ciTools, ciReasoning, ciRatio] = clusterBootstrap(familiesOf(families), tasks.length, plan, stats);
   // The test and the interval, at the level where observations are independent (inference.ts).
   const units = unitsOf(deltas, families);
   const k = units.sums.length;
@@ -233,8 +246,12 @@ export function compareArms(
       tokens: diffs.tokens.result(ciTokens ?? null),
       weighted_cost: diffs.weighted_cost.result(ciWeighted ?? null),
       cost_usd: diffs.cost_usd.result(ciUsd ?? null),
+      turns: diffs.turns.result(ciTurns ?? null),
+      tool_calls: diffs.tool_calls.result(ciTools ?? null),
+      ...(diffs.reasoning_tokens.size() > 0 ? { reasoning_tokens: diffs.reasoning_tokens.result(ciReasoning ?? null) } : {}),
     },
     cost_ratio: ratio(mean(tCosts), mean(cCosts)),
+    cost_ratio_ci: ratio(mean(tCosts), mean(cCosts)) === null ? null : (ciRatio ?? null),
     mechanism,
     outcomes: { counts: countOutcomes(rows), tasks: rows },
   };
@@ -310,6 +327,10 @@ class Diffs {
     this.taskOf.push(task);
   }
 
+  size(): number {
+    return this.values.length;
+  }
+
   statistic(): ResampleStatistic {
     return this.values.length === 0 ? () => Number.NaN : clusteredMedian(this.values, this.taskOf);
   }
@@ -320,4 +341,20 @@ class Diffs {
     const median = n === 0 ? null : n % 2 === 1 ? sorted[n >> 1]! : (sorted[n / 2 - 1]! + sorted[n / 2]!) / 2;
     return { n_pairs: n, median, ci: n === 0 ? null : ci };
   }
+}
+
+/** sum(counts x treatment) / sum(counts x control) over the drawn tasks (NaN when the control sums to 0). */
+function ratioOfSums(treatment: Float64Array, control: Float64Array): ResampleStatistic {
+  return (counts) => {
+    let t = 0;
+    let c = 0;
+    for (let i = 0; i < counts.length; i++) {
+      const k = counts[i]!;
+      if (k !== 0) {
+        t += k * treatment[i]!;
+        c += k * control[i]!;
+      }
+    }
+    return c > 0 ? t / c : Number.NaN;
+  };
 }

@@ -24,7 +24,7 @@ export interface AttemptRecord {
   infra_error: boolean;
   /** What the infrastructure fault was, when infra_error (e.g. "agent did not start: exit code 127 ..."). Absent in records from before. */
   infra_cause?: string | null;
-  usage: { input_tokens: number; output_tokens: number; cache_write_tokens: number; cache_read_tokens: number } | null;
+  usage: { input_tokens: number; output_tokens: number; cache_write_tokens: number; cache_read_tokens: number; reasoning_tokens?: number } | null;
   cost_usd: number | null;
   cost_confidence: CostConfidence;
   /** The model's replies were scripted (pairbench's fake model), not a model's: outcomes prove machinery only. Absent in records from before. */
@@ -33,6 +33,8 @@ export interface AttemptRecord {
   wall_ms: number;
   /** What the harness spent around it (sandbox start and close, snapshot); absent in records from before. */
   harness_ms?: number;
+  /** restore: redacted arms: how many of the repository's own instruction files the attempt received. */
+  restored?: number;
   turns: number;
   tool_calls: number;
   agent: { adapter: string; version: string; model: string; provider: string };
@@ -408,9 +410,20 @@ export interface Comparison {
    * Null when nothing was excluded or there is no claim to test.
    */
   worst_case: { effect: number; p: number; ci: Interval | null; survives: boolean } | null;
-  paired: { tokens: PairedDifference; weighted_cost: PairedDifference; cost_usd: PairedDifference } | null;
+  paired: {
+    tokens: PairedDifference;
+    weighted_cost: PairedDifference;
+    cost_usd: PairedDifference;
+    /** Steps: model turns and tool calls per attempt, treatment - control. */
+    turns?: PairedDifference;
+    tool_calls?: PairedDifference;
+    /** Where the provider reports them (pairs where both attempts have a count). */
+    reasoning_tokens?: PairedDifference;
+  } | null;
   /** treatment mean weighted cost / control mean weighted cost over the valid pairs */
   cost_ratio: number | null;
+  /** The cost ratio's interval (cluster bootstrap of the ratio of summed weighted costs); cost change = ratio - 1. */
+  cost_ratio_ci?: Interval | null;
   outcomes: { counts: OutcomeCounts; tasks: TaskOutcome[] } | null;
   /**
    * The three mechanism claims over the valid pairs, kept apart (one does not imply
@@ -496,7 +509,7 @@ export interface JudgeSummary {
 }
 
 export interface HeadlineWarning {
-  kind: 'scripted' | 'infra' | 'agent-crash' | 'no-tokens' | 'no-delivery' | 'zero-hurt';
+  kind: 'scripted' | 'infra' | 'agent-crash' | 'no-tokens' | 'no-delivery' | 'zero-hurt' | 'no-own-files';
   /** The arm it is about; null for the whole cohort. */
   arm: string | null;
   message: string;

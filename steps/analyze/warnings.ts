@@ -19,6 +19,15 @@ export function headlineWarnings(arms: readonly ArmMetrics[], byArm: ReadonlyMap
   }
   for (const a of arms) {
     const attempts = byArm.get(a.arm) ?? [];
+    // An arm that restores the repository's own context files, on a task that has none, is the control there.
+    const bare = [...new Set(attempts.filter((r) => r.restored === 0).map((r) => r.task))].sort();
+    if (bare.length) {
+      out.push({
+        kind: 'no-own-files',
+        arm: a.arm,
+        message: `arm "${a.arm}" restores the repository's own context files, but ${bare.length} task(s) have none (${bare.slice(0, 5).join(', ')}${bare.length > 5 ? ', ...' : ''}): there the arm equals the control`,
+      });
+    }
     if (a.n_infra_errors > 0) {
       const causes = Object.entries(a.infra_causes).sort((x, y) => y[1] - x[1] || (x[0] < y[0] ? -1 : 1));
       const [cause, n] = causes[0]!;

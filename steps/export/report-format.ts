@@ -3,7 +3,7 @@
  * formatted without the locale (toFixed, never toLocaleString) so a report's bytes
  * do not depend on the machine that rendered it.
  */
-import type { AnalysisResult, ArmMetrics, Comparison, ComparisonProblem, ConfigField, Interval, MinimumDetectableEffect, OutcomeClass, RandomizationTest, Spread, Verdict } from '../analyze/types.js';
+import type { AnalysisResult, ArmMetrics, Comparison, ComparisonProblem, ConfigField, Interval, MinimumDetectableEffect, OutcomeClass, PairedDifference, RandomizationTest, Spread, Verdict } from '../analyze/types.js';
 import { ENVELOPE_FORMULA } from '../analyze/envelope.js';
 import { unreachable } from '../../pipeline/result.js';
 import type { ReportContext } from './report-context.js';
@@ -349,4 +349,27 @@ export function judgeClassText(x: 'a' | 'b' | 'c' | 'no-answer' | null): string 
 /** pass@k figures of an arm: "pass@1 50%, pass@2 75%". */
 export function passAtKText(a: ArmMetrics): string {
   return a.pass_at_k.length ? a.pass_at_k.map((p) => `pass@${p.k} ${Math.round(p.pass_at_k * 1000) / 10}%`).join(', ') : '—';
+}
+
+const signed = (x: number, digits: number): string => `${x > 0 ? '+' : ''}${num(x, digits)}`;
+const percentChange = (r: number): string => `${r - 1 > 0 ? '+' : ''}${fixed((r - 1) * 100, 1)}%`;
+
+/**
+ * The study's relative metrics of a comparison, each with its interval: cost change (the
+ * weighted-cost ratio - 1), steps change (turns, tool calls: paired median), reasoning tokens.
+ */
+export function relativeMetricsText(c: Comparison): string[] {
+  const out: string[] = [];
+  if (c.cost_ratio !== null) {
+    const ci = c.cost_ratio_ci;
+    out.push(`cost change: ${percentChange(c.cost_ratio)} (treatment / control weighted cost ${ratio(c.cost_ratio)}${ci ? `; ${fixed(ci.confidence * 100, 0)}% CI ${percentChange(ci.low)} to ${percentChange(ci.high)}` : ''})`);
+  }
+  const paired = (label: string, d: PairedDifference | undefined): void => {
+    if (!d || d.median === null) return;
+    out.push(`${label}: ${signed(d.median, 2)} per attempt (paired median over ${d.n_pairs} pairs${d.ci ? `; ${fixed(d.ci.confidence * 100, 0)}% CI ${signed(d.ci.low, 2)} to ${signed(d.ci.high, 2)}` : ''})`);
+  };
+  paired('steps change, turns', c.paired?.turns);
+  paired('steps change, tool calls', c.paired?.tool_calls);
+  paired('reasoning tokens change', c.paired?.reasoning_tokens);
+  return out;
 }

@@ -27,6 +27,7 @@ import {
   outcomesByCategory,
   judgeClassText,
   passAtKText,
+  relativeMetricsText,
   envelopeFormulas,
   escapeHtml as esc,
   interval,
@@ -207,7 +208,10 @@ function comparison(c: Comparison, index: number, caveat: string | null): string
   if (c.mde) facts.push(['minimum detectable effect', esc(mdeText(c.mde))]);
   for (const [k, t] of [['lost tasks', lostTasksText(c)], ['exclusions', worstCaseText(c)]] as const) if (t) facts.push([k, esc(t)]);
   if (c.mcnemar) facts.push(['McNemar exact', `b=${c.mcnemar.b}, c=${c.mcnemar.c}, p=${esc(pValue(c.mcnemar.p))}, Holm p=${esc(pValue(c.mcnemar.p_holm))}`]);
-  if (c.cost_ratio !== null) facts.push(['cost ratio', `${esc(ratio(c.cost_ratio))} (treatment / control, weighted cost)`]);
+  for (const t of relativeMetricsText(c)) {
+    const [k, ...v] = t.split(': ');
+    facts.push([k!, esc(v.join(': '))]);
+  }
   const mechanism = comparisonMechanismText(c);
   if (mechanism) facts.push(['mechanism', esc(mechanism)]);
   const categories = outcomesByCategory(c);

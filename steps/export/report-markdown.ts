@@ -26,6 +26,7 @@ import {
   outcomesByCategory,
   judgeClassText,
   passAtKText,
+  relativeMetricsText,
   envelopeFormulas,
   escapeMarkdown as md,
   interval,
@@ -178,7 +179,7 @@ function comparison(c: Comparison, result: AnalysisResult, line: (s?: string) =>
   if (c.test) line(`- ${testText(c.test)}`);
   if (c.mde) line(`- minimum detectable effect for this n: ${mdeText(c.mde)}`);
   if (c.mcnemar) line(`- McNemar exact: b=${c.mcnemar.b} (control fail, treatment pass), c=${c.mcnemar.c} (control pass, treatment fail), p=${pValue(c.mcnemar.p)}, Holm p=${pValue(c.mcnemar.p_holm)}`);
-  if (c.cost_ratio !== null) line(`- cost ratio (treatment / control, weighted): ${ratio(c.cost_ratio)}`);
+  for (const t of relativeMetricsText(c)) line(`- ${md(t)}`);
   line(`- pairs: ${c.pairs.valid} valid of ${c.pairs.total} (${c.pairs.excluded} with an excluded side, ${c.pairs.unmatched} unmatched) over ${c.n_tasks} tasks in ${c.n_families} families`);
   for (const p of c.problems) line(`- reason: ${md(problemText(p))}`);
   for (const t of [lostTasksText(c), worstCaseText(c)]) if (t) line(`- ${md(t)}`);
