@@ -70,6 +70,8 @@ Options:
                        attempt (config.json, result.json, agent/trajectory.json,
                        verifier/test-stdout.txt) and the bundle in
                        DIR/<cohort>/pairbench/ (what verify-bundle checks)
+      --remote-cache URL  fetch the bundle from this remote cache when the store holds only
+                       its record (a run that replayed remote hits); cache.remote otherwise
 
 ${COMMON}`,
   'verify-bundle': `Usage: pairbench verify-bundle DIR [options]
@@ -129,6 +131,7 @@ Commands:
   export --out DIR   write out the cohort bundle(s) built by export steps
   verify-bundle DIR  re-check a bundle against its manifest.json
   generate KIND      derive tasks from a repo's own test suite (stub_function, revert_reimplement)
+  worker             execute nodes a coordinator queues on Redis (run --executor redis://...)
 
 Run 'pairbench <command> --help' for a command's options.
 
@@ -144,6 +147,38 @@ Options:
   -j, --jobs N        how many nodes execute at once (default: concurrency.global, 4)
   -v, --verbose       also list cached nodes
       --progress MODE auto (listr2 on a TTY, plain lines otherwise or when CI is set), plain, or none
+      --shard i/N     build only this shard's nodes: those of the tasks that hash to shard i of N
+                      (a task's chain stays in one shard); shared roots (a context step) run in any
+                      shard that finds them uncached; nodes that gather tasks (analyze, export) are
+                      left to a final run without --shard. Skipped nodes do not fail a shard (exit 0).
+      --remote-cache URL   the remote cache tier (overrides cache.remote): read on a local miss,
+                      written after a node succeeds (see README "Remote cache")
+      --cache-mode MODE    read-write or read-only (a pull-request job: it never writes)
+      --executor redis://HOST:PORT/DB
+                      hand every node that must run to 'pairbench worker' processes through
+                      BullMQ queues on this Redis (one queue per step kind; job id = the node's
+                      key; concurrency.kinds limits hold across the fleet); needs the remote cache
+
+Exit codes: 0 every node built or cached (or left to another shard), 1 a node failed
+or was skipped, 2 a config or usage error, 130 interrupted.
+
+${COMMON}`,
+  worker: `Usage: pairbench worker --redis redis://HOST:PORT/DB [options]
+
+Executes the nodes a coordinator ('pairbench run --executor redis://...') queues: for
+each job it reads the node's upstream records from the remote cache, checks that it
+computes the coordinator's key (the same config and input files: run workers on the
+same commit of the project), runs the node in its own store and sandbox, and uploads
+the result. A worker that dies holds its job only until its lock expires (10 s;
+PAIRBENCH_WORKER_LOCK_MS); then another worker runs it. Stops on SIGINT or SIGTERM.
+
+Options:
+      --redis URL         the queue (required)
+      --concurrency K     jobs at once on this worker, across every kind (default 1)
+      --remote-cache URL  overrides cache.remote (required one way or the other)
+      --json              one JSON line per finished job
+
+Exit codes: 0 stopped on request, 2 a config or usage error.
 
 ${COMMON}`,
   plan: `Usage: pairbench plan [NODE...] [options]

@@ -4,7 +4,10 @@ import { parseArgs } from 'node:util';
 import { buildGraph, withUpstream, type Graph } from '../pipeline/dag.js';
 import { DEFAULT_CONFIG_FILE, loadConfig, parseSize, type BenchConfig } from '../pipeline/config/load.js';
 import { closest, diagnosticToJson, formatDiagnostic, type Diagnostic } from '../pipeline/diagnostic.js';
-import { lookup, plan, resolveInputs, run, type EngineContext, type Lookup, type PlanEntry } from '../pipeline/engine.js';
+import { ensureLocal, lookup, plan, resolveInputs, run, type EngineContext, type Lookup, type PlanEntry } from '../pipeline/engine.js';
+import { parseShard } from '../pipeline/shard.js';
+import { remoteCacheFor } from './remote.js';
+import { queueExecutor } from './worker.js';
 import type { CacheKey } from '../pipeline/digest.js';
 import type { Reporter } from '../pipeline/events.js';
 import { collectGarbage } from '../pipeline/gc.js';
@@ -57,12 +60,19 @@ const OPTIONS = {
   root: { type: 'string' },
   'skip-canary': { type: 'boolean' },
   list: { type: 'boolean', short: 'l' },
+  shard: { type: 'string' },
+  'remote-cache': { type: 'string' },
+  'cache-mode': { type: 'string' },
+  executor: { type: 'string' },
+  redis: { type: 'string' },
+  concurrency: { type: 'string' },
 } as const;
 
-const COMMANDS = ['run', 'plan', 'explain', 'show', 'status', 'gc', 'fsck', 'freeze', 'history', 'doctor', 'probe', 'generate', 'export', 'verify-bundle'] as const;
+const COMMANDS = ['run', 'plan', 'explain', 'show', 'status', 'gc', 'fsck', 'freeze', 'history', 'doctor', 'probe', 'generate', 'export', 'verify-bundle', 'worker'] as const;
 type Command = (typeof COMMANDS)[number];
 const ALLOWED: Record<Command, string[]> = {
-  run: ['jobs', 'verbose', 'progress'],
+  run: ['jobs', 'verbose', 'progress', 'shard', 'remote-cache', 'cache-mode', 'executor'],
+  worker: ['redis', 'concurrency', 'remote-cache'],
   plan: ['all'],
   explain: [],
   show: ['list'],
@@ -70,7 +80,7 @@ const ALLOWED: Record<Command, string[]> = {
   gc: ['max-size', 'dry-run'],
   fsck: ['repair'],
   generate: ['repo', 'commit', 'seed', 'count', 'language', 'test-command', 'out', 'repeats'],
-  export: ['out', 'sign', 'harbor-layout'],
+  export: ['out', 'sign', 'harbor-layout', 'remote-cache'],
   'verify-bundle': ['key', 'root'],
   freeze: [],
   history: [],
@@ -409,13 +419,29 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
       };
       process.on('SIGINT', onSignal);
       process.on('SIGTERM', onSignal);
+      const shard = values.shard ? parseShard(values.shard) : undefined;
+      if (shard && !shard.ok) return fail(io, json, [{ message: shard.error }], EXIT.usage);
+      const remote = remoteCacheFor(config, { url: values['remote-cache'], mode: values['cache-mode'] }, io.env, (message) => reporter.event({ type: 'warning', message }));
+      if (remote && !remote.ok) return fail(io, json, [{ message: remote.error }], EXIT.usage);
+      const executor = values.executor ? await queueExecutor(values.executor, ctx, remote?.value, sel.nodes) : undefined;
+      if (executor && !executor.ok) return fail(io, json, [{ message: executor.error }], EXIT.usage);
       try {
         const { summary, states } = await run(ctx, inputs, {
           reporter,
           signal: controller.signal,
           hostEnv: io.env,
           ...(values.jobs ? { jobs: Number(values.jobs) } : {}),
-        }, sel.nodes);
+          ...(remote ? { remote: remote.value } : {}),
+          ...(shard ? { shard: shard.value } : {}),
+          ...(executor ? { executor: executor.value } : {}),
+        }, sel.nodes).finally(() => (executor?.ok ? executor.value.close() : undefined));
+        // What this command reads after the run (each cohort's analysis) is made local if it came from the remote cache.
+        if (remote?.ok) {
+          const kindOf = new Map(graph.nodes.map((n) => [n.id, n.kind.name]));
+          for (const [id, s] of states) {
+            if ((s.status === 'cached' || s.status === 'executed') && kindOf.get(id) === 'analyze') await ensureLocal(ctx.store, remote.value, Object.values(s.record.outputs));
+          }
+        }
         await reporter.close?.();
         await binder.settled();
         const reuse = await recordCohorts(ctx, cohorts, states);
@@ -432,6 +458,7 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
             ok: summary.failed === 0 && summary.skipped === 0,
             summary,
             reuse,
+            ...(remote ? { remote_cache: remote.value.stats } : {}),
             comparisons: outcome.comparisons,
             warnings: outcome.warnings,
             reports: outcome.reports,
@@ -445,7 +472,9 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
           });
         }
         if (controller.signal.aborted) return EXIT.interrupted;
-        return summary.failed || summary.skipped ? EXIT.nodeFailed : EXIT.ok;
+        // A shard leaves other shards' nodes (and what needs them) skipped by design.
+        const shardSkips = shard ? [...states.values()].filter((s) => s.status === 'skipped' && (s.because.startsWith('not in shard') || s.because.startsWith('upstream'))).length : 0;
+        return summary.failed || summary.skipped - shardSkips ? EXIT.nodeFailed : EXIT.ok;
       } finally {
         process.off('SIGINT', onSignal);
         process.off('SIGTERM', onSignal);
@@ -569,6 +598,9 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
         const staging = values['harbor-layout'] ? `${dest}.partial-${process.pid}` : null;
         if (staging) rmSync(staging, { recursive: true, force: true });
         const bundleDir = staging ? join(staging, 'bundle') : dest;
+        // A bundle whose record came from the remote cache is fetched now (records travel first, blobs when read).
+        const remote = remoteCacheFor(config, { url: values['remote-cache'], mode: 'read-only' }, io.env, (message) => io.stderr.write(`warning: ${message}\n`));
+        if (remote?.ok) await ensureLocal(ctx.store, remote.value, [found.record.outputs['bundle']!]);
         const wrote = writeBundle(ctx.store, found.record.outputs['bundle']!, bundleDir);
         if (!wrote.ok) return fail(io, json, [{ message: `${n.id}: ${wrote.error}`, hint: `run 'pairbench run' to rebuild it, then export again` }], EXIT.nodeFailed);
         let dir = dest;
@@ -592,6 +624,10 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
             .join('\n') + '\n',
         );
       return EXIT.ok;
+    }
+    case 'worker': {
+      const { runWorker } = await import('./worker.js');
+      return runWorker(io, json, ctx, inputs, { redis: values.redis, concurrency: values.concurrency, remoteCache: values['remote-cache'] });
     }
     case 'fsck': {
       const { fsck, fsckClean } = await import('../pipeline/store/fsck.js');

@@ -15,6 +15,8 @@ import { outputsDigest, type ActionRecord, type NodeTry, type OutputManifest } f
 import { tempPath } from './store/atomic-fs.js';
 import { CorruptBlobError } from './store/cas.js';
 import type { Store } from './store/store.js';
+import type { RemoteCache } from './store/remote-cache.js';
+import { ownership, type Shard } from './shard.js';
 
 export interface EngineContext {
   config: BenchConfig;
@@ -165,6 +167,21 @@ export interface RunOptions {
   signal?: AbortSignal;
   hostEnv?: HostEnv;
   lockStaleMs?: number;
+  /** The remote tier: read on a local miss, written after a node succeeds. */
+  remote?: RemoteCache;
+  /** Only the nodes this shard owns execute; the others are used from a cache or left (pipeline/shard.ts). */
+  shard?: Shard;
+  /** Where a node executes (default: here, under the store's per-key lock). */
+  executor?: NodeExecutor;
+}
+
+/**
+ * Executes one node whose key has no record. The local executor runs it in this process;
+ * another (a queue of remote workers) hands it elsewhere and returns the record it made.
+ * `records` holds the records of the node's upstream nodes (their keys are in `key`).
+ */
+export interface NodeExecutor {
+  execute(node: GraphNode, key: NodeKey, records: ReadonlyMap<string, ActionRecord>, emit: (e: EngineEvent) => void): Promise<NodeState>;
 }
 
 function tail(text: string, lines = 20): string {
@@ -212,13 +229,41 @@ export async function run(ctx: EngineContext, inputs: ReadonlyMap<string, Resolv
       emit({ type: 'warning', node: node.id, message: `${found.reason}; dropped the entry, rebuilding` });
       dropRecord(store, k.value.key);
     }
-    const execute = (n: GraphNode, key: NodeKey) => limitFor(n.kind.name)(() => global(() => executeLocked(ctx, n, key, inputs.get(n.id)!, records, options, emit, used)));
+    // Only the record: a node that reads its outputs fetches them below, so a replay of cache hits moves records, not trees.
+    const fromRemote = options.remote?.active ? await readThrough(store, options.remote, k.value.key, 'lazy') : undefined;
+    if (fromRemote) {
+      emit({ type: 'cached', node: node.id, key: k.value.key, builtElsewhere: true, remote: true });
+      used.push(k.value.key);
+      return { status: 'cached', record: fromRemote };
+    }
+    if (options.shard) {
+      const own = ownership(node, options.shard);
+      if (!own.owned) return { status: 'skipped', because: `not in shard ${options.shard.index}/${options.shard.count}: ${own.because}` };
+    }
+    // What this node reads of its upstreams' outputs is local before it runs (lazily fetched records).
+    if (options.remote?.active && !options.executor) {
+      for (const u of node.upstream) {
+        const rec = records.get(u.id);
+        const sel = rec ? selectedOutputs(node, u, rec) : undefined;
+        if (sel?.ok) await ensureLocal(store, options.remote, Object.values(sel.value));
+      }
+    }
+    const execute = (n: GraphNode, key: NodeKey) =>
+      options.executor
+        ? options.executor.execute(n, key, records, emit).then((s) => (s.status === 'executed' && used.push(s.record.key), s))
+        : limitFor(n.kind.name)(() => global(() => executeLocked(ctx, n, key, inputs.get(n.id)!, records, options, emit, used)));
     const state = await execute(node, k.value);
+    // A remote executor's worker uploaded its result itself.
+    if (state.status === 'executed' && options.remote && !options.executor) await writeBack(store, options.remote, state.record);
     if (state.status !== 'failed' || !state.failure.corrupt_blob) return state;
     // A blob an upstream produced was corrupt (its size and mtime had not changed): the engine
     // dropped it with the records that need it; rebuild those upstreams once, then this node.
     const digest = state.failure.corrupt_blob;
-    const producers = node.upstream.filter((u) => digest in (records.get(u.id)?.stamps ?? {}));
+    // A record taken from the remote tier without its blobs (no stamps) may be the producer too.
+    const producers = node.upstream.filter((u) => {
+      const stamps = records.get(u.id)?.stamps ?? {};
+      return digest in stamps || Object.keys(stamps).length === 0;
+    });
     emit({ type: 'warning', node: node.id, message: `${state.failure.message}; rebuilding ${producers.map((u) => u.id).join(', ') || 'it'}` });
     for (const u of producers) {
       const uk = computeKey(u, inputs.get(u.id)!, records, hostEnv);
@@ -264,6 +309,47 @@ export async function run(ctx: EngineContext, inputs: ReadonlyMap<string, Resolv
   return { summary, states };
 }
 
+/**
+ * A record from the remote tier, made local. `eager`: every blob of its outputs fetched and
+ * verified first (trees, then what they name), the record stored with fresh local stamps.
+ * `lazy`: the record alone (no stamps); its blobs come when a node or a command reads them
+ * (ensureLocal). Undefined when the remote has none, or (eager) cannot supply all of it.
+ */
+export async function readThrough(store: Store, remote: RemoteCache, key: CacheKey, blobs: 'eager' | 'lazy' = 'eager'): Promise<ActionRecord | undefined> {
+  const got = await remote.getRecord(key);
+  if (got.status !== 'hit') return undefined;
+  if (blobs === 'lazy') {
+    const record: ActionRecord = { ...got.record, stamps: {}, log: null };
+    store.actions.put(record);
+    return record;
+  }
+  if (!(await ensureLocal(store, remote, Object.values(got.record.outputs)))) return undefined;
+  if (got.record.log) await remote.fetchBlobs(store, [got.record.log]);
+  const stamps: Record<string, string> = {};
+  for (const entry of Object.values(got.record.outputs)) for (const d of store.cas.closure(entry)) stamps[d] = store.cas.stamp(d)!;
+  const record: ActionRecord = { ...got.record, stamps, log: got.record.log && store.cas.has(got.record.log) ? got.record.log : null };
+  store.actions.put(record);
+  return record;
+}
+
+/** Fetches whatever the local store lacks of these outputs from the remote tier (trees first, then what they name). */
+export async function ensureLocal(store: Store, remote: RemoteCache, entries: readonly { type: string; digest: Sha256 }[]): Promise<boolean> {
+  let level = entries;
+  while (level.length) {
+    if (!(await remote.fetchBlobs(store, level.map((e) => e.digest)))) return false;
+    level = level.flatMap((e) => (e.type === 'dir' ? store.cas.readTree(e.digest).entries.flatMap((c) => (c.type === 'symlink' ? [] : [c])) : []));
+  }
+  return true;
+}
+
+/** Uploads a node's outputs (its blobs first, then the signed record) when the remote tier takes writes. */
+export async function writeBack(store: Store, remote: RemoteCache, record: ActionRecord): Promise<void> {
+  if (!remote.active || store.actions.get(record.key).status !== 'hit') return; // transient results are not cached anywhere
+  const blobs = new Set<Sha256>(Object.keys(record.stamps) as Sha256[]);
+  if (record.log) blobs.add(record.log);
+  await remote.putRecord(store, record, blobs);
+}
+
 /** Transient tries of one key kept on record; older ones beyond this are dropped. */
 const MAX_TRIES = 50;
 
@@ -298,6 +384,15 @@ function dropRecord(store: Store, key: CacheKey): void {
     }
   }
   store.actions.remove(key);
+}
+
+/** Executes one node here (what a worker does with a job): under the store's per-key lock, recorded locally. */
+export async function executeHere(ctx: EngineContext, node: GraphNode, key: NodeKey, inputs: readonly ResolvedInput[], records: ReadonlyMap<string, ActionRecord>, options: RunOptions): Promise<NodeState> {
+  const emit = (e: EngineEvent) => options.reporter.event(e);
+  const used: CacheKey[] = [];
+  const state = await executeLocked(ctx, node, key, inputs, records, options, emit, used);
+  if (state.status === 'executed' && options.remote) await writeBack(ctx.store, options.remote, state.record);
+  return state;
 }
 
 async function executeLocked(

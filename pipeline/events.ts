@@ -4,10 +4,10 @@ import type { StepFailure } from './step-kind.js';
 /** What the engine tells a reporter; reporters decide how (or whether) to show it. */
 export type EngineEvent =
   | { type: 'start'; total: number; steps: { name: string; nodes: number }[] }
-  | { type: 'cached'; node: string; key: CacheKey; builtElsewhere: boolean }
+  | { type: 'cached'; node: string; key: CacheKey; builtElsewhere: boolean; remote?: boolean }
   | { type: 'waiting'; node: string; holder: string }
   | { type: 'running'; node: string }
-  | { type: 'done'; node: string; key: CacheKey; durationMs: number; recorded: boolean; outcome?: { word: string; detail: string } }
+  | { type: 'done'; node: string; key: CacheKey; durationMs: number; recorded: boolean; outcome?: { word: string; detail: string }; worker?: string }
   | { type: 'failed'; node: string; failure: StepFailure; logTail: string }
   | { type: 'skipped'; node: string; because: string }
   | { type: 'warning'; message: string; node?: string }

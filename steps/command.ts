@@ -21,6 +21,18 @@ interface CommandSpec {
 }
 
 const spec = (step: StepConfig) => step.spec as unknown as CommandSpec;
+
+let platform: { os: string; arch: string; libc: string; node: string } | undefined;
+
+/** os, arch, libc (glibc or musl) and Node major of this machine. */
+export function platformOf(): { os: string; arch: string; libc: string; node: string } {
+  if (!platform) {
+    const header = (process.report?.getReport() as { header?: { glibcVersionRuntime?: string } } | undefined)?.header;
+    const libc = process.platform !== 'linux' ? 'system' : header?.glibcVersionRuntime ? 'glibc' : 'musl';
+    platform = { os: process.platform, arch: process.arch, libc, node: process.versions.node.split('.')[0]! };
+  }
+  return platform;
+}
 const PLACEHOLDER = /\{\{\s*matrix\.([a-z][a-z0-9_]*)\s*\}\}/g;
 
 function interpolate(text: string, matrix: Readonly<Record<string, string>>): string {
@@ -53,7 +65,8 @@ function checkPlaceholders(step: StepConfig, text: string, field: (string | numb
  */
 export const commandStep: StepKind = {
   name: 'command',
-  version: 1,
+  // 2: the platform (os, arch, libc, Node major) is part of the key.
+  version: 2,
 
   check(step, steps) {
     const s = spec(step);
@@ -95,6 +108,9 @@ export const commandStep: StepKind = {
       env: Object.fromEntries(Object.entries(s.env ?? {}).map(([k, v]) => [k, String(v)])),
       pass_env: passed,
       timeout: s.timeout ?? null,
+      // A command's result depends on the machine that ran it: a shared cache never serves a
+      // macOS or musl result to a glibc Linux run (agent steps carry their sandbox and image).
+      platform: platformOf(),
     };
   },
 

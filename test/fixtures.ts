@@ -1,4 +1,4 @@
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { execFileSync } from 'node:child_process';
 
@@ -86,4 +86,15 @@ console.log('ok');
 `,
   });
   return { repo, commit: commit!, taskDir };
+}
+
+/** Copies a task of `projectDir/tasks` (task.yaml, solution, verifier) under another id and family: more tasks on the same repository. */
+export function copyTask(projectDir: string, from: string, to: string, edit: (yaml: string) => string = (y) => y): void {
+  const src = join(projectDir, 'tasks', from);
+  const yaml = readFileSync(join(src, 'task.yaml'), 'utf8').replace(`id: ${from}`, `id: ${to}`).replace(/^family: .*$/m, `family: ${to}`);
+  writeAll(join(projectDir, 'tasks', to), {
+    'task.yaml': edit(yaml),
+    'solution.patch': readFileSync(join(src, 'solution.patch'), 'utf8'),
+    'verifier/test_add.mjs': readFileSync(join(src, 'verifier', 'test_add.mjs'), 'utf8'),
+  });
 }

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { calculatorTask, makeRepo } from './fixtures.js';
+import { calculatorTask, copyTask, makeRepo } from './fixtures.js';
 import { Rig } from './rig.js';
 import { parseJudgement } from '../steps/judge.js';
 
@@ -281,9 +281,7 @@ describe('a judge beside the verifier (gortex)', () => {
 
   it('the report shows judge and verifier (a)/(b)/(c) side by side, their agreement, and warns when no task is (c)', async () => {
     // A second task on the same repository, in another category.
-    rig.write('tasks/fix-add-b/task.yaml', rig.read('tasks/fix-add/task.yaml').replace('id: fix-add', 'id: fix-add-b').replace('category: bugfix', 'category: impact'));
-    rig.write('tasks/fix-add-b/solution.patch', rig.read('tasks/fix-add/solution.patch'));
-    rig.write('tasks/fix-add-b/verifier/test_add.mjs', rig.read('tasks/fix-add/verifier/test_add.mjs'));
+    copyTask(rig.dir, 'fix-add', 'fix-add-b', (y) => y.replace('family: fix-add-b', 'family: arithmetic').replace('category: bugfix', 'category: impact'));
     rig.write('fixtures/CLAUDE.md', 'Always use + in add().\n');
     rig.write(
       'judge.json',

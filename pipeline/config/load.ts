@@ -34,12 +34,26 @@ export interface BenchConfig {
   storeDir: string;
   maxStoreBytes: number;
   concurrency: { global: number; kinds: Record<string, number> };
+  /** The remote cache tier (`cache:`), when configured. */
+  cache?: RemoteCacheConfig;
   steps: StepConfig[];
+}
+
+export interface RemoteCacheConfig {
+  remote: string;
+  mode: 'read-write' | 'read-only';
+  /** Host variable holding the Authorization header value. */
+  auth_env?: string;
+  /** Host variable holding the signing keys, "id:secret[,id:secret...]": the first signs, all verify. */
+  key_env?: string;
 }
 
 export interface LoadOptions {
   /** Overrides `store.path`. */
   storeDir?: string;
+  /** Overrides `cache.remote` (and `cache.mode` when given). */
+  remoteCache?: string;
+  remoteCacheMode?: 'read-write' | 'read-only';
 }
 
 export const DEFAULT_CONFIG_FILE = 'bench.config.yaml';
@@ -139,6 +153,16 @@ export function loadConfig(configPath: string, options: LoadOptions = {}): Resul
   const store = (data['store'] as { path?: string; max_size?: string } | undefined) ?? {};
   const maxStoreBytes = store.max_size === undefined ? DEFAULT_MAX_STORE_BYTES : parseSize(store.max_size);
   const conc = (data['concurrency'] as { global?: number; kinds?: Record<string, number> } | undefined) ?? {};
+  const cacheSpec = data['cache'] as Partial<RemoteCacheConfig> | undefined;
+  const remote = options.remoteCache ?? cacheSpec?.remote;
+  const cache: RemoteCacheConfig | undefined = remote
+    ? {
+        remote,
+        mode: options.remoteCacheMode ?? cacheSpec?.mode ?? 'read-write',
+        ...(cacheSpec?.auth_env ? { auth_env: cacheSpec.auth_env } : {}),
+        ...(cacheSpec?.key_env ? { key_env: cacheSpec.key_env } : {}),
+      }
+    : undefined;
   if (diagnostics.length) return err(diagnostics);
   return ok({
     configFile,
@@ -146,6 +170,7 @@ export function loadConfig(configPath: string, options: LoadOptions = {}): Resul
     storeDir: options.storeDir ? resolve(options.storeDir) : resolve(rootDir, store.path ?? '.pairbench'),
     maxStoreBytes,
     concurrency: { global: conc.global ?? 4, kinds: conc.kinds ?? {} },
+    ...(cache ? { cache } : {}),
     steps,
   });
 }

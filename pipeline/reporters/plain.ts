@@ -42,6 +42,7 @@ export class PlainReporter implements Reporter {
       case 'start':
         return `pairbench: ${e.total} nodes in ${e.steps.length} steps`;
       case 'cached':
+        if (e.remote) return this.options.verbose ? this.paint('dim', `cached  ${e.node} (remote cache)`) : undefined;
         return e.builtElsewhere ? `cached  ${e.node} (built by a concurrent run)` : this.options.verbose ? this.paint('dim', `cached  ${e.node}`) : undefined;
       case 'waiting':
         return this.paint('yellow', `waiting ${e.node}: another run is building it (${e.holder})`);
@@ -49,7 +50,7 @@ export class PlainReporter implements Reporter {
         return `run     ${e.node}`;
       case 'done':
         if (e.outcome) return this.paint('yellow', `${e.outcome.word.padEnd(7)} ${e.node} (${(e.durationMs / 1000).toFixed(2)} s)${e.recorded ? '' : ' [not cached]'}: ${e.outcome.detail}`);
-        return this.paint('green', `done    ${e.node} (${(e.durationMs / 1000).toFixed(2)} s)${e.recorded ? '' : ' [not cached]'}`);
+        return this.paint('green', `done    ${e.node} (${(e.durationMs / 1000).toFixed(2)} s${e.worker ? `, on ${e.worker}` : ''})${e.recorded ? '' : ' [not cached]'}`);
       case 'failed':
         return this.paint('red', `FAILED  ${e.node}: ${e.failure.message}`) + (e.logTail ? `\n${indent(e.logTail)}` : '');
       case 'skipped':

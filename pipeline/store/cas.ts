@@ -136,6 +136,19 @@ export class Cas {
     return { digest, size };
   }
 
+  /**
+   * Takes a temp file (in this store's tmp dir) whose digest the caller computed while
+   * writing it (a download): stored without a second copy. The caller has checked the digest.
+   */
+  adopt(tmp: string, digest: Sha256): void {
+    if (this.has(digest)) {
+      rmSync(tmp, { force: true });
+      return;
+    }
+    chmodSync(tmp, 0o444);
+    this.publish(tmp, digest);
+  }
+
   private publish(tmp: string, digest: Sha256): void {
     ensureDir(join(this.dir, digest.slice(0, 2)));
     renameSync(tmp, this.pathOf(digest));

@@ -4,9 +4,10 @@ import { sha256, type CacheKey, type Sha256 } from '../digest.js';
 import { ActionCache, NodeIndex } from './action-cache.js';
 import { ensureDir, writeFileAtomic } from './atomic-fs.js';
 import { Cas } from './cas.js';
-import { LockDir } from './lock.js';
+import { isAlive, LockDir } from './lock.js';
 
 export const STORE_LAYOUT_VERSION = 1;
+
 const ACCESS_LOGS_BEFORE_COMPACTION = 32;
 
 /**
@@ -105,6 +106,22 @@ export class Store {
     ensureDir(this.dir);
     const marker = join(this.dir, 'STORE');
     if (!existsSync(marker)) writeFileAtomic(marker, JSON.stringify({ pairbench_store: STORE_LAYOUT_VERSION }) + '\n', this.tmpDir);
+  }
+
+  /**
+   * Removes temp files and work directories whose owner process is gone (a worker killed
+   * mid-job leaves its work directory behind): `<label>-<pid>-<random>` names the owner.
+   */
+  reapDeadTemp(): string[] {
+    if (!existsSync(this.tmpDir)) return [];
+    const reaped: string[] = [];
+    for (const name of readdirSync(this.tmpDir)) {
+      const pid = Number(/^[a-z]+-(\d+)-[0-9a-f]+/.exec(name)?.[1]);
+      if (!pid || pid === process.pid || isAlive(pid)) continue;
+      rmSync(join(this.tmpDir, name), { recursive: true, force: true });
+      reaped.push(name);
+    }
+    return reaped;
   }
 
   /** Records that a run used these keys (one file per run; gc merges them). */

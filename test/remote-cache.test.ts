@@ -1,0 +1,136 @@
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { main } from '../cli/main.js';
+import { calculatorTask } from './fixtures.js';
+import { Rig } from './rig.js';
+import { hasNginx, startNginx, type Nginx } from '../bench/local-servers.js';
+
+// The remote tier on a real server: nginx with WebDAV PUT under /ac/ and /cas/, on loopback.
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
+const KEYS = 'ci:4f6a0c2d9e8b7a1f';
+const required = process.env['CI'] === 'true';
+
+let nginx: Nginx;
+beforeAll(async () => {
+  if (hasNginx()) nginx = await startNginx();
+});
+afterAll(async () => nginx?.stop());
+
+type Node = { node: string; status: string; key?: string; outputs_digest?: string };
+
+async function cli(env: Record<string, string>, ...args: string[]) {
+  let stdout = '';
+  let stderr = '';
+  const code = await main(args, { stdout: { write: (s: string) => (stdout += s) }, stderr: { write: (s: string) => (stderr += s) }, env: { PATH: process.env['PATH'], CI: '1', ...env } });
+  return { code, stdout, stderr };
+}
+
+describe.skipIf(!hasNginx() && !required)('remote cache (Bazel HTTP protocol, nginx WebDAV)', () => {
+  it('a second store replays the shipped example with 100% remote hits and the same bundle root digest', { timeout: 180_000 }, async () => {
+    const rig = new Rig();
+    try {
+      const config = join(ROOT, 'bench.config.yaml');
+      const env = { PAIRBENCH_CACHE_KEYS: KEYS };
+      const first = await cli(env, 'run', '--config', config, '--store', join(rig.dir, 'store-a'), '--remote-cache', nginx.url, '--json');
+      expect(first.code, first.stderr).toBe(0);
+      const written = JSON.parse(first.stdout).remote_cache;
+      expect(written.records_written).toBe((JSON.parse(first.stdout).nodes as Node[]).length);
+
+      const second = await cli(env, 'run', '--config', config, '--store', join(rig.dir, 'store-b'), '--remote-cache', nginx.url, '--cache-mode', 'read-only', '--json');
+      expect(second.code, second.stderr).toBe(0);
+      const nodes = JSON.parse(second.stdout).nodes as Node[];
+      expect(nodes.filter((n) => n.status !== 'cached')).toEqual([]);
+      expect(JSON.parse(second.stdout).remote_cache).toMatchObject({ records_read: nodes.length, records_written: 0, rejected: 0 });
+      // The same outputs, node for node, and the same bundle.
+      const a = new Map((JSON.parse(first.stdout).nodes as Node[]).map((n) => [n.node, n.outputs_digest]));
+      for (const n of nodes) expect(n.outputs_digest, n.node).toBe(a.get(n.node));
+      // store-b holds the records only: the export fetches the bundle's blobs from the remote cache.
+      const exp = async (store: string) =>
+        JSON.parse((await cli(env, 'export', '--config', config, '--store', join(rig.dir, store), '--out', join(rig.dir, `${store}-bundles`), '--json', '--remote-cache', nginx.url)).stdout).bundles[0].root_digest as string;
+      expect(await exp('store-b')).toBe(await exp('store-a'));
+    } finally {
+      rig.cleanup();
+    }
+  });
+
+  describe('on a small cohort', () => {
+    let rig: Rig;
+    beforeEach(() => {
+      rig = new Rig();
+      calculatorTask(rig.dir);
+      rig.write('fixtures/CLAUDE.md', 'Use + in add().\n');
+      rig.write(
+        'bench.config.yaml',
+        `cache: { remote: "${nginx.url}", key_env: CACHE_KEYS }
+steps:
+  materialize: { kind: materialize, matrix: { task: [fix-add] } }
+  attempts:
+    kind: run
+    needs: [materialize]
+    matrix: { task: [fix-add], arm: [control, treatment], rep: 2 }
+    agent: { adapter: command, command: 'sleep 0.3; if [ -f CLAUDE.md ]; then sed -i "s/a - b/a + b/" src/add.mjs; fi' }
+    arms:
+      control: {}
+      treatment: { files: { CLAUDE.md: fixtures/CLAUDE.md } }
+    sandbox: { backend: local, egress: open }
+  verify:
+    kind: verify
+    needs: [materialize, attempts]
+    matrix: { task: [fix-add], arm: [control, treatment], rep: 2 }
+    sandbox: { backend: local, egress: open }
+`,
+      );
+      rig.env = { CACHE_KEYS: KEYS };
+    });
+    afterEach(() => rig.cleanup());
+
+    it('a tampered record, or one signed by an unknown key, is ignored and its node rebuilt', async () => {
+      const first = await rig.cli('run', '--json');
+      expect(first.code, first.stderr).toBe(0);
+      const key = (JSON.parse(first.stdout).nodes as Node[]).find((n) => n.node === 'verify/fix-add/control/1')!.key!;
+      // An attacker with write access to the server flips the verdict's outputs to the treatment's.
+      const file = join(nginx.data, 'ac', key);
+      const signed = JSON.parse(readFileSync(file, 'utf8'));
+      const other = (JSON.parse(first.stdout).nodes as Node[]).find((n) => n.node === 'verify/fix-add/treatment/1')!;
+      const forged = JSON.parse(readFileSync(join(nginx.data, 'ac', other.key!), 'utf8')).record;
+      writeFileSync(file, JSON.stringify({ ...signed, record: { ...signed.record, outputs: forged.outputs, outputs_digest: forged.outputs_digest } }));
+      const second = await rig.cli('run', '--json', '--store', join(rig.dir, 'store-2'));
+      expect(second.code, second.stderr).toBe(0);
+      const nodes = JSON.parse(second.stdout).nodes as Node[];
+      expect(nodes.find((n) => n.node === 'verify/fix-add/control/1')).toMatchObject({ status: 'executed' });
+      expect(nodes.filter((n) => n.status === 'executed').map((n) => n.node)).toEqual(['verify/fix-add/control/1']);
+      expect(JSON.parse(second.stdout).remote_cache.rejected).toBe(1);
+      const verdict = await rig.cli('show', 'verify/fix-add/control/1', 'verdict.json', '--store', join(rig.dir, 'store-2'));
+      expect(JSON.parse(verdict.stdout).pass).toBe(false);
+
+      // A record signed by a key this run does not trust is ignored too.
+      rig.env = { CACHE_KEYS: 'other:0000000000000000' };
+      const third = await rig.cli('run', '--json', '--store', join(rig.dir, 'store-3'));
+      expect(third.code, third.stderr).toBe(0);
+      expect((JSON.parse(third.stdout).nodes as Node[]).every((n) => n.status === 'executed')).toBe(true);
+      expect(JSON.parse(third.stdout).remote_cache.rejected).toBeGreaterThan(0);
+    });
+
+    it('a server that stops mid-run leaves a complete local result, with one warning', async () => {
+      const own = await startNginx();
+      try {
+        rig.write('bench.config.yaml', rig.read('bench.config.yaml').replace(nginx.url, own.url));
+        const child = rig.spawn('run', '--progress', 'plain');
+        // Stop the server once the first attempt has been uploaded.
+        const until = Date.now() + 20_000;
+        while (Date.now() < until && readdirSync(join(own.data, 'ac')).length < 2) await new Promise((r) => setTimeout(r, 20));
+        await own.stop();
+        const r = await child.done;
+        expect(r.code, r.stderr + r.stdout).toBe(0);
+        const warnings = (r.stdout + r.stderr).split('\n').filter((l) => l.includes('continuing with the local store only'));
+        expect(warnings).toHaveLength(1);
+        const again = await rig.cli('run', '--json', '--remote-cache', 'http://127.0.0.1:9');
+        expect((JSON.parse(again.stdout).nodes as Node[]).every((n) => n.status === 'cached')).toBe(true);
+      } finally {
+        await own.stop();
+      }
+    });
+  });
+});
