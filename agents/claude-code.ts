@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { execaSync } from 'execa';
 import { packageRoot } from '../pipeline/package-root.js';
+import { binaryVersion } from './binary-version.js';
 import { isRecord, type AgentAdapter, type AtifStep, type AtifTrajectory, type AttemptContext } from './adapter.js';
 
 /** The CLI installed as a dev dependency (a native binary inside the npm package). */
@@ -106,10 +107,10 @@ export const claudeCodeAgent: AgentAdapter = {
     return file === 'CLAUDE.md' || file === 'CLAUDE.local.md' ? { kind: 'instruction-file', file } : null;
   },
   version() {
-    if (cachedVersion === undefined) {
+    cachedVersion ??= binaryVersion(claudeBinary(), () => {
       const r = execaSync(claudeBinary(), ['--version'], { reject: false, env: { HOME: '/nonexistent', PATH: process.env['PATH'] ?? '' }, extendEnv: false });
-      cachedVersion = r.exitCode === 0 ? String(r.stdout).trim().split(' ')[0]! : 'not-installed';
-    }
+      return r.exitCode === 0 ? String(r.stdout).trim().split(' ')[0]! : 'not-installed';
+    });
     return cachedVersion;
   },
   invocation(ctx) {

@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { execaSync } from 'execa';
 import { packageRoot } from '../pipeline/package-root.js';
+import { binaryVersion } from './binary-version.js';
 import { isRecord, type AgentAdapter, type AtifStep, type AttemptContext, type ParsedRun } from './adapter.js';
 
 /** The statically linked (musl) binary inside the npm package: it runs in any sandbox as it is. */
@@ -136,10 +137,10 @@ export const codexAgent: AgentAdapter = {
   // Codex hands AGENTS.md to the model as a user message "# AGENTS.md instructions for /work".
   deliveryScope: (dest) => (dest.split('/').pop() === 'AGENTS.md' ? { kind: 'instruction-file', file: 'AGENTS.md' } : null),
   version() {
-    if (cachedVersion === undefined) {
+    cachedVersion ??= binaryVersion(codexBinary(), () => {
       const r = execaSync(codexBinary(), ['--version'], { reject: false, env: { HOME: '/nonexistent', PATH: process.env['PATH'] ?? '' }, extendEnv: false });
-      cachedVersion = r.exitCode === 0 ? String(r.stdout).trim().split(' ').pop()! : 'not-installed';
-    }
+      return r.exitCode === 0 ? String(r.stdout).trim().split(' ').pop()! : 'not-installed';
+    });
     return cachedVersion;
   },
   invocation(ctx) {

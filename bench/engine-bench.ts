@@ -79,6 +79,54 @@ for (let i = 0; i < 5; i++) {
   results['no-op run']!.rss.push(r.rssMb);
 }
 
+// Anchors on the same graph, measured in this run: ninja and make (no-op: every output up to
+// date), and a tiny config's plan against \`node -e 0\`.
+function anchorDir(): string {
+  const d = join(dir, 'anchors');
+  mkdirSync(d, { recursive: true });
+  const ninja = ['rule attempt', '  command = echo $out > $out', 'rule score', '  command = cat $in > $out'];
+  const make: string[] = [];
+  const all: string[] = [];
+  for (let t = 1; t <= TASKS; t++) {
+    for (const arm of ['control', 'treatment']) {
+      for (let r = 1; r <= REPS; r++) {
+        const a = `a-${t}-${arm}-${r}`;
+        const sc = `s-${t}-${arm}-${r}`;
+        ninja.push(`build ${a}: attempt input.txt`, `build ${sc}: score ${a}`);
+        make.push(`${a}: input.txt\n\techo $@ > $@`, `${sc}: ${a}\n\tcat $< > $@`);
+        all.push(sc);
+      }
+    }
+  }
+  writeFileSync(join(d, 'input.txt'), 'shared input\n');
+  writeFileSync(join(d, 'build.ninja'), ninja.join('\n') + '\n');
+  writeFileSync(join(d, 'Makefile'), `all: ${all.join(' ')}\n${make.join('\n')}\n`);
+  return d;
+}
+
+function timedMs(cmd: string, args: string[], cwd?: string): number {
+  const t0 = process.hrtime.bigint();
+  const r = spawnSync(cmd, args, { cwd, stdio: 'ignore' });
+  if (r.status !== 0 && cmd !== 'make') throw new Error(`${cmd} ${args.join(' ')} exited ${r.status}`);
+  return Number(process.hrtime.bigint() - t0) / 1e6;
+}
+
+const anchors: Record<string, number[]> = { ninja: [], make: [], 'node -e 0': [], 'tiny plan': [] };
+const haveNinja = spawnSync('ninja', ['--version']).status === 0;
+const haveMake = spawnSync('make', ['--version']).status === 0;
+const ad = anchorDir();
+if (haveNinja) timedMs('ninja', ['-C', ad, '-j', '8']);
+if (haveMake) timedMs('make', ['-C', ad, '-j', '8', '-s']);
+const tiny = join(dir, 'tiny');
+mkdirSync(tiny, { recursive: true });
+writeFileSync(join(tiny, 'bench.config.yaml'), 'steps:\n  a: { kind: command, cmd: "echo hi > o", outs: [o] }\n');
+for (let i = 0; i < 5; i++) {
+  if (haveNinja) anchors['ninja']!.push(timedMs('ninja', ['-C', ad]));
+  if (haveMake) anchors['make']!.push(timedMs('make', ['-C', ad, '-q']));
+  anchors['node -e 0']!.push(timedMs(process.execPath, ['-e', '0']));
+  anchors['tiny plan']!.push(pairbench(join(tiny, 'bench.config.yaml'), ['plan']).ms);
+}
+
 console.log(`\nengine benchmark: ${nodes} cached nodes, ${existsSync('/proc/cpuinfo') ? 'this machine' : ''} (median of 5 fresh processes; wall includes Node start-up)`);
 let ok = true;
 for (const [name, r] of Object.entries(results)) {
@@ -88,4 +136,17 @@ for (const [name, r] of Object.entries(results)) {
   ok &&= pass;
   console.log(`  ${name.padEnd(11)} ${ms.toFixed(0).padStart(5)} ms wall   ${rss.toFixed(0).padStart(4)} MB peak RSS   ${pass ? 'within goal (<1000 ms, <300 MB)' : 'OVER GOAL (<1000 ms, <300 MB)'}`);
 }
+const ratio = (a: number, b: number) => `${(a / b).toFixed(1)}x`;
+if (haveNinja) {
+  const n = median(anchors['ninja']!);
+  for (const name of ['no-op plan', 'no-op run']) {
+    const x = median(results[name]!.ms) / n;
+    ok &&= x <= 4;
+    console.log(`  ${name} vs ninja no-op on the same graph (${n.toFixed(0)} ms): ${ratio(median(results[name]!.ms), n)}; goal <= 4x ${x <= 4 ? 'PASS' : 'OVER GOAL'}`);
+  }
+}
+if (haveMake) console.log(`  no-op run vs make -q on the same graph (${median(anchors['make']!).toFixed(0)} ms): ${ratio(median(results['no-op run']!.ms), median(anchors['make']!))} (anchor only)`);
+const tinyX = median(anchors['tiny plan']!) / median(anchors['node -e 0']!);
+ok &&= tinyX <= 2.5;
+console.log(`  tiny config plan ${median(anchors['tiny plan']!).toFixed(0)} ms vs node -e 0 ${median(anchors['node -e 0']!).toFixed(0)} ms: ${tinyX.toFixed(1)}x; goal <= 2.5x ${tinyX <= 2.5 ? 'PASS' : 'OVER GOAL'}`);
 process.exitCode = ok ? 0 : 1;

@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmdirSync, rmSync } from 'node:fs';
 import { dirname, join, resolve as resolvePath } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -120,6 +121,8 @@ function writeBundle(store: Store, entry: OutputEntry, dest: string): { ok: true
   rmSync(tmp, { recursive: true, force: true });
   try {
     store.cas.materialize(entry, tmp);
+    // Durable once, for the whole bundle (syncfs of its file system), not one fsync per file.
+    spawnSync('sync', ['-f', tmp], { stdio: 'ignore' });
     if (existsSync(dest)) rmdirSync(dest); // empty (checked by the caller)
     renameSync(tmp, dest);
     return { ok: true };

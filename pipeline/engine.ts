@@ -1,4 +1,5 @@
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
 import pLimit, { type LimitFunction } from 'p-limit';
 import type { BenchConfig } from './config/load.js';
 import type { Graph } from './dag.js';
@@ -298,6 +299,7 @@ export async function run(ctx: EngineContext, inputs: ReadonlyMap<string, Resolv
     promises.set(node.id, p);
   }
   await Promise.all(promises.values());
+  await settleRemovals();
   try {
     store.recordAccess(used);
   } catch (e) {
@@ -493,10 +495,33 @@ async function executeLocked(
     emit({ type: 'done', node: node.id, key: key.key, durationMs, recorded: changed.length === 0 && !transient, ...(outcome ? { outcome } : {}) });
     return { status: 'executed', record };
   } finally {
-    rmSync(workDir, { recursive: true, force: true });
+    // The work directory goes off the critical path: renamed away at once, removed in the background.
+    removeLater(workDir);
     rmSync(logFile, { force: true });
     lock.release();
   }
+}
+
+/** Removals of finished work directories still under way (run() waits for them before it returns). */
+const pendingRemovals = new Set<Promise<void>>();
+
+function removeLater(dir: string): void {
+  const trash = `${dir}.done`;
+  try {
+    renameSync(dir, trash);
+  } catch {
+    rmSync(dir, { recursive: true, force: true });
+    return;
+  }
+  const p: Promise<void> = rm(trash, { recursive: true, force: true })
+    .catch(() => undefined)
+    .finally(() => pendingRemovals.delete(p));
+  pendingRemovals.add(p);
+}
+
+/** Waits for background removals of work directories. */
+export async function settleRemovals(): Promise<void> {
+  while (pendingRemovals.size) await Promise.all([...pendingRemovals]);
 }
 
 async function executeNode(

@@ -1,6 +1,5 @@
 import { lstatSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { execa } from 'execa';
 import picomatch from 'picomatch';
 import type { Json } from '../pipeline/canonical-json.js';
 import type { StepConfig } from '../pipeline/config/load.js';
@@ -8,6 +7,7 @@ import type { Diagnostic } from '../pipeline/diagnostic.js';
 import { err, errorMessage, ok } from '../pipeline/result.js';
 import type { ExecutionContext, StepKind } from '../pipeline/step-kind.js';
 import { DEFAULT_DOCUMENTATION, DEFAULT_REDACTION, ensureMirror } from './materialize.js';
+import { extractTree } from './git-archive.js';
 import { callModel, checkModelSpec, modelInputs, modelKey, type ModelCallSpec } from './model-call.js';
 
 /**
@@ -110,7 +110,7 @@ export const contextStep: StepKind = {
     mkdirSync(tree, { recursive: true });
     try {
       const mirror = await ensureMirror(ctx.config.storeDir, resolve(ctx.node.step.rootDir, s.repo), s.commit);
-      await execa('git', ['-C', mirror, 'archive', '--format=tar', s.subdir ? `${s.commit}:${s.subdir}` : s.commit]).pipe('tar', ['-x', '-C', tree, '-f', '-']);
+      await extractTree(mirror, s.subdir ? `${s.commit}:${s.subdir}` : s.commit, tree);
     } catch (e) {
       log(errorMessage(e));
       return err({ reason: 'exit-non-zero', message: `cannot read ${s.repo}@${s.commit.slice(0, 12)}: ${errorMessage(e).split('\n')[0]}` });

@@ -9,6 +9,7 @@ import type { ExecutionContext, StepKind } from '../pipeline/step-kind.js';
 import { Cas } from '../pipeline/store/cas.js';
 import { checkTasks, taskOf } from './agent-step-config.js';
 import { gitApply } from './git-apply.js';
+import { extractTree } from './git-archive.js';
 
 /** Auto-loaded agent instructions and bindings, removed identically for every arm. */
 export const DEFAULT_REDACTION = [
@@ -124,7 +125,7 @@ export const materializeStep: StepKind = {
     try {
       const mirror = await ensureMirror(ctx.config.storeDir, task.repo.source, task.repo.commit);
       const treeish = task.repo.subdir ? `${task.repo.commit}:${task.repo.subdir}` : task.repo.commit;
-      await execa('git', ['-C', mirror, 'archive', '--format=tar', treeish]).pipe('tar', ['-x', '-C', tree, '-f', '-']);
+      await extractTree(mirror, treeish, tree);
       // The starting state of a generated task (e.g. a stubbed function) is a patch on the pinned commit.
       if (task.repo.setupPatch) {
         const applied = await gitApply(tree, task.repo.setupPatch);

@@ -1,4 +1,6 @@
+import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { closest, type Diagnostic } from '../diagnostic.js';
@@ -10,10 +12,38 @@ export type SchemaName = (typeof SCHEMA_FILES)[number];
 
 let ajv: Ajv | undefined;
 const compiled = new Map<string, ValidateFunction>();
+let prebuilt: Partial<Record<SchemaName, ValidateFunction>> | null | undefined;
+
+/** SHA-256 over the schema files, as scripts/compile-schemas.mjs computes it. */
+export function schemasDigest(): string {
+  const h = createHash('sha256');
+  for (const f of SCHEMA_FILES) h.update(f).update('\0').update(readFileSync(join(packageRoot(), 'schemas', f))).update('\0');
+  return h.digest('hex');
+}
+
+/**
+ * The validators compiled at build time (schemas/validators.generated.cjs), when they were
+ * made from these very schema files; otherwise null, and ajv compiles them here (~170 ms).
+ */
+function prebuiltValidators(): Partial<Record<SchemaName, ValidateFunction>> | null {
+  if (prebuilt !== undefined) return prebuilt;
+  try {
+    const mod = createRequire(import.meta.url)(join(packageRoot(), 'schemas', 'validators.generated.cjs')) as Record<string, unknown>;
+    prebuilt = mod['schemasDigest'] === schemasDigest() ? (mod as Partial<Record<SchemaName, ValidateFunction>>) : null;
+  } catch {
+    prebuilt = null;
+  }
+  return prebuilt;
+}
 
 function validatorFor(name: SchemaName): ValidateFunction {
   let v = compiled.get(name);
   if (v) return v;
+  const fast = prebuiltValidators()?.[name];
+  if (fast) {
+    compiled.set(name, fast);
+    return fast;
+  }
   if (!ajv) {
     ajv = new Ajv({ allErrors: true, strict: true, allowUnionTypes: true, verbose: true });
     for (const f of SCHEMA_FILES) ajv.addSchema(JSON.parse(readFileSync(join(packageRoot(), 'schemas', f), 'utf8')));

@@ -8,6 +8,11 @@ import { isAlive, LockDir } from './lock.js';
 
 export const STORE_LAYOUT_VERSION = 1;
 
+function isSubset(xs: readonly string[], of: readonly string[]): boolean {
+  const set = new Set(of);
+  return xs.every((x) => set.has(x));
+}
+
 const ACCESS_LOGS_BEFORE_COMPACTION = 32;
 
 /**
@@ -56,7 +61,11 @@ export class Store {
   /** Keeps `keys` from gc under `name` (replacing what that root held), with a note of what it is. */
   setRoot(name: string, keys: Iterable<string>, about: Record<string, string> = {}): void {
     const file = join(this.dir, 'roots', `${sha256(name).slice(0, 32)}.json`);
-    writeFileAtomic(file, JSON.stringify({ name, ...about, at: new Date().toISOString(), keys: [...new Set(keys)].sort() }) + '\n', this.tmpDir);
+    const sorted = [...new Set(keys)].sort();
+    // A no-op run reaches what its last run reached: the root is not rewritten (it holds every key).
+    const current = this.roots().find((r) => r.name === name);
+    if (current && current.keys.length === sorted.length && current.keys.every((k, i) => k === sorted[i]) && Object.entries(about).every(([k, v]) => current.about[k] === v)) return;
+    writeFileAtomic(file, JSON.stringify({ name, ...about, at: new Date().toISOString(), keys: sorted }) + '\n', this.tmpDir);
   }
 
   /** Every root: its name, what it says it is, and its keys. */
@@ -129,7 +138,9 @@ export class Store {
     const list = [...keys];
     if (!list.length) return;
     const file = join(this.dir, 'access', `${at.getTime()}-${process.pid}.json`);
-    writeFileAtomic(file, JSON.stringify({ at: at.toISOString(), keys: list }) + '\n', this.tmpDir);
+    // A run that used only what a root holds (a no-op of a config) is recorded as a use of that root, not of each key.
+    const root = this.roots().find((r) => r.keys.length >= list.length && isSubset(list, r.keys));
+    writeFileAtomic(file, JSON.stringify(root ? { at: at.toISOString(), root: root.name } : { at: at.toISOString(), keys: list }) + '\n', this.tmpDir);
     // Keep the log from growing with every run: merge it now and then.
     if (readdirSync(join(this.dir, 'access')).length > ACCESS_LOGS_BEFORE_COMPACTION) this.compactAccess(this.lastAccess());
   }
@@ -139,10 +150,13 @@ export class Store {
     const dir = join(this.dir, 'access');
     const last = new Map<string, number>();
     if (!existsSync(dir)) return last;
+    let roots: Map<string, string[]> | undefined;
     for (const name of readdirSync(dir).sort()) {
       try {
-        const { at, keys } = JSON.parse(readFileSync(join(dir, name), 'utf8')) as { at: string; keys: string[] };
-        const t = Date.parse(at);
+        const entry = JSON.parse(readFileSync(join(dir, name), 'utf8')) as { at: string; keys?: string[]; root?: string };
+        const t = Date.parse(entry.at);
+        if (entry.root !== undefined) roots ??= new Map(this.roots().map((r) => [r.name, r.keys]));
+        const keys = entry.keys ?? roots?.get(entry.root ?? '') ?? [];
         for (const k of keys) last.set(k, Math.max(t, last.get(k) ?? 0));
       } catch {
         rmSync(join(dir, name), { force: true });

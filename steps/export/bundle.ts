@@ -4,7 +4,7 @@
  * directory and names every file that differs, is missing or is extra, so a
  * reader can check a published bundle without trusting whoever published it.
  */
-import { closeSync, fsyncSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { createPrivateKey, createPublicKey, randomBytes, sign as cryptoSign, verify as cryptoVerify, type KeyObject } from 'node:crypto';
 import { dirname, join } from 'node:path';
 import { canonicalJson } from '../../pipeline/canonical-json.js';
@@ -61,7 +61,7 @@ export function bundlePathProblem(path: string): string | undefined {
 }
 
 /**
- * Writes every file (each atomically: temp file in the same directory, fsync,
+ * Writes every file (each atomically: temp file in the same directory, then
  * rename), then `manifest.json` (canonical JSON, itself not listed). Refuses,
  * before writing anything, a bad or duplicate path, or a directory that already
  * holds files this bundle would not list — a manifest must describe the whole
@@ -271,10 +271,11 @@ function writeAtomic(target: string, data: Buffer): void {
   mkdirSync(parent, { recursive: true });
   const tmp = join(parent, `${TEMP_PREFIX}${process.pid}-${randomBytes(6).toString('hex')}`);
   try {
+    // No fsync per file: a bundle is written into a work directory and stored (or written out
+    // and synced once) as a whole; the rename still makes each file appear whole.
     const fd = openSync(tmp, 'w', 0o644);
     try {
       writeSync(fd, data);
-      fsyncSync(fd);
     } finally {
       closeSync(fd);
     }

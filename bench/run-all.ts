@@ -1,0 +1,22 @@
+/**
+ * `npm run bench`: every benchmark, in turn, each printing its figures beside its goal and
+ * the anchor it measured in the same run; a missed goal does not stop the others. Exits 1
+ * at the end if any goal was missed (or a benchmark failed to run).
+ */
+import { spawnSync } from 'node:child_process';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const BENCHES = ['engine-bench.js', 'execution-bench.js', 'analyze-bench.js', 'swebench-bench.js', 'scale-out-bench.js'];
+const results: { name: string; code: number | null; seconds: number }[] = [];
+for (const name of BENCHES) {
+  const t = performance.now();
+  const r = spawnSync(process.execPath, [join(here, name)], { stdio: 'inherit' });
+  results.push({ name, code: r.status, seconds: (performance.now() - t) / 1000 });
+}
+const missed = results.filter((r) => r.code !== 0);
+process.stdout.write(
+  ['', 'benchmarks:', ...results.map((r) => `  ${r.code === 0 ? 'PASS' : 'MISS'}  ${r.name.replace(/\.js$/, '')} (${r.seconds.toFixed(0)} s)`), missed.length ? `${missed.length} benchmark(s) missed a goal` : 'every goal met'].join('\n') + '\n',
+);
+process.exitCode = missed.length ? 1 : 0;

@@ -1,0 +1,20 @@
+/** A commit's tree written out as files: `git archive | tar -x`, streamed (no size limit, nothing buffered). */
+import { spawn } from 'node:child_process';
+
+export async function extractTree(mirror: string, treeish: string, dest: string): Promise<void> {
+  const git = spawn('git', ['-C', mirror, 'archive', '--format=tar', treeish], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const tar = spawn('tar', ['-x', '-C', dest, '-f', '-'], { stdio: ['pipe', 'ignore', 'pipe'] });
+  git.stdout.pipe(tar.stdin);
+  const tail = (chunks: Buffer[]) => Buffer.concat(chunks).toString('utf8').trim().split('\n').slice(-3).join('; ');
+  const errOf = (p: typeof git | typeof tar) => {
+    const chunks: Buffer[] = [];
+    p.stderr!.on('data', (d: Buffer) => chunks.length < 64 && chunks.push(d));
+    return chunks;
+  };
+  const gitErr = errOf(git);
+  const tarErr = errOf(tar);
+  const exit = (p: typeof git | typeof tar) => new Promise<number | null>((resolve, reject) => (p.once('error', reject), p.once('close', (code) => resolve(code))));
+  const [g, t] = await Promise.all([exit(git), exit(tar)]);
+  if (g !== 0) throw new Error(`git archive ${treeish} exited ${g}: ${tail(gitErr)}`);
+  if (t !== 0) throw new Error(`tar -x exited ${t}: ${tail(tarErr)}`);
+}
