@@ -6,7 +6,7 @@
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 
 export function canonicalJson(value: unknown): string {
-  return serialize(value, '');
+  return serialize(value, null);
 }
 
 function compareCodePoints(a: string, b: string): number {
@@ -36,29 +36,45 @@ export function sortedKeys(obj: object): string[] {
   return keys.every(isAsciiOnly) ? keys.sort() : keys.sort(compareCodePoints);
 }
 
-function serialize(value: unknown, path: string): string {
+/** Where a value sits, built into a path only for an error message (no string per value on the hot path). */
+interface At {
+  parent: At | null;
+  key: string | number;
+}
+
+function pathOf(at: At | null): string {
+  const parts: (string | number)[] = [];
+  for (let a = at; a; a = a.parent) parts.unshift(a.key);
+  return parts.length ? `/${parts.join('/')}` : '/';
+}
+
+function serialize(value: unknown, at: At | null): string {
   if (value === null) return 'null';
   switch (typeof value) {
     case 'boolean':
       return value ? 'true' : 'false';
     case 'number':
-      if (!Number.isFinite(value)) throw new TypeError(`canonical JSON: non-finite number at ${path || '/'}`);
+      if (!Number.isFinite(value)) throw new TypeError(`canonical JSON: non-finite number at ${pathOf(at)}`);
       return JSON.stringify(value);
     case 'string':
       return JSON.stringify(value);
     case 'object': {
       if (Array.isArray(value)) {
-        return '[' + value.map((v, i) => serialize(v, `${path}/${i}`)).join(',') + ']';
+        let out = '[';
+        for (let i = 0; i < value.length; i++) out += (i ? ',' : '') + serialize(value[i], { parent: at, key: i });
+        return out + ']';
       }
-      const parts: string[] = [];
+      let out = '{';
+      let first = true;
       for (const k of sortedKeys(value)) {
         const v = (value as Record<string, unknown>)[k];
         if (v === undefined) continue;
-        parts.push(JSON.stringify(k) + ':' + serialize(v, `${path}/${k}`));
+        out += (first ? '' : ',') + JSON.stringify(k) + ':' + serialize(v, { parent: at, key: k });
+        first = false;
       }
-      return '{' + parts.join(',') + '}';
+      return out + '}';
     }
     default:
-      throw new TypeError(`canonical JSON: cannot encode ${typeof value} at ${path || '/'}`);
+      throw new TypeError(`canonical JSON: cannot encode ${typeof value} at ${pathOf(at)}`);
   }
 }

@@ -86,8 +86,8 @@ export function computeKey(
 export type Lookup = { status: 'hit'; record: ActionRecord } | { status: 'miss' } | { status: 'corrupt'; reason: string };
 
 /** A record is a hit only if it verifies and every blob it names is intact. */
-export function lookup(store: Store, key: CacheKey): Lookup {
-  const found = store.actions.get(key);
+export function lookup(store: Store, key: CacheKey, preimage?: string): Lookup {
+  const found = store.actions.get(key, preimage);
   if (found.status !== 'hit') return found;
   for (const [digest, stamp] of Object.entries(found.record.stamps)) {
     if (!store.cas.isIntact(digest as Sha256, stamp)) {
@@ -138,7 +138,7 @@ export function plan(
       entries.push({ node: node.id, status: 'run', reasons: [k.error.message] });
       continue;
     }
-    const found = lookup(ctx.store, k.value.key);
+    const found = lookup(ctx.store, k.value.key, k.value.json);
     if (found.status === 'hit') {
       records.set(node.id, found.record);
       entries.push({ node: node.id, status: 'cached', key: k.value.key });
@@ -220,7 +220,7 @@ export async function run(ctx: EngineContext, inputs: ReadonlyMap<string, Resolv
     if (options.signal?.aborted) return { status: 'skipped', because: 'interrupted' };
     const k = computeKey(node, inputs.get(node.id)!, records, hostEnv);
     if (!k.ok) return { status: 'failed', failure: k.error };
-    const found = lookup(store, k.value.key);
+    const found = lookup(store, k.value.key, k.value.json);
     if (found.status === 'hit') {
       emit({ type: 'cached', node: node.id, key: k.value.key, builtElsewhere: false });
       used.push(k.value.key);

@@ -67,8 +67,12 @@ export class ActionCache {
     return join(this.dir, key.slice(0, 2), `${key}.json`);
   }
 
-  /** Reads and re-verifies a record: its pre-image must hash to its key, its outputs to their digest. */
-  get(key: CacheKey): RecordLookup {
+  /**
+   * Reads and re-verifies a record: its pre-image must hash to its key, its outputs to their
+   * digest. A caller that holds the pre-image `key` was computed from passes it: the record's
+   * must then be the same bytes, which proves the same without hashing again.
+   */
+  get(key: CacheKey, preimage?: string): RecordLookup {
     const text = readSmallFile(this.pathOf(key));
     if (text === undefined) return { status: 'miss' };
     let record: ActionRecord;
@@ -77,7 +81,7 @@ export class ActionCache {
     } catch (e) {
       return { status: 'corrupt', reason: `unreadable record: ${errorMessage(e)}` };
     }
-    if (record.key !== key || cacheKeyOf(record.preimage) !== key) {
+    if (record.key !== key || (preimage !== undefined ? record.preimage !== preimage : cacheKeyOf(record.preimage) !== key)) {
       return { status: 'corrupt', reason: 'record does not match its key' };
     }
     if (outputsDigest(record.outputs) !== record.outputs_digest) {
