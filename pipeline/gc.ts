@@ -1,7 +1,6 @@
 import { readdirSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { CacheKey, Sha256 } from './digest.js';
-import { isAlive } from './store/lock.js';
 import type { Store } from './store/store.js';
 
 export interface GcOptions {
@@ -105,14 +104,7 @@ export function collectGarbage(store: Store, options: GcOptions): GcReport {
   report.bytes_after = total;
 
   // 3. Temp files and work directories of runs that are gone; locks of dead holders.
-  const tmp = store.tmpDir;
-  for (const name of safeList(tmp)) {
-    const pid = Number(/-(\d+)-/.exec(name)?.[1]);
-    if (pid && !isAlive(pid)) {
-      report.removed_temp.push(name);
-      if (!options.dryRun) rmSync(join(tmp, name), { recursive: true, force: true });
-    }
-  }
+  report.removed_temp.push(...store.reapDeadTemp({ dryRun: Boolean(options.dryRun) }));
   for (const name of safeList(store.locks.dir)) {
     const base = name.replace(/\.lock$/, '');
     if (store.locks.staleReason(base)) {

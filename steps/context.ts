@@ -1,4 +1,4 @@
-import { lstatSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { lstatSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import picomatch from 'picomatch';
 import type { Json } from '../pipeline/canonical-json.js';
@@ -6,7 +6,7 @@ import type { StepConfig } from '../pipeline/config/load.js';
 import type { Diagnostic } from '../pipeline/diagnostic.js';
 import { err, errorMessage, ok } from '../pipeline/result.js';
 import type { ExecutionContext, StepKind } from '../pipeline/step-kind.js';
-import { DEFAULT_DOCUMENTATION, DEFAULT_REDACTION, ensureMirror } from './materialize.js';
+import { DEFAULT_DOCUMENTATION, DEFAULT_REDACTION, ensureMirror, treeEntries } from './materialize.js';
 import { extractTree } from './git-archive.js';
 import { callModel, checkModelSpec, modelInputs, modelKey, type ModelCallSpec } from './model-call.js';
 
@@ -45,15 +45,6 @@ const MAX_TOTAL_BYTES = 512 * 1024;
 
 const SYSTEM = 'You write the context file a coding agent reads before it works in this repository. Answer with the file\'s contents only.';
 
-function* filesOf(root: string, rel = ''): Generator<string> {
-  for (const name of readdirSync(join(root, rel)).sort()) {
-    const p = rel ? `${rel}/${name}` : name;
-    const st = lstatSync(join(root, p));
-    if (st.isDirectory()) yield* filesOf(root, p);
-    else if (st.isFile()) yield p;
-  }
-}
-
 /** The request's text: the prompt, then each included file (binary and oversized ones listed by name). */
 export function contextRequest(prompt: string, tree: string, include: string[], hidden: string[] = []): { text: string; sent: string[]; listed: string[] } {
   const included = picomatch(include, { dot: true });
@@ -63,8 +54,9 @@ export function contextRequest(prompt: string, tree: string, include: string[], 
   const listed: string[] = [];
   const parts = [prompt.trimEnd(), '', '# The repository'];
   let total = 0;
-  for (const p of filesOf(tree)) {
-    if (!wanted(p)) continue;
+  for (const p of treeEntries(tree)) {
+    // Regular files only: a link in the repository is never followed out of it.
+    if (!wanted(p) || !lstatSync(join(tree, p)).isFile()) continue;
     const bytes = readFileSync(join(tree, p));
     if (bytes.length > MAX_FILE_BYTES || total + bytes.length > MAX_TOTAL_BYTES || bytes.includes(0)) {
       listed.push(p);

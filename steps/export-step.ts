@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { lstatSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import type { Json } from '../pipeline/canonical-json.js';
@@ -14,6 +14,7 @@ import type { BundleFile } from './export/bundle.js';
 import type { ReportContext } from './export/report-context.js';
 import { armOf, limitsOf, sandboxOf, type ArmSpec } from './run.js';
 import { isStepOutput } from './treatment-files.js';
+import { treeEntries } from './materialize.js';
 import { attemptDiff } from './attempt-diff.js';
 import type { Task } from './task.js';
 import type { WorkspaceChanges } from './workspace.js';
@@ -182,20 +183,11 @@ function taskFiles(ctx: ExecutionContext): BundleFile[] {
     if (staged?.entry.type !== 'dir') continue;
     const dir = join(ctx.workDir, 'verifiers', t.id);
     ctx.artifacts.materialize(staged.entry, dir);
-    for (const rel of filesBelow(dir)) out.push({ path: `tasks/${t.id}/verifier/${rel}`, bytes: readFileSync(join(dir, rel)) });
+    for (const rel of treeEntries(dir)) if (lstatSync(join(dir, rel)).isFile()) out.push({ path: `tasks/${t.id}/verifier/${rel}`, bytes: readFileSync(join(dir, rel)) });
   }
   return out;
 }
 
-function filesBelow(root: string, rel = ''): string[] {
-  return readdirSync(join(root, rel))
-    .sort()
-    .flatMap((name) => {
-      const p = rel ? `${rel}/${name}` : name;
-      const st = statSync(join(root, p));
-      return st.isDirectory() ? filesBelow(root, p) : st.isFile() ? [p] : [];
-    });
-}
 
 export const exportStep: StepKind = {
   name: 'export',

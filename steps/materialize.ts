@@ -55,11 +55,12 @@ function documentationOf(spec: Record<string, unknown>): string[] | null {
   return d === true ? DEFAULT_DOCUMENTATION : Array.isArray(d) && d.length ? d : null;
 }
 
-function* files(root: string, rel = ''): Generator<string> {
+/** Every entry under `root` that is not a directory (symlinks listed, never followed), relative paths with '/', sorted. */
+export function* treeEntries(root: string, rel = ''): Generator<string> {
   for (const name of readdirSync(join(root, rel)).sort()) {
     const p = rel ? `${rel}/${name}` : name;
     const st = lstatSync(join(root, p));
-    if (st.isDirectory()) yield* files(root, p);
+    if (st.isDirectory()) yield* treeEntries(root, p);
     else yield p;
   }
 }
@@ -145,7 +146,7 @@ export const materializeStep: StepKind = {
     // The instruction files removed, kept at their paths: an arm with `restore: redacted` gets exactly these bytes back.
     const kept = join(ctx.workDir, 'redacted');
     mkdirSync(kept, { recursive: true });
-    for (const p of [...files(tree)]) {
+    for (const p of [...treeEntries(tree)]) {
       const link = lstatSync(join(tree, p)).isSymbolicLink();
       // A symlink may stand for a redacted directory (`.cursor -> config/cursor`): the agent would load through it.
       const instruction = isRedacted(p) || (link && isRedacted(`${p}/x`));

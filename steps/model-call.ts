@@ -11,6 +11,7 @@ import type { Diagnostic } from '../pipeline/diagnostic.js';
 import { err, errorMessage, ok, type Result } from '../pipeline/result.js';
 import type { ExecutionContext, FileInputSpec } from '../pipeline/step-kind.js';
 import { normalizedPath } from './treatment-files.js';
+import { upstreamAuth } from '../gateway/upstream-auth.js';
 
 /** `model:` of a context or judge step. */
 export interface ModelCallSpec {
@@ -81,7 +82,7 @@ export async function callModel(ctx: ExecutionContext, m: ModelCallSpec, request
     markers: {},
     provider,
     logFile,
-    ...(key ? { upstreamAuth: provider === 'openai' ? { authorization: `Bearer ${key}` } : { 'x-api-key': key } } : {}),
+    ...(key ? { upstreamAuth: upstreamAuth(provider, key) } : {}),
   });
   try {
     const maxTokens = m.max_tokens ?? 4096;

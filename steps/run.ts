@@ -17,6 +17,7 @@ import type { EgressMode, Mount, Sandbox } from '../sandboxes/sandbox.js';
 import { checkTasks, taskOf } from './agent-step-config.js';
 import { ENVIRONMENT_OUTPUTS, inEnvironment, startingPoint } from './environment.js';
 import type { ModelSession } from './model-session.js';
+import { upstreamAuth } from '../gateway/upstream-auth.js';
 import { copyWritten, diffSnapshots, snapshot } from './workspace.js';
 import type { RedactionReceipt } from './materialize.js';
 import { fileSources, isStepOutput, normalizedPath, outputsReadFrom, producerSteps, treatmentEntry, type TreatmentSource } from './treatment-files.js';
@@ -247,7 +248,7 @@ function isProviderFault(status: number): boolean {
 
 /** How each provider takes its key. */
 function upstreamAuthFor(adapter: string, key: string): Record<string, string> {
-  return adapter === 'codex' || adapter === 'command' ? { authorization: `Bearer ${key}` } : { 'x-api-key': key };
+  return upstreamAuth(adapter === 'codex' || adapter === 'command' ? 'bearer' : 'anthropic', key);
 }
 
 /** The endpoints the gateway forwards for an adapter: its provider's model API (a user's command: either). */

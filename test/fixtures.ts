@@ -98,3 +98,42 @@ export function copyTask(projectDir: string, from: string, to: string, edit: (ya
     'verifier/test_add.mjs': readFileSync(join(src, 'verifier', 'test_add.mjs'), 'utf8'),
   });
 }
+
+/** The agent a cohort config runs by default: it fixes add() only when its arm has a CLAUDE.md. */
+export const READS_CLAUDE_MD = 'if [ -f CLAUDE.md ]; then sed -i "s/a - b/a + b/" src/add.mjs; fi';
+
+/**
+ * A whole paired cohort on the local backend over `tasks` (materialize, run with a control
+ * and a CLAUDE.md treatment from fixtures/CLAUDE.md, verify, audit, analyze), one rep each.
+ * `head` goes before `steps:` (e.g. a cache: section).
+ */
+export function pairedCohortConfig(tasks: readonly string[], agent = READS_CLAUDE_MD, head = ''): string {
+  const m = `matrix: { task: [${tasks.join(', ')}], arm: [control, treatment], rep: 1 }`;
+  return `${head}steps:
+  materialize: { kind: materialize, matrix: { task: [${tasks.join(', ')}] } }
+  attempts:
+    kind: run
+    needs: [materialize]
+    ${m}
+    agent: { adapter: command, command: '${agent.replace(/'/g, "''")}' }
+    arms:
+      control: {}
+      treatment: { files: { CLAUDE.md: fixtures/CLAUDE.md } }
+    sandbox: { backend: local, egress: open }
+  verify:
+    kind: verify
+    needs: [materialize, attempts]
+    ${m}
+    sandbox: { backend: local, egress: open }
+  audit:
+    kind: audit
+    needs: [attempts, verify]
+    ${m}
+  analyze:
+    kind: analyze
+    needs: [audit]
+    control: control
+    treatments: [treatment]
+    bootstrap: { resamples: 200, seed: 1 }
+`;
+}

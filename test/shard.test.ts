@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { parseShard, shardOfTask } from '../pipeline/shard.js';
-import { calculatorTask, copyTask } from './fixtures.js';
+import { calculatorTask, copyTask, pairedCohortConfig } from './fixtures.js';
 import { Rig } from './rig.js';
 
 // CI sharding without a queue: N jobs sharing a cache split the cohort by task.
@@ -11,37 +11,7 @@ beforeEach(() => {
   calculatorTask(rig.dir);
   for (const t of TASKS) copyTask(rig.dir, 'fix-add', t);
   rig.write('fixtures/CLAUDE.md', 'Use + in add().\n');
-  const m = `matrix: { task: [${TASKS.join(', ')}], arm: [control, treatment], rep: 1 }`;
-  rig.write(
-    'bench.config.yaml',
-    `steps:
-  materialize: { kind: materialize, matrix: { task: [${TASKS.join(', ')}] } }
-  attempts:
-    kind: run
-    needs: [materialize]
-    ${m}
-    agent: { adapter: command, command: 'if [ -f CLAUDE.md ]; then sed -i "s/a - b/a + b/" src/add.mjs; fi' }
-    arms:
-      control: {}
-      treatment: { files: { CLAUDE.md: fixtures/CLAUDE.md } }
-    sandbox: { backend: local, egress: open }
-  verify:
-    kind: verify
-    needs: [materialize, attempts]
-    ${m}
-    sandbox: { backend: local, egress: open }
-  audit:
-    kind: audit
-    needs: [attempts, verify]
-    ${m}
-  analyze:
-    kind: analyze
-    needs: [audit]
-    control: control
-    treatments: [treatment]
-    bootstrap: { resamples: 200, seed: 1 }
-`,
-  );
+  rig.write('bench.config.yaml', pairedCohortConfig(TASKS));
 });
 afterEach(() => rig.cleanup());
 

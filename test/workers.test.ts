@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { calculatorTask, copyTask } from './fixtures.js';
+import { calculatorTask, copyTask, pairedCohortConfig, READS_CLAUDE_MD } from './fixtures.js';
 import { BIN, Rig } from './rig.js';
 import { hasNginx, hasRedis, startNginx, startRedis, type Nginx, type Redis } from '../bench/local-servers.js';
 
@@ -33,40 +33,9 @@ beforeEach(() => {
   rig.write('fixtures/CLAUDE.md', 'Use + in add().\n');
   starts = join(rig.dir, 'starts');
   mkdirSync(starts);
-  const m = `matrix: { task: [${TASKS.join(', ')}], arm: [control, treatment], rep: 1 }`;
   // Each attempt leaves a mark when it starts, then works for 2 s.
-  const agent = `touch ${starts}/$(date +%s%N)-$$; sleep 2; if [ -f CLAUDE.md ]; then sed -i "s/a - b/a + b/" src/add.mjs; fi`;
-  rig.write(
-    'bench.config.yaml',
-    `cache: { remote: "${nginx?.url}", key_env: CACHE_KEYS }
-steps:
-  materialize: { kind: materialize, matrix: { task: [${TASKS.join(', ')}] } }
-  attempts:
-    kind: run
-    needs: [materialize]
-    ${m}
-    agent: { adapter: command, command: '${agent}' }
-    arms:
-      control: {}
-      treatment: { files: { CLAUDE.md: fixtures/CLAUDE.md } }
-    sandbox: { backend: local, egress: open }
-  verify:
-    kind: verify
-    needs: [materialize, attempts]
-    ${m}
-    sandbox: { backend: local, egress: open }
-  audit:
-    kind: audit
-    needs: [attempts, verify]
-    ${m}
-  analyze:
-    kind: analyze
-    needs: [audit]
-    control: control
-    treatments: [treatment]
-    bootstrap: { resamples: 200, seed: 1 }
-`,
-  );
+  const agent = `touch ${starts}/$(date +%s%N)-$$; sleep 2; ${READS_CLAUDE_MD}`;
+  rig.write('bench.config.yaml', pairedCohortConfig(TASKS, agent, `cache: { remote: "${nginx?.url}", key_env: CACHE_KEYS }\n`));
   rig.env = { CACHE_KEYS: KEYS, PAIRBENCH_WORKER_LOCK_MS: '3000' };
 });
 afterEach(() => {

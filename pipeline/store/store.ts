@@ -121,13 +121,13 @@ export class Store {
    * Removes temp files and work directories whose owner process is gone (a worker killed
    * mid-job leaves its work directory behind): `<label>-<pid>-<random>` names the owner.
    */
-  reapDeadTemp(): string[] {
+  reapDeadTemp(options: { dryRun?: boolean } = {}): string[] {
     if (!existsSync(this.tmpDir)) return [];
     const reaped: string[] = [];
     for (const name of readdirSync(this.tmpDir)) {
-      const pid = Number(/^[a-z]+-(\d+)-[0-9a-f]+/.exec(name)?.[1]);
+      const pid = Number(/-(\d+)-/.exec(name)?.[1]);
       if (!pid || pid === process.pid || isAlive(pid)) continue;
-      rmSync(join(this.tmpDir, name), { recursive: true, force: true });
+      if (!options.dryRun) rmSync(join(this.tmpDir, name), { recursive: true, force: true });
       reaped.push(name);
     }
     return reaped;
