@@ -1,6 +1,6 @@
+import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { execaSync } from 'execa';
 import { packageRoot } from '../pipeline/package-root.js';
 import { binaryVersion } from './binary-version.js';
 import { isRecord, type AgentAdapter, type AtifStep, type AtifTrajectory, type AttemptContext } from './adapter.js';
@@ -108,8 +108,8 @@ export const claudeCodeAgent: AgentAdapter = {
   },
   version() {
     cachedVersion ??= binaryVersion(claudeBinary(), () => {
-      const r = execaSync(claudeBinary(), ['--version'], { reject: false, env: { HOME: '/nonexistent', PATH: process.env['PATH'] ?? '' }, extendEnv: false });
-      return r.exitCode === 0 ? String(r.stdout).trim().split(' ')[0]! : 'not-installed';
+      const r = spawnSync(claudeBinary(), ['--version'], { encoding: 'utf8', env: { HOME: '/nonexistent', PATH: process.env['PATH'] ?? '' } });
+      return r.status === 0 ? String(r.stdout).trim().split(' ')[0]! : 'not-installed';
     });
     return cachedVersion;
   },

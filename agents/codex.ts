@@ -1,6 +1,6 @@
+import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { execaSync } from 'execa';
 import { packageRoot } from '../pipeline/package-root.js';
 import { binaryVersion } from './binary-version.js';
 import { isRecord, type AgentAdapter, type AtifStep, type AttemptContext, type ParsedRun } from './adapter.js';
@@ -138,8 +138,8 @@ export const codexAgent: AgentAdapter = {
   deliveryScope: (dest) => (dest.split('/').pop() === 'AGENTS.md' ? { kind: 'instruction-file', file: 'AGENTS.md' } : null),
   version() {
     cachedVersion ??= binaryVersion(codexBinary(), () => {
-      const r = execaSync(codexBinary(), ['--version'], { reject: false, env: { HOME: '/nonexistent', PATH: process.env['PATH'] ?? '' }, extendEnv: false });
-      return r.exitCode === 0 ? String(r.stdout).trim().split(' ').pop()! : 'not-installed';
+      const r = spawnSync(codexBinary(), ['--version'], { encoding: 'utf8', env: { HOME: '/nonexistent', PATH: process.env['PATH'] ?? '' } });
+      return r.status === 0 ? String(r.stdout).trim().split(' ').pop()! : 'not-installed';
     });
     return cachedVersion;
   },

@@ -5,10 +5,11 @@
  * per-node ratio is reported too.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdtempSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { Store } from '../pipeline/store/store.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const bin = join(root, 'bin', 'pairbench.js');
@@ -68,13 +69,11 @@ steps:
 }
 
 function nodeDurations(dir: string): Map<string, number> {
-  const ac = join(dir, '.pairbench', 'ac');
+  const store = new Store(join(dir, '.pairbench'));
   const out = new Map<string, number>();
-  for (const shard of readdirSync(ac)) {
-    for (const f of readdirSync(join(ac, shard))) {
-      const r = JSON.parse(readFileSync(join(ac, shard, f), 'utf8')) as { node: string; duration_ms: number };
-      out.set(r.node, r.duration_ms);
-    }
+  for (const r of store.actions.list()) {
+    const found = store.actions.get(r.key);
+    if (found.status === 'hit') out.set(found.record.node, found.record.duration_ms);
   }
   return out;
 }

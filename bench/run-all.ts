@@ -8,7 +8,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const here = dirname(fileURLToPath(import.meta.url));
-const BENCHES = ['engine-bench.js', 'execution-bench.js', 'analyze-bench.js', 'swebench-bench.js', 'scale-out-bench.js'];
+const BENCHES = ['engine-bench.js', 'execution-bench.js', 'materialize-bench.js', 'bundle-bench.js', 'analyze-bench.js', 'swebench-bench.js', 'scale-out-bench.js'];
 const results: { name: string; code: number | null; seconds: number }[] = [];
 for (const name of BENCHES) {
   const t = performance.now();

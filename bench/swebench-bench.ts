@@ -7,10 +7,11 @@
  * the FAIL_TO_PASS tests. Goal: at most 1.5x the plain run.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdtempSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { Store } from '../pipeline/store/store.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const bin = join(root, 'bin', 'pairbench.js');
@@ -76,13 +77,11 @@ try {
   const r = spawnSync(process.execPath, [bin, 'run', '--progress', 'none', '--jobs', '1', '--config', join(dir, 'bench.config.yaml')], { encoding: 'utf8' });
   if (r.status !== 0) throw new Error(`the run failed: ${r.stderr.slice(-800)}`);
   plainRuns(PLAIN_RUNS);
-  const ac = join(dir, '.pairbench', 'ac');
+  const store = new Store(join(dir, '.pairbench'));
   const verifyMs: number[] = [];
-  for (const shard of readdirSync(ac)) {
-    for (const f of readdirSync(join(ac, shard))) {
-      const rec = JSON.parse(readFileSync(join(ac, shard, f), 'utf8')) as { node: string; duration_ms: number };
-      if (rec.node.startsWith('verify/')) verifyMs.push(rec.duration_ms);
-    }
+  for (const r of store.actions.list()) {
+    const found = store.actions.get(r.key);
+    if (found.status === 'hit' && found.record.node.startsWith('verify/')) verifyMs.push(found.record.duration_ms);
   }
 
   const v = median(verifyMs);

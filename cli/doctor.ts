@@ -3,7 +3,7 @@ import { freemem } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Docker from 'dockerode';
-import { execa } from 'execa';
+import { loadExeca } from '../sandboxes/lazy-execa.js';
 import { agentAdapters } from '../agents/index.js';
 import type { BenchConfig, StepConfig } from '../pipeline/config/load.js';
 import type { Graph } from '../pipeline/dag.js';
@@ -506,7 +506,7 @@ async function repositoryChecks(config: BenchConfig, pathVar: string): Promise<D
 }
 
 async function hasCommit(git: string, gitDir: string, commit: string, pathVar: string): Promise<boolean> {
-  const r = await execa(git, ['-C', gitDir, 'cat-file', '-e', `${commit}^{commit}`], {
+  const r = await (await loadExeca())(git, ['-C', gitDir, 'cat-file', '-e', `${commit}^{commit}`], {
     reject: false,
     timeout: 20_000,
     // Never walk up into an enclosing repository: the path itself must be the repository.
@@ -523,7 +523,7 @@ async function commitReachable(git: string, storeDir: string, source: string, co
   if (existsSync(mirror) && (await hasCommit(git, mirror, commit, pathVar))) return { ok: true, detail: "commit present in the store's mirror" };
   const local = source.startsWith('file://') ? fileURLToPath(source) : URL_LIKE.test(source) ? null : source;
   if (local === null) {
-    const r = await execa(git, ['ls-remote', source], { reject: false, timeout: 30_000, env: { PATH: pathVar, GIT_TERMINAL_PROMPT: '0', HOME: '/nonexistent' }, extendEnv: false });
+    const r = await (await loadExeca())(git, ['ls-remote', source], { reject: false, timeout: 30_000, env: { PATH: pathVar, GIT_TERMINAL_PROMPT: '0', HOME: '/nonexistent' }, extendEnv: false });
     if (r.exitCode !== 0) return { ok: false, detail: `the remote does not answer: ${String(r.stderr).trim().split('\n')[0] ?? `git exit ${r.exitCode}`}`, fix: 'check the URL and network access (or vendor the repository and use repo.path)' };
     return String(r.stdout).includes(commit)
       ? { ok: true, detail: 'the remote answers; the commit is a ref tip' }

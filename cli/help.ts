@@ -72,6 +72,8 @@ Options:
                        DIR/<cohort>/pairbench/ (what verify-bundle checks)
       --remote-cache URL  fetch the bundle from this remote cache when the store holds only
                        its record (a run that replayed remote hits); cache.remote otherwise
+      --progress MODE  auto (a bar on a terminal for a bundle over 64 MiB), plain (a line
+                       at every tenth of the bytes written), none
 
 ${COMMON}`,
   'verify-bundle': `Usage: pairbench verify-bundle DIR [options]
@@ -85,6 +87,8 @@ or --key (the public key of an export --sign).
 Options:
       --root DIGEST    the published root digest (sha256:...) the bundle must have
       --key PUB        an Ed25519 public key (PEM): manifest.sig.json must verify
+      --progress MODE  auto (a bar on a terminal for a bundle over 64 MiB), plain (a line
+                       at every tenth of the bytes hashed), none
       --json           machine-readable output
 
 Exit codes: 0 the bundle matches (and its root / signature check out); 1 it does not;

@@ -1,4 +1,3 @@
-import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmdirSync, rmSync } from 'node:fs';
 import { dirname, join, resolve as resolvePath } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -14,11 +13,12 @@ import type { Reporter } from '../pipeline/events.js';
 import { collectGarbage } from '../pipeline/gc.js';
 import type { ResolvedInput } from '../pipeline/inputs.js';
 import { PlainReporter } from '../pipeline/reporters/plain.js';
-import { CorruptBlobError, type OutputEntry } from '../pipeline/store/cas.js';
 import { Store } from '../pipeline/store/store.js';
 import type { GraphNode, HostEnv } from '../pipeline/step-kind.js';
 import { ok, type Result } from '../pipeline/result.js';
 import { builtinStepKinds } from '../steps/index.js';
+import { byteProgress, type ProgressMode } from './byte-progress.js';
+import { writeStoredBundle } from './stored-bundle.js';
 import { EXIT, HELP } from './help.js';
 import { admitCohorts, annotateEnvironments, annotateExports, annotateImageTemplates, cohortsOf, firstAttemptBinder, historyLines, recordCohorts, registryOf } from './cohorts.js';
 import { explainNode } from './explain.js';
@@ -81,8 +81,8 @@ const ALLOWED: Record<Command, string[]> = {
   gc: ['max-size', 'dry-run'],
   fsck: ['repair'],
   generate: ['repo', 'commit', 'seed', 'count', 'language', 'test-command', 'out', 'repeats'],
-  export: ['out', 'sign', 'harbor-layout', 'remote-cache'],
-  'verify-bundle': ['key', 'root'],
+  export: ['out', 'sign', 'harbor-layout', 'remote-cache', 'progress'],
+  'verify-bundle': ['key', 'root', 'progress'],
   freeze: [],
   history: [],
   doctor: ['skip-canary'],
@@ -110,29 +110,6 @@ async function harborLayout(staging: string, dest: string): Promise<Result<{ bun
   return ok({ bundle: join(dest, name.value, BUNDLE_SUBDIR), job: { dir: join(dest, name.value), trials: laid.value.trials } });
 }
 
-/**
- * Writes a stored bundle to `dest`, all or nothing: into a temp directory beside it,
- * every blob verified as it is copied, then renamed into place. A corrupt blob is
- * dropped with the records that need it (the next run rebuilds them).
- */
-function writeBundle(store: Store, entry: OutputEntry, dest: string): { ok: true } | { ok: false; error: string } {
-  mkdirSync(dirname(dest), { recursive: true });
-  const tmp = `${dest}.partial-${process.pid}`;
-  rmSync(tmp, { recursive: true, force: true });
-  try {
-    store.cas.materialize(entry, tmp);
-    // Durable once, for the whole bundle (syncfs of its file system), not one fsync per file.
-    spawnSync('sync', ['-f', tmp], { stdio: 'ignore' });
-    if (existsSync(dest)) rmdirSync(dest); // empty (checked by the caller)
-    renameSync(tmp, dest);
-    return { ok: true };
-  } catch (e) {
-    rmSync(tmp, { recursive: true, force: true });
-    if (!(e instanceof CorruptBlobError)) throw e;
-    const dropped = store.forgetBlob(e.digest);
-    return { ok: false, error: `${e.message}: nothing was written; the blob was dropped${dropped.length ? `, with the records of ${dropped.join(', ')}` : ''}` };
-  }
-}
 
 function printJson(io: CliIO, value: unknown): void {
   io.stdout.write(JSON.stringify(value, null, 2) + '\n');
@@ -253,7 +230,7 @@ function printPlan(io: CliIO, entries: PlanEntry[], all: boolean): void {
   io.stdout.write(lines.join('\n') + '\n');
 }
 
-async function runVerifyBundle(io: CliIO, json: boolean, dir: string, keyFile: string | undefined, expectedRoot: string | undefined): Promise<number> {
+async function runVerifyBundle(io: CliIO, json: boolean, dir: string, keyFile: string | undefined, expectedRoot: string | undefined, progressMode: ProgressMode): Promise<number> {
   const { checkSignature, rootDigest, verifyBundle } = await import('../steps/export/bundle.js');
   if (!existsSync(dir)) return fail(io, json, [{ message: `${dir} does not exist`, hint: 'give the directory pairbench export --out wrote' }]);
   let publicKey: string | undefined;
@@ -264,7 +241,8 @@ async function runVerifyBundle(io: CliIO, json: boolean, dir: string, keyFile: s
       return fail(io, json, [{ message: `cannot read the public key ${keyFile}: ${(e as Error).message}` }]);
     }
   }
-  const r = verifyBundle(dir);
+  let progress: ((bytes: number) => void) | undefined;
+  const r = verifyBundle(dir, (bytes, total) => (progress ??= byteProgress(io.stderr, io.env, json ? 'none' : progressMode, `verifying ${dir}`, total))(bytes));
   const root = rootDigest(dir);
   const rootProblem = expectedRoot === undefined || !root.ok ? null : root.value === expectedRoot.replace(/^sha256:/, '') ? null : `root digest ${root.value} is not the expected ${expectedRoot}: this is not the bundle that was published`;
   const signature = publicKey === undefined ? null : checkSignature(dir, publicKey);
@@ -363,7 +341,7 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
   }
   const json = Boolean(values.json);
   if (command === 'generate') return runGenerate(io, json, positionals[0]!, values);
-  if (command === 'verify-bundle') return runVerifyBundle(io, json, positionals[0]!, values.key, values.root);
+  if (command === 'verify-bundle') return runVerifyBundle(io, json, positionals[0]!, values.key, values.root, (values.progress ?? 'auto') as ProgressMode);
   const loaded = load(values.config ?? DEFAULT_CONFIG_FILE, values.store, io.env);
   if (!loaded.ok) return fail(io, json, loaded.error);
   const { graph, ctx, inputs, config } = loaded.value;
@@ -604,7 +582,8 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
         // A bundle whose record came from the remote cache is fetched now (records travel first, blobs when read).
         const remote = remoteCacheFor(config, { url: values['remote-cache'], mode: 'read-only' }, io.env, (message) => io.stderr.write(`warning: ${message}\n`));
         if (remote?.ok) await ensureLocal(ctx.store, remote.value, [found.record.outputs['bundle']!]);
-        const wrote = writeBundle(ctx.store, found.record.outputs['bundle']!, bundleDir);
+        const bundle = found.record.outputs['bundle']!;
+        const wrote = writeStoredBundle(ctx.store, bundle, bundleDir, byteProgress(io.stderr, io.env, json ? 'none' : ((values.progress ?? 'auto') as ProgressMode), `writing ${n.id}`, bundle.size));
         if (!wrote.ok) return fail(io, json, [{ message: `${n.id}: ${wrote.error}`, hint: `run 'pairbench run' to rebuild it, then export again` }], EXIT.nodeFailed);
         let dir = dest;
         let job: { dir: string; trials: number } | null = null;
@@ -644,6 +623,7 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
           ...report.corrupt_blobs.map((d) => `${verb} corrupt blob ${d} (its bytes do not hash to its name)`),
           ...report.corrupt_records.map((r) => `${verb} corrupt record ${r.key}: ${r.reason}`),
           ...report.broken_records.map((r) => `${verb} record ${r.key} of ${r.node}: it needs ${r.blobs.length} missing or corrupt blob(s)`),
+          ...(report.corrupt_pack ? [report.corrupt_pack] : []),
           clean ? 'the store is intact' : report.repaired ? "repaired: the next 'pairbench run' rebuilds what was dropped" : "run 'pairbench fsck --repair' to drop them; the next run rebuilds them",
         ];
         io.stdout.write(lines.join('\n') + '\n');

@@ -1,7 +1,7 @@
 import { chmodSync, cpSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { execa } from 'execa';
+import { loadExeca } from '../sandboxes/lazy-execa.js';
 
 /** Git without the user's or the system's configuration, so that diffs look the same everywhere. */
 const GIT_ENV = {
@@ -13,7 +13,7 @@ const GIT_ENV = {
 };
 
 async function git(args: string[], options: { cwd?: string; input?: string; env?: Record<string, string> } = {}): Promise<string> {
-  const r = await execa('git', args, {
+  const r = await (await loadExeca())('git', args, {
     cwd: options.cwd,
     env: { ...GIT_ENV, ...options.env },
     extendEnv: false,
@@ -37,7 +37,7 @@ export async function resolveCommit(repo: string, rev: string): Promise<string |
 /** Writes the tree of `commit` into `dest` (`git archive | tar -x`): no .git, never the working tree. */
 export async function exportCommit(repo: string, commit: string, dest: string): Promise<void> {
   mkdirSync(dest, { recursive: true });
-  await execa('git', ['-C', repo, 'archive', '--format=tar', commit], { env: GIT_ENV, extendEnv: false }).pipe('tar', ['-x', '-C', dest, '-f', '-']);
+  await (await loadExeca())('git', ['-C', repo, 'archive', '--format=tar', commit], { env: GIT_ENV, extendEnv: false }).pipe('tar', ['-x', '-C', dest, '-f', '-']);
 }
 
 /** Regular files of a commit with their modes: path -> '100644' | '100755'. */
@@ -97,7 +97,7 @@ export async function unifiedDiff(path: string, before: string, after: string, m
       writeFileSync(p, text);
       chmodSync(p, mode === '100755' ? 0o755 : 0o644);
     }
-    const r = await execa('git', ['diff', '--no-index', '--no-prefix', '--no-color', '--no-ext-diff', '--no-textconv', `a/${path}`, `b/${path}`], {
+    const r = await (await loadExeca())('git', ['diff', '--no-index', '--no-prefix', '--no-color', '--no-ext-diff', '--no-textconv', `a/${path}`, `b/${path}`], {
       cwd: dir,
       env: GIT_ENV,
       extendEnv: false,

@@ -6,7 +6,7 @@
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 
 export function canonicalJson(value: unknown): string {
-  return serialize(value, null);
+  return serialize(value);
 }
 
 function compareCodePoints(a: string, b: string): number {
@@ -25,43 +25,77 @@ function compareCodePoints(a: string, b: string): number {
   }
 }
 
-function isAsciiOnly(s: string): boolean {
-  for (let i = 0; i < s.length; i++) if (s.charCodeAt(i) >= 0xd800) return false;
-  return true;
-}
+const SURROGATE = /[\ud800-\udfff]/;
+
+/** Sorted key lists by shape (the keys in their own order): pre-images repeat a few shapes thousands of times. */
+const sortedByShape = new Map<string, string[]>();
 
 export function sortedKeys(obj: object): string[] {
   const keys = Object.keys(obj);
-  // Fast path: without surrogates, code unit order is code point order.
-  return keys.every(isAsciiOnly) ? keys.sort() : keys.sort(compareCodePoints);
+  if (keys.length < 2) return keys;
+  const shape = keys.join('\u0000');
+  const known = sortedByShape.get(shape);
+  if (known) return known;
+  // Without surrogates, code unit order is code point order.
+  const sorted = SURROGATE.test(shape) ? keys.sort(compareCodePoints) : keys.sort();
+  if (sortedByShape.size < 10_000) sortedByShape.set(shape, sorted);
+  return sorted;
 }
 
-/** Where a value sits, built into a path only for an error message (no string per value on the hot path). */
-interface At {
-  parent: At | null;
-  key: string | number;
+/** A value canonical JSON cannot encode, and where it sits (found on a second, slow walk: none is built on the hot path). */
+function badValue(value: unknown, path: (string | number)[] = []): string | undefined {
+  if (value === null || typeof value === 'boolean' || typeof value === 'string') return undefined;
+  const where = () => (path.length ? `/${path.join('/')}` : '/');
+  if (typeof value === 'number') return Number.isFinite(value) ? undefined : `non-finite number at ${where()}`;
+  if (typeof value !== 'object') return `cannot encode ${typeof value} at ${where()}`;
+  const entries: [string | number, unknown][] = Array.isArray(value) ? value.map((v, i) => [i, v]) : Object.entries(value).filter(([, v]) => v !== undefined);
+  for (const [k, v] of entries) {
+    const bad = badValue(v, [...path, k]);
+    if (bad) return bad;
+  }
+  return undefined;
 }
 
-function pathOf(at: At | null): string {
-  const parts: (string | number)[] = [];
-  for (let a = at; a; a = a.parent) parts.unshift(a.key);
-  return parts.length ? `/${parts.join('/')}` : '/';
+class Unencodable extends Error {}
+
+/** What JSON.stringify escapes in a string (quote, backslash, control characters, lone surrogates). */
+const NEEDS_ESCAPE = /["\\\u0000-\u001f\ud800-\udfff]/;
+
+/** Quoted object keys: a pre-image repeats the same few names thousands of times. */
+const quotedKeys = new Map<string, string>();
+
+function quoteKey(k: string): string {
+  let q = quotedKeys.get(k);
+  if (q === undefined) {
+    q = JSON.stringify(k);
+    if (quotedKeys.size < 10_000) quotedKeys.set(k, q);
+  }
+  return q;
 }
 
-function serialize(value: unknown, at: At | null): string {
+function serialize(value: unknown): string {
+  try {
+    return encode(value);
+  } catch (e) {
+    if (e instanceof Unencodable) throw new TypeError(`canonical JSON: ${badValue(value) ?? 'cannot encode a value'}`);
+    throw e;
+  }
+}
+
+function encode(value: unknown): string {
   if (value === null) return 'null';
   switch (typeof value) {
     case 'boolean':
       return value ? 'true' : 'false';
     case 'number':
-      if (!Number.isFinite(value)) throw new TypeError(`canonical JSON: non-finite number at ${pathOf(at)}`);
+      if (!Number.isFinite(value)) throw new Unencodable();
       return JSON.stringify(value);
     case 'string':
-      return JSON.stringify(value);
+      return NEEDS_ESCAPE.test(value) ? JSON.stringify(value) : `"${value}"`;
     case 'object': {
       if (Array.isArray(value)) {
         let out = '[';
-        for (let i = 0; i < value.length; i++) out += (i ? ',' : '') + serialize(value[i], { parent: at, key: i });
+        for (let i = 0; i < value.length; i++) out += (i ? ',' : '') + encode(value[i]);
         return out + ']';
       }
       let out = '{';
@@ -69,12 +103,12 @@ function serialize(value: unknown, at: At | null): string {
       for (const k of sortedKeys(value)) {
         const v = (value as Record<string, unknown>)[k];
         if (v === undefined) continue;
-        out += (first ? '' : ',') + JSON.stringify(k) + ':' + serialize(v, { parent: at, key: k });
+        out += (first ? '' : ',') + quoteKey(k) + ':' + encode(v);
         first = false;
       }
       return out + '}';
     }
     default:
-      throw new TypeError(`canonical JSON: cannot encode ${typeof value} at ${pathOf(at)}`);
+      throw new Unencodable();
   }
 }

@@ -34,13 +34,18 @@ export interface NodeKey {
 
 /** Resolves and hashes every node's file inputs up front: a missing input is a config error. */
 export function resolveInputs(ctx: EngineContext, nodes: readonly GraphNode[]): Result<Map<string, ResolvedInput[]>, Diagnostic[]> {
-  const resolver = new InputResolver(ctx.config.rootDir);
+  const resolver = new InputResolver(ctx.config.rootDir, ctx.store.statCache);
   const out = new Map<string, ResolvedInput[]>();
   const problems: Diagnostic[] = [];
   for (const n of nodes) {
     const r = resolver.resolve(n);
     if (r.ok) out.set(n.id, r.value);
     else if (problems.length < 20) problems.push(r.error);
+  }
+  try {
+    if (ctx.store.exists()) ctx.store.statCache.save();
+  } catch {
+    // a store this process cannot write (read-only): the inputs are hashed again next time
   }
   return problems.length ? err(problems) : ok(out);
 }
@@ -100,7 +105,7 @@ export function lookup(store: Store, key: CacheKey, preimage?: string): Lookup {
 /** Why a node with no record for its key must run, in words. */
 export function whyMiss(store: Store, node: GraphNode, key: NodeKey): string[] {
   const history = store.nodes.get(node.id);
-  const reasons: string[] = [];
+  const reasons: string[] = store.actions.packProblem ? [store.actions.packProblem] : [];
   if (history?.last_failure?.key === key.key) reasons.push(`failed last time: ${history.last_failure.message.split('\n')[0]}`);
   const latest = history?.latest;
   if (!latest) return [...reasons, 'new node: never built'];
@@ -213,28 +218,37 @@ export async function run(ctx: EngineContext, inputs: ReadonlyMap<string, Resolv
   emit({ type: 'start', total: nodes.length, steps: [...stepCounts].map(([name, count]) => ({ name, nodes: count })) });
   store.init();
 
-  const settle = async (node: GraphNode): Promise<NodeState> => {
-    const ups = node.upstream.length ? await Promise.all(node.upstream.map((u) => promises.get(u.id)!)) : [];
-    const bad = node.upstream.find((_, i) => ups[i]!.status === 'failed' || ups[i]!.status === 'skipped');
-    if (bad) return { status: 'skipped', because: `upstream ${bad.id} did not complete` };
-    if (options.signal?.aborted) return { status: 'skipped', because: 'interrupted' };
+  // Cached nodes settle synchronously (no promise per node on a no-op run); the others wait for their upstreams.
+  const promiseOf = (id: string): Promise<NodeState> => promises.get(id) ?? Promise.resolve(states.get(id)!);
+  const keyAndLookup = (node: GraphNode): Result<{ key: NodeKey; found: Lookup }, StepFailure> => {
     const k = computeKey(node, inputs.get(node.id)!, records, hostEnv);
-    if (!k.ok) return { status: 'failed', failure: k.error };
+    if (!k.ok) return k;
     const found = lookup(store, k.value.key, k.value.json);
     if (found.status === 'hit') {
       emit({ type: 'cached', node: node.id, key: k.value.key, builtElsewhere: false });
       used.push(k.value.key);
-      return { status: 'cached', record: found.record };
     }
+    return ok({ key: k.value, found });
+  };
+  const settle = async (node: GraphNode): Promise<NodeState> => {
+    const ups = node.upstream.length ? await Promise.all(node.upstream.map((u) => promiseOf(u.id))) : [];
+    const bad = node.upstream.find((_, i) => ups[i]!.status === 'failed' || ups[i]!.status === 'skipped');
+    if (bad) return { status: 'skipped', because: `upstream ${bad.id} did not complete` };
+    if (options.signal?.aborted) return { status: 'skipped', because: 'interrupted' };
+    const looked = keyAndLookup(node);
+    return looked.ok ? afterLookup(node, looked.value.key, looked.value.found) : { status: 'failed', failure: looked.error };
+  };
+  const afterLookup = async (node: GraphNode, key: NodeKey, found: Lookup): Promise<NodeState> => {
+    if (found.status === 'hit') return { status: 'cached', record: found.record };
     if (found.status === 'corrupt') {
       emit({ type: 'warning', node: node.id, message: `${found.reason}; dropped the entry, rebuilding` });
-      dropRecord(store, k.value.key);
+      dropRecord(store, key.key);
     }
     // Only the record: a node that reads its outputs fetches them below, so a replay of cache hits moves records, not trees.
-    const fromRemote = options.remote?.active ? await readThrough(store, options.remote, k.value.key, 'lazy') : undefined;
+    const fromRemote = options.remote?.active ? await readThrough(store, options.remote, key.key, 'lazy') : undefined;
     if (fromRemote) {
-      emit({ type: 'cached', node: node.id, key: k.value.key, builtElsewhere: true, remote: true });
-      used.push(k.value.key);
+      emit({ type: 'cached', node: node.id, key: key.key, builtElsewhere: true, remote: true });
+      used.push(key.key);
       return { status: 'cached', record: fromRemote };
     }
     if (options.shard) {
@@ -249,11 +263,11 @@ export async function run(ctx: EngineContext, inputs: ReadonlyMap<string, Resolv
         if (sel?.ok) await ensureLocal(store, options.remote, Object.values(sel.value));
       }
     }
-    const execute = (n: GraphNode, key: NodeKey) =>
+    const execute = (n: GraphNode, nk: NodeKey) =>
       options.executor
-        ? options.executor.execute(n, key, records, emit).then((s) => (s.status === 'executed' && used.push(s.record.key), s))
-        : limitFor(n.kind.name)(() => global(() => executeLocked(ctx, n, key, inputs.get(n.id)!, records, options, emit, used)));
-    const state = await execute(node, k.value);
+        ? options.executor.execute(n, nk, records, emit).then((s) => (s.status === 'executed' && used.push(s.record.key), s))
+        : limitFor(n.kind.name)(() => global(() => executeLocked(ctx, n, nk, inputs.get(n.id)!, records, options, emit, used)));
+    const state = await execute(node, key);
     // A remote executor's worker uploaded its result itself.
     if (state.status === 'executed' && options.remote && !options.executor) await writeBack(store, options.remote, state.record);
     if (state.status !== 'failed' || !state.failure.corrupt_blob) return state;
@@ -281,29 +295,54 @@ export async function run(ctx: EngineContext, inputs: ReadonlyMap<string, Resolv
     return retried;
   };
 
+  const settled = (node: GraphNode, s: NodeState): NodeState => {
+    states.set(node.id, s);
+    if (s.status === 'cached' || s.status === 'executed') records.set(node.id, s.record);
+    if (s.status === 'skipped') emit({ type: 'skipped', node: node.id, because: s.because });
+    return s;
+  };
+  const internalFailure = (node: GraphNode, e: unknown): NodeState => {
+    const s: NodeState = { status: 'failed', failure: { reason: 'internal', message: errorMessage(e) } };
+    states.set(node.id, s);
+    emit({ type: 'failed', node: node.id, failure: s.failure, logTail: '' });
+    return s;
+  };
   for (const node of nodes) {
-    const p = settle(node).then(
-      (s) => {
-        states.set(node.id, s);
-        if (s.status === 'cached' || s.status === 'executed') records.set(node.id, s.record);
-        if (s.status === 'skipped') emit({ type: 'skipped', node: node.id, because: s.because });
-        return s;
-      },
-      (e: unknown) => {
-        const s: NodeState = { status: 'failed', failure: { reason: 'internal', message: errorMessage(e) } };
-        states.set(node.id, s);
-        emit({ type: 'failed', node: node.id, failure: s.failure, logTail: '' });
-        return s;
-      },
-    );
-    promises.set(node.id, p);
+    let p: Promise<NodeState>;
+    if (!options.signal?.aborted && node.upstream.every((u) => states.get(u.id)?.status === 'cached')) {
+      let looked: ReturnType<typeof keyAndLookup>;
+      try {
+        looked = keyAndLookup(node);
+      } catch (e) {
+        internalFailure(node, e);
+        continue;
+      }
+      if (!looked.ok) {
+        settled(node, { status: 'failed', failure: looked.error });
+        continue;
+      }
+      if (looked.value.found.status === 'hit') {
+        settled(node, { status: 'cached', record: looked.value.found.record });
+        continue;
+      }
+      p = afterLookup(node, looked.value.key, looked.value.found);
+    } else {
+      p = settle(node);
+    }
+    promises.set(node.id, p.then((s) => settled(node, s), (e: unknown) => internalFailure(node, e)));
   }
   await Promise.all(promises.values());
   await settleRemovals();
+  if (store.actions.packProblem) emit({ type: 'warning', message: `${store.actions.packProblem}: the records it held are rebuilt` });
   try {
     store.recordAccess(used);
   } catch (e) {
     emit({ type: 'warning', message: `could not record access times for gc: ${errorMessage(e)}` });
+  }
+  try {
+    store.actions.packLoose();
+  } catch (e) {
+    emit({ type: 'warning', message: `could not pack the action records (they stay loose, as valid): ${errorMessage(e)}` });
   }
   const summary: RunSummary = { total: nodes.length, cached: 0, executed: 0, failed: 0, skipped: 0, durationMs: Date.now() - started };
   for (const s of states.values()) summary[s.status === 'cached' ? 'cached' : s.status === 'executed' ? 'executed' : s.status]++;
@@ -477,7 +516,8 @@ async function executeLocked(
       pairbench_version: packageVersion(),
     };
     // Inputs were hashed before the node ran; if one changed meanwhile, the result is not cached.
-    const changed = inputs.filter((i) => InputResolver.rehash(i) !== i.digest);
+    const resolver = new InputResolver(ctx.config.rootDir, store.statCache);
+    const changed = inputs.filter((i) => resolver.rehash(i) !== i.digest);
     if (changed.length) {
       emit({ type: 'warning', node: node.id, message: `input ${changed.map((c) => c.path).join(', ')} changed while the node ran; its result is used by this run but not cached` });
     } else if (transient) {
@@ -486,10 +526,7 @@ async function executeLocked(
       store.nodes.update(node.id, (h) => ({ ...h, tries: [...(h.tries ?? []).filter((t) => t.key === key.key), attempt].slice(-MAX_TRIES) }));
     } else {
       store.actions.put(record);
-      store.nodes.update(node.id, (h) => {
-        const { last_failure: _dropped, tries: _carried, ...rest } = h;
-        return { ...rest, latest: { key: key.key, at: startedAt.toISOString() } };
-      });
+      store.nodes.recordBuilt(node.id, key.key, startedAt.toISOString());
       used.push(key.key);
     }
     emit({ type: 'done', node: node.id, key: key.key, durationMs, recorded: changed.length === 0 && !transient, ...(outcome ? { outcome } : {}) });

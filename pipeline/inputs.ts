@@ -1,12 +1,13 @@
 import { existsSync } from 'node:fs';
 import { isAbsolute, join, normalize } from 'node:path';
 import { globSync, isDynamicPattern } from 'tinyglobby';
-import type { Sha256 } from './digest.js';
+import { sha256File, type Sha256 } from './digest.js';
 import type { Diagnostic } from './diagnostic.js';
 import { fieldName } from './config/yaml-source.js';
 import { err, errorMessage, ok, type Result } from './result.js';
 import type { GraphNode } from './step-kind.js';
 import { Cas } from './store/cas.js';
+import type { StatCache } from './store/stat-cache.js';
 
 export interface ResolvedInput {
   /** Relative to the project root, forward slashes. */
@@ -22,9 +23,13 @@ export interface ResolvedInput {
  */
 export class InputResolver {
   private readonly globs = new Map<string, string[]>();
-  private readonly digests = new Map<string, { type: 'file' | 'dir'; digest: Sha256 }>();
+  private readonly resolved = new Map<string, ResolvedInput>();
 
-  constructor(private readonly rootDir: string) {}
+  constructor(
+    private readonly rootDir: string,
+    /** Digests remembered across runs by stat: unchanged inputs are not read again. */
+    private readonly statCache?: StatCache,
+  ) {}
 
   resolve(node: GraphNode): Result<ResolvedInput[], Diagnostic> {
     const out = new Map<string, ResolvedInput>();
@@ -52,25 +57,28 @@ export class InputResolver {
       for (const path of paths) {
         if (out.has(path)) continue;
         const abs = join(this.rootDir, path);
-        let d = this.digests.get(abs);
-        if (!d) {
+        // One object per input path, shared by every node that reads it.
+        let resolved = this.resolved.get(abs);
+        if (!resolved) {
           try {
-            d = Cas.hashPath(abs);
+            resolved = { path, abs, ...Cas.hashPath(abs, this.fileDigest) };
           } catch (e) {
             return err({ ...where(), message: `cannot read input ${path}: ${errorMessage(e)}` });
           }
-          this.digests.set(abs, d);
+          this.resolved.set(abs, resolved);
         }
-        out.set(path, { path, abs, ...d });
+        out.set(path, resolved);
       }
     }
     return ok([...out.values()]);
   }
 
+  private readonly fileDigest = (path: string) => (this.statCache ? this.statCache.digestOf(path) : sha256File(path));
+
   /** Hashes an input again, bypassing the memo: did it change while the node ran? */
-  static rehash(input: ResolvedInput): Sha256 | undefined {
+  rehash(input: ResolvedInput): Sha256 | undefined {
     try {
-      return Cas.hashPath(input.abs).digest;
+      return Cas.hashPath(input.abs, this.fileDigest).digest;
     } catch {
       return undefined;
     }

@@ -1,7 +1,7 @@
 /** What an attempt changed, as a unified diff against the tree it started from. */
 import { mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { execa } from 'execa';
+import { loadExeca } from '../sandboxes/lazy-execa.js';
 import type { ExecutionContext } from '../pipeline/step-kind.js';
 import type { OutputEntry } from '../pipeline/store/cas.js';
 import type { WorkspaceChanges } from './workspace.js';
@@ -26,7 +26,7 @@ export async function attemptDiff(ctx: Pick<ExecutionContext, 'artifacts' | 'wor
     const b = side(afterEntry, 'b');
     if (a === '/dev/null' && b === '/dev/null') continue;
     // Relative a/PATH and b/PATH with --no-prefix: the headers read a/PATH b/PATH, a patch `git apply` takes.
-    const r = await execa('git', ['diff', '--no-index', '--no-color', '--no-prefix', '--', a, b], { reject: false, cwd: scratch });
+    const r = await (await loadExeca())('git', ['diff', '--no-index', '--no-color', '--no-prefix', '--', a, b], { reject: false, cwd: scratch });
     parts.push(String(r.stdout));
   }
   return parts.filter(Boolean).join('\n') + (parts.some(Boolean) ? '\n' : '');

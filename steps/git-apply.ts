@@ -1,5 +1,5 @@
 import { dirname } from 'node:path';
-import { execa } from 'execa';
+import { loadExeca } from '../sandboxes/lazy-execa.js';
 
 /**
  * Applies a unified diff to a plain directory tree. The tree may sit inside some
@@ -8,7 +8,7 @@ import { execa } from 'execa';
  * still exit 0. The ceiling makes it treat `tree` as a plain directory.
  */
 export async function gitApply(tree: string, patch: string): Promise<{ ok: boolean; stderr: string }> {
-  const r = await execa('git', ['apply', '--whitespace=nowarn', '-'], {
+  const r = await (await loadExeca())('git', ['apply', '--whitespace=nowarn', '-'], {
     cwd: tree,
     input: patch,
     reject: false,

@@ -3,8 +3,10 @@ import { spawn } from 'node:child_process';
 
 export async function extractTree(mirror: string, treeish: string, dest: string): Promise<void> {
   const git = spawn('git', ['-C', mirror, 'archive', '--format=tar', treeish], { stdio: ['ignore', 'pipe', 'pipe'] });
-  const tar = spawn('tar', ['-x', '-C', dest, '-f', '-'], { stdio: ['pipe', 'ignore', 'pipe'] });
-  git.stdout.pipe(tar.stdin);
+  // tar reads git's pipe itself (an OS pipe between the two, as a shell makes): no byte passes through Node.
+  const tar = spawn('tar', ['-x', '-C', dest, '-f', '-'], { stdio: [git.stdout, 'ignore', 'pipe'] });
+  // This process's end is closed, so git gets SIGPIPE if tar stops reading.
+  git.stdout.destroy();
   const tail = (chunks: Buffer[]) => Buffer.concat(chunks).toString('utf8').trim().split('\n').slice(-3).join('; ');
   const errOf = (p: typeof git | typeof tar) => {
     const chunks: Buffer[] = [];

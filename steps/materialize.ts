@@ -1,6 +1,7 @@
+import { randomBytes } from 'node:crypto';
 import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { execa } from 'execa';
+import { loadExeca } from '../sandboxes/lazy-execa.js';
 import picomatch from 'picomatch';
 import { canonicalJson, type Json } from '../pipeline/canonical-json.js';
 import { sha256 } from '../pipeline/digest.js';
@@ -71,8 +72,9 @@ export async function ensureMirror(storeDir: string, source: string, commit: str
   mkdirSync(mirrors, { recursive: true });
   const mirror = join(mirrors, `${sha256(source).slice(0, 16)}.git`);
   if (!existsSync(mirror)) {
-    const tmp = `${mirror}.tmp-${process.pid}-${Date.now()}`;
-    await execa('git', ['clone', '--quiet', '--mirror', source, tmp]);
+    // Unique per call: two tasks of one repository may clone it at once in one process.
+    const tmp = `${mirror}.tmp-${process.pid}-${randomBytes(6).toString('hex')}`;
+    await (await loadExeca())('git', ['clone', '--quiet', '--mirror', source, tmp]);
     try {
       renameSync(tmp, mirror);
     } catch {
@@ -82,11 +84,11 @@ export async function ensureMirror(storeDir: string, source: string, commit: str
   // The tree is the commit's bytes as they are: no export-ignore, no export-subst (which
   // would expand refs the mirror happens to hold, so the same commit could give other bytes).
   writeFileSync(join(mirror, 'info', 'attributes'), '* -export-ignore -export-subst\n');
-  const has = async () => (await execa('git', ['-C', mirror, 'cat-file', '-e', `${commit}^{commit}`], { reject: false })).exitCode === 0;
+  const has = async () => (await (await loadExeca())('git', ['-C', mirror, 'cat-file', '-e', `${commit}^{commit}`], { reject: false })).exitCode === 0;
   let fetchError = '';
   // Two tasks of one repository may fetch into the mirror at once: git's ref locks make one fail; try again.
   for (let attempt = 0; attempt < 3 && !(await has()); attempt++) {
-    const f = await execa('git', ['-C', mirror, 'fetch', '--quiet', '--prune', 'origin', '+refs/*:refs/*'], { reject: false });
+    const f = await (await loadExeca())('git', ['-C', mirror, 'fetch', '--quiet', '--prune', 'origin', '+refs/*:refs/*'], { reject: false });
     fetchError = f.exitCode === 0 ? '' : String(f.stderr).trim();
     if (f.exitCode !== 0) await new Promise((r) => setTimeout(r, 200 * (attempt + 1)));
   }
@@ -136,7 +138,6 @@ export const materializeStep: StepKind = {
       writeFileSync(ctx.logFile, errorMessage(e) + '\n', { flag: 'a' });
       return err({ reason: 'exit-non-zero', message: `task ${task.id}: cannot materialize ${task.repo.source}@${task.repo.commit.slice(0, 12)}: ${errorMessage(e).split('\n')[0]}` });
     }
-    const sourceDigest = Cas.hashPath(tree).digest;
     const policy = policyOf(ctx.node.step.spec);
     const docs = documentationOf(ctx.node.step.spec);
     const isRedacted = picomatch(policy, { dot: true });
@@ -146,13 +147,18 @@ export const materializeStep: StepKind = {
     // The instruction files removed, kept at their paths: an arm with `restore: redacted` gets exactly these bytes back.
     const kept = join(ctx.workDir, 'redacted');
     mkdirSync(kept, { recursive: true });
-    for (const p of [...treeEntries(tree)]) {
+    const toRemove: { p: string; link: boolean; cls: 'instructions' | 'documentation' }[] = [];
+    for (const p of treeEntries(tree)) {
       const link = lstatSync(join(tree, p)).isSymbolicLink();
       // A symlink may stand for a redacted directory (`.cursor -> config/cursor`): the agent would load through it.
       const instruction = isRedacted(p) || (link && isRedacted(`${p}/x`));
       const documentation = !instruction && isDoc(p) && !isAllowed(p);
-      if (!instruction && !documentation) continue;
-      const cls = instruction ? ('instructions' as const) : ('documentation' as const);
+      if (instruction || documentation) toRemove.push({ p, link, cls: instruction ? 'instructions' : 'documentation' });
+    }
+    // The tree as checked out is hashed apart only when redaction changes it (otherwise it is the stored tree's digest).
+    const sourceDigest = toRemove.length ? Cas.hashPath(tree).digest : undefined;
+    for (const { p, link, cls } of toRemove) {
+      const instruction = cls === 'instructions';
       if (link) {
         const target = readlinkSync(join(tree, p));
         removed.push({ path: p, bytes: Buffer.byteLength(target), sha256: sha256(target), symlink_target: target, ...(docs ? { class: cls } : {}) });
@@ -175,20 +181,22 @@ export const materializeStep: StepKind = {
       const abs = join(tree, dir);
       if (existsSync(abs) && readdirSync(abs).length === 0) rmSync(abs, { recursive: true });
     }
+    // Stored once, hashed as it is copied in: its digest is the redacted tree's.
+    const stored = ctx.artifacts.putPath(tree);
     const body = {
       schema_version: 1 as const,
       task: task.id,
       commit: task.repo.commit,
       policy,
       ...(docs ? { documentation_policy: docs } : {}),
-      source_tree_digest: sourceDigest,
-      redacted_tree_digest: Cas.hashPath(tree).digest,
+      source_tree_digest: sourceDigest ?? stored.digest,
+      redacted_tree_digest: stored.digest,
       removed,
     };
     const receipt: RedactionReceipt = { ...body, receipt_digest: sha256(canonicalJson(body)) };
     const receiptFile = join(ctx.workDir, 'redaction.json');
     writeFileSync(receiptFile, JSON.stringify(receipt, null, 2) + '\n');
     writeFileSync(ctx.logFile, `materialized ${task.id} at ${task.repo.commit}; redacted ${removed.length} file(s)\n`, { flag: 'a' });
-    return ok({ tree: ctx.artifacts.putPath(tree), 'redaction.json': ctx.artifacts.putPath(receiptFile), redacted: ctx.artifacts.putPath(kept) });
+    return ok({ tree: stored, 'redaction.json': ctx.artifacts.putPath(receiptFile), redacted: ctx.artifacts.putPath(kept) });
   },
 };

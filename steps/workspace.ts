@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { chmodSync, closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, readdirSync, readlinkSync, readSync, rmSync, symlinkSync, writeSync, type Stats } from 'node:fs';
 import { dirname, join } from 'node:path';
+import { ioBuffer } from '../pipeline/digest.js';
 
 /**
  * Reading what an attempt left in its workspace. The workspace is the agent's: it is
@@ -32,7 +33,6 @@ export interface SnapshotOptions {
   maxFileBytes?: number;
 }
 
-const CHUNK = 1 << 20;
 /** Yield to the event loop this often while walking, so timers (lock heartbeats) keep running. */
 const YIELD_EVERY = 256;
 
@@ -88,9 +88,9 @@ function hashNoFollow(path: string, expected: Stats): string {
   const fd = openNoFollow(path, expected);
   try {
     const hash = createHash('sha256');
-    const buf = Buffer.allocUnsafe(CHUNK);
+    const buf = ioBuffer();
     for (;;) {
-      const n = readSync(fd, buf, 0, CHUNK, null);
+      const n = readSync(fd, buf, 0, buf.length, null);
       if (n === 0) break;
       hash.update(buf.subarray(0, n));
     }
@@ -106,9 +106,9 @@ function copyNoFollow(src: string, expected: Stats, dest: string): void {
   let to: number | undefined;
   try {
     to = openSync(dest, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
-    const buf = Buffer.allocUnsafe(CHUNK);
+    const buf = ioBuffer();
     for (;;) {
-      const n = readSync(from, buf, 0, CHUNK, null);
+      const n = readSync(from, buf, 0, buf.length, null);
       if (n === 0) break;
       for (let off = 0; off < n; ) off += writeSync(to, buf, off, n - off);
     }

@@ -207,3 +207,41 @@ describe('redact', () => {
     expect(redact(out, opts)).toBe(out);
   });
 });
+
+describe('large bundles', () => {
+  it('verify-bundle hashes a 1 GiB file in bounded memory, shows its progress, and names a flipped byte in it', async () => {
+    const { main } = await import('../cli/main.js');
+    const { truncateSync, openSync, writeSync, closeSync } = await import('node:fs');
+    const written = writeBundle(dir, files());
+    expect(written.ok).toBe(true);
+    // A 1 GiB file (sparse: zeros) listed in the manifest as export would list it.
+    const big = join(dir, 'attempts', 'big.bin');
+    writeFileSync(big, '');
+    truncateSync(big, 1024 ** 3);
+    const zeros = createHash('sha256');
+    const chunk = Buffer.alloc(16 << 20);
+    for (let i = 0; i < 64; i++) zeros.update(chunk);
+    const manifest = JSON.parse(readFileSync(join(dir, 'manifest.json'), 'utf8'));
+    manifest.files['attempts/big.bin'] = { sha256: zeros.digest('hex'), bytes: 1024 ** 3 };
+    writeFileSync(join(dir, 'manifest.json'), canonicalJson(manifest) + '\n');
+
+    let stderr = '';
+    let stdout = '';
+    const before = process.memoryUsage().rss;
+    const code = await main(['verify-bundle', dir, '--progress', 'plain'], { stdout: { write: (s: string) => (stdout += s) }, stderr: { write: (s: string) => (stderr += s) }, env: { PATH: process.env['PATH'] } });
+    expect(code, stdout).toBe(0);
+    expect(process.memoryUsage().rss - before).toBeLessThan(256 * 1024 * 1024);
+    expect(stdout).toContain(`bundle ok: ${files().length + 1} files match manifest.json`);
+    const lines = stderr.trim().split('\n');
+    expect(lines.at(-1)).toMatch(/^verifying .*: 100% \(1074 of 1074 MB\)$/);
+    expect(lines.length).toBeGreaterThanOrEqual(5);
+
+    // One byte in the middle of the big file: named, whatever its size.
+    const fd = openSync(big, 'r+');
+    writeSync(fd, Buffer.from([1]), 0, 1, 512 * 1024 * 1024);
+    closeSync(fd);
+    const bad = verifyBundle(dir);
+    expect(bad.ok).toBe(false);
+    if (!bad.ok) expect(bad.error.differs).toEqual(['attempts/big.bin']);
+  }, 60_000);
+});

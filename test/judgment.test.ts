@@ -88,10 +88,13 @@ describe('audit, analyze, export', () => {
 
     // The bundle of this run: the excluded attempt is in it.
     const out = join(rig.dir, 'bundle');
-    const exp = await rig.cli('export', '--out', out);
+    const exp = await rig.cli('export', '--out', out, '--progress', 'plain');
     expect(exp.code, exp.stderr).toBe(0);
+    // Asked for, progress is shown whatever the size: a line per tenth of the bytes, ending at 100%.
+    expect(exp.stderr.trim().split('\n').at(-1)).toMatch(/^writing export: 100% \(\d+\.\d of \d+\.\d MB\)$/);
     const ok = await rig.cli('verify-bundle', out);
     expect(ok.code, ok.stdout).toBe(0);
+    expect(ok.stderr).toBe(''); // auto: no bar for a small bundle, nor off a terminal
     // The excluded attempt is in the bundle.
     expect(readFileSync(join(out, 'attempts.csv'), 'utf8')).toContain('infra-gateway');
     expect(readFileSync(join(out, 'report.md'), 'utf8')).toContain('fixtures prove the machinery');

@@ -4,6 +4,8 @@ import { dirname, join } from 'node:path';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { main } from '../cli/main.js';
+import type { CacheKey } from '../pipeline/digest.js';
+import { Store } from '../pipeline/store/store.js';
 
 export const BIN = join(dirname(fileURLToPath(import.meta.url)), '..', 'bin', 'pairbench.js');
 
@@ -85,8 +87,9 @@ export class Rig {
   /** An output of the record with this key (e.g. from `run --json`), whether or not the node is cached now. */
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   recordOutputJson(key: string, name: string): any {
-    const record = JSON.parse(readFileSync(join(this.dir, '.pairbench', 'ac', key.slice(0, 2), `${key}.json`), 'utf8')) as { outputs: Record<string, { digest: string }> };
-    const digest = record.outputs[name]!.digest;
+    const found = new Store(join(this.dir, '.pairbench')).actions.get(key as CacheKey);
+    if (found.status !== 'hit') throw new Error(`no record for key ${key} (${found.status})`);
+    const digest = found.record.outputs[name]!.digest;
     return JSON.parse(readFileSync(join(this.dir, '.pairbench', 'cas', digest.slice(0, 2), digest), 'utf8'));
   }
 

@@ -1,10 +1,13 @@
-import { closeSync, existsSync, openSync, readdirSync, readFileSync, readSync, rmSync, statSync } from 'node:fs';
+import { appendFileSync, closeSync, existsSync, openSync, readdirSync, readFileSync, readSync, renameSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { canonicalJson } from '../canonical-json.js';
 import { cacheKeyOf, digestOfJson, sha256, type CacheKey, type Sha256 } from '../digest.js';
 import { errorMessage } from '../result.js';
-import { writeFileAtomic } from './atomic-fs.js';
+import { randomBytes } from 'node:crypto';
+import { ensureDir, writeFileAtomic } from './atomic-fs.js';
 import type { OutputEntry, Stamp } from './cas.js';
+import { isAlive, type LockDir } from './lock.js';
+import { RecordPack, type PackedRecord } from './record-pack.js';
 
 export type OutputManifest = Record<string, OutputEntry>;
 
@@ -56,25 +59,139 @@ export function outputsDigest(outputs: OutputManifest): Sha256 {
   return digestOfJson(outputs);
 }
 
-/** Action records: node key -> output manifest, one small file per key, published last. */
+/**
+ * A record read from the pack: its fields are parsed from the pack when they are read, not
+ * held, so a no-op over 100,000 nodes keeps 100,000 small objects instead of 100,000 parsed
+ * records (and their pre-images). Serializes (and spreads into) the full record.
+ */
+class PackedActionRecord implements ActionRecord {
+  readonly #pack: RecordPack;
+  readonly #i: number;
+  readonly schema = 1 as const;
+
+  constructor(
+    pack: RecordPack,
+    i: number,
+    readonly key: CacheKey,
+  ) {
+    this.#pack = pack;
+    this.#i = i;
+  }
+
+  #rest(): Omit<ActionRecord, 'key' | 'preimage'> {
+    return JSON.parse(this.#pack.rest(this.#i)) as Omit<ActionRecord, 'key' | 'preimage'>;
+  }
+
+  get preimage(): string {
+    return this.#pack.entry(this.#i).preimage;
+  }
+  get outputs_digest(): Sha256 {
+    return this.#pack.outputsDigest(this.#i) as Sha256;
+  }
+  get node(): string {
+    return this.#rest().node;
+  }
+  get step(): string {
+    return this.#rest().step;
+  }
+  get kind(): string {
+    return this.#rest().kind;
+  }
+  get outputs(): OutputManifest {
+    return this.#rest().outputs;
+  }
+  get stamps(): Record<string, Stamp> {
+    return this.#rest().stamps;
+  }
+  get log(): Sha256 | null {
+    return this.#rest().log;
+  }
+  get started_at(): string {
+    return this.#rest().started_at;
+  }
+  get duration_ms(): number {
+    return this.#rest().duration_ms;
+  }
+  get pairbench_version(): string {
+    return this.#rest().pairbench_version;
+  }
+
+  toJSON(): ActionRecord {
+    return { ...this.#rest(), key: this.key, preimage: this.preimage, schema: 1 };
+  }
+}
+
+/** Loose records in the store before a run packs them (a few runs' worth stays loose). */
+const PACK_WHEN_LOOSE = 64;
+
+/**
+ * Action records: node key -> output manifest. A run writes each record as its own small
+ * file (published last, atomically); once enough are loose they are packed into one sealed
+ * file (record-pack.ts) and the loose files removed, as git packs loose objects. A lookup
+ * reads the pack first, then the loose file.
+ */
 export class ActionCache {
+  private packed: RecordPack | null | undefined;
+  /** Records this process wrote or read loose: only then is it worth looking for records to pack. */
+  private looseTouched = 0;
+
   constructor(
     private readonly dir: string,
     private readonly tmpDir: string,
+    private readonly locks: LockDir,
   ) {}
 
   pathOf(key: CacheKey): string {
     return join(this.dir, key.slice(0, 2), `${key}.json`);
   }
 
+  get packPath(): string {
+    return join(this.dir, 'pack');
+  }
+
+  /** The pack as this process last read it (null: none, or one that is not whole and was set aside). */
+  private pack(): RecordPack | null {
+    if (this.packed !== undefined) return this.packed;
+    try {
+      this.packed = RecordPack.open(this.packPath) ?? null;
+    } catch (e) {
+      // A pack that is not whole is evidence, not truth: set aside; its nodes rebuild.
+      this.packed = null;
+      try {
+        renameSync(this.packPath, `${this.packPath}.corrupt-${Date.now()}`);
+      } catch {
+        // another process set it aside first
+      }
+      this.packProblem = `the record pack ${this.packPath} was not whole (${errorMessage(e)}) and was set aside`;
+    }
+    return this.packed;
+  }
+
+  /** Why the pack was set aside, when it was (fsck reports it). */
+  packProblem: string | undefined;
+
   /**
-   * Reads and re-verifies a record: its pre-image must hash to its key, its outputs to their
-   * digest. A caller that holds the pre-image `key` was computed from passes it: the record's
-   * must then be the same bytes, which proves the same without hashing again.
+   * Reads and verifies a record: its pre-image must be the one its key names, its outputs
+   * must match their digest. A caller that holds the pre-image `key` was computed from passes
+   * it: the record's must then be the same bytes, which proves the same without hashing again.
+   * A packed record's outputs are covered by the pack's seal, checked when it was opened.
    */
   get(key: CacheKey, preimage?: string): RecordLookup {
+    const pack = this.pack();
+    const i = pack ? pack.indexOf(key) : -1;
+    if (pack && i >= 0) {
+      if (preimage !== undefined ? !pack.preimageIs(i, preimage) : cacheKeyOf(pack.entry(i).preimage) !== key) {
+        return { status: 'corrupt', reason: 'packed record does not match its key' };
+      }
+      return { status: 'hit', record: new PackedActionRecord(pack, i, key) };
+    }
+    return this.getLoose(key, preimage);
+  }
+
+  private getLoose(key: CacheKey, preimage?: string): RecordLookup {
     const text = readSmallFile(this.pathOf(key));
     if (text === undefined) return { status: 'miss' };
+    this.looseTouched++;
     let record: ActionRecord;
     try {
       record = JSON.parse(text) as ActionRecord;
@@ -92,15 +209,84 @@ export class ActionCache {
 
   put(record: ActionRecord): void {
     writeFileAtomic(this.pathOf(record.key), JSON.stringify(record) + '\n', this.tmpDir);
+    this.looseTouched++;
   }
 
   remove(key: CacheKey): void {
-    rmSync(this.pathOf(key), { force: true });
+    this.removeMany([key]);
   }
 
+  /** Removes records, loose and packed (the pack is rewritten once, under its lock). */
+  removeMany(keys: Iterable<CacheKey>): void {
+    const list = [...keys];
+    for (const k of list) rmSync(this.pathOf(k), { force: true });
+    if (!list.some((k) => this.pack()?.has(k))) return;
+    const drop = new Set<string>(list);
+    this.rewritePack((current) => [...(current?.entries() ?? [])].filter((e) => !drop.has(e.key)));
+  }
+
+  /**
+   * Packs the loose records when a run left enough of them (or `force`): every loose record
+   * that verifies joins the pack, then its file is removed. Returns how many were packed.
+   */
+  packLoose(options: { force?: boolean } = {}): number {
+    if (!options.force && this.looseTouched === 0) return 0;
+    const loose = [...this.listLoose()];
+    if (!loose.length || (!options.force && loose.length < PACK_WHEN_LOOSE)) return 0;
+    const joined: string[] = [];
+    this.rewritePack((current) => {
+      const fresh: PackedRecord[] = [];
+      for (const l of loose) {
+        const found = this.getLoose(l.key);
+        if (found.status !== 'hit') continue; // a corrupt record stays where the next lookup drops it
+        const { key, preimage, ...rest } = found.record;
+        fresh.push({ key, preimage, rest: JSON.stringify(rest), outputsDigest: rest.outputs_digest });
+        joined.push(l.path);
+      }
+      return [...(current?.entries() ?? []), ...fresh];
+    });
+    for (const p of joined) rmSync(p, { force: true });
+    this.looseTouched = 0;
+    return joined.length;
+  }
+
+  private rewritePack(next: (current: RecordPack | undefined) => PackedRecord[]): void {
+    const lock = this.locks.acquireSync('action-pack', 'rewriting the record pack');
+    try {
+      // Under the lock, from the pack on disk now (another process may have rewritten it).
+      let current: RecordPack | undefined;
+      try {
+        current = RecordPack.open(this.packPath);
+      } catch {
+        current = undefined;
+      }
+      writeFileAtomic(this.packPath, RecordPack.build(next(current)), this.tmpDir);
+      this.packed = undefined;
+    } finally {
+      lock.release();
+    }
+  }
+
+  /** Every record: loose files, then packed entries (`path` is the pack for those). */
   *list(): Generator<{ key: CacheKey; path: string; size: number; mtimeMs: number }> {
+    const seen = new Set<string>();
+    for (const l of this.listLoose()) {
+      seen.add(l.key);
+      yield l;
+    }
+    const pack = this.pack();
+    if (!pack) return;
+    const mtimeMs = statSync(this.packPath, { throwIfNoEntry: false })?.mtimeMs ?? 0;
+    for (let i = 0; i < pack.count; i++) {
+      const key = pack.keyAt(i) as CacheKey;
+      if (!seen.has(key)) yield { key, path: this.packPath, size: pack.size(i), mtimeMs };
+    }
+  }
+
+  private *listLoose(): Generator<{ key: CacheKey; path: string; size: number; mtimeMs: number }> {
     if (!existsSync(this.dir)) return;
     for (const shard of readdirSync(this.dir)) {
+      if (shard.length !== 2) continue; // the pack, and packs set aside
       for (const name of readdirSync(join(this.dir, shard))) {
         if (!name.endsWith('.json')) continue;
         const path = join(this.dir, shard, name);
@@ -137,7 +323,18 @@ export interface NodeTry {
 }
 
 
+/** Journals of built nodes merged into one when there are more than this many (those of finished runs). */
+const JOURNALS_BEFORE_COMPACTION = 32;
+
+/**
+ * Per node id: a small file only while there is something to remember (its last failure,
+ * transient tries), and the latest executed key in append-only journals, one per run
+ * (`built/`): a successful node costs one appended line, not a file per node.
+ */
 export class NodeIndex {
+  private latestByNode: Map<string, { key: CacheKey; at: string }> | undefined;
+  private journal: string | undefined;
+
   constructor(
     private readonly dir: string,
     private readonly tmpDir: string,
@@ -148,7 +345,11 @@ export class NodeIndex {
     return join(this.dir, h.slice(0, 2), `${h}.json`);
   }
 
-  get(nodeId: string): NodeHistory | undefined {
+  private get journalDir(): string {
+    return join(this.dir, 'built');
+  }
+
+  private readFile(nodeId: string): NodeHistory | undefined {
     try {
       const h = JSON.parse(readFileSync(this.pathOf(nodeId), 'utf8')) as NodeHistory;
       return h.node === nodeId ? h : undefined;
@@ -157,15 +358,76 @@ export class NodeIndex {
     }
   }
 
-  update(nodeId: string, change: (h: NodeHistory) => NodeHistory): void {
-    const next = change(this.get(nodeId) ?? { node: nodeId });
-    writeFileAtomic(this.pathOf(nodeId), canonicalJson(next) + '\n', this.tmpDir);
+  get(nodeId: string): NodeHistory | undefined {
+    const file = this.readFile(nodeId);
+    const built = this.latest().get(nodeId);
+    if (!file && !built) return undefined;
+    const h: NodeHistory = { ...(file ?? { node: nodeId }) };
+    // (A store written before the journals kept `latest` in the node's file: the newer wins.)
+    if (built && (!h.latest || built.at >= h.latest.at)) h.latest = built;
+    return h;
   }
 
-  /** Every node's history (gc keeps the blobs of their pending tries). */
+  /** Read-modify-write of a node's failure and tries (its latest key lives in the journals). */
+  update(nodeId: string, change: (h: NodeHistory) => NodeHistory): void {
+    const { latest: _journaled, ...next } = change(this.get(nodeId) ?? { node: nodeId });
+    if (next.last_failure || next.tries?.length) writeFileAtomic(this.pathOf(nodeId), canonicalJson(next) + '\n', this.tmpDir);
+    else rmSync(this.pathOf(nodeId), { force: true });
+  }
+
+  /** A node built `key`: its latest key, and whatever failure or tries it had are cleared. */
+  recordBuilt(nodeId: string, key: CacheKey, at: string): void {
+    const file = this.readFile(nodeId);
+    if (file) this.update(nodeId, (h) => ({ node: h.node }));
+    if (!this.journal) {
+      ensureDir(this.journalDir);
+      this.journal = join(this.journalDir, `${Date.now()}-${process.pid}-${randomBytes(3).toString('hex')}.jsonl`);
+    }
+    appendFileSync(this.journal, JSON.stringify({ node: nodeId, key, at }) + '\n');
+    this.latestByNode?.set(nodeId, { key, at });
+  }
+
+  /** Latest built key of every node, from the journals (read once per process). */
+  private latest(): Map<string, { key: CacheKey; at: string }> {
+    if (this.latestByNode) return this.latestByNode;
+    const map = new Map<string, { key: CacheKey; at: string }>();
+    const names = existsSync(this.journalDir) ? readdirSync(this.journalDir).sort() : [];
+    for (const name of names) {
+      let text: string;
+      try {
+        text = readFileSync(join(this.journalDir, name), 'utf8');
+      } catch {
+        continue; // compacted meanwhile
+      }
+      for (const line of text.split('\n')) {
+        if (!line) continue;
+        try {
+          const e = JSON.parse(line) as { node: string; key: CacheKey; at: string };
+          const had = map.get(e.node);
+          if (!had || e.at >= had.at) map.set(e.node, { key: e.key, at: e.at });
+        } catch {
+          // a line cut short by a crash: that build is simply not remembered
+        }
+      }
+    }
+    this.latestByNode = map;
+    const finished = names.filter((n) => {
+      const pid = Number(/^\d+-(\d+)-/.exec(n)?.[1]);
+      return pid !== process.pid && !isAlive(pid);
+    });
+    if (finished.length > JOURNALS_BEFORE_COMPACTION) {
+      const merged = [...map].map(([node, l]) => JSON.stringify({ node, key: l.key, at: l.at }) + '\n').join('');
+      writeFileAtomic(join(this.journalDir, `${Date.now()}-${process.pid}-compacted.jsonl`), merged, this.tmpDir);
+      for (const n of finished) rmSync(join(this.journalDir, n), { force: true });
+    }
+    return map;
+  }
+
+  /** Every node's failure and tries (gc keeps the blobs of their pending tries). */
   *list(): Generator<NodeHistory> {
     if (!existsSync(this.dir)) return;
     for (const shard of readdirSync(this.dir)) {
+      if (shard.length !== 2) continue;
       for (const name of readdirSync(join(this.dir, shard))) {
         try {
           yield JSON.parse(readFileSync(join(this.dir, shard, name), 'utf8')) as NodeHistory;

@@ -13,8 +13,13 @@ export function ensureDir(dir: string): void {
 /** A temp path in `tmpDir` that names its owner, so a killed writer's leftovers can be told apart. */
 export function tempPath(tmpDir: string, label = 'tmp'): string {
   ensureDir(tmpDir);
-  return join(tmpDir, `${label}-${process.pid}-${randomBytes(6).toString('hex')}`);
+  // A random prefix per process, then a counter: unique without a random draw per file.
+  tempPrefix ??= randomBytes(4).toString('hex');
+  return join(tmpDir, `${label}-${process.pid}-${tempPrefix}${(tempCounter++).toString(36)}`);
 }
+
+let tempPrefix: string | undefined;
+let tempCounter = 0;
 
 /**
  * Writes `data` to `target` so that readers see the old file or the whole new one,

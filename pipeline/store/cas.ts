@@ -3,7 +3,6 @@ import {
   chmodSync,
   closeSync,
   existsSync,
-  fsyncSync,
   lstatSync,
   openSync,
   readdirSync,
@@ -19,7 +18,7 @@ import {
 } from 'node:fs';
 import { join } from 'node:path';
 import { canonicalJson } from '../canonical-json.js';
-import { sha256, sha256File, type Sha256 } from '../digest.js';
+import { ioBuffer, sha256, sha256File, type Sha256 } from '../digest.js';
 import { ensureDir, tempPath } from './atomic-fs.js';
 
 /** A stored output: a file blob or a directory stored as a Merkle tree. */
@@ -111,8 +110,9 @@ export class Cas {
     const tmp = tempPath(this.tmpDir, 'blob');
     const fd = openSync(tmp, 'w', 0o444);
     try {
+      // Not synced: only the action record is (the commit point). A blob a crash cut short does
+      // not match the stamp its record holds, is re-hashed, and its node is rebuilt.
       writeSync(fd, bytes);
-      fsyncSync(fd);
     } finally {
       closeSync(fd);
     }
@@ -204,11 +204,11 @@ export class Cas {
   }
 
   /** Writes an output entry at `dest`, verifying every blob it reads (streamed: any size). */
-  materialize(entry: { type: 'file' | 'dir'; digest: Sha256; executable?: boolean }, dest: string): void {
+  materialize(entry: { type: 'file' | 'dir'; digest: Sha256; executable?: boolean }, dest: string, onBytes?: (bytes: number) => void): void {
     if (entry.type === 'file') {
-      let copied: { digest: Sha256 };
+      let copied: { digest: Sha256; size: number };
       try {
-        copied = copyHashing(this.pathOf(entry.digest), dest, entry.executable ? 0o755 : 0o644, 'w');
+        copied = copyHashing(this.pathOf(entry.digest), dest, entry.executable ? 0o755 : 0o644, 'w', onBytes);
       } catch (e) {
         if ((e as NodeJS.ErrnoException).code === 'ENOENT' && !existsSync(this.pathOf(entry.digest))) throw new CorruptBlobError(entry.digest, 'missing');
         throw e;
@@ -223,14 +223,14 @@ export class Cas {
     for (const e of this.readTree(entry.digest).entries) {
       const p = join(dest, e.name);
       if (e.type === 'symlink') symlinkSync(e.target, p);
-      else this.materialize(e, p);
+      else this.materialize(e, p, onBytes);
     }
   }
 
   /** Digest of a file or directory without storing it (inputs are hashed before a node runs). */
-  static hashPath(path: string): { type: 'file' | 'dir'; digest: Sha256 } {
-    if (!statSync(path).isDirectory()) return { type: 'file', digest: sha256File(path).digest };
-    return { type: 'dir', digest: walkTree(path, sha256File, (bytes) => sha256(bytes)).digest };
+  static hashPath(path: string, fileDigest: (path: string) => { digest: Sha256; size: number } = sha256File): { type: 'file' | 'dir'; digest: Sha256 } {
+    if (!statSync(path).isDirectory()) return { type: 'file', digest: fileDigest(path).digest };
+    return { type: 'dir', digest: walkTree(path, fileDigest, (bytes) => sha256(bytes)).digest };
   }
 
   /** All blob digests present, with sizes (for gc). */
@@ -249,23 +249,23 @@ export class Cas {
   }
 }
 
-const COPY_CHUNK = 1 << 20;
 
 /** Copies src to a new file dest, hashing the bytes as they pass. */
-function copyHashing(src: string, dest: string, mode = 0o600, flags = 'wx'): { digest: Sha256; size: number } {
+function copyHashing(src: string, dest: string, mode = 0o600, flags = 'wx', onBytes?: (bytes: number) => void): { digest: Sha256; size: number } {
   const from = openSync(src, 'r');
   let to: number | undefined;
   try {
     to = openSync(dest, flags, mode);
     const hash = createHash('sha256');
-    const buf = Buffer.allocUnsafe(COPY_CHUNK);
+    const buf = ioBuffer();
     let size = 0;
     for (;;) {
-      const n = readSync(from, buf, 0, COPY_CHUNK, null);
+      const n = readSync(from, buf, 0, buf.length, null);
       if (n === 0) break;
       hash.update(buf.subarray(0, n));
       for (let off = 0; off < n; ) off += writeSync(to, buf, off, n - off);
       size += n;
+      onBytes?.(n);
     }
     return { digest: hash.digest('hex') as Sha256, size };
   } finally {

@@ -12,6 +12,8 @@ export interface FsckReport {
   corrupt_records: { key: CacheKey; reason: string }[];
   /** Verified records that need a blob that is missing or corrupt. */
   broken_records: { key: CacheKey; node: string; blobs: Sha256[] }[];
+  /** The record pack did not match its seal (it is set aside; the records it held rebuild). */
+  corrupt_pack: string | null;
   repaired: boolean;
 }
 
@@ -22,7 +24,7 @@ export interface FsckReport {
  * the next run.
  */
 export function fsck(store: Store, options: { repair: boolean; onProgress?: (blobs: number) => void }): FsckReport {
-  const report: FsckReport = { blobs_checked: 0, bytes_checked: 0, corrupt_blobs: [], records_checked: 0, corrupt_records: [], broken_records: [], repaired: false };
+  const report: FsckReport = { blobs_checked: 0, bytes_checked: 0, corrupt_blobs: [], records_checked: 0, corrupt_records: [], broken_records: [], corrupt_pack: null, repaired: false };
   const bad = new Set<string>();
   const present = new Set<string>();
   for (const b of store.cas.list()) {
@@ -43,6 +45,7 @@ export function fsck(store: Store, options: { repair: boolean; onProgress?: (blo
     const missing = Object.keys(found.record.stamps).filter((d) => bad.has(d) || !present.has(d)) as Sha256[];
     if (missing.length) report.broken_records.push({ key: r.key, node: found.record.node, blobs: missing });
   }
+  report.corrupt_pack = store.actions.packProblem ?? null;
   if (options.repair) {
     for (const d of report.corrupt_blobs) store.cas.remove(d);
     for (const r of [...report.corrupt_records, ...report.broken_records]) store.actions.remove(r.key);
@@ -52,5 +55,5 @@ export function fsck(store: Store, options: { repair: boolean; onProgress?: (blo
 }
 
 export function fsckClean(r: FsckReport): boolean {
-  return r.corrupt_blobs.length === 0 && r.corrupt_records.length === 0 && r.broken_records.length === 0;
+  return r.corrupt_blobs.length === 0 && r.corrupt_records.length === 0 && r.broken_records.length === 0 && r.corrupt_pack === null;
 }

@@ -125,6 +125,20 @@ export class LockDir {
     }
   }
 
+  /** `acquire` for synchronous callers (short critical sections only): blocks the thread while it waits. */
+  acquireSync(name: string, label: string, options: { staleMs?: number; timeoutMs?: number } = {}): HeldLock {
+    const staleMs = options.staleMs ?? DEFAULT_STALE_MS;
+    const until = Date.now() + (options.timeoutMs ?? 120_000);
+    const sleeper = new Int32Array(new SharedArrayBuffer(4));
+    for (let poll = 5; ; poll = Math.min(poll * 2, 100)) {
+      const held = this.tryAcquire(name, label);
+      if (held) return held;
+      if (this.staleReason(name, staleMs) && this.breakStale(name, staleMs)) continue;
+      if (Date.now() > until) throw new Error(`timed out waiting for lock ${name} held by ${this.holder(name)}`);
+      Atomics.wait(sleeper, 0, 0, poll);
+    }
+  }
+
   async acquire(name: string, label: string, options: LockOptions = {}): Promise<HeldLock> {
     const staleMs = options.staleMs ?? DEFAULT_STALE_MS;
     let waited = false;

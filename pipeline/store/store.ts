@@ -1,10 +1,11 @@
-import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { sha256, type CacheKey, type Sha256 } from '../digest.js';
 import { ActionCache, NodeIndex } from './action-cache.js';
 import { ensureDir, writeFileAtomic } from './atomic-fs.js';
 import { Cas } from './cas.js';
 import { isAlive, LockDir } from './lock.js';
+import { StatCache } from './stat-cache.js';
 
 export const STORE_LAYOUT_VERSION = 1;
 
@@ -18,12 +19,13 @@ const ACCESS_LOGS_BEFORE_COMPACTION = 32;
 /**
  * The store directory:
  *   cas/     blobs by SHA-256 (files and tree objects), read-only
- *   ac/      action records: node key -> output manifest
- *   nodes/   per node id: latest executed key, last failure
+ *   ac/      action records: node key -> output manifest (loose files, then one sealed pack)
+ *   nodes/   per node id: last failure and transient tries; built/: journals of each node's latest key
  *   locks/   per-key locks between concurrent runs
  *   access/  which keys each run used (for least-recently-used gc)
  *   roots/   named sets of keys that gc keeps (each config's last full run, each cohort's attempts)
  *   registry/ documents updated under a lock (the cohorts' preregistration records)
+ *   stat-cache.json  input file digests by stat, so unchanged inputs are not read again
  *   tmp/     temp files and work directories (named by owner pid)
  */
 export class Store {
@@ -31,14 +33,16 @@ export class Store {
   readonly actions: ActionCache;
   readonly nodes: NodeIndex;
   readonly locks: LockDir;
+  readonly statCache: StatCache;
   readonly tmpDir: string;
 
   constructor(readonly dir: string) {
     this.tmpDir = join(dir, 'tmp');
     this.cas = new Cas(join(dir, 'cas'), this.tmpDir);
-    this.actions = new ActionCache(join(dir, 'ac'), this.tmpDir);
-    this.nodes = new NodeIndex(join(dir, 'nodes'), this.tmpDir);
     this.locks = new LockDir(join(dir, 'locks'));
+    this.actions = new ActionCache(join(dir, 'ac'), this.tmpDir, this.locks);
+    this.nodes = new NodeIndex(join(dir, 'nodes'), this.tmpDir);
+    this.statCache = new StatCache(join(dir, 'stat-cache.json'), this.tmpDir);
   }
 
   /**
@@ -48,13 +52,15 @@ export class Store {
   forgetBlob(digest: Sha256): string[] {
     this.cas.remove(digest);
     const dropped: string[] = [];
+    const keys: CacheKey[] = [];
     for (const r of this.actions.list()) {
       const found = this.actions.get(r.key);
       if (found.status === 'hit' && digest in found.record.stamps) {
-        this.actions.remove(r.key);
+        keys.push(r.key);
         dropped.push(found.record.node);
       }
     }
+    this.actions.removeMany(keys);
     return dropped.sort();
   }
 
@@ -66,12 +72,16 @@ export class Store {
     const current = this.roots().find((r) => r.name === name);
     if (current && current.keys.length === sorted.length && current.keys.every((k, i) => k === sorted[i]) && Object.entries(about).every(([k, v]) => current.about[k] === v)) return;
     writeFileAtomic(file, JSON.stringify({ name, ...about, at: new Date().toISOString(), keys: sorted }) + '\n', this.tmpDir);
+    this.rootsRead = undefined;
   }
 
   /** Every root: its name, what it says it is, and its keys. */
   roots(): { name: string; about: Record<string, string>; keys: string[]; file: string }[] {
     const dir = join(this.dir, 'roots');
-    if (!existsSync(dir)) return [];
+    const mtimeMs = statSync(dir, { throwIfNoEntry: false })?.mtimeMs;
+    if (mtimeMs === undefined) return [];
+    // A run reads them more than once (its access log, then its config's root): parsed once while the directory is unchanged.
+    if (this.rootsRead?.mtimeMs === mtimeMs) return this.rootsRead.roots;
     const out = [];
     for (const f of readdirSync(dir)) {
       try {
@@ -81,8 +91,11 @@ export class Store {
         // a root being replaced, or garbage: ignored
       }
     }
+    this.rootsRead = { mtimeMs, roots: out };
     return out;
   }
+
+  private rootsRead: { mtimeMs: number; roots: ReturnType<Store['roots']> } | undefined;
 
   /** The JSON document `name` of the registry, if any. */
   readDocument<T>(name: string): T | undefined {

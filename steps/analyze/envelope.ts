@@ -1,5 +1,12 @@
 /** The noise envelope and the minimum detectable effect of a paired comparison. */
-import normalQuantile from '@stdlib/stats-base-dists-normal-quantile';
+import { createRequire } from 'node:module';
+
+// Loaded on first use (about a hundred small modules): a plan or a no-op run never computes a quantile.
+let quantile: ((p: number, mu: number, sigma: number) => number) | undefined;
+function normalQuantile(p: number, mu: number, sigma: number): number {
+  quantile ??= createRequire(import.meta.url)('@stdlib/stats-base-dists-normal-quantile') as (p: number, mu: number, sigma: number) => number;
+  return quantile(p, mu, sigma);
+}
 import { sampleSd, sampleVariance } from './describe.js';
 import type { MinimumDetectableEffect, NoiseEnvelope } from './types.js';
 

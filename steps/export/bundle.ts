@@ -8,7 +8,7 @@ import { closeSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, r
 import { createPrivateKey, createPublicKey, randomBytes, sign as cryptoSign, verify as cryptoVerify, type KeyObject } from 'node:crypto';
 import { dirname, join } from 'node:path';
 import { canonicalJson } from '../../pipeline/canonical-json.js';
-import { sha256, isSha256, type Sha256 } from '../../pipeline/digest.js';
+import { sha256, sha256File, isSha256, type Sha256 } from '../../pipeline/digest.js';
 import { err, errorMessage, ok, type Result } from '../../pipeline/result.js';
 
 export const MANIFEST_FILE = 'manifest.json';
@@ -110,7 +110,7 @@ export function writeBundle(dir: string, files: BundleFile[]): Result<Manifest, 
  * missing `manifest.json`; an unreadable or malformed one (or one naming a path
  * outside the bundle) as `manifest.json` differing, with every file on disk extra.
  */
-export function verifyBundle(dir: string): Result<{ ok: true; files: number }, BundleMismatch> {
+export function verifyBundle(dir: string, onProgress?: (bytes: number, total: number) => void): Result<{ ok: true; files: number }, BundleMismatch> {
   let onDisk: string[];
   try {
     onDisk = walk(dir);
@@ -131,6 +131,7 @@ export function verifyBundle(dir: string): Result<{ ok: true; files: number }, B
   const differs: string[] = [];
   const missing: string[] = [];
   const listed = Object.keys(manifest.files).sort();
+  const total = listed.reduce((a, p) => a + manifest.files[p]!.bytes, 0);
   const present = new Set(others);
   for (const path of listed) {
     const want = manifest.files[path]!;
@@ -146,8 +147,10 @@ export function verifyBundle(dir: string): Result<{ ok: true; files: number }, B
       differs.push(path);
       continue;
     }
-    const data = readFileSync(abs);
-    if (data.length !== want.bytes || sha256(data) !== want.sha256) differs.push(path);
+    // Streamed: a bundle file of any size is hashed in bounded memory.
+    const got = st.size === want.bytes ? sha256File(abs, onProgress && ((n) => onProgress(n, total))) : undefined;
+    if (!got || got.size !== want.bytes || got.digest !== want.sha256) differs.push(path);
+    if (!got) onProgress?.(want.bytes, total);
   }
   const listedSet = new Set(listed);
   const extra = [...present].filter((p) => !listedSet.has(p)).sort();
