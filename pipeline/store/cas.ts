@@ -103,10 +103,10 @@ export class Cas {
     rmSync(this.pathOf(digest), { force: true });
   }
 
-  /** Stores bytes; a blob already present is re-verified and replaced if it was corrupt. */
+  /** Stores bytes (a blob of the right size already there is kept: reads verify it). */
   putBytes(bytes: Uint8Array): Sha256 {
     const digest = sha256(bytes);
-    if (this.has(digest) && this.hashOnDisk(digest) === digest) return digest;
+    if (this.hasWithSize(digest, bytes.length)) return digest;
     const tmp = tempPath(this.tmpDir, 'blob');
     const fd = openSync(tmp, 'w', 0o444);
     try {
@@ -125,15 +125,39 @@ export class Cas {
    * (hashed as they are copied: one pass, any size).
    */
   putFile(path: string): { digest: Sha256; size: number } {
+    // A file that fits the I/O buffer is read once: hashed, and written only when the store lacks it.
+    const small = readWhole(path);
+    if (small) {
+      const digest = sha256(small);
+      if (!this.hasWithSize(digest, small.length)) {
+        const tmp = tempPath(this.tmpDir, 'blob');
+        const fd = openSync(tmp, 'w', 0o444);
+        try {
+          for (let off = 0; off < small.length; ) off += writeSync(fd, small, off, small.length - off);
+        } finally {
+          closeSync(fd);
+        }
+        this.publish(tmp, digest);
+      }
+      return { digest, size: small.length };
+    }
     const tmp = tempPath(this.tmpDir, 'blob');
     const { digest, size } = copyHashing(path, tmp);
-    if (this.has(digest) && this.hashOnDisk(digest) === digest) {
+    if (this.hasWithSize(digest, size)) {
       rmSync(tmp, { force: true });
     } else {
       chmodSync(tmp, 0o444);
       this.publish(tmp, digest);
     }
     return { digest, size };
+  }
+
+  /**
+   * A blob is kept when one of the right size is there: its bytes are verified whenever it is
+   * read (materialize, read), so a corrupt one is found and dropped then, not re-hashed on every store.
+   */
+  private hasWithSize(digest: Sha256, size: number): boolean {
+    return statSync(this.pathOf(digest), { throwIfNoEntry: false })?.size === size;
   }
 
   /**
@@ -271,6 +295,23 @@ function copyHashing(src: string, dest: string, mode = 0o600, flags = 'wx', onBy
   } finally {
     closeSync(from);
     if (to !== undefined) closeSync(to);
+  }
+}
+
+/** The whole file in the shared I/O buffer, when it fits (a view valid until the next use of the buffer); otherwise undefined. */
+function readWhole(path: string): Buffer | undefined {
+  const buf = ioBuffer();
+  const fd = openSync(path, 'r');
+  try {
+    let n = 0;
+    for (;;) {
+      const got = readSync(fd, buf, n, buf.length - n, null);
+      if (got === 0) return buf.subarray(0, n);
+      n += got;
+      if (n === buf.length) return undefined;
+    }
+  } finally {
+    closeSync(fd);
   }
 }
 
