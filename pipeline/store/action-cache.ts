@@ -67,23 +67,29 @@ export function outputsDigest(outputs: OutputManifest): Sha256 {
 class PackedActionRecord implements ActionRecord {
   readonly #pack: RecordPack;
   readonly #i: number;
+  /** The entry's fields as read by the lookup: used by the first field read, then dropped. */
+  #first: string | undefined;
   readonly schema = 1 as const;
 
   constructor(
     pack: RecordPack,
     i: number,
     readonly key: CacheKey,
+    rest?: string,
   ) {
     this.#pack = pack;
     this.#i = i;
+    this.#first = rest;
   }
 
   #rest(): Omit<ActionRecord, 'key' | 'preimage'> {
-    return JSON.parse(this.#pack.rest(this.#i)) as Omit<ActionRecord, 'key' | 'preimage'>;
+    const text = this.#first ?? this.#pack.rest(this.#i);
+    this.#first = undefined;
+    return JSON.parse(text) as Omit<ActionRecord, 'key' | 'preimage'>;
   }
 
   get preimage(): string {
-    return this.#pack.entry(this.#i).preimage;
+    return this.#pack.body(this.#i).preimage;
   }
   get outputs_digest(): Sha256 {
     return this.#pack.outputsDigest(this.#i) as Sha256;
@@ -180,10 +186,12 @@ export class ActionCache {
     const pack = this.pack();
     const i = pack ? pack.indexOf(key) : -1;
     if (pack && i >= 0) {
-      if (preimage !== undefined ? !pack.preimageIs(i, preimage) : cacheKeyOf(pack.entry(i).preimage) !== key) {
+      // One read of the entry: its pre-image is compared, the rest serves the caller's first field read (the stamps check).
+      const entry = pack.body(i);
+      if (preimage !== undefined ? entry.preimage !== preimage : cacheKeyOf(entry.preimage) !== key) {
         return { status: 'corrupt', reason: 'packed record does not match its key' };
       }
-      return { status: 'hit', record: new PackedActionRecord(pack, i, key) };
+      return { status: 'hit', record: new PackedActionRecord(pack, i, key, entry.rest) };
     }
     return this.getLoose(key, preimage);
   }

@@ -144,21 +144,15 @@ export class RecordPack {
     return this.indexOf(key) >= 0;
   }
 
-  /** Whether entry `i`'s pre-image is exactly `preimage` (compared as bytes, without hashing). */
-  preimageIs(i: number, preimage: string): boolean {
-    const { at, preLen } = this.slot(i);
-    return preLen >= preimage.length && this.readAt(at, preLen).toString('utf8') === preimage;
+  entry(i: number): PackedRecord {
+    return { key: this.keyAt(i), ...this.body(i), outputsDigest: this.outputsDigest(i) };
   }
 
-  entry(i: number): PackedRecord {
+  /** Entry `i`'s pre-image and rest, in one read. */
+  body(i: number): { preimage: string; rest: string } {
     const { at, preLen, restLen } = this.slot(i);
     const body = this.readAt(at, preLen + restLen);
-    return {
-      key: this.keyAt(i),
-      preimage: body.toString('utf8', 0, preLen),
-      rest: body.toString('utf8', preLen, preLen + restLen),
-      outputsDigest: this.outputsDigest(i),
-    };
+    return { preimage: body.toString('utf8', 0, preLen), rest: body.toString('utf8', preLen, preLen + restLen) };
   }
 
   keyAt(i: number): string {
