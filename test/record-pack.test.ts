@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { RecordPack } from '../pipeline/store/record-pack.js';
@@ -81,6 +81,28 @@ describe('the record pack', () => {
     expect(r.code).toBe(0);
     expect(rig.executions()).toHaveLength(NODES);
     expect(packOnDisk()!.count).toBe(NODES);
+    rig.clearExecutions();
+    expect((await rig.cli('run')).code).toBe(0);
+    expect(rig.executions()).toEqual([]);
+  });
+
+  it('a pack the file system cannot read is left as it is, never rewritten without its records', async () => {
+    rig.write('bench.config.yaml', config());
+    await rig.cli('run');
+    // The pack made unreadable (a directory where the file should be: reads fail with EISDIR).
+    const pack = join(ac(), 'pack');
+    renameSync(pack, `${pack}.saved`);
+    mkdirSync(pack);
+    rig.write('bench.config.yaml', config('echo "$PAIRBENCH_NODE" other > o'));
+    const r = await rig.cli('run');
+    expect(r.code).toBe(0);
+    expect(r.stderr).toMatch(/could not pack the action records \(they stay loose, as valid\)/);
+    expect(looseRecords()).toHaveLength(NODES);
+    expect(statSync(pack).isDirectory()).toBe(true);
+    // Readable again: every record of the first config is still there.
+    rmdirSync(pack);
+    renameSync(`${pack}.saved`, pack);
+    rig.write('bench.config.yaml', config());
     rig.clearExecutions();
     expect((await rig.cli('run')).code).toBe(0);
     expect(rig.executions()).toEqual([]);

@@ -161,16 +161,25 @@ export class ActionCache {
     try {
       this.packed = RecordPack.open(this.packPath) ?? null;
     } catch (e) {
-      // A pack that is not whole is evidence, not truth: set aside; its nodes rebuild.
       this.packed = null;
-      try {
-        renameSync(this.packPath, `${this.packPath}.corrupt-${Date.now()}`);
-      } catch {
-        // another process set it aside first
+      // The file system failed us (EIO, EMFILE, ...): no pack for this process, the file is left alone.
+      if ((e as NodeJS.ErrnoException).code !== undefined) {
+        this.packProblem = `the record pack ${this.packPath} could not be read (${errorMessage(e)}); its records are rebuilt`;
+        return null;
       }
+      // A pack that is not whole is evidence, not truth: set aside; its nodes rebuild.
+      this.setAside();
       this.packProblem = `the record pack ${this.packPath} was not whole (${errorMessage(e)}) and was set aside`;
     }
     return this.packed;
+  }
+
+  private setAside(): void {
+    try {
+      renameSync(this.packPath, `${this.packPath}.corrupt-${Date.now()}`);
+    } catch {
+      // another process set it aside first
+    }
   }
 
   /** Why the pack was set aside, when it was (fsck reports it). */
@@ -265,7 +274,10 @@ export class ActionCache {
       let current: RecordPack | undefined;
       try {
         current = RecordPack.open(this.packPath);
-      } catch {
+      } catch (e) {
+        // A pack that cannot be read now is not rewritten without its records: the caller sees the error.
+        if ((e as NodeJS.ErrnoException).code !== undefined) throw e;
+        this.setAside();
         current = undefined;
       }
       writeFileAtomic(this.packPath, RecordPack.build(next(current)), this.tmpDir);
