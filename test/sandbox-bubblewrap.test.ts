@@ -109,6 +109,15 @@ describe.skipIf(skip !== undefined)('bubblewrap specifics', () => {
     expect(r.stdout.split('\n')).toEqual(['pairbench', String(uid), '/tmp/home', 'home-writable', 'CapEff:\t0000000000000000', 'usr-read-only']);
   });
 
+  it('HOME is the sandbox\'s own 0700 directory: kept across its execs, empty in a new sandbox', async () => {
+    const s = await start();
+    const uid = process.getuid?.() === 0 && SANDBOX_HOST_UID.ok ? SANDBOX_HOST_UID.value : 1000;
+    expect((await sh(s, 'stat -c "%a %u" "$HOME"; echo kept > "$HOME/.note"')).stdout).toBe(`700 ${uid}`);
+    expect((await sh(s, 'cat "$HOME/.note"')).stdout).toBe('kept');
+    const fresh = await start();
+    expect((await sh(fresh, 'ls -A "$HOME"')).stdout).toBe('');
+  });
+
   it('hands the workspace to the sandbox user without making anything world-writable', async () => {
     const ws = workspace();
     writeFileSync(join(ws, 'a.txt'), 'x');
