@@ -430,7 +430,7 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
         const reached = [...states.values()].flatMap((s) => (s.status === 'cached' || s.status === 'executed' ? [s.record.key] : []));
         const rootName = `config ${config.configFile}`;
         const previous = positionals.length ? (ctx.store.roots().find((r) => r.name === rootName)?.keys ?? []) : [];
-        ctx.store.setRoot(rootName, [...previous, ...reached], { kind: 'config', config: config.configFile });
+        ctx.store.setRoot(rootName, previous.length ? [...previous, ...reached] : reached, { kind: 'config', config: config.configFile });
         if (!json) for (const line of reuse) io.stderr.write(`${line}\n`);
         const outcome = runOutcome(ctx, states, values.config ? ` --config ${values.config}` : '');
         if (!json) for (const line of formatRunOutcome(outcome)) io.stdout.write(`${line}\n`);

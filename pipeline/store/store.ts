@@ -9,9 +9,29 @@ import { StatCache } from './stat-cache.js';
 
 export const STORE_LAYOUT_VERSION = 1;
 
-function isSubset(xs: readonly string[], of: readonly string[]): boolean {
-  const set = new Set(of);
-  return xs.every((x) => set.has(x));
+/** Every x is in `sorted` (a root's keys, kept sorted): binary search, no set of 100,000 keys built. */
+function isSubset(xs: readonly string[], sorted: readonly string[]): boolean {
+  return xs.every((x) => {
+    let lo = 0;
+    let hi = sorted.length - 1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >>> 1;
+      const m = sorted[mid]!;
+      if (m === x) return true;
+      if (m < x) lo = mid + 1;
+      else hi = mid - 1;
+    }
+    return false;
+  });
+}
+
+/** Sorted, without duplicates, in place. */
+function sortedUnique(keys: Iterable<string>): string[] {
+  const out = Array.from(keys).sort();
+  let w = 0;
+  for (let i = 0; i < out.length; i++) if (w === 0 || out[i] !== out[w - 1]) out[w++] = out[i]!;
+  out.length = w;
+  return out;
 }
 
 const ACCESS_LOGS_BEFORE_COMPACTION = 32;
@@ -67,7 +87,7 @@ export class Store {
   /** Keeps `keys` from gc under `name` (replacing what that root held), with a note of what it is. */
   setRoot(name: string, keys: Iterable<string>, about: Record<string, string> = {}): void {
     const file = join(this.dir, 'roots', `${sha256(name).slice(0, 32)}.json`);
-    const sorted = [...new Set(keys)].sort();
+    const sorted = sortedUnique(keys);
     // A no-op run reaches what its last run reached: the root is not rewritten (it holds every key).
     const current = this.roots().find((r) => r.name === name);
     if (current && current.keys.length === sorted.length && current.keys.every((k, i) => k === sorted[i]) && Object.entries(about).every(([k, v]) => current.about[k] === v)) return;
