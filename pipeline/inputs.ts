@@ -75,7 +75,7 @@ export class InputResolver {
 
   private readonly fileDigest = (path: string) => (this.statCache ? this.statCache.digestOf(path) : sha256File(path));
 
-  /** Hashes an input again, bypassing the memo: did it change while the node ran? */
+  /** The input's digest now, past the per-run memo (an unchanged stat still answers from the stat cache): did it change while the node ran? */
   rehash(input: ResolvedInput): Sha256 | undefined {
     try {
       return Cas.hashPath(input.abs, this.fileDigest).digest;
