@@ -93,7 +93,16 @@ interface Tools {
   setpriv: string | undefined;
 }
 
+/** Tools found per PATH value: looked up once, not at every sandbox. */
+const toolsByPath = new Map<string, Result<Tools, string>>();
+
 function findTools(pathVar: string): Result<Tools, string> {
+  let found = toolsByPath.get(pathVar);
+  if (!found || !found.ok) toolsByPath.set(pathVar, (found = lookUpTools(pathVar)));
+  return found;
+}
+
+function lookUpTools(pathVar: string): Result<Tools, string> {
   const bwrap = findOnPath('bwrap', pathVar);
   if (!bwrap) return err(`bubblewrap (bwrap) is not on PATH; ${INSTALL_HINT}`);
   if (!privileged()) return ok({ bwrap, setpriv: undefined });
