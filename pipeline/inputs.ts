@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { isAbsolute, join, normalize } from 'node:path';
-import { globSync, isDynamicPattern } from 'tinyglobby';
+import { globSync, isDynamicPattern } from './lazy-glob.js';
 import { sha256File, type Sha256 } from './digest.js';
 import type { Diagnostic } from './diagnostic.js';
 import { fieldName } from './config/yaml-source.js';

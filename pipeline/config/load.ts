@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { dirname, isAbsolute, relative, resolve } from 'node:path';
-import { globSync, isDynamicPattern } from 'tinyglobby';
+import { globSync, isDynamicPattern } from '../lazy-glob.js';
 import type { Diagnostic } from '../diagnostic.js';
 import { err, errorMessage, ok, type Result } from '../result.js';
 import { validateAgainstSchema, type SchemaName } from './schema-validate.js';

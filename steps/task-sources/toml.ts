@@ -1,5 +1,9 @@
-import { parse, TomlError } from 'smol-toml';
+import { createRequire } from 'node:module';
 import { err, errorMessage, ok, type Result } from '../../pipeline/result.js';
+
+// Loaded on the first TOML file read (a config without Harbor tasks never pays for it).
+let smolToml: typeof import('smol-toml') | undefined;
+const toml = () => (smolToml ??= createRequire(import.meta.url)('smol-toml') as typeof import('smol-toml'));
 
 /** A parsed TOML table: plain objects, arrays, strings, numbers, booleans and dates (`TomlDate`, a `Date`). */
 export type TomlTable = Record<string, unknown>;
@@ -21,9 +25,9 @@ export interface TomlSyntaxError {
 /** Parses TOML 1.0 with smol-toml; a syntax error becomes a value with its line and column. */
 export function parseToml(text: string): Result<TomlTable, TomlSyntaxError> {
   try {
-    return ok(parse(text) as TomlTable);
+    return ok(toml().parse(text) as TomlTable);
   } catch (e) {
-    if (e instanceof TomlError) {
+    if (e instanceof toml().TomlError) {
       const message = (e.message.split('\n')[0] ?? '').replace(/^Invalid TOML document: /, '');
       const lineText = text.split(/\r?\n/)[e.line - 1];
       return err({ message, ...(lineText !== undefined ? { position: { line: e.line, column: e.column, length: 1, lineText } } : {}) });
