@@ -13,17 +13,13 @@ import { fileURLToPath } from 'node:url';
 import { writeStoredBundle } from '../cli/stored-bundle.js';
 import { writeBundle } from '../steps/export/bundle.js';
 import { Store } from '../pipeline/store/store.js';
+import { median } from './measure.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const bin = join(root, 'bin', 'pairbench.js');
 const LARGE = 48; // x 4 MiB
 const SMALL = 2000; // x 4 KiB
 const REPS = 3;
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.floor(s.length / 2)]!;
-}
 
 function timed(f: () => void): number {
   const t = process.hrtime.bigint();

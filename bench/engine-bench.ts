@@ -7,6 +7,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { median } from './measure.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const bin = join(root, 'bin', 'pairbench.js');
@@ -67,11 +68,6 @@ function pairbench(config: string, args: string[]): { ms: number; rssMb: number;
   const ms = Number(process.hrtime.bigint() - t0) / 1e6;
   const rss = /@@maxrss_kb=(\d+)/.exec(r.stderr);
   return { ms, rssMb: rss ? Number(rss[1]) / 1024 : NaN, stdout: r.stdout, stderr: r.stderr, status: r.status };
-}
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.floor(s.length / 2)]!;
 }
 
 const config = writeConfig(dir, TASKS);

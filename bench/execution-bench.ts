@@ -9,16 +9,11 @@ import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Store } from '../pipeline/store/store.js';
+import { median, nodeDurations } from './measure.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const bin = join(root, 'bin', 'pairbench.js');
 const REPS = 5;
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.floor(s.length / 2)]!;
-}
 
 function timeIt(argv: string[], n = 10): number {
   const times: number[] = [];
@@ -66,16 +61,6 @@ steps:
 `,
   );
   return dir;
-}
-
-function nodeDurations(dir: string): Map<string, number> {
-  const store = new Store(join(dir, '.pairbench'));
-  const out = new Map<string, number>();
-  for (const r of store.actions.list()) {
-    const found = store.actions.get(r.key);
-    if (found.status === 'hit') out.set(found.record.node, found.record.duration_ms);
-  }
-  return out;
 }
 
 const bwrapBare = ['bwrap', '--unshare-all', '--unshare-user', '--uid', '1000', '--gid', '1000', '--cap-drop', 'ALL', '--die-with-parent', '--ro-bind', '/usr', '/usr', '--symlink', 'usr/bin', '/bin', '--symlink', 'usr/lib', '/lib', '--symlink', 'usr/lib64', '/lib64', '--proc', '/proc', '--dev', '/dev', 'true'];

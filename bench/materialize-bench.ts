@@ -10,7 +10,7 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Store } from '../pipeline/store/store.js';
+import { median, nodeDurations } from './measure.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const bin = join(root, 'bin', 'pairbench.js');
@@ -18,11 +18,6 @@ const NODES = 4; // the first also clones the store's mirror: its time is left o
 
 const env = { PATH: process.env['PATH'], GIT_AUTHOR_NAME: 'b', GIT_AUTHOR_EMAIL: 'b@b', GIT_COMMITTER_NAME: 'b', GIT_COMMITTER_EMAIL: 'b@b', HOME: '/nonexistent' };
 const git = (cwd: string, ...args: string[]) => execFileSync('git', args, { cwd, encoding: 'utf8', env, maxBuffer: 1 << 26 }).trim();
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.floor(s.length / 2)]!;
-}
 
 /** A committed repository: `files(repo)` writes its tree. Stored without compression (the bench measures trees, not zlib). */
 function repository(dir: string, files: (repo: string) => void): { repo: string; commit: string } {
@@ -46,12 +41,7 @@ function materialize(dir: string, commit: string): { ms: number[]; ok: boolean; 
   writeFileSync(join(dir, 'bench.config.yaml'), `concurrency: { global: 1 }\nsteps:\n  materialize: { kind: materialize, matrix: { task: [${ids.join(', ')}] } }\n`);
   const r = spawnSync(process.execPath, [bin, 'run', '--progress', 'none', '--config', join(dir, 'bench.config.yaml')], { encoding: 'utf8' });
   if (r.status !== 0) return { ms: [], ok: false, error: r.stderr.slice(-800) };
-  const store = new Store(join(dir, '.pairbench'));
-  const byNode = new Map<string, number>();
-  for (const rec of store.actions.list()) {
-    const found = store.actions.get(rec.key);
-    if (found.status === 'hit') byNode.set(found.record.node, found.record.duration_ms);
-  }
+  const byNode = nodeDurations(dir);
   return { ms: ids.slice(1).map((id) => byNode.get(`materialize/${id}`)!), ok: true, error: '' };
 }
 

@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { hasNginx, hasRedis, startNginx, startRedis } from './local-servers.js';
+import { median } from './measure.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const bin = join(root, 'bin', 'pairbench.js');
@@ -78,7 +79,6 @@ for (let i = 0; i < 3; i++) {
   replays.push(r.ms);
 }
 await nginx.stop();
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const replayRatio = median(replays) / median(noops);
 rmSync(work, { recursive: true, force: true });
 

@@ -11,7 +11,7 @@ import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Store } from '../pipeline/store/store.js';
+import { median, nodeDurations } from './measure.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const bin = join(root, 'bin', 'pairbench.js');
@@ -20,7 +20,6 @@ const PLAIN_RUNS = 5;
 
 const env = { PATH: process.env['PATH'], GIT_AUTHOR_NAME: 'b', GIT_AUTHOR_EMAIL: 'b@b', GIT_COMMITTER_NAME: 'b', GIT_COMMITTER_EMAIL: 'b@b', GIT_AUTHOR_DATE: '2026-01-01T00:00:00Z', GIT_COMMITTER_DATE: '2026-01-01T00:00:00Z', HOME: '/nonexistent' };
 const git = (cwd: string, ...args: string[]) => execFileSync('git', args, { cwd, encoding: 'utf8', env }).trim();
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 if (spawnSync('python3', ['-m', 'pytest', '--version']).status !== 0 || spawnSync('bwrap', ['--version']).status !== 0) {
   console.log('swebench benchmark: skipped (needs python3 with pytest, and bwrap)');
@@ -77,12 +76,7 @@ try {
   const r = spawnSync(process.execPath, [bin, 'run', '--progress', 'none', '--jobs', '1', '--config', join(dir, 'bench.config.yaml')], { encoding: 'utf8' });
   if (r.status !== 0) throw new Error(`the run failed: ${r.stderr.slice(-800)}`);
   plainRuns(PLAIN_RUNS);
-  const store = new Store(join(dir, '.pairbench'));
-  const verifyMs: number[] = [];
-  for (const r of store.actions.list()) {
-    const found = store.actions.get(r.key);
-    if (found.status === 'hit' && found.record.node.startsWith('verify/')) verifyMs.push(found.record.duration_ms);
-  }
+  const verifyMs = [...nodeDurations(dir)].filter(([node]) => node.startsWith('verify/')).map(([, ms]) => ms);
 
   const v = median(verifyMs);
   const p = median(plainMs);

@@ -494,7 +494,7 @@ async function executeLocked(
       return { status: 'failed', failure: result.error };
     }
     // Earlier transient results of this key travel with this one, so what was retried stays on record.
-    const pending = (store.nodes.get(node.id)?.tries ?? []).filter((t) => t.key === key.key);
+    const pending = store.nodes.tries(node.id).filter((t) => t.key === key.key);
     const outputs = pending.length ? { ...result.value, ...earlierTries(store, pending) } : result.value;
     const stamps: Record<string, string> = {};
     for (const entry of Object.values(outputs)) {

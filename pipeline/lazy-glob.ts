@@ -1,9 +1,8 @@
-import { createRequire } from 'node:module';
 import type { GlobOptions } from 'tinyglobby';
+import { lazyRequire } from './lazy-require.js';
 
 /** tinyglobby, loaded on the first pattern (a config without globs never pays for it). */
-let tinyglobby: typeof import('tinyglobby') | undefined;
-const load = () => (tinyglobby ??= createRequire(import.meta.url)('tinyglobby') as typeof import('tinyglobby'));
+const load = lazyRequire<typeof import('tinyglobby')>('tinyglobby');
 
 export function globSync(pattern: string, options: Omit<GlobOptions, 'patterns'>): string[] {
   return load().globSync(pattern, options);

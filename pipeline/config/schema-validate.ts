@@ -4,6 +4,7 @@ import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import type { Ajv, ErrorObject, ValidateFunction } from 'ajv';
 import { closest, type Diagnostic } from '../diagnostic.js';
+import { lazyRequire } from '../lazy-require.js';
 import { packageRoot } from '../package-root.js';
 import { fieldName, type YamlSource } from './yaml-source.js';
 
@@ -11,6 +12,7 @@ const SCHEMA_FILES = ['bench.config.schema.json', 'steps.schema.json', 'task.sch
 export type SchemaName = (typeof SCHEMA_FILES)[number];
 
 let ajv: Ajv | undefined;
+const loadAjv = lazyRequire<typeof import('ajv')>('ajv');
 const compiled = new Map<string, ValidateFunction>();
 let prebuilt: Partial<Record<SchemaName, ValidateFunction>> | null | undefined;
 
@@ -46,7 +48,7 @@ function validatorFor(name: SchemaName): ValidateFunction {
   }
   if (!ajv) {
     // Loaded only when the build-time validators are stale (it costs ~40 ms to load, ~170 ms to compile).
-    const { Ajv: AjvClass } = createRequire(import.meta.url)('ajv') as typeof import('ajv');
+    const { Ajv: AjvClass } = loadAjv();
     ajv = new AjvClass({ allErrors: true, strict: true, allowUnionTypes: true, verbose: true });
     for (const f of SCHEMA_FILES) ajv.addSchema(JSON.parse(readFileSync(join(packageRoot(), 'schemas', f), 'utf8')));
   }

@@ -378,6 +378,11 @@ export class NodeIndex {
     }
   }
 
+  /** The transient tries kept for a node (its file alone: the journals are not read). */
+  tries(nodeId: string): NodeTry[] {
+    return this.readFile(nodeId)?.tries ?? [];
+  }
+
   get(nodeId: string): NodeHistory | undefined {
     const file = this.readFile(nodeId);
     const built = this.latest().get(nodeId);
@@ -397,8 +402,8 @@ export class NodeIndex {
 
   /** A node built `key`: its latest key, and whatever failure or tries it had are cleared. */
   recordBuilt(nodeId: string, key: CacheKey, at: string): void {
-    const file = this.readFile(nodeId);
-    if (file) this.update(nodeId, (h) => ({ node: h.node }));
+    // Clearing the failure and the tries leaves nothing to keep in the node's file.
+    rmSync(this.pathOf(nodeId), { force: true });
     if (!this.journal) {
       ensureDir(this.journalDir);
       this.journal = join(this.journalDir, `${Date.now()}-${process.pid}-${randomBytes(3).toString('hex')}.jsonl`);

@@ -42,7 +42,6 @@ export class RecordPack {
     private readonly table: Buffer,
     private readonly readAt: ReadAt,
     readonly count: number,
-    readonly bytes: number,
   ) {}
 
   /**
@@ -84,7 +83,7 @@ export class RecordPack {
         readSync(fd, scratch, 0, len, offset);
         return scratch.subarray(0, len);
       };
-      return new RecordPack(table, readAt, count, size);
+      return new RecordPack(table, readAt, count);
     } catch (e) {
       closeSync(fd);
       throw e;
@@ -98,7 +97,7 @@ export class RecordPack {
     if (HEADER + count * ENTRY + SEAL > buf.length) throw new Error(`record pack is truncated (${count} entries declared)`);
     const seal = createHash('sha256').update(buf.subarray(0, buf.length - SEAL)).digest();
     if (!seal.equals(buf.subarray(buf.length - SEAL))) throw new Error('record pack does not match its seal');
-    return new RecordPack(buf.subarray(HEADER, HEADER + count * ENTRY), (offset, len) => buf.subarray(offset, offset + len), count, buf.length);
+    return new RecordPack(buf.subarray(HEADER, HEADER + count * ENTRY), (offset, len) => buf.subarray(offset, offset + len), count);
   }
 
   /** The pack's bytes for these records (sorted by key; a later duplicate replaces an earlier one). */

@@ -1,12 +1,9 @@
 /** The noise envelope and the minimum detectable effect of a paired comparison. */
-import { createRequire } from 'node:module';
+import { lazyRequire } from '../../pipeline/lazy-require.js';
 
 // Loaded on first use (about a hundred small modules): a plan or a no-op run never computes a quantile.
-let quantile: ((p: number, mu: number, sigma: number) => number) | undefined;
-function normalQuantile(p: number, mu: number, sigma: number): number {
-  quantile ??= createRequire(import.meta.url)('@stdlib/stats-base-dists-normal-quantile') as (p: number, mu: number, sigma: number) => number;
-  return quantile(p, mu, sigma);
-}
+const quantile = lazyRequire<(p: number, mu: number, sigma: number) => number>('@stdlib/stats-base-dists-normal-quantile');
+const normalQuantile = (p: number, mu: number, sigma: number): number => quantile()(p, mu, sigma);
 import { sampleSd, sampleVariance } from './describe.js';
 import type { MinimumDetectableEffect, NoiseEnvelope } from './types.js';
 

@@ -1,9 +1,8 @@
-import { createRequire } from 'node:module';
+import { lazyRequire } from '../../pipeline/lazy-require.js';
 import { err, errorMessage, ok, type Result } from '../../pipeline/result.js';
 
 // Loaded on the first TOML file read (a config without Harbor tasks never pays for it).
-let smolToml: typeof import('smol-toml') | undefined;
-const toml = () => (smolToml ??= createRequire(import.meta.url)('smol-toml') as typeof import('smol-toml'));
+const toml = lazyRequire<typeof import('smol-toml')>('smol-toml');
 
 /** A parsed TOML table: plain objects, arrays, strings, numbers, booleans and dates (`TomlDate`, a `Date`). */
 export type TomlTable = Record<string, unknown>;
