@@ -5,12 +5,16 @@
  * - false claims: A/A cohorts (every arm the same) that came out POSITIVE or NEGATIVE;
  * - family-wise: A/A with three treatments, any of them a claim;
  * - power: a planted +30 pp effect found as POSITIVE;
- * - coverage: the 95% interval holding the true effect.
+ * - coverage: the 95% interval holding the true effect;
+ * - sequential stopping: attempts saved against the fixed-N design of the same power, power
+ *   kept, false claims under A/A, and how much earlier futility stops A/A cohorts.
  * Per-task success probabilities are drawn per cohort (uniform in [0.1, 0.6), plus a
  * shared shift per family when tasks are grouped); each attempt passes at random.
  * Exits 1 if any goal is missed. COHORTS=N sets the cohorts per row (default 1000).
  */
 import { analyze } from '../steps/analyze/analyze.js';
+import { groupSequentialDesign, type SpendingFunction } from '../steps/analyze/group-sequential.js';
+import { lookSchedule } from '../steps/analyze/sequential.js';
 import { defaultSpec } from '../steps/analyze/spec.js';
 import { syntheticCohort, type SyntheticOptions } from '../steps/analyze/synthetic.js';
 import type { AnalysisResult } from '../steps/analyze/types.js';
@@ -49,6 +53,12 @@ const record = (what: string, design: string, hits: number, n: number, goal: str
   rows.push({ what, design, value, n, goal, ok: ok(value) });
   const line = `${what.padEnd(28)} ${design.padEnd(34)} ${(value * 100).toFixed(1).padStart(5)}%  (${hits}/${n})  goal ${goal.padEnd(10)} ${ok(value) ? 'ok' : 'MISSED'}`;
   console.log(line);
+};
+
+/** A row whose figure is a ratio, not a count of cohorts. */
+const recordRatio = (what: string, design: string, value: number, n: number, detail: string, goal: string, ok: boolean) => {
+  rows.push({ what, design, value, n, goal, ok });
+  console.log(`${what.padEnd(28)} ${design.padEnd(34)} ${(value * 100).toFixed(1).padStart(5)}%  ${detail}  goal ${goal.padEnd(10)} ${ok ? 'ok' : 'MISSED'}`);
 };
 
 const started = performance.now();
@@ -121,6 +131,87 @@ for (const d of coverageDesigns) {
   let claims = 0;
   for (let i = 0; i < n; i++) if (claim(run(d, { control: 0, treatment: 0 }, 21000 + i, { excludeFailures: { treatment: 0.1 } }).comparisons[0]!.verdict)) claims++;
   record('false claims (biased excl.)', label(d), claims, n, '<= 5%', (r) => r <= 0.05);
+}
+
+// 7. Sequential stopping (group-sequential, 4 looks, one-sided alpha 0.025 each way) against the fixed-N design of
+// the same power at +30 pp. The fixed design's families are the fewest whose simulated power reaches 90% on a quick
+// pass; the sequential maximum is that times the design's inflation. Each sequential cohort is simulated at its
+// maximum and its first n families are the fixed-N cohort (common random numbers). The goals are met with
+// Pocock-type spending; O'Brien-Fleming-type spending is printed beside them (its early looks need more families
+// than a cohort this size has before they can be crossed by an exact test).
+/** Whether the fixed-N analysis of a cohort's first `families` families claims a benefit. */
+function fixedPositive(attempts: ReturnType<typeof syntheticCohort>, families: number, seed: number): boolean {
+  const keep = new Set(Array.from({ length: families }, (_, f) => `f${f}`));
+  return analyze(attempts.filter((a) => keep.has(a.family)), defaultSpec('control', ['treatment'], { bootstrap: { resamples: 100, seed } })).comparisons[0]!.verdict === 'positive';
+}
+
+/** The fixed design powered at 90% at +30 pp: the fewest families (from 10 up) whose power reaches it on a quick pass. */
+function fixedFamilies(reps: number): number {
+  const quick = Math.max(100, Math.ceil(COHORTS / 4));
+  let n = 10;
+  for (; n < 80; n++) {
+    let found = 0;
+    for (let i = 0; i < quick; i++) if (fixedPositive(syntheticCohort({ tasks: n, reps, families: n, arms: { control: 0, treatment: 0.3 }, seed: 31000 + i, baseline: BASELINE }), n, 31000 + i)) found++;
+    if (found / quick >= 0.9) break;
+  }
+  return n;
+}
+
+function sequentialSection(spending: SpendingFunction, reps: number, nFixed: number, goals: boolean): void {
+  const LOOKS = 4;
+  const tag = spending === 'pocock' ? 'Pocock' : 'OBF';
+  const sequentialRun = (families: number, shift: number, seed: number, futility: 'none' | 'non-binding') => {
+    const attempts = syntheticCohort({ tasks: families, reps, families, arms: { control: 0, treatment: shift }, seed, baseline: BASELINE });
+    const stopping = { rule: 'group-sequential' as const, looks: LOOKS, power: 0.9, spending, futility };
+    const order = Array.from({ length: families }, (_, f) => `f${f}`);
+    const spec = defaultSpec('control', ['treatment'], { bootstrap: { resamples: 100, seed }, power: 0.9, stopping: { ...stopping, schedule: lookSchedule(order, stopping) } });
+    const result = analyze(attempts, spec);
+    const seq = result.sequential!;
+    const used = seq.stopped_at === null ? families : seq.looks[seq.stopped_at - 1]!.planned_families;
+    return { attempts, claim: claim(result.comparisons[0]!.verdict), positive: result.comparisons[0]!.verdict === 'positive', families: used };
+  };
+  const design = groupSequentialDesign({ looks: LOOKS, alpha: 0.025, power: 0.9, spending, futility: false });
+  const nMax = Math.ceil(nFixed * design.inflation);
+  const where = `${tag}: ${nFixed} fixed, ${nMax} max fam. x ${reps} reps`;
+  let fixedFound = 0;
+  let seqFound = 0;
+  let seqFamilies = 0;
+  for (let i = 0; i < COHORTS; i++) {
+    const r = sequentialRun(nMax, 0.3, 33000 + i, 'none');
+    if (r.positive) seqFound++;
+    seqFamilies += r.families;
+    if (fixedPositive(r.attempts, nFixed, 33000 + i)) fixedFound++;
+  }
+  let falseClaims = 0;
+  let plainFamilies = 0;
+  let futileFamilies = 0;
+  for (let i = 0; i < COHORTS; i++) {
+    const plain = sequentialRun(nMax, 0, 37000 + i, 'none');
+    if (plain.claim) falseClaims++;
+    plainFamilies += plain.families;
+    futileFamilies += sequentialRun(nMax, 0, 37000 + i, 'non-binding').families;
+  }
+  // Attempts are families x arms x reps in both designs: the ratio of families is the ratio of attempts.
+  const saved = 1 - seqFamilies / COHORTS / nFixed;
+  const earlier = 1 - futileFamilies / plainFamilies;
+  const fixedPower = fixedFound / COHORTS;
+  if (!goals) {
+    console.log(
+      `${'sequential, for comparison'.padEnd(28)} ${where.padEnd(34)} power ${(100 * seqFound / COHORTS).toFixed(1)}% (fixed ${(100 * fixedPower).toFixed(1)}%), attempts saved ${(100 * saved).toFixed(1)}%, ` +
+        `A/A false claims ${(100 * falseClaims / COHORTS).toFixed(1)}%, futility stops A/A ${(100 * earlier).toFixed(1)}% earlier (no goal)`,
+    );
+    return;
+  }
+  record('fixed-N power (+30 pp)', where, fixedFound, COHORTS, '>= 88%', (r) => r >= 0.88);
+  record('sequential power (+30 pp)', where, seqFound, COHORTS, 'fixed +-2', (r) => Math.abs(r - fixedPower) <= 0.02);
+  recordRatio('sequential attempts saved', where, saved, COHORTS, `(mean ${(seqFamilies / COHORTS).toFixed(1)} of ${nFixed} fixed families)`, '>= 20%', saved >= 0.2);
+  record('sequential false claims A/A', where, falseClaims, COHORTS, '<= 5%', (r) => r <= 0.05);
+  recordRatio('futility: A/A stops earlier', where, earlier, COHORTS, `(mean ${(futileFamilies / COHORTS).toFixed(1)} vs ${(plainFamilies / COHORTS).toFixed(1)} families)`, '>= 30%', earlier >= 0.3);
+}
+{
+  const nFixed = fixedFamilies(2);
+  sequentialSection('pocock', 2, nFixed, true);
+  sequentialSection('obrien-fleming', 2, nFixed, false);
 }
 
 const seconds = ((performance.now() - started) / 1000).toFixed(1);

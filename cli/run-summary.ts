@@ -16,6 +16,8 @@ export interface ComparisonLine {
   n_tasks: number;
   n_units: number | null;
   p_holm: number | null;
+  /** A sequential cohort: where it stopped (instead of the fixed-N p, which is not its test). */
+  sequential?: string;
 }
 
 export interface RunOutcome {
@@ -38,7 +40,13 @@ export function runOutcome(ctx: EngineContext, states: ReadonlyMap<string, NodeS
     const entry = s.record.outputs['analysis.json'];
     if (!entry) continue;
     const result = JSON.parse(ctx.store.cas.read(entry.digest).toString('utf8')) as AnalysisResult;
-    for (const c of result.comparisons) {
+    const seq = result.sequential;
+    const stop = seq
+      ? seq.stopped_at !== null
+        ? `stopped at look ${seq.stopped_at} of ${seq.looks.length} (${seq.decision})${seq.attempts_not_run ? `, ${seq.attempts_not_run} attempts not run` : ''}`
+        : `look ${seq.looks.length} of ${seq.looks.length}: ${seq.decision === 'continue' ? 'continues' : 'no boundary crossed'}`
+      : undefined;
+    result.comparisons.forEach((c, i) => {
       out.comparisons.push({
         cohort: node.step.name,
         control: c.control,
@@ -49,8 +57,9 @@ export function runOutcome(ctx: EngineContext, states: ReadonlyMap<string, NodeS
         n_tasks: c.n_tasks,
         n_units: c.test?.n_units ?? null,
         p_holm: c.test?.p_holm ?? null,
+        ...(stop && i === 0 ? { sequential: stop } : {}),
       });
-    }
+    });
     for (const w of result.warnings ?? []) out.warnings.push({ cohort: node.step.name, message: w.message });
   }
   return out;
@@ -60,9 +69,9 @@ export function formatRunOutcome(o: RunOutcome): string[] {
   const lines = o.comparisons.map(
     (c) =>
       `${c.cohort}: ${c.treatment} vs ${c.control}  ${verdictWord(c.verdict)}  ` +
-      (c.delta === null ? 'no effect estimated' : `${pp(c.delta)}${c.ci ? ` ${Math.round(c.ci.confidence * 100)}% CI [${pp(c.ci.low)}, ${pp(c.ci.high)}]` : ''}`) +
+      (c.delta === null ? 'no effect estimated' : `${pp(c.delta)}${c.ci ? ` ${Math.round(c.ci.confidence * 100)}% ${c.sequential ? 'repeated ' : ''}CI [${pp(c.ci.low)}, ${pp(c.ci.high)}]` : ''}`) +
       `  n = ${c.n_tasks} task${c.n_tasks === 1 ? '' : 's'}${c.n_units !== null && c.n_units !== c.n_tasks ? ` (${c.n_units} families)` : ''}` +
-      (c.p_holm !== null ? `, p (Holm) ${c.p_holm < 0.001 ? c.p_holm.toExponential(1) : c.p_holm.toFixed(3)}` : ''),
+      (c.sequential ? `, ${c.sequential}` : c.p_holm !== null ? `, p (Holm) ${c.p_holm < 0.001 ? c.p_holm.toExponential(1) : c.p_holm.toFixed(3)}` : ''),
   );
   for (const w of o.warnings) lines.push(`warning: ${w.cohort}: ${w.message}`);
   for (const r of o.reports) lines.push(`report: ${o.reports.length === 1 ? r.command.replace(` ${r.node} `, ' ') : r.command} (writes report.md, report.html and the verifiable bundle)`);

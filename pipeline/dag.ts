@@ -157,6 +157,7 @@ export function buildGraph(config: BenchConfig, kinds: StepKindRegistry): Result
   const nodes: GraphNode[] = [];
   const byId = new Map<string, GraphNode>();
   const nodesOfStep = new Map<string, GraphNode[]>();
+  let checkpoints = 0;
   for (const step of ordered.value) {
     const kind = kinds.get(step.kind)!;
     // For each upstream step: index its nodes by the values of the dimensions shared with this step.
@@ -199,8 +200,53 @@ export function buildGraph(config: BenchConfig, kinds: StepKindRegistry): Result
     // seeded order); nodes of one step never depend on each other, so any order is topological.
     for (const n of kind.order ? kind.order(own) : own) nodes.push(n);
     nodesOfStep.set(step.name, own);
+    for (const c of kind.checkpoints?.(step, (name) => nodesOfStep.get(name) ?? []) ?? []) {
+      const node: GraphNode = { id: `${step.name}/${c.name}`, step, kind: c.kind, matrix: c.matrix, upstream: [...c.after], downstream: [...c.before], ...(c.annotation !== undefined ? { annotation: c.annotation } : {}) };
+      for (const u of c.after) u.downstream.push(node);
+      for (const d of c.before) d.upstream.push(node);
+      nodes.push(node);
+      byId.set(node.id, node);
+      checkpoints++;
+    }
     if (diagnostics.length > MAX_DIAGNOSTICS) break;
   }
   if (diagnostics.length) return err(distinct(diagnostics));
-  return ok({ nodes, byId, steps, stepOrder: ordered.value.map((s) => s.name) });
+  const sorted = checkpoints ? topological(nodes) : ok(nodes);
+  if (!sorted.ok) return err([sorted.error]);
+  return ok({ nodes: sorted.value, byId, steps, stepOrder: ordered.value.map((s) => s.name) });
+}
+
+/**
+ * The nodes reordered so each comes after what it needs, keeping their order otherwise
+ * (each node is placed as late as its first position allows, after its upstream). Needed
+ * only when checkpoints link nodes across steps.
+ */
+function topological(nodes: readonly GraphNode[]): Result<GraphNode[], Diagnostic> {
+  const state = new Map<GraphNode, 1 | 2>();
+  const out: GraphNode[] = [];
+  for (const start of nodes) {
+    if (state.get(start) === 2) continue;
+    // Iterative depth-first: a frame is a node and the index of its next upstream to visit.
+    const stack: [GraphNode, number][] = [[start, 0]];
+    state.set(start, 1);
+    while (stack.length) {
+      const frame = stack[stack.length - 1]!;
+      const [node, i] = frame;
+      if (i < node.upstream.length) {
+        frame[1]++;
+        const u = node.upstream[i]!;
+        const st = state.get(u);
+        if (st === 1) return err({ field: `steps.${node.step.name}`, message: `cycle between nodes: ${node.id} needs ${u.id}, which needs it` });
+        if (st === undefined) {
+          state.set(u, 1);
+          stack.push([u, 0]);
+        }
+        continue;
+      }
+      stack.pop();
+      state.set(node, 2);
+      out.push(node);
+    }
+  }
+  return ok(out);
 }

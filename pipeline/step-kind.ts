@@ -97,6 +97,25 @@ export interface StepKind {
   order?(nodes: GraphNode[]): GraphNode[];
   /** Words for a changed field of keyConfig (path below `config`), e.g. "cmd". */
   describeConfigField?(path: readonly string[]): string | undefined;
+  /**
+   * Nodes this step puts between nodes of steps upstream of it (e.g. the interim looks of
+   * a sequential analysis: each needs the attempts so far and is needed by the next ones).
+   * `nodesOf` gives the nodes of any step already expanded.
+   */
+  checkpoints?(step: StepConfig, nodesOf: (step: string) => readonly GraphNode[]): Checkpoint[];
+}
+
+/** A node a step adds between other nodes: it needs `after` and is needed by `before`. */
+export interface Checkpoint {
+  /** Its id is `<step>/<name>`. */
+  name: string;
+  /** The kind that executes it (its step is the step that added it). */
+  kind: StepKind;
+  matrix: Record<string, string>;
+  /** Facts for its kind to read (GraphNode.annotation; part of its key). */
+  annotation?: Json;
+  after: GraphNode[];
+  before: GraphNode[];
 }
 
 export type StepKindRegistry = ReadonlyMap<string, StepKind>;

@@ -52,6 +52,11 @@ const PINS = {
     '08-csv-amount': 'e3a0760d5855deb90a8ad7dbac876b4f23109184',
     '09-sum-cents': 'b3b4b41c4d035e27f87d6048e5b18a8b32bc56ef',
     '10-split-cents': '0a96dfb4184b9148dcc4d92f358abe532182214c',
+    '11-more-formats': '24398792613deb691130d436b90d6ef9e0591ace',
+    '12-format-total': '71606d4e46d57df846e268590577c5644cc7599b',
+    '13-format-range': 'c2620892647f96eee25e4c6dbdca25bd77aefb25',
+    '14-unit-price': '61b2b9551f668b37082a9ef2c0559a6fa71fcd8b',
+    '15-receipt-line': '864d42d62ceb1235a9278f777694e0c2a21421d6',
   },
   orders: {
     '01-base': 'd57a4cf3da247ca0e518bd3f10648a5d5af4e49c',

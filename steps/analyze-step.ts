@@ -3,11 +3,15 @@ import { join } from 'node:path';
 import type { Json } from '../pipeline/canonical-json.js';
 import type { StepConfig } from '../pipeline/config/load.js';
 import { closest, type Diagnostic } from '../pipeline/diagnostic.js';
+import { sha256 } from '../pipeline/digest.js';
 import { fieldName } from '../pipeline/config/yaml-source.js';
-import { ok } from '../pipeline/result.js';
-import type { ExecutionContext, StepKind } from '../pipeline/step-kind.js';
+import { err, ok } from '../pipeline/result.js';
+import type { Checkpoint, ExecutionContext, GraphNode, StepKind } from '../pipeline/step-kind.js';
+import { taskOf } from './agent-step-config.js';
 import { checkSpec, defaultSpec } from './analyze/spec.js';
-import type { AnalysisSpec, AttemptRecord, FactorialSpec, JudgementRecord } from './analyze/types.js';
+import { lookSchedule } from './analyze/sequential.js';
+import { LOOK_DECISION, NOT_RUN } from './not-run.js';
+import type { AnalysisSpec, AttemptRecord, FactorialSpec, JudgementRecord, StoppingSpec } from './analyze/types.js';
 
 interface AnalyzeConfig {
   control: string;
@@ -24,6 +28,8 @@ interface AnalyzeConfig {
   judge?: string;
   /** A user step whose output (a JSON file {usd, tokens}) is the overhead cost stream. */
   overhead?: { step: string; out: string };
+  /** Preregistered sequential stopping (absent: fixed-N). */
+  stopping?: Omit<StoppingSpec, 'schedule'>;
 }
 
 const cfg = (step: StepConfig) => step.spec as unknown as AnalyzeConfig;
@@ -45,9 +51,49 @@ function upstreamArms(step: StepConfig, steps: ReadonlyMap<string, StepConfig>):
   return arms;
 }
 
-export function analysisSpecOf(step: StepConfig): AnalysisSpec {
+/** The run steps whose attempts reach `step` through the audit steps it needs. */
+function runStepsUpstream(step: StepConfig, steps: ReadonlyMap<string, StepConfig>): Set<string> {
+  const runs = new Set<string>();
+  for (const need of step.needs) {
+    const audit = steps.get(need);
+    if (audit?.kind !== 'audit') continue;
+    for (const n of audit.needs) if (steps.get(n)?.kind === 'run') runs.add(n);
+  }
+  return runs;
+}
+
+/** The audit nodes a cohort analyses (its attempts, one per task x arm x rep). */
+function auditsOf(nodes: readonly GraphNode[]): GraphNode[] {
+  return nodes.filter((n) => n.kind.name === 'audit');
+}
+
+/**
+ * The families of the cohort in their preregistered order (seeded by the run step's
+ * order_seed, as its attempts are), grouped by look: the same for every node of the cohort.
+ */
+function scheduleOf(audits: readonly GraphNode[], stopping: Omit<StoppingSpec, 'schedule'>): string[][] {
+  const families = new Set<string>();
+  let seed = '0';
+  for (const a of audits) {
+    families.add(taskOf(a).family);
+    const run = a.upstream.find((u) => u.kind.name === 'run');
+    if (run) seed = String((run.step.spec['order_seed'] as number | undefined) ?? 0);
+  }
+  const rank = (f: string) => sha256(`${seed}:family:${f}`);
+  return lookSchedule([...families].sort((a, b) => (rank(a) < rank(b) ? -1 : rank(a) > rank(b) ? 1 : 0)), stopping);
+}
+
+/** The cohort's spec at its analyze node (which needs every attempt). */
+function cohortSpec(node: GraphNode): AnalysisSpec {
+  const stopping = cfg(node.step).stopping;
+  return analysisSpecOf(node.step, stopping ? scheduleOf(auditsOf(node.upstream), stopping) : []);
+}
+
+/** The spec; with stopping, its looks over the cohort's families (`schedule`). */
+export function analysisSpecOf(step: StepConfig, schedule: string[][] = []): AnalysisSpec {
   const c = cfg(step);
   return defaultSpec(c.control, c.treatments, {
+    ...(c.stopping ? { stopping: { ...c.stopping, schedule } } : {}),
     ...(c.weights ? { weights: c.weights } : {}),
     ...(c.bootstrap ? { bootstrap: c.bootstrap } : {}),
     ...(c.confidence !== undefined ? { confidence: c.confidence } : {}),
@@ -98,29 +144,58 @@ export const analyzeStep: StepKind = {
     if (j !== undefined && (steps.get(j)?.kind !== 'judge' || !step.needs.includes(j))) {
       problems.push({ field: `steps.${step.name}.judge`, message: `judge "${j}" must be a judge step in needs`, location: step.source.locate([...step.path, 'judge']) });
     }
+    if (cfg(step).stopping && runStepsUpstream(step, steps).size !== 1) {
+      problems.push({
+        field: `steps.${step.name}.stopping`,
+        message: `sequential stopping needs the cohort's attempts from exactly one run step, through audit steps in needs (found: ${[...runStepsUpstream(step, steps)].join(', ') || 'none'})`,
+        location: step.source.locate([...step.path, 'stopping']),
+        hint: 'the looks order the families of that run step; analyse one run step per sequential cohort',
+      });
+    }
     const o = cfg(step).overhead;
     if (o && !step.needs.includes(o.step)) {
       problems.push({ field: `steps.${step.name}.overhead.step`, message: `overhead comes from step "${o.step}", which is not in needs`, location: step.source.locate([...step.path, 'overhead', 'step']) });
     }
     return problems;
   },
-  keyConfig: (node): Json => ({ spec: analysisSpecOf(node.step) as unknown as Json, overhead: (cfg(node.step).overhead ?? null) as unknown as Json, ...(cfg(node.step).judge ? { judge: cfg(node.step).judge! } : {}) }),
+  keyConfig: (node): Json => ({ spec: cohortSpec(node) as unknown as Json, overhead: (cfg(node.step).overhead ?? null) as unknown as Json, ...(cfg(node.step).judge ? { judge: cfg(node.step).judge! } : {}) }),
   fileInputs: () => [],
   selectUpstream(node, upstream) {
-    if (upstream.kind.name === 'audit') return ['audit.json'];
+    // An attempt the stopping rule did not run has no audit record.
+    if (upstream.kind.name === 'audit') return cfg(node.step).stopping ? ['audit.json?', NOT_RUN + '?'] : ['audit.json'];
     if (upstream.kind.name === 'judge' && upstream.step.name === cfg(node.step).judge) return ['judgement.json'];
     const o = cfg(node.step).overhead;
     return o && upstream.step.name === o.step ? [o.out] : [];
   },
 
+  checkpoints(step, nodesOf): Checkpoint[] {
+    const stopping = cfg(step).stopping;
+    if (!stopping) return [];
+    const audits = auditsOf(step.needs.flatMap((n) => nodesOf(n)));
+    const schedule = scheduleOf(audits, stopping);
+    const groupOf = new Map(schedule.flatMap((families, g) => families.map((f): [string, number] => [f, g])));
+    const group = (a: GraphNode) => groupOf.get(taskOf(a).family)!;
+    // Look k (1-based) needs every attempt of groups 1..k and comes before every attempt of group k + 1.
+    return schedule.slice(0, -1).map((_, i) => ({
+      name: `look-${i + 1}`,
+      kind: lookStep,
+      matrix: { look: String(i + 1) },
+      annotation: { schedule },
+      after: audits.filter((a) => group(a) <= i),
+      before: audits.filter((a) => group(a) === i + 1).flatMap((a) => a.upstream.filter((u) => u.kind.name === 'run')),
+    }));
+  },
+
   async execute(ctx: ExecutionContext) {
     const attempts: AttemptRecord[] = [];
+    let notRun = 0;
     let overhead: AnalysisSpec['overhead'] = null;
     const judgements: JudgementRecord[] = [];
     const o = cfg(ctx.node.step).overhead;
     for (const u of ctx.upstream) {
       const audit = u.outputs['audit.json'];
       if (audit) attempts.push(JSON.parse(ctx.artifacts.read(audit.digest).toString('utf8')) as AttemptRecord);
+      if (u.outputs[NOT_RUN]) notRun++;
       const judgement = u.outputs['judgement.json'];
       if (judgement) judgements.push(JSON.parse(ctx.artifacts.read(judgement.digest).toString('utf8')) as JudgementRecord);
       if (o && u.node.split('/')[0] === o.step && u.outputs[o.out]) {
@@ -129,10 +204,14 @@ export const analyzeStep: StepKind = {
       }
     }
     attempts.sort((a, b) => (a.node < b.node ? -1 : a.node > b.node ? 1 : 0));
-    const spec: AnalysisSpec = { ...analysisSpecOf(ctx.node.step), overhead };
+    const spec: AnalysisSpec = { ...cohortSpec(ctx.node), overhead };
     // Loaded when a cohort is analysed, not when the config is (a no-op run stays fast).
     const { analyze } = await import('./analyze/analyze.js');
     const result = analyze(attempts, spec);
+    if (result.sequential) {
+      result.sequential.attempts_not_run = notRun;
+      if (notRun > 0) result.notes.push(`${notRun} attempt(s) were not run: the cohort stopped at look ${result.sequential.stopped_at}.`);
+    }
     const judgeStepName = cfg(ctx.node.step).judge;
     if (judgeStepName) {
       const { judgeSummary } = await import('./analyze/judge-summary.js');
@@ -147,3 +226,60 @@ export const analyzeStep: StepKind = {
     return ok({ 'analysis.json': ctx.artifacts.putPath(join(out, 'analysis.json')), 'attempts.json': ctx.artifacts.putPath(join(out, 'attempts.json')) });
   },
 };
+
+/**
+ * An interim look of a sequential cohort (a checkpoint node of its analyze step): the
+ * looks so far over the attempts of the families they cover. It passes `decision.json`
+ * to the next group's attempts, which do not run once a look has stopped the cohort.
+ * A family with an attempt whose infrastructure fault is to be retried is never used:
+ * the look fails (not cached) and is taken on the next run, after the retry.
+ */
+export const lookStep: StepKind = {
+  name: 'look',
+  version: 1,
+  keyConfig: (node): Json => ({ look: Number(node.matrix['look']), spec: lookSpec(node) as unknown as Json }),
+  fileInputs: () => [],
+  selectUpstream: (_node, upstream) => (upstream.kind.name === 'audit' ? ['audit.json?', NOT_RUN + '?'] : []),
+
+  async execute(ctx: ExecutionContext) {
+    const k = Number(ctx.node.matrix['look']);
+    const attempts: AttemptRecord[] = [];
+    for (const u of ctx.upstream) {
+      const audit = u.outputs['audit.json'];
+      if (audit) attempts.push(JSON.parse(ctx.artifacts.read(audit.digest).toString('utf8')) as AttemptRecord);
+    }
+    const spec = lookSpec(ctx.node);
+    const { sequentialAnalysis } = await import('./analyze/sequential.js');
+    const result = sequentialAnalysis(attempts, spec, k);
+    const look = result.looks[k - 1]!;
+    if (look.decision !== 'stopped-earlier' && look.pending_families.length > 0) {
+      const message = `look ${k} waits: family ${look.pending_families.join(', ')} has an attempt with an infrastructure fault, retried on the next run; a look never uses a family before all its pairs are in. Run again.`;
+      writeFileSync(ctx.logFile, message + '\n', { flag: 'a' });
+      return err({ reason: 'infra', message });
+    }
+    const stop = result.stopped_at !== null;
+    const because =
+      look.decision === 'stopped-earlier'
+        ? `stopped at look ${result.stopped_at}`
+        : look.statistic === null
+          ? `look ${k}: no family has a valid pair yet`
+          : `look ${k}: ${look.families} families, Z = ${look.statistic.toFixed(3)}` +
+            (look.upper !== null ? `, boundary ±${look.upper.toFixed(3)}` : '') +
+            (look.lower !== null ? `, futility ${look.lower.toFixed(3)}` : '') +
+            (look.interval ? `, interval [${look.interval.low.toFixed(3)}, ${look.interval.high.toFixed(3)}]` : '') +
+            `: ${look.decision}`;
+    writeFileSync(ctx.logFile, because + '\n', { flag: 'a' });
+    ctx.outcome?.(stop ? 'stop' : 'continue', because);
+    const out = join(ctx.workDir, 'out');
+    mkdirSync(out, { recursive: true });
+    writeFileSync(join(out, 'look.json'), JSON.stringify(result, null, 2) + '\n');
+    // Only the decision reaches the attempts: their keys do not move with the statistic.
+    writeFileSync(join(out, LOOK_DECISION), JSON.stringify({ schema_version: 1, cohort: ctx.node.step.name, stop, stopped_at: result.stopped_at, decision: result.decision }, null, 2) + '\n');
+    return ok({ 'look.json': ctx.artifacts.putPath(join(out, 'look.json')), [LOOK_DECISION]: ctx.artifacts.putPath(join(out, LOOK_DECISION)) });
+  },
+};
+
+/** A look's schedule: the cohort's, which its analyze step gave it when it made the look (annotation). */
+function lookSpec(look: GraphNode): AnalysisSpec {
+  return analysisSpecOf(look.step, (look.annotation as { schedule: string[][] }).schedule);
+}

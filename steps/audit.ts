@@ -13,6 +13,7 @@ import { checkTasks, taskOf } from './agent-step-config.js';
 import { armOf, type ArmSpec } from './run.js';
 import { VERIFIER_OWNED, verifierOwned } from './verifier-owned.js';
 import type { WorkspaceChanges } from './workspace.js';
+import { NOT_RUN, passedNotRun } from './not-run.js';
 
 /** What the admission policy does with an attempt that is flagged. */
 type Consequence = 'flag' | 'score-zero' | 'exclude';
@@ -112,12 +113,14 @@ export const auditStep: StepKind = {
   },
   selectUpstream: (_node, upstream) =>
     upstream.kind.name === 'run'
-      ? ['result.json', 'changes.json', 'trajectory.json', 'gateway.jsonl', 'agent.log', `${EARLIER_TRIES}?`]
+      ? ['result.json?', 'changes.json?', 'trajectory.json?', 'gateway.jsonl?', 'agent.log?', `${EARLIER_TRIES}?`, `${NOT_RUN}?`]
       : upstream.kind.name === 'verify'
-        ? ['verdict.json']
+        ? ['verdict.json?', `${NOT_RUN}?`]
         : undefined,
 
   async execute(ctx: ExecutionContext) {
+    const notRun = passedNotRun(ctx);
+    if (notRun) return ok(notRun);
     const task = taskOf(ctx.node);
     const policy = policyOf(ctx.node.step);
     const read = (name: string) => {

@@ -94,7 +94,13 @@ export function computeFreeze(analyze: GraphNode, inputs: ReadonlyMap<string, Re
   }
   const sizes = [...new Set(reps.values())];
   fields['sample size (tasks x arms x reps)'] = `${new Set([...reps.keys()].map((k) => k.split('/')[0])).size} tasks x ${new Set([...reps.keys()].map((k) => k.split('/')[1])).size} arms x ${sizes.length === 1 ? sizes[0] : sizes.join('/')} reps`;
-  fields['stopping rule'] = gates.length ? `fixed-N per stage, gated by ${gates.sort().join(', ')}` : 'fixed-N';
+  const stopping = analyze.step.spec['stopping'] as Record<string, unknown> | undefined;
+  // Sequential stopping: the rule, and the families of each look in their preregistered order.
+  fields['stopping rule'] = stopping
+    ? `${String(stopping['rule'])} ${canonicalJson(stopping as never)}, looks over families ${digestOf((analyze.kind.keyConfig(analyze, hostEnv) as { spec: { stopping?: { schedule?: unknown } } }).spec.stopping?.schedule ?? null)}`
+    : gates.length
+      ? `fixed-N per stage, gated by ${gates.sort().join(', ')}`
+      : 'fixed-N';
   return { digest: sha256(canonicalJson(fields)), fields };
 }
 

@@ -22,6 +22,7 @@ import { copyWritten, diffSnapshots, snapshot } from './workspace.js';
 import type { RedactionReceipt } from './materialize.js';
 import { fileSources, isStepOutput, normalizedPath, outputsReadFrom, producerSteps, treatmentEntry, type TreatmentSource } from './treatment-files.js';
 import type { OutputEntry } from '../pipeline/store/cas.js';
+import { LOOK_DECISION, notRunOutputs, stoppedBy } from './not-run.js';
 
 export interface ArmSpec {
   /** A bias-of-prompt arm: another arm's treatment with its steering lines removed. */
@@ -389,6 +390,8 @@ export const runStep: StepKind = {
     if (upstream.kind.name === 'materialize') return armOf(spec(node.step), node.matrix['arm']!).restore ? ['tree', 'redacted', 'redaction.json'] : ['tree'];
     if (upstream.kind.name === 'environment') return ENVIRONMENT_OUTPUTS;
     if (upstream.kind.name === 'certify') return ['verdict.json'];
+    // A sequential cohort's look: only its decision (the attempt's key does not move with the statistic).
+    if (upstream.kind.name === 'look') return [LOOK_DECISION];
     // A step whose outputs some arm receives: this attempt reads only what its own arm takes,
     // so a control arm's key never depends on the treatment's generated files.
     const s = spec(node.step);
@@ -408,6 +411,9 @@ export const runStep: StepKind = {
     const task = taskOf(ctx.node);
     const armName = ctx.node.matrix['arm']!;
     const arm = armOf(s, armName);
+    // A look upstream stopped the cohort: this attempt is never run.
+    const stopped = stoppedBy(ctx);
+    if (stopped) return ok(notRunOutputs(ctx, stopped));
     const adapter = agentAdapters.get(s.agent.adapter)!;
     const log = (line: string) => writeFileSync(ctx.logFile, line + '\n', { flag: 'a' });
     // The task's own environment (a Harbor task's image, at its WORKDIR) when the step has one.

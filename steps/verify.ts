@@ -11,6 +11,7 @@ import type { CanaryCalibrations } from './verifier-canary.js';
 import { runVerifier, scoringOf, verifierSandbox, type TestEvidence, type VerifierOutcome } from './verifier-run.js';
 import { VERIFIER_OWNED, verifierOwned } from './verifier-owned.js';
 import { applyChanges, type WorkspaceChanges } from './workspace.js';
+import { NOT_RUN, passedNotRun } from './not-run.js';
 
 interface VerifySpec {
   reward?: { threshold?: number };
@@ -64,13 +65,15 @@ export const verifyStep: StepKind = {
       : upstream.kind.name === 'environment'
         ? ENVIRONMENT_OUTPUTS
         : upstream.kind.name === 'run'
-          ? ['changes.json', 'changed']
+          ? ['changes.json?', 'changed?', `${NOT_RUN}?`]
           : upstream.kind.name === 'certify'
             ? ['canary.json']
             : undefined,
   describeConfigField: (path) => (path[0] === 'command' || path[0] === 'fail_to_pass' || path[0] === 'pass_to_pass' ? `verifier ${path.join('.')}` : path.join('.')),
 
   async execute(ctx: ExecutionContext) {
+    const notRun = passedNotRun(ctx);
+    if (notRun) return ok(notRun);
     const task = taskOf(ctx.node);
     // A task with its own environment is verified in its image, on the tree its attempts started from.
     const point = startingPoint(ctx);

@@ -53,6 +53,8 @@ const CASES: { config: string; tasks: number; verdicts: Verdicts }[] = [
       ]),
     ) as Verdicts,
   },
+  // 12 independent tasks under a group-sequential design of 3 looks: it stops at look 2.
+  { config: 'cohorts/sequential-stopping.yaml', tasks: 12, verdicts: { 'sequential-stopping': { 'claude-md vs control': ['positive', '+'] } } },
   {
     config: 'cohorts/coding-os-factorial.yaml',
     tasks: 3,
@@ -165,6 +167,25 @@ describe.skipIf(!existsSync(claudeBinary()))('shipped cohorts, end to end on the
         // Scripted generation: its tokens are counted, no price is claimed.
         expect(b.results.analysis.cost_streams.overhead).toMatchObject({ usd: null, tokens: 4100, model_source: 'scripted' });
         expect(b.report).toContain('Overhead (separate stream, never added to eval cost): unpriced (its model was scripted), 4100 tokens');
+      }
+      if (c.config.includes('sequential')) {
+        const b = bundles['sequential-stopping']!;
+        const seq = b.results.analysis.sequential;
+        // Look 1 (4 families, all helped: Z 1.53) continues; look 2 (8 families, 7 helped and a tie: Z 2.42) crosses Pocock's 2.29.
+        expect(seq.looks.map((l: { decision: string }) => l.decision)).toEqual(['continue', 'efficacy', 'stopped-earlier']);
+        expect(seq.looks.map((l: { families: number }) => l.families)).toEqual([4, 8, 0]);
+        expect(seq.stopped_at).toBe(2);
+        // The last 4 families' 8 attempts never ran: they are in the bundle as not run, and in no estimate.
+        expect(seq.attempts_not_run).toBe(8);
+        expect(b.results.attempts).toHaveLength(16);
+        const notRun = readdirSync(join(b.dir, 'nodes', 'attempts')).filter((t) => existsSync(join(b.dir, 'nodes', 'attempts', t, 'control', '1', 'not-run.json')));
+        expect(notRun).toHaveLength(4);
+        expect(b.results.analysis.comparisons[0].ci.method).toBe('repeated-ci');
+        expect(b.report).toContain('## Sequential stopping (preregistered)');
+        expect(b.report).toMatch(/\| 2 \| 8 of 8 \| 2\.418 \| ±2\.295 \| .+ \| efficacy \|/);
+        expect(b.report).toContain('stopped at look 2 of 3 (efficacy); 8 attempt(s) not run');
+        expect(b.report).toContain('biased away from zero');
+        expect(b.report).toContain('repeated CI at the stopping look');
       }
       if (c.config.includes('gortex')) {
         const cmp = bundles['gortex-mcp']!.results.analysis.comparisons;

@@ -10,7 +10,8 @@ import { pairAttempts } from './pairing.js';
 import { headlineWarnings } from './warnings.js';
 import { analyzeFactorial, decideFactorial } from './factorial.js';
 import { checkSpec, type SpecProblem } from './spec.js';
-import type { AnalysisResult, AnalysisSpec, AttemptRecord } from './types.js';
+import { applySequential, sequentialAnalysis } from './sequential.js';
+import type { AnalysisResult, AnalysisSpec, AttemptRecord, SequentialResult } from './types.js';
 
 /** Analyze after checking the spec; every spec problem is named. */
 export function analyzeChecked(attempts: readonly AttemptRecord[], spec: AnalysisSpec): Result<AnalysisResult, SpecProblem[]> {
@@ -59,8 +60,10 @@ function analyzeValid(attempts: readonly AttemptRecord[], spec: AnalysisSpec): A
   effects.forEach((e, i) => (e.test!.p_holm = adjusted[tested.length + i]!));
   const withMcNemar = tested.filter((c) => c.mcnemar !== null);
   holm(withMcNemar.map((c) => c.mcnemar!.p)).forEach((p, i) => (withMcNemar[i]!.mcnemar!.p_holm = p));
-  const comparisons = compared.map((c) => decide(c, m));
+  const decided = compared.map((c) => decide(c, m));
   if (factorial) decideFactorial(factorial, m);
+  const sequential = spec.stopping ? sequentialAnalysis(attempts, spec) : undefined;
+  const comparisons = sequential ? decided.map((c, i) => (i === 0 ? applySequential(c, sequential) : c)) : decided;
 
   const notes = methodNotes(spec, m);
   const acceptedNullPass = attempts.filter((a) => a.admission === 'accepted' && a.pass === null).length;
@@ -98,8 +101,20 @@ function analyzeValid(attempts: readonly AttemptRecord[], spec: AnalysisSpec): A
       overhead: spec.overhead ?? null,
     },
     warnings: headlineWarnings([...inputs.values()].map((i) => i.metrics), byArm),
-    notes,
+    notes: sequential ? [...notes, ...sequentialNotes(sequential)] : notes,
+    ...(sequential ? { sequential } : {}),
   };
+}
+
+function sequentialNotes(seq: SequentialResult): string[] {
+  const design = seq.design!;
+  const rule =
+    seq.rule === 'group-sequential'
+      ? `Sequential stopping (preregistered): group-sequential, ${seq.looks.length} look(s) over ${seq.max_families} families in their preregistered order, ` +
+        `Lan-DeMets ${design.spending}-type spending of one-sided alpha ${design.alpha} each way (boundaries by recursive numerical integration), futility ${design.futility}; ` +
+        'statistic: the exact sign-flip test on the families of each look, on the Z scale (sign x Phi^-1(1 - p / 2)); interval: the repeated confidence interval at the stop, not the fixed-N interval.'
+      : `Sequential stopping (preregistered): an anytime-valid betting confidence sequence (Waudby-Smith and Ramdas) at level ${1 - design.alpha} on family deltas, looked at after every family.`;
+  return [rule, ...seq.notes];
 }
 
 /**

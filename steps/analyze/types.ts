@@ -123,6 +123,66 @@ export interface AnalysisSpec {
   overhead?: OverheadSpec | null;
   /** Further [treatment, control] comparisons (e.g. full vs each single lever), in the same Holm family. */
   comparisons?: [string, string][];
+  /** Preregistered sequential stopping (absent: fixed-N). */
+  stopping?: StoppingSpec;
+}
+
+/**
+ * Sequential stopping over families, in their preregistered order. `group-sequential`:
+ * K looks, each after a preregistered fraction of the families has all its pairs in,
+ * Lan-DeMets spending boundaries (efficacy each side at one-sided `alpha`, optional
+ * non-binding futility). `confidence-sequence`: an anytime-valid betting confidence
+ * sequence (Waudby-Smith and Ramdas) on family deltas, looked at after every family.
+ */
+export interface StoppingSpec {
+  rule: 'group-sequential' | 'confidence-sequence';
+  /** group-sequential: number of looks, the last at every family. */
+  looks?: number;
+  /** group-sequential: one-sided, each direction (default (1 - confidence) / 2); confidence-sequence: two-sided (default 1 - confidence). */
+  alpha?: number;
+  /** group-sequential: the power the futility boundary is designed for (default: the spec's power). */
+  power?: number;
+  spending?: 'obrien-fleming' | 'pocock';
+  futility?: 'none' | 'non-binding';
+  /** Families per look, in the preregistered order (filled from the run step's order seed; part of the spec). */
+  schedule?: string[][];
+}
+
+/** One look of a sequential analysis. */
+export interface SequentialLook {
+  look: number;
+  /** Families in the look with all their pairs in, and the planned number at this look. */
+  families: number;
+  planned_families: number;
+  /** Information fraction: families / the planned maximum. */
+  fraction: number;
+  /** Effect (mean task delta) over the look's families. */
+  estimate: number | null;
+  /** group-sequential: the standardized sign-flip statistic sum / sqrt(sum of squared family sums). */
+  statistic: number | null;
+  /** group-sequential: the efficacy boundary (|statistic| >= it stops with a claim) and the futility boundary. */
+  upper: number | null;
+  lower: number | null;
+  /** The repeated confidence interval at this look (group-sequential), or the confidence sequence (anytime-valid). */
+  interval: { low: number; high: number } | null;
+  decision: 'continue' | 'efficacy' | 'harm' | 'futility' | 'final' | 'stopped-earlier' | 'waiting';
+  /** Families left out of this look: an attempt with an infrastructure fault is retried first. */
+  pending_families: string[];
+}
+
+export interface SequentialResult {
+  rule: StoppingSpec['rule'];
+  max_families: number;
+  looks: SequentialLook[];
+  /** The look at which the cohort stopped (null: it has not stopped and looks remain). */
+  stopped_at: number | null;
+  decision: 'efficacy' | 'harm' | 'futility' | 'no-claim' | 'continue';
+  /** The interval the report shows: the repeated CI (or confidence sequence) at the stop, not the fixed-N interval. */
+  interval: { low: number; high: number; confidence: number; method: 'repeated-ci' | 'betting-cs' } | null;
+  design: { spending: string; alpha: number; power: number; theta: number | null; inflation: number | null; futility: string } | null;
+  /** Attempts of the families after the stop, which the run did not run (set by the analyze step). */
+  attempts_not_run?: number;
+  notes: string[];
 }
 
 /**
@@ -155,7 +215,7 @@ export interface Interval {
    * cluster-bootstrap-percentile: families (or tasks) drawn with replacement, each drawn
    * family's tasks used once; cluster-t: cluster-robust t interval on the units, k - 1 df.
    */
-  method: 'cluster-bootstrap-percentile' | 'cluster-t';
+  method: 'cluster-bootstrap-percentile' | 'cluster-t' | 'repeated-ci' | 'betting-cs';
   resamples: number | null;
   seed: number | null;
   /** cluster-t: degrees of freedom and units. */
@@ -295,7 +355,8 @@ export type ComparisonProblem =
   | { reason: 'unisolated'; arms: string[]; message: string }
   | { reason: 'insufficient-n'; n_units: number; units_needed: number; message: string }
   | { reason: 'exclusions-against-claim'; message: string }
-  | { reason: 'factorial-design'; message: string };
+  | { reason: 'factorial-design'; message: string }
+  | { reason: 'sequential'; message: string };
 
 export interface PairCounts {
   /** (task, rep) keys present in either arm */
@@ -480,6 +541,8 @@ export interface AnalysisResult {
   notes: string[];
   /** A judge's (a)/(b)/(c) beside the verifier's (analyze `judge: STEP`). */
   judge?: JudgeSummary;
+  /** Sequential stopping (spec.stopping): every look, the stop, the repeated interval. */
+  sequential?: SequentialResult;
 }
 
 /** What a judge step wrote for one task (steps/judge.ts). */

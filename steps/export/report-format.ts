@@ -3,7 +3,7 @@
  * formatted without the locale (toFixed, never toLocaleString) so a report's bytes
  * do not depend on the machine that rendered it.
  */
-import type { AnalysisResult, ArmMetrics, Comparison, ComparisonProblem, ConfigField, Interval, MinimumDetectableEffect, OutcomeClass, PairedDifference, RandomizationTest, Spread, Verdict } from '../analyze/types.js';
+import type { AnalysisResult, ArmMetrics, Comparison, ComparisonProblem, ConfigField, Interval, MinimumDetectableEffect, OutcomeClass, PairedDifference, RandomizationTest, SequentialResult, Spread, Verdict } from '../analyze/types.js';
 import { ENVELOPE_FORMULA } from '../analyze/envelope.js';
 import { unreachable } from '../../pipeline/result.js';
 import type { ReportContext } from './report-context.js';
@@ -36,6 +36,8 @@ export function interval(ci: Interval | null | undefined): string {
 
 export function intervalMethod(ci: Interval): string {
   if (ci.method === 'cluster-t') return `${fixed(ci.confidence * 100, 0)}% CI, cluster t over ${ci.units} units, ${ci.df} df`;
+  if (ci.method === 'repeated-ci') return `${fixed(ci.confidence * 100, 0)}% repeated CI at the stopping look (group-sequential; not the fixed-N interval)`;
+  if (ci.method === 'betting-cs') return `${fixed(ci.confidence * 100, 0)}% anytime-valid confidence sequence (betting)`;
   return `${fixed(ci.confidence * 100, 0)}% CI, ${ci.method}, ${ci.resamples} resamples, seed ${ci.seed}`;
 }
 
@@ -124,6 +126,11 @@ export function verdictWord(v: Verdict): string {
 
 /** The verdict's meaning for this comparison: within noise names the effect it could have detected. */
 export function comparisonMeaning(c: Comparison): string {
+  const sequential = c.ci?.method === 'repeated-ci' || c.ci?.method === 'betting-cs';
+  if (sequential && (c.verdict === 'positive' || c.verdict === 'negative')) {
+    return `the treatment ${c.verdict === 'positive' ? 'raised' : 'lowered'} the pass rate: a preregistered look crossed its boundary (see Sequential stopping), its interval excludes 0, and the effect is beyond the noise envelope`;
+  }
+  if (sequential && c.verdict === 'within-noise') return `no preregistered look crossed its boundary in the direction of the effect: no effect is claimed either way`;
   if (c.verdict !== 'within-noise') return verdictMeaning(c.verdict);
   const mde = c.mde?.value;
   return `not distinguishable from 0 at this n (${mde !== null && mde !== undefined ? `MDE ${ppWidth(mde)}` : 'MDE not computable at this n'}): no effect is claimed either way`;
@@ -180,6 +187,7 @@ export function problemText(p: ComparisonProblem): string {
     case 'insufficient-n':
     case 'exclusions-against-claim':
     case 'factorial-design':
+    case 'sequential':
       return `${p.reason}: ${p.message}`;
     default:
       return unreachable(p);
@@ -372,4 +380,31 @@ export function relativeMetricsText(c: Comparison): string[] {
   paired('steps change, tool calls', c.paired?.tool_calls);
   paired('reasoning tokens change', c.paired?.reasoning_tokens);
   return out;
+}
+
+/** The sequential section: a sentence on the design and the stop, then one row per look (header first). */
+export function sequentialTable(seq: SequentialResult): { summary: string; header: string[]; rows: string[][] } {
+  const d = seq.design!;
+  const z = (x: number | null) => (x === null ? NONE : fixed(x, 3));
+  const design =
+    seq.rule === 'group-sequential'
+      ? `Group-sequential: ${seq.looks.length} looks over ${seq.max_families} families, ${d.spending}-type alpha spending (one-sided ${d.alpha} each way), futility ${d.futility}; ` +
+        `maximum ${fixed(d.inflation ?? 1, 3)}x the fixed-N design of the same power (${pct(d.power)})`
+      : `Anytime-valid betting confidence sequence at ${pct(1 - d.alpha)} over ${seq.max_families} families, looked at after each`;
+  const stop =
+    seq.stopped_at !== null
+      ? `stopped at look ${seq.stopped_at} of ${seq.looks.length} (${seq.decision})${seq.attempts_not_run ? `; ${seq.attempts_not_run} attempt(s) not run` : ''}`
+      : seq.decision === 'continue'
+        ? 'no boundary crossed yet; the cohort continues'
+        : 'no look crossed a boundary: no claim';
+  const rows = seq.looks.map((l) => [
+    String(l.look),
+    l.decision === 'stopped-earlier' ? `not taken (${l.planned_families} planned)` : `${l.families} of ${l.planned_families}${l.pending_families.length ? ` (${l.pending_families.length} pending)` : ''}`,
+    z(l.statistic),
+    l.upper === null ? NONE : `±${fixed(l.upper, 3)}`,
+    z(l.lower),
+    l.interval ? `[${pp(l.interval.low)}, ${pp(l.interval.high)}]` : NONE,
+    l.decision,
+  ]);
+  return { summary: `${design}: ${stop}.`, header: ['look', 'families', 'Z', 'efficacy boundary', 'futility boundary', seq.rule === 'group-sequential' ? 'repeated CI' : 'confidence sequence', 'decision'], rows };
 }

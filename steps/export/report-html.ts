@@ -4,7 +4,7 @@
  * meta tag forbids every fetch, so opening the file cannot touch the network.
  * Every string that comes from the data passes through escapeHtml.
  */
-import type { AnalysisResult, ArmMetrics, Comparison, ConfigField, FactorialResult, JudgeSummary, TaskOutcome } from '../analyze/types.js';
+import type { AnalysisResult, ArmMetrics, Comparison, ConfigField, FactorialResult, JudgeSummary, SequentialResult, TaskOutcome } from '../analyze/types.js';
 import type { ReportContext } from './report-context.js';
 import {
   INTEGRITY_INTRO,
@@ -41,6 +41,7 @@ import {
   pValue,
   ratio,
   scopeStatement,
+  sequentialTable,
   seconds,
   spread,
   totalExcluded,
@@ -124,6 +125,7 @@ export function renderHtml(result: AnalysisResult, ctx: ReportContext): string {
     result.comparisons.length === 0 ? '<p>No comparison was analysed.</p>' : '',
     ...result.comparisons.map((c, i) => comparison(c, i, integrityCaveat(result, c))),
     '</section>',
+    result.sequential ? sequentialSection(result.sequential) : '',
     result.factorial ? factorial(result.factorial) : '',
     result.judge ? judgeSection(result.judge) : '',
     arms(result, ctx),
@@ -316,6 +318,21 @@ function outcomeTable(c: Comparison): string {
   ]
     .filter((s) => s !== '')
     .join('\n');
+}
+
+function sequentialSection(seq: SequentialResult): string {
+  const t = sequentialTable(seq);
+  return [
+    '<section id="sequential">',
+    '<h2>Sequential stopping (preregistered)</h2>',
+    `<p>${esc(t.summary)}</p>`,
+    '<table>',
+    `<thead><tr>${t.header.map((h) => `<th>${esc(h)}</th>`).join('')}</tr></thead>`,
+    `<tbody>${t.rows.map((r) => `<tr>${r.map((c) => `<td>${esc(c)}</td>`).join('')}</tr>`).join('')}</tbody>`,
+    '</table>',
+    ...seq.notes.map((n) => `<p class="note">${esc(n)}</p>`),
+    '</section>',
+  ].join('\n');
 }
 
 function judgeSection(j: JudgeSummary): string {

@@ -3,7 +3,7 @@
  * (a)/(b)/(c) counts in full, the arms, the two cost streams on separate lines,
  * infrastructure errors, exclusions, and the scope of the claim.
  */
-import type { AnalysisResult, ArmMetrics, Comparison, ConfigField, FactorialResult, JudgeSummary } from '../analyze/types.js';
+import type { AnalysisResult, ArmMetrics, Comparison, ConfigField, FactorialResult, JudgeSummary, SequentialResult } from '../analyze/types.js';
 import type { ReportContext } from './report-context.js';
 import {
   INTEGRITY_INTRO,
@@ -40,6 +40,7 @@ import {
   pValue,
   ratio,
   scopeStatement,
+  sequentialTable,
   seconds,
   spread,
   totalExcluded,
@@ -85,6 +86,7 @@ export function renderMarkdown(result: AnalysisResult, ctx: ReportContext): stri
   }
   for (const c of result.comparisons) comparison(c, result, line);
 
+  if (result.sequential) sequentialSection(result.sequential, line);
   if (result.factorial) factorial(result.factorial, line);
   if (result.judge) judgeSection(result.judge, line);
 
@@ -216,6 +218,20 @@ function comparison(c: Comparison, result: AnalysisResult, line: (s?: string) =>
       line();
     }
   }
+}
+
+function sequentialSection(seq: SequentialResult, line: (s?: string) => void): void {
+  const t = sequentialTable(seq);
+  line('## Sequential stopping (preregistered)');
+  line();
+  line(md(t.summary));
+  line();
+  line(`| ${t.header.join(' | ')} |`);
+  line(`|${t.header.map((_, i) => (i === 0 || i === t.header.length - 1 ? '---' : '---:')).join('|')}|`);
+  for (const r of t.rows) line(`| ${r.map(md).join(' | ')} |`);
+  line();
+  for (const n of seq.notes) line(`- ${md(n)}`);
+  if (seq.notes.length) line();
 }
 
 function judgeSection(j: JudgeSummary, line: (s?: string) => void): void {

@@ -1,0 +1,48 @@
+/**
+ * Attempts a sequential cohort's stopping rule did not run. A look (analyze-step.ts) passes
+ * its decision to the next group's run nodes; once it has stopped the cohort they run
+ * nothing and output `not-run.json`, which verify and audit pass on, and analyze counts.
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { OutputManifest } from '../pipeline/store/action-cache.js';
+import type { ExecutionContext } from '../pipeline/step-kind.js';
+
+export const NOT_RUN = 'not-run.json';
+export const LOOK_DECISION = 'decision.json';
+
+interface LookDecision {
+  cohort: string;
+  stop: boolean;
+  stopped_at: number | null;
+  decision: string;
+}
+
+/** Why this attempt must not run (a look upstream stopped the cohort), or null. */
+export function stoppedBy(ctx: ExecutionContext): string | null {
+  for (const u of ctx.upstream) {
+    const entry = u.outputs[LOOK_DECISION];
+    if (!entry) continue;
+    const d = JSON.parse(ctx.artifacts.read(entry.digest).toString('utf8')) as LookDecision;
+    if (d.stop) return `cohort ${d.cohort} stopped at look ${d.stopped_at} (${d.decision}): its preregistered stopping rule`;
+  }
+  return null;
+}
+
+/** The output of an attempt that did not run. */
+export function notRunOutputs(ctx: ExecutionContext, because: string): OutputManifest {
+  const out = join(ctx.workDir, 'out');
+  mkdirSync(out, { recursive: true });
+  writeFileSync(join(out, NOT_RUN), JSON.stringify({ schema_version: 1, node: ctx.node.id, not_run: because }, null, 2) + '\n');
+  writeFileSync(ctx.logFile, `${ctx.node.id}: not run: ${because}\n`, { flag: 'a' });
+  ctx.outcome?.('not run', because);
+  return { [NOT_RUN]: ctx.artifacts.putPath(join(out, NOT_RUN)) };
+}
+
+/** An upstream attempt that did not run: this node passes that on instead of doing its work. */
+export function passedNotRun(ctx: ExecutionContext): OutputManifest | null {
+  const u = ctx.upstream.find((x) => x.outputs[NOT_RUN]);
+  if (!u) return null;
+  ctx.outcome?.('not run', `${u.node} was not run`);
+  return { [NOT_RUN]: u.outputs[NOT_RUN]! };
+}
