@@ -1,3 +1,4 @@
+import { printJson } from './json-output.js';
 import { existsSync, readFileSync, statfsSync } from 'node:fs';
 import { freemem } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -108,7 +109,7 @@ export async function runDoctor(loaded: LoadedConfig, io: CommandIO, json: boole
   }
   const allOk = checks.every((c) => c.ok);
   if (json) {
-    io.stdout.write(JSON.stringify({ ok: allOk, checks }, null, 2) + '\n');
+    printJson(io.stdout, { ok: allOk, checks });
   } else {
     const lines: string[] = [];
     for (const c of checks) {

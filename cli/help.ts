@@ -3,12 +3,31 @@ export const EXIT = { ok: 0, nodeFailed: 1, usage: 2, interrupted: 130 } as cons
 const COMMON = `Options for every command:
   -c, --config FILE   the config (default: bench.config.yaml in the current directory)
       --store DIR     the store directory (default: store.path in the config, or .pairbench)
-      --json          machine-readable output on stdout
-  -h, --help          this help
+      --json          machine-readable output on stdout (errors too: {schema_version, ok: false, errors})
+  -h, --help          this help`;
 
-Exit codes: 0 all good; 1 some node failed; 2 usage or config error; 130 interrupted.`;
+/** The options every command takes, then what its exit codes mean. */
+const common = (exits: string): string => `${COMMON}\n\nExit codes: ${exits}`;
+
+const CONFIG_ERROR = '2 usage or config error';
 
 export const HELP: Record<string, string> = {
+  init: `Usage: pairbench init [DIR] --repo PATH [--commit REV] [options]
+
+Scaffolds a cohort in DIR (default: here): bench.config.yaml (two arms, with and
+without the context file under test, every step commented), tasks/first-task/task.yaml
+pinned to the full id of REV (default HEAD) of the repository at PATH, and
+context/CLAUDE.md. What a person must write (the prompt, the verifier, the context) is
+marked in place. Never overwrites a file.
+
+Options:
+      --repo PATH          a local git repository: the first task's starting point
+      --commit REV         the commit (default HEAD), recorded as its full id
+      --test-command CMD   the first task's verifier (default: npm test when package.json
+                           has a test script, python -m pytest -q for a Python project)
+      --json               machine-readable output
+
+Exit codes: 0 written; 2 usage error, DIR already has a config (or one of the files), or PATH has no such commit.`,
   doctor: `Usage: pairbench doctor [options]
 
 Checks every prerequisite of the configured steps and names EVERY missing one with
@@ -26,7 +45,7 @@ mounted) is named before any attempt. Exit 0 when all pass, 1 otherwise.
 Options:
   --skip-canary        check the prerequisites only; run no agent
 
-${COMMON}`,
+${common(`0 every check passed; 1 some check failed; ${CONFIG_ERROR}.`)}`,
   probe: `Usage: pairbench probe [NODE] [options]
 
 Runs ONE attempt (the first of the run step, or NODE) with no verifier and no
@@ -35,7 +54,7 @@ projected tokens, weighted cost, cost in USD (with its confidence) and wall time
 the whole cohort (tasks x arms x reps), before you fund it. Nothing is recorded as
 an attempt.
 
-${COMMON}`,
+${common(`0 the attempt ran and the cohort is projected; 1 the attempt failed; ${CONFIG_ERROR}, or NODE is not a run node.`)}`,
   freeze: `Usage: pairbench freeze [COHORT...] [options]
 
 A cohort is an analyze step. Its frozen fields (prompts and allowed paths, repo
@@ -45,13 +64,13 @@ its freeze digest, recorded for its "version". The first executed attempt freeze
 version too. Once a version has executed attempts, 'run' refuses any change to a
 frozen field, naming it, until "version" is bumped.
 
-${COMMON}`,
+${common(`0 frozen (or already frozen with the same fields); ${CONFIG_ERROR}, an unknown cohort, or a frozen field changed after attempts ran.`)}`,
   history: `Usage: pairbench history [COHORT...] [options]
 
 Every registered version of a cohort: its freeze digest, when it was frozen, its
 first attempt, how many attempts it executed and the verdicts it had observed.
 
-${COMMON}`,
+${common(`0 listed; ${CONFIG_ERROR}, or an unknown cohort.`)}`,
   export: `Usage: pairbench export --out DIR [NODE...] [options]
 
 Writes the bundle that an export step built (results, receipts, evidence, redacted
@@ -75,7 +94,7 @@ Options:
       --progress MODE  auto (a bar on a terminal for a bundle over 64 MiB), plain (a line
                        at every tenth of the bytes written), none
 
-${COMMON}`,
+${common(`0 the bundle was written; ${CONFIG_ERROR}, no bundle built yet for a node, or DIR is not empty.`)}`,
   'verify-bundle': `Usage: pairbench verify-bundle DIR [options]
 
 Re-hashes every file of a bundle against its manifest.json and names each file that
@@ -115,12 +134,15 @@ Options:
       --test-command CMD    runs the suite with per-test results (default: the repository's own:
                             package.json scripts.test when it is tape or node --test; pytest -rA)
       --repeats N           discrimination check repeats (default 2)
-      --json                machine-readable output`,
+      --json                machine-readable output
+
+Exit codes: 0 tasks written; 1 refused (fewer valid tasks than --count, said why); 2 usage error.`,
   main: `pairbench: paired, content-addressed evaluation of context for coding agents
 
 Usage: pairbench <command> [options]
 
 Commands:
+  init [DIR]         scaffold a commented cohort and a first task (--repo PATH [--commit REV])
   run [NODE...]      build every stale node (or only NODE... and what they need)
   plan [NODE...]     dry run: each node as cached or to run, and why
   explain NODE       a node's key inputs, its record, and what changed since its last build
@@ -137,7 +159,9 @@ Commands:
   generate KIND      derive tasks from a repo's own test suite (stub_function, revert_reimplement)
   worker             execute nodes a coordinator queues on Redis (run --executor redis://...)
 
-Run 'pairbench <command> --help' for a command's options.
+Run 'pairbench <command> --help' for a command's options, and its exit codes.
+
+  -V, --version       the version of pairbench
 
 ${COMMON}`,
   run: `Usage: pairbench run [NODE...] [options]
@@ -163,10 +187,7 @@ Options:
                       BullMQ queues on this Redis (one queue per step kind; job id = the node's
                       key; concurrency.kinds limits hold across the fleet); needs the remote cache
 
-Exit codes: 0 every node built or cached (or left to another shard), 1 a node failed
-or was skipped, 2 a config or usage error, 130 interrupted.
-
-${COMMON}`,
+${common(`0 every node built or cached (or left to another shard); 1 some node failed or was skipped; ${CONFIG_ERROR}, or a cohort's frozen field changed; 130 interrupted.`)}`,
   worker: `Usage: pairbench worker --redis redis://HOST:PORT/DB [options]
 
 Executes the nodes a coordinator ('pairbench run --executor redis://...') queues: for
@@ -184,7 +205,7 @@ Options:
 
 Exit codes: 0 stopped on request, 2 a config or usage error.
 
-${COMMON}`,
+${common(`0 stopped on request (the jobs it held finished or were handed back); ${CONFIG_ERROR}.`)}`,
   plan: `Usage: pairbench plan [NODE...] [options]
 
 Lists every node as cached or to run, and for each node to run WHY: which input
@@ -194,14 +215,14 @@ that its stored output is corrupt, or which upstream runs first. Changes nothing
 Options:
   -a, --all           also list cached nodes (human output)
 
-${COMMON}`,
+${common(`0 planned; ${CONFIG_ERROR}, or no node matches NODE.`)}`,
   explain: `Usage: pairbench explain NODE [options]
 
 Shows a node's key and the inputs it hashes (config slice, matrix values, file
 digests, upstream output digests), its record when cached (outputs, log, time),
 its last failure, and what changed since its last build.
 
-${COMMON}`,
+${common(`0 explained; ${CONFIG_ERROR}, or no node matches NODE.`)}`,
   show: `Usage: pairbench show NODE [OUTPUT] [options]
 
 Prints a node's stored output from the store: an output file (result.json,
@@ -214,13 +235,13 @@ last run built (said on stderr). Exit 1 when the node has not been built.
 Options:
   -l, --list           list instead of printing (an output file's entry)
 
-${COMMON}`,
+${common(`0 shown; 1 the node has not been built; ${CONFIG_ERROR}, or no such node or output.`)}`,
   status: `Usage: pairbench status [options]
 
 Per step: nodes, cached, to run, and failed last time; then each failed node with
 its last failure.
 
-${COMMON}`,
+${common(`0 listed; ${CONFIG_ERROR}.`)}`,
   fsck: `Usage: pairbench fsck [options]
 
 Checks the whole store: every blob is re-hashed (a size and mtime prove nothing),
@@ -231,10 +252,7 @@ nodes that need it are rebuilt by the next 'pairbench run'.
 Options:
       --repair         drop corrupt blobs and the records that need them
 
-Exit codes: 0 the store is intact; 1 something was corrupt or missing (repaired
-with --repair); 2 usage or config error.
-
-${COMMON.split('\n\nExit codes')[0]}`,
+${common(`0 the store is intact; 1 damage was found (dropped with --repair); ${CONFIG_ERROR}.`)}`,
   gc: `Usage: pairbench gc [options]
 
 Removes store entries least recently used first until the store fits the size cap,
@@ -246,5 +264,5 @@ Options:
       --max-size SIZE  the cap, with its unit (e.g. 500MB, 2GiB, 4096B; default: store.max_size, 10GB)
   -n, --dry-run        only report what would be removed
 
-${COMMON}`,
+${common(`0 collected (or, with --dry-run, listed); ${CONFIG_ERROR}.`)}`,
 };

@@ -24,6 +24,7 @@ import { admitCohorts, annotateEnvironments, annotateExports, annotateImageTempl
 import { explainNode } from './explain.js';
 import { formatRunOutcome, runOutcome } from './run-summary.js';
 import { generate } from './generate.js';
+import { printJson as printJsonTo, printJsonErrors } from './json-output.js';
 
 type Out = { write(s: string | Uint8Array): unknown; isTTY?: boolean };
 
@@ -34,6 +35,30 @@ export interface CliIO {
 }
 
 class UsageError extends Error {}
+
+/** A usage error in words, on stderr or as the JSON error shape; exit 2. */
+function usageError(io: CliIO, json: boolean, command: string | null, message: string): number {
+  const hint = command ? `Run 'pairbench ${command} --help' for its options.` : "Run 'pairbench --help' for the commands.";
+  if (json) printJsonErrors(io.stdout, [{ message, hint }]);
+  else io.stderr.write(`pairbench${command ? ` ${command}` : ''}: ${message}\n${hint}\n`);
+  return EXIT.usage;
+}
+
+/** Node's parseArgs errors in our words, with the option the user probably meant. */
+function parseErrorMessage(e: unknown, command: Command): string {
+  const { code, message } = e as { code?: string; message: string };
+  const name = /'(-{1,2}[^',\s]+)/.exec(message)?.[1];
+  const allowed = ['config', 'store', 'json', 'help', ...ALLOWED[command]];
+  if (code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' && name) {
+    const guess = closest(name.replace(/^-+/, ''), allowed);
+    return `unknown option ${name}${guess ? `; did you mean --${guess}?` : ''}`;
+  }
+  if (code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE') {
+    const long = /--([a-z-]+)/.exec(message)?.[1];
+    return long ? `option --${long} needs a value` : message;
+  }
+  return message;
+}
 
 const OPTIONS = {
   config: { type: 'string', short: 'c' },
@@ -69,9 +94,10 @@ const OPTIONS = {
   concurrency: { type: 'string' },
 } as const;
 
-const COMMANDS = ['run', 'plan', 'explain', 'show', 'status', 'gc', 'fsck', 'freeze', 'history', 'doctor', 'probe', 'generate', 'export', 'verify-bundle', 'worker'] as const;
+const COMMANDS = ['init', 'run', 'plan', 'explain', 'show', 'status', 'gc', 'fsck', 'freeze', 'history', 'doctor', 'probe', 'generate', 'export', 'verify-bundle', 'worker'] as const;
 type Command = (typeof COMMANDS)[number];
 const ALLOWED: Record<Command, string[]> = {
+  init: ['repo', 'commit', 'test-command'],
   run: ['jobs', 'verbose', 'progress', 'shard', 'remote-cache', 'cache-mode', 'executor'],
   worker: ['redis', 'concurrency', 'remote-cache'],
   plan: ['all'],
@@ -111,10 +137,11 @@ async function harborLayout(staging: string, dest: string): Promise<Result<{ bun
 }
 
 
-function printJson(io: CliIO, value: unknown): void {
-  io.stdout.write(JSON.stringify(value, null, 2) + '\n');
+function printJson(io: CliIO, value: Record<string, unknown>): void {
+  printJsonTo(io.stdout, value);
 }
 
+/** The one error shape of every command: {schema_version, ok: false, errors: [{message, field?, location?, hint?}]}. */
 function fail(io: CliIO, json: boolean, diagnostics: Diagnostic[], code: number = EXIT.usage): number {
   if (json) printJson(io, { ok: false, errors: diagnostics.map(diagnosticToJson) });
   else io.stderr.write(diagnostics.map(formatDiagnostic).join('\n\n') + '\n');
@@ -129,6 +156,17 @@ interface Loaded {
 }
 
 function load(configPath: string, storeDir: string | undefined, env: HostEnv): { ok: true; value: Loaded } | { ok: false; error: Diagnostic[] } {
+  if (!existsSync(configPath)) {
+    const where = resolvePath(configPath);
+    return {
+      ok: false,
+      error: [
+        configPath === DEFAULT_CONFIG_FILE
+          ? { message: `no ${DEFAULT_CONFIG_FILE} in ${dirname(where)}`, hint: 'run pairbench in the directory of your config, or pass --config FILE' }
+          : { message: `no config file at ${where}`, hint: 'check the path given to --config' },
+      ],
+    };
+  }
   const config = loadConfig(configPath, storeDir ? { storeDir } : {});
   if (!config.ok) return config;
   const graph = buildGraph(config.value, builtinStepKinds);
@@ -171,7 +209,8 @@ function selectNodes(graph: Graph, patterns: string[]): { nodes: GraphNode[]; un
 function unknownNodes(graph: Graph, unknown: string[]): Diagnostic[] {
   const ids = graph.nodes.map((n) => n.id);
   return unknown.map((u) => {
-    const guess = closest(u, ids.length > 5000 ? [...graph.steps.keys()] : ids);
+    // A step name first (plan attemps -> attempts), then a node id.
+    const guess = closest(u, [...graph.steps.keys()]) ?? (ids.length > 5000 ? undefined : closest(u, ids));
     return {
       message: `no node matches "${u}"`,
       hint: guess ? `did you mean "${guess}"? ('pairbench plan --all' lists every node)` : "'pairbench plan --all' lists every node",
@@ -233,6 +272,7 @@ function printPlan(io: CliIO, entries: PlanEntry[], all: boolean): void {
 async function runVerifyBundle(io: CliIO, json: boolean, dir: string, keyFile: string | undefined, expectedRoot: string | undefined, progressMode: ProgressMode): Promise<number> {
   const { checkSignature, rootDigest, verifyBundle } = await import('../steps/export/bundle.js');
   if (!existsSync(dir)) return fail(io, json, [{ message: `${dir} does not exist`, hint: 'give the directory pairbench export --out wrote' }]);
+  if (!existsSync(join(dir, 'manifest.json'))) return fail(io, json, [{ message: `${dir} is not a bundle: it has no manifest.json`, hint: 'give the directory pairbench export --out wrote' }]);
   let publicKey: string | undefined;
   if (keyFile !== undefined) {
     try {
@@ -280,7 +320,7 @@ async function runGenerate(io: CliIO, json: boolean, kind: string, values: Recor
       io.stderr.write(`pairbench generate: ${outcome.message}\nRun 'pairbench generate --help' for its options.\n`);
       return EXIT.usage;
     case 'refused':
-      if (json) printJson(io, { ok: false, error: outcome.message });
+      if (json) printJsonErrors(io.stdout, [{ message: outcome.message }]);
       else io.stderr.write(`pairbench generate: ${outcome.message}\n`);
       return EXIT.nodeFailed;
     case 'ok': {
@@ -297,21 +337,40 @@ async function runGenerate(io: CliIO, json: boolean, kind: string, values: Recor
   }
 }
 
+async function runInit(io: CliIO, json: boolean, dir: string, values: Record<string, string | boolean | undefined>): Promise<number> {
+  const { init } = await import('./init.js');
+  const str = (k: string) => (typeof values[k] === 'string' ? (values[k] as string) : undefined);
+  const outcome = init({ dir, repo: str('repo'), commit: str('commit'), testCommand: str('test-command') });
+  if (outcome.status !== 'ok') {
+    return outcome.status === 'usage' ? usageError(io, json, 'init', outcome.message) : fail(io, json, [{ message: outcome.message, ...(outcome.hint ? { hint: outcome.hint } : {}) }]);
+  }
+  if (json) printJson(io, { ok: true, dir: outcome.dir, commit: outcome.commit, files: outcome.files });
+  else {
+    io.stdout.write(
+      [
+        ...outcome.files.map((f) => `wrote ${f}`),
+        `next: write the prompt and verifier in tasks/first-task/task.yaml and the context in context/CLAUDE.md, add tasks, then (in ${outcome.dir}) pairbench doctor && pairbench plan`,
+      ].join('\n') + '\n',
+    );
+  }
+  return EXIT.ok;
+}
+
 export async function main(argv: string[], io: CliIO): Promise<number> {
   const [first, ...rest] = argv;
   if (!first || first === '--help' || first === '-h' || first === 'help') {
     io.stdout.write(HELP['main']! + '\n');
     return first ? EXIT.ok : EXIT.usage;
   }
-  if (first === '--version') {
+  if (first === '--version' || first === '-V') {
     const { packageVersion } = await import('../pipeline/package-root.js');
     io.stdout.write(packageVersion() + '\n');
     return EXIT.ok;
   }
+  const wantsJson = rest.includes('--json');
   if (!(COMMANDS as readonly string[]).includes(first)) {
     const guess = closest(first, COMMANDS);
-    io.stderr.write(`pairbench: unknown command "${first}"${guess ? `; did you mean "${guess}"?` : ''}\nRun 'pairbench --help' for the commands.\n`);
-    return EXIT.usage;
+    return usageError(io, wantsJson, null, `unknown command "${first}"${guess ? `; did you mean "${guess}"?` : ''}`);
   }
   const command = first as Command;
   let values: ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true }>>['values'];
@@ -322,7 +381,8 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
       if (!['config', 'store', 'json', 'help', ...ALLOWED[command]].includes(name)) throw new UsageError(`option --${name} does not apply to "${command}"`);
     }
     if (command === 'probe' && positionals.length > 1) throw new UsageError('probe takes at most one NODE (a run node)');
-    if (!['run', 'plan', 'explain', 'show', 'generate', 'export', 'verify-bundle', 'freeze', 'history', 'probe'].includes(command) && positionals.length) throw new UsageError(`"${command}" takes no arguments`);
+    if (!['run', 'plan', 'explain', 'show', 'generate', 'export', 'verify-bundle', 'freeze', 'history', 'probe', 'init'].includes(command) && positionals.length) throw new UsageError(`"${command}" takes no arguments`);
+    if (command === 'init' && positionals.length > 1) throw new UsageError('init takes at most one DIR');
     if (command === 'verify-bundle' && positionals.length !== 1 && !values.help) throw new UsageError('verify-bundle takes exactly one DIR');
     if (command === 'export' && !values.out && !values.help) throw new UsageError('export needs --out DIR');
     if (command === 'generate' && positionals.length !== 1 && !values.help) throw new UsageError('generate takes exactly one KIND: stub_function or revert_reimplement');
@@ -332,8 +392,7 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
     if (values.progress !== undefined && !['auto', 'plain', 'none'].includes(values.progress)) throw new UsageError(`--progress takes auto, plain or none, not "${values.progress}"`);
     if (values['max-size'] !== undefined && Number.isNaN(parseSize(values['max-size']))) throw new UsageError(`--max-size takes a size with its unit, such as 500MB, 2GiB or 4096B, not "${values['max-size']}"`);
   } catch (e) {
-    io.stderr.write(`pairbench ${command}: ${(e as Error).message}\nRun 'pairbench ${command} --help' for its options.\n`);
-    return EXIT.usage;
+    return usageError(io, wantsJson, command, e instanceof UsageError ? e.message : parseErrorMessage(e, command));
   }
   if (values.help) {
     io.stdout.write(HELP[command]! + '\n');
@@ -341,6 +400,7 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
   }
   const json = Boolean(values.json);
   if (command === 'generate') return runGenerate(io, json, positionals[0]!, values);
+  if (command === 'init') return runInit(io, json, positionals[0] ?? '.', values);
   if (command === 'verify-bundle') return runVerifyBundle(io, json, positionals[0]!, values.key, values.root, (values.progress ?? 'auto') as ProgressMode);
   const loaded = load(values.config ?? DEFAULT_CONFIG_FILE, values.store, io.env);
   if (!loaded.ok) return fail(io, json, loaded.error);
@@ -437,7 +497,7 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
         if (json) {
           printJson(io, {
             ok: summary.failed === 0 && summary.skipped === 0,
-            summary,
+            summary: { total: summary.total, cached: summary.cached, executed: summary.executed, failed: summary.failed, skipped: summary.skipped, duration_ms: summary.durationMs },
             reuse,
             ...(remote ? { remote_cache: remote.value.stats } : {}),
             comparisons: outcome.comparisons,
@@ -451,6 +511,16 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
               ...(s.status === 'skipped' ? { because: s.because } : {}),
             })),
           });
+        }
+        // Which nodes failed, by name (the summary line only counts them).
+        const failed = [...states].filter(([, st]) => st.status === 'failed').map(([id]) => id);
+        if (!json && failed.length) {
+          const listed = failed.slice(0, 10).join(', ') + (failed.length > 10 ? ` and ${failed.length - 10} more` : '');
+          io.stderr.write(
+            controller.signal.aborted
+              ? `interrupted: ${failed.length} node(s) stopped before they finished: ${listed}; run again to build them (completed nodes are kept)\n`
+              : `failed: ${listed} ('pairbench show NODE log' shows why)\n`,
+          );
         }
         if (controller.signal.aborted) return EXIT.interrupted;
         // A shard leaves other shards' nodes (and what needs them) skipped by design.

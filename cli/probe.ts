@@ -1,3 +1,4 @@
+import { printJson, printJsonErrors } from './json-output.js';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { closest } from '../pipeline/diagnostic.js';
 import { lookup, plan, run, selectedOutputs } from '../pipeline/engine.js';
@@ -82,12 +83,12 @@ const silent = { event: () => undefined };
 
 export async function runProbe(loaded: LoadedConfig, io: CommandIO, json: boolean, node?: string, options: ProbeOptions = {}): Promise<number> {
   const usage = (message: string, hint: string) => {
-    if (json) io.stdout.write(JSON.stringify({ ok: false, error: message, hint }, null, 2) + '\n');
+    if (json) printJsonErrors(io.stdout, [{ message, ...(hint ? { hint } : {}) }]);
     else io.stderr.write(`pairbench probe: ${message}\n${hint}\n`);
     return EXIT.usage;
   };
   const failed = (message: string, logTail = '') => {
-    if (json) io.stdout.write(JSON.stringify({ ok: false, error: message, ...(logTail ? { log: logTail } : {}) }, null, 2) + '\n');
+    if (json) printJson(io.stdout, { ok: false, errors: [{ message }], ...(logTail ? { log: logTail } : {}) });
     else io.stderr.write(`pairbench probe: ${message}\n${logTail ? `${logTail}\n` : ''}`);
     return EXIT.nodeFailed;
   };
@@ -130,7 +131,7 @@ export async function runProbe(loaded: LoadedConfig, io: CommandIO, json: boolea
   }
 
   const report = project(loaded, target, result, source, transient);
-  if (json) io.stdout.write(JSON.stringify(report, null, 2) + '\n');
+  if (json) printJson(io.stdout, { ...report });
   else io.stdout.write(formatReport(report) + '\n');
   return report.ok ? EXIT.ok : EXIT.nodeFailed;
 }

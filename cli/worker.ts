@@ -1,4 +1,5 @@
 /** `pairbench worker`: executes queued nodes for a coordinator (`run --executor redis://...`) until stopped. */
+import { printJsonLine } from './json-output.js';
 import type { EngineContext } from '../pipeline/engine.js';
 import type { ResolvedInput } from '../pipeline/inputs.js';
 import { parseRedisUrl } from '../pipeline/queue/redis-connection.js';
@@ -49,7 +50,7 @@ export async function runWorker(
     reporter: { event: (e) => (e.type === 'warning' ? warn(e.message) : undefined) },
     ...(io.env['PAIRBENCH_WORKER_LOCK_MS'] ? { lockMs: Number(io.env['PAIRBENCH_WORKER_LOCK_MS']) } : {}),
     onJob: ({ node, key, result, ms }) => {
-      if (json) io.stdout.write(JSON.stringify({ node, key, status: result.status, worker: result.worker, ms, ...(result.failure ? { failure: result.failure } : {}) }) + '\n');
+      if (json) printJsonLine(io.stdout, { node, key, status: result.status, worker: result.worker, duration_ms: ms, ...(result.failure ? { failure: result.failure } : {}) });
       else io.stdout.write(`${result.status === 'executed' ? 'done  ' : 'FAILED'} ${node} (${(ms / 1000).toFixed(2)} s)${result.failure ? `: ${result.failure.message}` : ''}\n`);
     },
   });

@@ -243,7 +243,7 @@ describe.skipIf(!existsSync(claudeBinary()))('shipped cohorts, end to end on the
         ]);
         expect(f.interaction.name).toBe('graph x rules');
         expect(f.interaction.estimate).toBeCloseTo(1 / 3, 10);
-        expect(bundles['coding-os-factorial']!.report).toContain('## Factorial (graph x rules): ok');
+        expect(bundles['coding-os-factorial']!.report).toMatch(/^## Factorial \(graph x rules\)$/m);
         // Staged: the pilot ran raw and full, its gate opened, then the single-lever arms ran.
         const attempts = bundles['coding-os-factorial']!.results.attempts as { node: string; arm: string }[];
         expect(new Set(attempts.filter((a) => a.node.startsWith('audit-pilot/')).map((a) => a.arm))).toEqual(new Set(['raw', 'full']));

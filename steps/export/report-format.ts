@@ -43,7 +43,7 @@ export function intervalMethod(ci: Interval): string {
 
 /** "sign-flip test over 8 tasks: p=0.0078 (Holm p=0.0078), exact", the test the verdict rests on. */
 export function testText(t: RandomizationTest): string {
-  const units = `${t.n_units} ${t.unit === 'family' ? (t.n_units === 1 ? 'family' : 'families') : t.n_units === 1 ? 'task' : 'tasks'}`;
+  const units = t.unit === 'family' ? counted(t.n_units, 'family', 'families') : counted(t.n_units, 'task');
   return `${t.method} test over ${units}: p=${pValue(t.p)}, Holm p=${pValue(t.p_holm)} (alpha ${t.alpha}; ${t.exact ? 'exact' : `${t.samples} seeded samples`}; a claim needs at least ${t.units_needed})`;
 }
 
@@ -224,8 +224,19 @@ export function scopeStatement(result: AnalysisResult, ctx: ReportContext): { ar
     areNot:
       'They are not a general productivity claim, not a win rate, and not evidence about other tasks, models, agents or ' +
       'settings; a delta inside the noise envelope is no effect; eval cost and overhead are separate streams and are never summed.' +
-      (ctx.fixture_note ? ` ${ctx.fixture_note}` : ''),
+      (ctx.fixture_note ? ` ${sentence(ctx.fixture_note)}` : ''),
   };
+}
+
+/** A note as a sentence of its own: capital first letter, a full stop at the end. */
+function sentence(note: string): string {
+  const t = note.trim();
+  return t.charAt(0).toUpperCase() + t.slice(1) + (/[.!?]$/.test(t) ? '' : '.');
+}
+
+/** "1 family", "3 families": a count with its noun in the right number. */
+export function counted(n: number, one: string, many = `${one}s`): string {
+  return `${n} ${n === 1 ? one : many}`;
 }
 
 // ---------------------------------------------------------------- escaping

@@ -41,6 +41,7 @@ import {
   pValue,
   ratio,
   scopeStatement,
+  counted,
   sequentialTable,
   seconds,
   spread,
@@ -218,7 +219,7 @@ function comparison(c: Comparison, index: number, caveat: string | null): string
   if (mechanism) facts.push(['mechanism', esc(mechanism)]);
   const categories = outcomesByCategory(c);
   if (categories.length > 1) facts.push(['by category', categories.map((k) => `${esc(k.category)}: (a) ${k.a} · (b) ${k.b} · (c) ${k.c}${k.no_answer ? ` · no answer ${k.no_answer}` : ''}`).join('<br>')]);
-  facts.push(['pairs', `${c.pairs.valid} valid of ${c.pairs.total} (${c.pairs.excluded} with an excluded side, ${c.pairs.unmatched} unmatched) · ${c.n_tasks} tasks in ${c.n_families} families`]);
+  facts.push(['pairs', `${c.pairs.valid} valid of ${c.pairs.total} (${c.pairs.excluded} with an excluded side, ${c.pairs.unmatched} unmatched) · ${counted(c.n_tasks, 'task')} in ${counted(c.n_families, 'family', 'families')}`]);
 
   return [
     `<article class="comparison verdict-${esc(c.verdict)}" data-verdict="${esc(c.verdict)}" id="comparison-${index}">`,
@@ -357,7 +358,7 @@ function factorial(f: FactorialResult): string {
   const effects = [...f.main_effects, ...(f.interaction ? [f.interaction] : [])];
   return [
     '<section id="factorial">',
-    `<h2>Factorial: ${f.factors.map(esc).join(' x ')} (${esc(f.status)})</h2>`,
+    `<h2>Factorial: ${f.factors.map(esc).join(' x ')}${f.status === 'ok' ? '' : ` (${esc(f.status)})`}</h2>`,
     f.problems.length > 0 ? `<ul class="reasons">${f.problems.map((p) => `<li>${esc(problemText(p))}</li>`).join('')}</ul>` : '',
     '<table><tr><th>effect</th><th>verdict</th><th class="n">estimate</th><th class="n">CI</th><th class="n">tasks</th><th class="n">Holm p</th><th>formula</th></tr>',
     ...effects.map(

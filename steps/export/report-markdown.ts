@@ -40,6 +40,7 @@ import {
   pValue,
   ratio,
   scopeStatement,
+  counted,
   sequentialTable,
   seconds,
   spread,
@@ -182,7 +183,7 @@ function comparison(c: Comparison, result: AnalysisResult, line: (s?: string) =>
   if (c.mde) line(`- minimum detectable effect for this n: ${mdeText(c.mde)}`);
   if (c.mcnemar) line(`- McNemar exact: b=${c.mcnemar.b} (control fail, treatment pass), c=${c.mcnemar.c} (control pass, treatment fail), p=${pValue(c.mcnemar.p)}, Holm p=${pValue(c.mcnemar.p_holm)}`);
   for (const t of relativeMetricsText(c)) line(`- ${md(t)}`);
-  line(`- pairs: ${c.pairs.valid} valid of ${c.pairs.total} (${c.pairs.excluded} with an excluded side, ${c.pairs.unmatched} unmatched) over ${c.n_tasks} tasks in ${c.n_families} families`);
+  line(`- pairs: ${c.pairs.valid} valid of ${c.pairs.total} (${c.pairs.excluded} with an excluded side, ${c.pairs.unmatched} unmatched) over ${counted(c.n_tasks, 'task')} in ${counted(c.n_families, 'family', 'families')}`);
   for (const p of c.problems) line(`- reason: ${md(problemText(p))}`);
   for (const t of [lostTasksText(c), worstCaseText(c)]) if (t) line(`- ${md(t)}`);
   const mechanism = comparisonMechanismText(c);
@@ -256,7 +257,7 @@ function judgeSection(j: JudgeSummary, line: (s?: string) => void): void {
 }
 
 function factorial(f: FactorialResult, line: (s?: string) => void): void {
-  line(`## Factorial (${f.factors.map(md).join(' x ')}): ${f.status}`);
+  line(`## Factorial (${f.factors.map(md).join(' x ')})${f.status === 'ok' ? '' : `: ${f.status}`}`);
   line();
   for (const p of f.problems) line(`- reason: ${md(problemText(p))}`);
   for (const e of [...f.main_effects, ...(f.interaction ? [f.interaction] : [])]) {

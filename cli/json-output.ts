@@ -1,0 +1,29 @@
+/**
+ * The one convention of every `--json` output: an object whose first field is
+ * `schema_version` (schemas/cli-output.schema.json), snake_case fields, and one error
+ * shape: {schema_version, ok: false, errors: [{message, field?, location?, hint?}]}.
+ */
+type Out = { write(s: string): unknown };
+
+export const JSON_SCHEMA_VERSION = 1;
+
+export interface JsonError {
+  message: string;
+  hint?: string;
+  field?: string;
+  location?: unknown;
+}
+
+/** One JSON document (pretty, for a command's result). */
+export function printJson(out: Out, value: Record<string, unknown>): void {
+  out.write(JSON.stringify({ schema_version: JSON_SCHEMA_VERSION, ...value }, null, 2) + '\n');
+}
+
+/** One JSON line (a stream of events, e.g. a worker's jobs). */
+export function printJsonLine(out: Out, value: Record<string, unknown>): void {
+  out.write(JSON.stringify({ schema_version: JSON_SCHEMA_VERSION, ...value }) + '\n');
+}
+
+export function printJsonErrors(out: Out, errors: JsonError[]): void {
+  printJson(out, { ok: false, errors });
+}

@@ -1,0 +1,156 @@
+import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Ajv } from 'ajv';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { main } from '../cli/main.js';
+import { calculatorTask } from './fixtures.js';
+import { Rig } from './rig.js';
+
+// Misuse, as a new user commits it: each gets a message saying what to do, by exact text;
+// every --json output (errors included) validates against schemas/cli-output.schema.json.
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
+const BIN = join(ROOT, 'bin', 'pairbench.js');
+const ajv = new Ajv({ allErrors: true, strict: false });
+ajv.addSchema(JSON.parse(readFileSync(join(ROOT, 'schemas', 'cli-output.schema.json'), 'utf8')));
+const valid = (definition: string, value: unknown): string => {
+  const check = ajv.getSchema(`https://pairbench.dev/schemas/cli-output.schema.json${definition}`)!;
+  return check(value) ? '' : ajv.errorsText(check.errors);
+};
+
+async function cli(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  let stdout = '';
+  let stderr = '';
+  const code = await main(args, { stdout: { write: (s: string) => (stdout += s) }, stderr: { write: (s: string) => (stderr += s) }, env: { PATH: process.env['PATH'], CI: '1' } });
+  return { code, stdout, stderr };
+}
+
+let rig: Rig;
+beforeEach(() => {
+  rig = new Rig();
+  calculatorTask(rig.dir);
+  rig.write(
+    'bench.config.yaml',
+    `steps:
+  materialize: { kind: materialize, matrix: { task: [fix-add] } }
+  attempts:
+    kind: run
+    needs: [materialize]
+    matrix: { task: [fix-add], arm: [control], rep: 1 }
+    agent: { adapter: command, command: 'true' }
+    arms: { control: {} }
+    sandbox: { backend: local, egress: open }
+`,
+  );
+});
+afterEach(() => rig.cleanup());
+
+describe('the CLI, misused', () => {
+  it('an unknown flag: our words, and the flag meant when one is close', async () => {
+    expect(await rig.cli('run', '--frobnicate')).toEqual({ code: 2, stdout: '', stderr: "pairbench run: unknown option --frobnicate\nRun 'pairbench run --help' for its options.\n" });
+    expect((await rig.cli('run', '--jbos', '3')).stderr).toBe("pairbench run: unknown option --jbos; did you mean --jobs?\nRun 'pairbench run --help' for its options.\n");
+    expect((await rig.cli('run', '--jobs')).stderr).toBe("pairbench run: option --jobs needs a value\nRun 'pairbench run --help' for its options.\n");
+    expect((await rig.cli('plan', '--repair')).stderr).toBe('pairbench plan: option --repair does not apply to "plan"\nRun \'pairbench plan --help\' for its options.\n');
+  });
+
+  it('usage errors are JSON under --json, in the one error shape', async () => {
+    const r = await rig.cli('run', '--frobnicate', '--json');
+    expect(r.code).toBe(2);
+    expect(r.stderr).toBe('');
+    const out = JSON.parse(r.stdout);
+    expect(out).toEqual({ schema_version: 1, ok: false, errors: [{ message: 'unknown option --frobnicate', hint: "Run 'pairbench run --help' for its options." }] });
+    expect(valid('#/definitions/error', out)).toBe('');
+    const unknown = JSON.parse((await cli('bogus', '--json')).stdout);
+    expect(unknown.errors[0].message).toBe('unknown command "bogus"');
+    expect(valid('', unknown)).toBe('');
+  });
+
+  it('a mistyped step name gets the step it meant', async () => {
+    const r = await rig.cli('plan', 'attemps');
+    expect(r.code).toBe(2);
+    expect(r.stderr).toBe('error: no node matches "attemps"\n  hint: did you mean "attempts"? (\'pairbench plan --all\' lists every node)\n');
+  });
+
+  it('--version and -V print the version', async () => {
+    const { version } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string };
+    expect(await cli('-V')).toEqual({ code: 0, stdout: `${version}\n`, stderr: '' });
+    expect((await cli('--version')).stdout).toBe(`${version}\n`);
+    expect((await cli('--help')).stdout).toContain('  -V, --version       the version of pairbench');
+  });
+
+  it("each command's help says what its own exit codes mean", async () => {
+    expect((await cli('history', '--help')).stdout).toMatch(/Exit codes: 0 listed; 2 usage or config error, or an unknown cohort\.\n$/);
+    expect((await cli('plan', '--help')).stdout).not.toContain('some node failed');
+    expect((await cli('run', '--help')).stdout).toContain('1 some node failed or was skipped');
+  });
+
+  it('verify-bundle on a directory that is not a bundle says so', async () => {
+    const dir = join(rig.dir, 'not-a-bundle');
+    mkdirSync(dir);
+    expect(await cli('verify-bundle', dir)).toEqual({ code: 2, stdout: '', stderr: `error: ${dir} is not a bundle: it has no manifest.json\n  hint: give the directory pairbench export --out wrote\n` });
+    expect((await cli('verify-bundle', join(rig.dir, 'nowhere'))).stderr).toBe(`error: ${join(rig.dir, 'nowhere')} does not exist\n  hint: give the directory pairbench export --out wrote\n`);
+  });
+
+  it('a directory without a config: what to do, not ENOENT', () => {
+    const empty = mkdtempSync(join(tmpdir(), 'pairbench-empty-'));
+    try {
+      const r = spawnSync(process.execPath, [BIN, 'plan'], { cwd: empty, encoding: 'utf8', env: { PATH: process.env['PATH'], CI: '1' } });
+      expect(r.status).toBe(2);
+      expect(r.stderr).toBe(`error: no bench.config.yaml in ${empty}\n  hint: run pairbench in the directory of your config, or pass --config FILE\n`);
+    } finally {
+      rmSync(empty, { recursive: true, force: true });
+    }
+  });
+
+  it('run --json and plan --json validate against their published schemas (snake_case, schema_version)', async () => {
+    const plan = JSON.parse((await rig.cli('plan', '--json')).stdout);
+    expect(valid('#/definitions/plan', plan)).toBe('');
+    const run = JSON.parse((await rig.cli('run', '--json')).stdout);
+    expect(valid('#/definitions/run', run)).toBe('');
+    expect(run.summary).toHaveProperty('duration_ms');
+  });
+});
+
+describe('pairbench init', () => {
+  it('scaffolds a cohort and a first task that plan accepts; never overwrites; names what is missing', async () => {
+    const dir = join(rig.dir, 'new-cohort');
+    const repo = join(rig.dir, 'repos', 'calc');
+    const commit = execFileSync('git', ['-C', repo, 'rev-parse', 'HEAD'], { encoding: 'utf8' }).trim();
+    const r = await cli('init', dir, '--repo', repo, '--test-command', 'node --test', '--json');
+    expect(r.code, r.stdout + r.stderr).toBe(0);
+    const out = JSON.parse(r.stdout);
+    expect(valid('#/definitions/init', out)).toBe('');
+    expect(out.commit).toBe(commit);
+    expect(out.files.map((f: string) => f.slice(dir.length + 1))).toEqual(['bench.config.yaml', 'tasks/first-task/task.yaml', 'context/CLAUDE.md']);
+    expect(readFileSync(join(dir, 'tasks', 'first-task', 'task.yaml'), 'utf8')).toContain(`  commit: ${commit}\n`);
+    const plan = await cli('plan', '--config', join(dir, 'bench.config.yaml'), '--json');
+    expect(plan.code, plan.stdout + plan.stderr).toBe(0);
+    expect(JSON.parse(plan.stdout)).toMatchObject({ ok: true, to_run: 22 });
+
+    expect(await cli('init', dir, '--repo', repo)).toEqual({ code: 2, stdout: '', stderr: `error: ${join(dir, 'bench.config.yaml')} exists: init never overwrites a file\n  hint: edit that config, or give init another directory\n` });
+    expect((await cli('init', join(rig.dir, 'other'))).stderr).toBe("pairbench init: missing --repo PATH: the local git repository the first task starts from\nRun 'pairbench init --help' for its options.\n");
+    expect((await cli('init', join(rig.dir, 'other'), '--repo', repo, '--commit', 'no-such-rev')).stderr).toMatch(/^error: .*calc has no commit no-such-rev\n {2}hint: give --repo a local git repository, and --commit one of its commits\n$/);
+  });
+});
+
+describe('an interrupted run', () => {
+  it('names the nodes Ctrl-C stopped, and exits 130', { timeout: 60_000 }, async () => {
+    rig.write('bench.config.yaml', rig.read('bench.config.yaml').replace("command: 'true'", "command: 'sleep 20'"));
+    const child = rig.spawn('run', '--progress', 'plain');
+    // Interrupt once the attempt is running.
+    let seen = '';
+    await new Promise<void>((resolve) =>
+      child.stderr!.on('data', (d) => {
+        seen += d;
+        if (seen.includes('run     attempts/fix-add/control/1')) resolve();
+      }),
+    );
+    child.kill('SIGINT');
+    const r = await child.done;
+    expect(r.code).toBe(130);
+    expect(r.stderr).toContain('pairbench: interrupted; stopping running nodes (completed ones are kept).');
+    expect(r.stderr).toContain('interrupted: 1 node(s) stopped before they finished: attempts/fix-add/control/1; run again to build them (completed nodes are kept)\n');
+  });
+});
