@@ -191,9 +191,10 @@ function taskFiles(ctx: ExecutionContext): BundleFile[] {
 
 export const exportStep: StepKind = {
   name: 'export',
+  // 4: the report opens on every comparison at a glance; its tables scroll inside the page; the sequential section.
   // 3: each attempt's patch, each task's spec and verifier files in the bundle.
   // 2: the registered freeze (cohort version, digest, fields, first attempt) and earlier tries in the bundle.
-  version: 3,
+  version: 4,
   check(step, steps) {
     const kinds = new Set(step.needs.map((n) => steps.get(n)?.kind));
     return kinds.has('analyze')

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -186,25 +186,45 @@ describe('renderMarkdown', () => {
   });
 });
 
+/** A 2x2 factorial cohort where only the graph lever helps (task 0 passes in every arm). */
+function factorialReport(): { result: AnalysisResult; ctx: ReportContext } {
+  const levels = { raw: { graph: 0, rules: 0 }, graph: { graph: 1, rules: 0 }, rules: { graph: 0, rules: 1 }, full: { graph: 1, rules: 1 } } as const;
+  const attempts: AttemptRecord[] = [];
+  for (const arm of Object.keys(levels) as Array<keyof typeof levels>) {
+    TASKS.forEach((task, ti) => {
+      for (let rep = 0; rep < REPS; rep++) attempts.push(attempt({ task, arm, rep, pass: levels[arm].graph === 1 || ti === 0 }));
+    });
+  }
+  const result = analyze(attempts, defaultSpec('raw', ['graph', 'rules', 'full'], { factorial: { factors: ['graph', 'rules'], levels } }));
+  const ctx = { ...context(false), arms: { raw: { treatment: 'none' }, graph: { treatment: 'graph' }, rules: { treatment: 'rules' }, full: { treatment: 'graph + rules' } } };
+  return { result, ctx };
+}
+
 describe('factorial cohorts', () => {
   it('render their main effects and interaction in Markdown and HTML', () => {
-    const levels = { raw: { graph: 0, rules: 0 }, graph: { graph: 1, rules: 0 }, rules: { graph: 0, rules: 1 }, full: { graph: 1, rules: 1 } } as const;
-    const attempts: AttemptRecord[] = [];
-    for (const arm of Object.keys(levels) as Array<keyof typeof levels>) {
-      TASKS.forEach((task, ti) => {
-        for (let rep = 0; rep < REPS; rep++) attempts.push(attempt({ task, arm, rep, pass: levels[arm].graph === 1 || ti === 0 }));
-      });
-    }
-    const result = analyze(attempts, defaultSpec('raw', ['graph', 'rules', 'full'], { factorial: { factors: ['graph', 'rules'], levels } }));
+    const { result, ctx } = factorialReport();
     expect(result.factorial).not.toBeNull();
-    const ctx = { ...context(false), arms: { raw: { treatment: 'none' }, graph: { treatment: 'graph' }, rules: { treatment: 'rules' }, full: { treatment: 'graph + rules' } } };
     const md = renderMarkdown(result, ctx);
-    expect(md).toContain('## Factorial (graph x rules)');
+    expect(md).toMatch(/^## Factorial \(graph x rules\)$/m);
     for (const e of result.factorial!.main_effects) expect(md).toContain(`- ${e.name}: `);
     expect(md.match(/^### .* vs raw: \*\*/gm)).toHaveLength(3);
     const html = renderHtml(result, ctx);
     expect(html).toContain('<section id="factorial">');
     expect(html.match(/<article class="comparison /g)).toHaveLength(3);
+  });
+
+  it('open on every comparison and effect at a glance, before the first verdict section', () => {
+    const { result, ctx } = factorialReport();
+    const md = renderMarkdown(result, ctx);
+    const glance = md.slice(md.indexOf('## At a glance'), md.indexOf('## Verdicts'));
+    expect(md.indexOf('## At a glance')).toBeGreaterThan(0);
+    // Every comparison and every factorial effect, each with its verdict, however far down its own section is.
+    expect(glance).toContain('| graph vs raw | **WITHIN NOISE** | +87.5 pp | [+57.9 pp, +100.0 pp] |');
+    expect(glance).toContain('| graph x rules (factorial) | **WITHIN NOISE** | 0.0 pp |');
+    expect(glance.match(/^\| /gm)).toHaveLength(1 + 3 + result.factorial!.main_effects.length + (result.factorial!.interaction ? 1 : 0));
+    const html = renderHtml(result, ctx);
+    expect(html.indexOf('<svg class="summary-plot"')).toBeLessThan(html.indexOf('<section id="verdicts">'));
+    expect(html.match(/<polygon class="summary-mark"/g)).toHaveLength(3 + result.factorial!.main_effects.length + (result.factorial!.interaction ? 1 : 0));
   });
 });
 
@@ -343,6 +363,27 @@ describe.skipIf(skipBrowser)('renderHtml in headless Chromium', () => {
     await page.goto(url, { waitUntil: 'load' });
     return { page, errors, requests, url };
   }
+
+  it('no page scrolls sideways at 400 or 1400 px (tables scroll inside themselves); the summary plot is on top', async () => {
+    const reports = { positive: renderHtml(positive, context(false)), refused: renderHtml(refused, context(false)), factorial: renderHtml(factorialReport().result, factorialReport().ctx) };
+    for (const [name, html] of Object.entries(reports)) {
+      const { page, errors } = await open(`${name}-widths.html`, html);
+      try {
+        expect(errors).toEqual([]);
+        for (const width of [400, 1400]) {
+          await page.setViewportSize({ width, height: 900 });
+          const widths = (await page.evaluate('[document.documentElement.scrollWidth, window.innerWidth]')) as [number, number];
+          expect(widths[0], `${name} at ${width} px: the page is ${widths[0]} px wide`).toBeLessThanOrEqual(widths[1]);
+          const shot = join(dir, `${name}-${width}.png`);
+          await page.screenshot({ path: shot, fullPage: true });
+          expect(readFileSync(shot).subarray(1, 4).toString()).toBe('PNG');
+        }
+        if (name !== 'refused') expect(await page.locator('#summary svg.summary-plot').isVisible()).toBe(true);
+      } finally {
+        await page.close();
+      }
+    }
+  });
 
   it('positive verdict, amber status bar when egress is not enforced, one forest mark per task', async () => {
     const { page, errors, requests, url } = await open('positive.html', renderHtml(positive, context(false)));

@@ -419,3 +419,23 @@ export function sequentialTable(seq: SequentialResult): { summary: string; heade
   ]);
   return { summary: `${design}: ${stop}.`, header: ['look', 'families', 'Z', 'efficacy boundary', 'futility boundary', seq.rule === 'group-sequential' ? 'repeated CI' : 'confidence sequence', 'decision'], rows };
 }
+
+/** One row of the report's summary: every comparison and factorial effect with its verdict, effect and interval. */
+export interface GlanceRow {
+  label: string;
+  verdict: string;
+  effect: number | null;
+  interval: { low: number; high: number } | null;
+}
+
+/** Every claim the report could make, in one place at its top: comparisons, then factorial effects. */
+export function atAGlance(result: AnalysisResult): GlanceRow[] {
+  const rows: GlanceRow[] = result.comparisons.map((c) => ({ label: comparisonTitle(c), verdict: verdictWord(c.verdict), effect: c.delta, interval: c.ci ? { low: c.ci.low, high: c.ci.high } : null }));
+  const f = result.factorial;
+  if (f && f.status === 'ok') {
+    for (const e of [...f.main_effects, ...(f.interaction ? [f.interaction] : [])]) {
+      rows.push({ label: `${e.name} (factorial)`, verdict: verdictWord(e.verdict), effect: e.estimate, interval: e.ci ? { low: e.ci.low, high: e.ci.high } : null });
+    }
+  }
+  return rows;
+}

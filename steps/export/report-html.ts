@@ -41,6 +41,7 @@ import {
   pValue,
   ratio,
   scopeStatement,
+  atAGlance,
   counted,
   sequentialTable,
   seconds,
@@ -63,6 +64,9 @@ code, .mono { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, "Liber
 .status-bar.egress-open { background: var(--amber); color: #1a1200; border-bottom-color: #b38600; }
 .status-bar.egress-enforced { background: var(--ok); color: #ffffff; border-bottom-color: #12401f; }
 .status-bar .item { white-space: nowrap; }
+@media (max-width: 640px) { .status-bar .item { white-space: normal; overflow-wrap: anywhere; } dl.facts { grid-template-columns: minmax(0, 1fr); } }
+dl.facts dd, .reasons li, .caveat { min-width: 0; overflow-wrap: anywhere; }
+svg .summary-mark { fill: #1b1f24; }
 .status-bar .k { text-transform: uppercase; font-size: 11px; letter-spacing: .04em; opacity: .8; margin-right: 4px; }
 .status-bar .egress-chip { font-weight: 700; }
 .status-bar .recorded { font-weight: 700; }
@@ -104,7 +108,10 @@ svg .muted { fill: var(--muted); }
 .charts { display: flex; flex-direction: column; gap: 4px; }
 .bar-chart { margin: 6px 0; max-width: 620px; }
 .abc-counts { display: flex; flex-wrap: wrap; gap: 6px 22px; font-weight: 700; margin: 10px 0 4px; }
-.table-wrap { overflow-x: auto; }
+.table-wrap, .plot-wrap { overflow-x: auto; }
+.plot-wrap svg { min-width: 520px; }
+.plot-wrap svg.summary-plot { min-width: 340px; }
+svg .summary-label { font-size: 14px; }
 .overhead { border-top: 1px dashed var(--line); padding-top: 6px; }
 .methods-panel { background: var(--panel); border: 1px solid var(--line); border-radius: 6px; padding: 4px 16px 12px; margin-top: 28px; }
 .methods-panel h2 { border-bottom: none; }
@@ -121,6 +128,7 @@ export function renderHtml(result: AnalysisResult, ctx: ReportContext): string {
     `<p class="sub">Generated ${esc(ctx.generated_at)} · freeze <code>${esc(ctx.freeze_digest)}</code> · report schema_version ${result.schema_version}</p>`,
     ctx.fixture_note ? `<p class="fixture-note" role="note"><strong>Note:</strong> ${esc(ctx.fixture_note)}</p>` : '',
     warnings(result),
+    summaryPlot(result),
     '<section id="verdicts">',
     '<h2>Verdicts</h2>',
     result.comparisons.length === 0 ? '<p>No comparison was analysed.</p>' : '',
@@ -149,11 +157,64 @@ export function renderHtml(result: AnalysisResult, ctx: ReportContext): string {
     `<style>${CSS}</style>`,
     '</head>',
     '<body>',
-    ...body.filter((s) => s !== ''),
+    ...body.filter((s) => s !== '').map(wrapTables),
     '</body>',
     '</html>',
     '',
   ].join('\n');
+}
+
+/**
+ * Every table and plot in a wrapper that scrolls sideways itself, so a narrow screen never
+ * scrolls the page, and a plot keeps legible text (it shrinks no further than its min-width).
+ */
+function wrapTables(html: string): string {
+  return html
+    .replace(/<table\b/g, '<div class="table-wrap"><table')
+    .replace(/<\/table>/g, '</table></div>')
+    .replace(/<svg\b/g, '<div class="plot-wrap"><svg')
+    .replace(/<\/svg>/g, '</svg></div>');
+}
+
+/**
+ * The report's first picture: every comparison (and factorial effect) as its effect and
+ * interval on one axis, with its verdict, so the one claim is not a screen down.
+ */
+function summaryPlot(result: AnalysisResult): string {
+  const rows = atAGlance(result);
+  if (rows.length === 0) return '';
+  // Each row: its label, verdict and effect on one line, its interval on the axis below; narrow
+  // enough for a phone (the axis takes the whole width, no label column beside it).
+  const W = 520;
+  const L = 14;
+  const R = W - 14;
+  const rowH = 44;
+  const top = 24;
+  const H = top + rows.length * rowH + 4;
+  const x = (d: number): number => round(L + ((clamp(d, -1, 1) + 1) / 2) * (R - L));
+  const parts = [
+    '<section id="summary">',
+    '<h2>At a glance</h2>',
+    `<svg class="summary-plot" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 ${W} ${H}" width="${W}" height="${H}" role="img" aria-label="Every comparison: effect and interval">`,
+    '<title>Every comparison: effect (pass-rate delta) and its interval, with the verdict</title>',
+  ];
+  for (const t of [-1, -0.5, 0, 0.5, 1]) {
+    parts.push(`<line class="${t === 0 ? 'zero' : 'grid'}" x1="${x(t)}" x2="${x(t)}" y1="${top - 4}" y2="${H - 4}"/>`);
+    parts.push(`<text class="muted" x="${x(t)}" y="${top - 10}" text-anchor="${t === -1 ? 'start' : t === 1 ? 'end' : 'middle'}">${esc(pp(t))}</text>`);
+  }
+  rows.forEach((g, i) => {
+    const y = top + i * rowH + 16;
+    const effect = g.effect === null ? 'delta: null' : pp(g.effect);
+    parts.push(`<text class="summary-label" x="${L}" y="${y}"><tspan font-weight="700">${esc(g.verdict)}</tspan> ${esc(truncate(g.label, 44))} · ${esc(effect)}<title>${esc(g.label)}</title></text>`);
+    const ly = y + 14;
+    if (g.interval) parts.push(`<line class="ci" x1="${x(g.interval.low)}" x2="${x(g.interval.high)}" y1="${ly}" y2="${ly}"/>`);
+    if (g.effect !== null) {
+      const cx = x(g.effect);
+      parts.push(`<polygon class="summary-mark" data-verdict="${esc(g.verdict)}" points="${cx - 6},${ly} ${cx},${ly - 6} ${cx + 6},${ly} ${cx},${ly + 6}"><title>${esc(`${g.label}: ${g.verdict}, effect ${effect}${g.interval ? `, interval [${pp(g.interval.low)}, ${pp(g.interval.high)}]` : ''}`)}</title></polygon>`);
+    }
+  });
+  parts.push('</svg>', '</section>');
+  return parts.join('\n');
 }
 
 /** The headline warnings, before any verdict. */
@@ -419,12 +480,12 @@ function arms(result: AnalysisResult, ctx: ReportContext): string {
     barChart('weighted cost per attempt', 'bar: median; whiskers: min–max', fromSpread((a) => a.weighted_cost, (x) => num(x, 0)), null),
     barChart('agent time per attempt', 'bar: median; whiskers: min–max', fromSpread((a) => a.wall_ms, seconds), null),
     '</div>',
-    '<div class="table-wrap"><table class="arms">',
+    '<table class="arms">',
     '<tr><th>arm</th><th>treatment</th><th class="n">attempts</th><th class="n">accepted</th><th class="n">excluded</th><th class="n">completion</th>' +
       '<th class="n">tokens median (min–max)</th><th class="n">weighted cost median (min–max)</th><th class="n">agent time median (min–max)</th><th class="n">harness time median</th>' +
       '<th class="n">turns median (min–max)</th><th class="n">quality / $</th><th class="n">quality / M weighted</th><th class="n">completions / M tokens</th><th>pass@k</th><th class="n">delivered / used</th><th>integrity</th></tr>',
     ...rows,
-    '</table></div>',
+    '</table>',
     '</section>',
   ].join('\n');
 }

@@ -40,6 +40,7 @@ import {
   pValue,
   ratio,
   scopeStatement,
+  atAGlance,
   counted,
   sequentialTable,
   seconds,
@@ -78,6 +79,16 @@ export function renderMarkdown(result: AnalysisResult, ctx: ReportContext): stri
   line();
   line(`Generated ${md(ctx.generated_at)} · config ${code(ctx.config_digest)} · freeze ${code(ctx.freeze_digest)}`);
   line();
+
+  const glance = atAGlance(result);
+  if (glance.length > 1) {
+    line('## At a glance');
+    line();
+    line('| comparison | verdict | effect | interval |');
+    line('|---|---|---:|---:|');
+    for (const g of glance) line(`| ${md(g.label)} | **${g.verdict}** | ${g.effect === null ? NONE : pp(g.effect)} | ${g.interval ? `[${pp(g.interval.low)}, ${pp(g.interval.high)}]` : NONE} |`);
+    line();
+  }
 
   line('## Verdicts');
   line();
