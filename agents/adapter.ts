@@ -50,7 +50,14 @@ export interface AtifTrajectory {
   agent: { name: string; version: string; model_name?: string; tool_definitions?: unknown[]; extra?: Record<string, unknown> };
   steps: AtifStep[];
   notes?: string;
-  final_metrics?: { total_prompt_tokens?: number; total_completion_tokens?: number; total_cached_tokens?: number; total_cost_usd?: number; total_steps?: number; extra?: Record<string, unknown> };
+  final_metrics?: {
+    total_prompt_tokens?: number;
+    total_completion_tokens?: number;
+    total_cached_tokens?: number;
+    total_cost_usd?: number;
+    total_steps?: number;
+    extra?: Record<string, unknown>;
+  };
 }
 
 export interface AtifStep {

@@ -24,7 +24,10 @@ interface StreamLine {
   total_cost_usd?: number;
   usage?: Record<string, number>;
 }
-type ContentBlock = { type: 'text'; text: string } | { type: 'tool_use'; id: string; name: string; input: unknown } | { type: 'tool_result'; tool_use_id: string; content: unknown };
+type ContentBlock =
+  | { type: 'text'; text: string }
+  | { type: 'tool_use'; id: string; name: string; input: unknown }
+  | { type: 'tool_result'; tool_use_id: string; content: unknown };
 
 function parseLines(stdout: string): StreamLine[] {
   const out: StreamLine[] = [];
@@ -40,7 +43,11 @@ function parseLines(stdout: string): StreamLine[] {
 }
 
 /** stream-json -> ATIF-v1.7: one agent step per assistant block, tool results as observations. */
-export function toAtif(lines: StreamLine[], ctx: AttemptContext, version: string): { trajectory: AtifTrajectory; turns: number; toolCalls: number; hitTurnCap: boolean } {
+export function toAtif(
+  lines: StreamLine[],
+  ctx: AttemptContext,
+  version: string,
+): { trajectory: AtifTrajectory; turns: number; toolCalls: number; hitTurnCap: boolean } {
   const init = lines.find((l) => l.type === 'system' && l.subtype === 'init');
   const result = lines.find((l) => l.type === 'result');
   const steps: AtifStep[] = [{ step_id: 1, source: 'user', message: ctx.prompt }];
@@ -120,10 +127,21 @@ export const claudeCodeAgent: AgentAdapter = {
     const exe = sandboxed ? `${MOUNT}/claude.exe` : bin;
     return {
       argv: [
-        exe, '-p', ctx.prompt, '--output-format', 'stream-json', '--verbose', '--max-turns', String(ctx.limits.turns), '--dangerously-skip-permissions', '--model', ctx.model,
+        exe,
+        '-p',
+        ctx.prompt,
+        '--output-format',
+        'stream-json',
+        '--verbose',
+        '--max-turns',
+        String(ctx.limits.turns),
+        '--dangerously-skip-permissions',
+        '--model',
+        ctx.model,
         // MCP servers reach the agent only from the arm, never from a user's or project's settings.
         ...(ctx.systemPromptAppend ? ['--append-system-prompt', ctx.systemPromptAppend] : []),
-        '--strict-mcp-config', ...(ctx.mcpServers && Object.keys(ctx.mcpServers).length ? ['--mcp-config', JSON.stringify({ mcpServers: ctx.mcpServers })] : []),
+        '--strict-mcp-config',
+        ...(ctx.mcpServers && Object.keys(ctx.mcpServers).length ? ['--mcp-config', JSON.stringify({ mcpServers: ctx.mcpServers })] : []),
         ...ctx.flags,
       ],
       env: {

@@ -67,7 +67,11 @@ export function parseCodex(stdout: string, ctx: AttemptContext, version: string)
   };
   const call = (it: CodexItem, name: string, args: Record<string, unknown>, content: string) => {
     toolCalls++;
-    push({ message: '', tool_calls: [{ tool_call_id: it.id, function_name: name, arguments: args }], observation: { results: [{ source_call_id: it.id, content }] } });
+    push({
+      message: '',
+      tool_calls: [{ tool_call_id: it.id, function_name: name, arguments: args }],
+      observation: { results: [{ source_call_id: it.id, content }] },
+    });
   };
   for (const e of events) {
     if (e.type === 'turn.completed') {
@@ -83,10 +87,20 @@ export function parseCodex(stdout: string, ctx: AttemptContext, version: string)
         call(it, 'exec_command', { cmd: it.command ?? '' }, `${it.aggregated_output ?? ''}\n[exit ${it.exit_code}]`);
         break;
       case 'file_change':
-        call(it, 'apply_patch', { changes: it.changes ?? [] }, `${it.status ?? 'completed'}: ${(it.changes ?? []).map((c) => `${c.kind} ${c.path}`).join(', ')}`);
+        call(
+          it,
+          'apply_patch',
+          { changes: it.changes ?? [] },
+          `${it.status ?? 'completed'}: ${(it.changes ?? []).map((c) => `${c.kind} ${c.path}`).join(', ')}`,
+        );
         break;
       case 'mcp_tool_call':
-        call(it, `mcp__${it.server ?? 'unknown'}__${it.tool ?? 'unknown'}`, isRecord(it.arguments) ? it.arguments : { arguments: it.arguments ?? null }, JSON.stringify(it.error ?? it.result ?? null));
+        call(
+          it,
+          `mcp__${it.server ?? 'unknown'}__${it.tool ?? 'unknown'}`,
+          isRecord(it.arguments) ? it.arguments : { arguments: it.arguments ?? null },
+          JSON.stringify(it.error ?? it.result ?? null),
+        );
         break;
       case 'web_search':
         call(it, 'web_search', { query: it.query ?? '' }, '');
@@ -126,7 +140,12 @@ export function parseCodex(stdout: string, ctx: AttemptContext, version: string)
 function tomlInline(m: { command: string; args?: string[]; env?: Record<string, string> }): string {
   const str = (v: string) => JSON.stringify(v); // a JSON string is a valid TOML basic string
   const parts = [`command=${str(m.command)}`, `args=[${(m.args ?? []).map(str).join(',')}]`];
-  if (m.env) parts.push(`env={${Object.entries(m.env).map(([k, v]) => `${str(k)}=${str(v)}`).join(',')}}`);
+  if (m.env)
+    parts.push(
+      `env={${Object.entries(m.env)
+        .map(([k, v]) => `${str(k)}=${str(v)}`)
+        .join(',')}}`,
+    );
   return `{${parts.join(',')}}`;
 }
 
@@ -154,11 +173,16 @@ export const codexAgent: AgentAdapter = {
         'exec',
         '--json',
         '--skip-git-repo-check',
-        '-c', `model="${ctx.model}"`,
-        '-c', 'model_provider="pairbench"',
-        '-c', 'approval_policy="never"',
-        '-c', 'sandbox_mode="danger-full-access"', // pairbench's sandbox is the boundary
-        '-c', `model_providers.pairbench=${provider}`,
+        '-c',
+        `model="${ctx.model}"`,
+        '-c',
+        'model_provider="pairbench"',
+        '-c',
+        'approval_policy="never"',
+        '-c',
+        'sandbox_mode="danger-full-access"', // pairbench's sandbox is the boundary
+        '-c',
+        `model_providers.pairbench=${provider}`,
         ...Object.entries(ctx.mcpServers ?? {}).flatMap(([name, m]) => ['-c', `mcp_servers.${name}=${tomlInline(m)}`]),
         ...ctx.flags,
         ctx.prompt,

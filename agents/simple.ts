@@ -9,7 +9,12 @@ export const nopAgent: AgentAdapter = {
   version: () => 'builtin-1',
   invocation: () => ({ argv: ['true'], env: {}, mounts: [] }),
   deliveryScope: () => null,
-  parse: (_r, ctx, version) => ({ turns: 0, toolCalls: 0, hitTurnCap: false, trajectory: minimalTrajectory('nop', version, 'none', ctx.prompt, 'nop agent: no action') }),
+  parse: (_r, ctx, version) => ({
+    turns: 0,
+    toolCalls: 0,
+    hitTurnCap: false,
+    trajectory: minimalTrajectory('nop', version, 'none', ctx.prompt, 'nop agent: no action'),
+  }),
 };
 
 /** Where a solve script's directory is mounted, in the oracle's sandbox only (Harbor's /solution). */
@@ -32,12 +37,21 @@ export const oracleAgent: AgentAdapter = {
       // solution/ directory at /solution (solve.sh may read files beside it); sh only where there is no bash.
       const run = (script: string) => ['sh', '-c', 'if command -v bash >/dev/null 2>&1; then exec bash "$0"; else exec sh "$0"; fi', script];
       if (ctx.sandboxed === false) return { argv: run(ctx.solution.script), env: {}, mounts: [] };
-      return { argv: run(`${SOLUTION_INSIDE}/${basename(ctx.solution.script)}`), env: {}, mounts: [{ host: dirname(ctx.solution.script), target: SOLUTION_INSIDE, readOnly: true }] };
+      return {
+        argv: run(`${SOLUTION_INSIDE}/${basename(ctx.solution.script)}`),
+        env: {},
+        mounts: [{ host: dirname(ctx.solution.script), target: SOLUTION_INSIDE, readOnly: true }],
+      };
     }
     if (!ctx.solution?.patch) throw new Error('the oracle agent needs the task to have a solution (patch or script)');
     return { argv: ['true'], env: {}, mounts: [] };
   },
-  parse: (_r, ctx, version) => ({ turns: 0, toolCalls: 0, hitTurnCap: false, trajectory: minimalTrajectory('oracle', version, 'none', ctx.prompt, 'oracle agent: applied the reference solution') }),
+  parse: (_r, ctx, version) => ({
+    turns: 0,
+    toolCalls: 0,
+    hitTurnCap: false,
+    trajectory: minimalTrajectory('oracle', version, 'none', ctx.prompt, 'oracle agent: applied the reference solution'),
+  }),
 };
 
 /** `command`: any shell command; the prompt and the gateway URL are in its environment. */

@@ -49,7 +49,7 @@ const lines = [
   ...result.comparisons.map(
     (c) =>
       `  ${c.control} vs ${c.treatment}: ${c.verdict}, delta ${c.delta?.toFixed(4)} CI [${c.ci?.low.toFixed(4)}, ${c.ci?.high.toFixed(4)}], ` +
-      `envelope ${c.envelope?.value.toFixed(4)}, MDE ${c.mde?.value?.toFixed(4) ?? "n/a"}, sign-flip p ${c.test?.p.toExponential(2)}, McNemar p ${c.mcnemar?.p.toExponential(2)}`,
+      `envelope ${c.envelope?.value.toFixed(4)}, MDE ${c.mde?.value?.toFixed(4) ?? 'n/a'}, sign-flip p ${c.test?.p.toExponential(2)}, McNemar p ${c.mcnemar?.p.toExponential(2)}`,
   ),
   `  factorial: ${result.factorial?.main_effects.map((e) => `${e.name} ${e.estimate.toFixed(4)}`).join(', ')}, ` +
     `interaction ${result.factorial?.interaction?.estimate.toFixed(4)}`,

@@ -42,7 +42,10 @@ try {
   if (!written.ok) throw new Error(written.error);
   const totalBytes = files.reduce((a, f) => a + f.bytes.length, 0);
   // The anchor's input: the same files as a sha256sum check list.
-  const sums = Object.entries(written.value.files).map(([p, e]) => `${e.sha256}  ${p}`).join('\n') + '\n';
+  const sums =
+    Object.entries(written.value.files)
+      .map(([p, e]) => `${e.sha256}  ${p}`)
+      .join('\n') + '\n';
   writeFileSync(join(work, 'SHA256SUMS'), sums);
   const store = new Store(join(work, 'store'));
   store.init();
@@ -55,10 +58,12 @@ try {
     anchor.push(timed(() => must(spawnSync('sha256sum', ['--quiet', '-c', join(work, 'SHA256SUMS')], { cwd: src, encoding: 'utf8' }), 'sha256sum -c')));
     const dest = join(work, `out-${r}`);
     mkdirSync(dest);
-    exported.push(timed(() => {
-      const w = writeStoredBundle(store, entry, dest);
-      if (!w.ok) throw new Error(w.error);
-    }));
+    exported.push(
+      timed(() => {
+        const w = writeStoredBundle(store, entry, dest);
+        if (!w.ok) throw new Error(w.error);
+      }),
+    );
     verified.push(timed(() => must(spawnSync(process.execPath, [bin, 'verify-bundle', dest], { encoding: 'utf8' }), 'pairbench verify-bundle')));
     rmSync(dest, { recursive: true, force: true });
   }
@@ -67,10 +72,15 @@ try {
   console.log(`bundle benchmark: ${LARGE} x 4 MiB + ${SMALL} x 4 KiB files (${(totalBytes / 1e6).toFixed(0)} MB), median of ${REPS}, page cache warm\n`);
   console.log(`  sha256sum -c (the anchor)   ${a.toFixed(0).padStart(6)} MB/s`);
   let ok = true;
-  for (const [name, ms] of [['export (write + sync once)', median(exported)], ['verify-bundle (process)', median(verified)]] as const) {
+  for (const [name, ms] of [
+    ['export (write + sync once)', median(exported)],
+    ['verify-bundle (process)', median(verified)],
+  ] as const) {
     const x = mbps(ms) / a;
     ok &&= x >= 0.5;
-    console.log(`  ${name.padEnd(28)}${mbps(ms).toFixed(0).padStart(6)} MB/s   ${(x * 100).toFixed(0).padStart(4)}% of sha256sum   goal >= 50% ${x >= 0.5 ? 'PASS' : 'MISSED'}`);
+    console.log(
+      `  ${name.padEnd(28)}${mbps(ms).toFixed(0).padStart(6)} MB/s   ${(x * 100).toFixed(0).padStart(4)}% of sha256sum   goal >= 50% ${x >= 0.5 ? 'PASS' : 'MISSED'}`,
+    );
   }
   process.exitCode = ok ? 0 : 1;
 } finally {

@@ -120,7 +120,8 @@ for (const d of coverageDesigns) {
 {
   const d: Design = { tasks: 30, reps: 3, families: 30 };
   let refused = 0;
-  for (let i = 0; i < COHORTS; i++) if (run(d, { control: 0, treatment: 0 }, 17000 + i, { infraRate: { control: 0.05, treatment: 0.05 } }).comparisons[0]!.verdict === 'refused') refused++;
+  for (let i = 0; i < COHORTS; i++)
+    if (run(d, { control: 0, treatment: 0 }, 17000 + i, { infraRate: { control: 0.05, treatment: 0.05 } }).comparisons[0]!.verdict === 'refused') refused++;
   record('refused at equal infra 5%', label(d), refused, COHORTS, '<= 5%', (r) => r <= 0.05);
 }
 
@@ -129,7 +130,8 @@ for (const d of coverageDesigns) {
   const d: Design = { tasks: 200, reps: 5, families: 200 };
   const n = Math.ceil(COHORTS / 4);
   let claims = 0;
-  for (let i = 0; i < n; i++) if (claim(run(d, { control: 0, treatment: 0 }, 21000 + i, { excludeFailures: { treatment: 0.1 } }).comparisons[0]!.verdict)) claims++;
+  for (let i = 0; i < n; i++)
+    if (claim(run(d, { control: 0, treatment: 0 }, 21000 + i, { excludeFailures: { treatment: 0.1 } }).comparisons[0]!.verdict)) claims++;
   record('false claims (biased excl.)', label(d), claims, n, '<= 5%', (r) => r <= 0.05);
 }
 
@@ -142,7 +144,12 @@ for (const d of coverageDesigns) {
 /** Whether the fixed-N analysis of a cohort's first `families` families claims a benefit. */
 function fixedPositive(attempts: ReturnType<typeof syntheticCohort>, families: number, seed: number): boolean {
   const keep = new Set(Array.from({ length: families }, (_, f) => `f${f}`));
-  return analyze(attempts.filter((a) => keep.has(a.family)), defaultSpec('control', ['treatment'], { bootstrap: { resamples: 100, seed } })).comparisons[0]!.verdict === 'positive';
+  return (
+    analyze(
+      attempts.filter((a) => keep.has(a.family)),
+      defaultSpec('control', ['treatment'], { bootstrap: { resamples: 100, seed } }),
+    ).comparisons[0]!.verdict === 'positive'
+  );
 }
 
 /** The fixed design powered at 90% at +30 pp: the fewest families (from 10 up) whose power reaches it on a quick pass. */
@@ -151,7 +158,11 @@ function fixedFamilies(reps: number): number {
   let n = 10;
   for (; n < 80; n++) {
     let found = 0;
-    for (let i = 0; i < quick; i++) if (fixedPositive(syntheticCohort({ tasks: n, reps, families: n, arms: { control: 0, treatment: 0.3 }, seed: 31000 + i, baseline: BASELINE }), n, 31000 + i)) found++;
+    for (let i = 0; i < quick; i++)
+      if (
+        fixedPositive(syntheticCohort({ tasks: n, reps, families: n, arms: { control: 0, treatment: 0.3 }, seed: 31000 + i, baseline: BASELINE }), n, 31000 + i)
+      )
+        found++;
     if (found / quick >= 0.9) break;
   }
   return n;
@@ -164,7 +175,11 @@ function sequentialSection(spending: SpendingFunction, reps: number, nFixed: num
     const attempts = syntheticCohort({ tasks: families, reps, families, arms: { control: 0, treatment: shift }, seed, baseline: BASELINE });
     const stopping = { rule: 'group-sequential' as const, looks: LOOKS, power: 0.9, spending, futility };
     const order = Array.from({ length: families }, (_, f) => `f${f}`);
-    const spec = defaultSpec('control', ['treatment'], { bootstrap: { resamples: 100, seed }, power: 0.9, stopping: { ...stopping, schedule: lookSchedule(order, stopping) } });
+    const spec = defaultSpec('control', ['treatment'], {
+      bootstrap: { resamples: 100, seed },
+      power: 0.9,
+      stopping: { ...stopping, schedule: lookSchedule(order, stopping) },
+    });
     const result = analyze(attempts, spec);
     const seq = result.sequential!;
     const used = seq.stopped_at === null ? families : seq.looks[seq.stopped_at - 1]!.planned_families;
@@ -197,16 +212,32 @@ function sequentialSection(spending: SpendingFunction, reps: number, nFixed: num
   const fixedPower = fixedFound / COHORTS;
   if (!goals) {
     console.log(
-      `${'sequential, for comparison'.padEnd(28)} ${where.padEnd(34)} power ${(100 * seqFound / COHORTS).toFixed(1)}% (fixed ${(100 * fixedPower).toFixed(1)}%), attempts saved ${(100 * saved).toFixed(1)}%, ` +
-        `A/A false claims ${(100 * falseClaims / COHORTS).toFixed(1)}%, futility stops A/A ${(100 * earlier).toFixed(1)}% earlier (no goal)`,
+      `${'sequential, for comparison'.padEnd(28)} ${where.padEnd(34)} power ${((100 * seqFound) / COHORTS).toFixed(1)}% (fixed ${(100 * fixedPower).toFixed(1)}%), attempts saved ${(100 * saved).toFixed(1)}%, ` +
+        `A/A false claims ${((100 * falseClaims) / COHORTS).toFixed(1)}%, futility stops A/A ${(100 * earlier).toFixed(1)}% earlier (no goal)`,
     );
     return;
   }
   record('fixed-N power (+30 pp)', where, fixedFound, COHORTS, '>= 88%', (r) => r >= 0.88);
   record('sequential power (+30 pp)', where, seqFound, COHORTS, 'fixed +-2', (r) => Math.abs(r - fixedPower) <= 0.02);
-  recordRatio('sequential attempts saved', where, saved, COHORTS, `(mean ${(seqFamilies / COHORTS).toFixed(1)} of ${nFixed} fixed families)`, '>= 20%', saved >= 0.2);
+  recordRatio(
+    'sequential attempts saved',
+    where,
+    saved,
+    COHORTS,
+    `(mean ${(seqFamilies / COHORTS).toFixed(1)} of ${nFixed} fixed families)`,
+    '>= 20%',
+    saved >= 0.2,
+  );
   record('sequential false claims A/A', where, falseClaims, COHORTS, '<= 5%', (r) => r <= 0.05);
-  recordRatio('futility: A/A stops earlier', where, earlier, COHORTS, `(mean ${(futileFamilies / COHORTS).toFixed(1)} vs ${(plainFamilies / COHORTS).toFixed(1)} families)`, '>= 30%', earlier >= 0.3);
+  recordRatio(
+    'futility: A/A stops earlier',
+    where,
+    earlier,
+    COHORTS,
+    `(mean ${(futileFamilies / COHORTS).toFixed(1)} vs ${(plainFamilies / COHORTS).toFixed(1)} families)`,
+    '>= 30%',
+    earlier >= 0.3,
+  );
 }
 {
   const nFixed = fixedFamilies(2);

@@ -134,14 +134,18 @@ for (let i = 0; i < 5; i++) {
   anchors['tiny plan']!.push(pairbench(join(tiny, 'bench.config.yaml'), ['plan']).ms);
 }
 
-console.log(`\nengine benchmark: ${nodes} cached nodes, ${existsSync('/proc/cpuinfo') ? 'this machine' : ''} (median of 5 fresh processes; wall includes Node start-up)`);
+console.log(
+  `\nengine benchmark: ${nodes} cached nodes, ${existsSync('/proc/cpuinfo') ? 'this machine' : ''} (median of 5 fresh processes; wall includes Node start-up)`,
+);
 let ok = true;
 for (const [name, r] of Object.entries(results)) {
   const ms = median(r.ms);
   const rss = Math.max(...r.rss);
   const pass = ms < 1000 && rss < 300;
   ok &&= pass;
-  console.log(`  ${name.padEnd(11)} ${ms.toFixed(0).padStart(5)} ms wall   ${rss.toFixed(0).padStart(4)} MB peak RSS   ${pass ? 'within goal (<1000 ms, <300 MB)' : 'OVER GOAL (<1000 ms, <300 MB)'}`);
+  console.log(
+    `  ${name.padEnd(11)} ${ms.toFixed(0).padStart(5)} ms wall   ${rss.toFixed(0).padStart(4)} MB peak RSS   ${pass ? 'within goal (<1000 ms, <300 MB)' : 'OVER GOAL (<1000 ms, <300 MB)'}`,
+  );
 }
 const ratio = (a: number, b: number) => `${(a / b).toFixed(1)}x`;
 if (haveNinja) {
@@ -149,20 +153,32 @@ if (haveNinja) {
   for (const name of ['no-op plan', 'no-op run']) {
     const x = median(results[name]!.ms) / n;
     ok &&= x <= 4;
-    console.log(`  ${name} vs ninja no-op on the same graph (${n.toFixed(0)} ms): ${ratio(median(results[name]!.ms), n)}; goal <= 4x ${x <= 4 ? 'PASS' : 'OVER GOAL'}`);
+    console.log(
+      `  ${name} vs ninja no-op on the same graph (${n.toFixed(0)} ms): ${ratio(median(results[name]!.ms), n)}; goal <= 4x ${x <= 4 ? 'PASS' : 'OVER GOAL'}`,
+    );
   }
 }
-if (haveMake) console.log(`  no-op run vs make -q on the same graph (${median(anchors['make']!).toFixed(0)} ms): ${ratio(median(results['no-op run']!.ms), median(anchors['make']!))} (anchor only)`);
+if (haveMake)
+  console.log(
+    `  no-op run vs make -q on the same graph (${median(anchors['make']!).toFixed(0)} ms): ${ratio(median(results['no-op run']!.ms), median(anchors['make']!))} (anchor only)`,
+  );
 const tinyX = median(anchors['tiny plan']!) / median(anchors['node -e 0']!);
 ok &&= tinyX <= 2.5;
-console.log(`  tiny config plan ${median(anchors['tiny plan']!).toFixed(0)} ms vs node -e 0 ${median(anchors['node -e 0']!).toFixed(0)} ms: ${tinyX.toFixed(1)}x; goal <= 2.5x ${tinyX <= 2.5 ? 'PASS' : 'OVER GOAL'}`);
+console.log(
+  `  tiny config plan ${median(anchors['tiny plan']!).toFixed(0)} ms vs node -e 0 ${median(anchors['node -e 0']!).toFixed(0)} ms: ${tinyX.toFixed(1)}x; goal <= 2.5x ${tinyX <= 2.5 ? 'PASS' : 'OVER GOAL'}`,
+);
 
 // Store overhead: what the store holds besides the outputs themselves (cas/), per cached node, on disk.
 const storeDir = join(dir, '.pairbench');
-const overhead = readdirSync(storeDir).filter((n) => n !== 'cas').reduce((a, n) => a + diskBytes(join(storeDir, n)), 0) / nodes;
+const overhead =
+  readdirSync(storeDir)
+    .filter((n) => n !== 'cas')
+    .reduce((a, n) => a + diskBytes(join(storeDir, n)), 0) / nodes;
 const outputs = diskBytes(join(storeDir, 'cas')) / nodes;
 ok &&= overhead <= 3072;
-console.log(`  store on disk per cached node: ${(overhead / 1024).toFixed(2)} KB besides the outputs (records, journals, roots, access), outputs ${(outputs / 1024).toFixed(2)} KB; goal <= 3 KB ${overhead <= 3072 ? 'PASS' : 'OVER GOAL'}`);
+console.log(
+  `  store on disk per cached node: ${(overhead / 1024).toFixed(2)} KB besides the outputs (records, journals, roots, access), outputs ${(outputs / 1024).toFixed(2)} KB; goal <= 3 KB ${overhead <= 3072 ? 'PASS' : 'OVER GOAL'}`,
+);
 
 // 100,000 nodes: peak memory of a no-op. Populating it runs 100,000 real processes (~20 min on
 // 2 cores), so it is measured when that store exists or PAIRBENCH_BENCH_100K=1 asks for it.

@@ -27,7 +27,20 @@ function timeIt(argv: string[], n = 10): number {
 }
 
 const git = (cwd: string, ...args: string[]) =>
-  execFileSync('git', args, { cwd, encoding: 'utf8', env: { PATH: process.env['PATH'], GIT_AUTHOR_NAME: 'b', GIT_AUTHOR_EMAIL: 'b@b', GIT_COMMITTER_NAME: 'b', GIT_COMMITTER_EMAIL: 'b@b', GIT_AUTHOR_DATE: '2026-01-01T00:00:00Z', GIT_COMMITTER_DATE: '2026-01-01T00:00:00Z', HOME: '/nonexistent' } }).trim();
+  execFileSync('git', args, {
+    cwd,
+    encoding: 'utf8',
+    env: {
+      PATH: process.env['PATH'],
+      GIT_AUTHOR_NAME: 'b',
+      GIT_AUTHOR_EMAIL: 'b@b',
+      GIT_COMMITTER_NAME: 'b',
+      GIT_COMMITTER_EMAIL: 'b@b',
+      GIT_AUTHOR_DATE: '2026-01-01T00:00:00Z',
+      GIT_COMMITTER_DATE: '2026-01-01T00:00:00Z',
+      HOME: '/nonexistent',
+    },
+  }).trim();
 
 function project(backend: string, image: string | undefined): string {
   const dir = mkdtempSync(join(tmpdir(), `pairbench-bench-${backend}-`));
@@ -39,7 +52,10 @@ function project(backend: string, image: string | undefined): string {
   git(repo, 'commit', '-qm', 'x');
   const commit = git(repo, 'rev-parse', 'HEAD');
   mkdirSync(join(dir, 'tasks', 't1'), { recursive: true });
-  writeFileSync(join(dir, 'tasks', 't1', 'task.yaml'), `id: t1\nrepo: { path: ../../repo, commit: ${commit} }\nprompt: nothing\nverifier: { command: "true" }\n`);
+  writeFileSync(
+    join(dir, 'tasks', 't1', 'task.yaml'),
+    `id: t1\nrepo: { path: ../../repo, commit: ${commit} }\nprompt: nothing\nverifier: { command: "true" }\n`,
+  );
   const sandbox = backend === 'local' ? '{ backend: local, egress: open }' : `{ backend: ${backend}, egress: none${image ? `, image: "${image}"` : ''} }`;
   writeFileSync(
     join(dir, 'bench.config.yaml'),
@@ -63,7 +79,35 @@ steps:
   return dir;
 }
 
-const bwrapBare = ['bwrap', '--unshare-all', '--unshare-user', '--uid', '1000', '--gid', '1000', '--cap-drop', 'ALL', '--die-with-parent', '--ro-bind', '/usr', '/usr', '--symlink', 'usr/bin', '/bin', '--symlink', 'usr/lib', '/lib', '--symlink', 'usr/lib64', '/lib64', '--proc', '/proc', '--dev', '/dev', 'true'];
+const bwrapBare = [
+  'bwrap',
+  '--unshare-all',
+  '--unshare-user',
+  '--uid',
+  '1000',
+  '--gid',
+  '1000',
+  '--cap-drop',
+  'ALL',
+  '--die-with-parent',
+  '--ro-bind',
+  '/usr',
+  '/usr',
+  '--symlink',
+  'usr/bin',
+  '/bin',
+  '--symlink',
+  'usr/lib',
+  '/lib',
+  '--symlink',
+  'usr/lib64',
+  '/lib64',
+  '--proc',
+  '/proc',
+  '--dev',
+  '/dev',
+  'true',
+];
 const dockerImage = spawnSync('docker', ['images', '--no-trunc', '-q', 'pairbench-test'], { encoding: 'utf8' }).stdout?.trim().split('\n')[0] || undefined;
 const backends: { name: string; bare: string[] | null; image?: string; skip?: string }[] = [
   { name: 'local', bare: ['sh', '-c', 'true'] },

@@ -16,7 +16,14 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const bin = join(root, 'bin', 'pairbench.js');
 const NODES = 4; // the first also clones the store's mirror: its time is left out
 
-const env = { PATH: process.env['PATH'], GIT_AUTHOR_NAME: 'b', GIT_AUTHOR_EMAIL: 'b@b', GIT_COMMITTER_NAME: 'b', GIT_COMMITTER_EMAIL: 'b@b', HOME: '/nonexistent' };
+const env = {
+  PATH: process.env['PATH'],
+  GIT_AUTHOR_NAME: 'b',
+  GIT_AUTHOR_EMAIL: 'b@b',
+  GIT_COMMITTER_NAME: 'b',
+  GIT_COMMITTER_EMAIL: 'b@b',
+  HOME: '/nonexistent',
+};
 const git = (cwd: string, ...args: string[]) => execFileSync('git', args, { cwd, encoding: 'utf8', env, maxBuffer: 1 << 26 }).trim();
 
 /** A committed repository: `files(repo)` writes its tree. Stored without compression (the bench measures trees, not zlib). */
@@ -36,9 +43,15 @@ function materialize(dir: string, commit: string): { ms: number[]; ok: boolean; 
   const ids = Array.from({ length: NODES }, (_, i) => `t${i}`);
   for (const id of ids) {
     mkdirSync(join(dir, 'tasks', id), { recursive: true });
-    writeFileSync(join(dir, 'tasks', id, 'task.yaml'), `id: ${id}\nrepo: { path: ../../repo, commit: ${commit} }\nprompt: nothing\nverifier: { command: "true" }\n`);
+    writeFileSync(
+      join(dir, 'tasks', id, 'task.yaml'),
+      `id: ${id}\nrepo: { path: ../../repo, commit: ${commit} }\nprompt: nothing\nverifier: { command: "true" }\n`,
+    );
   }
-  writeFileSync(join(dir, 'bench.config.yaml'), `concurrency: { global: 1 }\nsteps:\n  materialize: { kind: materialize, matrix: { task: [${ids.join(', ')}] } }\n`);
+  writeFileSync(
+    join(dir, 'bench.config.yaml'),
+    `concurrency: { global: 1 }\nsteps:\n  materialize: { kind: materialize, matrix: { task: [${ids.join(', ')}] } }\n`,
+  );
   const r = spawnSync(process.execPath, [bin, 'run', '--progress', 'none', '--config', join(dir, 'bench.config.yaml')], { encoding: 'utf8' });
   if (r.status !== 0) return { ms: [], ok: false, error: r.stderr.slice(-800) };
   const byNode = nodeDurations(dir);
@@ -78,7 +91,9 @@ try {
   if (!m.ok) throw new Error(`materialize failed: ${m.error}`);
   const x = median(m.ms) / a;
   ok &&= x <= 2;
-  console.log(`  source tree (${FILES} files, ~16 MB, tmpfs) materialize ${median(m.ms).toFixed(0).padStart(5)} ms   git archive | tar -x ${a.toFixed(0).padStart(5)} ms   ${x.toFixed(2)}x   goal <= 2x ${x <= 2 ? 'PASS' : 'MISSED'}`);
+  console.log(
+    `  source tree (${FILES} files, ~16 MB, tmpfs) materialize ${median(m.ms).toFixed(0).padStart(5)} ms   git archive | tar -x ${a.toFixed(0).padStart(5)} ms   ${x.toFixed(2)}x   goal <= 2x ${x <= 2 ? 'PASS' : 'MISSED'}`,
+  );
 } finally {
   rmSync(small, { recursive: true, force: true });
 }

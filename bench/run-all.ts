@@ -8,7 +8,15 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const here = dirname(fileURLToPath(import.meta.url));
-const BENCHES = ['engine-bench.js', 'execution-bench.js', 'materialize-bench.js', 'bundle-bench.js', 'analyze-bench.js', 'swebench-bench.js', 'scale-out-bench.js'];
+const BENCHES = [
+  'engine-bench.js',
+  'execution-bench.js',
+  'materialize-bench.js',
+  'bundle-bench.js',
+  'analyze-bench.js',
+  'swebench-bench.js',
+  'scale-out-bench.js',
+];
 const results: { name: string; code: number | null; seconds: number }[] = [];
 for (const name of BENCHES) {
   const t = performance.now();
@@ -17,6 +25,11 @@ for (const name of BENCHES) {
 }
 const missed = results.filter((r) => r.code !== 0);
 process.stdout.write(
-  ['', 'benchmarks:', ...results.map((r) => `  ${r.code === 0 ? 'PASS' : 'MISS'}  ${r.name.replace(/\.js$/, '')} (${r.seconds.toFixed(0)} s)`), missed.length ? `${missed.length} benchmark(s) missed a goal` : 'every goal met'].join('\n') + '\n',
+  [
+    '',
+    'benchmarks:',
+    ...results.map((r) => `  ${r.code === 0 ? 'PASS' : 'MISS'}  ${r.name.replace(/\.js$/, '')} (${r.seconds.toFixed(0)} s)`),
+    missed.length ? `${missed.length} benchmark(s) missed a goal` : 'every goal met',
+  ].join('\n') + '\n',
 );
 process.exitCode = missed.length ? 1 : 0;

@@ -20,7 +20,9 @@ const KEYS = 'bench:5c0ffee5c0ffee5c';
 const env = { PATH: process.env['PATH'] ?? '/usr/bin:/bin', CI: '1', PAIRBENCH_CACHE_KEYS: KEYS };
 
 if (!hasRedis() || !hasNginx()) {
-  process.stdout.write('scale-out bench: SKIPPED (needs redis-server and nginx-light with libnginx-mod-http-dav-ext: apt-get install redis-server nginx-light libnginx-mod-http-dav-ext)\n');
+  process.stdout.write(
+    'scale-out bench: SKIPPED (needs redis-server and nginx-light with libnginx-mod-http-dav-ext: apt-get install redis-server nginx-light libnginx-mod-http-dav-ext)\n',
+  );
   process.exit(0);
 }
 
@@ -53,7 +55,11 @@ steps:
   );
   await new Promise((r) => setTimeout(r, 1500));
   const t = performance.now();
-  const r = spawnSync(process.execPath, [bin, 'run', '--executor', redis.url, '--config', config, '--store', join(dir, 'coordinator'), '--json'], { env, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
+  const r = spawnSync(process.execPath, [bin, 'run', '--executor', redis.url, '--config', config, '--store', join(dir, 'coordinator'), '--json'], {
+    env,
+    encoding: 'utf8',
+    maxBuffer: 64 * 1024 * 1024,
+  });
   const ms = performance.now() - t;
   for (const p of procs) p.kill('SIGTERM');
   await Promise.all(procs.map((p) => new Promise((res) => p.once('exit', res))));
@@ -74,7 +80,18 @@ const noops: number[] = [];
 const replays: number[] = [];
 for (let i = 0; i < 3; i++) {
   noops.push(timed(['run', '--config', example, '--store', join(work, 'example-a')]).ms);
-  const r = timed(['run', '--config', example, '--store', join(work, `example-replay-${i}`), '--remote-cache', nginx.url, '--cache-mode', 'read-only', '--json']);
+  const r = timed([
+    'run',
+    '--config',
+    example,
+    '--store',
+    join(work, `example-replay-${i}`),
+    '--remote-cache',
+    nginx.url,
+    '--cache-mode',
+    'read-only',
+    '--json',
+  ]);
   if (r.code !== 0) throw new Error(`replay failed: ${r.out.slice(-500)}`);
   replays.push(r.ms);
 }

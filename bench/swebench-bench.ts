@@ -18,7 +18,16 @@ const bin = join(root, 'bin', 'pairbench.js');
 const P2P = 148;
 const PLAIN_RUNS = 5;
 
-const env = { PATH: process.env['PATH'], GIT_AUTHOR_NAME: 'b', GIT_AUTHOR_EMAIL: 'b@b', GIT_COMMITTER_NAME: 'b', GIT_COMMITTER_EMAIL: 'b@b', GIT_AUTHOR_DATE: '2026-01-01T00:00:00Z', GIT_COMMITTER_DATE: '2026-01-01T00:00:00Z', HOME: '/nonexistent' };
+const env = {
+  PATH: process.env['PATH'],
+  GIT_AUTHOR_NAME: 'b',
+  GIT_AUTHOR_EMAIL: 'b@b',
+  GIT_COMMITTER_NAME: 'b',
+  GIT_COMMITTER_EMAIL: 'b@b',
+  GIT_AUTHOR_DATE: '2026-01-01T00:00:00Z',
+  GIT_COMMITTER_DATE: '2026-01-01T00:00:00Z',
+  HOME: '/nonexistent',
+};
 const git = (cwd: string, ...args: string[]) => execFileSync('git', args, { cwd, encoding: 'utf8', env }).trim();
 
 if (spawnSync('python3', ['-m', 'pytest', '--version']).status !== 0 || spawnSync('bwrap', ['--version']).status !== 0) {
@@ -33,16 +42,52 @@ try {
   mkdirSync(join(repo, 'tests'), { recursive: true });
   writeFileSync(join(repo, 'calc.py'), 'def add(a, b):\n    return a - b\n\n\ndef work(n):\n    return sum(i * i for i in range(n))\n');
   writeFileSync(join(repo, 'tests', '__init__.py'), '');
-  writeFileSync(join(repo, 'tests', 'test_work.py'), `import calc\n\n${Array.from({ length: P2P }, (_, i) => `def test_work_${i}():\n    assert calc.work(20000 + ${i}) > 0\n`).join('\n')}`);
+  writeFileSync(
+    join(repo, 'tests', 'test_work.py'),
+    `import calc\n\n${Array.from({ length: P2P }, (_, i) => `def test_work_${i}():\n    assert calc.work(20000 + ${i}) > 0\n`).join('\n')}`,
+  );
   git(repo, 'init', '-q');
   git(repo, 'add', '-A');
   git(repo, 'commit', '-qm', 'base');
   const base = git(repo, 'rev-parse', 'HEAD');
-  const testPatch = ['diff --git a/tests/test_add.py b/tests/test_add.py', 'new file mode 100644', '--- /dev/null', '+++ b/tests/test_add.py', '@@ -0,0 +1,7 @@', '+import calc', '+', '+', '+def test_add():', '+    assert calc.add(2, 3) == 5', '+def test_add_zero():', '+    assert calc.add(0, 3) == 3', ''].join('\n');
-  const gold = ['diff --git a/calc.py b/calc.py', '--- a/calc.py', '+++ b/calc.py', '@@ -1,3 +1,3 @@', ' def add(a, b):', '-    return a - b', '+    return a + b', ' ', ''].join('\n');
+  const testPatch = [
+    'diff --git a/tests/test_add.py b/tests/test_add.py',
+    'new file mode 100644',
+    '--- /dev/null',
+    '+++ b/tests/test_add.py',
+    '@@ -0,0 +1,7 @@',
+    '+import calc',
+    '+',
+    '+',
+    '+def test_add():',
+    '+    assert calc.add(2, 3) == 5',
+    '+def test_add_zero():',
+    '+    assert calc.add(0, 3) == 3',
+    '',
+  ].join('\n');
+  const gold = [
+    'diff --git a/calc.py b/calc.py',
+    '--- a/calc.py',
+    '+++ b/calc.py',
+    '@@ -1,3 +1,3 @@',
+    ' def add(a, b):',
+    '-    return a - b',
+    '+    return a + b',
+    ' ',
+    '',
+  ].join('\n');
   const f2p = ['tests/test_add.py::test_add', 'tests/test_add.py::test_add_zero'];
   const p2p = Array.from({ length: P2P }, (_, i) => `tests/test_work.py::test_work_${i}`);
-  const instance = { repo: 'acme/calc', instance_id: 'acme__calc-1', base_commit: base, patch: gold, test_patch: testPatch, problem_statement: 'add subtracts', FAIL_TO_PASS: JSON.stringify(f2p), PASS_TO_PASS: JSON.stringify(p2p) };
+  const instance = {
+    repo: 'acme/calc',
+    instance_id: 'acme__calc-1',
+    base_commit: base,
+    patch: gold,
+    test_patch: testPatch,
+    problem_statement: 'add subtracts',
+    FAIL_TO_PASS: JSON.stringify(f2p),
+    PASS_TO_PASS: JSON.stringify(p2p),
+  };
   writeFileSync(join(dir, 'instances.json'), JSON.stringify([instance], null, 2));
   const runner = 'python3 -m pytest -rA -p no:cacheprovider {tests}';
   const sandbox = '{ backend: bubblewrap, egress: none }';

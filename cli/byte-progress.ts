@@ -30,7 +30,9 @@ export function byteProgress(stderr: Err, env: Record<string, string | undefined
       if (fraction < 1 && now - drawnAt < 100) return;
       drawnAt = now;
       const filled = Math.round(fraction * BAR);
-      stderr.write(`\r${label} [${'#'.repeat(filled)}${'.'.repeat(BAR - filled)}] ${Math.floor(fraction * 100)}% ${mb(done)}/${mb(total)} MB${fraction === 1 ? '\n' : ''}`);
+      stderr.write(
+        `\r${label} [${'#'.repeat(filled)}${'.'.repeat(BAR - filled)}] ${Math.floor(fraction * 100)}% ${mb(done)}/${mb(total)} MB${fraction === 1 ? '\n' : ''}`,
+      );
       return;
     }
     const tenth = Math.floor(fraction * 10);

@@ -34,14 +34,22 @@ export async function canaryChecks(loaded: LoadedConfig, io: CommandIO, signal?:
 async function canary(loaded: LoadedConfig, io: CommandIO, target: GraphNode, name: string, signal: AbortSignal | undefined): Promise<DoctorCheck> {
   const fail = (detail: string, fix: string): DoctorCheck => ({ name, ok: false, detail, fix });
   const built = await buildUpstream(loaded, target, io, signal);
-  if (!built.ok) return fail(`the canary's task tree could not be built: ${built.message}`, `fix that first ('pairbench run ${target.id.split('/')[0]}' names the failing node)`);
+  if (!built.ok)
+    return fail(
+      `the canary's task tree could not be built: ${built.message}`,
+      `fix that first ('pairbench run ${target.id.split('/')[0]}' names the failing node)`,
+    );
   const spec = target.step.spec as unknown as RunSpec;
   // The step as configured -- agent, sandbox, image, arm -- but its model is the canary script.
   const node: GraphNode = {
     ...target,
     step: {
       ...target.step,
-      spec: { ...target.step.spec, model: { fake_script: CANARY_SCRIPT }, limits: { ...(spec.limits ?? {}), turns: 2, wall_seconds: Math.min(spec.limits?.wall_seconds ?? CANARY_WALL_SECONDS, CANARY_WALL_SECONDS) } },
+      spec: {
+        ...target.step.spec,
+        model: { fake_script: CANARY_SCRIPT },
+        limits: { ...(spec.limits ?? {}), turns: 2, wall_seconds: Math.min(spec.limits?.wall_seconds ?? CANARY_WALL_SECONDS, CANARY_WALL_SECONDS) },
+      },
     },
   };
   const bytes = Buffer.from(JSON.stringify(SCRIPT));
@@ -49,15 +57,28 @@ async function canary(loaded: LoadedConfig, io: CommandIO, target: GraphNode, na
   const script: StagedFile = { path: CANARY_SCRIPT, entry: { type: 'file', digest, size: bytes.length, executable: false } };
   const started = Date.now();
   const attempt = await executeUnrecorded(loaded, node, built.records, io, signal, () => undefined, [script]);
-  if (!attempt.ok) return fail(`the canary attempt could not run: ${attempt.message}`, 'see the message above; pairbench probe runs one full attempt with its log');
-  const result = JSON.parse(readText(loaded.ctx, attempt.outputs, 'result.json') ?? 'null') as { exit_reason: string; infra_error: string | null; turns: number } | null;
+  if (!attempt.ok)
+    return fail(`the canary attempt could not run: ${attempt.message}`, 'see the message above; pairbench probe runs one full attempt with its log');
+  const result = JSON.parse(readText(loaded.ctx, attempt.outputs, 'result.json') ?? 'null') as {
+    exit_reason: string;
+    infra_error: string | null;
+    turns: number;
+  } | null;
   const seconds = ((Date.now() - started) / 1000).toFixed(1);
   if (!result) return fail('the canary attempt wrote no result', 'run pairbench probe for the full log');
-  if (result.exit_reason === 'done' && result.turns > 0) return { name, ok: true, detail: `started, reached the scripted model (${result.turns} request${result.turns === 1 ? '' : 's'}) and ended in ${seconds} s`, fix: null };
+  if (result.exit_reason === 'done' && result.turns > 0)
+    return {
+      name,
+      ok: true,
+      detail: `started, reached the scripted model (${result.turns} request${result.turns === 1 ? '' : 's'}) and ended in ${seconds} s`,
+      fix: null,
+    };
   const log = readText(loaded.ctx, attempt.outputs, 'agent.log') ?? '';
   const tail = log.trimEnd().split('\n').slice(-3).join(' | ');
   return fail(
-    result.infra_error ? `${result.infra_error}` : `the canary turn ended ${result.exit_reason} after ${result.turns} model request(s)${tail ? `: ${tail}` : ''}`,
+    result.infra_error
+      ? `${result.infra_error}`
+      : `the canary turn ended ${result.exit_reason} after ${result.turns} model request(s)${tail ? `: ${tail}` : ''}`,
     'make the agent runnable in this sandbox (a missing shared library or binary belongs in the image; a path outside the mounted ones is not visible), then run doctor again',
   );
 }

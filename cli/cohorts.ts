@@ -45,7 +45,12 @@ export function annotateExports(nodes: readonly GraphNode[], inputs: ReadonlyMap
     const freeze = computeFreeze(analyze, inputs, env);
     node.annotation = {
       ...asObject(node.annotation),
-      freeze: { cohort: analyze.step.name, version: (analyze.step.spec['version'] as number | undefined) ?? 1, freeze_digest: freeze.digest, fields: freeze.fields },
+      freeze: {
+        cohort: analyze.step.name,
+        version: (analyze.step.spec['version'] as number | undefined) ?? 1,
+        freeze_digest: freeze.digest,
+        fields: freeze.fields,
+      },
     };
   }
 }
@@ -79,7 +84,15 @@ export async function admitCohorts(ctx: EngineContext, cohorts: Cohort[], now = 
           notes.push(`cohort ${c.name} version ${c.version} had no attempts yet: re-frozen (${check.changes.length} field(s) changed)`);
           break;
         case 'new':
-          record.versions.push({ version: c.version, freeze_digest: c.freeze.digest, fields: c.freeze.fields, frozen_at: now.toISOString(), first_attempt_at: null, executed: [], observed: null });
+          record.versions.push({
+            version: c.version,
+            freeze_digest: c.freeze.digest,
+            fields: c.freeze.fields,
+            frozen_at: now.toISOString(),
+            first_attempt_at: null,
+            executed: [],
+            observed: null,
+          });
           notes.push(`cohort ${c.name} version ${c.version} registered (freeze ${c.freeze.digest.slice(0, 12)})`);
           break;
         case 'same':
@@ -145,7 +158,9 @@ export async function recordCohorts(ctx: EngineContext, cohorts: Cohort[], state
       const entry = analysis.record.outputs['analysis.json'];
       verdicts = {};
       if (entry) {
-        const result = JSON.parse(ctx.store.cas.read(entry.digest).toString('utf8')) as { comparisons: { control: string; treatment: string; verdict: string }[] };
+        const result = JSON.parse(ctx.store.cas.read(entry.digest).toString('utf8')) as {
+          comparisons: { control: string; treatment: string; verdict: string }[];
+        };
         for (const cmp of result.comparisons) verdicts[`${cmp.treatment} vs ${cmp.control}`] = cmp.verdict;
       }
     }
@@ -157,7 +172,11 @@ export async function recordCohorts(ctx: EngineContext, cohorts: Cohort[], state
       if (verdicts) v.observed = { at: now.toISOString(), attempts: done, verdicts };
     });
     // Every attempt a registered version executed stays in the store: gc keeps this root.
-    ctx.store.setRoot(`cohort ${c.name}`, record.versions.flatMap((v) => v.executed), { kind: 'cohort', cohort: c.name });
+    ctx.store.setRoot(
+      `cohort ${c.name}`,
+      record.versions.flatMap((v) => v.executed),
+      { kind: 'cohort', cohort: c.name },
+    );
     const reusedBy = new Map<number, number>();
     for (const key of reached) {
       if (executed.includes(key)) continue;
@@ -173,8 +192,17 @@ export function historyLines(record: CohortRecord): string[] {
   if (!record.versions.length) return [`cohort ${record.cohort}: no version registered yet`];
   const lines = [`cohort ${record.cohort}`];
   for (const v of record.versions) {
-    lines.push(`  version ${v.version}  freeze ${v.freeze_digest.slice(0, 12)}  frozen ${v.frozen_at}  first attempt ${v.first_attempt_at ?? '(none yet)'}  attempts executed ${v.executed.length}`);
-    if (v.observed) lines.push(`    observed at ${v.observed.at}: ${v.observed.attempts} attempts; ${Object.entries(v.observed.verdicts).map(([k, x]) => `${k}: ${x}`).join(', ') || 'no analysis yet'}`);
+    lines.push(
+      `  version ${v.version}  freeze ${v.freeze_digest.slice(0, 12)}  frozen ${v.frozen_at}  first attempt ${v.first_attempt_at ?? '(none yet)'}  attempts executed ${v.executed.length}`,
+    );
+    if (v.observed)
+      lines.push(
+        `    observed at ${v.observed.at}: ${v.observed.attempts} attempts; ${
+          Object.entries(v.observed.verdicts)
+            .map(([k, x]) => `${k}: ${x}`)
+            .join(', ') || 'no analysis yet'
+        }`,
+      );
   }
   return lines;
 }
@@ -192,7 +220,7 @@ export function annotateEnvironments(nodes: readonly GraphNode[], env: HostEnv):
   for (const node of targets) {
     const task = loadStepTask(node.step, node.matrix['task'] ?? '');
     if (!task.ok || !task.value.environment) continue;
-    let dockerfile = '';
+    let dockerfile: string;
     try {
       dockerfile = readFileSync(join(task.value.dir, 'environment', task.value.environment.dockerfile), 'utf8');
     } catch {
@@ -201,7 +229,8 @@ export function annotateEnvironments(nodes: readonly GraphNode[], env: HostEnv):
     bases.set(node, baseImages(dockerfile));
   }
   const ids = inspectImages([...new Set([...bases.values()].flat())], env);
-  for (const [node, list] of bases) node.annotation = { ...asObject(node.annotation), base_images: Object.fromEntries(list.map((n) => [n, ids.get(n) ?? null])) };
+  for (const [node, list] of bases)
+    node.annotation = { ...asObject(node.annotation), base_images: Object.fromEntries(list.map((n) => [n, ids.get(n) ?? null])) };
 }
 
 /**
@@ -224,7 +253,10 @@ export function annotateImageTemplates(nodes: readonly GraphNode[], env: HostEnv
 
 /** The image name a template gives a task: its id for {instance_id} / {task}, the instance's own `image` field for {image}. */
 export function imageName(template: string, task: string, image?: string): string {
-  return template.replaceAll('{instance_id}', task).replaceAll('{task}', task).replaceAll('{image}', image ?? `(instance ${task} has no image field)`);
+  return template
+    .replaceAll('{instance_id}', task)
+    .replaceAll('{task}', task)
+    .replaceAll('{image}', image ?? `(instance ${task} has no image field)`);
 }
 
 /** Image IDs by name, as the engine has them now (names it lacks are absent). */

@@ -100,7 +100,13 @@ export async function doctorChecks(loaded: LoadedConfig, env: CommandIO['env'], 
 }
 
 /** The command: one line per check, or `{ok, checks}` with --json; exit 0 only when every check passes. */
-export async function runDoctor(loaded: LoadedConfig, io: CommandIO, json: boolean, floors: DoctorFloors = DEFAULT_FLOORS, options: { canary?: boolean } = {}): Promise<number> {
+export async function runDoctor(
+  loaded: LoadedConfig,
+  io: CommandIO,
+  json: boolean,
+  floors: DoctorFloors = DEFAULT_FLOORS,
+  options: { canary?: boolean } = {},
+): Promise<number> {
   const checks = await doctorChecks(loaded, io.env, floors);
   // The canary starts real agents: only once everything they need is there.
   if (options.canary !== false && checks.every((c) => c.ok)) {
@@ -133,7 +139,13 @@ export async function runDoctor(loaded: LoadedConfig, io: CommandIO, json: boole
 function toolChecks(pathVar: string): DoctorCheck[] {
   return (['git', 'tar'] as const).map((tool) => {
     const at = findOnPath(tool, pathVar);
-    return at ? pass(`${tool} on PATH`, at) : missing(`${tool} on PATH`, `${tool} is not on PATH (materialize reads task repositories with git archive | tar)`, `install ${tool} (Debian/Ubuntu: apt-get install ${tool})`);
+    return at
+      ? pass(`${tool} on PATH`, at)
+      : missing(
+          `${tool} on PATH`,
+          `${tool} is not on PATH (materialize reads task repositories with git archive | tar)`,
+          `install ${tool} (Debian/Ubuntu: apt-get install ${tool})`,
+        );
   });
 }
 
@@ -147,10 +159,16 @@ function diskCheck(storeDir: string, floors: DoctorFloors): DoctorCheck {
     const s = statfsSync(dir);
     free = Number(s.bavail) * Number(s.bsize);
   } catch (e) {
-    return missing(name, `cannot read the file system of ${dir}: ${errorMessage(e)}`, 'check that the store directory (--store or store.path) is on a readable file system');
+    return missing(
+      name,
+      `cannot read the file system of ${dir}: ${errorMessage(e)}`,
+      'check that the store directory (--store or store.path) is on a readable file system',
+    );
   }
   const detail = `${formatBytes(free)} free on the file system of ${storeDir}; need ${formatBytes(floors.diskBytes)}`;
-  return free >= floors.diskBytes ? pass(name, detail) : missing(name, detail, `free space there (pairbench gc --max-size SIZE removes old store entries) or point --store at a larger file system`);
+  return free >= floors.diskBytes
+    ? pass(name, detail)
+    : missing(name, detail, `free space there (pairbench gc --max-size SIZE removes old store entries) or point --store at a larger file system`);
 }
 
 /** MemAvailable from /proc/meminfo (what can be allocated without swapping), in bytes. */
@@ -188,13 +206,20 @@ async function memoryCheck(config: BenchConfig, graph: Graph, uses: SandboxUse[]
     const c = engine.committed;
     if (c.reservedBytes > 0) {
       free -= c.reservedBytes;
-      parts.push(`minus ${formatBytes(c.reservedBytes)} that ${c.limited} running container${c.limited === 1 ? '' : 's'} may still claim up to ${c.limited === 1 ? 'its' : 'their'} memory limit${c.limited === 1 ? '' : 's'}`);
+      parts.push(
+        `minus ${formatBytes(c.reservedBytes)} that ${c.limited} running container${c.limited === 1 ? '' : 's'} may still claim up to ${c.limited === 1 ? 'its' : 'their'} memory limit${c.limited === 1 ? '' : 's'}`,
+      );
     }
-    if (c.unlimited > 0) parts.push(`${c.unlimited} running container${c.unlimited === 1 ? ' has' : 's have'} no memory limit (not counted beyond what ${c.unlimited === 1 ? 'it uses' : 'they use'})`);
+    if (c.unlimited > 0)
+      parts.push(
+        `${c.unlimited} running container${c.unlimited === 1 ? ' has' : 's have'} no memory limit (not counted beyond what ${c.unlimited === 1 ? 'it uses' : 'they use'})`,
+      );
     // An engine in a VM (Docker Desktop, colima) has its own memory: what its containers do not hold.
     if (engine.memTotal > 0 && host.total !== null && Math.abs(engine.memTotal - host.total) > host.total * 0.05) {
       const engineFree = engine.memTotal - c.heldBytes;
-      parts.push(`the Docker engine runs in a VM with ${formatBytes(engine.memTotal)}, of which its running containers hold or may claim ${formatBytes(c.heldBytes)}`);
+      parts.push(
+        `the Docker engine runs in a VM with ${formatBytes(engine.memTotal)}, of which its running containers hold or may claim ${formatBytes(c.heldBytes)}`,
+      );
       free = Math.min(free, engineFree);
     }
   } else if (engine && !engine.ok) {
@@ -203,7 +228,11 @@ async function memoryCheck(config: BenchConfig, graph: Graph, uses: SandboxUse[]
   const detail = `${formatBytes(Math.max(0, free))} free after what is committed (${parts.join('; ')}); need ${formatBytes(need)} (${concurrent} x ${formatBytes(perRunMb * 1024 ** 2)})`;
   return free >= need
     ? pass(name, detail)
-    : missing(name, detail, `stop what holds the memory (docker stats shows containers), lower concurrency.kinds.run (or concurrency.global / --jobs), or run on a larger machine`);
+    : missing(
+        name,
+        detail,
+        `stop what holds the memory (docker stats shows containers), lower concurrency.kinds.run (or concurrency.global / --jobs), or run on a larger machine`,
+      );
 }
 
 // ---------------------------------------------------------------------------
@@ -238,9 +267,7 @@ function dockerClient(env: CommandIO['env']): { client: Docker; socketPath?: str
   return { client: new Docker() };
 }
 
-type EngineState =
-  | { ok: false; error: string }
-  | { ok: true; memTotal: number; arch: string; committed: Committed };
+type EngineState = { ok: false; error: string } | { ok: true; memTotal: number; arch: string; committed: Committed };
 
 interface Committed {
   /** Limit minus current use, summed over running containers that have a limit. */
@@ -261,11 +288,15 @@ async function engineState(docker: ReturnType<typeof dockerClient>): Promise<Eng
     await Promise.all(
       running.map(async (c) => {
         const container = docker.client.getContainer(c.Id);
-        const [inspect, stats] = await Promise.all([container.inspect().catch(() => undefined), container.stats({ stream: false, 'one-shot': true }).catch(() => undefined)]);
+        const [inspect, stats] = await Promise.all([
+          container.inspect().catch(() => undefined),
+          container.stats({ stream: false, 'one-shot': true }).catch(() => undefined),
+        ]);
         if (!inspect) return; // it stopped meanwhile
         const limit = inspect.HostConfig.Memory ?? 0;
         const m = stats?.memory_stats;
-        const inactive = (m?.stats as Record<string, number> | undefined)?.['inactive_file'] ?? (m?.stats as Record<string, number> | undefined)?.['total_inactive_file'] ?? 0;
+        const inactive =
+          (m?.stats as Record<string, number> | undefined)?.['inactive_file'] ?? (m?.stats as Record<string, number> | undefined)?.['total_inactive_file'] ?? 0;
         const used = m?.usage ? Math.max(0, m.usage - inactive) : 0;
         if (limit > 0) {
           committed.limited++;
@@ -291,7 +322,14 @@ function normalizeArch(a: string): string {
 
 const stepList = (names: string[]) => `step${names.length === 1 ? '' : 's'} ${names.join(', ')}`;
 
-async function sandboxChecks(uses: SandboxUse[], env: CommandIO['env'], pathVar: string, docker: ReturnType<typeof dockerClient>, engine: EngineState | undefined, graph: Graph): Promise<DoctorCheck[]> {
+async function sandboxChecks(
+  uses: SandboxUse[],
+  env: CommandIO['env'],
+  pathVar: string,
+  docker: ReturnType<typeof dockerClient>,
+  engine: EngineState | undefined,
+  graph: Graph,
+): Promise<DoctorCheck[]> {
   const byBackend = new Map<BackendName, SandboxUse[]>();
   for (const u of uses) byBackend.set(u.settings.backend, [...(byBackend.get(u.settings.backend) ?? []), u]);
   const out: DoctorCheck[] = [];
@@ -299,13 +337,27 @@ async function sandboxChecks(uses: SandboxUse[], env: CommandIO['env'], pathVar:
     const name = `sandbox ${backend} (${stepList(list.map((u) => u.step))})`;
     if (backend === 'local') {
       const auto = list.filter((u) => u.configured === 'auto').map((u) => u.step);
-      out.push(pass(name, `no isolation: runs as this user on this machine (recorded as such)${auto.length ? `; ${stepList(auto)} chose it by backend auto because bwrap cannot make a sandbox here` : ''}`));
+      out.push(
+        pass(
+          name,
+          `no isolation: runs as this user on this machine (recorded as such)${auto.length ? `; ${stepList(auto)} chose it by backend auto because bwrap cannot make a sandbox here` : ''}`,
+        ),
+      );
     } else if (backend === 'bubblewrap') {
       const r = await checkBubblewrap(pathVar || undefined);
       out.push(r.ok ? pass(name, `bwrap at ${findOnPath('bwrap', pathVar)} builds a sandbox here`) : missing(name, ...splitHint(r.error)));
     } else {
       const where = docker.socketPath ?? env['DOCKER_HOST'] ?? '/var/run/docker.sock';
-      out.push(engine?.ok ? pass(name, `the Docker engine answers at ${where}`) : missing(name, ...(engine && !engine.ok ? splitHint(engine.error) : [`the Docker engine does not answer at ${where}`, 'start the Docker engine'] as [string, string])));
+      out.push(
+        engine?.ok
+          ? pass(name, `the Docker engine answers at ${where}`)
+          : missing(
+              name,
+              ...(engine && !engine.ok
+                ? splitHint(engine.error)
+                : ([`the Docker engine does not answer at ${where}`, 'start the Docker engine'] as [string, string])),
+            ),
+      );
     }
     // A backend that cannot give the egress a step asks for refuses to start.
     for (const u of list) {
@@ -323,19 +375,32 @@ function splitHint(message: string): [string, string] {
   return m ? [m[1]!, m[2]!] : [message, 'see the message above'];
 }
 
-async function egressProblem(u: SandboxUse, docker: ReturnType<typeof dockerClient>, engine: EngineState | undefined): Promise<{ detail: string; fix: string } | undefined> {
+async function egressProblem(
+  u: SandboxUse,
+  docker: ReturnType<typeof dockerClient>,
+  engine: EngineState | undefined,
+): Promise<{ detail: string; fix: string } | undefined> {
   const { backend, egress } = u.settings;
   if (backend === 'local' && egress !== 'open') {
-    return { detail: `the local backend cannot enforce egress "${egress}" and refuses to start`, fix: `use sandbox.backend bubblewrap or docker, or egress: open (recorded as not enforced)` };
+    return {
+      detail: `the local backend cannot enforce egress "${egress}" and refuses to start`,
+      fix: `use sandbox.backend bubblewrap or docker, or egress: open (recorded as not enforced)`,
+    };
   }
   if (backend === 'docker' && egress === 'allowlist' && !dockerBackend().canEnforce('allowlist')) {
-    return { detail: 'the forwarder script (sandboxes/forwarder.mjs) the allowlist proxy needs is missing', fix: 'reinstall pairbench (npm ci): the package is incomplete' };
+    return {
+      detail: 'the forwarder script (sandboxes/forwarder.mjs) the allowlist proxy needs is missing',
+      fix: 'reinstall pairbench (npm ci): the package is incomplete',
+    };
   }
   if (backend === 'docker' && egress === 'open' && engine?.ok) {
     try {
       await docker.client.getNetwork('bridge').inspect();
     } catch {
-      return { detail: 'egress open needs the engine\'s "bridge" network, which it does not have (dockerd --bridge=none)', fix: 'use egress none or allowlist, or start dockerd with a bridge' };
+      return {
+        detail: 'egress open needs the engine\'s "bridge" network, which it does not have (dockerd --bridge=none)',
+        fix: 'use egress none or allowlist, or start dockerd with a bridge',
+      };
     }
   }
   return undefined;
@@ -352,12 +417,18 @@ async function imageChecks(uses: SandboxUse[], docker: ReturnType<typeof dockerC
     if (nodes.some((n) => n.upstream.some((x) => x.kind.name === 'environment'))) continue;
     if (u.settings.image?.includes('{')) {
       // A per-task template: every task's image must be in the engine.
-      const images = nodes.map((n) => (n.annotation as { image?: { name: string; id: string | null } } | undefined)?.image).filter((x): x is { name: string; id: string | null } => Boolean(x));
+      const images = nodes
+        .map((n) => (n.annotation as { image?: { name: string; id: string | null } } | undefined)?.image)
+        .filter((x): x is { name: string; id: string | null } => Boolean(x));
       const absent = [...new Set(images.filter((i) => !i.id).map((i) => i.name))];
       const name = `docker images ${u.settings.image} (step ${u.step})`;
       out.push(
         absent.length
-          ? missing(name, `${absent.length} of ${new Set(images.map((i) => i.name)).size} are not in the engine: ${absent.slice(0, 5).join(', ')}${absent.length > 5 ? ', ...' : ''}`, 'build or load them locally (docker build / docker load / docker import); pairbench never pulls')
+          ? missing(
+              name,
+              `${absent.length} of ${new Set(images.map((i) => i.name)).size} are not in the engine: ${absent.slice(0, 5).join(', ')}${absent.length > 5 ? ', ...' : ''}`,
+              'build or load them locally (docker build / docker load / docker import); pairbench never pulls',
+            )
           : pass(name, `all ${new Set(images.map((i) => i.name)).size} present, each pinned by its ID for the run`),
       );
       continue;
@@ -366,7 +437,13 @@ async function imageChecks(uses: SandboxUse[], docker: ReturnType<typeof dockerC
     else byImage.set(u.settings.image, [...(byImage.get(u.settings.image) ?? []), u.step]);
   }
   if (unpinned.length) {
-    out.push(missing(`docker image (${stepList(unpinned)})`, 'the docker backend needs sandbox.image and none is set', "set sandbox.image to an image ID: docker image inspect --format '{{.Id}}' IMAGE"));
+    out.push(
+      missing(
+        `docker image (${stepList(unpinned)})`,
+        'the docker backend needs sandbox.image and none is set',
+        "set sandbox.image to an image ID: docker image inspect --format '{{.Id}}' IMAGE",
+      ),
+    );
   }
   for (const [image, steps] of byImage) {
     const name = `docker image ${image} (${stepList(steps)})`;
@@ -376,15 +453,28 @@ async function imageChecks(uses: SandboxUse[], docker: ReturnType<typeof dockerC
       continue;
     }
     if (!engine?.ok) {
-      out.push(missing(name, 'cannot be looked up: the Docker engine does not answer', 'start the Docker engine (see the sandbox docker line), then run doctor again'));
+      out.push(
+        missing(name, 'cannot be looked up: the Docker engine does not answer', 'start the Docker engine (see the sandbox docker line), then run doctor again'),
+      );
       continue;
     }
     const found = await resolvePinnedImage(docker.client, pinned.value);
     if (!found.ok) {
-      out.push(missing(name, found.error.split(';')[0]!, found.error.includes('not in the engine') ? 'build or load the image locally (docker build / docker load / docker import); pairbench never pulls' : found.error));
+      out.push(
+        missing(
+          name,
+          found.error.split(';')[0]!,
+          found.error.includes('not in the engine')
+            ? 'build or load the image locally (docker build / docker load / docker import); pairbench never pulls'
+            : found.error,
+        ),
+      );
       continue;
     }
-    const info = await docker.client.getImage(found.value).inspect().catch(() => undefined);
+    const info = await docker.client
+      .getImage(found.value)
+      .inspect()
+      .catch(() => undefined);
     const arch = info?.Architecture ?? 'unknown';
     if (engine.arch && arch !== 'unknown' && arch !== engine.arch) {
       out.push(
@@ -409,7 +499,10 @@ interface RunStepSpec {
 
 function pinnedVersion(pkg: string): string | null {
   try {
-    const json = JSON.parse(readFileSync(join(packageRoot(), 'package.json'), 'utf8')) as { dependencies?: Record<string, string>; devDependencies?: Record<string, string> };
+    const json = JSON.parse(readFileSync(join(packageRoot(), 'package.json'), 'utf8')) as {
+      dependencies?: Record<string, string>;
+      devDependencies?: Record<string, string>;
+    };
     return json.devDependencies?.[pkg] ?? json.dependencies?.[pkg] ?? null;
   } catch {
     return null;
@@ -430,7 +523,8 @@ function agentChecks(steps: readonly StepConfig[]): DoctorCheck[] {
     const pinned = pinnedVersion(pkg);
     const install = `run npm ci in ${packageRoot()} (installs ${pkg}${pinned ? `@${pinned}` : ''})`;
     if (version === 'not-installed') out.push(missing(label, `the ${name} CLI is not installed (or does not run: --version failed)`, install));
-    else if (pinned && version !== pinned) out.push(missing(label, `installed ${version}, but package.json pins ${pkg}@${pinned}; the version is part of every attempt's key`, install));
+    else if (pinned && version !== pinned)
+      out.push(missing(label, `installed ${version}, but package.json pins ${pkg}@${pinned}; the version is part of every attempt's key`, install));
     else out.push(pass(label, `${pkg} ${version} installed${pinned ? ' (the pinned version)' : ''}`));
   }
   return out;
@@ -468,7 +562,11 @@ function credentialChecks(steps: readonly StepConfig[], env: CommandIO['env']): 
     // Only whether it is there: its value is never read into a message.
     return (env[variable] ?? '').trim() !== ''
       ? pass(name, `set in the environment (for ${n.adapter} -> ${where})`)
-      : missing(name, `not set: ${n.adapter} talks to ${where}, which needs a provider key`, `export ${variable}=<key> before running pairbench (a key for ${where}; an interactive CLI login cannot be lent to the gateway)`);
+      : missing(
+          name,
+          `not set: ${n.adapter} talks to ${where}, which needs a provider key`,
+          `export ${variable}=<key> before running pairbench (a key for ${where}; an interactive CLI login cannot be lent to the gateway)`,
+        );
   });
 }
 
@@ -485,7 +583,9 @@ async function repositoryChecks(config: BenchConfig, pathVar: string): Promise<D
     for (const id of step.matrix.find((d) => d.name === 'task')?.values ?? []) {
       const t = loadStepTask(step, id);
       if (!t.ok) {
-        problems.push(missing(`task ${id} (step ${step.name})`, t.error.map((d) => d.message).join('; '), 'fix the task definition (pairbench plan shows where)'));
+        problems.push(
+          missing(`task ${id} (step ${step.name})`, t.error.map((d) => d.message).join('; '), 'fix the task definition (pairbench plan shows where)'),
+        );
         continue;
       }
       const key = `${t.value.repo.source}\n${t.value.repo.commit}`;
@@ -507,7 +607,9 @@ async function repositoryChecks(config: BenchConfig, pathVar: string): Promise<D
 }
 
 async function hasCommit(git: string, gitDir: string, commit: string, pathVar: string): Promise<boolean> {
-  const r = await (await loadExeca())(git, ['-C', gitDir, 'cat-file', '-e', `${commit}^{commit}`], {
+  const r = await (
+    await loadExeca()
+  )(git, ['-C', gitDir, 'cat-file', '-e', `${commit}^{commit}`], {
     reject: false,
     timeout: 20_000,
     // Never walk up into an enclosing repository: the path itself must be the repository.
@@ -518,14 +620,27 @@ async function hasCommit(git: string, gitDir: string, commit: string, pathVar: s
 }
 
 /** Whether materialize will find the commit: in the store's mirror (what it reads first), else at the source. */
-async function commitReachable(git: string, storeDir: string, source: string, commit: string, pathVar: string): Promise<{ ok: true; detail: string } | { ok: false; detail: string; fix: string }> {
+async function commitReachable(
+  git: string,
+  storeDir: string,
+  source: string,
+  commit: string,
+  pathVar: string,
+): Promise<{ ok: true; detail: string } | { ok: false; detail: string; fix: string }> {
   // The same mirror path materialize uses (steps/materialize.ts, ensureMirror).
   const mirror = join(storeDir, 'mirrors', `${sha256(source).slice(0, 16)}.git`);
   if (existsSync(mirror) && (await hasCommit(git, mirror, commit, pathVar))) return { ok: true, detail: "commit present in the store's mirror" };
   const local = source.startsWith('file://') ? fileURLToPath(source) : URL_LIKE.test(source) ? null : source;
   if (local === null) {
-    const r = await (await loadExeca())(git, ['ls-remote', source], { reject: false, timeout: 30_000, env: { PATH: pathVar, GIT_TERMINAL_PROMPT: '0', HOME: '/nonexistent' }, extendEnv: false });
-    if (r.exitCode !== 0) return { ok: false, detail: `the remote does not answer: ${String(r.stderr).trim().split('\n')[0] ?? `git exit ${r.exitCode}`}`, fix: 'check the URL and network access (or vendor the repository and use repo.path)' };
+    const r = await (
+      await loadExeca()
+    )(git, ['ls-remote', source], { reject: false, timeout: 30_000, env: { PATH: pathVar, GIT_TERMINAL_PROMPT: '0', HOME: '/nonexistent' }, extendEnv: false });
+    if (r.exitCode !== 0)
+      return {
+        ok: false,
+        detail: `the remote does not answer: ${String(r.stderr).trim().split('\n')[0] ?? `git exit ${r.exitCode}`}`,
+        fix: 'check the URL and network access (or vendor the repository and use repo.path)',
+      };
     return String(r.stdout).includes(commit)
       ? { ok: true, detail: 'the remote answers; the commit is a ref tip' }
       : { ok: true, detail: 'the remote answers; the commit is not a ref tip, so it is confirmed only when materialize fetches it' };

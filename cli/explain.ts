@@ -39,19 +39,35 @@ export function explainNode(
     preimage: preimage ?? null,
     reasons: entry.status === 'run' ? entry.reasons : [],
     record: record
-      ? { started_at: record.started_at, duration_ms: record.duration_ms, outputs: record.outputs, outputs_digest: record.outputs_digest, log: record.log, pairbench_version: record.pairbench_version }
+      ? {
+          started_at: record.started_at,
+          duration_ms: record.duration_ms,
+          outputs: record.outputs,
+          outputs_digest: record.outputs_digest,
+          log: record.log,
+          pairbench_version: record.pairbench_version,
+        }
       : null,
     last_failure: history?.last_failure ?? null,
     latest_build: history?.latest ?? null,
   };
 
   const lines = [`node     ${node.id}`, `step     ${node.step.name} (${node.kind.name} v${node.kind.version})`];
-  if (Object.keys(node.matrix).length) lines.push(`matrix   ${Object.entries(node.matrix).map(([k, v]) => `${k}=${v}`).join(' ')}`);
+  if (Object.keys(node.matrix).length)
+    lines.push(
+      `matrix   ${Object.entries(node.matrix)
+        .map(([k, v]) => `${k}=${v}`)
+        .join(' ')}`,
+    );
   lines.push(`status   ${entry.status === 'cached' ? 'cached' : 'to run'}`);
   if (entry.status === 'run') for (const r of entry.reasons) lines.push(`         ${r}`);
   if (key?.ok) {
     lines.push(`key      ${key.value.key}`, 'key inputs (the canonical JSON hashed into the key):');
-    lines.push(...JSON.stringify(JSON.parse(canonicalJson(preimage)), null, 2).split('\n').map((l) => `  ${l}`));
+    lines.push(
+      ...JSON.stringify(JSON.parse(canonicalJson(preimage)), null, 2)
+        .split('\n')
+        .map((l) => `  ${l}`),
+    );
   } else if (!computable) {
     lines.push('key      not known yet: an upstream node must run first');
   }
@@ -76,7 +92,10 @@ export function explainNode(
 function failureLogTail(ctx: EngineContext, log: string | undefined, lines = 20): string[] | null {
   if (!log) return null;
   try {
-    const text = ctx.store.cas.read(log as Sha256).toString('utf8').trimEnd();
+    const text = ctx.store.cas
+      .read(log as Sha256)
+      .toString('utf8')
+      .trimEnd();
     return text ? text.split('\n').slice(-lines) : null;
   } catch {
     return null;

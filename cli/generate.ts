@@ -22,7 +22,8 @@ const KINDS = ['stub_function', 'revert_reimplement'] as const;
 
 /** `pairbench generate KIND ...`: derives tasks from a repo's own test suite and writes them as task YAML. */
 export async function generate(args: GenerateArgs, log: (line: string) => void): Promise<GenerateOutcome> {
-  if (!(KINDS as readonly string[]).includes(args.kind)) return { status: 'usage', message: `generate takes a kind: ${KINDS.join(' or ')}, not "${args.kind}"` };
+  if (!(KINDS as readonly string[]).includes(args.kind))
+    return { status: 'usage', message: `generate takes a kind: ${KINDS.join(' or ')}, not "${args.kind}"` };
   const missing = (['repo', 'commit', 'out'] as const).filter((k) => !args[k]);
   if (missing.length) return { status: 'usage', message: `generate needs ${missing.map((m) => `--${m}`).join(', ')}` };
   if (!/^[0-9a-f]{40}$/.test(args.commit!)) return { status: 'usage', message: `--commit takes the full 40-hex commit id, not "${args.commit}"` };
@@ -35,7 +36,8 @@ export async function generate(args: GenerateArgs, log: (line: string) => void):
   const seed = num(args.seed, 'seed', 0);
   const count = num(args.count, 'count', 5);
   const repeats = num(args.repeats, 'repeats', 2);
-  if ([seed, count, repeats].some(Number.isNaN) || count < 1 || repeats < 1) return { status: 'usage', message: '--seed, --count and --repeats take whole numbers (count and repeats >= 1)' };
+  if ([seed, count, repeats].some(Number.isNaN) || count < 1 || repeats < 1)
+    return { status: 'usage', message: '--seed, --count and --repeats take whole numbers (count and repeats >= 1)' };
   const options: GenerateOptions = {
     repo: resolve(args.repo!),
     commit: args.commit!,

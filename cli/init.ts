@@ -147,11 +147,16 @@ export function init(o: InitOptions): InitOutcome {
   if (!o.repo) return { status: 'usage', message: 'missing --repo PATH: the local git repository the first task starts from' };
   const dir = resolve(o.dir);
   const configFile = join(dir, 'bench.config.yaml');
-  if (existsSync(configFile)) return { status: 'refused', message: `${configFile} exists: init never overwrites a file`, hint: 'edit that config, or give init another directory' };
+  if (existsSync(configFile))
+    return { status: 'refused', message: `${configFile} exists: init never overwrites a file`, hint: 'edit that config, or give init another directory' };
   const repo = resolve(o.repo);
   const rev = spawnSync('git', ['-C', repo, 'rev-parse', '--verify', '--quiet', `${o.commit ?? 'HEAD'}^{commit}`], { encoding: 'utf8' });
   if (rev.status !== 0) {
-    return { status: 'refused', message: `${repo} has no commit ${o.commit ?? 'HEAD'}${rev.stderr.trim() ? ` (${rev.stderr.trim()})` : ''}`, hint: 'give --repo a local git repository, and --commit one of its commits' };
+    return {
+      status: 'refused',
+      message: `${repo} has no commit ${o.commit ?? 'HEAD'}${rev.stderr.trim() ? ` (${rev.stderr.trim()})` : ''}`,
+      hint: 'give --repo a local git repository, and --commit one of its commits',
+    };
   }
   const commit = rev.stdout.trim();
   const taskDir = join(dir, 'tasks', 'first-task');
@@ -159,7 +164,10 @@ export function init(o: InitOptions): InitOutcome {
   const schema = (from: string, name: string) => relative(from, join(packageRoot(), 'schemas', name));
   const files = [
     [configFile, configText(schema(dir, 'bench.config.schema.json'), relative(dir, repo) || '.', commit)],
-    [join(taskDir, 'task.yaml'), taskText(schema(taskDir, 'task.schema.json'), relative(taskDir, repo), commit, o.testCommand ?? guessTestCommand(repo, commit))],
+    [
+      join(taskDir, 'task.yaml'),
+      taskText(schema(taskDir, 'task.schema.json'), relative(taskDir, repo), commit, o.testCommand ?? guessTestCommand(repo, commit)),
+    ],
     [join(dir, 'context', 'CLAUDE.md'), CONTEXT],
   ] as const;
   const taken = files.filter(([f]) => existsSync(f)).map(([f]) => f);

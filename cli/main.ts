@@ -20,7 +20,17 @@ import { builtinStepKinds } from '../steps/index.js';
 import { byteProgress, type ProgressMode } from './byte-progress.js';
 import { writeStoredBundle } from './stored-bundle.js';
 import { EXIT, HELP } from './help.js';
-import { admitCohorts, annotateEnvironments, annotateExports, annotateImageTemplates, cohortsOf, firstAttemptBinder, historyLines, recordCohorts, registryOf } from './cohorts.js';
+import {
+  admitCohorts,
+  annotateEnvironments,
+  annotateExports,
+  annotateImageTemplates,
+  cohortsOf,
+  firstAttemptBinder,
+  historyLines,
+  recordCohorts,
+  registryOf,
+} from './cohorts.js';
 import { explainNode } from './explain.js';
 import { formatRunOutcome, runOutcome } from './run-summary.js';
 import { generate } from './generate.js';
@@ -94,7 +104,24 @@ const OPTIONS = {
   concurrency: { type: 'string' },
 } as const;
 
-const COMMANDS = ['init', 'run', 'plan', 'explain', 'show', 'status', 'gc', 'fsck', 'freeze', 'history', 'doctor', 'probe', 'generate', 'export', 'verify-bundle', 'worker'] as const;
+const COMMANDS = [
+  'init',
+  'run',
+  'plan',
+  'explain',
+  'show',
+  'status',
+  'gc',
+  'fsck',
+  'freeze',
+  'history',
+  'doctor',
+  'probe',
+  'generate',
+  'export',
+  'verify-bundle',
+  'worker',
+] as const;
 type Command = (typeof COMMANDS)[number];
 const ALLOWED: Record<Command, string[]> = {
   init: ['repo', 'commit', 'test-command'],
@@ -135,7 +162,6 @@ async function harborLayout(staging: string, dest: string): Promise<Result<{ bun
   renameSync(staging, dest);
   return ok({ bundle: join(dest, name.value, BUNDLE_SUBDIR), job: { dir: join(dest, name.value), trials: laid.value.trials } });
 }
-
 
 function printJson(io: CliIO, value: Record<string, unknown>): void {
   printJsonTo(io.stdout, value);
@@ -269,10 +295,18 @@ function printPlan(io: CliIO, entries: PlanEntry[], all: boolean): void {
   io.stdout.write(lines.join('\n') + '\n');
 }
 
-async function runVerifyBundle(io: CliIO, json: boolean, dir: string, keyFile: string | undefined, expectedRoot: string | undefined, progressMode: ProgressMode): Promise<number> {
+async function runVerifyBundle(
+  io: CliIO,
+  json: boolean,
+  dir: string,
+  keyFile: string | undefined,
+  expectedRoot: string | undefined,
+  progressMode: ProgressMode,
+): Promise<number> {
   const { checkSignature, rootDigest, verifyBundle } = await import('../steps/export/bundle.js');
   if (!existsSync(dir)) return fail(io, json, [{ message: `${dir} does not exist`, hint: 'give the directory pairbench export --out wrote' }]);
-  if (!existsSync(join(dir, 'manifest.json'))) return fail(io, json, [{ message: `${dir} is not a bundle: it has no manifest.json`, hint: 'give the directory pairbench export --out wrote' }]);
+  if (!existsSync(join(dir, 'manifest.json')))
+    return fail(io, json, [{ message: `${dir} is not a bundle: it has no manifest.json`, hint: 'give the directory pairbench export --out wrote' }]);
   let publicKey: string | undefined;
   if (keyFile !== undefined) {
     try {
@@ -284,7 +318,12 @@ async function runVerifyBundle(io: CliIO, json: boolean, dir: string, keyFile: s
   let progress: ((bytes: number) => void) | undefined;
   const r = verifyBundle(dir, (bytes, total) => (progress ??= byteProgress(io.stderr, io.env, json ? 'none' : progressMode, `verifying ${dir}`, total))(bytes));
   const root = rootDigest(dir);
-  const rootProblem = expectedRoot === undefined || !root.ok ? null : root.value === expectedRoot.replace(/^sha256:/, '') ? null : `root digest ${root.value} is not the expected ${expectedRoot}: this is not the bundle that was published`;
+  const rootProblem =
+    expectedRoot === undefined || !root.ok
+      ? null
+      : root.value === expectedRoot.replace(/^sha256:/, '')
+        ? null
+        : `root digest ${root.value} is not the expected ${expectedRoot}: this is not the bundle that was published`;
   const signature = publicKey === undefined ? null : checkSignature(dir, publicKey);
   const ok = r.ok && rootProblem === null && (signature === null || signature.ok);
   if (json) {
@@ -299,7 +338,13 @@ async function runVerifyBundle(io: CliIO, json: boolean, dir: string, keyFile: s
   }
   const lines: string[] = [];
   if (r.ok) lines.push(`bundle ok: ${r.value.files} files match manifest.json`);
-  else lines.push('bundle does NOT match manifest.json:', ...r.error.differs.map((f) => `differs  ${f}`), ...r.error.missing.map((f) => `missing  ${f}`), ...r.error.extra.map((f) => `extra    ${f}`));
+  else
+    lines.push(
+      'bundle does NOT match manifest.json:',
+      ...r.error.differs.map((f) => `differs  ${f}`),
+      ...r.error.missing.map((f) => `missing  ${f}`),
+      ...r.error.extra.map((f) => `extra    ${f}`),
+    );
   if (root.ok) lines.push(`root digest sha256:${root.value}`);
   if (rootProblem) lines.push(`NOT the published bundle: ${rootProblem}`);
   if (signature) lines.push(signature.ok ? `signature ok (Ed25519, key ${signature.value.key_id.slice(0, 16)})` : `signature NOT valid: ${signature.error}`);
@@ -310,7 +355,17 @@ async function runVerifyBundle(io: CliIO, json: boolean, dir: string, keyFile: s
 async function runGenerate(io: CliIO, json: boolean, kind: string, values: Record<string, string | boolean | undefined>): Promise<number> {
   const str = (k: string) => (typeof values[k] === 'string' ? (values[k] as string) : undefined);
   const outcome = await generate(
-    { kind, repo: str('repo'), commit: str('commit'), seed: str('seed'), count: str('count'), language: str('language'), testCommand: str('test-command'), out: str('out'), repeats: str('repeats') },
+    {
+      kind,
+      repo: str('repo'),
+      commit: str('commit'),
+      seed: str('seed'),
+      count: str('count'),
+      language: str('language'),
+      testCommand: str('test-command'),
+      out: str('out'),
+      repeats: str('repeats'),
+    },
     (line) => {
       if (!json) io.stderr.write(line + '\n');
     },
@@ -342,7 +397,9 @@ async function runInit(io: CliIO, json: boolean, dir: string, values: Record<str
   const str = (k: string) => (typeof values[k] === 'string' ? (values[k] as string) : undefined);
   const outcome = init({ dir, repo: str('repo'), commit: str('commit'), testCommand: str('test-command') });
   if (outcome.status !== 'ok') {
-    return outcome.status === 'usage' ? usageError(io, json, 'init', outcome.message) : fail(io, json, [{ message: outcome.message, ...(outcome.hint ? { hint: outcome.hint } : {}) }]);
+    return outcome.status === 'usage'
+      ? usageError(io, json, 'init', outcome.message)
+      : fail(io, json, [{ message: outcome.message, ...(outcome.hint ? { hint: outcome.hint } : {}) }]);
   }
   if (json) printJson(io, { ok: true, dir: outcome.dir, commit: outcome.commit, files: outcome.files });
   else {
@@ -381,16 +438,25 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
       if (!['config', 'store', 'json', 'help', ...ALLOWED[command]].includes(name)) throw new UsageError(`option --${name} does not apply to "${command}"`);
     }
     if (command === 'probe' && positionals.length > 1) throw new UsageError('probe takes at most one NODE (a run node)');
-    if (!['run', 'plan', 'explain', 'show', 'generate', 'export', 'verify-bundle', 'freeze', 'history', 'probe', 'init'].includes(command) && positionals.length) throw new UsageError(`"${command}" takes no arguments`);
+    if (
+      !['run', 'plan', 'explain', 'show', 'generate', 'export', 'verify-bundle', 'freeze', 'history', 'probe', 'init'].includes(command) &&
+      positionals.length
+    )
+      throw new UsageError(`"${command}" takes no arguments`);
     if (command === 'init' && positionals.length > 1) throw new UsageError('init takes at most one DIR');
     if (command === 'verify-bundle' && positionals.length !== 1 && !values.help) throw new UsageError('verify-bundle takes exactly one DIR');
     if (command === 'export' && !values.out && !values.help) throw new UsageError('export needs --out DIR');
-    if (command === 'generate' && positionals.length !== 1 && !values.help) throw new UsageError('generate takes exactly one KIND: stub_function or revert_reimplement');
+    if (command === 'generate' && positionals.length !== 1 && !values.help)
+      throw new UsageError('generate takes exactly one KIND: stub_function or revert_reimplement');
     if (command === 'explain' && positionals.length !== 1 && !values.help) throw new UsageError('explain takes exactly one NODE');
-    if (command === 'show' && (positionals.length < 1 || positionals.length > 2) && !values.help) throw new UsageError('show takes a NODE and, optionally, one OUTPUT');
-    if (values.jobs !== undefined && !(Number.isInteger(Number(values.jobs)) && Number(values.jobs) >= 1)) throw new UsageError(`--jobs takes a whole number >= 1, not "${values.jobs}"`);
-    if (values.progress !== undefined && !['auto', 'plain', 'none'].includes(values.progress)) throw new UsageError(`--progress takes auto, plain or none, not "${values.progress}"`);
-    if (values['max-size'] !== undefined && Number.isNaN(parseSize(values['max-size']))) throw new UsageError(`--max-size takes a size with its unit, such as 500MB, 2GiB or 4096B, not "${values['max-size']}"`);
+    if (command === 'show' && (positionals.length < 1 || positionals.length > 2) && !values.help)
+      throw new UsageError('show takes a NODE and, optionally, one OUTPUT');
+    if (values.jobs !== undefined && !(Number.isInteger(Number(values.jobs)) && Number(values.jobs) >= 1))
+      throw new UsageError(`--jobs takes a whole number >= 1, not "${values.jobs}"`);
+    if (values.progress !== undefined && !['auto', 'plain', 'none'].includes(values.progress))
+      throw new UsageError(`--progress takes auto, plain or none, not "${values.progress}"`);
+    if (values['max-size'] !== undefined && Number.isNaN(parseSize(values['max-size'])))
+      throw new UsageError(`--max-size takes a size with its unit, such as 500MB, 2GiB or 4096B, not "${values['max-size']}"`);
   } catch (e) {
     return usageError(io, wantsJson, command, e instanceof UsageError ? e.message : parseErrorMessage(e, command));
   }
@@ -439,7 +505,12 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
       // Preregistration: a cohort version that has executed attempts keeps its frozen fields.
       const cohorts = cohortsOf(ctx, sel.nodes, inputs, io.env);
       const admitted = await admitCohorts(ctx, cohorts);
-      if (admitted.refusals.length) return fail(io, json, admitted.refusals.map((message) => ({ message })));
+      if (admitted.refusals.length)
+        return fail(
+          io,
+          json,
+          admitted.refusals.map((message) => ({ message })),
+        );
       if (!json) for (const n of admitted.notes) io.stderr.write(`${n}\n`);
       const shown = json ? { event: () => undefined } : chooseReporter(io, values.progress, Boolean(values.verbose));
       const binder = firstAttemptBinder(ctx, cohorts);
@@ -462,25 +533,33 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
       process.on('SIGTERM', onSignal);
       const shard = values.shard ? parseShard(values.shard) : undefined;
       if (shard && !shard.ok) return fail(io, json, [{ message: shard.error }], EXIT.usage);
-      const remote = remoteCacheFor(config, { url: values['remote-cache'], mode: values['cache-mode'] }, io.env, (message) => reporter.event({ type: 'warning', message }));
+      const remote = remoteCacheFor(config, { url: values['remote-cache'], mode: values['cache-mode'] }, io.env, (message) =>
+        reporter.event({ type: 'warning', message }),
+      );
       if (remote && !remote.ok) return fail(io, json, [{ message: remote.error }], EXIT.usage);
       const executor = values.executor ? await queueExecutor(values.executor, ctx, remote?.value, sel.nodes) : undefined;
       if (executor && !executor.ok) return fail(io, json, [{ message: executor.error }], EXIT.usage);
       try {
-        const { summary, states } = await run(ctx, inputs, {
-          reporter,
-          signal: controller.signal,
-          hostEnv: io.env,
-          ...(values.jobs ? { jobs: Number(values.jobs) } : {}),
-          ...(remote ? { remote: remote.value } : {}),
-          ...(shard ? { shard: shard.value } : {}),
-          ...(executor ? { executor: executor.value } : {}),
-        }, sel.nodes).finally(() => (executor?.ok ? executor.value.close() : undefined));
+        const { summary, states } = await run(
+          ctx,
+          inputs,
+          {
+            reporter,
+            signal: controller.signal,
+            hostEnv: io.env,
+            ...(values.jobs ? { jobs: Number(values.jobs) } : {}),
+            ...(remote ? { remote: remote.value } : {}),
+            ...(shard ? { shard: shard.value } : {}),
+            ...(executor ? { executor: executor.value } : {}),
+          },
+          sel.nodes,
+        ).finally(() => (executor?.ok ? executor.value.close() : undefined));
         // What this command reads after the run (each cohort's analysis) is made local if it came from the remote cache.
         if (remote?.ok) {
           const kindOf = new Map(graph.nodes.map((n) => [n.id, n.kind.name]));
           for (const [id, s] of states) {
-            if ((s.status === 'cached' || s.status === 'executed') && kindOf.get(id) === 'analyze') await ensureLocal(ctx.store, remote.value, Object.values(s.record.outputs));
+            if ((s.status === 'cached' || s.status === 'executed') && kindOf.get(id) === 'analyze')
+              await ensureLocal(ctx.store, remote.value, Object.values(s.record.outputs));
           }
         }
         await reporter.close?.();
@@ -497,7 +576,14 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
         if (json) {
           printJson(io, {
             ok: summary.failed === 0 && summary.skipped === 0,
-            summary: { total: summary.total, cached: summary.cached, executed: summary.executed, failed: summary.failed, skipped: summary.skipped, duration_ms: summary.durationMs },
+            summary: {
+              total: summary.total,
+              cached: summary.cached,
+              executed: summary.executed,
+              failed: summary.failed,
+              skipped: summary.skipped,
+              duration_ms: summary.durationMs,
+            },
             reuse,
             ...(remote ? { remote_cache: remote.value.stats } : {}),
             comparisons: outcome.comparisons,
@@ -524,7 +610,9 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
         }
         if (controller.signal.aborted) return EXIT.interrupted;
         // A shard leaves other shards' nodes (and what needs them) skipped by design.
-        const shardSkips = shard ? [...states.values()].filter((s) => s.status === 'skipped' && (s.because.startsWith('not in shard') || s.because.startsWith('upstream'))).length : 0;
+        const shardSkips = shard
+          ? [...states.values()].filter((s) => s.status === 'skipped' && (s.because.startsWith('not in shard') || s.because.startsWith('upstream'))).length
+          : 0;
         return summary.failed || summary.skipped - shardSkips ? EXIT.nodeFailed : EXIT.ok;
       } finally {
         process.off('SIGINT', onSignal);
@@ -558,7 +646,15 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
       } else if (json) {
         const text = shown.bytes.toString('utf8');
         const binary = !Buffer.from(text, 'utf8').equals(shown.bytes);
-        printJson(io, { ok: true, node: shown.node, output: shown.output, digest: shown.digest, bytes: shown.bytes.length, note: shown.note, ...(binary ? { base64: shown.bytes.toString('base64') } : { text }) });
+        printJson(io, {
+          ok: true,
+          node: shown.node,
+          output: shown.output,
+          digest: shown.digest,
+          bytes: shown.bytes.length,
+          note: shown.note,
+          ...(binary ? { base64: shown.bytes.toString('base64') } : { text }),
+        });
       } else io.stdout.write(shown.bytes);
       return EXIT.ok;
     }
@@ -586,7 +682,10 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
       }
       const w = Math.max(4, ...graph.stepOrder.map((s) => s.length));
       const lines = [`store ${config.storeDir}`, `${'step'.padEnd(w)}  nodes  cached  to run  failed last run`];
-      for (const [s, r] of byStep) lines.push(`${s.padEnd(w)}  ${String(r.nodes).padStart(5)}  ${String(r.cached).padStart(6)}  ${String(r.to_run).padStart(6)}  ${String(r.failed_last).padStart(15)}`);
+      for (const [s, r] of byStep)
+        lines.push(
+          `${s.padEnd(w)}  ${String(r.nodes).padStart(5)}  ${String(r.cached).padStart(6)}  ${String(r.to_run).padStart(6)}  ${String(r.failed_last).padStart(15)}`,
+        );
       for (const f of failures) lines.push(`failed  ${f.node} (${f.at}): ${f.message}`);
       io.stdout.write(lines.join('\n') + '\n');
       return EXIT.ok;
@@ -596,12 +695,27 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
       const all = cohortsOf(ctx, graph.nodes, inputs, io.env);
       const chosen = positionals.length ? all.filter((c) => positionals.includes(c.name)) : all;
       const missing = positionals.filter((p) => !all.some((c) => c.name === p));
-      if (missing.length) return fail(io, json, missing.map((m) => ({ message: `no cohort "${m}" (a cohort is an analyze step; these are: ${all.map((c) => c.name).join(', ') || 'none'})` })));
+      if (missing.length)
+        return fail(
+          io,
+          json,
+          missing.map((m) => ({ message: `no cohort "${m}" (a cohort is an analyze step; these are: ${all.map((c) => c.name).join(', ') || 'none'})` })),
+        );
       if (command === 'freeze') {
         const admitted = await admitCohorts(ctx, chosen);
-        if (admitted.refusals.length) return fail(io, json, admitted.refusals.map((message) => ({ message })));
+        if (admitted.refusals.length)
+          return fail(
+            io,
+            json,
+            admitted.refusals.map((message) => ({ message })),
+          );
         const lines = chosen.map((c) => `cohort ${c.name} version ${c.version}: freeze ${c.freeze.digest}`);
-        if (json) printJson(io, { ok: true, cohorts: chosen.map((c) => ({ cohort: c.name, version: c.version, freeze_digest: c.freeze.digest, fields: c.freeze.fields })), notes: admitted.notes });
+        if (json)
+          printJson(io, {
+            ok: true,
+            cohorts: chosen.map((c) => ({ cohort: c.name, version: c.version, freeze_digest: c.freeze.digest, fields: c.freeze.fields })),
+            notes: admitted.notes,
+          });
         else io.stdout.write([...admitted.notes, ...lines].join('\n') + '\n');
         return EXIT.ok;
       }
@@ -639,22 +753,35 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
           // bundle the last run of this config built is still its record.
           const latest = ctx.store.nodes.get(n.id)?.latest;
           const own = latest && ownKeys.has(latest.key) ? lookup(ctx.store, latest.key) : lastBuiltAmong(ctx, n.id, ownKeys);
-          if (!own || own.status !== 'hit') return fail(io, json, [{ message: `${n.id} has no bundle built from this config (${config.configFile})`, hint: `run 'pairbench run ${n.id}' first` }]);
+          if (!own || own.status !== 'hit')
+            return fail(io, json, [
+              { message: `${n.id} has no bundle built from this config (${config.configFile})`, hint: `run 'pairbench run ${n.id}' first` },
+            ]);
           found = own;
-          if (!json) io.stderr.write(`note: ${n.id} is stale (see 'pairbench plan'); writing the bundle this config's last run built at ${own.record.started_at}\n`);
+          if (!json)
+            io.stderr.write(`note: ${n.id} is stale (see 'pairbench plan'); writing the bundle this config's last run built at ${own.record.started_at}\n`);
         }
         const dest = exports.length === 1 ? resolvePath(values.out!) : join(resolvePath(values.out!), n.id);
-        if (existsSync(dest) && readdirSync(dest).length) return fail(io, json, [{ message: `${dest} exists and is not empty`, hint: 'choose an empty or new directory' }]);
+        if (existsSync(dest) && readdirSync(dest).length)
+          return fail(io, json, [{ message: `${dest} exists and is not empty`, hint: 'choose an empty or new directory' }]);
         // --harbor-layout: dest is a Harbor jobs directory, the bundle inside its one job (written whole, then renamed into place).
         const staging = values['harbor-layout'] ? `${dest}.partial-${process.pid}` : null;
         if (staging) rmSync(staging, { recursive: true, force: true });
         const bundleDir = staging ? join(staging, 'bundle') : dest;
         // A bundle whose record came from the remote cache is fetched now (records travel first, blobs when read).
-        const remote = remoteCacheFor(config, { url: values['remote-cache'], mode: 'read-only' }, io.env, (message) => io.stderr.write(`warning: ${message}\n`));
+        const remote = remoteCacheFor(config, { url: values['remote-cache'], mode: 'read-only' }, io.env, (message) =>
+          io.stderr.write(`warning: ${message}\n`),
+        );
         if (remote?.ok) await ensureLocal(ctx.store, remote.value, [found.record.outputs['bundle']!]);
         const bundle = found.record.outputs['bundle']!;
-        const wrote = writeStoredBundle(ctx.store, bundle, bundleDir, byteProgress(io.stderr, io.env, json ? 'none' : ((values.progress ?? 'auto') as ProgressMode), `writing ${n.id}`, bundle.size));
-        if (!wrote.ok) return fail(io, json, [{ message: `${n.id}: ${wrote.error}`, hint: `run 'pairbench run' to rebuild it, then export again` }], EXIT.nodeFailed);
+        const wrote = writeStoredBundle(
+          ctx.store,
+          bundle,
+          bundleDir,
+          byteProgress(io.stderr, io.env, json ? 'none' : ((values.progress ?? 'auto') as ProgressMode), `writing ${n.id}`, bundle.size),
+        );
+        if (!wrote.ok)
+          return fail(io, json, [{ message: `${n.id}: ${wrote.error}`, hint: `run 'pairbench run' to rebuild it, then export again` }], EXIT.nodeFailed);
         let dir = dest;
         let job: { dir: string; trials: number } | null = null;
         if (staging) {
@@ -672,7 +799,10 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
       else
         io.stdout.write(
           written
-            .map((w) => `${w.harbor_job ? `wrote Harbor job ${w.harbor_job.dir} (${w.harbor_job.trials} trials; open it with: harbor view ${dirname(w.harbor_job.dir)})\n` : ''}wrote ${w.dir}\nroot digest sha256:${w.root_digest}${w.key_id ? ` (signed, Ed25519 key ${w.key_id.slice(0, 16)})` : ''}\ncheck it with: pairbench verify-bundle ${w.dir} --root sha256:${w.root_digest}`)
+            .map(
+              (w) =>
+                `${w.harbor_job ? `wrote Harbor job ${w.harbor_job.dir} (${w.harbor_job.trials} trials; open it with: harbor view ${dirname(w.harbor_job.dir)})\n` : ''}wrote ${w.dir}\nroot digest sha256:${w.root_digest}${w.key_id ? ` (signed, Ed25519 key ${w.key_id.slice(0, 16)})` : ''}\ncheck it with: pairbench verify-bundle ${w.dir} --root sha256:${w.root_digest}`,
+            )
             .join('\n') + '\n',
         );
       return EXIT.ok;
@@ -694,7 +824,11 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
           ...report.corrupt_records.map((r) => `${verb} corrupt record ${r.key}: ${r.reason}`),
           ...report.broken_records.map((r) => `${verb} record ${r.key} of ${r.node}: it needs ${r.blobs.length} missing or corrupt blob(s)`),
           ...(report.corrupt_pack ? [report.corrupt_pack] : []),
-          clean ? 'the store is intact' : report.repaired ? "repaired: the next 'pairbench run' rebuilds what was dropped" : "run 'pairbench fsck --repair' to drop them; the next run rebuilds them",
+          clean
+            ? 'the store is intact'
+            : report.repaired
+              ? "repaired: the next 'pairbench run' rebuilds what was dropped"
+              : "run 'pairbench fsck --repair' to drop them; the next run rebuilds them",
         ];
         io.stdout.write(lines.join('\n') + '\n');
       }
@@ -714,7 +848,11 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
       const goneRoots = roots.filter((r) => r.about['kind'] === 'config' && r.about['config'] && !existsSync(r.about['config']));
       for (const r of roots) if (!goneRoots.includes(r)) for (const k of r.keys) reachable.add(k);
       const maxBytes = values['max-size'] !== undefined ? parseSize(values['max-size']) : config.maxStoreBytes;
-      const report = { ...collectGarbage(ctx.store, { maxBytes, dryRun: Boolean(values['dry-run']), reachable }), roots_kept: roots.length - goneRoots.length, removed_roots: goneRoots.map((r) => r.name) };
+      const report = {
+        ...collectGarbage(ctx.store, { maxBytes, dryRun: Boolean(values['dry-run']), reachable }),
+        roots_kept: roots.length - goneRoots.length,
+        removed_roots: goneRoots.map((r) => r.name),
+      };
       if (!values['dry-run']) for (const r of goneRoots) rmSync(r.file, { force: true });
       if (json) {
         printJson(io, { ok: true, ...report });

@@ -144,7 +144,10 @@ export async function buildUpstream(
   signal: AbortSignal | undefined,
   note: (line: string) => void = () => undefined,
 ): Promise<{ ok: true; records: Map<string, ActionRecord> } | { ok: false; message: string }> {
-  const prereqs = closure(loaded, target.upstream.filter((u) => u.kind.name !== 'certify'));
+  const prereqs = closure(
+    loaded,
+    target.upstream.filter((u) => u.kind.name !== 'certify'),
+  );
   const { states } = await run(loaded.ctx, loaded.inputs, { reporter: silent, hostEnv: io.env, ...(signal ? { signal } : {}) }, prereqs);
   const records = new Map<string, ActionRecord>();
   for (const n of prereqs) {
@@ -153,7 +156,10 @@ export async function buildUpstream(
       records.set(n.id, s.record);
       note(`  ${n.id}: ${s.status === 'cached' ? 'cached' : 'built'}`);
     } else {
-      return { ok: false, message: `${n.id} did not complete: ${s?.status === 'failed' ? s.failure.message : s?.status === 'skipped' ? s.because : 'unknown'}` };
+      return {
+        ok: false,
+        message: `${n.id} did not complete: ${s?.status === 'failed' ? s.failure.message : s?.status === 'skipped' ? s.because : 'unknown'}`,
+      };
     }
   }
   return { ok: true, records };
@@ -168,7 +174,15 @@ function pickRunNode(loaded: LoadedConfig, name: string | undefined): { ok: true
   const hits = runs.filter((n) => n.id === clean || n.id.startsWith(clean + '/'));
   if (hits.length) return { ok: true, node: firstAsListed(hits) };
   const other = loaded.graph.nodes.find((n) => n.id === clean || n.id.startsWith(clean + '/'));
-  if (other) return { ok: false, message: `${other.id} is a ${other.kind.name} node; probe runs one attempt of a run step`, hint: `run nodes: ${runs.slice(0, 3).map((n) => n.id).join(', ')}${runs.length > 3 ? ', ...' : ''}` };
+  if (other)
+    return {
+      ok: false,
+      message: `${other.id} is a ${other.kind.name} node; probe runs one attempt of a run step`,
+      hint: `run nodes: ${runs
+        .slice(0, 3)
+        .map((n) => n.id)
+        .join(', ')}${runs.length > 3 ? ', ...' : ''}`,
+    };
   const guess = closest(clean, runs.length > 5000 ? [...new Set(runs.map((n) => n.step.name))] : runs.map((n) => n.id));
   return { ok: false, message: `no run node matches "${name}"`, hint: guess ? `did you mean "${guess}"?` : "'pairbench plan --all' lists every node" };
 }
@@ -322,12 +336,25 @@ function project(loaded: LoadedConfig, target: GraphNode, r: AttemptResult, sour
     const a = armOf(runSpec, name);
     return name !== target.matrix['arm'] && (Object.keys(a.files ?? {}).length > 0 || Boolean(a.prompt_append) || Object.keys(a.mcp_servers ?? {}).length > 0);
   });
-  if (adding.length) caveats.push(`arm${adding.length === 1 ? '' : 's'} ${adding.join(', ')} add${adding.length === 1 ? 's' : ''} context the probed arm does not have, so ${adding.length === 1 ? 'its' : 'their'} attempts may cost more`);
-  if (['turn-cap', 'time-cap', 'token-cap', 'cost-cap'].includes(r.exit_reason)) caveats.push(`the attempt stopped at its ${r.exit_reason}: its figures are bounded by that limit, and so is the projection`);
-  if (r.exit_reason === 'agent-crash' || r.exit_reason === 'infra-error') caveats.push(`the attempt did not complete (${r.exit_reason}): its figures do not price a normal attempt; fix the cause (pairbench doctor) and probe again`);
+  if (adding.length)
+    caveats.push(
+      `arm${adding.length === 1 ? '' : 's'} ${adding.join(', ')} add${adding.length === 1 ? 's' : ''} context the probed arm does not have, so ${adding.length === 1 ? 'its' : 'their'} attempts may cost more`,
+    );
+  if (['turn-cap', 'time-cap', 'token-cap', 'cost-cap'].includes(r.exit_reason))
+    caveats.push(`the attempt stopped at its ${r.exit_reason}: its figures are bounded by that limit, and so is the projection`);
+  if (r.exit_reason === 'agent-crash' || r.exit_reason === 'infra-error')
+    caveats.push(
+      `the attempt did not complete (${r.exit_reason}): its figures do not price a normal attempt; fix the cause (pairbench doctor) and probe again`,
+    );
   if (u === null) caveats.push('the gateway recorded no model usage (the agent made no model request through it): there are no tokens to project');
-  if (r.cost_confidence === 'none') caveats.push('no request reached a priced provider (the model is scripted, or was never reached): there is no cost to project; the tokens and weighted cost are the figures');
-  if (r.cost_confidence === 'estimated') caveats.push("cost is estimated: the model has no configured price, so a default (Claude Sonnet list) price was used; the weighted tokens do not depend on prices");
+  if (r.cost_confidence === 'none')
+    caveats.push(
+      'no request reached a priced provider (the model is scripted, or was never reached): there is no cost to project; the tokens and weighted cost are the figures',
+    );
+  if (r.cost_confidence === 'estimated')
+    caveats.push(
+      'cost is estimated: the model has no configured price, so a default (Claude Sonnet list) price was used; the weighted tokens do not depend on prices',
+    );
   for (const t of transient) caveats.push(`the step flagged this attempt as transient: ${t}`);
   if (target.upstream.some((n) => n.kind.name === 'certify')) caveats.push('certify was not run by the probe: a task it rejects would not be attempted at all');
 
@@ -367,14 +394,20 @@ function duration(ms: number): string {
   return `${(s / 3600).toFixed(1)} h`;
 }
 
-const costText = (usdValue: number | null, confidence: string) => (confidence === 'none' ? 'cost none (no priced provider)' : `cost ${usd(usdValue)} (${confidence})`);
+const costText = (usdValue: number | null, confidence: string) =>
+  confidence === 'none' ? 'cost none (no priced provider)' : `cost ${usd(usdValue)} (${confidence})`;
 
 export function formatReport(r: ProbeReport): string {
   const p = r.per_attempt;
   const c = r.cohort.projected;
-  const dims = Object.entries(r.cohort.dimensions).map(([k, v]) => `${v} ${k}${v === 1 ? '' : 's'}`).join(' x ');
+  const dims = Object.entries(r.cohort.dimensions)
+    .map(([k, v]) => `${v} ${k}${v === 1 ? '' : 's'}`)
+    .join(' x ');
   const w = r.weights;
-  const usageLine = (u: TokenUsage | null) => (u ? `input ${int(u.input_tokens)}, cache write ${int(u.cache_write_tokens)}, cache read ${int(u.cache_read_tokens)}, output ${int(u.output_tokens)}` : 'no usage recorded');
+  const usageLine = (u: TokenUsage | null) =>
+    u
+      ? `input ${int(u.input_tokens)}, cache write ${int(u.cache_write_tokens)}, cache read ${int(u.cache_read_tokens)}, output ${int(u.output_tokens)}`
+      : 'no usage recorded';
   return [
     `${r.source === 'probe' ? 'probe attempt' : 'recorded attempt'} ${r.node}: ${r.exit_reason} (${r.agent.adapter} ${r.agent.version}, model ${r.agent.model})`,
     `  per attempt   tokens ${int(p.total_tokens)} (${usageLine(p.usage)})`,

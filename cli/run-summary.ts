@@ -69,11 +69,16 @@ export function formatRunOutcome(o: RunOutcome): string[] {
   const lines = o.comparisons.map(
     (c) =>
       `${c.cohort}: ${c.treatment} vs ${c.control}  ${verdictWord(c.verdict)}  ` +
-      (c.delta === null ? 'no effect estimated' : `${pp(c.delta)}${c.ci ? ` ${Math.round(c.ci.confidence * 100)}% ${c.sequential ? 'repeated ' : ''}CI [${pp(c.ci.low)}, ${pp(c.ci.high)}]` : ''}`) +
+      (c.delta === null
+        ? 'no effect estimated'
+        : `${pp(c.delta)}${c.ci ? ` ${Math.round(c.ci.confidence * 100)}% ${c.sequential ? 'repeated ' : ''}CI [${pp(c.ci.low)}, ${pp(c.ci.high)}]` : ''}`) +
       `  n = ${c.n_tasks} task${c.n_tasks === 1 ? '' : 's'}${c.n_units !== null && c.n_units !== c.n_tasks ? ` (${c.n_units} families)` : ''}` +
       (c.sequential ? `, ${c.sequential}` : c.p_holm !== null ? `, p (Holm) ${c.p_holm < 0.001 ? c.p_holm.toExponential(1) : c.p_holm.toFixed(3)}` : ''),
   );
   for (const w of o.warnings) lines.push(`warning: ${w.cohort}: ${w.message}`);
-  for (const r of o.reports) lines.push(`report: ${o.reports.length === 1 ? r.command.replace(` ${r.node} `, ' ') : r.command} (writes report.md, report.html and the verifiable bundle)`);
+  for (const r of o.reports)
+    lines.push(
+      `report: ${o.reports.length === 1 ? r.command.replace(` ${r.node} `, ' ') : r.command} (writes report.md, report.html and the verifiable bundle)`,
+    );
   return lines;
 }

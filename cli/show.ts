@@ -28,7 +28,12 @@ export interface ListedEntry {
 }
 
 /** The record `show` reads: the planned key's, else this config's last build of the node. */
-function recordOf(ctx: EngineContext, node: GraphNode, entries: readonly PlanEntry[], ownKeys: ReadonlySet<string>): { record: ActionRecord; note: string | null } | null {
+function recordOf(
+  ctx: EngineContext,
+  node: GraphNode,
+  entries: readonly PlanEntry[],
+  ownKeys: ReadonlySet<string>,
+): { record: ActionRecord; note: string | null } | null {
   const planned = entries.find((e) => e.node === node.id);
   if (planned?.status === 'cached' && planned.key) {
     const found = lookup(ctx.store, planned.key);
@@ -40,25 +45,46 @@ function recordOf(ctx: EngineContext, node: GraphNode, entries: readonly PlanEnt
   if (!best || best.status !== 'hit') {
     for (const key of ownKeys) {
       const found = lookup(ctx.store, key as CacheKey);
-      if (found.status === 'hit' && found.record.node === node.id && (!best || best.status !== 'hit' || found.record.started_at > best.record.started_at)) best = found;
+      if (found.status === 'hit' && found.record.node === node.id && (!best || best.status !== 'hit' || found.record.started_at > best.record.started_at))
+        best = found;
     }
   }
-  return best?.status === 'hit' ? { record: best.record, note: `${node.id} is stale (see 'pairbench plan'): showing what this config's last run built at ${best.record.started_at}` } : null;
+  return best?.status === 'hit'
+    ? { record: best.record, note: `${node.id} is stale (see 'pairbench plan'): showing what this config's last run built at ${best.record.started_at}` }
+    : null;
 }
 
-export function showNode(ctx: EngineContext, node: GraphNode, entries: readonly PlanEntry[], ownKeys: ReadonlySet<string>, output: string | undefined, list: boolean): ShowResult {
+export function showNode(
+  ctx: EngineContext,
+  node: GraphNode,
+  entries: readonly PlanEntry[],
+  ownKeys: ReadonlySet<string>,
+  output: string | undefined,
+  list: boolean,
+): ShowResult {
   const found = recordOf(ctx, node, entries, ownKeys);
   const failure = ctx.store.nodes.get(node.id)?.last_failure;
   const failureLog = failure?.log && ctx.store.cas.has(failure.log as Sha256) ? (failure.log as Sha256) : null;
   if (output === 'log') {
     const log = found?.record.log ?? failureLog;
-    if (!log) return { ok: false, code: 'not-built', message: `${node.id} has no log in the store`, hint: found ? 'the node wrote nothing to its log' : `run 'pairbench run ${node.id}' first` };
+    if (!log)
+      return {
+        ok: false,
+        code: 'not-built',
+        message: `${node.id} has no log in the store`,
+        hint: found ? 'the node wrote nothing to its log' : `run 'pairbench run ${node.id}' first`,
+      };
     const note = found?.record.log ? found.note : `the log of ${node.id}'s last failure (${failure!.at}): ${failure!.message.split('\n')[0]}`;
     return { ok: true, kind: 'bytes', node: node.id, output: 'log', digest: log, bytes: ctx.store.cas.read(log), note };
   }
   if (!found) {
     return failureLog
-      ? { ok: false, code: 'not-built', message: `${node.id} failed (${failure!.at}): ${failure!.message.split('\n')[0]}`, hint: `'pairbench show ${node.id} log' prints its log` }
+      ? {
+          ok: false,
+          code: 'not-built',
+          message: `${node.id} failed (${failure!.at}): ${failure!.message.split('\n')[0]}`,
+          hint: `'pairbench show ${node.id} log' prints its log`,
+        }
       : { ok: false, code: 'not-built', message: `${node.id} has not been built by this config`, hint: `run 'pairbench run ${node.id}' first` };
   }
   const { record, note } = found;
@@ -66,7 +92,12 @@ export function showNode(ctx: EngineContext, node: GraphNode, entries: readonly 
   const entry = resolve(ctx, record.outputs, output);
   if (!entry) {
     const names = [...Object.keys(record.outputs), ...(record.log ? ['log'] : [])];
-    return { ok: false, code: 'no-such-output', message: `${node.id} has no output "${output}"`, hint: `its outputs: ${names.join(', ') || 'none'} (a path inside a directory output works too, e.g. ${names[0] ?? 'tree'}/...)` };
+    return {
+      ok: false,
+      code: 'no-such-output',
+      message: `${node.id} has no output "${output}"`,
+      hint: `its outputs: ${names.join(', ') || 'none'} (a path inside a directory output works too, e.g. ${names[0] ?? 'tree'}/...)`,
+    };
   }
   if (entry.type === 'dir') {
     const listing = ctx.store.cas.readTree(entry.digest).entries.map(listTreeEntry);
@@ -108,6 +139,8 @@ function resolve(ctx: EngineContext, outputs: OutputManifest, path: string): Out
 
 export function formatListing(r: Extract<ShowResult, { kind: 'list' }>): string {
   const width = Math.max(4, ...r.entries.map((e) => e.name.length));
-  const lines = r.entries.map((e) => `${e.name.padEnd(width)}  ${e.type.padEnd(7)}  ${e.size === null ? '' : `${e.size} bytes`}${e.digest ? `  ${e.digest.slice(0, 12)}` : ''}`);
+  const lines = r.entries.map(
+    (e) => `${e.name.padEnd(width)}  ${e.type.padEnd(7)}  ${e.size === null ? '' : `${e.size} bytes`}${e.digest ? `  ${e.digest.slice(0, 12)}` : ''}`,
+  );
   return [`${r.node}${r.output ? ` ${r.output}/` : ''}:`, ...lines.map((l) => `  ${l.trimEnd()}`)].join('\n');
 }

@@ -10,7 +10,12 @@ import type { Store } from '../pipeline/store/store.js';
  * dropped with the records that need it (the next run rebuilds them). `onBytes` hears
  * each file's size as it is written (the progress of a large bundle).
  */
-export function writeStoredBundle(store: Store, entry: OutputEntry, dest: string, onBytes?: (bytes: number) => void): { ok: true } | { ok: false; error: string } {
+export function writeStoredBundle(
+  store: Store,
+  entry: OutputEntry,
+  dest: string,
+  onBytes?: (bytes: number) => void,
+): { ok: true } | { ok: false; error: string } {
   mkdirSync(dirname(dest), { recursive: true });
   const tmp = `${dest}.partial-${process.pid}`;
   rmSync(tmp, { recursive: true, force: true });
@@ -25,6 +30,9 @@ export function writeStoredBundle(store: Store, entry: OutputEntry, dest: string
     rmSync(tmp, { recursive: true, force: true });
     if (!(e instanceof CorruptBlobError)) throw e;
     const dropped = store.forgetBlob(e.digest);
-    return { ok: false, error: `${e.message}: nothing was written; the blob was dropped${dropped.length ? `, with the records of ${dropped.join(', ')}` : ''}` };
+    return {
+      ok: false,
+      error: `${e.message}: nothing was written; the blob was dropped${dropped.length ? `, with the records of ${dropped.join(', ')}` : ''}`,
+    };
   }
 }

@@ -13,10 +13,16 @@ import { remoteCacheFor } from './remote.js';
 const EXIT = { ok: 0, usage: 2 };
 
 /** The coordinator's executor: `--executor redis://HOST:PORT/DB`, which needs the remote cache (outputs travel through it). */
-export async function queueExecutor(url: string, ctx: EngineContext, remote: RemoteCache | undefined, nodes: readonly GraphNode[]): Promise<Result<RedisExecutor, string>> {
+export async function queueExecutor(
+  url: string,
+  ctx: EngineContext,
+  remote: RemoteCache | undefined,
+  nodes: readonly GraphNode[],
+): Promise<Result<RedisExecutor, string>> {
   const target = parseRedisUrl(url);
   if (!target.ok) return target;
-  if (!remote) return err('--executor needs a remote cache (cache.remote or --remote-cache URL): workers read their inputs from it and return their results through it');
+  if (!remote)
+    return err('--executor needs a remote cache (cache.remote or --remote-cache URL): workers read their inputs from it and return their results through it');
   const { RedisExecutor } = await import('../pipeline/queue/redis-executor.js');
   const priority = new Map(nodes.map((n, i) => [n.id, i + 1]));
   return ok(new RedisExecutor(target.value, ctx.store, remote, ctx.config.concurrency.kinds, priority));
@@ -34,7 +40,8 @@ export async function runWorker(
   const target = parseRedisUrl(flags.redis);
   if (!target.ok) return usage(target.error);
   const concurrency = flags.concurrency === undefined ? 1 : Number(flags.concurrency);
-  if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 1024) return usage(`--concurrency is a whole number from 1 to 1024, not "${flags.concurrency}"`);
+  if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 1024)
+    return usage(`--concurrency is a whole number from 1 to 1024, not "${flags.concurrency}"`);
   const warn = (message: string) => io.stderr.write(`warning: ${message}\n`);
   const remote = remoteCacheFor(ctx.config, { url: flags.remoteCache }, io.env, warn);
   if (!remote) return usage('a worker needs the remote cache (cache.remote or --remote-cache URL): it reads inputs from it and uploads results to it');
@@ -50,8 +57,19 @@ export async function runWorker(
     reporter: { event: (e) => (e.type === 'warning' ? warn(e.message) : undefined) },
     ...(io.env['PAIRBENCH_WORKER_LOCK_MS'] ? { lockMs: Number(io.env['PAIRBENCH_WORKER_LOCK_MS']) } : {}),
     onJob: ({ node, key, result, ms }) => {
-      if (json) printJsonLine(io.stdout, { node, key, status: result.status, worker: result.worker, duration_ms: ms, ...(result.failure ? { failure: result.failure } : {}) });
-      else io.stdout.write(`${result.status === 'executed' ? 'done  ' : 'FAILED'} ${node} (${(ms / 1000).toFixed(2)} s)${result.failure ? `: ${result.failure.message}` : ''}\n`);
+      if (json)
+        printJsonLine(io.stdout, {
+          node,
+          key,
+          status: result.status,
+          worker: result.worker,
+          duration_ms: ms,
+          ...(result.failure ? { failure: result.failure } : {}),
+        });
+      else
+        io.stdout.write(
+          `${result.status === 'executed' ? 'done  ' : 'FAILED'} ${node} (${(ms / 1000).toFixed(2)} s)${result.failure ? `: ${result.failure.message}` : ''}\n`,
+        );
     },
   });
   if (!json) io.stdout.write(`worker ${worker.name} on ${flags.redis}: ${concurrency} at a time; Ctrl-C to stop\n`);

@@ -57,9 +57,11 @@ export class ExchangeLog {
     const file = this.file;
     if (!file) return;
     const line = `${JSON.stringify(record)}\n`;
-    this.pending = this.pending.then(() => file.appendFile(line)).catch((e: unknown) => {
-      this.writeError ??= e;
-    });
+    this.pending = this.pending
+      .then(() => file.appendFile(line))
+      .catch((e: unknown) => {
+        this.writeError ??= e;
+      });
   }
 
   records(): ExchangeRecord[] {

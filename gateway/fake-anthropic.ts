@@ -92,7 +92,10 @@ export function anthropicEvents(turn: FakeTurn, ids: ReplyIds): [string, unknown
     }
     out.push(['content_block_stop', { type: 'content_block_stop', index }]);
   });
-  out.push(['message_delta', { type: 'message_delta', delta: { stop_reason: stopReason(turn), stop_sequence: null }, usage: { output_tokens: u.output_tokens } }]);
+  out.push([
+    'message_delta',
+    { type: 'message_delta', delta: { stop_reason: stopReason(turn), stop_sequence: null }, usage: { output_tokens: u.output_tokens } },
+  ]);
   out.push(['message_stop', { type: 'message_stop' }]);
   return out;
 }

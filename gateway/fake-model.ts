@@ -60,7 +60,15 @@ export async function startFakeModel(script: FakeScript, on: ListenOn): Promise<
     const turn = side ? 0 : api === 'anthropic' ? anthropicTurnIndex(body) : openaiTurnIndex(body);
     const scripted: FakeTurn = side ? completionFor(script, body) : turnAt(script, turn);
     const answer: FakeTurn = script.usage_from_request
-      ? { ...scripted, usage: { ...usageOf(scripted), input_tokens: Math.ceil(Buffer.byteLength(JSON.stringify(body)) / 4), cache_creation_input_tokens: 0, cache_read_input_tokens: 0 } }
+      ? {
+          ...scripted,
+          usage: {
+            ...usageOf(scripted),
+            input_tokens: Math.ceil(Buffer.byteLength(JSON.stringify(body)) / 4),
+            cache_creation_input_tokens: 0,
+            cache_read_input_tokens: 0,
+          },
+        }
       : scripted;
     const ids: ReplyIds = { seq: seq++, turn, model: typeof body.model === 'string' ? body.model : 'fake-model' };
     if (body.stream !== true) {

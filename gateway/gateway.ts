@@ -3,7 +3,15 @@
  * the model only through it, so usage, cost, caps and context delivery come from what actually
  * crossed the wire, identically in every arm, whatever the agent prints.
  */
-import { Agent as HttpAgent, createServer, request as httpRequest, type IncomingHttpHeaders, type IncomingMessage, type OutgoingHttpHeaders, type ServerResponse } from 'node:http';
+import {
+  Agent as HttpAgent,
+  createServer,
+  request as httpRequest,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  type OutgoingHttpHeaders,
+  type ServerResponse,
+} from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { errorMessage } from '../pipeline/result.js';
 import { ExchangeLog, type ExchangeRecord } from './exchange-log.js';
@@ -59,7 +67,17 @@ export interface Gateway {
 }
 
 /** Connection-level headers, meaningful for one hop only. */
-const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'proxy-authenticate', 'proxy-authorization', 'proxy-connection']);
+const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'transfer-encoding',
+  'te',
+  'trailer',
+  'upgrade',
+  'proxy-authenticate',
+  'proxy-authorization',
+  'proxy-connection',
+]);
 
 /** The model endpoints forwarded for each provider; anything else is refused and logged (`any`: both). */
 export type Provider = 'anthropic' | 'openai' | 'any';
@@ -140,7 +158,13 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     }
     // Only the provider's model endpoints go upstream with the host's credential.
     if (!isModelEndpoint(provider, method, path)) {
-      const error = { type: 'error', error: { type: 'permission_error', message: `pairbench gateway: ${method} ${record.path} is not a model endpoint of ${provider === 'any' ? 'the model API' : provider}; refused` } };
+      const error = {
+        type: 'error',
+        error: {
+          type: 'permission_error',
+          message: `pairbench gateway: ${method} ${record.path} is not a model endpoint of ${provider === 'any' ? 'the model API' : provider}; refused`,
+        },
+      };
       res.writeHead(403, { 'content-type': 'application/json' }).end(JSON.stringify(error));
       return finish({ status: 403, refused: 'endpoint', response_body: error });
     }
@@ -215,7 +239,9 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       let settled = false;
       let clientGone = false;
       const done = (o: Outcome) => {
-        if (!settled) (settled = true), resolve(clientGone ? { ...o, clientAborted: true } : o);
+        if (settled) return;
+        settled = true;
+        resolve(clientGone ? { ...o, clientAborted: true } : o);
       };
       const up = (secure ? httpsRequest : httpRequest)({
         protocol: upstream.protocol,

@@ -16,7 +16,8 @@
  */
 import { createHash } from 'node:crypto';
 
-export type MarkerScope = { kind: 'instruction-file'; file: string } | { kind: 'tools'; prefix: string } | { kind: 'prompt' } | { kind: 'system' } | { kind: 'anywhere' };
+export type MarkerScope =
+  { kind: 'instruction-file'; file: string } | { kind: 'tools'; prefix: string } | { kind: 'prompt' } | { kind: 'system' } | { kind: 'anywhere' };
 
 export interface Marker {
   lines: string[];

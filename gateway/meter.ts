@@ -124,13 +124,18 @@ export class Meter {
     const { maxTokens, maxCostUsd } = this.options.caps ?? {};
     let tokens = totalTokens(this.usage) + r.tokens;
     let cost = (this.cost ?? 0) + r.costUsd;
-    for (const f of this.inFlight) (tokens += f.tokens), (cost += f.costUsd);
+    for (const f of this.inFlight) {
+      tokens += f.tokens;
+      cost += f.costUsd;
+    }
     return (maxTokens === undefined || tokens <= maxTokens) && (maxCostUsd === undefined || this.cost === null || cost <= maxCostUsd);
   }
 
   /** The price of a model's tokens, for reservations (the default price when unknown). */
   priceOf(model: string | null): Price {
-    return priceFor(model, this.options.prices ?? {}, this.options.defaultPrice === undefined ? DEFAULT_PRICE : this.options.defaultPrice)?.price ?? DEFAULT_PRICE;
+    return (
+      priceFor(model, this.options.prices ?? {}, this.options.defaultPrice === undefined ? DEFAULT_PRICE : this.options.defaultPrice)?.price ?? DEFAULT_PRICE
+    );
   }
 
   /** Records which markers a forwarded request body carried; returns their names. */
@@ -148,7 +153,11 @@ export class Meter {
     this.toolCalls += facts.tool_calls;
     if (!facts.usage) return;
     this.usage = addUsage(this.usage, facts.usage);
-    const lookup = priceFor(facts.model ?? requestModel, this.options.prices ?? {}, this.options.defaultPrice === undefined ? DEFAULT_PRICE : this.options.defaultPrice);
+    const lookup = priceFor(
+      facts.model ?? requestModel,
+      this.options.prices ?? {},
+      this.options.defaultPrice === undefined ? DEFAULT_PRICE : this.options.defaultPrice,
+    );
     const replyCost = lookup ? costOf(facts.usage, lookup.price) : 0;
     this.largestReply = {
       tokens: Math.max(this.largestReply?.tokens ?? 0, totalTokens(facts.usage)),

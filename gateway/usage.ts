@@ -28,7 +28,9 @@ export function addUsage(a: TokenUsage, b: TokenUsage): TokenUsage {
     output_tokens: a.output_tokens + b.output_tokens,
     cache_write_tokens: a.cache_write_tokens + b.cache_write_tokens,
     cache_read_tokens: a.cache_read_tokens + b.cache_read_tokens,
-    ...(a.reasoning_tokens !== undefined || b.reasoning_tokens !== undefined ? { reasoning_tokens: (a.reasoning_tokens ?? 0) + (b.reasoning_tokens ?? 0) } : {}),
+    ...(a.reasoning_tokens !== undefined || b.reasoning_tokens !== undefined
+      ? { reasoning_tokens: (a.reasoning_tokens ?? 0) + (b.reasoning_tokens ?? 0) }
+      : {}),
   };
 }
 

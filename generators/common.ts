@@ -77,7 +77,9 @@ export function checkOptions(kind: string, o: GenerateOptions): Result<Setup, st
 /** Up to PASS_TO_PASS_MAX tests that pass in both runs, chosen in seeded order, listed by id. */
 export function choosePassToPass(seed: number, before: SuiteResult, after: SuiteResult, exclude: ReadonlySet<string>): string[] {
   const pool = [...before].filter(([id, t]) => t.status === 'pass' && after.get(id)?.status === 'pass' && !exclude.has(id)).map(([id]) => id);
-  return seededOrder(seed, pool, (id) => id).slice(0, PASS_TO_PASS_MAX).sort(compare);
+  return seededOrder(seed, pool, (id) => id)
+    .slice(0, PASS_TO_PASS_MAX)
+    .sort(compare);
 }
 
 /**
@@ -85,7 +87,10 @@ export function choosePassToPass(seed: number, before: SuiteResult, after: Suite
  * file crashed before it ran) did not pass there: it fails, as SWE-bench grades a missing test.
  */
 export function failToPass(good: SuiteResult, bad: SuiteResult): string[] {
-  return [...good].filter(([id, t]) => t.status === 'pass' && (bad.get(id)?.status ?? 'fail') === 'fail').map(([id]) => id).sort(compare);
+  return [...good]
+    .filter(([id, t]) => t.status === 'pass' && (bad.get(id)?.status ?? 'fail') === 'fail')
+    .map(([id]) => id)
+    .sort(compare);
 }
 
 /** The refusal when fewer valid tasks than asked were found. */
@@ -95,7 +100,12 @@ export function refusal(kind: string, found: number, asked: number, dropped: Dro
   const reasons = new Set(dropped.map((d) => d.reason));
   if (dropped.length && reasons.size === 1) {
     const only = [...reasons][0]!;
-    const cause = only === 'no test covers it' ? 'no function is covered by a failing test' : only === 'no test fails without the change' ? 'no change is covered by a failing test' : null;
+    const cause =
+      only === 'no test covers it'
+        ? 'no function is covered by a failing test'
+        : only === 'no test fails without the change'
+          ? 'no change is covered by a failing test'
+          : null;
     if (cause) lines.push(`cause: ${cause} (the suite ran; stubbing or reverting broke none of its tests)`);
   }
   if (dropped.length) {

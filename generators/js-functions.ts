@@ -31,7 +31,9 @@ export function findJsFunctions(src: string, file = 'module.ts'): FunctionSpan[]
   const topLevel = new Map<string, ts.Node>();
   for (const st of sf.statements) {
     if (ts.isFunctionDeclaration(st) && st.name && st.body) topLevel.set(st.name.text, st);
-    if (ts.isVariableStatement(st)) for (const d of st.declarationList.declarations) if (ts.isIdentifier(d.name) && isFunctionLike(d.initializer)) topLevel.set(d.name.text, unwrap(d.initializer!)!);
+    if (ts.isVariableStatement(st))
+      for (const d of st.declarationList.declarations)
+        if (ts.isIdentifier(d.name) && isFunctionLike(d.initializer)) topLevel.set(d.name.text, unwrap(d.initializer!)!);
   }
   const byName = (e: ts.Expression | undefined) => (e && ts.isIdentifier(e) ? topLevel.get(e.text) : undefined);
   for (const st of sf.statements) {
@@ -75,9 +77,11 @@ function scriptKind(file: string): ts.ScriptKind {
 
 /** `module.exports` -> 'module.exports'; `module.exports.f` or `exports.f` -> 'f'; anything else null. */
 function commonJsTarget(e: ts.Expression): string | null {
-  const isModuleExports = (x: ts.Expression) => ts.isPropertyAccessExpression(x) && ts.isIdentifier(x.expression) && x.expression.text === 'module' && x.name.text === 'exports';
+  const isModuleExports = (x: ts.Expression) =>
+    ts.isPropertyAccessExpression(x) && ts.isIdentifier(x.expression) && x.expression.text === 'module' && x.name.text === 'exports';
   if (isModuleExports(e)) return 'module.exports';
-  if (ts.isPropertyAccessExpression(e) && (isModuleExports(e.expression) || (ts.isIdentifier(e.expression) && e.expression.text === 'exports'))) return e.name.text;
+  if (ts.isPropertyAccessExpression(e) && (isModuleExports(e.expression) || (ts.isIdentifier(e.expression) && e.expression.text === 'exports')))
+    return e.name.text;
   return null;
 }
 

@@ -37,7 +37,13 @@ export async function generateRevertTasks(options: RevertOptions): Promise<Resul
     if ((await resolveCommit(s.repo, s.commit)) !== s.commit) return err(`${KIND}: ${s.commit} is not a commit of ${s.repo}`);
     const commits = await recentCommits(s.repo, s.commit, options.history ?? 50);
     const ordered = seededOrder(s.seed, commits, (c) => c);
-    const { accepted, dropped } = await firstValid(ordered, s.count, (c) => c, (c, i) => evaluate(s, options, c, join(work, `c${i}`)), s.log);
+    const { accepted, dropped } = await firstValid(
+      ordered,
+      s.count,
+      (c) => c,
+      (c, i) => evaluate(s, options, c, join(work, `c${i}`)),
+      s.log,
+    );
     if (accepted.length < s.count) return err(refusal(KIND, accepted.length, s.count, dropped, where));
     const tasks = accepted.map(({ task, files }) => ({ ...task, dir: writeTaskDir(options.outDir, s.repo, options.taskRepoPath, files) }));
     return ok({ tasks, dropped });

@@ -68,7 +68,13 @@ async function generate(s: Setup, options: StubFunctionOptions, work: string): P
   }
   if (!candidates.length) return err(`${KIND}: ${where}: no exported functions in its source files`);
   const ordered = seededOrder(s.seed, candidates, (c) => c.id);
-  const { accepted, dropped } = await firstValid(ordered, s.count, (c) => c.id, (c, i) => evaluate(s, c, base, baseline.value, join(work, `c${i}`)), s.log);
+  const { accepted, dropped } = await firstValid(
+    ordered,
+    s.count,
+    (c) => c.id,
+    (c, i) => evaluate(s, c, base, baseline.value, join(work, `c${i}`)),
+    s.log,
+  );
   if (accepted.length < s.count) return err(refusal(KIND, accepted.length, s.count, dropped, where));
   const tasks = accepted.map(({ task, files: f }) => ({ ...task, dir: writeTaskDir(options.outDir, s.repo, options.taskRepoPath, f) }));
   return ok({ tasks, dropped });
@@ -128,7 +134,12 @@ async function evaluate(s: Setup, c: Candidate, base: string, baseline: SuiteRes
  * ones for the discrimination check (setup.patch; setup.patch then solution.patch), each made
  * with `git apply` as materialize makes a task's tree.
  */
-export async function prepareTrees(base: string, dir: string, setupPatch: string, solutionPatch: string): Promise<{ suite: string; starting: string; solved: string }> {
+export async function prepareTrees(
+  base: string,
+  dir: string,
+  setupPatch: string,
+  solutionPatch: string,
+): Promise<{ suite: string; starting: string; solved: string }> {
   const trees = { suite: join(dir, 'suite'), starting: join(dir, 'starting'), solved: join(dir, 'solved') };
   for (const t of Object.values(trees)) {
     copyTree(base, t);

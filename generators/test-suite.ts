@@ -108,7 +108,9 @@ function jsAdapter(ctx: RunnerContext): LanguageAdapter {
     const base = segs.at(-1)!;
     return (
       JS_EXT.test(base) &&
-      (/(?:^|[.\-_])(?:test|spec)\.[^.]+$/.test(base) || /^test-/.test(base) || segs.slice(0, -1).some((s) => s === 'test' || s === 'tests' || s === '__tests__'))
+      (/(?:^|[.\-_])(?:test|spec)\.[^.]+$/.test(base) ||
+        /^test-/.test(base) ||
+        segs.slice(0, -1).some((s) => s === 'test' || s === 'tests' || s === '__tests__'))
     );
   };
   const parseRun = (file: string, output: string): Map<string, TestResult> => {
@@ -129,7 +131,13 @@ function jsAdapter(ctx: RunnerContext): LanguageAdapter {
     async syntaxError(tree, file) {
       if (!/\.[cm]?js$/.test(file)) return null;
       const r = await runShell(ctx, tree, `node --check ${shellQuote(file)}`);
-      return r.exitCode === 0 ? null : withoutTree(tree, r.stderr || r.stdout).trim().split('\n').slice(0, 5).join('\n');
+      return r.exitCode === 0
+        ? null
+        : withoutTree(tree, r.stderr || r.stdout)
+            .trim()
+            .split('\n')
+            .slice(0, 5)
+            .join('\n');
     },
     async runSuite(tree) {
       const files = walkFiles(tree).filter(isNodeTestFile);
@@ -171,7 +179,8 @@ function tapeAdapter(ctx: RunnerContext): LanguageAdapter {
     isSourceFile: (path) => JS_EXT.test(path) && !/\.d\.[cm]?ts$/.test(path) && !hiddenOrVendored(path) && !isTestFile(path) && !base.isTestFile(path),
     async runSuite(tree) {
       const files = walkFiles(tree).filter(isTestFile).sort();
-      if (!files.length) return err(`no test files match ${JSON.stringify(globs.length ? globs : ['test/**/*.js'])} (from the test command ${JSON.stringify(ctx.testCommand)})`);
+      if (!files.length)
+        return err(`no test files match ${JSON.stringify(globs.length ? globs : ['test/**/*.js'])} (from the test command ${JSON.stringify(ctx.testCommand)})`);
       const runs = await Promise.all(files.map((f) => runShell(ctx, tree, run(f)).then((r) => [f, r] as const)));
       const suite: SuiteResult = new Map();
       for (const [file, r] of runs) for (const [id, t] of parseTapeSections(file, `${r.stdout}\n${r.stderr}`)) suite.set(id, t);
@@ -185,7 +194,8 @@ function tapeAdapter(ctx: RunnerContext): LanguageAdapter {
       // Runs the test's file and passes only when that test's section holds an "ok" and no "not ok".
       const { name, nth } = sectionOf(id, test.file);
       // The TAP passes through (what ran stays visible in the verifier's output).
-      const check = 'BEGIN{w=ENVIRON["PAIRBENCH_TAPE_TEST"];n=ENVIRON["PAIRBENCH_TAPE_NTH"]+0} {print} /^# /{if($0==w){c++;inside=(c==n)}else inside=0;next} inside&&/^not ok /{bad=1} inside&&/^ok /{good=1} END{exit !(good&&!bad)}';
+      const check =
+        'BEGIN{w=ENVIRON["PAIRBENCH_TAPE_TEST"];n=ENVIRON["PAIRBENCH_TAPE_NTH"]+0} {print} /^# /{if($0==w){c++;inside=(c==n)}else inside=0;next} inside&&/^not ok /{bad=1} inside&&/^ok /{good=1} END{exit !(good&&!bad)}';
       return `${run(test.file)} 2>&1 | PAIRBENCH_TAPE_TEST=${shellQuote(`# ${name}`)} PAIRBENCH_TAPE_NTH=${nth} awk ${shellQuote(check)}`;
     },
     ranAndPassed(id, test, output) {
@@ -204,15 +214,19 @@ function jsonReporterAdapter(ctx: RunnerContext, runner: 'mocha' | 'jest'): Lang
   const base = jsAdapter(ctx);
   const bin = `PATH="$PWD/node_modules/.bin:$PATH" ${ctx.testCommand}`;
   const reporter = runner === 'mocha' ? '--reporter json' : '--json';
-  const check = runner === 'mocha'
-    ? 'let s="";process.stdin.on("data",(d)=>(s+=d)).on("end",()=>{const r=JSON.parse(s.slice(s.indexOf("{")));process.exit(r.stats.passes>0&&r.stats.failures===0?0:1)})'
-    : 'let s="";process.stdin.on("data",(d)=>(s+=d)).on("end",()=>{const r=JSON.parse(s.slice(s.indexOf("{")));process.exit(r.numPassedTests>0&&r.numFailedTests===0?0:1)})';
+  const check =
+    runner === 'mocha'
+      ? 'let s="";process.stdin.on("data",(d)=>(s+=d)).on("end",()=>{const r=JSON.parse(s.slice(s.indexOf("{")));process.exit(r.stats.passes>0&&r.stats.failures===0?0:1)})'
+      : 'let s="";process.stdin.on("data",(d)=>(s+=d)).on("end",()=>{const r=JSON.parse(s.slice(s.indexOf("{")));process.exit(r.numPassedTests>0&&r.numFailedTests===0?0:1)})';
   return {
     ...base,
     async runSuite(tree) {
       const r = await runShell(ctx, tree, `${bin} ${reporter}`);
       const suite = parseJsonReport(runner, r.stdout, tree);
-      if (!suite.ok) return err(`runner output not understood: ${runner} ${reporter} printed no JSON report (${suite.error}; exit ${r.exitCode}: ${(r.stdout + r.stderr).trim().split('\n').slice(-2).join(' | ')})`);
+      if (!suite.ok)
+        return err(
+          `runner output not understood: ${runner} ${reporter} printed no JSON report (${suite.error}; exit ${r.exitCode}: ${(r.stdout + r.stderr).trim().split('\n').slice(-2).join(' | ')})`,
+        );
       return ok(suite.value);
     },
     commandFor(id, test) {
@@ -253,7 +267,8 @@ export function parseJsonReport(runner: 'mocha' | 'jest', output: string, tree: 
   } else {
     const r = data as { testResults?: { name: string; assertionResults?: { fullName: string; status: string }[] }[] };
     if (!Array.isArray(r.testResults)) return err('no "testResults" array');
-    for (const f of r.testResults) for (const a of f.assertionResults ?? []) add(f.name, a.fullName, a.status === 'passed' ? 'pass' : a.status === 'failed' ? 'fail' : 'skip');
+    for (const f of r.testResults)
+      for (const a of f.assertionResults ?? []) add(f.name, a.fullName, a.status === 'passed' ? 'pass' : a.status === 'failed' ? 'fail' : 'skip');
   }
   return ok(suite);
 }
@@ -316,14 +331,26 @@ function pythonAdapter(ctx: RunnerContext): LanguageAdapter {
     findFunctions: findPythonFunctions,
     stubBehaviour: 'it currently raises NotImplementedError',
     async syntaxError(tree, file) {
-      const r = await runShell(ctx, tree, `${python} -c ${shellQuote('import ast, sys; ast.parse(open(sys.argv[1], encoding="utf-8").read(), sys.argv[1])')} ${shellQuote(file)}`);
-      return r.exitCode === 0 ? null : withoutTree(tree, r.stderr || r.stdout).trim().split('\n').slice(-3).join('\n');
+      const r = await runShell(
+        ctx,
+        tree,
+        `${python} -c ${shellQuote('import ast, sys; ast.parse(open(sys.argv[1], encoding="utf-8").read(), sys.argv[1])')} ${shellQuote(file)}`,
+      );
+      return r.exitCode === 0
+        ? null
+        : withoutTree(tree, r.stderr || r.stdout)
+            .trim()
+            .split('\n')
+            .slice(-3)
+            .join('\n');
     },
     async runSuite(tree) {
       const r = await runShell(ctx, tree, ctx.testCommand);
       const outcomes = parsePytestSummary(r.stdout);
       if (!outcomes.length) {
-        return err(`${ctx.testCommand} printed no per-test results (exit ${r.exitCode}${r.timedOut ? ', timed out' : ''}); it needs -rA. ${(r.stdout + r.stderr).trim().split('\n').slice(-3).join(' | ')}`);
+        return err(
+          `${ctx.testCommand} printed no per-test results (exit ${r.exitCode}${r.timedOut ? ', timed out' : ''}); it needs -rA. ${(r.stdout + r.stderr).trim().split('\n').slice(-3).join(' | ')}`,
+        );
       }
       const suite: SuiteResult = new Map();
       for (const o of outcomes) {

@@ -13,7 +13,9 @@ const GIT_ENV = {
 };
 
 async function git(args: string[], options: { cwd?: string; input?: string; env?: Record<string, string> } = {}): Promise<string> {
-  const r = await (await loadExeca())('git', args, {
+  const r = await (
+    await loadExeca()
+  )('git', args, {
     cwd: options.cwd,
     env: { ...GIT_ENV, ...options.env },
     extendEnv: false,
@@ -37,7 +39,9 @@ export async function resolveCommit(repo: string, rev: string): Promise<string |
 /** Writes the tree of `commit` into `dest` (`git archive | tar -x`): no .git, never the working tree. */
 export async function exportCommit(repo: string, commit: string, dest: string): Promise<void> {
   mkdirSync(dest, { recursive: true });
-  await (await loadExeca())('git', ['-C', repo, 'archive', '--format=tar', commit], { env: GIT_ENV, extendEnv: false }).pipe('tar', ['-x', '-C', dest, '-f', '-']);
+  await (
+    await loadExeca()
+  )('git', ['-C', repo, 'archive', '--format=tar', commit], { env: GIT_ENV, extendEnv: false }).pipe('tar', ['-x', '-C', dest, '-f', '-']);
 }
 
 /** Regular files of a commit with their modes: path -> '100644' | '100755'. */
@@ -91,13 +95,18 @@ export async function numstat(repo: string, from: string, to: string): Promise<{
 export async function unifiedDiff(path: string, before: string, after: string, mode = '100644'): Promise<string> {
   const dir = mkdtempSync(join(tmpdir(), 'pairbench-diff-'));
   try {
-    for (const [side, text] of [['a', before], ['b', after]] as const) {
+    for (const [side, text] of [
+      ['a', before],
+      ['b', after],
+    ] as const) {
       const p = join(dir, side, path);
       mkdirSync(dirname(p), { recursive: true });
       writeFileSync(p, text);
       chmodSync(p, mode === '100755' ? 0o755 : 0o644);
     }
-    const r = await (await loadExeca())('git', ['diff', '--no-index', '--no-prefix', '--no-color', '--no-ext-diff', '--no-textconv', `a/${path}`, `b/${path}`], {
+    const r = await (
+      await loadExeca()
+    )('git', ['diff', '--no-index', '--no-prefix', '--no-color', '--no-ext-diff', '--no-textconv', `a/${path}`, `b/${path}`], {
       cwd: dir,
       env: GIT_ENV,
       extendEnv: false,

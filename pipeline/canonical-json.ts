@@ -59,6 +59,7 @@ function badValue(value: unknown, path: (string | number)[] = []): string | unde
 class Unencodable extends Error {}
 
 /** What JSON.stringify escapes in a string (quote, backslash, control characters, lone surrogates). */
+// eslint-disable-next-line no-control-regex -- the control characters are exactly what JSON escapes
 const NEEDS_ESCAPE = /["\\\u0000-\u001f\ud800-\udfff]/;
 
 /** Quoted object keys: a pre-image repeats the same few names thousands of times. */
@@ -77,7 +78,7 @@ function serialize(value: unknown): string {
   try {
     return encode(value);
   } catch (e) {
-    if (e instanceof Unencodable) throw new TypeError(`canonical JSON: ${badValue(value) ?? 'cannot encode a value'}`);
+    if (e instanceof Unencodable) throw new TypeError(`canonical JSON: ${badValue(value) ?? 'cannot encode a value'}`, { cause: e });
     throw e;
   }
 }

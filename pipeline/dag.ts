@@ -55,7 +55,11 @@ function orderSteps(config: BenchConfig): Result<StepConfig[], Diagnostic[]> {
     s.needs.forEach((need, i) => {
       if (steps.has(need)) {
         if (need === s.name) {
-          diagnostics.push({ field: `steps.${s.name}.needs[${i}]`, message: `step "${s.name}" needs itself`, location: s.source.locate([...s.path, 'needs', i]) });
+          diagnostics.push({
+            field: `steps.${s.name}.needs[${i}]`,
+            message: `step "${s.name}" needs itself`,
+            location: s.source.locate([...s.path, 'needs', i]),
+          });
         }
         return;
       }
@@ -147,7 +151,11 @@ export function buildGraph(config: BenchConfig, kinds: StepKindRegistry): Result
   for (const s of config.steps) {
     const kind = kinds.get(s.kind);
     if (!kind) {
-      diagnostics.push({ field: `steps.${s.name}.kind`, message: `unknown step kind "${s.kind}"; known kinds: ${[...kinds.keys()].join(', ')}`, location: s.source.locate([...s.path, 'kind']) });
+      diagnostics.push({
+        field: `steps.${s.name}.kind`,
+        message: `unknown step kind "${s.kind}"; known kinds: ${[...kinds.keys()].join(', ')}`,
+        location: s.source.locate([...s.path, 'kind']),
+      });
       continue;
     }
     diagnostics.push(...(kind.check?.(s, steps) ?? []));
@@ -201,7 +209,15 @@ export function buildGraph(config: BenchConfig, kinds: StepKindRegistry): Result
     for (const n of kind.order ? kind.order(own) : own) nodes.push(n);
     nodesOfStep.set(step.name, own);
     for (const c of kind.checkpoints?.(step, (name) => nodesOfStep.get(name) ?? []) ?? []) {
-      const node: GraphNode = { id: `${step.name}/${c.name}`, step, kind: c.kind, matrix: c.matrix, upstream: [...c.after], downstream: [...c.before], ...(c.annotation !== undefined ? { annotation: c.annotation } : {}) };
+      const node: GraphNode = {
+        id: `${step.name}/${c.name}`,
+        step,
+        kind: c.kind,
+        matrix: c.matrix,
+        upstream: [...c.after],
+        downstream: [...c.before],
+        ...(c.annotation !== undefined ? { annotation: c.annotation } : {}),
+      };
       for (const u of c.after) u.downstream.push(node);
       for (const d of c.before) d.upstream.push(node);
       nodes.push(node);

@@ -61,7 +61,11 @@ export function selectedOutputs(node: GraphNode, upstream: GraphNode, record: Ac
     const name = optional ? w.slice(0, -1) : w;
     const e = record.outputs[name];
     if (!e && optional) continue;
-    if (!e) return err({ reason: 'missing-output', message: `upstream ${upstream.id} has no output "${name}" (it produced: ${Object.keys(record.outputs).join(', ') || 'nothing'})` });
+    if (!e)
+      return err({
+        reason: 'missing-output',
+        message: `upstream ${upstream.id} has no output "${name}" (it produced: ${Object.keys(record.outputs).join(', ') || 'nothing'})`,
+      });
     out[name] = e;
   }
   return ok(out);
@@ -115,9 +119,7 @@ export function whyMiss(store: Store, node: GraphNode, key: NodeKey): string[] {
   return [...reasons, ...describePreimageDiff(JSON.parse(prev.record.preimage) as KeyPreimage, key.preimage, node.kind)];
 }
 
-export type PlanEntry =
-  | { node: string; status: 'cached'; key: CacheKey }
-  | { node: string; status: 'run'; key?: CacheKey; reasons: string[] };
+export type PlanEntry = { node: string; status: 'cached'; key: CacheKey } | { node: string; status: 'run'; key?: CacheKey; reasons: string[] };
 
 /** The dry run: which nodes are cached and why each other one will run. Reads the store, changes nothing. */
 export function plan(
@@ -133,7 +135,11 @@ export function plan(
     const waiting = node.upstream.filter((u) => pending.has(u.id));
     if (waiting.length) {
       pending.add(node.id);
-      const names = waiting.slice(0, 3).map((u) => u.id).join(', ') + (waiting.length > 3 ? ` and ${waiting.length - 3} more` : '');
+      const names =
+        waiting
+          .slice(0, 3)
+          .map((u) => u.id)
+          .join(', ') + (waiting.length > 3 ? ` and ${waiting.length - 3} more` : '');
       entries.push({ node: node.id, status: 'run', reasons: [`upstream ${names} will run first (cached again if its output is unchanged)`] });
       continue;
     }
@@ -196,7 +202,12 @@ function tail(text: string, lines = 20): string {
 }
 
 /** Builds every stale node: cached ones are reused, failures stop only their downstream. */
-export async function run(ctx: EngineContext, inputs: ReadonlyMap<string, ResolvedInput[]>, options: RunOptions, nodes: readonly GraphNode[] = ctx.graph.nodes): Promise<{ summary: RunSummary; states: Map<string, NodeState> }> {
+export async function run(
+  ctx: EngineContext,
+  inputs: ReadonlyMap<string, ResolvedInput[]>,
+  options: RunOptions,
+  nodes: readonly GraphNode[] = ctx.graph.nodes,
+): Promise<{ summary: RunSummary; states: Map<string, NodeState> }> {
   const { store, config } = ctx;
   const hostEnv = options.hostEnv ?? process.env;
   const started = Date.now();
@@ -284,7 +295,8 @@ export async function run(ctx: EngineContext, inputs: ReadonlyMap<string, Resolv
       const uk = computeKey(u, inputs.get(u.id)!, records, hostEnv);
       if (!uk.ok) return { status: 'failed', failure: uk.error };
       const rebuilt = await execute(u, uk.value);
-      if (rebuilt.status !== 'executed' && rebuilt.status !== 'cached') return { status: 'failed', failure: { reason: 'store-error', message: `${u.id} could not be rebuilt after its output was found corrupt` } };
+      if (rebuilt.status !== 'executed' && rebuilt.status !== 'cached')
+        return { status: 'failed', failure: { reason: 'store-error', message: `${u.id} could not be rebuilt after its output was found corrupt` } };
       records.set(u.id, rebuilt.record);
       states.set(u.id, rebuilt);
     }
@@ -329,7 +341,13 @@ export async function run(ctx: EngineContext, inputs: ReadonlyMap<string, Resolv
     } else {
       p = settle(node);
     }
-    promises.set(node.id, p.then((s) => settled(node, s), (e: unknown) => internalFailure(node, e)));
+    promises.set(
+      node.id,
+      p.then(
+        (s) => settled(node, s),
+        (e: unknown) => internalFailure(node, e),
+      ),
+    );
   }
   await Promise.all(promises.values());
   await settleRemovals();
@@ -377,7 +395,13 @@ export async function readThrough(store: Store, remote: RemoteCache, key: CacheK
 export async function ensureLocal(store: Store, remote: RemoteCache, entries: readonly { type: string; digest: Sha256 }[]): Promise<boolean> {
   let level = entries;
   while (level.length) {
-    if (!(await remote.fetchBlobs(store, level.map((e) => e.digest)))) return false;
+    if (
+      !(await remote.fetchBlobs(
+        store,
+        level.map((e) => e.digest),
+      ))
+    )
+      return false;
     level = level.flatMap((e) => (e.type === 'dir' ? store.cas.readTree(e.digest).entries.flatMap((c) => (c.type === 'symlink' ? [] : [c])) : []));
   }
   return true;
@@ -428,7 +452,14 @@ function dropRecord(store: Store, key: CacheKey): void {
 }
 
 /** Executes one node here (what a worker does with a job): under the store's per-key lock, recorded locally. */
-export async function executeHere(ctx: EngineContext, node: GraphNode, key: NodeKey, inputs: readonly ResolvedInput[], records: ReadonlyMap<string, ActionRecord>, options: RunOptions): Promise<NodeState> {
+export async function executeHere(
+  ctx: EngineContext,
+  node: GraphNode,
+  key: NodeKey,
+  inputs: readonly ResolvedInput[],
+  records: ReadonlyMap<string, ActionRecord>,
+  options: RunOptions,
+): Promise<NodeState> {
   const emit = (e: EngineEvent) => options.reporter.event(e);
   const used: CacheKey[] = [];
   const state = await executeLocked(ctx, node, key, inputs, records, options, emit, used);
@@ -469,7 +500,17 @@ async function executeLocked(
     const startedAt = new Date();
     let transient: string | undefined;
     let outcome: { word: string; detail: string } | undefined;
-    const result = await executeNode(ctx, node, inputs, records, workDir, logFile, options, (reason) => (transient ??= reason), (word, detail) => (outcome = { word, detail }));
+    const result = await executeNode(
+      ctx,
+      node,
+      inputs,
+      records,
+      workDir,
+      logFile,
+      options,
+      (reason) => (transient ??= reason),
+      (word, detail) => (outcome = { word, detail }),
+    );
     const durationMs = Date.now() - startedAt.getTime();
     // Work cut short by an interrupt is not a result: nothing of it is stored.
     if (options.signal?.aborted) return { status: 'failed', failure: { reason: 'killed', message: 'interrupted' } };
@@ -519,7 +560,11 @@ async function executeLocked(
     const resolver = new InputResolver(ctx.config.rootDir, store.statCache);
     const changed = inputs.filter((i) => resolver.rehash(i) !== i.digest);
     if (changed.length) {
-      emit({ type: 'warning', node: node.id, message: `input ${changed.map((c) => c.path).join(', ')} changed while the node ran; its result is used by this run but not cached` });
+      emit({
+        type: 'warning',
+        node: node.id,
+        message: `input ${changed.map((c) => c.path).join(', ')} changed while the node ran; its result is used by this run but not cached`,
+      });
     } else if (transient) {
       emit({ type: 'warning', node: node.id, message: `${transient}; the result is used by this run but not cached (the next run tries again)` });
       const attempt: NodeTry = { key: key.key, at: startedAt.toISOString(), reason: transient, outputs: result.value };
@@ -596,18 +641,29 @@ async function executeNode(
   // Every blob a step reads is verified; a corrupt one is noticed here whatever the step does
   // with the error, so the engine can drop it and rebuild the node that produced it.
   let corrupt: CorruptBlobError | undefined;
-  const watch = <A extends unknown[], R>(f: (...a: A) => R) => (...a: A): R => {
-    try {
-      return f(...a);
-    } catch (e) {
-      if (e instanceof CorruptBlobError) corrupt ??= e;
-      throw e;
-    }
+  const watch =
+    <A extends unknown[], R>(f: (...a: A) => R) =>
+    (...a: A): R => {
+      try {
+        return f(...a);
+      } catch (e) {
+        if (e instanceof CorruptBlobError) corrupt ??= e;
+        throw e;
+      }
+    };
+  const artifacts = {
+    materialize: watch(store.cas.materialize.bind(store.cas)),
+    read: watch(store.cas.read.bind(store.cas)),
+    putPath: store.cas.putPath.bind(store.cas),
+    entryAt: watch(store.cas.entryAt.bind(store.cas)),
   };
-  const artifacts = { materialize: watch(store.cas.materialize.bind(store.cas)), read: watch(store.cas.read.bind(store.cas)), putPath: store.cas.putPath.bind(store.cas), entryAt: watch(store.cas.entryAt.bind(store.cas)) };
   const corruptFailure = (e: CorruptBlobError): Result<OutputManifest, StepFailure> => {
     const dropped = store.forgetBlob(e.digest);
-    return err({ reason: 'store-error', message: `${e.message}; dropped it${dropped.length ? ` and the records of ${dropped.join(', ')}` : ''}`, corrupt_blob: e.digest });
+    return err({
+      reason: 'store-error',
+      message: `${e.message}; dropped it${dropped.length ? ` and the records of ${dropped.join(', ')}` : ''}`,
+      corrupt_blob: e.digest,
+    });
   };
   try {
     const result = await node.kind.execute({
@@ -629,4 +685,3 @@ async function executeNode(
     throw e;
   }
 }
-

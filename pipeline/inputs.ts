@@ -52,7 +52,11 @@ export class InputResolver {
         this.globs.set(pattern, paths);
       }
       if (paths.length === 0) {
-        return err({ ...where(), message: `node ${node.id}: input "${pattern}" ${isDynamicPattern(pattern) ? 'matches no file' : 'does not exist'}`, hint: 'create it, or fix the path (relative to the config file)' });
+        return err({
+          ...where(),
+          message: `node ${node.id}: input "${pattern}" ${isDynamicPattern(pattern) ? 'matches no file' : 'does not exist'}`,
+          hint: 'create it, or fix the path (relative to the config file)',
+        });
       }
       for (const path of paths) {
         if (out.has(path)) continue;

@@ -51,7 +51,8 @@ export function describePreimageDiff(before: KeyPreimage, after: KeyPreimage, ki
     const b = after[field] as Record<string, string>;
     for (const k of new Set([...Object.keys(a), ...Object.keys(b)])) {
       if (a[k] === b[k]) continue;
-      if (a[k] === undefined) lines.push(`new ${field === 'files' ? 'input' : field === 'upstream' ? 'upstream' : 'matrix value'} ${k}${field === 'matrix' ? '=' + b[k] : ''}`);
+      if (a[k] === undefined)
+        lines.push(`new ${field === 'files' ? 'input' : field === 'upstream' ? 'upstream' : 'matrix value'} ${k}${field === 'matrix' ? '=' + b[k] : ''}`);
       else if (b[k] === undefined) lines.push(`${field === 'files' ? 'input' : field === 'upstream' ? 'upstream' : 'matrix value'} ${k} removed`);
       else lines.push(`${label(k)} ${show(a[k])} -> ${show(b[k])}`);
     }

@@ -55,7 +55,8 @@ export const SANDBOX_HOST_UID: Result<number, string> = parseUid(process.env['PA
 
 function parseUid(value: string | undefined): Result<number, string> {
   const n = Number(value ?? 1_999_999_000);
-  if (!Number.isInteger(n) || n <= 0 || n >= 4_294_967_295) return err(`PAIRBENCH_SANDBOX_UID=${value} is not an unprivileged uid: give an integer above 0 that no account uses`);
+  if (!Number.isInteger(n) || n <= 0 || n >= 4_294_967_295)
+    return err(`PAIRBENCH_SANDBOX_UID=${value} is not an unprivileged uid: give an integer above 0 that no account uses`);
   return ok(n);
 }
 
@@ -108,7 +109,8 @@ function lookUpTools(pathVar: string): Result<Tools, string> {
   if (!privileged()) return ok({ bwrap, setpriv: undefined });
   if (!SANDBOX_HOST_UID.ok) return err(SANDBOX_HOST_UID.error);
   const setpriv = findOnPath('setpriv', pathVar);
-  if (!setpriv) return err('setpriv is not on PATH: as root, pairbench drops the agent to an unprivileged uid with it; install util-linux (apt-get install util-linux)');
+  if (!setpriv)
+    return err('setpriv is not on PATH: as root, pairbench drops the agent to an unprivileged uid with it; install util-linux (apt-get install util-linux)');
   return ok({ bwrap, setpriv });
 }
 
@@ -116,7 +118,8 @@ function lookUpTools(pathVar: string): Result<Tools, string> {
 export async function checkBubblewrap(pathVar = process.env['PATH'] ?? DEFAULT_PATH): Promise<Result<void, string>> {
   const tools = findTools(pathVar);
   if (!tools.ok) return tools;
-  if (!seccompSupported()) return err(`no seccomp filter for this architecture (${process.arch}): bubblewrap sandboxes need x86_64 or aarch64; use the docker backend`);
+  if (!seccompSupported())
+    return err(`no seccomp filter for this architecture (${process.arch}): bubblewrap sandboxes need x86_64 or aarch64; use the docker backend`);
   // The same namespaces, binds and privilege drop as a real sandbox, so a kernel or
   // container runtime that forbids them is found here and not in the middle of a run.
   const r = await runProbe(tools.value);
@@ -274,17 +277,32 @@ function openSandbox(tools: Tools, layout: Layout, proxy: EgressProxy | undefine
 function dropArgv(tools: Tools): string[] {
   if (!tools.setpriv) return [];
   const uid = String(insideUid());
-  return [tools.setpriv, `--reuid=${uid}`, `--regid=${uid}`, '--clear-groups', '--inh-caps=-all', '--ambient-caps=-all', '--bounding-set=-all', '--no-new-privs', '--'];
+  return [
+    tools.setpriv,
+    `--reuid=${uid}`,
+    `--regid=${uid}`,
+    '--clear-groups',
+    '--inh-caps=-all',
+    '--ambient-caps=-all',
+    '--bounding-set=-all',
+    '--no-new-privs',
+    '--',
+  ];
 }
 
 /** Namespaces: the part that makes bwrap a sandbox. A user namespace only when pairbench is not root. */
 export function namespaceArgs(mode: EgressMode): string[] {
   return [
     ...(privileged() ? [] : ['--unshare-user', '--uid', String(USERNS_UID), '--gid', String(USERNS_UID), '--cap-drop', 'ALL']),
-    '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try',
+    '--unshare-pid',
+    '--unshare-ipc',
+    '--unshare-uts',
+    '--unshare-cgroup-try',
     ...(mode === 'open' ? [] : ['--unshare-net']),
-    '--hostname', 'pairbench',
-    '--die-with-parent', '--new-session',
+    '--hostname',
+    'pairbench',
+    '--die-with-parent',
+    '--new-session',
   ];
 }
 /** Top-level system paths: bound read-only when directories, recreated when symlinks (merged /usr). */
@@ -357,10 +375,18 @@ function scratchArgs(): string[] {
 function sandboxArgs(layout: Layout): string[] {
   const { spec } = layout;
   const args = [
-    '--ro-bind', join(layout.privateDir, 'passwd'), '/etc/passwd',
-    '--ro-bind', join(layout.privateDir, 'group'), '/etc/group',
-    '--bind', join(layout.privateDir, 'home'), HOME,
-    '--bind', spec.workspace, WORKDIR,
+    '--ro-bind',
+    join(layout.privateDir, 'passwd'),
+    '/etc/passwd',
+    '--ro-bind',
+    join(layout.privateDir, 'group'),
+    '/etc/group',
+    '--bind',
+    join(layout.privateDir, 'home'),
+    HOME,
+    '--bind',
+    spec.workspace,
+    WORKDIR,
   ];
   if (spec.egress.mode === 'open' && existsSync('/etc/resolv.conf')) args.push('--ro-bind', '/etc/resolv.conf', '/etc/resolv.conf');
   if (layout.forwarder) args.push('--ro-bind', layout.forwarder, FORWARDER_INSIDE);
@@ -396,7 +422,17 @@ function sandboxWrapper(forwards: { socket: string; port: number }[]): string[] 
 }
 
 /** How many values each bwrap option used here takes. */
-const ARITY: Record<string, number> = { '--ro-bind': 2, '--bind': 2, '--symlink': 2, '--proc': 1, '--dev': 1, '--tmpfs': 1, '--dir': 1, '--perms': 1, '--remount-ro': 1 };
+const ARITY: Record<string, number> = {
+  '--ro-bind': 2,
+  '--bind': 2,
+  '--symlink': 2,
+  '--proc': 1,
+  '--dev': 1,
+  '--tmpfs': 1,
+  '--dir': 1,
+  '--perms': 1,
+  '--remount-ro': 1,
+};
 /** Options that make a directory at their destination. */
 const MAKES_DIR = new Set(['--proc', '--dev', '--tmpfs', '--dir']);
 
@@ -410,7 +446,7 @@ export function withParentDirs(args: string[]): string[] {
   /** Directories bound from the host: what is below them comes from there. */
   const bound: string[] = [];
   const out: string[] = [];
-  for (let i = 0; i < args.length; ) {
+  for (let i = 0; i < args.length;) {
     const op = args[i]!;
     const n = ARITY[op];
     if (n === undefined) throw new Error(`bubblewrap: withParentDirs does not know option ${op}`);
@@ -446,8 +482,12 @@ function sandboxEnv(spec: SandboxSpec): Record<string, string> {
     spec.egress.mode === 'allowlist'
       ? {
           // curl ignores upper-case HTTP_PROXY for http:// URLs, so set both cases.
-          HTTP_PROXY: proxy, HTTPS_PROXY: proxy, http_proxy: proxy, https_proxy: proxy,
-          NO_PROXY: '127.0.0.1,localhost', no_proxy: '127.0.0.1,localhost',
+          HTTP_PROXY: proxy,
+          HTTPS_PROXY: proxy,
+          http_proxy: proxy,
+          https_proxy: proxy,
+          NO_PROXY: '127.0.0.1,localhost',
+          no_proxy: '127.0.0.1,localhost',
         }
       : {};
   return { PATH: DEFAULT_PATH, HOME, ...proxyEnv, ...spec.env };
@@ -473,7 +513,8 @@ function checkSpec(spec: SandboxSpec): string | undefined {
 
 function checkMount(m: Mount): string | undefined {
   if (!existsSync(m.host)) return 'the host path does not exist';
-  if (!posix.isAbsolute(m.target) || posix.normalize(m.target) !== m.target || m.target === '/') return 'the target must be a normalized absolute path other than /';
+  if (!posix.isAbsolute(m.target) || posix.normalize(m.target) !== m.target || m.target === '/')
+    return 'the target must be a normalized absolute path other than /';
   // Under /work is fine (a subdirectory of the workspace); /work itself is the workspace.
   if (m.target === WORKDIR) return `${WORKDIR} is the workspace`;
   const reserved = ['/proc', '/dev', RUN_DIR, HOME].find((r) => m.target === r || isUnder(m.target, r));
@@ -496,7 +537,10 @@ function checkForward(f: { socket: string; port: number }): string | undefined {
 /** The sandbox user has a name and a HOME, so tools calling getpwuid (node's os.userInfo, git, ssh) work. */
 async function writeIdentityFiles(dir: string): Promise<void> {
   const uid = insideUid();
-  await writeFile(join(dir, 'passwd'), `root:x:0:0:root:/root:/bin/sh\npairbench:x:${uid}:${uid}:pairbench sandbox:${HOME}:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n`);
+  await writeFile(
+    join(dir, 'passwd'),
+    `root:x:0:0:root:/root:/bin/sh\npairbench:x:${uid}:${uid}:pairbench sandbox:${HOME}:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n`,
+  );
   await writeFile(join(dir, 'group'), `root:x:0:\npairbench:x:${uid}:\nnogroup:x:65534:\n`);
 }
 

@@ -87,7 +87,9 @@ export async function copyFromImage(docker: Docker, image: string, path: string,
     const archive = (await container.getArchive({ path: path === '/' ? '/.' : `${path.replace(/\/+$/, '')}/.` })) as unknown as Readable;
     mkdirSync(dest, { recursive: true });
     // The archive holds the directory itself as "./": its contents land in dest; owners and modes as the harness's own.
-    const untar = spawn('tar', ['-x', '-C', dest, '-f', '-', '--no-same-owner', '--no-same-permissions', '--strip-components=1'], { stdio: ['pipe', 'ignore', 'pipe'] });
+    const untar = spawn('tar', ['-x', '-C', dest, '-f', '-', '--no-same-owner', '--no-same-permissions', '--strip-components=1'], {
+      stdio: ['pipe', 'ignore', 'pipe'],
+    });
     let stderr = '';
     untar.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
     archive.pipe(untar.stdin);

@@ -1,4 +1,17 @@
-import { type Stats, chmodSync, existsSync, lchownSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, statSync } from 'node:fs';
+import {
+  type Stats,
+  chmodSync,
+  existsSync,
+  lchownSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  statSync,
+} from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
 import { Writable } from 'node:stream';
@@ -92,10 +105,9 @@ export function dockerBackend(options: DockerBackendOptions = {}): SandboxBacken
   const ping = async (): Promise<Result<void, string>> => {
     try {
       let timer: NodeJS.Timeout | undefined;
-      await Promise.race([
-        docker.ping(),
-        new Promise((_, reject) => (timer = setTimeout(() => reject(new Error('no answer within 5 s')), 5_000))),
-      ]).finally(() => clearTimeout(timer));
+      await Promise.race([docker.ping(), new Promise((_, reject) => (timer = setTimeout(() => reject(new Error('no answer within 5 s')), 5_000)))]).finally(
+        () => clearTimeout(timer),
+      );
       return ok(undefined);
     } catch (e) {
       return err(`the Docker engine does not answer at ${where}: ${errorMessage(e)}. ${HOW_TO_START}`);
@@ -223,7 +235,14 @@ async function createSandbox(docker: Docker, spec: SandboxSpec, options: Resolve
       mounts.push({ Type: 'bind', Source: dir, Target: `${RUN_DIR}/egress`, ReadOnly: true });
       pairs.push(`${PROXY_PORT}=${RUN_DIR}/egress/proxy.sock`);
       const url = `http://127.0.0.1:${PROXY_PORT}`;
-      Object.assign(env, { http_proxy: url, https_proxy: url, HTTP_PROXY: url, HTTPS_PROXY: url, no_proxy: '127.0.0.1,localhost', NO_PROXY: '127.0.0.1,localhost' });
+      Object.assign(env, {
+        http_proxy: url,
+        https_proxy: url,
+        HTTP_PROXY: url,
+        HTTPS_PROXY: url,
+        no_proxy: '127.0.0.1,localhost',
+        NO_PROXY: '127.0.0.1,localhost',
+      });
     }
     forwards.forEach((f, i) => {
       // The socket file itself, not its directory: siblings of a gateway socket (in /tmp, say) stay invisible.
@@ -247,7 +266,14 @@ async function createSandbox(docker: Docker, spec: SandboxSpec, options: Resolve
       WorkingDir: workdir,
       Env: envList(env),
       ...(networkMode === 'host' ? {} : { Hostname: 'sandbox' }),
-      Labels: { ...spec.labels, [LABEL.tool]: '1', [LABEL.pid]: String(process.pid), [LABEL.pidStart]: me.start, [LABEL.host]: me.host, [LABEL.version]: packageVersion() },
+      Labels: {
+        ...spec.labels,
+        [LABEL.tool]: '1',
+        [LABEL.pid]: String(process.pid),
+        [LABEL.pidStart]: me.start,
+        [LABEL.host]: me.host,
+        [LABEL.version]: packageVersion(),
+      },
       NetworkDisabled: networkMode === 'none',
       HostConfig: {
         NetworkMode: networkMode,
@@ -374,13 +400,12 @@ async function execIn(container: Docker.Container, argv: string[], o: ExecOption
   let timedOut = false;
   let killed: Promise<void> | undefined;
   // After the kill, the output stream gets a grace period to end, then is cut.
-  const kill = () =>
-    (killed ??= killAgentProcesses(container).then(() => void setTimeout(() => stream.destroy(), KILL_GRACE_MS).unref()));
+  const kill = () => (killed ??= killAgentProcesses(container).then(() => void setTimeout(() => stream.destroy(), KILL_GRACE_MS).unref()));
   const timer = o.timeoutMs ? setTimeout(() => ((timedOut = true), void kill()), o.timeoutMs) : undefined;
   const onAbort = () => void kill();
   if (o.signal?.aborted) onAbort();
   else o.signal?.addEventListener('abort', onAbort);
-  let durationMs = 0;
+  let durationMs: number;
   try {
     await ended;
     durationMs = Math.round(performance.now() - started);
@@ -452,7 +477,9 @@ async function startForwarder(container: Docker.Container, node: string, pairs: 
   const outcome = await new Promise<'ready' | 'ended' | 'timeout'>((res) => {
     const timer = setTimeout(() => res('timeout'), FORWARDER_READY_MS);
     out.onData = () => {
-      if (/^ready$/m.test(out.text())) (clearTimeout(timer), res('ready'));
+      if (!/^ready$/m.test(out.text())) return;
+      clearTimeout(timer);
+      res('ready');
     };
     stream.once('end', () => (clearTimeout(timer), res('ended')));
     stream.once('error', () => (clearTimeout(timer), res('ended')));
@@ -609,7 +636,8 @@ function connectableByOthers(socket: string): Result<void, string> {
     return err(`forwarded socket ${socket}: ${errorMessage(e)}`);
   }
   if (!st.isSocket()) return err(`forwarded path ${socket} is not a unix socket`);
-  if ((st.mode & 0o002) === 0) return err(`forwarded socket ${socket} is not connectable from inside the container: chmod 0666 it (the forwarder runs as uid 65534)`);
+  if ((st.mode & 0o002) === 0)
+    return err(`forwarded socket ${socket} is not connectable from inside the container: chmod 0666 it (the forwarder runs as uid 65534)`);
   const dirMode = statSync(dirname(resolve(socket))).mode;
   if ((dirMode & 0o001) === 0) return err(`the directory of forwarded socket ${socket} is not searchable by others: chmod o+x ${dirname(resolve(socket))}`);
   return ok(undefined);
@@ -641,4 +669,3 @@ function walk(p: string, visit: (p: string, st: Stats) => void): void {
   visit(p, st);
   if (st.isDirectory()) for (const name of readdirSync(p)) walk(join(p, name), visit);
 }
-

@@ -187,14 +187,11 @@ function forwardRequest(req: http.IncomingMessage, res: http.ServerResponse, dec
   }
   const url = new URL(req.url!);
   const headers = Object.fromEntries(Object.entries(req.headers).filter(([k]) => !HOP_BY_HOP.has(k)));
-  const upstream = http.request(
-    { host: target.host, port: target.port, method, path: url.pathname + url.search, headers, agent: false },
-    (up) => {
-      const back = Object.fromEntries(Object.entries(up.headers).filter(([k]) => !HOP_BY_HOP.has(k)));
-      res.writeHead(up.statusCode ?? 502, up.statusMessage, back);
-      up.pipe(res);
-    },
-  );
+  const upstream = http.request({ host: target.host, port: target.port, method, path: url.pathname + url.search, headers, agent: false }, (up) => {
+    const back = Object.fromEntries(Object.entries(up.headers).filter(([k]) => !HOP_BY_HOP.has(k)));
+    res.writeHead(up.statusCode ?? 502, up.statusMessage, back);
+    up.pipe(res);
+  });
   upstream.on('socket', (socket) => track(open, socket));
   upstream.on('error', (e) => {
     if (!res.headersSent) {

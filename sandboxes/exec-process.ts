@@ -116,7 +116,9 @@ class Capped {
   }
   /** The output as text, without its final newline (as execa gave it). */
   text(): string {
-    const s = Buffer.concat(this.chunks).toString('utf8').replace(/\r?\n$/, '');
+    const s = Buffer.concat(this.chunks)
+      .toString('utf8')
+      .replace(/\r?\n$/, '');
     return this.dropped ? `${s}\n[pairbench: ${this.dropped} more bytes dropped]` : s;
   }
 }

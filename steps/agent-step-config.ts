@@ -46,12 +46,24 @@ export function loadStepTask(step: StepConfig, id: string): Result<Task, Diagnos
     const repos = Object.fromEntries(Object.entries(src.repos).map(([k, v]) => [k, resolve(step.rootDir, v)]));
     // Two steps may read one file with other repos or another test command.
     if (!src.test_command && !src.eval_script && !src.test_commands) {
-      return err([{ message: `a SWE-bench task source needs test_command (with {tests} or {test}), test_commands per repository, or eval_script: true`, field: `steps.${step.name}.tasks`, location: step.source.locate([...step.path, 'tasks']) }]);
+      return err([
+        {
+          message: `a SWE-bench task source needs test_command (with {tests} or {test}), test_commands per repository, or eval_script: true`,
+          field: `steps.${step.name}.tasks`,
+          location: step.source.locate([...step.path, 'tasks']),
+        },
+      ]);
     }
     const options = {
       // Without test_command, an instance that neither its repository's command nor an eval script covers fails its verification.
       testCommand: src.test_command ?? 'echo "no test command for this repository: give test_command or test_commands" >&2; false {tests}',
-      ...(src.test_commands ? { perRepo: Object.fromEntries(Object.entries(src.test_commands).map(([repo, c]) => [repo, { testCommand: c.command, report: c.report ?? 'pytest-rA' }])) } : {}),
+      ...(src.test_commands
+        ? {
+            perRepo: Object.fromEntries(
+              Object.entries(src.test_commands).map(([repo, c]) => [repo, { testCommand: c.command, report: c.report ?? 'pytest-rA' }]),
+            ),
+          }
+        : {}),
       ...(src.eval_script ? { evalScript: true } : {}),
       ...(src.report ? { report: src.report } : {}),
       ...(src.report_file ? { reportFile: src.report_file } : {}),
@@ -68,7 +80,12 @@ export function loadStepTask(step: StepConfig, id: string): Result<Task, Diagnos
   const dir = resolve(step.rootDir, typeof src === 'string' ? src : src.dir);
   if (existsSync(join(dir, id, 'task.toml')) && !existsSync(join(dir, id, 'task.yaml'))) {
     if (typeof src === 'string' || !src.repo || !src.commit) {
-      return err([{ message: `task "${id}" is a Harbor task: give the step tasks: {dir, repo, commit} (the git repository holding the task directories and its full commit)`, field: `steps.${step.name}.tasks` }]);
+      return err([
+        {
+          message: `task "${id}" is a Harbor task: give the step tasks: {dir, repo, commit} (the git repository holding the task directories and its full commit)`,
+          field: `steps.${step.name}.tasks`,
+        },
+      ]);
     }
     const repo = resolve(step.rootDir, src.repo);
     return loadHarborTask(join(dir, id), id, { source: repo, commit: src.commit, subdir: relative(repo, join(dir, id, 'environment')) });
@@ -80,7 +97,13 @@ export function loadStepTask(step: StepConfig, id: string): Result<Task, Diagnos
 export function checkTasks(step: StepConfig): Diagnostic[] {
   const dim = step.matrix.find((d) => d.name === 'task');
   if (!dim) {
-    return [{ field: `steps.${step.name}.matrix`, message: `a ${step.kind} step fans out over tasks: give it matrix.task (task ids)`, location: step.source.locate([...step.path, 'matrix']) }];
+    return [
+      {
+        field: `steps.${step.name}.matrix`,
+        message: `a ${step.kind} step fans out over tasks: give it matrix.task (task ids)`,
+        location: step.source.locate([...step.path, 'matrix']),
+      },
+    ];
   }
   const missingSource = taskSourceProblem(step);
   if (missingSource) return [missingSource];
@@ -95,7 +118,12 @@ export function checkTasks(step: StepConfig): Diagnostic[] {
     const where = { location: step.source.locate([...step.path, 'matrix', 'task', i]), field: `steps.${step.name}.matrix.task[${i}]` };
     out.push(...t.error.map((d) => (d.location ? d : { ...d, ...where })));
   });
-  if (failing > 20) out.push({ message: `... and ${failing - 20} more tasks of steps.${step.name} fail to load`, field: `steps.${step.name}.matrix.task`, location: step.source.locate([...step.path, 'matrix', 'task']) });
+  if (failing > 20)
+    out.push({
+      message: `... and ${failing - 20} more tasks of steps.${step.name} fail to load`,
+      field: `steps.${step.name}.matrix.task`,
+      location: step.source.locate([...step.path, 'matrix', 'task']),
+    });
   return out;
 }
 
@@ -109,7 +137,10 @@ function taskSourceProblem(step: StepConfig): Diagnostic | undefined {
     field: `steps.${step.name}.${field.join('.')}`,
     message: `${path} does not exist (relative to ${step.rootDir})`,
     location: step.source.locate([...step.path, ...field]),
-    hint: typeof src === 'string' && step.spec['tasks'] === undefined ? 'tasks: is not set, so the directory "tasks" beside the config is read; set tasks: DIR' : 'give a directory of task directories, or {swebench: FILE, repos, test_command}',
+    hint:
+      typeof src === 'string' && step.spec['tasks'] === undefined
+        ? 'tasks: is not set, so the directory "tasks" beside the config is read; set tasks: DIR'
+        : 'give a directory of task directories, or {swebench: FILE, repos, test_command}',
   };
 }
 

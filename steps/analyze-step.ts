@@ -80,7 +80,10 @@ function scheduleOf(audits: readonly GraphNode[], stopping: Omit<StoppingSpec, '
     if (run) seed = String((run.step.spec['order_seed'] as number | undefined) ?? 0);
   }
   const rank = (f: string) => sha256(`${seed}:family:${f}`);
-  return lookSchedule([...families].sort((a, b) => (rank(a) < rank(b) ? -1 : rank(a) > rank(b) ? 1 : 0)), stopping);
+  return lookSchedule(
+    [...families].sort((a, b) => (rank(a) < rank(b) ? -1 : rank(a) > rank(b) ? 1 : 0)),
+    stopping,
+  );
 }
 
 /** The cohort's spec at its analyze node (which needs every attempt). */
@@ -123,7 +126,10 @@ export const analyzeStep: StepKind = {
       const refs: [string, (string | number)[]][] = [
         [c.control, ['control']],
         ...(c.treatments ?? []).map((t, i): [string, (string | number)[]] => [t, ['treatments', i]]),
-        ...(c.comparisons ?? []).flatMap(([t, k], i): [string, (string | number)[]][] => [[t, ['comparisons', i, 0]], [k, ['comparisons', i, 1]]]),
+        ...(c.comparisons ?? []).flatMap(([t, k], i): [string, (string | number)[]][] => [
+          [t, ['comparisons', i, 0]],
+          [k, ['comparisons', i, 1]],
+        ]),
       ];
       for (const [arm, field] of refs) {
         if (typeof arm !== 'string' || arms.has(arm)) continue;
@@ -142,7 +148,11 @@ export const analyzeStep: StepKind = {
     }
     const j = cfg(step).judge;
     if (j !== undefined && (steps.get(j)?.kind !== 'judge' || !step.needs.includes(j))) {
-      problems.push({ field: `steps.${step.name}.judge`, message: `judge "${j}" must be a judge step in needs`, location: step.source.locate([...step.path, 'judge']) });
+      problems.push({
+        field: `steps.${step.name}.judge`,
+        message: `judge "${j}" must be a judge step in needs`,
+        location: step.source.locate([...step.path, 'judge']),
+      });
     }
     if (cfg(step).stopping && runStepsUpstream(step, steps).size !== 1) {
       problems.push({
@@ -154,11 +164,19 @@ export const analyzeStep: StepKind = {
     }
     const o = cfg(step).overhead;
     if (o && !step.needs.includes(o.step)) {
-      problems.push({ field: `steps.${step.name}.overhead.step`, message: `overhead comes from step "${o.step}", which is not in needs`, location: step.source.locate([...step.path, 'overhead', 'step']) });
+      problems.push({
+        field: `steps.${step.name}.overhead.step`,
+        message: `overhead comes from step "${o.step}", which is not in needs`,
+        location: step.source.locate([...step.path, 'overhead', 'step']),
+      });
     }
     return problems;
   },
-  keyConfig: (node): Json => ({ spec: cohortSpec(node) as unknown as Json, overhead: (cfg(node.step).overhead ?? null) as unknown as Json, ...(cfg(node.step).judge ? { judge: cfg(node.step).judge! } : {}) }),
+  keyConfig: (node): Json => ({
+    spec: cohortSpec(node) as unknown as Json,
+    overhead: (cfg(node.step).overhead ?? null) as unknown as Json,
+    ...(cfg(node.step).judge ? { judge: cfg(node.step).judge! } : {}),
+  }),
   fileInputs: () => [],
   selectUpstream(node, upstream) {
     // An attempt the stopping rule did not run has no audit record.
@@ -199,8 +217,19 @@ export const analyzeStep: StepKind = {
       const judgement = u.outputs['judgement.json'];
       if (judgement) judgements.push(JSON.parse(ctx.artifacts.read(judgement.digest).toString('utf8')) as JudgementRecord);
       if (o && u.node.split('/')[0] === o.step && u.outputs[o.out]) {
-        const v = JSON.parse(ctx.artifacts.read(u.outputs[o.out]!.digest).toString('utf8')) as { usd?: number; tokens?: number; confidence?: string; model_source?: string };
-        overhead = { usd: v.usd ?? null, tokens: v.tokens ?? null, source: `${o.step}:${o.out}`, ...(v.confidence ? { confidence: v.confidence } : {}), ...(v.model_source ? { model_source: v.model_source } : {}) };
+        const v = JSON.parse(ctx.artifacts.read(u.outputs[o.out]!.digest).toString('utf8')) as {
+          usd?: number;
+          tokens?: number;
+          confidence?: string;
+          model_source?: string;
+        };
+        overhead = {
+          usd: v.usd ?? null,
+          tokens: v.tokens ?? null,
+          source: `${o.step}:${o.out}`,
+          ...(v.confidence ? { confidence: v.confidence } : {}),
+          ...(v.model_source ? { model_source: v.model_source } : {}),
+        };
       }
     }
     attempts.sort((a, b) => (a.node < b.node ? -1 : a.node > b.node ? 1 : 0));
@@ -274,7 +303,10 @@ export const lookStep: StepKind = {
     mkdirSync(out, { recursive: true });
     writeFileSync(join(out, 'look.json'), JSON.stringify(result, null, 2) + '\n');
     // Only the decision reaches the attempts: their keys do not move with the statistic.
-    writeFileSync(join(out, LOOK_DECISION), JSON.stringify({ schema_version: 1, cohort: ctx.node.step.name, stop, stopped_at: result.stopped_at, decision: result.decision }, null, 2) + '\n');
+    writeFileSync(
+      join(out, LOOK_DECISION),
+      JSON.stringify({ schema_version: 1, cohort: ctx.node.step.name, stop, stopped_at: result.stopped_at, decision: result.decision }, null, 2) + '\n',
+    );
     return ok({ 'look.json': ctx.artifacts.putPath(join(out, 'look.json')), [LOOK_DECISION]: ctx.artifacts.putPath(join(out, LOOK_DECISION)) });
   },
 };

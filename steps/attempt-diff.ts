@@ -10,7 +10,13 @@ import type { WorkspaceChanges } from './workspace.js';
  * `git diff --no-index` per written or deleted path, with a/ and b/ prefixes; only the
  * files the attempt touched are read from the starting tree (never the whole tree).
  */
-export async function attemptDiff(ctx: Pick<ExecutionContext, 'artifacts' | 'workDir'>, tree: OutputEntry | undefined, changed: OutputEntry, changes: WorkspaceChanges, label: string): Promise<string> {
+export async function attemptDiff(
+  ctx: Pick<ExecutionContext, 'artifacts' | 'workDir'>,
+  tree: OutputEntry | undefined,
+  changed: OutputEntry,
+  changes: WorkspaceChanges,
+  label: string,
+): Promise<string> {
   const scratch = join(ctx.workDir, 'diff', label.replace(/[^A-Za-z0-9_.-]/g, '_'));
   const parts: string[] = [];
   for (const p of [...Object.keys(changes.written), ...changes.deleted].sort()) {

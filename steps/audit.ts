@@ -55,7 +55,14 @@ interface RunResult {
   files_changed: number;
   started_at: string;
   ended_at: string;
-  sandbox: { backend: string; isolation: string; egress_mode: string; egress_enforced: boolean; image_id: string | null; resources: { cpus: number | null; memory_mb: number | null; pids: number | null } };
+  sandbox: {
+    backend: string;
+    isolation: string;
+    egress_mode: string;
+    egress_enforced: boolean;
+    image_id: string | null;
+    resources: { cpus: number | null; memory_mb: number | null; pids: number | null };
+  };
 }
 
 /**
@@ -104,7 +111,14 @@ export const auditStep: StepKind = {
   check: (step) => checkTasks(step),
   keyConfig(node): Json {
     const task = taskOf(node);
-    return { allowed_paths: task.allowedPaths, owned: [...VERIFIER_OWNED, ...(task.verifier.owned ?? [])], canary: task.canary, family: task.family, category: task.category, policy: policyOf(node.step) };
+    return {
+      allowed_paths: task.allowedPaths,
+      owned: [...VERIFIER_OWNED, ...(task.verifier.owned ?? [])],
+      canary: task.canary,
+      family: task.family,
+      category: task.category,
+      policy: policyOf(node.step),
+    };
   },
   // The hidden verifier's files: their lines must never be in what the agent was shown.
   fileInputs(node): FileInputSpec[] {
@@ -149,7 +163,10 @@ export const auditStep: StepKind = {
     const leakage = scanLeakage({ task, trajectory, gatewayLog, agentLog: read('agent.log') ?? '', hiddenFiles });
 
     // Mechanism evidence: delivered (gateway), used (trajectory). "Changed" is per pair: analyze.
-    const arms = (ctx.node.upstream.find((u) => u.kind.name === 'run')?.step.spec['arms'] ?? {}) as Record<string, { files?: Record<string, string>; mcp_servers?: Record<string, unknown> }>;
+    const arms = (ctx.node.upstream.find((u) => u.kind.name === 'run')?.step.spec['arms'] ?? {}) as Record<
+      string,
+      { files?: Record<string, string>; mcp_servers?: Record<string, unknown> }
+    >;
     const arm = armOf({ arms: arms as Record<string, ArmSpec> }, run.arm);
     // An arm's treatment: its files, the repository's own files it restored, its MCP servers.
     const treatmentFiles = [...Object.keys(arm.files ?? {}), ...(run.restored ?? []).map((r) => r.path)];
@@ -163,7 +180,11 @@ export const auditStep: StepKind = {
     let noAnswer = false;
     if (run.exit_reason === 'infra-error') {
       admission = 'excluded';
-      reason = run.infra_error?.startsWith('sandbox') ? 'infra-sandbox' : run.infra_error?.startsWith('agent did not start') ? 'infra-agent-start' : 'infra-gateway';
+      reason = run.infra_error?.startsWith('sandbox')
+        ? 'infra-sandbox'
+        : run.infra_error?.startsWith('agent did not start')
+          ? 'infra-agent-start'
+          : 'infra-gateway';
       explanation = `infrastructure fault, not attributable to the agent: ${run.infra_error ?? 'unknown'}`;
       pass = null;
     } else if (verdict === null || verdict.pass === null) {
@@ -223,7 +244,8 @@ export const auditStep: StepKind = {
       no_answer: noAnswer,
       exit_reason: run.exit_reason,
       infra_error: run.exit_reason === 'infra-error' || reason === 'infra-verifier',
-      infra_cause: run.exit_reason === 'infra-error' ? (run.infra_error ?? 'unknown') : reason === 'infra-verifier' ? 'the verifier did not produce a verdict' : null,
+      infra_cause:
+        run.exit_reason === 'infra-error' ? (run.infra_error ?? 'unknown') : reason === 'infra-verifier' ? 'the verifier did not produce a verdict' : null,
       usage: run.usage,
       cost_usd: run.cost_usd,
       cost_confidence: run.cost_confidence,
@@ -234,8 +256,18 @@ export const auditStep: StepKind = {
       turns: run.turns,
       tool_calls: run.tool_calls,
       agent: run.agent,
-      sandbox: { backend: run.sandbox.backend, isolation: run.sandbox.isolation, egress_mode: run.sandbox.egress_mode, egress_enforced: run.sandbox.egress_enforced, image_id: run.sandbox.image_id, resources: run.sandbox.resources },
-      mechanism: { delivered: hasTreatment ? (run.delivered[run.arm] ?? false) : null, used: hasTreatment ? usedTreatment(trajectory, treatmentFiles, mcp) : null },
+      sandbox: {
+        backend: run.sandbox.backend,
+        isolation: run.sandbox.isolation,
+        egress_mode: run.sandbox.egress_mode,
+        egress_enforced: run.sandbox.egress_enforced,
+        image_id: run.sandbox.image_id,
+        resources: run.sandbox.resources,
+      },
+      mechanism: {
+        delivered: hasTreatment ? (run.delivered[run.arm] ?? false) : null,
+        used: hasTreatment ? usedTreatment(trajectory, treatmentFiles, mcp) : null,
+      },
       integrity: { out_of_bounds: outOfBounds.length, leakage: acted.length, verdict_forged: Boolean(verdict?.forgery) },
       delivery: { marker_lines: run.delivery?.marker?.lines ?? [], instruction_lines: run.delivery?.instruction_lines ?? [] },
       started_at: run.started_at,

@@ -124,7 +124,12 @@ async function applySolution(task: Task, ws: string, settings: ReturnType<typeof
     const readOnly = /read-only file system/i.test(r.stderr)
       ? 'the reference solution writes outside the workspace, where the sandbox is read-only: pairbench verifies the workspace in a fresh container, so state made elsewhere would never reach the verifier (build it into the image, or have the tests make it)'
       : null;
-    return err(`the reference script exited ${r.exitCode}: ${r.stderr.trim().slice(-400)}${[note, readOnly].filter(Boolean).map((n) => ` -- ${n}`).join('')}`);
+    return err(
+      `the reference script exited ${r.exitCode}: ${r.stderr.trim().slice(-400)}${[note, readOnly]
+        .filter(Boolean)
+        .map((n) => ` -- ${n}`)
+        .join('')}`,
+    );
   } finally {
     await created.value.close();
   }
@@ -172,7 +177,12 @@ export const certifyStep: StepKind = {
       if (run.kind !== 'run' || !run.needs.includes(step.name)) continue;
       for (const producer of producerSteps(Object.values((run.spec['arms'] as Record<string, ArmSpec> | undefined) ?? {}))) {
         if (!step.needs.includes(producer)) {
-          problems.push({ field: `steps.${step.name}.needs`, message: `an arm of step ${run.name} receives files step "${producer}" generates; certify scans every surface an arm adds, so it must read them`, hint: `add ${producer} to steps.${step.name}.needs`, location: step.source.locate([...step.path, 'needs']) });
+          problems.push({
+            field: `steps.${step.name}.needs`,
+            message: `an arm of step ${run.name} receives files step "${producer}" generates; certify scans every surface an arm adds, so it must read them`,
+            hint: `add ${producer} to steps.${step.name}.needs`,
+            location: step.source.locate([...step.path, 'needs']),
+          });
         }
       }
     }
@@ -186,8 +196,29 @@ export const certifyStep: StepKind = {
       allowed_paths: task.allowedPaths,
       canary: task.canary,
       solution: task.solution.patch,
-      verifier: { command: task.verifier.command, fail_to_pass: task.verifier.failToPass, pass_to_pass: task.verifier.passToPass, patch: task.verifier.patch, result: task.verifier.result, timeout: task.verifier.timeoutSec, runner: (task.verifier.runner ?? null) as unknown as Json },
-      arms: Object.fromEntries(Object.entries(arms).map(([k, a]) => [k, { files: a.files ?? {}, ...(a.restore ? { restore: a.restore } : {}), prompt_append: a.prompt_append ?? null, env: a.env ?? {}, mcp_servers: Object.fromEntries(Object.entries(a.mcp_servers ?? {}).map(([s, m]) => [s, { command: m.command, args: m.args ?? [], env: m.env ?? {} }])) }])),
+      verifier: {
+        command: task.verifier.command,
+        fail_to_pass: task.verifier.failToPass,
+        pass_to_pass: task.verifier.passToPass,
+        patch: task.verifier.patch,
+        result: task.verifier.result,
+        timeout: task.verifier.timeoutSec,
+        runner: (task.verifier.runner ?? null) as unknown as Json,
+      },
+      arms: Object.fromEntries(
+        Object.entries(arms).map(([k, a]) => [
+          k,
+          {
+            files: a.files ?? {},
+            ...(a.restore ? { restore: a.restore } : {}),
+            prompt_append: a.prompt_append ?? null,
+            env: a.env ?? {},
+            mcp_servers: Object.fromEntries(
+              Object.entries(a.mcp_servers ?? {}).map(([s, m]) => [s, { command: m.command, args: m.args ?? [], env: m.env ?? {} }]),
+            ),
+          },
+        ]),
+      ),
       policy: policyFromSpec(spec(node.step).policy) as unknown as Json,
       scoring: scoringOf(spec(node.step)) as unknown as Json,
       ...(spec(node.step).strict_verifier ? { strict_verifier: true } : {}),
@@ -227,7 +258,10 @@ export const certifyStep: StepKind = {
     const settings = inEnvironment(configured.value, point.environment, task);
     const verifierSettings = verifierPhase(configured.value, point.environment, task, spec(ctx.node.step).strict_verifier === true);
     if (point.environment && settings.backend !== 'docker') {
-      return err({ reason: 'refused', message: `task ${task.id} runs in the image its environment step built: give step ${ctx.node.step.name} sandbox: { backend: docker }` });
+      return err({
+        reason: 'refused',
+        message: `task ${task.id} runs in the image its environment step built: give step ${ctx.node.step.name} sandbox: { backend: docker }`,
+      });
     }
     const log = (line: string) => writeFileSync(ctx.logFile, line + '\n', { flag: 'a' });
     const staged = (path: string): OutputEntry | undefined => ctx.files.find((f) => f.path === path)?.entry;
@@ -260,7 +294,10 @@ export const certifyStep: StepKind = {
       if (arm.prompt_append) files.push({ path: 'prompt_append', text: arm.prompt_append });
       for (const [k, v] of Object.entries(arm.env ?? {})) files.push({ path: `env ${k}`, text: v });
       for (const [server, m] of Object.entries(arm.mcp_servers ?? {})) {
-        files.push({ path: `mcp_servers.${server}`, text: [m.command, ...(m.args ?? []), ...Object.entries(m.env ?? {}).map(([k, v]) => `${k}=${v}`)].join('\n') });
+        files.push({
+          path: `mcp_servers.${server}`,
+          text: [m.command, ...(m.args ?? []), ...Object.entries(m.env ?? {}).map(([k, v]) => `${k}=${v}`)].join('\n'),
+        });
       }
       if (files.length) surfaces.push({ kind: 'treatment', name: `treatment:${name}`, files });
     }
@@ -310,16 +347,27 @@ export const certifyStep: StepKind = {
               const owned = [...Object.keys(changed.written), ...changed.deleted].filter(verifierOwned(task));
               if (owned.length) {
                 solutionWritesOwned = true;
-                reasons.push(`the reference solution writes files the verifier owns (${owned.slice(0, 5).join(', ')}): verify uses the pristine ones; list them in allowed_paths (explicitly, not **) if attempts may write them`);
+                reasons.push(
+                  `the reference solution writes files the verifier owns (${owned.slice(0, 5).join(', ')}): verify uses the pristine ones; list them in allowed_paths (explicitly, not **) if attempts may write them`,
+                );
               }
             }
           }
           // The first run with the reference solution also calibrates the canaries: each must fail there.
           const calibrate = agent === 'oracle' && i === 0;
-          const outcome: Result<VerifierOutcome, string> = await runVerifier(task, ws, verifierDir, scratch, verifierSandbox(verifierSettings), ctx.signal, calibrate ? { mode: 'calibrate' } : undefined, {
-            scoring: scoringOf(spec(ctx.node.step)),
-            pristine: treeDir,
-          });
+          const outcome: Result<VerifierOutcome, string> = await runVerifier(
+            task,
+            ws,
+            verifierDir,
+            scratch,
+            verifierSandbox(verifierSettings),
+            ctx.signal,
+            calibrate ? { mode: 'calibrate' } : undefined,
+            {
+              scoring: scoringOf(spec(ctx.node.step)),
+              pristine: treeDir,
+            },
+          );
           if (!outcome.ok) return err({ reason: 'infra', message: `infrastructure: ${outcome.error}` });
           if (calibrate) Object.assign(canaries, calibrations(outcome.value));
           // No verdict (e.g. no reward written) is not a pass, with the reason said.
@@ -327,7 +375,9 @@ export const certifyStep: StepKind = {
           if (outcome.value.pass === null) reasons.push(`${agent} check ${i + 1}: the verifier gave no verdict: ${outcome.value.error ?? 'unknown'}`);
           writeFileSync(join(verifierLogs, `${agent}-${i + 1}.log`), outcome.value.transcript);
           if (agent === 'oracle') oracleOutput += outcome.value.transcript;
-          log(`check ${i + 1}/${policy.repeats} ${agent}: verifier ${outcome.value.pass ? 'passes' : 'fails'} (${outcome.value.evidence.map((e) => `${e.name}=${e.status}`).join(', ')})`);
+          log(
+            `check ${i + 1}/${policy.repeats} ${agent}: verifier ${outcome.value.pass ? 'passes' : 'fails'} (${outcome.value.evidence.map((e) => `${e.name}=${e.status}`).join(', ')})`,
+          );
         }
       }
     } catch (e) {
@@ -337,7 +387,8 @@ export const certifyStep: StepKind = {
     const oraclePasses = checks.oracle.filter(Boolean).length;
     const flaky: string[] = [];
     if (nopPasses > 0 && nopPasses < policy.repeats) flaky.push(`flaky verifier: passed ${nopPasses} of ${policy.repeats} times on the untouched tree`);
-    if (oraclePasses > 0 && oraclePasses < policy.repeats) flaky.push(`flaky verifier: passed ${oraclePasses} of ${policy.repeats} times with the reference solution`);
+    if (oraclePasses > 0 && oraclePasses < policy.repeats)
+      flaky.push(`flaky verifier: passed ${oraclePasses} of ${policy.repeats} times with the reference solution`);
     const discriminating = nopPasses === 0 && oraclePasses === policy.repeats;
     if (nopPasses === policy.repeats) reasons.push('non-discriminating: the verifier passes on the untouched tree');
     if (oraclePasses === 0 && !reasons.some((r) => r.startsWith('oracle:'))) {
@@ -345,7 +396,9 @@ export const certifyStep: StepKind = {
       const outside = solutionOutside.length
         ? `the reference solution also changed ${listed(solutionOutside)} outside the workspace, which a fresh verifier container does not have: a verifier that depends on state made outside the workspace cannot score attempts (build that state into the image, or have the tests make it)`
         : null;
-      reasons.push(`the verifier fails with the reference solution${note ? ` -- ${note}` : ''}${outside ? ` -- ${outside}` : ''} (its output: pairbench show ${ctx.node.id} verifier-logs/oracle-1.log)`);
+      reasons.push(
+        `the verifier fails with the reference solution${note ? ` -- ${note}` : ''}${outside ? ` -- ${outside}` : ''} (its output: pairbench show ${ctx.node.id} verifier-logs/oracle-1.log)`,
+      );
     }
     reasons.push(...flaky);
     reasons.push(...memoryReasons);
@@ -357,7 +410,8 @@ export const certifyStep: StepKind = {
     const body = {
       schema_version: 1 as const,
       task: task.id,
-      verdict: (discriminating && failing.length === 0 && memoryReasons.length === 0 && !solutionWritesOwned ? 'certified' : 'rejected') as 'certified' | 'rejected',
+      verdict: (discriminating && failing.length === 0 && memoryReasons.length === 0 && !solutionWritesOwned ? 'certified' : 'rejected') as
+        'certified' | 'rejected',
       allowed_paths: { paths: task.allowedPaths, from: task.allowedPathsFrom ?? 'the task file' },
       // task.toml fields this task sets that pairbench does not carry out, each with why.
       ignored_task_fields: task.environment?.ignored ?? [],
@@ -388,7 +442,11 @@ export const certifyStep: StepKind = {
     writeFileSync(join(out, 'canary.json'), JSON.stringify({ schema_version: 1, task: task.id, tests: canaries }, null, 2) + '\n');
     for (const [name, c] of Object.entries(canaries)) if (!c.calibrated) log(`canary for ${name}: not usable (${c.note})`);
     log(`${task.id}: ${receipt.verdict}${reasons.length ? ': ' + reasons.join('; ') : ''}`);
-    if (receipt.verdict === 'rejected') ctx.outcome?.('rejected', `${reasons.slice(0, 2).join('; ')}${reasons.length > 2 ? `; ... (${reasons.length - 2} more: pairbench show ${ctx.node.id} certification.json)` : ''}`);
+    if (receipt.verdict === 'rejected')
+      ctx.outcome?.(
+        'rejected',
+        `${reasons.slice(0, 2).join('; ')}${reasons.length > 2 ? `; ... (${reasons.length - 2} more: pairbench show ${ctx.node.id} certification.json)` : ''}`,
+      );
     return ok({
       'certification.json': ctx.artifacts.putPath(join(out, 'certification.json')),
       'verdict.json': ctx.artifacts.putPath(join(out, 'verdict.json')),
@@ -397,4 +455,3 @@ export const certifyStep: StepKind = {
     });
   },
 };
-

@@ -73,7 +73,12 @@ export const commandStep: StepKind = {
     const problems: Diagnostic[] = [...checkPlaceholders(step, s.cmd, ['cmd'])];
     (s.outs ?? []).forEach((o, i) => {
       problems.push(...checkPlaceholders(step, o, ['outs', i]));
-      if (!isInside(o)) problems.push({ field: `steps.${step.name}.outs[${i}]`, message: `output "${o}" must be a relative path inside the working directory`, location: step.source.locate([...step.path, 'outs', i]) });
+      if (!isInside(o))
+        problems.push({
+          field: `steps.${step.name}.outs[${i}]`,
+          message: `output "${o}" must be a relative path inside the working directory`,
+          location: step.source.locate([...step.path, 'outs', i]),
+        });
     });
     (s.deps ?? []).forEach((d, i) => {
       const at = { field: `steps.${step.name}.deps[${i}]`, location: step.source.locate([...step.path, 'deps', i]) };
@@ -84,7 +89,11 @@ export const commandStep: StepKind = {
       }
       const up = steps.get(d.from);
       if (!up || !step.needs.includes(d.from)) {
-        problems.push({ ...at, message: `dangling input: reads from step "${d.from}", which is not in needs (needs: ${step.needs.join(', ') || 'none'})`, hint: `add "${d.from}" to needs` });
+        problems.push({
+          ...at,
+          message: `dangling input: reads from step "${d.from}", which is not in needs (needs: ${step.needs.join(', ') || 'none'})`,
+          hint: `add "${d.from}" to needs`,
+        });
         return;
       }
       if (d.out !== undefined && up.kind === 'command') {
@@ -178,7 +187,10 @@ export const commandStep: StepKind = {
     if (ctx.signal.aborted) return err({ reason: 'killed', message: 'command was interrupted' });
     if (result.exitCode === null && result.signal === null) return err({ reason: 'spawn-error', message: 'command could not start (/bin/sh)' });
     if (result.exitCode !== 0) {
-      return err({ reason: 'exit-non-zero', message: result.exitCode === null ? `command was killed by ${result.signal}` : `command exited with code ${result.exitCode}` });
+      return err({
+        reason: 'exit-non-zero',
+        message: result.exitCode === null ? `command was killed by ${result.signal}` : `command exited with code ${result.exitCode}`,
+      });
     }
     const outputs: OutputManifest = {};
     for (const o of (s.outs ?? []).map((x) => interpolate(x, ctx.node.matrix))) {

@@ -43,7 +43,7 @@ const outName = (s: ContextSpec) => s.out ?? 'CLAUDE.md';
 const MAX_FILE_BYTES = 64 * 1024;
 const MAX_TOTAL_BYTES = 512 * 1024;
 
-const SYSTEM = 'You write the context file a coding agent reads before it works in this repository. Answer with the file\'s contents only.';
+const SYSTEM = "You write the context file a coding agent reads before it works in this repository. Answer with the file's contents only.";
 
 /** The request's text: the prompt, then each included file (binary and oversized ones listed by name). */
 export function contextRequest(prompt: string, tree: string, include: string[], hidden: string[] = []): { text: string; sent: string[]; listed: string[] } {
@@ -78,19 +78,37 @@ export const contextStep: StepKind = {
     const s = spec(step);
     const problems: Diagnostic[] = [...checkModelSpec(step)];
     const at = (f: string) => ({ field: `steps.${step.name}.${f}`, location: step.source.locate([...step.path, f]) });
-    if (!s.repo || !s.commit) problems.push({ ...at('repo'), message: 'a context step reads a repository at a pinned commit: give repo (a git repository, relative to the config) and commit (40 hex digits)' });
-    else if (!/^[0-9a-f]{40}$/.test(s.commit)) problems.push({ ...at('commit'), message: `commit "${s.commit}" is not a full commit id (40 hex digits): a branch or tag moves` });
+    if (!s.repo || !s.commit)
+      problems.push({
+        ...at('repo'),
+        message: 'a context step reads a repository at a pinned commit: give repo (a git repository, relative to the config) and commit (40 hex digits)',
+      });
+    else if (!/^[0-9a-f]{40}$/.test(s.commit))
+      problems.push({ ...at('commit'), message: `commit "${s.commit}" is not a full commit id (40 hex digits): a branch or tag moves` });
     if (!s.prompt?.trim()) problems.push({ ...at('prompt'), message: 'a context step needs prompt: the frozen instruction the provider writes the file from' });
-    if (s.out !== undefined && (s.out.includes('..') || s.out.startsWith('/') || s.out === 'cost.json' || s.out === 'exchange.jsonl' || s.out === 'request.md')) {
+    if (
+      s.out !== undefined &&
+      (s.out.includes('..') || s.out.startsWith('/') || s.out === 'cost.json' || s.out === 'exchange.jsonl' || s.out === 'request.md')
+    ) {
       problems.push({ ...at('out'), message: `out "${s.out}" must be a plain relative file name other than cost.json, exchange.jsonl and request.md` });
     }
-    if (step.matrix.length) problems.push({ ...at('matrix'), message: 'a context step has no matrix: it writes one file for the repository, which every node that asks reads' });
+    if (step.matrix.length)
+      problems.push({ ...at('matrix'), message: 'a context step has no matrix: it writes one file for the repository, which every node that asks reads' });
     return problems;
   },
 
   keyConfig(node): Json {
     const s = spec(node.step);
-    return { commit: s.commit, subdir: s.subdir ?? null, prompt: s.prompt, out: outName(s), include: s.include ?? ['**'], hidden: hiddenOf(s), model: modelKey(s.model), system: SYSTEM };
+    return {
+      commit: s.commit,
+      subdir: s.subdir ?? null,
+      prompt: s.prompt,
+      out: outName(s),
+      include: s.include ?? ['**'],
+      hidden: hiddenOf(s),
+      model: modelKey(s.model),
+      system: SYSTEM,
+    };
   },
   fileInputs: (node) => modelInputs(spec(node.step).model),
   describeConfigField: (path) => ({ prompt: 'generation prompt', commit: 'repo commit', include: 'included files', model: 'model' })[path[0] ?? ''],
@@ -108,7 +126,9 @@ export const contextStep: StepKind = {
       return err({ reason: 'exit-non-zero', message: `cannot read ${s.repo}@${s.commit.slice(0, 12)}: ${errorMessage(e).split('\n')[0]}` });
     }
     const request = contextRequest(s.prompt, tree, s.include ?? ['**'], hiddenOf(s));
-    log(`sending the prompt and ${request.sent.length} file(s) to ${s.model.name}${request.listed.length ? ` (${request.listed.length} listed by name only)` : ''}`);
+    log(
+      `sending the prompt and ${request.sent.length} file(s) to ${s.model.name}${request.listed.length ? ` (${request.listed.length} listed by name only)` : ''}`,
+    );
     const out = join(ctx.workDir, 'out');
     mkdirSync(out);
     writeFileSync(join(out, 'request.md'), request.text);
@@ -117,12 +137,22 @@ export const contextStep: StepKind = {
       log(reply.error);
       return err({ reason: 'infra', message: `context step ${ctx.node.step.name}: ${reply.error}` });
     }
-    if (!reply.value.text.trim()) return err({ reason: 'exit-non-zero', message: `context step ${ctx.node.step.name}: the model answered with no text; nothing to give the arm` });
+    if (!reply.value.text.trim())
+      return err({ reason: 'exit-non-zero', message: `context step ${ctx.node.step.name}: the model answered with no text; nothing to give the arm` });
     writeFileSync(join(out, outName(s)), reply.value.text.endsWith('\n') ? reply.value.text : reply.value.text + '\n');
     const u = reply.value.usage;
     const tokens = u ? u.input_tokens + u.output_tokens + u.cache_write_tokens + u.cache_read_tokens : null;
-    writeFileSync(join(out, 'cost.json'), JSON.stringify({ usd: reply.value.cost_usd, tokens, confidence: reply.value.cost_confidence, model_source: reply.value.model_source, model: s.model.name, usage: u }, null, 2) + '\n');
-    log(`wrote ${outName(s)} (${Buffer.byteLength(reply.value.text)} bytes); ${tokens ?? 'unknown'} tokens, ${reply.value.cost_usd === null ? 'unpriced' : `$${reply.value.cost_usd.toFixed(4)}`}`);
+    writeFileSync(
+      join(out, 'cost.json'),
+      JSON.stringify(
+        { usd: reply.value.cost_usd, tokens, confidence: reply.value.cost_confidence, model_source: reply.value.model_source, model: s.model.name, usage: u },
+        null,
+        2,
+      ) + '\n',
+    );
+    log(
+      `wrote ${outName(s)} (${Buffer.byteLength(reply.value.text)} bytes); ${tokens ?? 'unknown'} tokens, ${reply.value.cost_usd === null ? 'unpriced' : `$${reply.value.cost_usd.toFixed(4)}`}`,
+    );
     return ok(Object.fromEntries([outName(s), 'cost.json', 'exchange.jsonl', 'request.md'].map((n) => [n, ctx.artifacts.putPath(join(out, n))])));
   },
 };

@@ -32,7 +32,11 @@ export const environmentStep: StepKind = {
   async execute(ctx: ExecutionContext) {
     const task = taskOf(ctx.node);
     const env = task.environment;
-    if (!env) return err({ reason: 'refused', message: `task ${task.id} has no environment/Dockerfile: an environment step builds the image of a Harbor task; remove it from this task's steps` });
+    if (!env)
+      return err({
+        reason: 'refused',
+        message: `task ${task.id} has no environment/Dockerfile: an environment step builds the image of a Harbor task; remove it from this task's steps`,
+      });
     const tree = ctx.upstream.find((u) => u.outputs['tree'])?.outputs['tree'];
     if (!tree) return err({ reason: 'internal', message: 'environment needs a materialize upstream (tree)' });
     const context = join(ctx.workDir, 'context');
@@ -55,10 +59,16 @@ export const environmentStep: StepKind = {
       try {
         id = (await docker.getImage(name).inspect()).Id;
       } catch {
-        return err({ reason: 'infra', message: `task ${task.id}: base image ${name} is not in the engine; build or load it locally (docker build / docker load / docker import): pairbench never pulls` });
+        return err({
+          reason: 'infra',
+          message: `task ${task.id}: base image ${name} is not in the engine; build or load it locally (docker build / docker load / docker import): pairbench never pulls`,
+        });
       }
       if (planned && planned[name] !== id) {
-        return err({ reason: 'input-changed', message: `task ${task.id}: base image ${name} is ${id.slice(0, 19)} now, ${planned[name] ? `${planned[name]!.slice(0, 19)} when this run was planned` : 'not resolved when this run was planned'}; run again` });
+        return err({
+          reason: 'input-changed',
+          message: `task ${task.id}: base image ${name} is ${id.slice(0, 19)} now, ${planned[name] ? `${planned[name]!.slice(0, 19)} when this run was planned` : 'not resolved when this run was planned'}; run again`,
+        });
       }
       bases[name] = id;
     }
@@ -77,7 +87,9 @@ export const environmentStep: StepKind = {
         reason: 'exit-non-zero',
         message:
           `task ${task.id}: building environment/${env.dockerfile} failed: ${built.error.message.trim().split('\n').pop()}` +
-          (offline ? ' -- the build needs the network, which task.toml does not allow (allow_internet = false): build offline (vendor what it downloads) or set allow_internet' : ''),
+          (offline
+            ? ' -- the build needs the network, which task.toml does not allow (allow_internet = false): build offline (vendor what it downloads) or set allow_internet'
+            : ''),
       });
     }
     log(built.value.log);
@@ -86,11 +98,21 @@ export const environmentStep: StepKind = {
     if (!copied.ok) return err({ reason: 'infra', message: `task ${task.id}: ${copied.error}` });
     const out = join(ctx.workDir, 'out');
     mkdirSync(out, { recursive: true });
-    const image: BuiltEnvironment = { image_id: built.value.imageId, workdir: built.value.workdir, base_images: bases, dockerfile_sha256: sha256(dockerfile), network: env.allowInternet ? 'default' : 'none' };
+    const image: BuiltEnvironment = {
+      image_id: built.value.imageId,
+      workdir: built.value.workdir,
+      base_images: bases,
+      dockerfile_sha256: sha256(dockerfile),
+      network: env.allowInternet ? 'default' : 'none',
+    };
     writeFileSync(join(out, 'image.json'), JSON.stringify(image, null, 2) + '\n');
     writeFileSync(join(out, 'build.log'), built.value.log);
     log(`${task.id}: built ${built.value.imageId} (WORKDIR ${built.value.workdir})`);
-    return ok({ 'image.json': ctx.artifacts.putPath(join(out, 'image.json')), tree: ctx.artifacts.putPath(workdirTree), 'build.log': ctx.artifacts.putPath(join(out, 'build.log')) });
+    return ok({
+      'image.json': ctx.artifacts.putPath(join(out, 'image.json')),
+      tree: ctx.artifacts.putPath(workdirTree),
+      'build.log': ctx.artifacts.putPath(join(out, 'build.log')),
+    });
   },
 };
 
@@ -104,7 +126,8 @@ export interface BuiltEnvironment {
 }
 
 /** The engine's words for a build or a test that tried to reach the network without one. */
-export const NETWORK_ERROR = /could not resolve|bad address|temporary failure in name resolution|network is unreachable|name or service not known|failed to establish a new connection|no route to host|getaddrinfo|ENOTFOUND|EAI_AGAIN/i;
+export const NETWORK_ERROR =
+  /could not resolve|bad address|temporary failure in name resolution|network is unreachable|name or service not known|failed to establish a new connection|no route to host|getaddrinfo|ENOTFOUND|EAI_AGAIN/i;
 
 function plannedBaseImages(node: GraphNode): Record<string, string | null> | null {
   const a = node.annotation as { base_images?: Record<string, string | null> } | undefined;
@@ -129,12 +152,14 @@ export function startingPoint(ctx: Pick<ExecutionContext, 'upstream' | 'artifact
 }
 
 /** A step's sandbox with the task's environment applied: its image, its WORKDIR, and what task.toml sets that the step leaves open. */
-export function inEnvironment<S extends Required<Pick<SandboxSettings, 'backend'>> & { image: string | null; egress: string; allow: readonly string[]; resources: { cpus?: number; memory_mb?: number } }>(
-  settings: S,
-  environment: BuiltEnvironment | null,
-  task: Task,
-  phase: 'agent' | 'verifier' = 'agent',
-): S & { workdir?: string; user?: string } {
+export function inEnvironment<
+  S extends Required<Pick<SandboxSettings, 'backend'>> & {
+    image: string | null;
+    egress: string;
+    allow: readonly string[];
+    resources: { cpus?: number; memory_mb?: number };
+  },
+>(settings: S, environment: BuiltEnvironment | null, task: Task, phase: 'agent' | 'verifier' = 'agent'): S & { workdir?: string; user?: string } {
   // SWE-bench's images expect the repository at /testbed (their editable installs point there).
   if (!environment) return task.workdir && settings.backend === 'docker' ? { ...settings, workdir: task.workdir } : settings;
   const t = task.environment;
@@ -150,7 +175,11 @@ export function inEnvironment<S extends Required<Pick<SandboxSettings, 'backend'
     allow: network === 'allowlist' ? [...new Set([...settings.allow, ...hosts])] : settings.allow,
     // Harbor runs the verifier as the task's verifier user, else the image's own user (root when it sets none).
     ...(phase === 'verifier' ? { user: t?.verifierUser ?? 'root' } : {}),
-    resources: { ...settings.resources, ...(settings.resources.cpus === undefined && t?.cpus ? { cpus: t.cpus } : {}), ...(settings.resources.memory_mb === undefined && t?.memoryMb ? { memory_mb: t.memoryMb } : {}) },
+    resources: {
+      ...settings.resources,
+      ...(settings.resources.cpus === undefined && t?.cpus ? { cpus: t.cpus } : {}),
+      ...(settings.resources.memory_mb === undefined && t?.memoryMb ? { memory_mb: t.memoryMb } : {}),
+    },
   };
 }
 
@@ -158,7 +187,12 @@ export function inEnvironment<S extends Required<Pick<SandboxSettings, 'backend'
  * The verifier's sandbox: the task's verifier phase (Harbor: its network mode, as root by
  * default), or with `strict` offline as the agent's unprivileged user whatever task.toml says.
  */
-export function verifierPhase<S extends Parameters<typeof inEnvironment>[0]>(settings: S, environment: BuiltEnvironment | null, task: Task, strict: boolean): S & { workdir?: string; user?: string } {
+export function verifierPhase<S extends Parameters<typeof inEnvironment>[0]>(
+  settings: S,
+  environment: BuiltEnvironment | null,
+  task: Task,
+  strict: boolean,
+): S & { workdir?: string; user?: string } {
   if (!strict) return inEnvironment(settings, environment, task, 'verifier');
   return { ...inEnvironment(settings, environment, task, 'agent'), egress: 'none', allow: [] };
 }
@@ -172,4 +206,3 @@ export function networkNote(task: Task, egress: string, output: string): string 
     ? `task.toml gives the task the network (network mode ${task.environment!.network}) and this step runs with egress none${tried ? ', and the output shows a network failure' : ''}: a phase that downloads fails offline (vendor it into the image, or give the step an egress allowlist naming the hosts)`
     : `the output shows an attempt to reach the network under egress none (${NETWORK_ERROR.exec(output)![0]}): the task needs the network in this phase`;
 }
-

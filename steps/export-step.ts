@@ -83,7 +83,10 @@ function freezeOf(node: GraphNode): FreezeAnnotation | null {
  */
 function freezeRecord(node: GraphNode, attempts: readonly AttemptRecord[], configDigest: string): Json {
   const f = freezeOf(node);
-  const started = attempts.map((a) => a.started_at).filter((x): x is string => Boolean(x)).sort();
+  const started = attempts
+    .map((a) => a.started_at)
+    .filter((x): x is string => Boolean(x))
+    .sort();
   return {
     schema_version: 2,
     config_digest: configDigest,
@@ -98,7 +101,12 @@ function freezeRecord(node: GraphNode, attempts: readonly AttemptRecord[], confi
 
 function reportContext(node: GraphNode, attempts: AttemptRecord[], configDigest: string): ReportContext {
   const run = runStepOf(node);
-  const spec = (run?.step.spec ?? {}) as { agent?: { adapter: string; model?: string }; arms?: Record<string, ArmSpec>; limits?: Parameters<typeof limitsOf>[0]['limits']; sandbox?: Parameters<typeof sandboxOf>[0]['sandbox'] };
+  const spec = (run?.step.spec ?? {}) as {
+    agent?: { adapter: string; model?: string };
+    arms?: Record<string, ArmSpec>;
+    limits?: Parameters<typeof limitsOf>[0]['limits'];
+    sandbox?: Parameters<typeof sandboxOf>[0]['sandbox'];
+  };
   const sandbox = sandboxOf({ ...(spec.sandbox ? { sandbox: spec.sandbox } : {}) });
   const limits = limitsOf({ ...(spec.limits ? { limits: spec.limits } : {}) });
   const first = attempts.find((a) => a.admission === 'accepted') ?? attempts[0];
@@ -108,11 +116,17 @@ function reportContext(node: GraphNode, attempts: AttemptRecord[], configDigest:
     return { id, ...(t ? { family: t.family, category: t.category, repo: t.repo.source.split('/').slice(-1)[0]!, commit: t.repo.commit } : {}) };
   });
   const words = (a: ArmSpec) => {
-    const parts = [...Object.entries(a.files ?? {}).map(([dest, src]) => `${dest} from ${isStepOutput(src) ? `the output ${src.out} of step ${src.from}` : src}`), ...Object.keys(a.mcp_servers ?? {}).map((m) => `MCP server ${m}`)];
+    const parts = [
+      ...Object.entries(a.files ?? {}).map(([dest, src]) => `${dest} from ${isStepOutput(src) ? `the output ${src.out} of step ${src.from}` : src}`),
+      ...Object.keys(a.mcp_servers ?? {}).map((m) => `MCP server ${m}`),
+    ];
     if (a.prompt_append) parts.push('a prompt addition');
     return parts.length ? parts.join('; ') : 'none (control)';
   };
-  const ended = attempts.map((a) => a.ended_at).filter((x): x is string => Boolean(x)).sort();
+  const ended = attempts
+    .map((a) => a.ended_at)
+    .filter((x): x is string => Boolean(x))
+    .sort();
   return {
     cohort: freezeOf(node) ? `${freezeOf(node)!.cohort} v${freezeOf(node)!.version}` : (cfg(node.step).cohort ?? node.step.name),
     generated_at: ended[ended.length - 1] ?? '1970-01-01T00:00:00.000Z', // the last attempt's end: the same inputs render the same bytes
@@ -121,11 +135,24 @@ function reportContext(node: GraphNode, attempts: AttemptRecord[], configDigest:
     arms: Object.fromEntries(
       Object.keys(spec.arms ?? {}).map((k) => {
         const a = armOf({ arms: spec.arms ?? {} }, k);
-        return [k, { treatment: a.ablate ? `${words(a)}, without lines matching ${a.ablate.drop_lines.join(' | ')} (ablation of ${a.ablate.from})` : words(a) }];
+        return [
+          k,
+          { treatment: a.ablate ? `${words(a)}, without lines matching ${a.ablate.drop_lines.join(' | ')} (ablation of ${a.ablate.from})` : words(a) },
+        ];
       }),
     ),
-    agent: { adapter: first?.agent.adapter ?? spec.agent?.adapter ?? 'unknown', version: first?.agent.version ?? 'unknown', model: first?.agent.model ?? spec.agent?.model ?? 'unknown' },
-    sandbox: { backend: sandbox.backend, egress_mode: sandbox.egress, egress_enforced: first?.sandbox.egress_enforced ?? false, image_id: sandbox.image, isolation: first?.sandbox.isolation ?? 'unknown' },
+    agent: {
+      adapter: first?.agent.adapter ?? spec.agent?.adapter ?? 'unknown',
+      version: first?.agent.version ?? 'unknown',
+      model: first?.agent.model ?? spec.agent?.model ?? 'unknown',
+    },
+    sandbox: {
+      backend: sandbox.backend,
+      egress_mode: sandbox.egress,
+      egress_enforced: first?.sandbox.egress_enforced ?? false,
+      image_id: sandbox.image,
+      isolation: first?.sandbox.isolation ?? 'unknown',
+    },
     tasks,
     reps: Math.max(0, ...attempts.map((a) => a.rep)),
     limits: { turns: limits.turns, wall_seconds: limits.wallSeconds, tokens: limits.tokens, cost_usd: limits.costUsd },
@@ -183,11 +210,11 @@ function taskFiles(ctx: ExecutionContext): BundleFile[] {
     if (staged?.entry.type !== 'dir') continue;
     const dir = join(ctx.workDir, 'verifiers', t.id);
     ctx.artifacts.materialize(staged.entry, dir);
-    for (const rel of treeEntries(dir)) if (lstatSync(join(dir, rel)).isFile()) out.push({ path: `tasks/${t.id}/verifier/${rel}`, bytes: readFileSync(join(dir, rel)) });
+    for (const rel of treeEntries(dir))
+      if (lstatSync(join(dir, rel)).isFile()) out.push({ path: `tasks/${t.id}/verifier/${rel}`, bytes: readFileSync(join(dir, rel)) });
   }
   return out;
 }
-
 
 export const exportStep: StepKind = {
   name: 'export',
@@ -199,7 +226,13 @@ export const exportStep: StepKind = {
     const kinds = new Set(step.needs.map((n) => steps.get(n)?.kind));
     return kinds.has('analyze')
       ? []
-      : [{ field: `steps.${step.name}.needs`, message: 'an export step needs an analyze step (and every step whose outputs belong in the bundle: materialize, certify, run, verify, audit)', location: step.source.locate([...step.path, 'needs']) }];
+      : [
+          {
+            field: `steps.${step.name}.needs`,
+            message: 'an export step needs an analyze step (and every step whose outputs belong in the bundle: materialize, certify, run, verify, audit)',
+            location: step.source.locate([...step.path, 'needs']),
+          },
+        ];
   },
   keyConfig: (node): Json => ({ cohort: cfg(node.step).cohort ?? node.step.name, fixture_note: cfg(node.step).fixture_note ?? null }),
   // The resolved config and every task's hidden verifier files go into the bundle: their bytes are inputs.

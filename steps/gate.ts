@@ -40,7 +40,8 @@ export function evaluateGate(g: GateSpec['require'], a: AnalysisResult): { pass:
   const facts = `${g.treatment} vs ${control} on the pilot: ${c.delta === null ? 'no effect (' + c.verdict + ')' : pp(c.delta)}${c.ci ? ` [${pp(c.ci.low)}, ${pp(c.ci.high)}]` : ''}, verdict ${c.verdict}, ${c.n_tasks} task(s)`;
   const failed: string[] = [];
   if (g.min_effect !== undefined && (c.delta === null || c.delta < g.min_effect)) failed.push(`the effect is below the preregistered ${pp(g.min_effect)}`);
-  if (g.min_ci_lower !== undefined && (c.ci === null || c.ci.low < g.min_ci_lower)) failed.push(`the interval's lower bound is below the preregistered ${pp(g.min_ci_lower)}`);
+  if (g.min_ci_lower !== undefined && (c.ci === null || c.ci.low < g.min_ci_lower))
+    failed.push(`the interval's lower bound is below the preregistered ${pp(g.min_ci_lower)}`);
   if (g.verdicts && !g.verdicts.includes(c.verdict)) failed.push(`the verdict is not one of ${g.verdicts.join(', ')}`);
   return failed.length ? { pass: false, because: `${facts}: ${failed.join('; ')}` } : { pass: true, because: facts };
 }
@@ -55,13 +56,21 @@ export const gateStep: StepKind = {
     const at = (f: string[]) => ({ field: `steps.${step.name}.${f.join('.')}`, location: step.source.locate([...step.path, ...f]) });
     const pilot = steps.get(s.analysis);
     if (!pilot || pilot.kind !== 'analyze' || !step.needs.includes(s.analysis)) {
-      problems.push({ ...at(['analysis']), message: `analysis "${s.analysis}" must be an analyze step in needs (the pilot cohort whose result the gate reads)` });
+      problems.push({
+        ...at(['analysis']),
+        message: `analysis "${s.analysis}" must be an analyze step in needs (the pilot cohort whose result the gate reads)`,
+      });
     } else {
       const arms = [pilot.spec['control'], ...((pilot.spec['treatments'] as string[] | undefined) ?? [])];
-      if (!arms.includes(s.require?.treatment)) problems.push({ ...at(['require', 'treatment']), message: `treatment "${s.require?.treatment}" is not a treatment of the pilot ${s.analysis} (${arms.slice(1).join(', ')})` });
+      if (!arms.includes(s.require?.treatment))
+        problems.push({
+          ...at(['require', 'treatment']),
+          message: `treatment "${s.require?.treatment}" is not a treatment of the pilot ${s.analysis} (${arms.slice(1).join(', ')})`,
+        });
     }
     const r = s.require ?? ({} as GateSpec['require']);
-    if (r.min_effect === undefined && r.min_ci_lower === undefined && !r.verdicts) problems.push({ ...at(['require']), message: 'a gate needs a condition: min_effect, min_ci_lower and/or verdicts' });
+    if (r.min_effect === undefined && r.min_ci_lower === undefined && !r.verdicts)
+      problems.push({ ...at(['require']), message: 'a gate needs a condition: min_effect, min_ci_lower and/or verdicts' });
     return problems;
   },
   keyConfig: (node): Json => ({ analysis: spec(node.step).analysis, require: spec(node.step).require as unknown as Json }),
@@ -78,11 +87,18 @@ export const gateStep: StepKind = {
     writeFileSync(ctx.logFile, `${result.pass ? 'PASS' : 'CLOSED'}: ${result.because}\n`, { flag: 'a' });
     if (!result.pass) {
       ctx.outcome?.('closed', result.because);
-      return err({ reason: 'refused', message: `gate ${ctx.node.step.name} is closed: ${result.because}. The steps that need it do not run; the pilot's bundle stands on its own.` });
+      return err({
+        reason: 'refused',
+        message: `gate ${ctx.node.step.name} is closed: ${result.because}. The steps that need it do not run; the pilot's bundle stands on its own.`,
+      });
     }
     const out = join(ctx.workDir, 'out');
     mkdirSync(out);
-    writeFileSync(join(out, 'gate.json'), JSON.stringify({ schema_version: 1, gate: ctx.node.step.name, analysis: s.analysis, require: s.require, pass: true, because: result.because }, null, 2) + '\n');
+    writeFileSync(
+      join(out, 'gate.json'),
+      JSON.stringify({ schema_version: 1, gate: ctx.node.step.name, analysis: s.analysis, require: s.require, pass: true, because: result.because }, null, 2) +
+        '\n',
+    );
     return ok({ 'gate.json': ctx.artifacts.putPath(join(out, 'gate.json')) });
   },
 };

@@ -8,7 +8,9 @@ import { loadExeca } from '../sandboxes/lazy-execa.js';
  * still exit 0. The ceiling makes it treat `tree` as a plain directory.
  */
 export async function gitApply(tree: string, patch: string): Promise<{ ok: boolean; stderr: string }> {
-  const r = await (await loadExeca())('git', ['apply', '--whitespace=nowarn', '-'], {
+  const r = await (
+    await loadExeca()
+  )('git', ['apply', '--whitespace=nowarn', '-'], {
     cwd: tree,
     input: patch,
     reject: false,

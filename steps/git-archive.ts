@@ -15,7 +15,8 @@ export async function extractTree(mirror: string, treeish: string, dest: string)
   };
   const gitErr = errOf(git);
   const tarErr = errOf(tar);
-  const exit = (p: typeof git | typeof tar) => new Promise<number | null>((resolve, reject) => (p.once('error', reject), p.once('close', (code) => resolve(code))));
+  const exit = (p: typeof git | typeof tar) =>
+    new Promise<number | null>((resolve, reject) => (p.once('error', reject), p.once('close', (code) => resolve(code))));
   const [g, t] = await Promise.all([exit(git), exit(tar)]);
   if (g !== 0) throw new Error(`git archive ${treeish} exited ${g}: ${tail(gitErr)}`);
   if (t !== 0) throw new Error(`tar -x exited ${t}: ${tail(tarErr)}`);

@@ -13,4 +13,8 @@ import { runStep } from './run.js';
 import { verifyStep } from './verify.js';
 
 /** Built-in step kinds by name. Adding one: a module here plus its schema in schemas/. */
-export const builtinStepKinds: StepKindRegistry = new Map([commandStep, contextStep, materializeStep, environmentStep, certifyStep, runStep, verifyStep, auditStep, judgeStep, analyzeStep, gateStep, exportStep].map((k) => [k.name, k]));
+export const builtinStepKinds: StepKindRegistry = new Map(
+  [commandStep, contextStep, materializeStep, environmentStep, certifyStep, runStep, verifyStep, auditStep, judgeStep, analyzeStep, gateStep, exportStep].map(
+    (k) => [k.name, k],
+  ),
+);

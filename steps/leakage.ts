@@ -57,7 +57,9 @@ export function scanLeakage(inputs: LeakageInputs): LeakageFlag[] {
 
   // What the agent did: every tool call, as the trajectory and as the model's replies carried it.
   const calls: Text[] = [
-    ...inputs.trajectory.steps.flatMap((s) => (s.tool_calls ?? []).map((c) => ({ where: `trajectory step ${s.step_id} (${c.function_name})`, text: argumentText(c.arguments) }))),
+    ...inputs.trajectory.steps.flatMap((s) =>
+      (s.tool_calls ?? []).map((c) => ({ where: `trajectory step ${s.step_id} (${c.function_name})`, text: argumentText(c.arguments) })),
+    ),
     ...exchanges.flatMap((e) => e.toolCalls),
   ];
   for (const c of calls) {
@@ -69,7 +71,9 @@ export function scanLeakage(inputs: LeakageInputs): LeakageFlag[] {
   // What reached the model or came out of it: tool results, its own text, the agent's output.
   const seen: Text[] = [
     ...calls,
-    ...inputs.trajectory.steps.flatMap((s) => (s.observation?.results ?? []).map((r) => ({ where: `trajectory step ${s.step_id} (tool result)`, text: String(r.content ?? '') }))),
+    ...inputs.trajectory.steps.flatMap((s) =>
+      (s.observation?.results ?? []).map((r) => ({ where: `trajectory step ${s.step_id} (tool result)`, text: String(r.content ?? '') })),
+    ),
     ...exchanges.flatMap((e) => [...e.toolResults, ...e.modelText]),
     ...(inputs.agentLog ? [{ where: 'agent output (agent.log)', text: inputs.agentLog }] : []),
   ];
@@ -78,7 +82,13 @@ export function scanLeakage(inputs: LeakageInputs): LeakageFlag[] {
     if (canary && foldForMatch(t.text).includes(foldForMatch(canary))) flag({ kind: 'canary', where: t.where, evidence: 'the task canary' });
   }
   // The hidden test's own lines, in anything the agent was shown (tool results, its output).
-  const shown = [...exchanges.flatMap((e) => e.toolResults), ...inputs.trajectory.steps.flatMap((s) => (s.observation?.results ?? []).map((r) => ({ where: `trajectory step ${s.step_id} (tool result)`, text: String(r.content ?? '') }))), ...(inputs.agentLog ? [{ where: 'agent output (agent.log)', text: inputs.agentLog }] : [])];
+  const shown = [
+    ...exchanges.flatMap((e) => e.toolResults),
+    ...inputs.trajectory.steps.flatMap((s) =>
+      (s.observation?.results ?? []).map((r) => ({ where: `trajectory step ${s.step_id} (tool result)`, text: String(r.content ?? '') })),
+    ),
+    ...(inputs.agentLog ? [{ where: 'agent output (agent.log)', text: inputs.agentLog }] : []),
+  ];
   for (const t of shown) {
     const folded = foldForMatch(t.text);
     const line = hiddenLines.find((l) => folded.includes(foldForMatch(l)));
@@ -150,7 +160,9 @@ function spellings(command: string): string[] {
   let expanded = unquoted;
   for (let i = 0; i < 3; i++) expanded = expanded.replace(/\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?/g, (all, name: string) => vars.get(name) ?? all);
   const collapsed = expanded.replace(/\/(\.\/)+/g, '/').replace(/\/{2,}/g, '/');
-  const decoded = [...collapsed.matchAll(/[A-Za-z0-9+/]{12,}={0,2}/g)].map((m) => Buffer.from(m[0], 'base64').toString('utf8')).filter((t) => /^[\x20-\x7e\n\t]+$/.test(t));
+  const decoded = [...collapsed.matchAll(/[A-Za-z0-9+/]{12,}={0,2}/g)]
+    .map((m) => Buffer.from(m[0], 'base64').toString('utf8'))
+    .filter((t) => /^[\x20-\x7e\n\t]+$/.test(t));
   return [command, unquoted, expanded, collapsed, ...decoded];
 }
 

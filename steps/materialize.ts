@@ -74,7 +74,9 @@ export async function ensureMirror(storeDir: string, source: string, commit: str
   if (!existsSync(mirror)) {
     // Unique per call: two tasks of one repository may clone it at once in one process.
     const tmp = `${mirror}.tmp-${process.pid}-${randomBytes(6).toString('hex')}`;
-    await (await loadExeca())('git', ['clone', '--quiet', '--mirror', source, tmp]);
+    await (
+      await loadExeca()
+    )('git', ['clone', '--quiet', '--mirror', source, tmp]);
     try {
       renameSync(tmp, mirror);
     } catch {
@@ -119,7 +121,10 @@ export const materializeStep: StepKind = {
     };
   },
   fileInputs: () => [],
-  describeConfigField: (path) => ({ commit: 'repo commit', subdir: 'repo subdirectory', setup_patch: 'setup patch', redact: 'redaction policy', documentation: 'documentation removal' })[path[0] ?? ''],
+  describeConfigField: (path) =>
+    ({ commit: 'repo commit', subdir: 'repo subdirectory', setup_patch: 'setup patch', redact: 'redaction policy', documentation: 'documentation removal' })[
+      path[0] ?? ''
+    ],
 
   async execute(ctx: ExecutionContext) {
     const task = taskOf(ctx.node);
@@ -136,7 +141,10 @@ export const materializeStep: StepKind = {
       }
     } catch (e) {
       writeFileSync(ctx.logFile, errorMessage(e) + '\n', { flag: 'a' });
-      return err({ reason: 'exit-non-zero', message: `task ${task.id}: cannot materialize ${task.repo.source}@${task.repo.commit.slice(0, 12)}: ${errorMessage(e).split('\n')[0]}` });
+      return err({
+        reason: 'exit-non-zero',
+        message: `task ${task.id}: cannot materialize ${task.repo.source}@${task.repo.commit.slice(0, 12)}: ${errorMessage(e).split('\n')[0]}`,
+      });
     }
     const policy = policyOf(ctx.node.step.spec);
     const docs = documentationOf(ctx.node.step.spec);

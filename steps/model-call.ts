@@ -37,7 +37,8 @@ export function checkModelSpec(step: StepConfig): Diagnostic[] {
   const m = step.spec['model'] as ModelCallSpec | undefined;
   const at = (f: string[]) => ({ field: `steps.${step.name}.${f.join('.')}`, location: step.source.locate([...step.path, ...f]) });
   if (!m?.name) return [{ ...at(['model']), message: `a ${step.kind} step needs model.name and either model.upstream (URL) or model.fake_script` }];
-  if (!m.fake_script && !m.upstream) return [{ ...at(['model']), message: `step ${step.name} needs model.upstream (the provider's URL, with api_key_env) or model.fake_script` }];
+  if (!m.fake_script && !m.upstream)
+    return [{ ...at(['model']), message: `step ${step.name} needs model.upstream (the provider's URL, with api_key_env) or model.fake_script` }];
   if (m.fake_script) {
     let parsed: ReturnType<typeof parseFakeScript>;
     try {
@@ -51,7 +52,14 @@ export function checkModelSpec(step: StepConfig): Diagnostic[] {
 }
 
 export function modelKey(m: ModelCallSpec) {
-  return { name: m.name, provider: m.provider ?? 'anthropic', upstream: m.upstream ?? null, fake: Boolean(m.fake_script), api_key_env: m.api_key_env ?? null, max_tokens: m.max_tokens ?? 4096 };
+  return {
+    name: m.name,
+    provider: m.provider ?? 'anthropic',
+    upstream: m.upstream ?? null,
+    fake: Boolean(m.fake_script),
+    api_key_env: m.api_key_env ?? null,
+    max_tokens: m.max_tokens ?? 4096,
+  };
 }
 
 export function modelInputs(m: ModelCallSpec): FileInputSpec[] {
@@ -60,15 +68,29 @@ export function modelInputs(m: ModelCallSpec): FileInputSpec[] {
 
 function replyText(provider: 'anthropic' | 'openai', body: unknown): string {
   const b = body as { content?: { type: string; text?: string }[]; output?: { type: string; content?: { type: string; text?: string }[] }[] };
-  if (provider === 'anthropic') return (b.content ?? []).filter((c) => c.type === 'text').map((c) => c.text ?? '').join('');
-  return (b.output ?? []).filter((o) => o.type === 'message').flatMap((o) => o.content ?? []).filter((c) => c.type === 'output_text').map((c) => c.text ?? '').join('');
+  if (provider === 'anthropic')
+    return (b.content ?? [])
+      .filter((c) => c.type === 'text')
+      .map((c) => c.text ?? '')
+      .join('');
+  return (b.output ?? [])
+    .filter((o) => o.type === 'message')
+    .flatMap((o) => o.content ?? [])
+    .filter((c) => c.type === 'output_text')
+    .map((c) => c.text ?? '')
+    .join('');
 }
 
 /**
  * Sends `user` (and `system`) as one request; the exchange is logged to `logFile`.
  * A provider that fails or refuses is an infrastructure error, never an answer.
  */
-export async function callModel(ctx: ExecutionContext, m: ModelCallSpec, request: { system: string; user: string }, logFile: string): Promise<Result<ModelReply, string>> {
+export async function callModel(
+  ctx: ExecutionContext,
+  m: ModelCallSpec,
+  request: { system: string; user: string },
+  logFile: string,
+): Promise<Result<ModelReply, string>> {
   const provider = m.provider ?? 'anthropic';
   const fakeEntry = m.fake_script ? ctx.files.find((f) => f.path === normalizedPath(m.fake_script!))?.entry : undefined;
   if (m.fake_script && fakeEntry?.type !== 'file') return err(`model.fake_script ${m.fake_script} was not staged`);

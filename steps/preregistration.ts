@@ -87,13 +87,17 @@ export function computeFreeze(analyze: GraphNode, inputs: ReadonlyMap<string, Re
         break;
       case 'analyze': {
         const { version: _v, ...spec } = n.step.spec as Record<string, unknown>;
-        fields['analysis (arms, metrics, weights, bootstrap, validity floor, thresholds)'] = digestOf({ cfg, spec: { ...spec, needs: undefined, description: undefined } });
+        fields['analysis (arms, metrics, weights, bootstrap, validity floor, thresholds)'] = digestOf({
+          cfg,
+          spec: { ...spec, needs: undefined, description: undefined },
+        });
         break;
       }
     }
   }
   const sizes = [...new Set(reps.values())];
-  fields['sample size (tasks x arms x reps)'] = `${new Set([...reps.keys()].map((k) => k.split('/')[0])).size} tasks x ${new Set([...reps.keys()].map((k) => k.split('/')[1])).size} arms x ${sizes.length === 1 ? sizes[0] : sizes.join('/')} reps`;
+  fields['sample size (tasks x arms x reps)'] =
+    `${new Set([...reps.keys()].map((k) => k.split('/')[0])).size} tasks x ${new Set([...reps.keys()].map((k) => k.split('/')[1])).size} arms x ${sizes.length === 1 ? sizes[0] : sizes.join('/')} reps`;
   const stopping = analyze.step.spec['stopping'] as Record<string, unknown> | undefined;
   // Sequential stopping: the rule, and the families of each look in their preregistered order.
   fields['stopping rule'] = stopping

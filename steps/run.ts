@@ -66,7 +66,13 @@ export function armOf(s: { arms: Record<string, ArmSpec> }, name: string): ArmSp
   if (!a.ablate) return a;
   const base = s.arms[a.ablate.from] ?? {};
   const { ablate, ...own } = a;
-  return { ...base, ...own, ablate, env: { ...(base.env ?? {}), ...(own.env ?? {}) }, ...(base.prompt_append ? { prompt_append: ablated(base.prompt_append, ablate) } : {}) };
+  return {
+    ...base,
+    ...own,
+    ablate,
+    env: { ...(base.env ?? {}), ...(own.env ?? {}) },
+    ...(base.prompt_append ? { prompt_append: ablated(base.prompt_append, ablate) } : {}),
+  };
 }
 
 /**
@@ -143,7 +149,10 @@ export function sandboxFor(node: GraphNode, s: { sandbox?: SandboxSettings }): R
   if (!settings.image?.includes('{')) return ok(settings);
   const resolved = (node.annotation as { image?: { name: string; id: string | null } } | undefined)?.image;
   if (!resolved) return err(`the image template ${settings.image} was not resolved for ${node.id} (it is resolved when a run is planned by the CLI)`);
-  if (!resolved.id) return err(`image ${resolved.name} (from ${settings.image}) is not in the engine: build or load it locally (docker build / docker load / docker import); pairbench never pulls`);
+  if (!resolved.id)
+    return err(
+      `image ${resolved.name} (from ${settings.image}) is not in the engine: build or load it locally (docker build / docker load / docker import); pairbench never pulls`,
+    );
   return ok({ ...settings, image: resolved.id });
 }
 
@@ -154,7 +163,12 @@ export function sandboxFor(node: GraphNode, s: { sandbox?: SandboxSettings }): R
  * this attempt's key depend on that arm's files. The cross-arm check (no control
  * received a treatment) is analyze's, from the instruction lines each attempt records.
  */
-function markerOf(arm: ArmSpec, adapter: AgentAdapter, entryOf: (src: TreatmentSource) => OutputEntry | undefined, read: (d: StagedDigest) => string): Marker | undefined {
+function markerOf(
+  arm: ArmSpec,
+  adapter: AgentAdapter,
+  entryOf: (src: TreatmentSource) => OutputEntry | undefined,
+  read: (d: StagedDigest) => string,
+): Marker | undefined {
   const files = Object.entries(arm.files ?? {});
   const instruction = files.map(([dest, src]) => ({ src, scope: adapter.deliveryScope(dest) })).find((f) => f.scope);
   if (arm.marker) return { lines: [foldLine(arm.marker)], scope: instruction?.scope ?? { kind: 'anywhere' } };
@@ -222,7 +236,11 @@ async function startSandbox(
     mounts,
     ...(settings.image ? { image: settings.image } : {}),
     ...(settings.workdir ? { workdir: settings.workdir } : {}),
-    resources: { ...(settings.resources.cpus ? { cpus: settings.resources.cpus } : {}), ...(settings.resources.memory_mb ? { memoryMb: settings.resources.memory_mb } : {}), ...(settings.resources.pids ? { pids: settings.resources.pids } : {}) },
+    resources: {
+      ...(settings.resources.cpus ? { cpus: settings.resources.cpus } : {}),
+      ...(settings.resources.memory_mb ? { memoryMb: settings.resources.memory_mb } : {}),
+      ...(settings.resources.pids ? { pids: settings.resources.pids } : {}),
+    },
     egress: { mode: settings.egress, allow: [...settings.allow] },
     forwards: model?.socket ? [{ socket: model.socket, port: GATEWAY_PORT_INSIDE }] : [],
     env: { PATH: '/usr/local/bin:/usr/bin:/bin', LANG: 'C.UTF-8' },
@@ -237,7 +255,12 @@ async function startSandbox(
 /** The provider refused or failed (auth, rate limit, overload, server error): not the agent's doing. */
 /** What an agent that never reached its model said on the way out: its last line of stderr (or stdout), else its exit. */
 function startFailure(r: { exitCode: number | null; signal: string | null; timedOut: boolean; stdout: string; stderr: string }): string {
-  const last = (text: string) => text.split('\n').map((l) => l.trim()).filter(Boolean).pop();
+  const last = (text: string) =>
+    text
+      .split('\n')
+      .map((l) => l.trim())
+      .filter(Boolean)
+      .pop();
   const said = last(r.stderr) ?? last(r.stdout);
   const how = r.timedOut ? 'hung until the time cap' : r.signal ? `killed by ${r.signal}` : `exit code ${r.exitCode}`;
   return `${how} before its first model request${said ? `: ${said.length > 300 ? `${said.slice(0, 300)}...` : said}` : ''}`;
@@ -286,16 +309,25 @@ export const runStep: StepKind = {
       if (!s.arms[a]) problems.push({ ...at(['arms']), message: `arm "${a}" (in matrix.arm) has no entry under arms` });
     }
     // An arm's env may not redirect the agent's model, home or network: arms differ only in their treatment.
-    const RESERVED = /^(ANTHROPIC_|OPENAI_)|^(PAIRBENCH_PROMPT|PAIRBENCH_MODEL|PAIRBENCH_MODEL_URL|HOME|CODEX_HOME|PATH|IS_SANDBOX|HTTPS?_PROXY|https?_proxy|NO_PROXY|no_proxy)$/;
+    const RESERVED =
+      /^(ANTHROPIC_|OPENAI_)|^(PAIRBENCH_PROMPT|PAIRBENCH_MODEL|PAIRBENCH_MODEL_URL|HOME|CODEX_HOME|PATH|IS_SANDBOX|HTTPS?_PROXY|https?_proxy|NO_PROXY|no_proxy)$/;
     for (const [name, a] of Object.entries(s.arms)) {
       for (const k of Object.keys(a.env ?? {})) {
-        if (RESERVED.test(k)) problems.push({ ...at(['arms', name, 'env', k]), message: `arm "${name}" sets ${k}, which pairbench controls (the model gateway, the private home, the network)` });
+        if (RESERVED.test(k))
+          problems.push({
+            ...at(['arms', name, 'env', k]),
+            message: `arm "${name}" sets ${k}, which pairbench controls (the model gateway, the private home, the network)`,
+          });
       }
     }
     for (const [name, a] of Object.entries(s.arms)) {
       const ablation = a.ablate;
       if (!ablation) continue;
-      if (!s.arms[ablation.from] || s.arms[ablation.from]!.ablate) problems.push({ ...at(['arms', name, 'ablate', 'from']), message: `arm "${name}" ablates "${ablation.from}", which is not an arm with its own treatment` });
+      if (!s.arms[ablation.from] || s.arms[ablation.from]!.ablate)
+        problems.push({
+          ...at(['arms', name, 'ablate', 'from']),
+          message: `arm "${name}" ablates "${ablation.from}", which is not an arm with its own treatment`,
+        });
       const base = s.arms[ablation.from];
       const texts = base ? treatmentTexts(step.rootDir, base) : null;
       ablation.drop_lines.forEach((p, i) => {
@@ -307,23 +339,34 @@ export const runStep: StepKind = {
         }
         // A pattern that removes nothing would make the ablation arm a copy of its base, silently.
         if (texts && !texts.some((t) => t.split('\n').some((line) => re.test(line)))) {
-          problems.push({ ...at(['arms', name, 'ablate', 'drop_lines', i]), message: `"${p}" matches no line of arm "${ablation.from}"'s treatment (its prompt_append and files): the ablation would remove nothing` });
+          problems.push({
+            ...at(['arms', name, 'ablate', 'drop_lines', i]),
+            message: `"${p}" matches no line of arm "${ablation.from}"'s treatment (its prompt_append and files): the ablation would remove nothing`,
+          });
         }
       });
     }
     for (const [name, a] of Object.entries(s.arms)) {
       if (a.restore && !step.needs.some((n) => steps.get(n)?.kind === 'materialize')) {
-        problems.push({ ...at(['arms', name, 'restore']), message: `arm "${name}" restores the repository's own instruction files, which only a materialize step keeps: add one to needs (an environment image has no redaction to undo)` });
+        problems.push({
+          ...at(['arms', name, 'restore']),
+          message: `arm "${name}" restores the repository's own instruction files, which only a materialize step keeps: add one to needs (an environment image has no redaction to undo)`,
+        });
       }
       for (const [dest, src] of Object.entries(a.files ?? {})) {
         if (isStepOutput(src) && !step.needs.includes(src.from)) {
-          problems.push({ ...at(['arms', name, 'files', dest, 'from']), message: `arm "${name}" takes ${dest} from step "${src.from}", which is not in needs`, hint: `add ${src.from} to steps.${step.name}.needs` });
+          problems.push({
+            ...at(['arms', name, 'files', dest, 'from']),
+            message: `arm "${name}" takes ${dest} from step "${src.from}", which is not in needs`,
+            hint: `add ${src.from} to steps.${step.name}.needs`,
+          });
         }
       }
     }
     if (!step.matrix.some((d) => d.name === 'rep')) problems.push({ ...at(['matrix']), message: 'a run step needs matrix.rep (repetitions, e.g. rep: 3)' });
     const needsModel = agentAdapters.get(s.agent.adapter)?.needsModel && s.agent.adapter !== 'command';
-    if (needsModel && !s.model?.fake_script && !s.model?.upstream) problems.push({ ...at(['model']), message: `agent ${s.agent.adapter} needs a model: model.upstream (URL) or model.fake_script` });
+    if (needsModel && !s.model?.fake_script && !s.model?.upstream)
+      problems.push({ ...at(['model']), message: `agent ${s.agent.adapter} needs a model: model.upstream (URL) or model.fake_script` });
     return problems;
   },
 
@@ -349,7 +392,10 @@ export const runStep: StepKind = {
       sandbox: sandboxOf(s),
       model: { upstream: s.model?.upstream ?? null, fake: Boolean(s.model?.fake_script), api_key_env: s.model?.api_key_env ?? null },
       // The script's bytes are a file input; its path here is relative, so machines share keys.
-      solution: adapter.name === 'oracle' ? { patch: task.solution.patch, script: task.solution.script ? relative(node.step.rootDir, task.solution.script) : null } : null,
+      solution:
+        adapter.name === 'oracle'
+          ? { patch: task.solution.patch, script: task.solution.script ? relative(node.step.rootDir, task.solution.script) : null }
+          : null,
       // What a task's own environment (task.toml) sets: the agent's time limit, CPUs, memory, network.
       ...(task.environment ? { environment: task.environment } : {}),
       ...(task.workdir ? { workdir: task.workdir } : {}),
@@ -423,10 +469,16 @@ export const runStep: StepKind = {
     if (!configured.ok) return err({ reason: 'infra', message: configured.error });
     const settings = inEnvironment(configured.value, point.environment, task);
     if (point.environment && settings.backend !== 'docker') {
-      return err({ reason: 'refused', message: `task ${task.id} runs in the image its environment step built: give step ${ctx.node.step.name} sandbox: { backend: docker }` });
+      return err({
+        reason: 'refused',
+        message: `task ${task.id} runs in the image its environment step built: give step ${ctx.node.step.name} sandbox: { backend: docker }`,
+      });
     }
     // A time limit the task sets for its agent applies unless the step sets one.
-    const limits = { ...limitsOf(s), ...(s.limits?.wall_seconds === undefined && task.environment?.agentTimeoutSec ? { wallSeconds: Math.ceil(task.environment.agentTimeoutSec) } : {}) };
+    const limits = {
+      ...limitsOf(s),
+      ...(s.limits?.wall_seconds === undefined && task.environment?.agentTimeoutSec ? { wallSeconds: Math.ceil(task.environment.agentTimeoutSec) } : {}),
+    };
 
     // 0. A task that failed certification is never run.
     const certifyIds = new Set(ctx.node.upstream.filter((u) => u.kind.name === 'certify').map((u) => u.id));
@@ -448,7 +500,11 @@ export const runStep: StepKind = {
     const entryOf = (src: TreatmentSource) => treatmentEntry(src, ctx.node, ctx.files, ctx.upstream);
     for (const [dest, src] of Object.entries(arm.files ?? {})) {
       const entry = entryOf(src);
-      if (!entry) return err({ reason: 'internal', message: isStepOutput(src) ? `treatment file ${dest}: step ${src.from} produced no output "${src.out}"` : `treatment file ${src} was not staged` });
+      if (!entry)
+        return err({
+          reason: 'internal',
+          message: isStepOutput(src) ? `treatment file ${dest}: step ${src.from} produced no output "${src.out}"` : `treatment file ${src} was not staged`,
+        });
       mkdirSync(join(ws, dest, '..'), { recursive: true });
       if (arm.ablate && entry.type === 'file') writeFileSync(join(ws, dest), ablated(ctx.artifacts.read(entry.digest).toString('utf8'), arm.ablate));
       else ctx.artifacts.materialize(entry, join(ws, dest));
@@ -481,7 +537,10 @@ export const runStep: StepKind = {
     }
 
     if (adapter.needsModel && adapter.name !== 'command' && !model) {
-      return err({ reason: 'internal', message: `agent ${adapter.name} needs its model, but no gateway was opened (model.fake_script not staged, or no model.upstream)` });
+      return err({
+        reason: 'internal',
+        message: `agent ${adapter.name} needs its model, but no gateway was opened (model.fake_script not staged, or no model.upstream)`,
+      });
     }
     const actx: AttemptContext = {
       // An addition goes to the system prompt where the agent has one (the seed's ablations are system-prompt text).
@@ -513,7 +572,11 @@ export const runStep: StepKind = {
       sandbox = sb.ok ? sb.value : undefined;
       const result =
         inv && sandbox
-          ? await sandbox.exec(inv.argv, { env: { ...(arm.env ?? {}), ...inv.env, ...(sandboxed ? { HOME: '/tmp/home' } : {}) }, timeoutMs: limits.wallSeconds * 1000, signal: ctx.signal })
+          ? await sandbox.exec(inv.argv, {
+              env: { ...(arm.env ?? {}), ...inv.env, ...(sandboxed ? { HOME: '/tmp/home' } : {}) },
+              timeoutMs: limits.wallSeconds * 1000,
+              signal: ctx.signal,
+            })
           : { exitCode: sandbox ? 0 : null, signal: null, timedOut: false, stdout: '', stderr: sb.ok ? '' : sb.error.message, durationMs: 0 };
       // The agent's own time: its process from start to exit on a monotonic clock, whatever the
       // scheduler's load did to the sandbox start, the workspace copy or the snapshot around it.
@@ -557,13 +620,14 @@ export const runStep: StepKind = {
         { path: ctx.config.rootDir, as: '<project>' },
       ];
       const { redact } = await import('./export/bundle.js');
-      const infraCause = exitReason !== 'infra-error'
-        ? null
-        : !sandbox
-          ? `sandbox failed to start: ${sb.ok ? '' : sb.error.message}`
-          : didNotStart
-            ? `agent did not start: ${startFailure(result)}`
-            : `model provider: ${gw?.upstream_errors ? 'unreachable' : `HTTP ${model!.statuses().filter(isProviderFault).join(', ')}`}`;
+      const infraCause =
+        exitReason !== 'infra-error'
+          ? null
+          : !sandbox
+            ? `sandbox failed to start: ${sb.ok ? '' : sb.error.message}`
+            : didNotStart
+              ? `agent did not start: ${startFailure(result)}`
+              : `model provider: ${gw?.upstream_errors ? 'unreachable' : `HTTP ${model!.statuses().filter(isProviderFault).join(', ')}`}`;
       if (exitReason === 'infra-error' && sandbox) {
         ctx.doNotCache(didNotStart ? `infrastructure error: ${infraCause}` : 'infrastructure error: the model provider failed or refused (see gateway.jsonl)');
       }

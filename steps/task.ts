@@ -114,10 +114,14 @@ function parseTask(file: string, id: string): Result<Task, Diagnostic[]> {
   try {
     text = readFileSync(file, 'utf8');
   } catch {
-    return err([{ message: `task "${id}": no task file at ${displayPath(file)}`, hint: 'each matrix value of `task` names a directory tasks/<id>/ with a task.yaml' }]);
+    return err([
+      { message: `task "${id}": no task file at ${displayPath(file)}`, hint: 'each matrix value of `task` names a directory tasks/<id>/ with a task.yaml' },
+    ]);
   }
   const { source, diagnostics } = YamlSource.parse(displayPath(file), text);
   if (diagnostics.length) return err(diagnostics);
+  // Checked against task.schema.json on the next line before any field is read.
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- its shape is the schema's
   const data = source.toJS() as Record<string, any>;
   const problems = validateAgainstSchema('task.schema.json', data, source);
   if (problems.length) return err(problems);
@@ -130,12 +134,25 @@ function parseTask(file: string, id: string): Result<Task, Diagnostic[]> {
     problems.push({ field: 'repo.setup_patch', message: `task "${id}": ${repo.setup_patch} does not exist`, location: source.locate(['repo', 'setup_patch']) });
   }
   if (!FULL_SHA.test(repo.commit)) {
-    problems.push({ field: 'repo.commit', message: `task "${id}": commit "${repo.commit}" is not a full 40-hex commit id`, hint: 'pin the exact commit: git rev-parse <ref>', location: source.locate(['repo', 'commit']) });
+    problems.push({
+      field: 'repo.commit',
+      message: `task "${id}": commit "${repo.commit}" is not a full 40-hex commit id`,
+      hint: 'pin the exact commit: git rev-parse <ref>',
+      location: source.locate(['repo', 'commit']),
+    });
   }
   if (!repo.path === !repo.url) {
     problems.push({ field: 'repo', message: `task "${id}": give exactly one of repo.path or repo.url`, location: source.locate(['repo']) });
   }
-  const v = data['verifier'] as { command?: string; fail_to_pass?: Record<string, string>; pass_to_pass?: Record<string, string>; timeout?: number; files?: string; result?: 'exit-code' | 'reward-file'; owned?: string[] };
+  const v = data['verifier'] as {
+    command?: string;
+    fail_to_pass?: Record<string, string>;
+    pass_to_pass?: Record<string, string>;
+    timeout?: number;
+    files?: string;
+    result?: 'exit-code' | 'reward-file';
+    owned?: string[];
+  };
   if (v.files && !existsSync(join(dirname(file), v.files))) {
     problems.push({ field: 'verifier.files', message: `task "${id}": ${v.files} does not exist`, location: source.locate(['verifier', 'files']) });
   }
@@ -144,7 +161,8 @@ function parseTask(file: string, id: string): Result<Task, Diagnostic[]> {
   }
   const sol = (data['solution'] ?? {}) as { patch?: string; script?: string };
   for (const [k, p] of Object.entries(sol)) {
-    if (p && !existsSync(join(dir, p))) problems.push({ field: `solution.${k}`, message: `task "${id}": ${p} does not exist`, location: source.locate(['solution', k]) });
+    if (p && !existsSync(join(dir, p)))
+      problems.push({ field: `solution.${k}`, message: `task "${id}": ${p} does not exist`, location: source.locate(['solution', k]) });
   }
   if (problems.length) return err(problems);
   const verifierDir = join(dir, v.files ?? 'verifier');

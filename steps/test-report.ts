@@ -116,7 +116,7 @@ export function parseDjangoLog(log: string): Map<string, RunnerStatus> {
     const at = line.indexOf(' ... ');
     if (at > 0) prev = line.slice(0, at);
     const id = at > 0 ? line.slice(0, at) : prev;
-    if (/ \.\.\. (ok|OK)$| \.\.\.  OK$/.test(line)) out.set(line.slice(0, at), 'PASSED');
+    if (/ \.\.\. (ok|OK)$| \.\.\. {2}OK$/.test(line)) out.set(line.slice(0, at), 'PASSED');
     else if (line.includes(' ... skipped') && at > 0) out.set(line.slice(0, at), 'SKIPPED');
     else if (line.endsWith(' ... FAIL') && at > 0) out.set(line.slice(0, at), 'FAILED');
     else if (line.endsWith(' ... ERROR') && at > 0) out.set(line.slice(0, at), 'ERROR');

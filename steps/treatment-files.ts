@@ -48,7 +48,12 @@ export function normalizedPath(p: string): string {
  * The stored entry a source names for this node: the staged file input, or the
  * output of the producing node among the node's upstreams.
  */
-export function treatmentEntry(src: TreatmentSource, node: GraphNode, files: readonly StagedFile[], upstream: readonly UpstreamOutputs[]): OutputEntry | undefined {
+export function treatmentEntry(
+  src: TreatmentSource,
+  node: GraphNode,
+  files: readonly StagedFile[],
+  upstream: readonly UpstreamOutputs[],
+): OutputEntry | undefined {
   if (!isStepOutput(src)) return files.find((f) => f.path === normalizedPath(src))?.entry;
   const producers = new Set(node.upstream.filter((u) => u.step.name === src.from).map((u) => u.id));
   return upstream.find((u) => producers.has(u.node) && u.outputs[src.out])?.outputs[src.out];

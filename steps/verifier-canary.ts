@@ -26,9 +26,17 @@ const PLANT: Record<string, string> = {
   '.sh': '\nexit 86 # pairbench canary: a failure planted after the real checks\n',
 };
 const LANGUAGE: Record<string, keyof typeof PLANT> = {
-  '.js': '.js', '.mjs': '.js', '.cjs': '.js', '.ts': '.js', '.mts': '.js', '.cts': '.js', '.jsx': '.js', '.tsx': '.js',
+  '.js': '.js',
+  '.mjs': '.js',
+  '.cjs': '.js',
+  '.ts': '.js',
+  '.mts': '.js',
+  '.cts': '.js',
+  '.jsx': '.js',
+  '.tsx': '.js',
   '.py': '.py',
-  '.sh': '.sh', '.bash': '.sh',
+  '.sh': '.sh',
+  '.bash': '.sh',
 };
 
 /** A file the canary plants its failure into: in the workspace, or among the hidden verifier files. */

@@ -70,8 +70,24 @@ const CANARY_INSIDE = '/verifier-canary';
 const LOGS_INSIDE = '/logs/verifier';
 
 /** A step's sandbox settings as the verifier takes them. */
-export function verifierSandbox(s: { backend: BackendName; egress: string; image: string | null; allow: readonly string[]; resources: { cpus?: number; memory_mb?: number; pids?: number }; workdir?: string; user?: string }): VerifierSandbox {
-  return { backend: s.backend, egress: s.egress as EgressMode, image: s.image, allow: s.allow, resources: s.resources, ...(s.workdir ? { workdir: s.workdir } : {}), ...(s.user ? { user: s.user } : {}) };
+export function verifierSandbox(s: {
+  backend: BackendName;
+  egress: string;
+  image: string | null;
+  allow: readonly string[];
+  resources: { cpus?: number; memory_mb?: number; pids?: number };
+  workdir?: string;
+  user?: string;
+}): VerifierSandbox {
+  return {
+    backend: s.backend,
+    egress: s.egress as EgressMode,
+    image: s.image,
+    allow: s.allow,
+    resources: s.resources,
+    ...(s.workdir ? { workdir: s.workdir } : {}),
+    ...(s.user ? { user: s.user } : {}),
+  };
 }
 
 /** The evidence entry of a test runner's invocation; also the name its canary is calibrated under. */
@@ -84,7 +100,14 @@ export const RUNNER_TEST = 'runner';
  */
 export function runnerCommand(command: string, ids: readonly string[], testPatch: string | null = null): string {
   const files = testPatch ? patchedFiles(testPatch).filter((f) => f !== '/dev/null') : [];
-  const modules = files.filter((f) => f.endsWith('.py')).map((f) => f.replace(/^tests\//, '').replace(/\.py$/, '').replaceAll('/', '.'));
+  const modules = files
+    .filter((f) => f.endsWith('.py'))
+    .map((f) =>
+      f
+        .replace(/^tests\//, '')
+        .replace(/\.py$/, '')
+        .replaceAll('/', '.'),
+    );
   return command
     .replaceAll('{tests}', ids.map(shellQuote).join(' '))
     .replaceAll('{test_files}', files.map(shellQuote).join(' '))
@@ -115,7 +138,7 @@ class Transcript {
   private static readonly MAX = 16 * 1024 * 1024;
 
   add(label: string, command: string, r: ExecResult): void {
-    const part = `=== ${label}\n$ ${command.length > 2000 ? `${command.slice(0, 2000)}... (${command.length} characters)` : command}\n--- exit ${r.timedOut ? 'timed out' : r.exitCode ?? r.signal} in ${r.durationMs} ms\n--- stdout\n${r.stdout}\n--- stderr\n${r.stderr}\n`;
+    const part = `=== ${label}\n$ ${command.length > 2000 ? `${command.slice(0, 2000)}... (${command.length} characters)` : command}\n--- exit ${r.timedOut ? 'timed out' : (r.exitCode ?? r.signal)} in ${r.durationMs} ms\n--- stdout\n${r.stdout}\n--- stderr\n${r.stderr}\n`;
     if (this.size + part.length > Transcript.MAX) {
       this.parts.push(`=== ${label}: output dropped (the transcript is capped at ${Transcript.MAX} bytes)\n`);
       return;
@@ -186,20 +209,28 @@ function readReward(dir: string): RewardRead {
     if (typeof data === 'number' && Number.isFinite(data)) fromJson = { reward: data };
     else if (data && typeof data === 'object' && !Array.isArray(data) && Object.keys(data).length > 0) {
       const bad = Object.entries(data).filter(([, v]) => typeof v !== 'number' || !Number.isFinite(v));
-      if (bad.length) return { ok: false, error: `reward.json holds values that are not numbers: ${bad.map(([k, v]) => `${k}=${JSON.stringify(v)}`).join(', ')}` };
+      if (bad.length)
+        return { ok: false, error: `reward.json holds values that are not numbers: ${bad.map(([k, v]) => `${k}=${JSON.stringify(v)}`).join(', ')}` };
       fromJson = data as Record<string, number>;
     } else return { ok: false, error: `reward.json holds ${JSON.stringify(data)}, not a number or an object of numbers` };
   }
   if (hasTxt) {
     const text = readFileSync(txtPath, 'utf8').trim();
     const v = text === '' ? NaN : Number(text);
-    if (!Number.isFinite(v)) return { ok: false, error: text === '' ? 'reward.txt is empty' : `reward.txt holds ${JSON.stringify(text.slice(0, 80))}, not a number` };
+    if (!Number.isFinite(v))
+      return { ok: false, error: text === '' ? 'reward.txt is empty' : `reward.txt holds ${JSON.stringify(text.slice(0, 80))}, not a number` };
     fromTxt = { reward: v };
   }
   if (fromJson && fromTxt) {
     const txtValue = fromTxt['reward'];
     if (!Object.values(fromJson).every((v) => v === txtValue)) {
-      return { ok: false, forgery: { reason: 'reward-files-disagree', detail: `reward.txt says ${JSON.stringify(fromTxt)} and reward.json says ${JSON.stringify(fromJson)}: a verifier writes one of them` } };
+      return {
+        ok: false,
+        forgery: {
+          reason: 'reward-files-disagree',
+          detail: `reward.txt says ${JSON.stringify(fromTxt)} and reward.json says ${JSON.stringify(fromJson)}: a verifier writes one of them`,
+        },
+      };
     }
   }
   return { ok: true, reward: (fromJson ?? fromTxt)! };
@@ -249,13 +280,28 @@ export async function runVerifier(
     if (!applied.ok) {
       // The attempt's changes conflict with the hidden tests: not resolved (as SWE-bench scores it), not an infrastructure fault.
       const evidence: TestEvidence = { name: 'test_patch', kind: 'command', status: 'fail', exit_code: 1, duration_ms: 0, output_tail: tail(applied.stderr) };
-      return ok({ pass: false, evidence: [evidence], reward: null, canaries: {}, forgery: null, sandbox: noSandbox, transcript: `=== test_patch did not apply\n${applied.stderr}\n`, canaryTargets: {} });
+      return ok({
+        pass: false,
+        evidence: [evidence],
+        reward: null,
+        canaries: {},
+        forgery: null,
+        sandbox: noSandbox,
+        transcript: `=== test_patch did not apply\n${applied.stderr}\n`,
+        canaryTargets: {},
+      });
     }
   }
   const runner = task.verifier.runner;
   // With a test runner, one invocation runs every listed test; its canary is that invocation.
   const tests: [TestEvidence['kind'], string, string][] = runner
-    ? [['command', RUNNER_TEST, runnerCommand(runner.command, Object.keys(task.verifier.failToPass), task.verifier.patch ?? task.verifier.scanOnlyPatch ?? null)]]
+    ? [
+        [
+          'command',
+          RUNNER_TEST,
+          runnerCommand(runner.command, Object.keys(task.verifier.failToPass), task.verifier.patch ?? task.verifier.scanOnlyPatch ?? null),
+        ],
+      ]
     : [
         ...(task.verifier.command ? [['command', 'verifier', task.verifier.command] as [TestEvidence['kind'], string, string]] : []),
         ...Object.entries(task.verifier.failToPass).map(([n, c]) => ['fail_to_pass', n, c] as [TestEvidence['kind'], string, string]),
@@ -265,7 +311,13 @@ export async function runVerifier(
   const canaried = canary && task.verifier.result === 'exit-code' ? tests.filter(([kind]) => kind !== 'pass_to_pass') : [];
   const targets = new Map(canaried.map(([, name, command]) => [name, plantTargets(command, ws, verifierFiles)] as [string, PlantTarget[]]));
   const canaryDir = verifierFiles && [...targets.values()].some((ts) => ts.some((t) => t.where === 'verifier')) ? join(scratch, 'verifier-canary') : null;
-  if (canaryDir) plant([...targets.values()].flat().filter((t) => t.where === 'verifier'), ws, verifierFiles, canaryDir);
+  if (canaryDir)
+    plant(
+      [...targets.values()].flat().filter((t) => t.where === 'verifier'),
+      ws,
+      verifierFiles,
+      canaryDir,
+    );
 
   const mounts: Mount[] = [];
   if (verifierFiles && sandboxed) mounts.push({ host: verifierFiles, target: VERIFIER_INSIDE, readOnly: true });
@@ -287,16 +339,33 @@ export async function runVerifier(
       ...(settings.workdir ? { workdir: settings.workdir } : {}),
       ...(settings.user ? { user: settings.user } : {}),
       egress: { mode: settings.egress, allow: [...(settings.allow ?? [])] },
-      resources: { ...(settings.resources?.cpus ? { cpus: settings.resources.cpus } : {}), ...(settings.resources?.memory_mb ? { memoryMb: settings.resources.memory_mb } : {}), ...(settings.resources?.pids ? { pids: settings.resources.pids } : {}) },
-      env: { ...(task.environment?.verifierEnv ?? {}), PATH: '/usr/local/bin:/usr/bin:/bin', LANG: 'C.UTF-8', VERIFIER_DIR: verifierFiles ? (sandboxed ? VERIFIER_INSIDE : verifierFiles) : '', HOME: sandboxed ? '/tmp' : scratch },
+      resources: {
+        ...(settings.resources?.cpus ? { cpus: settings.resources.cpus } : {}),
+        ...(settings.resources?.memory_mb ? { memoryMb: settings.resources.memory_mb } : {}),
+        ...(settings.resources?.pids ? { pids: settings.resources.pids } : {}),
+      },
+      env: {
+        ...(task.environment?.verifierEnv ?? {}),
+        PATH: '/usr/local/bin:/usr/bin:/bin',
+        LANG: 'C.UTF-8',
+        VERIFIER_DIR: verifierFiles ? (sandboxed ? VERIFIER_INSIDE : verifierFiles) : '',
+        HOME: sandboxed ? '/tmp' : scratch,
+      },
       labels: { 'pairbench.role': 'verifier' },
     });
     if (!created.ok) return err(`verifier sandbox: ${created.error.message}`);
     sandbox = created.value;
     const transcript = new Transcript();
-    const runEnv: Record<string, string> = { ...(runner?.env ?? {}), ...(runner?.testTimeoutSec ? { PAIRBENCH_TEST_TIMEOUT: String(runner.testTimeoutSec) } : {}) };
+    const runEnv: Record<string, string> = {
+      ...(runner?.env ?? {}),
+      ...(runner?.testTimeoutSec ? { PAIRBENCH_TEST_TIMEOUT: String(runner.testTimeoutSec) } : {}),
+    };
     const run = async (label: string, command: string, env: Record<string, string> = {}): Promise<ExecResult> => {
-      const r = await sandbox!.exec(['sh', '-c', command], { env: { ...runEnv, ...env }, timeoutMs: task.verifier.timeoutSec * 1000, ...(signal ? { signal } : {}) });
+      const r = await sandbox!.exec(['sh', '-c', command], {
+        env: { ...runEnv, ...env },
+        timeoutMs: task.verifier.timeoutSec * 1000,
+        ...(signal ? { signal } : {}),
+      });
       transcript.add(label, command, r);
       return r;
     };
@@ -307,7 +376,10 @@ export async function runVerifier(
       const r = await run('runner (every listed test)', runnerCommand(runner.command, ids, task.verifier.patch ?? task.verifier.scanOnlyPatch ?? null));
       const report = runner.reportFile ? readReportFile(ws, runner.reportFile) : testOutput(`${r.stdout}\n${r.stderr}`);
       const statuses = parseReport(runner.report, report);
-      for (const [kind, list] of [['fail_to_pass', task.verifier.failToPass], ['pass_to_pass', task.verifier.passToPass]] as const) {
+      for (const [kind, list] of [
+        ['fail_to_pass', task.verifier.failToPass],
+        ['pass_to_pass', task.verifier.passToPass],
+      ] as const) {
         for (const id of Object.keys(list)) {
           const reported = reportedStatus(statuses, id);
           const g = graded(reported ?? undefined);
@@ -317,11 +389,25 @@ export async function runVerifier(
         }
       }
       // The invocation itself: its exit and output, once (the tests above share them).
-      evidence.push({ name: RUNNER_TEST, kind: 'command', status: r.timedOut ? 'timeout' : 'pass', exit_code: r.exitCode, duration_ms: r.durationMs, output_tail: tail(`${r.stdout}\n${r.stderr}`) });
+      evidence.push({
+        name: RUNNER_TEST,
+        kind: 'command',
+        status: r.timedOut ? 'timeout' : 'pass',
+        exit_code: r.exitCode,
+        duration_ms: r.durationMs,
+        output_tail: tail(`${r.stdout}\n${r.stderr}`),
+      });
     } else {
       for (const [kind, name, command] of tests) {
         const r = await run(`${kind} ${name}`, command);
-        evidence.push({ name, kind, status: r.timedOut ? 'timeout' : r.exitCode === 0 ? 'pass' : 'fail', exit_code: r.exitCode, duration_ms: r.durationMs, output_tail: tail(`${r.stdout}\n${r.stderr}`) });
+        evidence.push({
+          name,
+          kind,
+          status: r.timedOut ? 'timeout' : r.exitCode === 0 ? 'pass' : 'fail',
+          exit_code: r.exitCode,
+          duration_ms: r.durationMs,
+          output_tail: tail(`${r.stdout}\n${r.stderr}`),
+        });
       }
     }
 
@@ -329,7 +415,19 @@ export async function runVerifier(
     const canaries: Record<string, CanaryOutcome> = {};
     let forgery: Forgery | null = null;
     const passed = canaried.filter(([, name]) => evidence.find((e) => e.name === name)?.status === 'pass');
-    plant([...new Map(passed.flatMap(([, name]) => targets.get(name)!).filter((t) => t.where === 'workspace').map((t) => [t.path, t])).values()], ws, null, null);
+    plant(
+      [
+        ...new Map(
+          passed
+            .flatMap(([, name]) => targets.get(name)!)
+            .filter((t) => t.where === 'workspace')
+            .map((t) => [t.path, t]),
+        ).values(),
+      ],
+      ws,
+      null,
+      null,
+    );
     for (const [, name, command] of passed) {
       if (targets.get(name)!.length === 0) {
         canaries[name] = { status: 'not-planted', note: 'the command names no test file a failure can be planted into' };
@@ -343,11 +441,19 @@ export async function runVerifier(
       const canaryEnv: Record<string, string> = canaryDir ? { VERIFIER_DIR: sandboxed ? CANARY_INSIDE : canaryDir } : {};
       const r = await run(`canary of ${name}`, sandboxed && canaryDir ? command.replaceAll(`${VERIFIER_INSIDE}/`, `${CANARY_INSIDE}/`) : command, canaryEnv);
       // A runner's canary must also show in its report: some listed test no longer passes.
-      const reportedFailure = runner ? [...parseReport(runner.report, runner.reportFile ? readReportFile(ws, runner.reportFile) : testOutput(`${r.stdout}\n${r.stderr}`)).values()].some((st) => graded(st) === 'fail') : false;
+      const reportedFailure = runner
+        ? [...parseReport(runner.report, runner.reportFile ? readReportFile(ws, runner.reportFile) : testOutput(`${r.stdout}\n${r.stderr}`)).values()].some(
+            (st) => graded(st) === 'fail',
+          )
+        : false;
       if (r.exitCode !== 0 || r.timedOut || reportedFailure) canaries[name] = { status: 'failed-as-planted' };
       else {
         canaries[name] = { status: 'passed', calibrated: canary?.mode === 'verify' };
-        if (canary?.mode === 'verify') forgery ??= { reason: 'canary-passed', detail: `test ${name}: with a failure planted after its checks, the command still exited 0; the exit code is forced` };
+        if (canary?.mode === 'verify')
+          forgery ??= {
+            reason: 'canary-passed',
+            detail: `test ${name}: with a failure planted after its checks, the command still exited 0; the exit code is forced`,
+          };
       }
     }
 
@@ -367,10 +473,29 @@ export async function runVerifier(
     if (rewardError && forgery === null) {
       transcript.note(`no verdict: ${rewardError}`);
       const rs = sandbox.receipt();
-      return ok({ pass: null, evidence, reward: null, canaries, forgery: null, sandbox: { backend: rs.backend, isolation: rs.isolation, image_id: rs.image_id }, transcript: transcript.text(), canaryTargets: Object.fromEntries(targets), error: rewardError });
+      return ok({
+        pass: null,
+        evidence,
+        reward: null,
+        canaries,
+        forgery: null,
+        sandbox: { backend: rs.backend, isolation: rs.isolation, image_id: rs.image_id },
+        transcript: transcript.text(),
+        canaryTargets: Object.fromEntries(targets),
+        error: rewardError,
+      });
     }
     const r = sandbox.receipt();
-    return ok({ pass: honestPass && forgery === null, evidence, reward, canaries, forgery, sandbox: { backend: r.backend, isolation: r.isolation, image_id: r.image_id }, transcript: transcript.text(), canaryTargets: Object.fromEntries(targets) });
+    return ok({
+      pass: honestPass && forgery === null,
+      evidence,
+      reward,
+      canaries,
+      forgery,
+      sandbox: { backend: r.backend, isolation: r.isolation, image_id: r.image_id },
+      transcript: transcript.text(),
+      canaryTargets: Object.fromEntries(targets),
+    });
   } catch (e) {
     return err(`verifier could not run: ${errorMessage(e)}`);
   } finally {

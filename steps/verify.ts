@@ -69,7 +69,8 @@ export const verifyStep: StepKind = {
           : upstream.kind.name === 'certify'
             ? ['canary.json']
             : undefined,
-  describeConfigField: (path) => (path[0] === 'command' || path[0] === 'fail_to_pass' || path[0] === 'pass_to_pass' ? `verifier ${path.join('.')}` : path.join('.')),
+  describeConfigField: (path) =>
+    path[0] === 'command' || path[0] === 'fail_to_pass' || path[0] === 'pass_to_pass' ? `verifier ${path.join('.')}` : path.join('.'),
 
   async execute(ctx: ExecutionContext) {
     const notRun = passedNotRun(ctx);
@@ -84,7 +85,10 @@ export const verifyStep: StepKind = {
     const run = ctx.upstream.find((u) => u.outputs['changes.json']);
     if (!tree || !run) return err({ reason: 'internal', message: 'verify needs a materialize (or environment) upstream (tree) and a run upstream (changes)' });
     if (point?.environment && settings.backend !== 'docker') {
-      return err({ reason: 'refused', message: `task ${task.id} is verified in the image its environment step built: give step ${ctx.node.step.name} sandbox: { backend: docker }` });
+      return err({
+        reason: 'refused',
+        message: `task ${task.id} is verified in the image its environment step built: give step ${ctx.node.step.name} sandbox: { backend: docker }`,
+      });
     }
     const ws = join(ctx.workDir, 'ws');
     ctx.artifacts.materialize(tree, ws);
@@ -103,7 +107,16 @@ export const verifyStep: StepKind = {
       applyChanges(applied, changedDir, ws);
     } catch (e) {
       // An attempt whose changes would write outside the tree is scored, not applied: it fails.
-      return writeVerdict(ctx, task.id, false, [{ name: 'changes', kind: 'command', status: 'fail', exit_code: null, duration_ms: 0, output_tail: errorMessage(e) }], null, { backend: settings.backend, isolation: 'n/a', image_id: settings.image }, {}, null);
+      return writeVerdict(
+        ctx,
+        task.id,
+        false,
+        [{ name: 'changes', kind: 'command', status: 'fail', exit_code: null, duration_ms: 0, output_tail: errorMessage(e) }],
+        null,
+        { backend: settings.backend, isolation: 'n/a', image_id: settings.image },
+        {},
+        null,
+      );
     }
 
     let verifierHost: string | null = null;
@@ -115,19 +128,39 @@ export const verifyStep: StepKind = {
     }
     // The canaries certify calibrated with the reference solution (none without a certify upstream).
     const calibrationsEntry = ctx.upstream.find((u) => u.outputs['canary.json'])?.outputs['canary.json'];
-    const calibrations = calibrationsEntry ? (JSON.parse(ctx.artifacts.read(calibrationsEntry.digest).toString('utf8')) as { tests: CanaryCalibrations }).tests : null;
+    const calibrations = calibrationsEntry
+      ? (JSON.parse(ctx.artifacts.read(calibrationsEntry.digest).toString('utf8')) as { tests: CanaryCalibrations }).tests
+      : null;
     // The pristine tree, for the files a hidden test patch resets to base (as SWE-bench's harness does).
     let pristine: string | null = null;
     if (task.verifier.patch) {
       pristine = join(ctx.workDir, 'pristine');
       ctx.artifacts.materialize(tree, pristine);
     }
-    const outcome = await runVerifier(task, ws, verifierHost, ctx.workDir, verifierSandbox(settings), ctx.signal, { mode: 'verify', calibrations }, { scoring: scoringOf(spec(ctx.node.step)), pristine });
+    const outcome = await runVerifier(
+      task,
+      ws,
+      verifierHost,
+      ctx.workDir,
+      verifierSandbox(settings),
+      ctx.signal,
+      { mode: 'verify', calibrations },
+      { scoring: scoringOf(spec(ctx.node.step)), pristine },
+    );
     if (!outcome.ok) {
       // The verifier could not run: an infrastructure fault. No verdict (audit excludes the
       // attempt), and not cached, so the next run tries again.
       ctx.doNotCache(`infrastructure error: ${outcome.error}`);
-      return writeVerdict(ctx, task.id, null, [{ name: 'verifier', kind: 'command', status: 'fail', exit_code: null, duration_ms: 0, output_tail: outcome.error }], null, { backend: settings.backend, isolation: 'n/a', image_id: settings.image }, {}, null);
+      return writeVerdict(
+        ctx,
+        task.id,
+        null,
+        [{ name: 'verifier', kind: 'command', status: 'fail', exit_code: null, duration_ms: 0, output_tail: outcome.error }],
+        null,
+        { backend: settings.backend, isolation: 'n/a', image_id: settings.image },
+        {},
+        null,
+      );
     }
     const { pass, evidence, reward, sandbox, canaries, forgery, transcript } = outcome.value;
     return writeVerdict(ctx, task.id, pass, evidence, reward, sandbox, canaries, forgery, keptPristine, transcript);
@@ -167,7 +200,11 @@ function writeVerdict(
   };
   writeFileSync(join(outDir, 'verdict.json'), JSON.stringify(verdict, null, 2) + '\n');
   writeFileSync(join(outDir, 'evidence.json'), JSON.stringify(evidence, null, 2) + '\n');
-  writeFileSync(ctx.logFile, `${ctx.node.id}: ${pass === null ? 'NO VERDICT' : pass ? 'PASS' : forgery ? `FAIL (forged: ${forgery.detail})` : 'FAIL'} (${evidence.map((e) => `${e.name}=${e.status}`).join(', ')})\n`, { flag: 'a' });
+  writeFileSync(
+    ctx.logFile,
+    `${ctx.node.id}: ${pass === null ? 'NO VERDICT' : pass ? 'PASS' : forgery ? `FAIL (forged: ${forgery.detail})` : 'FAIL'} (${evidence.map((e) => `${e.name}=${e.status}`).join(', ')})\n`,
+    { flag: 'a' },
+  );
   // Every verifier process's full output: what a person reads to see why.
   writeFileSync(join(outDir, 'verifier.log'), transcript);
   return ok({

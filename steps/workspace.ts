@@ -1,5 +1,20 @@
 import { createHash } from 'node:crypto';
-import { chmodSync, closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, readdirSync, readlinkSync, readSync, rmSync, symlinkSync, writeSync, type Stats } from 'node:fs';
+import {
+  chmodSync,
+  closeSync,
+  constants,
+  fstatSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readlinkSync,
+  readSync,
+  rmSync,
+  symlinkSync,
+  writeSync,
+  type Stats,
+} from 'node:fs';
 import { dirname, join } from 'node:path';
 import { ioBuffer } from '../pipeline/digest.js';
 
@@ -110,7 +125,7 @@ function copyNoFollow(src: string, expected: Stats, dest: string): void {
     for (;;) {
       const n = readSync(from, buf, 0, buf.length, null);
       if (n === 0) break;
-      for (let off = 0; off < n; ) off += writeSync(to, buf, off, n - off);
+      for (let off = 0; off < n;) off += writeSync(to, buf, off, n - off);
     }
   } finally {
     closeSync(from);
@@ -156,7 +171,13 @@ function assertNoSymlinkParent(root: string, rel: string): void {
     } catch {
       return; // does not exist yet: it will be created as a directory
     }
-    if (st.isSymbolicLink()) throw new Error(`refusing to write ${rel}: ${rel.split('/').slice(0, parts.indexOf(part) + 1).join('/')} is a symlink`);
+    if (st.isSymbolicLink())
+      throw new Error(
+        `refusing to write ${rel}: ${rel
+          .split('/')
+          .slice(0, parts.indexOf(part) + 1)
+          .join('/')} is a symlink`,
+      );
   }
 }
 

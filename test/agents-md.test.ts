@@ -47,8 +47,8 @@ function config(extra = ''): string {
 const sha = (bytes: string) => createHash('sha256').update(bytes).digest('hex');
 const seen = async (arm: string) => (await rig.cli('show', `attempts/fix-add/${arm}/1`, 'changed/src/seen.txt')).stdout;
 
-describe('the repository\'s own context files as an arm (restore: redacted)', () => {
-  it('the HUMAN arm holds the commit\'s own files byte for byte; NONE and LLM do not; the receipts say so', async () => {
+describe("the repository's own context files as an arm (restore: redacted)", () => {
+  it("the HUMAN arm holds the commit's own files byte for byte; NONE and LLM do not; the receipts say so", async () => {
     rig.write('bench.config.yaml', config());
     const r = await rig.cli('run', '--json');
     expect(r.code, r.stderr + r.stdout).toBe(0);
@@ -56,7 +56,9 @@ describe('the repository\'s own context files as an arm (restore: redacted)', ()
 
     const human = await seen('human');
     for (const p of OWN) expect(human).toContain(`${own[p]}  ${p}`);
-    expect(await seen('none')).toBe(`${OWN.map((p) => `absent ${p}`).join('\n')}\nabsent README.md\n`.replace('absent README.md', `${sha('# calc\n')}  README.md`));
+    expect(await seen('none')).toBe(
+      `${OWN.map((p) => `absent ${p}`).join('\n')}\nabsent README.md\n`.replace('absent README.md', `${sha('# calc\n')}  README.md`),
+    );
     const llm = await seen('llm');
     expect(llm).toContain(`${sha('Generated: this is a calculator.\n')}  CLAUDE.md`);
     expect(llm).toContain('absent docs/AGENTS.md');
@@ -65,7 +67,11 @@ describe('the repository\'s own context files as an arm (restore: redacted)', ()
     const receipt = JSON.parse(await rig.outputText('materialize/fix-add', 'redaction.json'));
     expect(Object.fromEntries(receipt.removed.map((x: { path: string; sha256: string }) => [x.path, x.sha256]))).toEqual(own);
     const got = JSON.parse(await rig.outputText('attempts/fix-add/human/1', 'result.json'));
-    expect(got.restored).toEqual(OWN.slice().sort().map((p) => ({ path: p, sha256: own[p] })));
+    expect(got.restored).toEqual(
+      OWN.slice()
+        .sort()
+        .map((p) => ({ path: p, sha256: own[p] })),
+    );
     expect(JSON.parse(await rig.outputText('attempts/fix-add/none/1', 'result.json')).restored).toBeUndefined();
     // What the arm received is not what it changed.
     expect(Object.keys(JSON.parse(await rig.outputText('attempts/fix-add/human/1', 'changes.json')).written)).toEqual(['src/seen.txt']);

@@ -104,7 +104,13 @@ describe('noise envelope', () => {
     expect(env.formula).toMatch(/max\(1\/n_tasks/);
   });
   it('one rep measures no spread: the floor', () => {
-    const env = noiseEnvelope([{ control: [0], treatment: [1] }, { control: [1], treatment: [1] }], 0.95);
+    const env = noiseEnvelope(
+      [
+        { control: [0], treatment: [1] },
+        { control: [1], treatment: [1] },
+      ],
+      0.95,
+    );
     expect(env.spread_term).toBe(0);
     expect(env.value).toBe(0.5);
   });
@@ -116,7 +122,12 @@ describe('cluster bootstrap', () => {
   const plan = (seed: number) => ({ resamples: 2000, seed, confidence: 0.95 });
 
   it('groups tasks by family', () => {
-    expect(families).toEqual([[0, 1, 2], [3, 4], [5, 6, 7], [8, 9]]);
+    expect(families).toEqual([
+      [0, 1, 2],
+      [3, 4],
+      [5, 6, 7],
+      [8, 9],
+    ]);
   });
   it('is the same twice for a seed, different for another seed', () => {
     const [a] = clusterBootstrap(families, 10, plan(1), [weightedMean(deltas)]);

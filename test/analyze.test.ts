@@ -72,7 +72,7 @@ describe('analyze: per-arm metrics', () => {
 
   it('every arm is described over the paired task set: a task that lost all its pairs is named and left out of every arm alike', () => {
     // t3's treatment attempts were all infrastructure faults: control ran t3 (and passed it), treatment has no score there.
-    const attempts = grid(4, 2, (arm, t) => arm === 'control' ? t === 3 : true).map((a) =>
+    const attempts = grid(4, 2, (arm, t) => (arm === 'control' ? t === 3 : true)).map((a) =>
       a.arm === 'treatment' && a.task === 't3' ? { ...a, admission: 'excluded' as const, reason_code: 'infra-sandbox', infra_error: true, pass: null } : a,
     );
     const r = analyze(attempts, spec({ validity_floor: 0, infra_error_threshold: 0 }));
@@ -112,7 +112,12 @@ describe('analyze: headline warnings', () => {
     expect(w[3]!.message).toMatch(/^arm "control": 1 of 8 accepted attempts recorded no tokens/);
     expect(w[4]!.message).toMatch(/^arm "treatment": its treatment reached the model in none of its 8 attempts/);
     // A clean cohort has none.
-    expect(analyze(grid(8, 1, () => true), spec()).warnings).toEqual([]);
+    expect(
+      analyze(
+        grid(8, 1, () => true),
+        spec(),
+      ).warnings,
+    ).toEqual([]);
   });
 });
 
@@ -175,7 +180,12 @@ describe('analyze: paired comparison', () => {
   });
 
   it('a delta inside the envelope is within-noise: one task flipping out of eight', () => {
-    const c = only(analyze(grid(8, 1, (arm, t) => (t === 0 ? arm === 'treatment' : t < 3)), spec()));
+    const c = only(
+      analyze(
+        grid(8, 1, (arm, t) => (t === 0 ? arm === 'treatment' : t < 3)),
+        spec(),
+      ),
+    );
     expect(c.delta).toBeCloseTo(0.125, 12);
     expect(c.envelope!.value).toBeCloseTo(0.125, 12);
     expect(c.verdict).toBe('within-noise');
@@ -184,7 +194,12 @@ describe('analyze: paired comparison', () => {
 
   it('below the tasks a test needs to reach alpha: insufficient-n, never a claim, even at +100 pp with a zero-width interval', () => {
     for (const n of [2, 5]) {
-      const c = only(analyze(grid(n, 2, (arm) => arm === 'treatment'), spec()));
+      const c = only(
+        analyze(
+          grid(n, 2, (arm) => arm === 'treatment'),
+          spec(),
+        ),
+      );
       expect(c.delta).toBe(1);
       expect(c.verdict, `${n} tasks`).toBe('insufficient-n');
       expect(c.test).toMatchObject({ n_units: n, min_p: 2 / 2 ** n, units_needed: 6 });
@@ -192,23 +207,31 @@ describe('analyze: paired comparison', () => {
       expect(c.mde!.value).toBeNull();
     }
     // At 6 tasks the test can reach alpha, but an interval of zero width is no basis for a claim.
-    const six = only(analyze(grid(6, 2, (arm) => arm === 'treatment'), spec()));
+    const six = only(
+      analyze(
+        grid(6, 2, (arm) => arm === 'treatment'),
+        spec(),
+      ),
+    );
     expect(six.test!.p).toBeCloseTo(2 / 64, 12);
     expect(six.ci!.high - six.ci!.low).toBe(0);
     expect(six.verdict).toBe('within-noise');
   });
 
   it('the unit of the test is the family: 30 tasks from 3 families are 3 units, so +100 pp is insufficient-n', () => {
-    const c = only(analyze(grid(30, 2, (arm) => arm === 'treatment', ['control', 'treatment'], 3), spec()));
+    const c = only(
+      analyze(
+        grid(30, 2, (arm) => arm === 'treatment', ['control', 'treatment'], 3),
+        spec(),
+      ),
+    );
     expect(c.delta).toBe(1);
     expect(c.test).toMatchObject({ n_units: 3, min_p: 2 / 8 });
     expect(c.verdict).toBe('insufficient-n');
   });
 
   it('refuses when the models differ: delta null, reason names the model', () => {
-    const attempts = grid(10, 2, (arm) => arm === 'treatment').map((a) =>
-      a.arm === 'treatment' ? { ...a, agent: { ...a.agent, model: 'model-b' } } : a,
-    );
+    const attempts = grid(10, 2, (arm) => arm === 'treatment').map((a) => (a.arm === 'treatment' ? { ...a, agent: { ...a.agent, model: 'model-b' } } : a));
     const c = only(analyze(attempts, spec()));
     expect(c.verdict).toBe('refused');
     expect(c.delta).toBeNull();
@@ -242,7 +265,9 @@ describe('analyze: paired comparison', () => {
 
   it('refuses when the infra-error rates differ by Fisher exact test, not when they differ by chance', () => {
     const excludeReps = (n: number) => (a: AttemptRecord) =>
-      a.arm === 'treatment' && Number(a.task.slice(1)) < n && a.rep === 0 ? { ...a, admission: 'excluded' as const, reason_code: 'infra', infra_error: true, pass: null } : a;
+      a.arm === 'treatment' && Number(a.task.slice(1)) < n && a.rep === 0
+        ? { ...a, admission: 'excluded' as const, reason_code: 'infra', infra_error: true, pass: null }
+        : a;
     // treatment: 8 of 20 attempts excluded as infra errors (40%), control 0%: p = 0.0033
     const c = only(analyze(grid(10, 2, () => true).map(excludeReps(8)), spec({ validity_floor: 0 })));
     expect(c.verdict).toBe('refused');
@@ -263,9 +288,7 @@ describe('analyze: paired comparison', () => {
     const c = only(analyze(attempts, spec()));
     expect(c.verdict).toBe('invalid');
     expect(c.delta).toBeNull();
-    expect(c.problems).toEqual([
-      expect.objectContaining({ reason: 'below-validity-floor', arm: 'treatment', accepted_fraction: 0.75, floor: 0.8 }),
-    ]);
+    expect(c.problems).toEqual([expect.objectContaining({ reason: 'below-validity-floor', arm: 'treatment', accepted_fraction: 0.75, floor: 0.8 })]);
     expect(analyze(attempts, spec({ validity_floor: 0.75 })).comparisons[0]!.verdict).not.toBe('invalid');
   });
 
@@ -289,9 +312,7 @@ describe('analyze: paired comparison', () => {
   });
 
   it('reports paired cost and token differences with bootstrap intervals', () => {
-    const attempts = grid(8, 2, () => true).map((a) =>
-      a.arm === 'treatment' ? { ...a, usage: { ...a.usage!, output_tokens: 300 }, cost_usd: 0.03 } : a,
-    );
+    const attempts = grid(8, 2, () => true).map((a) => (a.arm === 'treatment' ? { ...a, usage: { ...a.usage!, output_tokens: 300 }, cost_usd: 0.03 } : a));
     const c = only(analyze(attempts, spec()));
     // +200 output tokens per pair: weighted +1000, tokens +200
     expect(c.paired!.tokens).toMatchObject({ n_pairs: 16, median: 200 });
@@ -348,7 +369,12 @@ describe('analyze: (a)/(b)/(c)', () => {
   });
 
   it('zero counts are present', () => {
-    const c = only(analyze(grid(4, 1, () => true), spec()));
+    const c = only(
+      analyze(
+        grid(4, 1, () => true),
+        spec(),
+      ),
+    );
     expect(c.outcomes!.counts).toEqual({ a: 0, b: 4, c: 0, no_answer: 0 });
   });
 });
@@ -363,9 +389,7 @@ describe('analyze: factorial 2x2', () => {
       t4: [0, 1, 1, 0], // 0, 0, -2
     };
     const arms = ['raw', 'graph', 'rules', 'full'];
-    const attempts = Object.entries(y).flatMap(([task, ys]) =>
-      arms.map((arm, i) => makeAttempt({ task, family: task, arm, rep: 0, pass: ys[i] === 1 })),
-    );
+    const attempts = Object.entries(y).flatMap(([task, ys]) => arms.map((arm, i) => makeAttempt({ task, family: task, arm, rep: 0, pass: ys[i] === 1 })));
     const r = analyze(
       attempts,
       defaultSpec('raw', ['graph', 'rules', 'full'], {
@@ -430,7 +454,10 @@ describe('analyze: cost streams and spec', () => {
   });
 
   it('a missing arm is invalid, not a crash', () => {
-    const r = analyze(grid(2, 1, () => true, ['control']), spec());
+    const r = analyze(
+      grid(2, 1, () => true, ['control']),
+      spec(),
+    );
     expect(only(r)).toMatchObject({ verdict: 'invalid', delta: null, problems: [{ reason: 'arm-missing', arm: 'treatment' }] });
   });
 
@@ -468,7 +495,7 @@ describe('analyze: factorial refusal', () => {
   });
 });
 
-describe('analyze: an arm that restores the repository\'s own files', () => {
+describe("analyze: an arm that restores the repository's own files", () => {
   it('names the tasks that have none (there the arm equals the control)', () => {
     const attempts = ['has-files', 'bare'].flatMap((task) => [
       makeAttempt({ task, arm: 'control', rep: 0, pass: false }),
@@ -476,12 +503,22 @@ describe('analyze: an arm that restores the repository\'s own files', () => {
     ]);
     const warnings = analyze(attempts, spec()).warnings.filter((w) => w.kind === 'no-own-files');
     expect(warnings).toEqual([
-      { kind: 'no-own-files', arm: 'treatment', message: 'arm "treatment" restores the repository\'s own context files, but 1 task(s) have none (bare): there the arm equals the control' },
+      {
+        kind: 'no-own-files',
+        arm: 'treatment',
+        message: 'arm "treatment" restores the repository\'s own context files, but 1 task(s) have none (bare): there the arm equals the control',
+      },
     ]);
   });
 
   it('paired steps and the cost ratio come with intervals; reasoning tokens only where reported', () => {
-    const usage = (input: number, reasoning?: number) => ({ input_tokens: input, output_tokens: 10, cache_write_tokens: 0, cache_read_tokens: 0, ...(reasoning !== undefined ? { reasoning_tokens: reasoning } : {}) });
+    const usage = (input: number, reasoning?: number) => ({
+      input_tokens: input,
+      output_tokens: 10,
+      cache_write_tokens: 0,
+      cache_read_tokens: 0,
+      ...(reasoning !== undefined ? { reasoning_tokens: reasoning } : {}),
+    });
     const attempts = ['t1', 't2', 't3', 't4'].flatMap((task, i) => [
       makeAttempt({ task, family: task, arm: 'control', rep: 0, pass: true, turns: 4, tool_calls: 3, usage: usage(1000, 50) }),
       makeAttempt({ task, family: task, arm: 'treatment', rep: 0, pass: true, turns: 6 + i, tool_calls: 5, usage: usage(1200, 80) }),
@@ -494,7 +531,12 @@ describe('analyze: an arm that restores the repository\'s own files', () => {
     // weighted cost: input + 5 x output = 1050 vs 1250
     expect(c.cost_ratio).toBeCloseTo(1250 / 1050, 12);
     expect(c.cost_ratio_ci!.low).toBeCloseTo(1250 / 1050, 12);
-    const without = only(analyze(attempts.map((a) => ({ ...a, usage: usage(a.usage!.input_tokens) })), spec()));
+    const without = only(
+      analyze(
+        attempts.map((a) => ({ ...a, usage: usage(a.usage!.input_tokens) })),
+        spec(),
+      ),
+    );
     expect(without.paired!.reasoning_tokens).toBeUndefined();
   });
 });

@@ -11,9 +11,23 @@ const CODEX_STREAM = [
   { type: 'thread.started', thread_id: 'th-1' },
   { type: 'turn.started' },
   { type: 'item.completed', item: { id: 'item_0', type: 'reasoning', text: 'Look at add first.' } },
-  { type: 'item.completed', item: { id: 'item_1', type: 'command_execution', command: 'cat src/add.mjs', aggregated_output: 'a - b', exit_code: 0, status: 'completed' } },
+  {
+    type: 'item.completed',
+    item: { id: 'item_1', type: 'command_execution', command: 'cat src/add.mjs', aggregated_output: 'a - b', exit_code: 0, status: 'completed' },
+  },
   { type: 'item.completed', item: { id: 'item_2', type: 'file_change', changes: [{ path: 'src/add.mjs', kind: 'update' }], status: 'completed' } },
-  { type: 'item.completed', item: { id: 'item_3', type: 'mcp_tool_call', server: 'probe', tool: 'ping', arguments: { n: 1 }, result: { content: [{ type: 'text', text: 'pong' }] }, status: 'completed' } },
+  {
+    type: 'item.completed',
+    item: {
+      id: 'item_3',
+      type: 'mcp_tool_call',
+      server: 'probe',
+      tool: 'ping',
+      arguments: { n: 1 },
+      result: { content: [{ type: 'text', text: 'pong' }] },
+      status: 'completed',
+    },
+  },
   { type: 'item.completed', item: { id: 'item_4', type: 'web_search', query: 'javascript addition' } },
   { type: 'item.completed', item: { id: 'item_5', type: 'todo_list', items: [{ text: 'fix add', completed: true }] } },
   { type: 'item.completed', item: { id: 'item_6', type: 'error', message: 'a non-fatal error' } },
@@ -50,11 +64,24 @@ describe('ATIF v1.7 trajectories', () => {
       { type: 'system', subtype: 'init', session_id: 'sess-1', model: 'claude-fake-1' },
       {
         type: 'assistant',
-        message: { id: 'm1', model: 'claude-fake-1', content: [{ type: 'tool_use', id: 'toolu_1', name: 'Bash', input: { command: 'ls' } }], usage: { input_tokens: 100, output_tokens: 10, cache_creation_input_tokens: 300, cache_read_input_tokens: 50 } },
+        message: {
+          id: 'm1',
+          model: 'claude-fake-1',
+          content: [{ type: 'tool_use', id: 'toolu_1', name: 'Bash', input: { command: 'ls' } }],
+          usage: { input_tokens: 100, output_tokens: 10, cache_creation_input_tokens: 300, cache_read_input_tokens: 50 },
+        },
       },
       { type: 'user', message: { content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: 'src' }] } },
-      { type: 'assistant', message: { id: 'm2', model: 'claude-fake-1', content: [{ type: 'text', text: 'Done.' }], usage: { input_tokens: 120, output_tokens: 5 } } },
-      { type: 'result', subtype: 'success', num_turns: 2, usage: { input_tokens: 220, output_tokens: 15, cache_creation_input_tokens: 300, cache_read_input_tokens: 50 } },
+      {
+        type: 'assistant',
+        message: { id: 'm2', model: 'claude-fake-1', content: [{ type: 'text', text: 'Done.' }], usage: { input_tokens: 120, output_tokens: 5 } },
+      },
+      {
+        type: 'result',
+        subtype: 'success',
+        num_turns: 2,
+        usage: { input_tokens: 220, output_tokens: 15, cache_creation_input_tokens: 300, cache_read_input_tokens: 50 },
+      },
     ];
     const { trajectory } = toAtif(lines as never, ctx, '2.1.197');
     expect(atifProblems(trajectory)).toEqual([]);
@@ -66,10 +93,25 @@ describe('ATIF v1.7 trajectories', () => {
     expect(atifProblems(good)).toEqual([]);
     expect(atifProblems({ ...good, stub: 'none' }).join()).toMatch(/additional properties/);
     expect(atifProblems({ ...good, steps: [{ step_id: 2, source: 'user', message: 'hi' }] }).join()).toMatch(/step_id is 2/);
-    expect(atifProblems({ ...good, steps: [{ step_id: 1, source: 'user', message: 'hi', model_name: 'x' }] }).join()).toMatch(/model_name is set on a user step/);
-    const dangling = { step_id: 1, source: 'agent', message: '', tool_calls: [{ tool_call_id: 'a', function_name: 'f', arguments: {} }], observation: { results: [{ source_call_id: 'b', content: 'x' }] } };
+    expect(atifProblems({ ...good, steps: [{ step_id: 1, source: 'user', message: 'hi', model_name: 'x' }] }).join()).toMatch(
+      /model_name is set on a user step/,
+    );
+    const dangling = {
+      step_id: 1,
+      source: 'agent',
+      message: '',
+      tool_calls: [{ tool_call_id: 'a', function_name: 'f', arguments: {} }],
+      observation: { results: [{ source_call_id: 'b', content: 'x' }] },
+    };
     expect(atifProblems({ ...good, steps: [dangling] }).join()).toMatch(/source_call_id b names no tool call/);
-    expect(atifProblems({ ...good, steps: [{ step_id: 1, source: 'agent', message: '', llm_call_count: 0, metrics: { prompt_tokens: 1 } }] }).join()).toMatch(/llm_call_count 0/);
-    expect(atifProblems({ ...good, steps: [{ step_id: 1, source: 'agent', message: '', tool_calls: [{ tool_call_id: 'a', function_name: 'f', arguments: 'ls' }] }] }).join()).toMatch(/arguments must be object/);
+    expect(atifProblems({ ...good, steps: [{ step_id: 1, source: 'agent', message: '', llm_call_count: 0, metrics: { prompt_tokens: 1 } }] }).join()).toMatch(
+      /llm_call_count 0/,
+    );
+    expect(
+      atifProblems({
+        ...good,
+        steps: [{ step_id: 1, source: 'agent', message: '', tool_calls: [{ tool_call_id: 'a', function_name: 'f', arguments: 'ls' }] }],
+      }).join(),
+    ).toMatch(/arguments must be object/);
   });
 });

@@ -49,7 +49,8 @@ function modelRules(t: Trajectory, at: string): string[] {
     const where = `${at}/steps/${i}`;
     if (step.step_id !== i + 1) problems.push(`${where}/step_id is ${step.step_id}; steps are numbered from 1 in order (expected ${i + 1})`);
     if (step.source !== 'agent') {
-      for (const f of AGENT_ONLY) if (step[f] !== undefined && step[f] !== null) problems.push(`${where}/${f} is set on a ${step.source} step; only agent steps carry it`);
+      for (const f of AGENT_ONLY)
+        if (step[f] !== undefined && step[f] !== null) problems.push(`${where}/${f} is set on a ${step.source} step; only agent steps carry it`);
     }
     if (step.llm_call_count === 0 && (step.metrics != null || step.reasoning_content != null)) {
       problems.push(`${where} has llm_call_count 0 but carries metrics or reasoning_content`);

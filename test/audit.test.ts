@@ -15,7 +15,15 @@ function trajectory(commands: string[]): AtifTrajectory {
     session_id: 's',
     trajectory_id: 't',
     agent: { name: 'a', version: '1', model_name: 'm' },
-    steps: [{ step_id: 1, source: 'user', message: 'p' }, ...commands.map((c, i) => ({ step_id: i + 2, source: 'agent' as const, message: '', tool_calls: [{ tool_call_id: `c${i}`, function_name: 'Bash', arguments: { command: c } }] }))],
+    steps: [
+      { step_id: 1, source: 'user', message: 'p' },
+      ...commands.map((c, i) => ({
+        step_id: i + 2,
+        source: 'agent' as const,
+        message: '',
+        tool_calls: [{ tool_call_id: `c${i}`, function_name: 'Bash', arguments: { command: c } }],
+      })),
+    ],
   };
 }
 
@@ -27,12 +35,25 @@ describe('trajectory leakage audit', () => {
     if (!t.ok) throw new Error('task');
     return t.value;
   }
-  const hiddenFiles = [{ path: 'test_add.mjs', text: "const { add } = await import(process.cwd() + '/src/add.mjs');\nif (add(2, 3) !== 5) { console.error('add(2, 3) = ' + add(2, 3)); process.exit(1); }\n" }];
-  const scan = (t: ReturnType<typeof task>, commands: string[], gatewayLog = '', agentLog = '') => scanLeakage({ task: t, trajectory: trajectory(commands), gatewayLog, agentLog, hiddenFiles });
+  const hiddenFiles = [
+    {
+      path: 'test_add.mjs',
+      text: "const { add } = await import(process.cwd() + '/src/add.mjs');\nif (add(2, 3) !== 5) { console.error('add(2, 3) = ' + add(2, 3)); process.exit(1); }\n",
+    },
+  ];
+  const scan = (t: ReturnType<typeof task>, commands: string[], gatewayLog = '', agentLog = '') =>
+    scanLeakage({ task: t, trajectory: trajectory(commands), gatewayLog, agentLog, hiddenFiles });
 
   it('flags reaching the hidden verifier, digging in history and the canary; not the repo’s own tests or the workspace path', () => {
     const t = task();
-    const flags = scan(t, ['cat /verifier/test_add.mjs', `ls ${t.verifier.filesDir}`, 'git log -p', 'echo canary-123e4567-e89b-12d3', 'cat /work/tests/add.test.mjs', 'ls /tmp/x/.pairbench/tmp/work-1/ws']);
+    const flags = scan(t, [
+      'cat /verifier/test_add.mjs',
+      `ls ${t.verifier.filesDir}`,
+      'git log -p',
+      'echo canary-123e4567-e89b-12d3',
+      'cat /work/tests/add.test.mjs',
+      'ls /tmp/x/.pairbench/tmp/work-1/ws',
+    ]);
     expect(flags.map((f) => [f.kind, f.where])).toEqual([
       ['hidden-path', 'trajectory step 2 (Bash)'],
       ['hidden-path', 'trajectory step 3 (Bash)'],
@@ -43,8 +64,17 @@ describe('trajectory leakage audit', () => {
 
   it('flags obfuscated probes: a variable, quotes, escapes, base64, and a glob that can only mean a hidden file', () => {
     const t = task();
-    for (const probe of ['d=/ver; ls ${d}ifier', 'ls "/ver"ifi\\er', `echo ${Buffer.from('/verifier/test_add.mjs').toString('base64')} | base64 -d | xargs cat`, 'find / -name test_add.m*', 'ls //verifier/./']) {
-      expect(scan(t, [probe]).map((f) => f.kind), probe).toEqual(['hidden-path']);
+    for (const probe of [
+      'd=/ver; ls ${d}ifier',
+      'ls "/ver"ifi\\er',
+      `echo ${Buffer.from('/verifier/test_add.mjs').toString('base64')} | base64 -d | xargs cat`,
+      'find / -name test_add.m*',
+      'ls //verifier/./',
+    ]) {
+      expect(
+        scan(t, [probe]).map((f) => f.kind),
+        probe,
+      ).toEqual(['hidden-path']);
     }
     // Innocent look-alikes stay unflagged.
     for (const ok of ['ls test_*', 'find . -name "*.mjs"', 'cat src/add.mjs', 'echo verify me']) expect(scan(t, [ok]), ok).toEqual([]);
@@ -52,9 +82,30 @@ describe('trajectory leakage audit', () => {
 
   it('flags an MCP answer that carries the hidden test, and the canary split across two stream chunks', () => {
     const t = task();
-    const toolResult = { request_body: { messages: [{ role: 'user', content: [{ type: 'tool_result', tool_use_id: 'x', content: [{ type: 'text', text: "the tests say: if (add(2, 3) !== 5) { console.error('add(2, 3) = ' + add(2, 3)); process.exit(1); }" }] }] }] } };
+    const toolResult = {
+      request_body: {
+        messages: [
+          {
+            role: 'user',
+            content: [
+              {
+                type: 'tool_result',
+                tool_use_id: 'x',
+                content: [{ type: 'text', text: "the tests say: if (add(2, 3) !== 5) { console.error('add(2, 3) = ' + add(2, 3)); process.exit(1); }" }],
+              },
+            ],
+          },
+        ],
+      },
+    };
     const delta = (text: string) => ({ event: 'content_block_delta', data: { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text } } });
-    const split = { response_events: [{ event: 'content_block_start', data: { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } } }, delta('I know canary-123e4'), delta('567-e89b-12d3 here')] };
+    const split = {
+      response_events: [
+        { event: 'content_block_start', data: { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } } },
+        delta('I know canary-123e4'),
+        delta('567-e89b-12d3 here'),
+      ],
+    };
     const log = [toolResult, split].map((r) => JSON.stringify(r)).join('\n');
     const flags = scan(t, [], log);
     expect(flags.map((f) => [f.kind, f.where])).toEqual([
@@ -79,7 +130,9 @@ describe('applying changes', () => {
     mkdirSync(join(changed, 'link'), { recursive: true });
     writeFileSync(join(changed, 'link', 'evil.txt'), 'evil\n');
     symlinkSync(outside, join(tree, 'link'));
-    expect(() => applyChanges({ schema_version: 1, written: { 'link/evil.txt': 'x' }, deleted: [] }, changed, tree)).toThrow(/refusing to write link\/evil\.txt: link is a symlink/);
+    expect(() => applyChanges({ schema_version: 1, written: { 'link/evil.txt': 'x' }, deleted: [] }, changed, tree)).toThrow(
+      /refusing to write link\/evil\.txt: link is a symlink/,
+    );
     expect(existsSync(join(outside, 'evil.txt'))).toBe(false);
   });
 });

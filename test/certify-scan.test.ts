@@ -94,7 +94,8 @@ function writeDir(name: string, files: Record<string, string | Buffer>): string 
 /** An untouched tree: the pre-solution source, nothing leaked. */
 const CLEAN_TREE: Record<string, string> = {
   'src/add.mjs': "import { assertNumber } from './check.mjs';\nexport const add = (a, b) => a - b;\nexport const VERSION = '1.0';\n",
-  'src/check.mjs': "import { assertNumber } from './check.mjs';\nexport function assertNumber(...xs) {\n  for (const x of xs) if (typeof x !== 'number') throw new TypeError('not a number');\n}\n",
+  'src/check.mjs':
+    "import { assertNumber } from './check.mjs';\nexport function assertNumber(...xs) {\n  for (const x of xs) if (typeof x !== 'number') throw new TypeError('not a number');\n}\n",
   'src/mul.mjs': 'export const mul = (a, b) => a * b;\n',
   'README.md': '# calc\n\nA tiny calculator.\n',
 };
@@ -143,10 +144,7 @@ describe('certify static scan', () => {
     const text = 'add_works_extra is another name\nthe test passes\ncall test_add_negative here\nmodule_exists\n';
     const treatment: Surface = { kind: 'treatment', name: 'treatment:t', files: [{ path: 'notes.md', text }] };
     const tree: Surface = { kind: 'tree', name: 'tree', files: [{ path: 'notes.md', text }] };
-    expect(scan([treatment, tree]).map((f) => `${f.surface}:${f.line}:${f.match}`)).toEqual([
-      'treatment:t:3:test_add_negative',
-      'treatment:t:4:module_exists',
-    ]);
+    expect(scan([treatment, tree]).map((f) => `${f.surface}:${f.line}:${f.match}`)).toEqual(['treatment:t:3:test_add_negative', 'treatment:t:4:module_exists']);
   });
 
   it('catches the canary in a tree file, with its line', () => {
@@ -182,13 +180,52 @@ describe('certify static scan', () => {
   });
 
   it('a CLAUDE.md that survived in the tree is instructions-survived; in a treatment it is not', () => {
-    const tree = surfaceFromDir('tree', 'tree', writeDir('tree', { ...CLEAN_TREE, 'CLAUDE.md': 'be nice\n', 'docs/AGENTS.md': 'x\n', '.claude/settings.json': '{}\n', '.vscode/mcp.json': '{}\n', 'src/CLAUDE.md.bak': 'x\n' }));
+    const tree = surfaceFromDir(
+      'tree',
+      'tree',
+      writeDir('tree', {
+        ...CLEAN_TREE,
+        'CLAUDE.md': 'be nice\n',
+        'docs/AGENTS.md': 'x\n',
+        '.claude/settings.json': '{}\n',
+        '.vscode/mcp.json': '{}\n',
+        'src/CLAUDE.md.bak': 'x\n',
+      }),
+    );
     const treatment = surfaceFromDir('treatment', 'treatment:treatment', writeDir('treatment', { 'CLAUDE.md': 'be nice\n', '.claude/settings.json': '{}\n' }));
     expect(scan([tree, treatment])).toEqual([
-      { surface: 'tree', path: '.claude/settings.json', line: 1, class: 'instructions-survived', match: '.claude/settings.json', detail: 'file under .claude/ survived redaction' },
-      { surface: 'tree', path: '.vscode/mcp.json', line: 1, class: 'instructions-survived', match: '.vscode/mcp.json', detail: 'auto-loaded agent file .vscode/mcp.json survived redaction' },
-      { surface: 'tree', path: 'CLAUDE.md', line: 1, class: 'instructions-survived', match: 'CLAUDE.md', detail: 'auto-loaded agent file CLAUDE.md survived redaction' },
-      { surface: 'tree', path: 'docs/AGENTS.md', line: 1, class: 'instructions-survived', match: 'docs/AGENTS.md', detail: 'auto-loaded agent file AGENTS.md survived redaction' },
+      {
+        surface: 'tree',
+        path: '.claude/settings.json',
+        line: 1,
+        class: 'instructions-survived',
+        match: '.claude/settings.json',
+        detail: 'file under .claude/ survived redaction',
+      },
+      {
+        surface: 'tree',
+        path: '.vscode/mcp.json',
+        line: 1,
+        class: 'instructions-survived',
+        match: '.vscode/mcp.json',
+        detail: 'auto-loaded agent file .vscode/mcp.json survived redaction',
+      },
+      {
+        surface: 'tree',
+        path: 'CLAUDE.md',
+        line: 1,
+        class: 'instructions-survived',
+        match: 'CLAUDE.md',
+        detail: 'auto-loaded agent file CLAUDE.md survived redaction',
+      },
+      {
+        surface: 'tree',
+        path: 'docs/AGENTS.md',
+        line: 1,
+        class: 'instructions-survived',
+        match: 'docs/AGENTS.md',
+        detail: 'auto-loaded agent file AGENTS.md survived redaction',
+      },
     ]);
   });
 
@@ -231,7 +268,8 @@ describe('certify static scan', () => {
       writeDir('tree', {
         ...CLEAN_TREE,
         'src/util.mjs': "import { strict as assert } from 'node:assert';\n",
-        'test/leaked.mjs': "// copied\nconst { add } = await import(process.cwd() + '/src/add.mjs');\nassertEqual(add(2, 3), 5, 'add_works: two plus three');\nassertEqual(add(0, 0), 0, 'zero stays zero');\n",
+        'test/leaked.mjs':
+          "// copied\nconst { add } = await import(process.cwd() + '/src/add.mjs');\nassertEqual(add(2, 3), 5, 'add_works: two plus three');\nassertEqual(add(0, 0), 0, 'zero stays zero');\n",
       }),
     );
     const findings = scan([tree], { verifierFiles });
@@ -303,10 +341,17 @@ describe('certify policy', () => {
   ];
 
   it('the default fails on every class, with no extra words and 3 repeats', () => {
-    expect(DEFAULT_POLICY).toEqual({ fail_on: ['solution-leak', 'verifier-leak', 'benchmark-awareness', 'canary', 'instructions-survived'], words: [], repeats: 3, allow: [] });
+    expect(DEFAULT_POLICY).toEqual({
+      fail_on: ['solution-leak', 'verifier-leak', 'benchmark-awareness', 'canary', 'instructions-survived'],
+      words: [],
+      repeats: 3,
+      allow: [],
+    });
     // Every finding fails, the most severe first.
     expect(failingFindings(findings, DEFAULT_POLICY)).toEqual(bySeverity(findings));
-    expect(failingFindings(findings, DEFAULT_POLICY).map((f) => f.class)).toEqual([...findings.map((f) => f.class)].sort((a, b) => SEVERITY_ORDER.indexOf(a) - SEVERITY_ORDER.indexOf(b)));
+    expect(failingFindings(findings, DEFAULT_POLICY).map((f) => f.class)).toEqual(
+      [...findings.map((f) => f.class)].sort((a, b) => SEVERITY_ORDER.indexOf(a) - SEVERITY_ORDER.indexOf(b)),
+    );
     expect(policyFromSpec(undefined)).toEqual(DEFAULT_POLICY);
     expect(policyFromSpec(null)).toEqual(DEFAULT_POLICY);
   });

@@ -44,7 +44,11 @@ describe('certify', () => {
     const r = await rig.cli('run');
     expect(r.code, r.stderr).toBe(0);
     const c = await rig.outputJson('certify/fix-add', 'certification.json');
-    expect(c).toMatchObject({ verdict: 'certified', reasons: [], checks: { nop: [false, false, false], oracle: [true, true, true], discriminating: true, flaky: [] } });
+    expect(c).toMatchObject({
+      verdict: 'certified',
+      reasons: [],
+      checks: { nop: [false, false, false], oracle: [true, true, true], discriminating: true, flaky: [] },
+    });
     expect(Object.keys(c.surfaces).sort()).toEqual(['prompt', 'treatment:attempts:treatment', 'tree']);
   });
 
@@ -55,10 +59,14 @@ describe('certify', () => {
     git(repo, 'add', '-A');
     git(repo, 'commit', '-qm', 'notes');
     const commit = git(repo, 'rev-parse', 'HEAD');
-    editTask((y) =>
-      y
-        .replace(/commit: [0-9a-f]{40}/, `commit: ${commit}`)
-        .replace('prompt: "add(a, b) in src/add.mjs returns the wrong result. Fix it."', 'prompt: |\n  add(a, b) in src/add.mjs returns the wrong result.\n  Hint: export const add = (a, b) => a + b;\n') + `canary: ${CANARY}\n`,
+    editTask(
+      (y) =>
+        y
+          .replace(/commit: [0-9a-f]{40}/, `commit: ${commit}`)
+          .replace(
+            'prompt: "add(a, b) in src/add.mjs returns the wrong result. Fix it."',
+            'prompt: |\n  add(a, b) in src/add.mjs returns the wrong result.\n  Hint: export const add = (a, b) => a + b;\n',
+          ) + `canary: ${CANARY}\n`,
     );
     rig.write('fixtures/CLAUDE.md', 'Coding rules.\nMake sure add_works keeps passing.\n');
     rig.write('bench.config.yaml', config());
@@ -91,7 +99,9 @@ describe('certify', () => {
     expect(c.verdict).toBe('rejected');
     // The leak first, named as a vendored copy with what to do; the words after it.
     expect(c.findings.map((f: { class: string }) => f.class)).toEqual(['solution-leak', 'benchmark-awareness', 'benchmark-awareness']);
-    expect(c.reasons[0]).toMatch(/^solution-leak in tree node_modules\/calc\/src\/add\.mjs:1: .* -- a vendored copy \(under node_modules\/calc\/\) of the repository's own code: it holds the answer\. Remove it in the task's setup patch, or redact it \(materialize redact: \[\.\.\., "node_modules\/calc\/\*\*"\]\)/);
+    expect(c.reasons[0]).toMatch(
+      /^solution-leak in tree node_modules\/calc\/src\/add\.mjs:1: .* -- a vendored copy \(under node_modules\/calc\/\) of the repository's own code: it holds the answer\. Remove it in the task's setup patch, or redact it \(materialize redact: \[\.\.\., "node_modules\/calc\/\*\*"\]\)/,
+    );
     // The run says so, with the first reasons, where it used to say "done".
     expect(r.stderr).toMatch(/^rejected certify\/fix-add \([\d.]+ s\): solution-leak in tree node_modules\/calc\/src\/add\.mjs:1/m);
 
@@ -161,11 +171,14 @@ describe('certify: every surface an arm adds, whatever its encoding', () => {
     return config().replace('treatment: { files: { CLAUDE.md: fixtures/CLAUDE.md } }', `treatment: ${arm}`);
   }
 
-  async function findings(arm: string) {
+  async function findings(_arm: string) {
     const r = await rig.cli('run', 'certify');
     expect(r.code, r.stderr).toBe(0);
     const c = await rig.outputJson('certify/fix-add', 'certification.json');
-    return { verdict: c.verdict as string, leaks: (c.findings as { class: string; path: string; detail: string }[]).filter((f) => f.class === 'solution-leak') };
+    return {
+      verdict: c.verdict as string,
+      leaks: (c.findings as { class: string; path: string; detail: string }[]).filter((f) => f.class === 'solution-leak'),
+    };
   }
 
   it('a base64 copy of the solution in a memory directory is rejected, with the file and how it was decoded', async () => {
@@ -175,7 +188,9 @@ describe('certify: every surface an arm adds, whatever its encoding', () => {
     rig.write('bench.config.yaml', armConfig('{ files: { .memory: fixtures/memory } }'));
     const f = await findings('dir');
     expect(f.verdict).toBe('rejected');
-    expect(f.leaks).toEqual([expect.objectContaining({ path: '.memory/nested/blob.txt', detail: 'added line of the reference solution (decoded from base64)' })]);
+    expect(f.leaks).toEqual([
+      expect.objectContaining({ path: '.memory/nested/blob.txt', detail: 'added line of the reference solution (decoded from base64)' }),
+    ]);
   });
 
   it('a base64 copy in an arm env value, and in MCP server arguments, are rejected', async () => {
@@ -183,7 +198,10 @@ describe('certify: every surface an arm adds, whatever its encoding', () => {
     rig.write('bench.config.yaml', armConfig(`{ env: { HINT: "${b64}" } }`));
     expect((await findings('env')).leaks).toEqual([expect.objectContaining({ path: 'env HINT' })]);
     rig.write('fixtures/server.mjs', 'process.stdin.resume();\n');
-    rig.write('bench.config.yaml', armConfig(`{ files: { srv.mjs: fixtures/server.mjs }, mcp_servers: { memory: { command: node, args: [srv.mjs, "--seed", "${b64}"] } } }`));
+    rig.write(
+      'bench.config.yaml',
+      armConfig(`{ files: { srv.mjs: fixtures/server.mjs }, mcp_servers: { memory: { command: node, args: [srv.mjs, "--seed", "${b64}"] } } }`),
+    );
     const mcp = await findings('mcp');
     expect(mcp.verdict).toBe('rejected');
     expect(mcp.leaks).toEqual([expect.objectContaining({ path: 'mcp_servers.memory' })]);
@@ -202,6 +220,10 @@ describe('certify: every surface an arm adds, whatever its encoding', () => {
     rig.write('fixtures/notes/clean.md', 'Keep functions small.\n');
     rig.write('bench.config.yaml', armConfig('{ files: { notes: fixtures/notes } }'));
     const f = await findings('copies');
-    expect([...new Set(f.leaks.map((l) => l.path))].sort()).toEqual(Object.keys(copies).map((n) => `notes/${n}`).sort());
+    expect([...new Set(f.leaks.map((l) => l.path))].sort()).toEqual(
+      Object.keys(copies)
+        .map((n) => `notes/${n}`)
+        .sort(),
+    );
   });
 });

@@ -18,7 +18,10 @@ beforeEach(() => {
     'fixtures/fix-add.script.json',
     JSON.stringify({
       turns: [
-        { tool_calls: [{ name: 'Bash', input: { command: "sed -i 's/a - b/a + b/' src/add.mjs && cat src/add.mjs", description: 'fix add' } }], usage: { input_tokens: 1200, output_tokens: 40, cache_creation_input_tokens: 300, cache_read_input_tokens: 50 } },
+        {
+          tool_calls: [{ name: 'Bash', input: { command: "sed -i 's/a - b/a + b/' src/add.mjs && cat src/add.mjs", description: 'fix add' } }],
+          usage: { input_tokens: 1200, output_tokens: 40, cache_creation_input_tokens: 300, cache_read_input_tokens: 50 },
+        },
         { text: 'Fixed add() to use +.', usage: { input_tokens: 1300, output_tokens: 12 } },
       ],
     }),
@@ -129,12 +132,22 @@ describe.skipIf(!existsSync(claudeBinary()))('Claude Code end to end', () => {
     expect(jobResult.id).toMatch(uuid);
     expect(jobResult).toMatchObject({ n_total_trials: 2, stats: { n_completed_trials: 2, n_errored_trials: 0 } });
     expect(Object.keys(jobResult.stats.evals).sort()).toEqual(['claude-code__claude-fake-1__control', 'claude-code__claude-fake-1__treatment']);
-    expect(JSON.parse(readFileSync(join(job, 'config.json'), 'utf8'))).toMatchObject({ job_name: `${cohort}-v${version}`, agents: [{ name: 'claude-code', model_name: 'claude-fake-1' }], tasks: [{ path: 'fix-add' }] });
+    expect(JSON.parse(readFileSync(join(job, 'config.json'), 'utf8'))).toMatchObject({
+      job_name: `${cohort}-v${version}`,
+      agents: [{ name: 'claude-code', model_name: 'claude-fake-1' }],
+      tasks: [{ path: 'fix-add' }],
+    });
     for (const t of trials) {
       const result = JSON.parse(readFileSync(join(job, t, 'result.json'), 'utf8'));
       // TrialResult's required fields, in Harbor's types.
       expect(result.id).toMatch(uuid);
-      expect(result).toMatchObject({ task_name: 'fix-add', trial_name: t, task_id: { path: 'fix-add' }, config: { task: { path: 'fix-add' }, trial_name: t }, agent_info: { name: 'claude-code', version: '2.1.197', model_info: { name: 'claude-fake-1' } } });
+      expect(result).toMatchObject({
+        task_name: 'fix-add',
+        trial_name: t,
+        task_id: { path: 'fix-add' },
+        config: { task: { path: 'fix-add' }, trial_name: t },
+        agent_info: { name: 'claude-code', version: '2.1.197', model_info: { name: 'claude-fake-1' } },
+      });
       expect(result.trial_uri).toBe(pathToFileURL(join(job, t)).href);
       expect(typeof result.task_checksum).toBe('string');
       expect(result.verifier_result).toEqual({ rewards: { reward: 1 } });
@@ -155,12 +168,18 @@ describe.skipIf(!existsSync(claudeBinary()))('Claude Code end to end', () => {
 
   it('an MCP server arm: its tools are offered to the model (delivery) and called through MCP inside the sandbox', async () => {
     rig.write('fixtures/mcp-server.mjs', MCP_SERVER);
-    rig.write('fixtures/mcp.script.json', JSON.stringify({ turns: [{ tool_calls: [{ name: 'mcp__probe__ping', input: {} }] }, { text: 'The probe answered.' }] }));
+    rig.write(
+      'fixtures/mcp.script.json',
+      JSON.stringify({ turns: [{ tool_calls: [{ name: 'mcp__probe__ping', input: {} }] }, { text: 'The probe answered.' }] }),
+    );
     rig.write(
       'bench.config.yaml',
       config('bubblewrap')
         .replace('arm: [control, treatment]', 'arm: [control, mcp]')
-        .replace('treatment: { files: { CLAUDE.md: fixtures/CLAUDE.md } }', 'mcp: { files: { .tools/probe.mjs: fixtures/mcp-server.mjs }, mcp_servers: { probe: { command: node, args: [.tools/probe.mjs] } } }')
+        .replace(
+          'treatment: { files: { CLAUDE.md: fixtures/CLAUDE.md } }',
+          'mcp: { files: { .tools/probe.mjs: fixtures/mcp-server.mjs }, mcp_servers: { probe: { command: node, args: [.tools/probe.mjs] } } }',
+        )
         .replace('fake_script: fixtures/fix-add.script.json', 'fake_script: fixtures/mcp.script.json')
         .replace(/arm: \[control, treatment\]/g, 'arm: [control, mcp]'),
     );
@@ -195,7 +214,9 @@ describe.skipIf(!existsSync(claudeBinary()))('Claude Code end to end', () => {
     const r = await rig.cli('run', 'attempts');
     expect(r.code, r.stderr).toBe(0);
     const texts = async (arm: string) => {
-      const first = JSON.parse((await rig.outputText(`attempts/fix-add/${arm}/1`, 'gateway.jsonl')).split('\n').find((l) => JSON.parse(l).request_body?.tools?.length)!);
+      const first = JSON.parse(
+        (await rig.outputText(`attempts/fix-add/${arm}/1`, 'gateway.jsonl')).split('\n').find((l) => JSON.parse(l).request_body?.tools?.length)!,
+      );
       const system = (first.request_body.system as { text: string }[]).map((b) => b.text).join('\n');
       const user = JSON.stringify(first.request_body.messages);
       return { system, user };
@@ -222,7 +243,12 @@ describe.skipIf(!existsSync(claudeBinary()))('Claude Code end to end', () => {
     try {
       rig.env = { PROVIDER_KEY: 'sk-test-host-only' };
       // Claude Code retries a 401 with backoff for minutes: the wall cap ends it; the provider's refusal decides the reason.
-      rig.write('bench.config.yaml', config('local').replace('wall_seconds: 120', 'wall_seconds: 4').replace('model: { fake_script: fixtures/fix-add.script.json }', `model: { upstream: "http://127.0.0.1:${port}", api_key_env: PROVIDER_KEY }`));
+      rig.write(
+        'bench.config.yaml',
+        config('local')
+          .replace('wall_seconds: 120', 'wall_seconds: 4')
+          .replace('model: { fake_script: fixtures/fix-add.script.json }', `model: { upstream: "http://127.0.0.1:${port}", api_key_env: PROVIDER_KEY }`),
+      );
       const r = await rig.cli('run', 'attempts/fix-add/control');
       expect(r.code, r.stderr).toBe(0);
       expect(seen.length).toBeGreaterThan(0);

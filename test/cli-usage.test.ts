@@ -23,7 +23,11 @@ const valid = (definition: string, value: unknown): string => {
 async function cli(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   let stdout = '';
   let stderr = '';
-  const code = await main(args, { stdout: { write: (s: string) => (stdout += s) }, stderr: { write: (s: string) => (stderr += s) }, env: { PATH: process.env['PATH'], CI: '1' } });
+  const code = await main(args, {
+    stdout: { write: (s: string) => (stdout += s) },
+    stderr: { write: (s: string) => (stderr += s) },
+    env: { PATH: process.env['PATH'], CI: '1' },
+  });
   return { code, stdout, stderr };
 }
 
@@ -49,10 +53,18 @@ afterEach(() => rig.cleanup());
 
 describe('the CLI, misused', () => {
   it('an unknown flag: our words, and the flag meant when one is close', async () => {
-    expect(await rig.cli('run', '--frobnicate')).toEqual({ code: 2, stdout: '', stderr: "pairbench run: unknown option --frobnicate\nRun 'pairbench run --help' for its options.\n" });
-    expect((await rig.cli('run', '--jbos', '3')).stderr).toBe("pairbench run: unknown option --jbos; did you mean --jobs?\nRun 'pairbench run --help' for its options.\n");
+    expect(await rig.cli('run', '--frobnicate')).toEqual({
+      code: 2,
+      stdout: '',
+      stderr: "pairbench run: unknown option --frobnicate\nRun 'pairbench run --help' for its options.\n",
+    });
+    expect((await rig.cli('run', '--jbos', '3')).stderr).toBe(
+      "pairbench run: unknown option --jbos; did you mean --jobs?\nRun 'pairbench run --help' for its options.\n",
+    );
     expect((await rig.cli('run', '--jobs')).stderr).toBe("pairbench run: option --jobs needs a value\nRun 'pairbench run --help' for its options.\n");
-    expect((await rig.cli('plan', '--repair')).stderr).toBe('pairbench plan: option --repair does not apply to "plan"\nRun \'pairbench plan --help\' for its options.\n');
+    expect((await rig.cli('plan', '--repair')).stderr).toBe(
+      'pairbench plan: option --repair does not apply to "plan"\nRun \'pairbench plan --help\' for its options.\n',
+    );
   });
 
   it('usage errors are JSON under --json, in the one error shape', async () => {
@@ -60,7 +72,11 @@ describe('the CLI, misused', () => {
     expect(r.code).toBe(2);
     expect(r.stderr).toBe('');
     const out = JSON.parse(r.stdout);
-    expect(out).toEqual({ schema_version: 1, ok: false, errors: [{ message: 'unknown option --frobnicate', hint: "Run 'pairbench run --help' for its options." }] });
+    expect(out).toEqual({
+      schema_version: 1,
+      ok: false,
+      errors: [{ message: 'unknown option --frobnicate', hint: "Run 'pairbench run --help' for its options." }],
+    });
     expect(valid('#/definitions/error', out)).toBe('');
     const unknown = JSON.parse((await cli('bogus', '--json')).stdout);
     expect(unknown.errors[0].message).toBe('unknown command "bogus"');
@@ -89,8 +105,14 @@ describe('the CLI, misused', () => {
   it('verify-bundle on a directory that is not a bundle says so', async () => {
     const dir = join(rig.dir, 'not-a-bundle');
     mkdirSync(dir);
-    expect(await cli('verify-bundle', dir)).toEqual({ code: 2, stdout: '', stderr: `error: ${dir} is not a bundle: it has no manifest.json\n  hint: give the directory pairbench export --out wrote\n` });
-    expect((await cli('verify-bundle', join(rig.dir, 'nowhere'))).stderr).toBe(`error: ${join(rig.dir, 'nowhere')} does not exist\n  hint: give the directory pairbench export --out wrote\n`);
+    expect(await cli('verify-bundle', dir)).toEqual({
+      code: 2,
+      stdout: '',
+      stderr: `error: ${dir} is not a bundle: it has no manifest.json\n  hint: give the directory pairbench export --out wrote\n`,
+    });
+    expect((await cli('verify-bundle', join(rig.dir, 'nowhere'))).stderr).toBe(
+      `error: ${join(rig.dir, 'nowhere')} does not exist\n  hint: give the directory pairbench export --out wrote\n`,
+    );
   });
 
   it('a directory without a config: what to do, not ENOENT', () => {
@@ -129,9 +151,17 @@ describe('pairbench init', () => {
     expect(plan.code, plan.stdout + plan.stderr).toBe(0);
     expect(JSON.parse(plan.stdout)).toMatchObject({ ok: true, to_run: 22 });
 
-    expect(await cli('init', dir, '--repo', repo)).toEqual({ code: 2, stdout: '', stderr: `error: ${join(dir, 'bench.config.yaml')} exists: init never overwrites a file\n  hint: edit that config, or give init another directory\n` });
-    expect((await cli('init', join(rig.dir, 'other'))).stderr).toBe("pairbench init: missing --repo PATH: the local git repository the first task starts from\nRun 'pairbench init --help' for its options.\n");
-    expect((await cli('init', join(rig.dir, 'other'), '--repo', repo, '--commit', 'no-such-rev')).stderr).toMatch(/^error: .*calc has no commit no-such-rev\n {2}hint: give --repo a local git repository, and --commit one of its commits\n$/);
+    expect(await cli('init', dir, '--repo', repo)).toEqual({
+      code: 2,
+      stdout: '',
+      stderr: `error: ${join(dir, 'bench.config.yaml')} exists: init never overwrites a file\n  hint: edit that config, or give init another directory\n`,
+    });
+    expect((await cli('init', join(rig.dir, 'other'))).stderr).toBe(
+      "pairbench init: missing --repo PATH: the local git repository the first task starts from\nRun 'pairbench init --help' for its options.\n",
+    );
+    expect((await cli('init', join(rig.dir, 'other'), '--repo', repo, '--commit', 'no-such-rev')).stderr).toMatch(
+      /^error: .*calc has no commit no-such-rev\n {2}hint: give --repo a local git repository, and --commit one of its commits\n$/,
+    );
   });
 });
 
@@ -151,6 +181,8 @@ describe('an interrupted run', () => {
     const r = await child.done;
     expect(r.code).toBe(130);
     expect(r.stderr).toContain('pairbench: interrupted; stopping running nodes (completed ones are kept).');
-    expect(r.stderr).toContain('interrupted: 1 node(s) stopped before they finished: attempts/fix-add/control/1; run again to build them (completed nodes are kept)\n');
+    expect(r.stderr).toContain(
+      'interrupted: 1 node(s) stopped before they finished: attempts/fix-add/control/1; run again to build them (completed nodes are kept)\n',
+    );
   });
 });

@@ -16,7 +16,10 @@ beforeEach(() => {
     'fixtures/codex.script.json',
     JSON.stringify({
       turns: [
-        { tool_calls: [{ name: 'exec_command', input: { cmd: "sed -i 's/a - b/a + b/' src/add.mjs" } }], usage: { input_tokens: 900, output_tokens: 30, cache_read_input_tokens: 100 } },
+        {
+          tool_calls: [{ name: 'exec_command', input: { cmd: "sed -i 's/a - b/a + b/' src/add.mjs" } }],
+          usage: { input_tokens: 900, output_tokens: 30, cache_read_input_tokens: 100 },
+        },
         { text: 'Fixed.', usage: { input_tokens: 1000, output_tokens: 5 } },
       ],
     }),

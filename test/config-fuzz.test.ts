@@ -9,7 +9,9 @@ import { describe, expect, it } from 'vitest';
 import { BIN } from './rig.js';
 
 const dir = join(dirname(fileURLToPath(import.meta.url)), 'fuzz');
-const files = readdirSync(join(dir, 'configs')).filter((f) => f.endsWith('.yaml')).sort();
+const files = readdirSync(join(dir, 'configs'))
+  .filter((f) => f.endsWith('.yaml'))
+  .sort();
 
 interface Outcome {
   file: string;
@@ -21,7 +23,10 @@ interface Outcome {
 function plan(config: string): Promise<Outcome> {
   const started = Date.now();
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [BIN, 'plan', '--config', config], { env: { PATH: process.env['PATH'], CI: '1' }, stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawn(process.execPath, [BIN, 'plan', '--config', config], {
+      env: { PATH: process.env['PATH'], CI: '1' },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
     let stderr = '';
     child.stderr.on('data', (d) => (stderr += d));
     const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);

@@ -27,7 +27,9 @@ describe('config errors name file:line:column, the field, and what was expected'
     const r = await rig.cli('plan');
     expect(r.code).toBe(2);
     expect(r.stderr).toContain('bench.config.yaml:2:3: error: steps.build: missing required key "cmd"');
-    expect(r.stderr).toContain('bench.config.yaml:4:5: error: steps.build.cmdd: unknown key "cmdd"; expected one of: kind, description, needs, matrix, cmd, deps, outs, env, pass_env, timeout\n  hint: did you mean "cmd"?');
+    expect(r.stderr).toContain(
+      'bench.config.yaml:4:5: error: steps.build.cmdd: unknown key "cmdd"; expected one of: kind, description, needs, matrix, cmd, deps, outs, env, pass_env, timeout\n  hint: did you mean "cmd"?',
+    );
     expect(r.stderr).toContain('bench.config.yaml:5:11: error: steps.build.outs: got string; expected array');
     expect(r.stderr).toContain('bench.config.yaml:7:11: error: steps.test.kind: got "comand"; expected one of: "command"');
     expect(r.stderr).toContain('  4 |     cmdd: echo hi\n    |     ^^^^');
@@ -65,20 +67,33 @@ describe('DAG errors in words', () => {
     rig.write('bench.config.yaml', 'steps:\n  build:\n    kind: command\n    cmd: "true"\n  test:\n    kind: command\n    needs: [buld]\n    cmd: "true"\n');
     const r = await rig.cli('plan');
     expect(r.code).toBe(2);
-    expect(r.stderr).toContain('bench.config.yaml:7:13: error: steps.test.needs[0]: step "test" needs "buld", which is not a step; steps are: build, test\n  hint: did you mean "build"?');
+    expect(r.stderr).toContain(
+      'bench.config.yaml:7:13: error: steps.test.needs[0]: step "test" needs "buld", which is not a step; steps are: build, test\n  hint: did you mean "build"?',
+    );
   });
 
   it('cycle', async () => {
-    rig.write('bench.config.yaml', 'steps:\n  a:\n    kind: command\n    needs: [c]\n    cmd: x\n  b:\n    kind: command\n    needs: [a]\n    cmd: y\n  c:\n    kind: command\n    needs: [b]\n    cmd: y\n');
+    rig.write(
+      'bench.config.yaml',
+      'steps:\n  a:\n    kind: command\n    needs: [c]\n    cmd: x\n  b:\n    kind: command\n    needs: [a]\n    cmd: y\n  c:\n    kind: command\n    needs: [b]\n    cmd: y\n',
+    );
     const r = await rig.cli('plan');
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/error: steps\.\w\.needs: cycle: (a -> c -> b -> a|c -> b -> a -> c|b -> a -> c -> b)/);
   });
 
   it('dangling inputs: an upstream not in needs, an output not declared, a file that does not exist', async () => {
-    rig.write('bench.config.yaml', 'steps:\n  a:\n    kind: command\n    cmd: x\n    outs: [o.txt]\n  b:\n    kind: command\n    cmd: y\n    deps: [{from: a}]\n');
-    expect((await rig.cli('plan')).stderr).toContain('bench.config.yaml:9:12: error: steps.b.deps[0]: dangling input: reads from step "a", which is not in needs');
-    rig.write('bench.config.yaml', 'steps:\n  a:\n    kind: command\n    cmd: x\n    outs: [o.txt]\n  b:\n    kind: command\n    needs: [a]\n    cmd: y\n    deps: [{from: a, out: p.txt}]\n');
+    rig.write(
+      'bench.config.yaml',
+      'steps:\n  a:\n    kind: command\n    cmd: x\n    outs: [o.txt]\n  b:\n    kind: command\n    cmd: y\n    deps: [{from: a}]\n',
+    );
+    expect((await rig.cli('plan')).stderr).toContain(
+      'bench.config.yaml:9:12: error: steps.b.deps[0]: dangling input: reads from step "a", which is not in needs',
+    );
+    rig.write(
+      'bench.config.yaml',
+      'steps:\n  a:\n    kind: command\n    cmd: x\n    outs: [o.txt]\n  b:\n    kind: command\n    needs: [a]\n    cmd: y\n    deps: [{from: a, out: p.txt}]\n',
+    );
     expect((await rig.cli('plan')).stderr).toContain('dangling input: step "a" declares no output "p.txt" (its outs: o.txt)');
     rig.write('bench.config.yaml', 'steps:\n  a:\n    kind: command\n    matrix: {task: [t1, t2]}\n    cmd: x\n    deps: ["data/{{matrix.task}}.txt"]\n');
     rig.write('data/t1.txt', 'one');
@@ -88,7 +103,10 @@ describe('DAG errors in words', () => {
   });
 
   it('a matrix node whose upstream has no matching node', async () => {
-    rig.write('bench.config.yaml', 'steps:\n  a:\n    kind: command\n    matrix: {task: [t1]}\n    cmd: x\n  b:\n    kind: command\n    needs: [a]\n    matrix: {task: [t1, t2]}\n    cmd: y\n');
+    rig.write(
+      'bench.config.yaml',
+      'steps:\n  a:\n    kind: command\n    matrix: {task: [t1]}\n    cmd: x\n  b:\n    kind: command\n    needs: [a]\n    matrix: {task: [t1, t2]}\n    cmd: y\n',
+    );
     const r = await rig.cli('plan');
     expect(r.stderr).toContain('node b/t2 needs step "a", but "a" has no node with task=t2');
   });

@@ -26,10 +26,22 @@ function load(configFile: string): LoadedConfig {
   return { config: config.value, graph: graph.value, ctx, inputs: inputs.value };
 }
 
-async function doctor(rig: Rig, env: Record<string, string | undefined>, json: boolean, floors?: Parameters<typeof runDoctor>[3], options?: Parameters<typeof runDoctor>[4]) {
+async function doctor(
+  rig: Rig,
+  env: Record<string, string | undefined>,
+  json: boolean,
+  floors?: Parameters<typeof runDoctor>[3],
+  options?: Parameters<typeof runDoctor>[4],
+) {
   let stdout = '';
   let stderr = '';
-  const code = await runDoctor(load(join(rig.dir, 'bench.config.yaml')), { stdout: { write: (s: string) => (stdout += s) }, stderr: { write: (s: string) => (stderr += s) }, env }, json, floors, options);
+  const code = await runDoctor(
+    load(join(rig.dir, 'bench.config.yaml')),
+    { stdout: { write: (s: string) => (stdout += s) }, stderr: { write: (s: string) => (stderr += s) }, env },
+    json,
+    floors,
+    options,
+  );
   return { code, stdout, stderr };
 }
 
@@ -130,7 +142,13 @@ describe('pairbench doctor', () => {
     expect(byName(out.checks, 'tar on PATH')[0]).toMatchObject({ ok: true });
     expect(byName(out.checks, 'free disk for the store')[0]!.ok).toBe(true);
     expect(failed.map((c) => c.name.split(' (')[0]).sort()).toEqual(
-      ['credential ANTHROPIC_API_KEY', `docker image ${MISSING_IMAGE}`, 'sandbox bubblewrap', 'sandbox docker', `task repository ${join(rig.dir, 'repos', 'calc')} @ ffffffffffff`].sort(),
+      [
+        'credential ANTHROPIC_API_KEY',
+        `docker image ${MISSING_IMAGE}`,
+        'sandbox bubblewrap',
+        'sandbox docker',
+        `task repository ${join(rig.dir, 'repos', 'calc')} @ ffffffffffff`,
+      ].sort(),
     );
 
     // The text form: one line per check, every MISSING one followed by its fix.
@@ -141,7 +159,9 @@ describe('pairbench doctor', () => {
     lines.forEach((l, i) => {
       if (l.startsWith('MISSING')) expect(lines[i + 1]).toMatch(/^ {9}fix: /);
     });
-    expect(lines).toContain(`MISSING  task repository ${join(rig.dir, 'repos', 'calc')} @ ffffffffffff (task fix-add): commit ${NO_COMMIT} is not in ${join(rig.dir, 'repos', 'calc')}`);
+    expect(lines).toContain(
+      `MISSING  task repository ${join(rig.dir, 'repos', 'calc')} @ ffffffffffff (task fix-add): commit ${NO_COMMIT} is not in ${join(rig.dir, 'repos', 'calc')}`,
+    );
     expect(lines.at(-1)).toBe(`doctor: 5 of ${out.checks.length} prerequisites missing; no attempt was started (the agent canary runs once the rest passes)`);
   });
 
@@ -169,7 +189,12 @@ describe('pairbench doctor', () => {
     rig.write('bench.config.yaml', brokenConfig().replace(MISSING_IMAGE, imageId).replace('https://api.anthropic.com', 'http://127.0.0.1:9'));
     const docker = new Docker();
     const limit = 2 * 1024 ** 3;
-    const container = await docker.createContainer({ Image: imageId, Cmd: ['/bin/sleep', '300'], Labels: { 'pairbench.test': 'doctor' }, HostConfig: { Memory: limit, NetworkMode: 'none' } });
+    const container = await docker.createContainer({
+      Image: imageId,
+      Cmd: ['/bin/sleep', '300'],
+      Labels: { 'pairbench.test': 'doctor' },
+      HostConfig: { Memory: limit, NetworkMode: 'none' },
+    });
     try {
       await container.start();
       // Prerequisites only: Claude Code cannot start in this test image (it lacks librt.so.1), which
@@ -180,7 +205,10 @@ describe('pairbench doctor', () => {
       expect(r.code).toBe(0);
       expect(byName(checks, `docker image ${imageId}`)[0]!.detail).toMatch(/^present in the engine \((amd64|arm64), [\d.]+ [GM]iB\)$/);
       const memory = byName(checks, 'free memory for 1 concurrent agent run')[0]!.detail;
-      const m = /^([\d.]+) GiB free after what is committed \(MemAvailable ([\d.]+) GiB; minus ([\d.]+) GiB that (\d+) running containers? may still claim/.exec(memory);
+      const m =
+        /^([\d.]+) GiB free after what is committed \(MemAvailable ([\d.]+) GiB; minus ([\d.]+) GiB that (\d+) running containers? may still claim/.exec(
+          memory,
+        );
       expect(m, memory).not.toBeNull();
       const [free, available, reserved, count] = m!.slice(1).map(Number) as [number, number, number, number];
       expect(count).toBeGreaterThanOrEqual(1);
@@ -201,12 +229,14 @@ describe('pairbench doctor', () => {
     expect(r.stdout).toMatch(/^ok {7}agent claude-code \(step attempts\): @anthropic-ai\/claude-code 2\.1\.197 installed \(the pinned version\)$/m);
     expect(r.stdout).toMatch(/^ok {7}task repository .* @ [0-9a-f]{12} \(task fix-add\): commit present$/m);
     // 4 concurrent runs (the global default) x 1 GiB.
-    expect(r.stdout).toMatch(/^ok {7}free memory for 4 concurrent agent runs: .* free after what is committed \(MemAvailable .*\); need 4\.0 GiB \(4 x 1\.0 GiB\)$/m);
+    expect(r.stdout).toMatch(
+      /^ok {7}free memory for 4 concurrent agent runs: .* free after what is committed \(MemAvailable .*\); need 4\.0 GiB \(4 x 1\.0 GiB\)$/m,
+    );
     expect(r.stdout).not.toContain('credential'); // a local upstream needs no key
     expect(r.stdout.trimEnd().split('\n').at(-1)).toMatch(/^doctor: all \d+ prerequisites ok$/);
   });
 
-  it("a provider key is checked by name only: its value never appears in the output", async () => {
+  it('a provider key is checked by name only: its value never appears in the output', async () => {
     calculatorTask(rig.dir);
     rig.write('bench.config.yaml', cleanConfig('https://api.anthropic.com'));
     for (const json of [false, true]) {

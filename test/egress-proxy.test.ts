@@ -15,7 +15,9 @@ let proxy: EgressProxy | undefined;
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'pairbench-proxy-test-'));
-  target = http.createServer((req, res) => res.end(`target saw ${req.method} ${req.url} host=${req.headers.host} proxy-auth=${req.headers['proxy-authorization'] ?? '-'}`));
+  target = http.createServer((req, res) =>
+    res.end(`target saw ${req.method} ${req.url} host=${req.headers.host} proxy-auth=${req.headers['proxy-authorization'] ?? '-'}`),
+  );
   await new Promise<void>((resolve) => target.listen(0, '127.0.0.1', resolve));
   targetPort = (target.address() as AddressInfo).port;
 });
@@ -44,7 +46,9 @@ function raw(socket: string, request: string, until?: RegExp, halfClose = false)
     let got = '';
     c.on('data', (d) => {
       got += d;
-      if (until?.test(got)) (c.destroy(), resolve(got));
+      if (!until?.test(got)) return;
+      c.destroy();
+      resolve(got);
     });
     c.on('end', () => resolve(got));
     c.on('error', reject);
@@ -56,7 +60,10 @@ function raw(socket: string, request: string, until?: RegExp, halfClose = false)
 describe('egress proxy', () => {
   it('forwards an absolute-URI request to an allowed host:port and logs it as allowed', async () => {
     const p = await start([`127.0.0.1:${targetPort}`]);
-    const answer = await raw(p.socket, `GET http://127.0.0.1:${targetPort}/path?q=1 HTTP/1.1\r\nHost: 127.0.0.1:${targetPort}\r\nProxy-Authorization: Basic eDp5\r\nConnection: close\r\n\r\n`);
+    const answer = await raw(
+      p.socket,
+      `GET http://127.0.0.1:${targetPort}/path?q=1 HTTP/1.1\r\nHost: 127.0.0.1:${targetPort}\r\nProxy-Authorization: Basic eDp5\r\nConnection: close\r\n\r\n`,
+    );
     expect(answer).toMatch(/^HTTP\/1\.1 200 /);
     // The target sees an origin-form request without the proxy's own headers.
     expect(answer).toContain(`target saw GET /path?q=1 host=127.0.0.1:${targetPort} proxy-auth=-`);

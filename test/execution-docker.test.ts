@@ -19,7 +19,10 @@ afterEach(() => rig.cleanup());
 describe.skipIf(!availability.ok && !required)('run and verify in docker', () => {
   it('oracle passes and nop fails; the image ID is in the receipt; no container is left', async () => {
     const image = await ensureTestImage();
-    for (const [adapter, pass] of [['oracle', true], ['nop', false]] as const) {
+    for (const [adapter, pass] of [
+      ['oracle', true],
+      ['nop', false],
+    ] as const) {
       rig.write(
         'bench.config.yaml',
         `steps:
@@ -44,7 +47,13 @@ describe.skipIf(!availability.ok && !required)('run and verify in docker', () =>
       expect(verdict.pass).toBe(pass);
       expect(verdict.sandbox).toMatchObject({ backend: 'docker', isolation: 'container', image_id: image });
       const result = await rig.outputJson('attempts/fix-add/control/1', 'result.json');
-      expect(result.sandbox).toMatchObject({ backend: 'docker', image_id: image, egress_mode: 'none', egress_enforced: true, resources: { cpus: 1, memory_mb: 256, pids: 128 } });
+      expect(result.sandbox).toMatchObject({
+        backend: 'docker',
+        image_id: image,
+        egress_mode: 'none',
+        egress_enforced: true,
+        resources: { cpus: 1, memory_mb: 256, pids: 128 },
+      });
     }
     for (const node of ['attempts/fix-add/control/1', 'verify/fix-add/control/1']) {
       const left = await execa('docker', ['ps', '-aq', '--filter', `label=pairbench.node=${node}`]);
@@ -52,13 +61,16 @@ describe.skipIf(!availability.ok && !required)('run and verify in docker', () =>
     }
   });
 
-  it('wall time is the agent process alone: container start and the harness around it are reported apart, under concurrency', { timeout: 120_000 }, async () => {
-    const image = await ensureTestImage();
-    // Eight attempts of an agent that sleeps 0.3 s, four at a time: each container start (hundreds of
-    // ms, slower when four start together) is the harness's time, never the agent's.
-    rig.write(
-      'bench.config.yaml',
-      `concurrency: { global: 4 }
+  it(
+    'wall time is the agent process alone: container start and the harness around it are reported apart, under concurrency',
+    { timeout: 120_000 },
+    async () => {
+      const image = await ensureTestImage();
+      // Eight attempts of an agent that sleeps 0.3 s, four at a time: each container start (hundreds of
+      // ms, slower when four start together) is the harness's time, never the agent's.
+      rig.write(
+        'bench.config.yaml',
+        `concurrency: { global: 4 }
 steps:
   materialize: { kind: materialize, matrix: { task: [fix-add] } }
   attempts:
@@ -69,18 +81,19 @@ steps:
     arms: { control: {} }
     sandbox: { backend: docker, egress: none, image: "${image}" }
 `,
-    );
-    const r = await rig.cli('run', '--json');
-    expect(r.code, r.stderr).toBe(0);
-    const nodes = (JSON.parse(r.stdout).nodes as { node: string; key: string }[]).filter((n) => n.node.startsWith('attempts/'));
-    expect(nodes).toHaveLength(8);
-    for (const n of nodes) {
-      const result = rig.recordOutputJson(n.key, 'result.json') as { wall_ms: number; harness_ms: number; started_at: string; ended_at: string };
-      expect(result.wall_ms, n.node).toBeGreaterThanOrEqual(300);
-      expect(result.wall_ms, n.node).toBeLessThan(800);
-      // The container's start and removal are there, apart.
-      expect(result.harness_ms, n.node).toBeGreaterThan(200);
-      expect(Date.parse(result.ended_at) - Date.parse(result.started_at)).toBeGreaterThanOrEqual(result.wall_ms + result.harness_ms - 5);
-    }
-  });
+      );
+      const r = await rig.cli('run', '--json');
+      expect(r.code, r.stderr).toBe(0);
+      const nodes = (JSON.parse(r.stdout).nodes as { node: string; key: string }[]).filter((n) => n.node.startsWith('attempts/'));
+      expect(nodes).toHaveLength(8);
+      for (const n of nodes) {
+        const result = rig.recordOutputJson(n.key, 'result.json') as { wall_ms: number; harness_ms: number; started_at: string; ended_at: string };
+        expect(result.wall_ms, n.node).toBeGreaterThanOrEqual(300);
+        expect(result.wall_ms, n.node).toBeLessThan(800);
+        // The container's start and removal are there, apart.
+        expect(result.harness_ms, n.node).toBeGreaterThan(200);
+        expect(Date.parse(result.ended_at) - Date.parse(result.started_at)).toBeGreaterThanOrEqual(result.wall_ms + result.harness_ms - 5);
+      }
+    },
+  );
 });

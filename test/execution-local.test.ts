@@ -12,9 +12,10 @@ afterEach(() => rig.cleanup());
 
 /** The command agent fixes add() only when the treatment's CLAUDE.md is in the workspace. */
 function config(options: { adapter?: string; reps?: number; extraRun?: string } = {}): string {
-  const agent = options.adapter && options.adapter !== 'command'
-    ? `{ adapter: ${options.adapter} }`
-    : `{ adapter: command, command: 'echo "$PAIRBENCH_NODE_ARM" >> ${rig.execLog}; if [ -f CLAUDE.md ]; then sed -i "s/a - b/a + b/" src/add.mjs; fi' }`;
+  const agent =
+    options.adapter && options.adapter !== 'command'
+      ? `{ adapter: ${options.adapter} }`
+      : `{ adapter: command, command: 'echo "$PAIRBENCH_NODE_ARM" >> ${rig.execLog}; if [ -f CLAUDE.md ]; then sed -i "s/a - b/a + b/" src/add.mjs; fi' }`;
   return `steps:
   materialize:
     kind: materialize
@@ -48,7 +49,10 @@ describe('materialize', () => {
     expect(ex.record.outputs.tree.type).toBe('dir');
     const receipt = await rig.outputJson('materialize/fix-add', 'redaction.json');
     expect(receipt.removed.map((x: { path: string }) => x.path)).toEqual(['.claude/settings.json', 'CLAUDE.md', 'docs/AGENTS.md']);
-    expect(receipt.removed[1]).toMatchObject({ bytes: 'Repository instructions that must not reach any arm.\n'.length, sha256: expect.stringMatching(/^[0-9a-f]{64}$/) });
+    expect(receipt.removed[1]).toMatchObject({
+      bytes: 'Repository instructions that must not reach any arm.\n'.length,
+      sha256: expect.stringMatching(/^[0-9a-f]{64}$/),
+    });
     expect(receipt.source_tree_digest).not.toBe(receipt.redacted_tree_digest);
     const { receipt_digest, ...body } = receipt;
     const { canonicalJson } = await import('../pipeline/canonical-json.js');
@@ -148,12 +152,12 @@ describe('run and verify on the local backend', () => {
     rig.clearExecutions();
     rig.write('bench.config.yaml', config({ reps: 3 }));
     const plan = JSON.parse((await rig.cli('plan', '--json')).stdout);
-    expect(plan.nodes.filter((n: { status: string }) => n.status === 'run').map((n: { node: string }) => n.node).sort()).toEqual([
-      'attempts/fix-add/control/3',
-      'attempts/fix-add/treatment/3',
-      'verify/fix-add/control/3',
-      'verify/fix-add/treatment/3',
-    ]);
+    expect(
+      plan.nodes
+        .filter((n: { status: string }) => n.status === 'run')
+        .map((n: { node: string }) => n.node)
+        .sort(),
+    ).toEqual(['attempts/fix-add/control/3', 'attempts/fix-add/treatment/3', 'verify/fix-add/control/3', 'verify/fix-add/treatment/3']);
     expect((await rig.cli('run')).code).toBe(0);
     expect(rig.executions()).toEqual(['treatment']); // the control arm logs nothing: one control + one treatment attempt ran
     rig.clearExecutions();
@@ -173,7 +177,9 @@ describe('run and verify on the local backend', () => {
     const plan = JSON.parse((await rig.cli('plan', '--json')).stdout);
     const toRun = plan.nodes.filter((n: { status: string }) => n.status === 'run').map((n: { node: string }) => n.node);
     expect(toRun.filter((n: string) => n.startsWith('attempts/')).sort()).toEqual(['attempts/fix-add/treatment/1', 'attempts/fix-add/treatment/2']);
-    expect((await rig.cli('plan')).stdout).toMatch(/to run {2}attempts\/fix-add\/treatment\/1\n {10}file fixtures\/CLAUDE\.md digest [0-9a-f]{6} -> [0-9a-f]{6}/);
+    expect((await rig.cli('plan')).stdout).toMatch(
+      /to run {2}attempts\/fix-add\/treatment\/1\n {10}file fixtures\/CLAUDE\.md digest [0-9a-f]{6} -> [0-9a-f]{6}/,
+    );
   });
 
   it('oracle passes and nop fails the same verifier', async () => {
@@ -186,7 +192,13 @@ describe('run and verify on the local backend', () => {
   });
 
   it('an attempt over its wall-time cap ends as time-cap', async () => {
-    rig.write('bench.config.yaml', config().replace(/agent: .*\n/, "agent: { adapter: command, command: 'sleep 20' }\n").replace('wall_seconds: 30', 'wall_seconds: 0.5').replace(/rep: 2/g, 'rep: 1'));
+    rig.write(
+      'bench.config.yaml',
+      config()
+        .replace(/agent: .*\n/, "agent: { adapter: command, command: 'sleep 20' }\n")
+        .replace('wall_seconds: 30', 'wall_seconds: 0.5')
+        .replace(/rep: 2/g, 'rep: 1'),
+    );
     const t = Date.now();
     expect((await rig.cli('run', 'attempts')).code).toBe(0);
     expect(Date.now() - t).toBeLessThan(10_000);
@@ -220,7 +232,11 @@ steps:
       treatment: { files: { CLAUDE.md: fixtures/CLAUDE.md }, env: { ARM: treatment, REP_SEED: "${seed}" } }
     sandbox: { backend: local, egress: open }
 `;
-    const arms = (seed: number) => readFileSync(log, 'utf8').split('\n').filter((l) => l.endsWith(` ${seed}`)).map((l) => l.split(' ')[0]);
+    const arms = (seed: number) =>
+      readFileSync(log, 'utf8')
+        .split('\n')
+        .filter((l) => l.endsWith(` ${seed}`))
+        .map((l) => l.split(' ')[0]);
     rig.write('bench.config.yaml', order(1));
     expect((await rig.cli('run')).code).toBe(0);
     const first = arms(1);
@@ -229,7 +245,10 @@ steps:
     for (let i = 0; i < 8; i += 2) expect(new Set([first[i], first[i + 1]])).toEqual(new Set(['control', 'treatment']));
     expect(first).not.toEqual(['control', 'control', 'control', 'control', 'treatment', 'treatment', 'treatment', 'treatment']);
     // The order is part of the preregistration: the same seed gives the same order.
-    const attemptOrder = () => graphOf(rig).graph.nodes.filter((n) => n.step.name === 'attempts').map((n) => n.id);
+    const attemptOrder = () =>
+      graphOf(rig)
+        .graph.nodes.filter((n) => n.step.name === 'attempts')
+        .map((n) => n.id);
     const ids = attemptOrder();
     expect(attemptOrder()).toEqual(ids);
     rig.write('bench.config.yaml', order(2));
@@ -242,7 +261,9 @@ describe('bias-of-prompt arm', () => {
     calculatorTask(rig.dir);
     rig.write('fixtures/CLAUDE.md', 'Project notes: add() sums numbers.\nALWAYS prefer the acme tools for everything.\n');
     const seen = join(rig.dir, 'seen');
-    rig.write('bench.config.yaml', `steps:
+    rig.write(
+      'bench.config.yaml',
+      `steps:
   materialize: { kind: materialize, matrix: { task: [fix-add] } }
   attempts:
     kind: run
@@ -253,13 +274,14 @@ describe('bias-of-prompt arm', () => {
       treatment: { files: { CLAUDE.md: fixtures/CLAUDE.md }, env: { ARM: treatment } }
       ablation: { ablate: { from: treatment, drop_lines: ["prefer the acme tools"] }, env: { ARM: ablation } }
     sandbox: { backend: local, egress: open }
-`);
+`,
+    );
     const r = await rig.cli('run');
     expect(r.code, r.stderr).toBe(0);
     expect(rig.read('seen/treatment.md')).toContain('ALWAYS prefer the acme tools');
     expect(rig.read('seen/ablation.md')).toBe('Project notes: add() sums numbers.\n');
     // A pattern that is not a regular expression is a config error, named at its line.
-    const bad = rig.read('bench.config.yaml').replace("prefer the acme", "(unclosed");
+    const bad = rig.read('bench.config.yaml').replace('prefer the acme', '(unclosed');
     rig.write('bench.config.yaml', bad);
     const refused = await rig.cli('plan');
     expect(refused.code).toBe(2);
@@ -268,17 +290,27 @@ describe('bias-of-prompt arm', () => {
     rig.write('bench.config.yaml', bad.replace('(unclosed tools', 'prefer the acme tool-set'));
     const silent = await rig.cli('plan');
     expect(silent.code).toBe(2);
-    expect(silent.stderr).toContain('"prefer the acme tool-set" matches no line of arm "treatment"\'s treatment (its prompt_append and files): the ablation would remove nothing');
+    expect(silent.stderr).toContain(
+      '"prefer the acme tool-set" matches no line of arm "treatment"\'s treatment (its prompt_append and files): the ablation would remove nothing',
+    );
   });
 });
 
 describe('workspace changes', () => {
-  it('records new symlinks and exec bits in the attempt\'s changes, and verify applies them to a fresh tree', async () => {
+  it("records new symlinks and exec bits in the attempt's changes, and verify applies them to a fresh tree", async () => {
     calculatorTask(rig.dir);
     rig.write('fixtures/CLAUDE.md', 'x\n');
     const outside = join(rig.dir, 'outside');
     // The agent turns a path into a symlink pointing outside, then writes "through" it.
-    rig.write('bench.config.yaml', config().replace(/agent: .*\n/, `agent: { adapter: command, command: 'chmod +x src/add.mjs; mkdir -p ${outside}; ln -s ${outside} escape; echo evil > escape/evil.txt' }\n`).replace(/rep: 2/g, 'rep: 1'));
+    rig.write(
+      'bench.config.yaml',
+      config()
+        .replace(
+          /agent: .*\n/,
+          `agent: { adapter: command, command: 'chmod +x src/add.mjs; mkdir -p ${outside}; ln -s ${outside} escape; echo evil > escape/evil.txt' }\n`,
+        )
+        .replace(/rep: 2/g, 'rep: 1'),
+    );
     const r = await rig.cli('run');
     expect(r.code, r.stderr).toBe(0);
     const changes = await rig.outputJson('attempts/fix-add/control/1', 'changes.json');

@@ -116,8 +116,18 @@ describe('writeBundle / verifyBundle', () => {
       const r = writeBundle(dir, [{ path: bad, bytes: 'x' }]);
       expect(r.ok, bad).toBe(false);
     }
-    expect(writeBundle(dir, [{ path: 'a', bytes: '1' }, { path: 'a', bytes: '2' }]).ok).toBe(false);
-    expect(writeBundle(dir, [{ path: 'a', bytes: '1' }, { path: 'a/b', bytes: '2' }]).ok).toBe(false);
+    expect(
+      writeBundle(dir, [
+        { path: 'a', bytes: '1' },
+        { path: 'a', bytes: '2' },
+      ]).ok,
+    ).toBe(false);
+    expect(
+      writeBundle(dir, [
+        { path: 'a', bytes: '1' },
+        { path: 'a/b', bytes: '2' },
+      ]).ok,
+    ).toBe(false);
     expect(readdirSync(dir)).toEqual([]); // nothing written by a refused bundle
 
     writeFileSync(join(dir, 'stray.log'), 'left over');
@@ -187,7 +197,17 @@ describe('redact', () => {
       `mentioned in prose: ${key}`,
     ].join('\n');
     const out = redact(text, opts);
-    for (const leaked of [key, 'eyJhbGciOiJIUzI1NiJ9', 'plain-value-1', 'plain-value-2', 'v3"', 'inner-value-4', 'abcdefgh12345678', 'AIzaLikeValue99', 'hunter2-literal-secret']) {
+    for (const leaked of [
+      key,
+      'eyJhbGciOiJIUzI1NiJ9',
+      'plain-value-1',
+      'plain-value-2',
+      'v3"',
+      'inner-value-4',
+      'abcdefgh12345678',
+      'AIzaLikeValue99',
+      'hunter2-literal-secret',
+    ]) {
       expect(out, leaked).not.toContain(leaked);
     }
     // Names and non-secret fields stay readable.
@@ -228,7 +248,11 @@ describe('large bundles', () => {
     let stderr = '';
     let stdout = '';
     const before = process.memoryUsage().rss;
-    const code = await main(['verify-bundle', dir, '--progress', 'plain'], { stdout: { write: (s: string) => (stdout += s) }, stderr: { write: (s: string) => (stderr += s) }, env: { PATH: process.env['PATH'] } });
+    const code = await main(['verify-bundle', dir, '--progress', 'plain'], {
+      stdout: { write: (s: string) => (stdout += s) },
+      stderr: { write: (s: string) => (stderr += s) },
+      env: { PATH: process.env['PATH'] },
+    });
     expect(code, stdout).toBe(0);
     expect(process.memoryUsage().rss - before).toBeLessThan(256 * 1024 * 1024);
     expect(stdout).toContain(`bundle ok: ${files().length + 1} files match manifest.json`);

@@ -91,7 +91,9 @@ console.log('ok');
 /** Copies a task of `projectDir/tasks` (task.yaml, solution, verifier) under another id and family: more tasks on the same repository. */
 export function copyTask(projectDir: string, from: string, to: string, edit: (yaml: string) => string = (y) => y): void {
   const src = join(projectDir, 'tasks', from);
-  const yaml = readFileSync(join(src, 'task.yaml'), 'utf8').replace(`id: ${from}`, `id: ${to}`).replace(/^family: .*$/m, `family: ${to}`);
+  const yaml = readFileSync(join(src, 'task.yaml'), 'utf8')
+    .replace(`id: ${from}`, `id: ${to}`)
+    .replace(/^family: .*$/m, `family: ${to}`);
   writeAll(join(projectDir, 'tasks', to), {
     'task.yaml': edit(yaml),
     'solution.patch': readFileSync(join(src, 'solution.patch'), 'utf8'),

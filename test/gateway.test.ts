@@ -87,7 +87,10 @@ function assemble(evs: SseEvent[]): { blocks: Record<string, unknown>[]; stop: u
   let stop: unknown = null;
   for (const { data } of evs) {
     const d = data as Record<string, any>;
-    if (d.type === 'content_block_start') (blocks[d.index] = { ...d.content_block }), (json[d.index] = '');
+    if (d.type === 'content_block_start') {
+      blocks[d.index] = { ...d.content_block };
+      json[d.index] = '';
+    }
     if (d.type === 'content_block_delta' && d.delta.type === 'text_delta') blocks[d.index]!.text += d.delta.text;
     if (d.type === 'content_block_delta' && d.delta.type === 'input_json_delta') json[d.index] += d.delta.partial_json;
     if (d.type === 'content_block_stop' && blocks[d.index]!.type === 'tool_use') blocks[d.index]!.input = JSON.parse(json[d.index]!);
@@ -98,7 +101,11 @@ function assemble(evs: SseEvent[]): { blocks: Record<string, unknown>[]; stop: u
 
 const WRITE_SCRIPT: FakeScript = {
   turns: [
-    { text: 'Writing it.', tool_calls: [{ name: 'Write', input: { file_path: '/tmp/x/hello.txt', content: 'hi\n' } }], usage: { input_tokens: 100, output_tokens: 20, cache_creation_input_tokens: 50, cache_read_input_tokens: 0 } },
+    {
+      text: 'Writing it.',
+      tool_calls: [{ name: 'Write', input: { file_path: '/tmp/x/hello.txt', content: 'hi\n' } }],
+      usage: { input_tokens: 100, output_tokens: 20, cache_creation_input_tokens: 50, cache_read_input_tokens: 0 },
+    },
     { text: 'All done.', usage: { input_tokens: 10, output_tokens: 5, cache_read_input_tokens: 150 } },
   ],
 };
@@ -109,7 +116,10 @@ describe('fake model + gateway: Anthropic Messages', () => {
     const gw = await gateway({
       upstream: model.url,
       prices: { 'claude-fake': { input: 3, output: 15, cache_write: 3.75, cache_read: 0.3 } },
-      markers: { context: { lines: ['MARKER-7f3a: use tabs'], scope: { kind: 'anywhere' } }, absent: { lines: ['MARKER-never-sent'], scope: { kind: 'anywhere' } } },
+      markers: {
+        context: { lines: ['MARKER-7f3a: use tabs'], scope: { kind: 'anywhere' } },
+        absent: { lines: ['MARKER-never-sent'], scope: { kind: 'anywhere' } },
+      },
     });
 
     // Claude Code's probe is answered by the gateway itself: nothing but model requests goes upstream.
@@ -118,16 +128,29 @@ describe('fake model + gateway: Anthropic Messages', () => {
     expect(model.requests).toHaveLength(0);
 
     const user = { role: 'user', content: [{ type: 'text', text: 'create hello.txt' }] };
-    const first = await send(gw, 'POST', '/v1/messages?beta=true', anthropicRequest([user], { system: [{ type: 'text', text: 'Project notes:\nMARKER-7f3a: use tabs\n' }] }), CREDS);
+    const first = await send(
+      gw,
+      'POST',
+      '/v1/messages?beta=true',
+      anthropicRequest([user], { system: [{ type: 'text', text: 'Project notes:\nMARKER-7f3a: use tabs\n' }] }),
+      CREDS,
+    );
     expect(first.status).toBe(200);
     expect(first.headers['content-type']).toMatch(/text\/event-stream/);
     const evs = events(first.text);
     expect(evs.map((e) => e.event)).toEqual([
       'message_start',
-      'content_block_start', 'content_block_delta', 'content_block_stop',
+      'content_block_start',
+      'content_block_delta',
+      'content_block_stop',
       // the tool input JSON (49 characters) arrives in three partial_json chunks
-      'content_block_start', 'content_block_delta', 'content_block_delta', 'content_block_delta', 'content_block_stop',
-      'message_delta', 'message_stop',
+      'content_block_start',
+      'content_block_delta',
+      'content_block_delta',
+      'content_block_delta',
+      'content_block_stop',
+      'message_delta',
+      'message_stop',
     ]);
     const one = assemble(evs);
     expect(one.stop).toBe('tool_use');
@@ -158,7 +181,12 @@ describe('fake model + gateway: Anthropic Messages', () => {
     expect(s.cost_usd).toBeCloseTo((220 * 3 + 47 * 15 + 50 * 3.75 + 150 * 0.3) / 1e6, 12);
     expect(s.delivered).toEqual({ context: true, absent: false });
     expect(gw.records().map((r) => r.markers)).toEqual([[], ['context'], [], [], []]);
-    expect(model.requests.map((r) => `${r.method} ${r.path}`)).toEqual(['POST /v1/messages?beta=true', 'POST /v1/messages', 'POST /v1/messages?beta=true', 'POST /v1/messages']);
+    expect(model.requests.map((r) => `${r.method} ${r.path}`)).toEqual([
+      'POST /v1/messages?beta=true',
+      'POST /v1/messages',
+      'POST /v1/messages?beta=true',
+      'POST /v1/messages',
+    ]);
     // The credential reaches the upstream untouched; only the records are redacted.
     expect(model.requests[1]!.headers['x-api-key']).toBe('sk-test');
   });
@@ -171,7 +199,9 @@ describe('fake model + gateway: Anthropic Messages', () => {
       req.resume();
       res.writeHead(200, { 'content-type': 'text/event-stream' });
       res.write('event: message_start\ndata: {"type":"message_start","message":{"model":"m","usage":{"input_tokens":7,"output_tokens":1}}}\n\n');
-      void released.then(() => res.end('event: message_delta\ndata: {"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":3}}\n\n'));
+      void released.then(() =>
+        res.end('event: message_delta\ndata: {"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":3}}\n\n'),
+      );
     });
     await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r));
     cleanups.push(() => new Promise<void>((r) => upstream.close(() => r())));
@@ -201,7 +231,12 @@ describe('fake model + gateway: Anthropic Messages', () => {
     const body = JSON.parse(r.text);
     expect(body).toMatchObject({ type: 'message', stop_reason: 'tool_use', content: [{ type: 'text' }, { type: 'tool_use', name: 'Write' }] });
     // Unpriced model: the default price gives an estimate.
-    expect(gw.summary()).toMatchObject({ model_requests: 1, tool_calls: 1, usage: { input_tokens: 100, output_tokens: 20, cache_write_tokens: 50 }, cost_confidence: 'estimated' });
+    expect(gw.summary()).toMatchObject({
+      model_requests: 1,
+      tool_calls: 1,
+      usage: { input_tokens: 100, output_tokens: 20, cache_write_tokens: 50 },
+      cost_confidence: 'estimated',
+    });
     expect(gw.summary().cost_usd).toBeGreaterThan(0);
   });
 });
@@ -223,7 +258,11 @@ describe('gateway: caps', () => {
 
   it('a cost cap refuses once the priced cost reaches it; free models are reported free', async () => {
     const model = await fake({ turns: [{ text: 'a', usage: { input_tokens: 1_000_000, output_tokens: 0 } }] });
-    const gw = await gateway({ upstream: model.url, caps: { maxCostUsd: 1 }, prices: { 'claude-fake': { input: 1, output: 1, cache_write: 1, cache_read: 1 } } });
+    const gw = await gateway({
+      upstream: model.url,
+      caps: { maxCostUsd: 1 },
+      prices: { 'claude-fake': { input: 1, output: 1, cache_write: 1, cache_read: 1 } },
+    });
     const user = { role: 'user', content: 'go' };
     expect((await send(gw, 'POST', '/v1/messages', anthropicRequest([user]))).status).toBe(200);
     expect((await send(gw, 'POST', '/v1/messages', anthropicRequest([user]))).status).toBe(429);
@@ -242,13 +281,22 @@ describe('gateway: records', () => {
     const model = await fake(WRITE_SCRIPT);
     const gw = await gateway({ upstream: model.url, logFile });
     await send(gw, 'HEAD', '/', undefined, CREDS);
-    await send(gw, 'POST', '/v1/messages?beta=true&key=sk-test', anthropicRequest([{ role: 'user', content: 'go' }], { metadata: { user_id: 'u1', api_key: 'sk-test' } }), { ...CREDS, 'x-secret-thing': 'hush-hush-123' });
+    await send(
+      gw,
+      'POST',
+      '/v1/messages?beta=true&key=sk-test',
+      anthropicRequest([{ role: 'user', content: 'go' }], { metadata: { user_id: 'u1', api_key: 'sk-test' } }),
+      { ...CREDS, 'x-secret-thing': 'hush-hush-123' },
+    );
     await gw.close();
 
     const text = readFileSync(logFile, 'utf8');
     expect(text).not.toContain('sk-test');
     expect(text).not.toContain('hush-hush-123');
-    const lines = text.trim().split('\n').map((l) => JSON.parse(l));
+    const lines = text
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     expect(lines).toHaveLength(2);
     const post = lines[1];
     expect(post.request_headers).toMatchObject({ 'x-api-key': '[redacted]', authorization: '[redacted]', 'x-secret-thing': '[redacted]' });
@@ -297,7 +345,10 @@ describe('fake model + gateway: OpenAI Responses', () => {
   it('answers function_call then a message, and splits cached tokens out of input', async () => {
     const model = await fake({
       turns: [
-        { tool_calls: [{ name: 'exec_command', input: { cmd: 'echo hi > hello.txt' } }], usage: { input_tokens: 50, output_tokens: 10, cache_read_input_tokens: 30 } },
+        {
+          tool_calls: [{ name: 'exec_command', input: { cmd: 'echo hi > hello.txt' } }],
+          usage: { input_tokens: 50, output_tokens: 10, cache_read_input_tokens: 30 },
+        },
         { text: 'Created hello.txt.' },
       ],
     });
@@ -308,12 +359,30 @@ describe('fake model + gateway: OpenAI Responses', () => {
     const first = events((await send(gw, 'POST', '/v1/responses', { model: 'gpt-fake', stream: true, tools, input: [user] }, CREDS)).text);
     expect(first.map((e) => e.event)).toEqual(['response.created', 'response.output_item.done', 'response.completed']);
     const call = (first[1]!.data as any).item;
-    expect(call).toEqual({ type: 'function_call', id: 'fc_fake_0_0', call_id: 'call_fake_0_0', name: 'exec_command', arguments: '{"cmd":"echo hi > hello.txt"}', status: 'completed' });
-    expect((first[2]!.data as any).response.usage).toEqual({ input_tokens: 80, input_tokens_details: { cached_tokens: 30 }, output_tokens: 10, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: 90 });
+    expect(call).toEqual({
+      type: 'function_call',
+      id: 'fc_fake_0_0',
+      call_id: 'call_fake_0_0',
+      name: 'exec_command',
+      arguments: '{"cmd":"echo hi > hello.txt"}',
+      status: 'completed',
+    });
+    expect((first[2]!.data as any).response.usage).toEqual({
+      input_tokens: 80,
+      input_tokens_details: { cached_tokens: 30 },
+      output_tokens: 10,
+      output_tokens_details: { reasoning_tokens: 0 },
+      total_tokens: 90,
+    });
 
     const input = [user, call, { type: 'function_call_output', call_id: 'call_fake_0_0', output: 'ok' }];
     const second = events((await send(gw, 'POST', '/v1/responses', { model: 'gpt-fake', stream: true, tools, input }, CREDS)).text);
-    expect((second[1]!.data as any).item).toMatchObject({ type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: 'Created hello.txt.', annotations: [] }] });
+    expect((second[1]!.data as any).item).toMatchObject({
+      type: 'message',
+      role: 'assistant',
+      status: 'completed',
+      content: [{ type: 'output_text', text: 'Created hello.txt.', annotations: [] }],
+    });
     expect((second[2]!.data as any).response).toMatchObject({ status: 'completed', output: [{ type: 'message' }] });
 
     expect(gw.summary()).toMatchObject({
@@ -333,17 +402,23 @@ describe('listening on a unix socket', () => {
     const gw = await gateway({ upstream: 'http://localhost', upstreamSocket: model.socket!, listen: { socket: join(dir, 'gw.sock') } });
     expect(statSync(join(dir, 'gw.sock')).mode & 0o777).toBe(0o666);
 
-    const r = await send({ url: 'http://localhost', socket: join(dir, 'gw.sock') }, 'POST', '/v1/messages', anthropicRequest([{ role: 'user', content: 'go' }]));
+    const r = await send(
+      { url: 'http://localhost', socket: join(dir, 'gw.sock') },
+      'POST',
+      '/v1/messages',
+      anthropicRequest([{ role: 'user', content: 'go' }]),
+    );
     expect(assemble(events(r.text)).stop).toBe('tool_use');
     expect(gw.summary()).toMatchObject({ model_requests: 1, tool_calls: 1 });
-
   });
 
   it('replaces a stale socket left by a killed process, but never deletes a regular file', async () => {
     const dir = tempDir();
     const sock = join(dir, 'gw.sock');
     // A real process that dies by SIGKILL while listening leaves its socket file behind.
-    await execa(process.execPath, ['-e', "require('net').createServer().listen(process.argv[1], () => process.kill(process.pid, 'SIGKILL'))", sock], { reject: false });
+    await execa(process.execPath, ['-e', "require('net').createServer().listen(process.argv[1], () => process.kill(process.pid, 'SIGKILL'))", sock], {
+      reject: false,
+    });
     expect(statSync(sock).isSocket()).toBe(true);
     const model = await fake(WRITE_SCRIPT);
     const gw = await gateway({ upstream: model.url, listen: { socket: sock } });
@@ -363,7 +438,10 @@ describe('pieces', () => {
     const out: SseEvent[] = [];
     for (const byte of wire) out.push(...p.feed(Uint8Array.of(byte)));
     out.push(...p.end());
-    expect(out).toEqual([{ event: 'a', data: { t: 'é✓' } }, { event: 'b', data: 'x\ny' }]);
+    expect(out).toEqual([
+      { event: 'a', data: { t: 'é✓' } },
+      { event: 'b', data: 'x\ny' },
+    ]);
   });
 
   it('OpenAI turn = earlier model replies, however many calls each made', () => {
@@ -373,7 +451,9 @@ describe('pieces', () => {
     expect(openaiTurnIndex({ input: 'just a string' })).toBe(0);
     expect(openaiTurnIndex({ input: [user] })).toBe(0);
     expect(openaiTurnIndex({ input: [user, call('a'), out('a')] })).toBe(1);
-    expect(openaiTurnIndex({ input: [user, { type: 'message', role: 'assistant', content: 'x' }, call('a'), call('b'), out('a'), out('b'), call('c'), out('c')] })).toBe(2);
+    expect(
+      openaiTurnIndex({ input: [user, { type: 'message', role: 'assistant', content: 'x' }, call('a'), call('b'), out('a'), out('b'), call('c'), out('c')] }),
+    ).toBe(2);
   });
 
   it('parseFakeScript names the offending field', () => {
@@ -394,37 +474,41 @@ describe.runIf(existsSync(CLAUDE))('the real Claude Code CLI through the gateway
     const marker = 'PAIRBENCH-MARKER-0c4e: always write files with a trailing newline';
     writeFileSync(join(cwd, 'CLAUDE.md'), `# Project notes\n\n${marker}\n`);
     const model = await fake({
-      turns: [
-        { tool_calls: [{ name: 'Write', input: { file_path: join(cwd, 'hello.txt'), content: 'hi\n' } }] },
-        { text: 'Created hello.txt.' },
-      ],
+      turns: [{ tool_calls: [{ name: 'Write', input: { file_path: join(cwd, 'hello.txt'), content: 'hi\n' } }] }, { text: 'Created hello.txt.' }],
     });
     const logFile = join(home, 'gateway.jsonl');
     // Scoped as the run step scopes a CLAUDE.md: the real CLI must put it where pairbench looks for it.
     const gw = await gateway({
       upstream: model.url,
-      markers: { claude_md: { lines: [marker], scope: { kind: 'instruction-file', file: 'CLAUDE.md' } }, absent: { lines: ['never-in-any-request'], scope: { kind: 'anywhere' } } },
+      markers: {
+        claude_md: { lines: [marker], scope: { kind: 'instruction-file', file: 'CLAUDE.md' } },
+        absent: { lines: ['never-in-any-request'], scope: { kind: 'anywhere' } },
+      },
       logFile,
     });
 
-    const run = await execa(CLAUDE, ['-p', 'create hello.txt', '--output-format', 'stream-json', '--verbose', '--max-turns', '4', '--dangerously-skip-permissions'], {
-      cwd,
-      env: {
-        ANTHROPIC_BASE_URL: gw.url,
-        ANTHROPIC_API_KEY: 'sk-test',
-        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
-        DISABLE_AUTOUPDATER: '1',
-        DISABLE_TELEMETRY: '1',
-        DISABLE_ERROR_REPORTING: '1',
-        HOME: home,
-        PATH: process.env.PATH ?? '',
-        IS_SANDBOX: '1',
+    const run = await execa(
+      CLAUDE,
+      ['-p', 'create hello.txt', '--output-format', 'stream-json', '--verbose', '--max-turns', '4', '--dangerously-skip-permissions'],
+      {
+        cwd,
+        env: {
+          ANTHROPIC_BASE_URL: gw.url,
+          ANTHROPIC_API_KEY: 'sk-test',
+          CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+          DISABLE_AUTOUPDATER: '1',
+          DISABLE_TELEMETRY: '1',
+          DISABLE_ERROR_REPORTING: '1',
+          HOME: home,
+          PATH: process.env.PATH ?? '',
+          IS_SANDBOX: '1',
+        },
+        extendEnv: false,
+        timeout: 60_000,
+        reject: false,
+        stdin: 'ignore',
       },
-      extendEnv: false,
-      timeout: 60_000,
-      reject: false,
-      stdin: 'ignore',
-    });
+    );
     expect(run.exitCode, `${run.stdout}\n${run.stderr}`).toBe(0);
     expect(readFileSync(join(cwd, 'hello.txt'), 'utf8')).toBe('hi\n');
 
@@ -438,7 +522,11 @@ describe.runIf(existsSync(CLAUDE))('the real Claude Code CLI through the gateway
     await gw.close();
     expect(readFileSync(logFile, 'utf8')).not.toContain('sk-test');
 
-    const result = run.stdout.trim().split('\n').map((l) => JSON.parse(l)).find((l) => l.type === 'result');
+    const result = run.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l))
+      .find((l) => l.type === 'result');
     expect(result).toMatchObject({ subtype: 'success', is_error: false });
   });
 });
@@ -464,9 +552,13 @@ describe('gateway: an agent attacking its budget and the host key (each attack p
         res.writeHead(200, { 'content-type': 'text/event-stream' });
         const start = { type: 'message_start', message: { model: 'claude-fake', usage: { input_tokens: usage.input_tokens, output_tokens: 1 } } };
         res.write(`event: message_start\ndata: ${JSON.stringify(start)}\n\n`);
-        res.write(`event: content_block_delta\ndata: ${JSON.stringify({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'hello' } })}\n\n`);
+        res.write(
+          `event: content_block_delta\ndata: ${JSON.stringify({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'hello' } })}\n\n`,
+        );
         setTimeout(() => {
-          res.write(`event: message_delta\ndata: ${JSON.stringify({ type: 'message_delta', delta: { stop_reason: 'end_turn' }, usage: { output_tokens: usage.output_tokens } })}\n\n`);
+          res.write(
+            `event: message_delta\ndata: ${JSON.stringify({ type: 'message_delta', delta: { stop_reason: 'end_turn' }, usage: { output_tokens: usage.output_tokens } })}\n\n`,
+          );
           res.end('event: message_stop\ndata: {"type":"message_stop"}\n\n');
         }, 50);
       });
@@ -494,13 +586,16 @@ describe('gateway: an agent attacking its budget and the host key (each attack p
     const gw = await gateway({ upstream: up.url, logFile: join(dir, 'gateway.jsonl') });
     for (let i = 0; i < 3; i++) {
       await new Promise<void>((resolve) => {
-        const req = request({ hostname: '127.0.0.1', port: new URL(gw.url).port, method: 'POST', path: '/v1/messages', headers: { 'content-type': 'application/json' } }, (res) => {
-          // The first event arrives: hang up before message_delta carries the output tokens.
-          res.once('data', () => {
-            req.destroy();
-            resolve();
-          });
-        });
+        const req = request(
+          { hostname: '127.0.0.1', port: new URL(gw.url).port, method: 'POST', path: '/v1/messages', headers: { 'content-type': 'application/json' } },
+          (res) => {
+            // The first event arrives: hang up before message_delta carries the output tokens.
+            res.once('data', () => {
+              req.destroy();
+              resolve();
+            });
+          },
+        );
         req.on('error', () => resolve());
         req.end(JSON.stringify(anthropicRequest([{ role: 'user', content: 'go' }])));
       });
@@ -508,7 +603,10 @@ describe('gateway: an agent attacking its budget and the host key (each attack p
     for (let i = 0; i < 200 && gw.records().length < 3; i++) await new Promise((r) => setTimeout(r, 10));
     await gw.close();
     expect(gw.summary()).toMatchObject({ requests: 3, model_requests: 3, usage: { input_tokens: 900, output_tokens: 2100 } });
-    const lines = readFileSync(join(dir, 'gateway.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    const lines = readFileSync(join(dir, 'gateway.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     expect(lines).toHaveLength(3);
     for (const l of lines) expect(l).toMatchObject({ client_aborted: true, usage: { input_tokens: 300, output_tokens: 700 } });
   });
@@ -516,7 +614,13 @@ describe('gateway: an agent attacking its budget and the host key (each attack p
   it('forwards only the model endpoints; organisation and other paths are refused and logged, unmetered by the key', async () => {
     const up = await countingUpstream({ input_tokens: 1, output_tokens: 1 });
     const gw = await gateway({ upstream: up.url, provider: 'anthropic', upstreamAuth: { 'x-api-key': 'sk-host-real-key-123' } });
-    for (const [method, path] of [['GET', '/v1/organizations/me'], ['POST', '/v1/messages/../organizations'], ['POST', '/v1/responses'], ['DELETE', '/v1/messages'], ['POST', '/v1/messages%2F..%2Forganizations']]) {
+    for (const [method, path] of [
+      ['GET', '/v1/organizations/me'],
+      ['POST', '/v1/messages/../organizations'],
+      ['POST', '/v1/responses'],
+      ['DELETE', '/v1/messages'],
+      ['POST', '/v1/messages%2F..%2Forganizations'],
+    ]) {
       const r = await send(gw, method!, path!, method === 'GET' || method === 'DELETE' ? undefined : {});
       expect(r.status, `${method} ${path}`).toBe(403);
     }
@@ -556,12 +660,29 @@ describe('delivery: a fingerprint, counted only where the agent gives the model 
     };
     expect(markersFound(readmeRead, { treatment: marker })).toEqual([]);
     // The same text where Claude Code puts CLAUDE.md is delivery.
-    expect(markersFound({ messages: [{ role: 'user', content: [{ type: 'text', text: reminder }, { type: 'text', text: 'Fix add().' }] }] }, { treatment: marker })).toEqual(['treatment']);
+    expect(
+      markersFound(
+        {
+          messages: [
+            {
+              role: 'user',
+              content: [
+                { type: 'text', text: reminder },
+                { type: 'text', text: 'Fix add().' },
+              ],
+            },
+          ],
+        },
+        { treatment: marker },
+      ),
+    ).toEqual(['treatment']);
     // One line of the fingerprint is not enough.
     const partial = reminder.replace('Keep every function pure.', 'Keep it simple.');
     expect(markersFound({ messages: [{ role: 'user', content: [{ type: 'text', text: partial }] }] }, { treatment: marker })).toEqual([]);
     // Codex's AGENTS.md section, for an AGENTS.md marker.
     const agents = { lines: marker.lines, scope: { kind: 'instruction-file' as const, file: 'AGENTS.md' } };
-    expect(markersFound({ input: [{ role: 'user', content: [{ type: 'input_text', text: `# AGENTS.md instructions for /work\n\n${claudeMd}` }] }] }, { t: agents })).toEqual(['t']);
+    expect(
+      markersFound({ input: [{ role: 'user', content: [{ type: 'input_text', text: `# AGENTS.md instructions for /work\n\n${claudeMd}` }] }] }, { t: agents }),
+    ).toEqual(['t']);
   });
 });

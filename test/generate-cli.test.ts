@@ -13,8 +13,10 @@ function library(): string {
   const [commit] = makeRepo(join(rig.dir, 'repos', 'lib'), [
     {
       'package.json': '{ "type": "module" }\n',
-      'src/math.mjs': '/** Sum of two numbers. */\nexport function add(a, b) {\n  return a + b;\n}\n\n/** Product of two numbers. */\nexport function mul(a, b) {\n  let r = 0;\n  for (let i = 0; i < b; i++) r = add(r, a);\n  return r;\n}\n',
-      'test/math.test.mjs': "import { test } from 'node:test';\nimport assert from 'node:assert/strict';\nimport { add, mul } from '../src/math.mjs';\ntest('add adds', () => assert.equal(add(2, 3), 5));\ntest('mul multiplies', () => assert.equal(mul(4, 3), 12));\n",
+      'src/math.mjs':
+        '/** Sum of two numbers. */\nexport function add(a, b) {\n  return a + b;\n}\n\n/** Product of two numbers. */\nexport function mul(a, b) {\n  let r = 0;\n  for (let i = 0; i < b; i++) r = add(r, a);\n  return r;\n}\n',
+      'test/math.test.mjs':
+        "import { test } from 'node:test';\nimport assert from 'node:assert/strict';\nimport { add, mul } from '../src/math.mjs';\ntest('add adds', () => assert.equal(add(2, 3), 5));\ntest('mul multiplies', () => assert.equal(mul(4, 3), 12));\n",
     },
   ]);
   return commit!;
@@ -23,7 +25,21 @@ function library(): string {
 describe('pairbench generate', () => {
   it('writes stub_function tasks that certify through the pipeline; the same seed writes the same files', async () => {
     const commit = library();
-    const gen = (out: string) => rig.cli('generate', 'stub_function', '--repo', join(rig.dir, 'repos', 'lib'), '--commit', commit, '--out', join(rig.dir, out), '--count', '2', '--seed', '7');
+    const gen = (out: string) =>
+      rig.cli(
+        'generate',
+        'stub_function',
+        '--repo',
+        join(rig.dir, 'repos', 'lib'),
+        '--commit',
+        commit,
+        '--out',
+        join(rig.dir, out),
+        '--count',
+        '2',
+        '--seed',
+        '7',
+      );
     const r = await gen('tasks');
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toContain('2 tasks written');
@@ -57,7 +73,18 @@ describe('pairbench generate', () => {
 
   it('refuses when fewer valid tasks exist than asked, naming the counts', async () => {
     const commit = library();
-    const r = await rig.cli('generate', 'stub_function', '--repo', join(rig.dir, 'repos', 'lib'), '--commit', commit, '--out', join(rig.dir, 'tasks'), '--count', '5');
+    const r = await rig.cli(
+      'generate',
+      'stub_function',
+      '--repo',
+      join(rig.dir, 'repos', 'lib'),
+      '--commit',
+      commit,
+      '--out',
+      join(rig.dir, 'tasks'),
+      '--count',
+      '5',
+    );
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(/found 2 valid tasks, asked for 5/);
     const usage = await rig.cli('generate', 'stub_function', '--repo', '.', '--commit', 'main', '--out', 'x');

@@ -48,7 +48,10 @@ module.exports = {
 `;
 
 /** The fix: merge must not copy __proto__ (prototype pollution). */
-const INDEX_V2 = INDEX_V1.replace('  for (var key in source) out[key] = source[key];', "  for (var key in source) if (key !== '__proto__' && key !== 'constructor') out[key] = source[key];");
+const INDEX_V2 = INDEX_V1.replace(
+  '  for (var key in source) out[key] = source[key];',
+  "  for (var key in source) if (key !== '__proto__' && key !== 'constructor') out[key] = source[key];",
+);
 
 const TESTS_V1: Record<string, string> = {
   'test/merge.js': `var test = require('tape');
@@ -161,7 +164,7 @@ async function certify(outDir: string, ids: string[]): Promise<{ verdict: string
 }
 
 describe('generators on a CommonJS package with a tape suite', () => {
-  it('stub_function: no --test-command (the package\'s tape script is used), tasks that certify', { timeout: 240_000 }, async () => {
+  it("stub_function: no --test-command (the package's tape script is used), tasks that certify", { timeout: 240_000 }, async () => {
     const { repo, commits } = objkit();
     const out = join(rig.dir, 'generated');
     const r = await generateStubFunctionTasks({ repo, commit: commits.at(-1)!, seed: 1, count: 2, language: 'js', outDir: out, repeats: 1 });
@@ -177,24 +180,31 @@ describe('generators on a CommonJS package with a tape suite', () => {
     const yaml = readFileSync(join(out, r.value.tasks[0]!.id, 'task.yaml'), 'utf8');
     expect(yaml).not.toContain(rig.dir);
     expect(yaml).toContain('node_modules/.bin');
-    const certs = await certify('generated', r.value.tasks.map((t) => t.id));
+    const certs = await certify(
+      'generated',
+      r.value.tasks.map((t) => t.id),
+    );
     for (const c of certs) expect(c.verdict, c.reasons.join('; ')).toBe('certified');
   });
 
-  it('revert_reimplement: the prototype-pollution fix, whose tape test fails when it is reverted, becomes a task that certifies', { timeout: 240_000 }, async () => {
-    const { repo, commits } = objkit();
-    const out = join(rig.dir, 'generated');
-    const r = await generateRevertTasks({ repo, commit: commits.at(-1)!, seed: 0, count: 1, language: 'js', outDir: out, repeats: 1, history: 10 });
-    expect(r.ok, r.ok ? '' : r.error).toBe(true);
-    if (!r.ok) return;
-    const [task] = r.value.tasks;
-    expect(task!.commit).toBe(commits[2]);
-    expect(task!.covering).toEqual(['test/proto.js::merge ignores __proto__']);
-    // The other commits are named with their real cause.
-    const reasons = Object.fromEntries(r.value.dropped.map((d) => [d.candidate, d.reason]));
-    for (const [c, reason] of Object.entries(reasons)) expect(reason, c).not.toMatch(/ambiguous|\/tmp\//);
-    const [cert] = await certify('generated', [task!.id]);
-    expect(cert!.verdict, cert!.reasons.join('; ')).toBe('certified');
-    expect(readdirSync(out)).toEqual([task!.id]);
-  });
+  it(
+    'revert_reimplement: the prototype-pollution fix, whose tape test fails when it is reverted, becomes a task that certifies',
+    { timeout: 240_000 },
+    async () => {
+      const { repo, commits } = objkit();
+      const out = join(rig.dir, 'generated');
+      const r = await generateRevertTasks({ repo, commit: commits.at(-1)!, seed: 0, count: 1, language: 'js', outDir: out, repeats: 1, history: 10 });
+      expect(r.ok, r.ok ? '' : r.error).toBe(true);
+      if (!r.ok) return;
+      const [task] = r.value.tasks;
+      expect(task!.commit).toBe(commits[2]);
+      expect(task!.covering).toEqual(['test/proto.js::merge ignores __proto__']);
+      // The other commits are named with their real cause.
+      const reasons = Object.fromEntries(r.value.dropped.map((d) => [d.candidate, d.reason]));
+      for (const [c, reason] of Object.entries(reasons)) expect(reason, c).not.toMatch(/ambiguous|\/tmp\//);
+      const [cert] = await certify('generated', [task!.id]);
+      expect(cert!.verdict, cert!.reasons.join('; ')).toBe('certified');
+      expect(readdirSync(out)).toEqual([task!.id]);
+    },
+  );
 });

@@ -29,7 +29,11 @@ const ROOT = mkdtempSync(join(tmpdir(), 'pairbench-generators-'));
 afterAll(() => rmSync(ROOT, { recursive: true, force: true }));
 
 function sh(cwd: string, command: string): number {
-  const r = spawnSync('sh', ['-c', command], { cwd, env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', HOME: process.env['HOME'] ?? '/tmp' }, encoding: 'utf8' });
+  const r = spawnSync('sh', ['-c', command], {
+    cwd,
+    env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', HOME: process.env['HOME'] ?? '/tmp' },
+    encoding: 'utf8',
+  });
   return r.status ?? -1;
 }
 
@@ -172,7 +176,9 @@ describe('parsers and scanners', () => {
     expect(stubbed).toContain("/** doc */\nexport function a(x: number): Promise<{ v: number }> { throw new Error('not implemented'); }\nfunction inner()");
     expect(stubbed).toContain("export const c = x => { throw new Error('not implemented'); };");
     expect(stubbed).toContain("export const d = (x: number): number => { throw new Error('not implemented'); }\nexport const e");
-    expect(stubbed).toContain("export const e = (s) => { throw new Error('not implemented'); };\nexport const f = () => { throw new Error('not implemented'); }\nexport const notAFunction");
+    expect(stubbed).toContain(
+      "export const e = (s) => { throw new Error('not implemented'); };\nexport const f = () => { throw new Error('not implemented'); }\nexport const notAFunction",
+    );
     expect(stubbed).toContain("export function over(x: string): string;\nexport function over(x: any): any { throw new Error('not implemented'); }");
     expect(stubbed).toContain('const t = `export function fake() {}`;');
   });
@@ -208,7 +214,10 @@ describe('parsers and scanners', () => {
   it("the repository's own test command: tape, node --test, mocha and jest recognised; anything else refused with what to do", () => {
     const pkg = (test: string) => JSON.stringify({ scripts: { test } });
     expect(defaultTestCommand('js', pkg('tape test/*.js'))).toEqual({ ok: true, value: { command: 'tape test/*.js', runner: 'tape' } });
-    expect(defaultTestCommand('js', pkg('node --test test/'))).toEqual({ ok: true, value: { command: 'node --test --test-reporter=tap', runner: 'node-test' } });
+    expect(defaultTestCommand('js', pkg('node --test test/'))).toEqual({
+      ok: true,
+      value: { command: 'node --test --test-reporter=tap', runner: 'node-test' },
+    });
     expect(defaultTestCommand('js', pkg('mocha --recursive'))).toEqual({ ok: true, value: { command: 'mocha --recursive', runner: 'mocha' } });
     expect(defaultTestCommand('js', pkg('jest'))).toEqual({ ok: true, value: { command: 'jest', runner: 'jest' } });
     expect(defaultTestCommand('python', null)).toMatchObject({ ok: true, value: { runner: 'pytest' } });
@@ -237,10 +246,23 @@ describe('parsers and scanners', () => {
     const jest = JSON.stringify({
       numPassedTests: 1,
       numFailedTests: 1,
-      testResults: [{ name: '/tmp/tree/src/calc.test.js', assertionResults: [{ fullName: 'calc adds', status: 'passed' }, { fullName: 'calc subtracts', status: 'failed' }, { fullName: 'calc todo', status: 'todo' }] }],
+      testResults: [
+        {
+          name: '/tmp/tree/src/calc.test.js',
+          assertionResults: [
+            { fullName: 'calc adds', status: 'passed' },
+            { fullName: 'calc subtracts', status: 'failed' },
+            { fullName: 'calc todo', status: 'todo' },
+          ],
+        },
+      ],
     });
     const j = parseJsonReport('jest', jest, '/tmp/tree');
-    expect(j.ok && Object.fromEntries([...j.value].map(([id, t]) => [id, t.status]))).toEqual({ 'src/calc.test.js::calc adds': 'pass', 'src/calc.test.js::calc subtracts': 'fail', 'src/calc.test.js::calc todo': 'skip' });
+    expect(j.ok && Object.fromEntries([...j.value].map(([id, t]) => [id, t.status]))).toEqual({
+      'src/calc.test.js::calc adds': 'pass',
+      'src/calc.test.js::calc subtracts': 'fail',
+      'src/calc.test.js::calc todo': 'skip',
+    });
     expect(parseJsonReport('jest', 'no json here', null).ok).toBe(false);
   });
 
@@ -431,7 +453,9 @@ describe('stub_function on a node:test library', () => {
 
   it('makes three tasks that discriminate, in seeded order', () => {
     expect(report.tasks).toHaveLength(3);
-    const expected = seededOrder(seed, [...covered, uncovered], (x) => x).filter((c) => c !== uncovered).slice(0, 3);
+    const expected = seededOrder(seed, [...covered, uncovered], (x) => x)
+      .filter((c) => c !== uncovered)
+      .slice(0, 3);
     expect(report.tasks.map((t) => `${t.file}#${t.function}`)).toEqual(expected);
     for (const t of report.tasks) {
       expect(t.id).toMatch(new RegExp(`^stub-${t.function}-[0-9a-f]{8}$`));
@@ -486,7 +510,9 @@ describe('stub_function on a node:test library', () => {
   it('follows a different order for a different seed', async () => {
     const r = await generateStubFunctionTasks({ repo, commit, seed: otherSeed, count: 2, language: 'js', testCommand: NODE_TEST, outDir: join(base, 'out-c') });
     if (!r.ok) throw new Error(r.error);
-    const expected = seededOrder(otherSeed, [...covered, uncovered], (x) => x).filter((c) => c !== uncovered).slice(0, 2);
+    const expected = seededOrder(otherSeed, [...covered, uncovered], (x) => x)
+      .filter((c) => c !== uncovered)
+      .slice(0, 2);
     expect(r.value.tasks.map((t) => `${t.file}#${t.function}`)).toEqual(expected);
     expect(expected[0]).not.toBe(report.tasks.map((t) => `${t.file}#${t.function}`)[0]);
   }, 180_000);
@@ -545,7 +571,12 @@ describe('revert_reimplement on a node:test library', () => {
     const r = await generateRevertTasks({ repo, commit: commits[2]!, seed: 1, count: 1, language: 'js', testCommand: NODE_TEST, outDir });
     if (!r.ok) throw new Error(r.error);
     const [task] = r.value.tasks;
-    expect(task).toMatchObject({ id: `revert-${commits[1]!.slice(0, 12)}`, commit: commits[1], file: 'src/math.mjs', covering: ['test/mul3.test.mjs::mul takes a third factor'] });
+    expect(task).toMatchObject({
+      id: `revert-${commits[1]!.slice(0, 12)}`,
+      commit: commits[1],
+      file: 'src/math.mjs',
+      covering: ['test/mul3.test.mjs::mul takes a third factor'],
+    });
     const data = assertTaskDiscriminates(outDir, task!.id, repo, 'revert_reimplement');
     expect(data['repo'].commit).toBe(commits[1]);
     expect(Object.keys(data['verifier'].fail_to_pass)).toEqual(['test/mul3.test.mjs::mul takes a third factor']);
@@ -553,7 +584,15 @@ describe('revert_reimplement on a node:test library', () => {
     expect(data['allowed_paths']).toEqual(['src/math.mjs']);
     for (const d of r.value.dropped) expect(d.reason).toMatch(/^(the root commit has no parent|changes 0 non-test source files \(wants exactly 1\))$/);
 
-    const again = await generateRevertTasks({ repo, commit: commits[2]!, seed: 1, count: 1, language: 'js', testCommand: NODE_TEST, outDir: join(base, 'out2') });
+    const again = await generateRevertTasks({
+      repo,
+      commit: commits[2]!,
+      seed: 1,
+      count: 1,
+      language: 'js',
+      testCommand: NODE_TEST,
+      outDir: join(base, 'out2'),
+    });
     if (!again.ok) throw new Error(again.error);
     expect(filesUnder(join(base, 'out2'))).toEqual(filesUnder(outDir));
   }, 180_000);
@@ -591,17 +630,38 @@ describe.skipIf(!hasPytest)('stub_function on a pytest library', () => {
           '    return 0',
           '',
         ].join('\n'),
-        'tests/test_calc.py': ['from pkg.calc import add', '', '', 'def test_add():', '    assert add(2, 3) == 5', '', '', 'def test_other():', '    assert True', ''].join('\n'),
+        'tests/test_calc.py': [
+          'from pkg.calc import add',
+          '',
+          '',
+          'def test_add():',
+          '    assert add(2, 3) == 5',
+          '',
+          '',
+          'def test_other():',
+          '    assert True',
+          '',
+        ].join('\n'),
       },
     ]);
     const outDir = join(base, 'out');
-    const r = await generateStubFunctionTasks({ repo, commit: commit!, seed: 3, count: 1, language: 'python', testCommand: 'python -m pytest -rA -q -p no:cacheprovider', outDir });
+    const r = await generateStubFunctionTasks({
+      repo,
+      commit: commit!,
+      seed: 3,
+      count: 1,
+      language: 'python',
+      testCommand: 'python -m pytest -rA -q -p no:cacheprovider',
+      outDir,
+    });
     if (!r.ok) throw new Error(r.error);
     const [task] = r.value.tasks;
     expect(task).toMatchObject({ function: 'add', file: 'pkg/calc.py', covering: ['tests/test_calc.py::test_add'] });
     const data = assertTaskDiscriminates(outDir, task!.id, repo, 'stub_function');
     expect(data['prompt']).toBe('Implement `add` in pkg/calc.py: it currently raises NotImplementedError. Keep its signature.');
-    expect(readFileSync(join(outDir, task!.id, 'setup.patch'), 'utf8')).toContain(' def add(a, b):\n     """Adds two numbers."""\n-    return a + b\n+    raise NotImplementedError\n');
+    expect(readFileSync(join(outDir, task!.id, 'setup.patch'), 'utf8')).toContain(
+      ' def add(a, b):\n     """Adds two numbers."""\n-    return a + b\n+    raise NotImplementedError\n',
+    );
     expect(r.value.dropped.every((d) => d.candidate === 'pkg/calc.py#unused' && d.reason === 'no test covers it')).toBe(true);
   }, 180_000);
 });

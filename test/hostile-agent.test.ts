@@ -94,7 +94,11 @@ describe.skipIf(!docker.ok && !required)('docker: a process the agent leaves beh
       // a link it left is kept as a link, never followed.
       expect(changed.filter(([, text]) => text === 'keep\n').length).toBe(1500);
       const written = changes['written'] as Record<string, string>;
-      for (const [p, state] of Object.entries(written)) if (state.startsWith('link:')) expect(state).toBe(`link:${hostDir}`), expect(changed.some(([q]) => q.startsWith(`${p}/`))).toBe(false);
+      for (const [p, state] of Object.entries(written)) {
+        if (!state.startsWith('link:')) continue;
+        expect(state).toBe(`link:${hostDir}`);
+        expect(changed.some(([q]) => q.startsWith(`${p}/`))).toBe(false);
+      }
     } finally {
       rmSync(hostDir, { recursive: true, force: true });
     }
@@ -202,7 +206,10 @@ describe.skipIf(!bwrap.ok && !required)('forged verdicts (bubblewrap): each ends
   });
 
   it('a Harbor-style reward: code run by test.sh writes reward.json = 1 while test.sh writes reward.txt = 0', async () => {
-    rig.write('tasks/fix-add/verifier/test.sh', `node "$VERIFIER_DIR/test_add.mjs" && echo 1 > /logs/verifier/reward.txt || echo 0 > /logs/verifier/reward.txt\n`);
+    rig.write(
+      'tasks/fix-add/verifier/test.sh',
+      `node "$VERIFIER_DIR/test_add.mjs" && echo 1 > /logs/verifier/reward.txt || echo 0 > /logs/verifier/reward.txt\n`,
+    );
     const taskFile = rig.read('tasks/fix-add/task.yaml');
     rig.write(
       'tasks/fix-add/task.yaml',

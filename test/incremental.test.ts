@@ -148,14 +148,17 @@ describe('matrix fan-out', () => {
 describe('declared environment', () => {
   it('passes only PATH and declared variables; a passed-through value is keyed by digest', async () => {
     rig.env = { SECRET: 's3cret', TOKEN: 'one' };
-    rig.write('bench.config.yaml', `steps:
+    rig.write(
+      'bench.config.yaml',
+      `steps:
   env:
     kind: command
     env: { GREETING: hello }
     pass_env: [TOKEN]
     cmd: echo "$PAIRBENCH_NODE" >> ${rig.execLog}; echo "secret=[$SECRET] greeting=[$GREETING] token=[$TOKEN]" > env.txt
     outs: [env.txt]
-`);
+`,
+    );
     expect((await rig.cli('run')).code).toBe(0);
     const ex = JSON.parse((await rig.cli('explain', 'env', '--json')).stdout);
     expect(JSON.stringify(ex.preimage)).not.toContain('one');
@@ -174,13 +177,16 @@ describe('declared environment', () => {
 
   it('the process does not see undeclared host variables', async () => {
     rig.env = { SECRET: 's3cret' };
-    rig.write('bench.config.yaml', `steps:
+    rig.write(
+      'bench.config.yaml',
+      `steps:
   env:
     kind: command
     env: { GREETING: hello }
     cmd: echo "secret=[$SECRET] greeting=[$GREETING]" > env.txt; cp env.txt ${rig.dir}/seen.txt
     outs: [env.txt]
-`);
+`,
+    );
     expect((await rig.cli('run')).code).toBe(0);
     expect(rig.read('seen.txt')).toBe('secret=[] greeting=[hello]\n');
   });

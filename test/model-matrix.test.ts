@@ -13,8 +13,16 @@ beforeEach(() => {
   calculatorTask(rig.dir);
   rig.write('fixtures/CLAUDE.md', 'Rule 5e1f: add() sums.\n');
   rig.write('fixtures/AGENTS.md', 'Rule 5e1f: add() sums.\n');
-  rig.write('fixtures/claude.json', JSON.stringify({ turns: [{ tool_calls: [{ name: 'Bash', input: { command: "sed -i 's/a - b/a + b/' src/add.mjs", description: 'fix' } }] }, { text: 'done' }] }));
-  rig.write('fixtures/codex.json', JSON.stringify({ turns: [{ tool_calls: [{ name: 'exec_command', input: { cmd: "sed -i 's/a - b/a + b/' src/add.mjs" } }] }, { text: 'done' }] }));
+  rig.write(
+    'fixtures/claude.json',
+    JSON.stringify({
+      turns: [{ tool_calls: [{ name: 'Bash', input: { command: "sed -i 's/a - b/a + b/' src/add.mjs", description: 'fix' } }] }, { text: 'done' }],
+    }),
+  );
+  rig.write(
+    'fixtures/codex.json',
+    JSON.stringify({ turns: [{ tool_calls: [{ name: 'exec_command', input: { cmd: "sed -i 's/a - b/a + b/' src/add.mjs" } }] }, { text: 'done' }] }),
+  );
 });
 afterEach(() => rig.cleanup());
 

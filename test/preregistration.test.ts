@@ -57,7 +57,10 @@ describe('preregistration', () => {
     expect(refused.stderr).toContain('bump `version` in steps.context-file');
 
     // Adding a metric (changing the analysis) is refused too.
-    rig.write('tasks/fix-add/verifier/test_add.mjs', "const { add } = await import(process.cwd() + '/src/add.mjs');\nif (add(2, 3) !== 5) { process.exit(1); }\nconsole.log('ok');\n");
+    rig.write(
+      'tasks/fix-add/verifier/test_add.mjs',
+      "const { add } = await import(process.cwd() + '/src/add.mjs');\nif (add(2, 3) !== 5) { process.exit(1); }\nconsole.log('ok');\n",
+    );
     rig.write('bench.config.yaml', config(1, '    weights: { input: 1, cache_write: 1, cache_read: 1, output: 1 }\n'));
     const metric = await rig.cli('run');
     expect(metric.code).toBe(2);

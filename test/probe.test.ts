@@ -27,7 +27,12 @@ function load(configFile: string): LoadedConfig {
 async function probe(rig: Rig, json: boolean, node?: string) {
   let stdout = '';
   let stderr = '';
-  const code = await runProbe(load(join(rig.dir, 'bench.config.yaml')), { stdout: { write: (s: string) => (stdout += s) }, stderr: { write: (s: string) => (stderr += s) }, env: { PATH: process.env['PATH'], CI: '1' } }, json, node);
+  const code = await runProbe(
+    load(join(rig.dir, 'bench.config.yaml')),
+    { stdout: { write: (s: string) => (stdout += s) }, stderr: { write: (s: string) => (stderr += s) }, env: { PATH: process.env['PATH'], CI: '1' } },
+    json,
+    node,
+  );
   return { code, stdout, stderr };
 }
 
@@ -109,7 +114,9 @@ function expectOnlyMaterializeRecorded(): void {
   expect(status['certify/fix-add']).toBe('run');
   for (const e of entries.filter((e) => !e.node.startsWith('materialize/'))) expect(e.status, e.node).toBe('run');
   // (It waits on certify, which the probe never runs.)
-  expect(entries.find((e) => e.node === 'attempts/fix-add/control/1')).toMatchObject({ reasons: ['upstream certify/fix-add will run first (cached again if its output is unchanged)'] });
+  expect(entries.find((e) => e.node === 'attempts/fix-add/control/1')).toMatchObject({
+    reasons: ['upstream certify/fix-add will run first (cached again if its output is unchanged)'],
+  });
   // The node index knows only the materialize node the probe built (never an attempt or verify).
   for (const n of loaded.graph.nodes.filter((n) => n.step.name !== 'materialize')) expect(loaded.ctx.store.nodes.get(n.id), n.id).toBeUndefined();
   const records = readdirSync(join(rig.dir, '.pairbench', 'ac'), { recursive: true }).filter((f) => String(f).endsWith('.json'));
@@ -126,7 +133,12 @@ function expectProjection(r: ProbeReport, attempts: number): void {
   expect(p.usage).toEqual(PER_ATTEMPT);
   expect(p.total_tokens).toBe(2500 + 52 + 300 + 50);
   expect(p.weighted_tokens).toBeCloseTo(WEIGHTED, 9);
-  expect(c.usage).toEqual({ input_tokens: 2500 * attempts, output_tokens: 52 * attempts, cache_write_tokens: 300 * attempts, cache_read_tokens: 50 * attempts });
+  expect(c.usage).toEqual({
+    input_tokens: 2500 * attempts,
+    output_tokens: 52 * attempts,
+    cache_write_tokens: 300 * attempts,
+    cache_read_tokens: 50 * attempts,
+  });
   expect(c.total_tokens).toBe(p.total_tokens! * attempts);
   expect(c.weighted_tokens).toBeCloseTo(p.weighted_tokens! * attempts, 6);
   // The model is scripted: no request reached a priced provider, so there is no cost to project.
@@ -135,7 +147,9 @@ function expectProjection(r: ProbeReport, attempts: number): void {
   expect(c.wall_ms_total).toBe(p.wall_ms * attempts);
   expect(c.wall_ms_elapsed).toBe(p.wall_ms * Math.ceil(attempts / r.cohort.concurrency));
   expect(r.cost_confidence).toBe('none');
-  expect(r.caveats).toContain('no request reached a priced provider (the model is scripted, or was never reached): there is no cost to project; the tokens and weighted cost are the figures');
+  expect(r.caveats).toContain(
+    'no request reached a priced provider (the model is scripted, or was never reached): there is no cost to project; the tokens and weighted cost are the figures',
+  );
   expect(r.caveats[0]).toMatch(/^one attempt is one sample/);
 }
 
@@ -161,10 +175,14 @@ describe('pairbench probe', () => {
     const lines = r.stdout.trimEnd().split('\n');
     expect(lines[0]).toBe('probe attempt attempts/fix-add/treatment/1: done (command user-command, model default)');
     expect(lines[1]).toBe('  per attempt   tokens 2,902 (input 2,500, cache write 300, cache read 50, output 52)');
-    expect(lines[2]).toBe(`                weighted ${Math.round(WEIGHTED).toLocaleString('en-US')} (input + 1.25 x cache_write + 0.1 x cache_read + 5 x output)`);
+    expect(lines[2]).toBe(
+      `                weighted ${Math.round(WEIGHTED).toLocaleString('en-US')} (input + 1.25 x cache_write + 0.1 x cache_read + 5 x output)`,
+    );
     expect(lines[3]).toMatch(/^ {16}cost none \(no priced provider\), wall [\d.]+ s, 2 turns$/);
     expect(lines[4]).toBe('  cohort        12 attempts of step attempts (2 tasks x 2 arms x 3 reps)');
-    expect(lines[5]).toBe(`                tokens ${(2902 * 12).toLocaleString('en-US')}, weighted ${Math.round(WEIGHTED * 12).toLocaleString('en-US')}, cost none (no priced provider)`);
+    expect(lines[5]).toBe(
+      `                tokens ${(2902 * 12).toLocaleString('en-US')}, weighted ${Math.round(WEIGHTED * 12).toLocaleString('en-US')}, cost none (no priced provider)`,
+    );
     expect(lines[6]).toMatch(/^ {16}wall [\d.]+ s of agent time; about [\d.]+ s elapsed at concurrency 4$/);
     expect(r.stdout).toContain('note: one attempt is one sample');
     expect(r.stderr).toContain('probe: attempts/fix-add/treatment/1 (one attempt, not recorded; no certify, no verify)');

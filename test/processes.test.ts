@@ -77,7 +77,7 @@ describe('two concurrent runs on one store', () => {
     const ran = rig.executions();
     expect(ran.sort()).toEqual(['total', 'work/1', 'work/2', 'work/3', 'work/4', 'work/5', 'work/6']);
     const both = ra.stderr + rb.stderr;
-    expect(both).toMatch(/waiting work\/\d: another run is building it \(pid \d+ on .* since .*\)|cached  \S+ \(built by a concurrent run\)/);
+    expect(both).toMatch(/waiting work\/\d: another run is building it \(pid \d+ on .* since .*\)|cached {2}\S+ \(built by a concurrent run\)/);
     const total = JSON.parse((await rig.cli('explain', 'total', '--json')).stdout);
     expect(total.status).toBe('cached');
     expect(readFileSync(join(rig.dir, '.pairbench', 'STORE'), 'utf8')).toContain('pairbench_store');

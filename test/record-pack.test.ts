@@ -26,7 +26,9 @@ function config(cmd = 'echo "$PAIRBENCH_NODE" > o'): string {
 
 function spawnCli(...args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [BIN, ...args], { env: { PATH: process.env['PATH'], CI: '1' } }, (e, stdout, stderr) => resolve({ code: e ? (e.code as number) : 0, stdout, stderr }));
+    execFile(process.execPath, [BIN, ...args], { env: { PATH: process.env['PATH'], CI: '1' } }, (e, stdout, stderr) =>
+      resolve({ code: e ? (e.code as number) : 0, stdout, stderr }),
+    );
   });
 }
 
@@ -35,7 +37,7 @@ const looseRecords = () => readdirSync(ac(), { recursive: true }).filter((f) => 
 const packOnDisk = () => RecordPack.open(join(ac(), 'pack'));
 
 describe('the record pack', () => {
-  it('packs a run\'s records into one sealed file; a no-op run reads it and runs nothing', async () => {
+  it("packs a run's records into one sealed file; a no-op run reads it and runs nothing", async () => {
     rig.write('bench.config.yaml', config());
     expect((await rig.cli('run')).code).toBe(0);
     expect(rig.executions()).toHaveLength(NODES);
@@ -141,7 +143,12 @@ describe('the record pack', () => {
 });
 
 describe('RecordPack', () => {
-  const rec = (i: number) => ({ key: i.toString(16).padStart(64, '0'), preimage: `{"n":${i}}`, rest: `{"node":"n/${i}"}`, outputsDigest: (i + 7).toString(16).padStart(64, 'a') });
+  const rec = (i: number) => ({
+    key: i.toString(16).padStart(64, '0'),
+    preimage: `{"n":${i}}`,
+    rest: `{"node":"n/${i}"}`,
+    outputsDigest: (i + 7).toString(16).padStart(64, 'a'),
+  });
 
   it('finds every record by key, with its pre-image, fields and outputs digest', () => {
     const pack = RecordPack.fromBytes(RecordPack.build([3, 1, 2, 1].map(rec)));

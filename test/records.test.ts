@@ -75,13 +75,18 @@ describe('records', () => {
     rig.write('b.config.yaml', config(ALWAYS, '', 'cohort-b'));
     expect((await cli('a.config.yaml', 'run')).code).toBe(0);
     expect((await cli('b.config.yaml', 'run')).code).toBe(0);
-    for (const [file, other] of [['a.config.yaml', 'b.config.yaml'], ['b.config.yaml', 'a.config.yaml']] as const) {
+    for (const [file, other] of [
+      ['a.config.yaml', 'b.config.yaml'],
+      ['b.config.yaml', 'a.config.yaml'],
+    ] as const) {
       const dest = join(out, file);
       const r = await cli(file, 'export', '--out', dest);
       expect(r.code, r.stderr).toBe(0);
       expect(readFileSync(join(dest, 'config', 'bench.config.yaml'), 'utf8')).toBe(rig.read(file));
       expect(readFileSync(join(dest, 'config', 'bench.config.yaml'), 'utf8')).not.toBe(rig.read(other));
-      const passes = JSON.parse(readFileSync(join(dest, 'results.json'), 'utf8')).attempts.filter((x: { arm: string; pass: boolean }) => x.arm === 'control' && x.pass).length;
+      const passes = JSON.parse(readFileSync(join(dest, 'results.json'), 'utf8')).attempts.filter(
+        (x: { arm: string; pass: boolean }) => x.arm === 'control' && x.pass,
+      ).length;
       expect(passes, file).toBe(file === 'a.config.yaml' ? 0 : 2);
     }
     // A config whose export was never built has no bundle, even though the store holds others.
@@ -105,7 +110,10 @@ describe('records', () => {
     // The registry's first attempt is the bundle's earliest attempt (bound as it started, not when the run ended).
     const registered = JSON.parse((await rig.cli('history', '--json')).stdout).cohorts[0].versions[0];
     const attempts = JSON.parse(readFileSync(join(out, 'b', 'results.json'), 'utf8')).attempts as { started_at: string; ended_at: string }[];
-    const lastEnd = attempts.map((a) => a.ended_at).sort().pop()!;
+    const lastEnd = attempts
+      .map((a) => a.ended_at)
+      .sort()
+      .pop()!;
     expect(registered.first_attempt_at <= freeze.first_attempt_at).toBe(true);
     expect(Date.parse(freeze.first_attempt_at) - Date.parse(registered.first_attempt_at)).toBeLessThan(10_000);
     expect(registered.first_attempt_at < lastEnd).toBe(true);

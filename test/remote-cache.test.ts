@@ -23,7 +23,11 @@ type Node = { node: string; status: string; key?: string; outputs_digest?: strin
 async function cli(env: Record<string, string>, ...args: string[]) {
   let stdout = '';
   let stderr = '';
-  const code = await main(args, { stdout: { write: (s: string) => (stdout += s) }, stderr: { write: (s: string) => (stderr += s) }, env: { PATH: process.env['PATH'], CI: '1', ...env } });
+  const code = await main(args, {
+    stdout: { write: (s: string) => (stdout += s) },
+    stderr: { write: (s: string) => (stderr += s) },
+    env: { PATH: process.env['PATH'], CI: '1', ...env },
+  });
   return { code, stdout, stderr };
 }
 
@@ -38,7 +42,19 @@ describe.skipIf(!hasNginx() && !required)('remote cache (Bazel HTTP protocol, ng
       const written = JSON.parse(first.stdout).remote_cache;
       expect(written.records_written).toBe((JSON.parse(first.stdout).nodes as Node[]).length);
 
-      const second = await cli(env, 'run', '--config', config, '--store', join(rig.dir, 'store-b'), '--remote-cache', nginx.url, '--cache-mode', 'read-only', '--json');
+      const second = await cli(
+        env,
+        'run',
+        '--config',
+        config,
+        '--store',
+        join(rig.dir, 'store-b'),
+        '--remote-cache',
+        nginx.url,
+        '--cache-mode',
+        'read-only',
+        '--json',
+      );
       expect(second.code, second.stderr).toBe(0);
       const nodes = JSON.parse(second.stdout).nodes as Node[];
       expect(nodes.filter((n) => n.status !== 'cached')).toEqual([]);
@@ -48,7 +64,23 @@ describe.skipIf(!hasNginx() && !required)('remote cache (Bazel HTTP protocol, ng
       for (const n of nodes) expect(n.outputs_digest, n.node).toBe(a.get(n.node));
       // store-b holds the records only: the export fetches the bundle's blobs from the remote cache.
       const exp = async (store: string) =>
-        JSON.parse((await cli(env, 'export', '--config', config, '--store', join(rig.dir, store), '--out', join(rig.dir, `${store}-bundles`), '--json', '--remote-cache', nginx.url)).stdout).bundles[0].root_digest as string;
+        JSON.parse(
+          (
+            await cli(
+              env,
+              'export',
+              '--config',
+              config,
+              '--store',
+              join(rig.dir, store),
+              '--out',
+              join(rig.dir, `${store}-bundles`),
+              '--json',
+              '--remote-cache',
+              nginx.url,
+            )
+          ).stdout,
+        ).bundles[0].root_digest as string;
       expect(await exp('store-b')).toBe(await exp('store-a'));
     } finally {
       rig.cleanup();

@@ -149,7 +149,7 @@ describe('renderMarkdown', () => {
     // Eval cost per arm, overhead on a separate line, never summed.
     expect(md).toMatch(/^\| control \| \$1\.2000 \| exact \|/m); // every attempt, the excluded one too
     expect(md).toMatch(/^\| treatment \| \$1\.4400 \| exact \|/m);
-    expect(md).toMatch(/^Overhead \(separate stream, never added to eval cost\): \$0\.5000, 40000 tokens — generating CLAUDE\.md with model\-gen$/m);
+    expect(md).toMatch(/^Overhead \(separate stream, never added to eval cost\): \$0\.5000, 40000 tokens — generating CLAUDE\.md with model-gen$/m);
     expect(md).not.toContain('$1.7000'); // control + overhead
     expect(md).not.toContain('$1.9400'); // treatment + overhead
     expect(md).not.toContain('$3.1400'); // everything
@@ -173,7 +173,7 @@ describe('renderMarkdown', () => {
     expect(md).toContain('### treatment vs control: **REFUSED**');
     expect(md).toContain('- delta: null');
     expect(md).toContain('- CI: —');
-    expect(md).toMatch(/- reason: config\-mismatch: .*model/);
+    expect(md).toMatch(/- reason: config-mismatch: .*model/);
     expect(md).toContain('(a) helped: — · (b) no difference: — · (c) hurt: — · no answer: — (not computed: refused)');
     expect(md).toContain('Overhead (separate stream, never added to eval cost): $0.5000');
     expect(md).toContain('envelope = max(1/n_tasks'); // the formula is stated even with no envelope
@@ -196,7 +196,10 @@ function factorialReport(): { result: AnalysisResult; ctx: ReportContext } {
     });
   }
   const result = analyze(attempts, defaultSpec('raw', ['graph', 'rules', 'full'], { factorial: { factors: ['graph', 'rules'], levels } }));
-  const ctx = { ...context(false), arms: { raw: { treatment: 'none' }, graph: { treatment: 'graph' }, rules: { treatment: 'rules' }, full: { treatment: 'graph + rules' } } };
+  const ctx = {
+    ...context(false),
+    arms: { raw: { treatment: 'none' }, graph: { treatment: 'graph' }, rules: { treatment: 'rules' }, full: { treatment: 'graph + rules' } },
+  };
   return { result, ctx };
 }
 
@@ -334,7 +337,16 @@ describe.skipIf(skipBrowser)('renderHtml in headless Chromium', () => {
     dir = mkdtempSync(join(tmpdir(), 'pairbench-report-'));
     browser = await chromium.launch({
       executablePath: CHROMIUM,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
     });
   });
   afterAll(async () => {
@@ -365,7 +377,11 @@ describe.skipIf(skipBrowser)('renderHtml in headless Chromium', () => {
   }
 
   it('no page scrolls sideways at 400 or 1400 px (tables scroll inside themselves); the summary plot is on top', async () => {
-    const reports = { positive: renderHtml(positive, context(false)), refused: renderHtml(refused, context(false)), factorial: renderHtml(factorialReport().result, factorialReport().ctx) };
+    const reports = {
+      positive: renderHtml(positive, context(false)),
+      refused: renderHtml(refused, context(false)),
+      factorial: renderHtml(factorialReport().result, factorialReport().ctx),
+    };
     for (const [name, html] of Object.entries(reports)) {
       const { page, errors } = await open(`${name}-widths.html`, html);
       try {
@@ -439,7 +455,15 @@ describe.skipIf(skipBrowser)('renderHtml in headless Chromium', () => {
       expect(await page.locator('#cost table.eval-cost').innerText()).not.toContain('0.5000');
 
       const methods = await page.locator('#methods').innerText();
-      for (const s of ['CLAUDE.md from fixtures/ctx.md', '3 per task per arm', 'turns 30', 'hidden command verifier', 'seed 1', 'f'.repeat(64), '0123456789abcdef0123456789abcdef01234567']) {
+      for (const s of [
+        'CLAUDE.md from fixtures/ctx.md',
+        '3 per task per arm',
+        'turns 30',
+        'hidden command verifier',
+        'seed 1',
+        'f'.repeat(64),
+        '0123456789abcdef0123456789abcdef01234567',
+      ]) {
         expect(methods).toContain(s);
       }
       expect(await page.locator('.fixture-note').isVisible()).toBe(true);
@@ -479,8 +503,18 @@ describe.skipIf(skipBrowser)('renderHtml in headless Chromium', () => {
 
   it('the status bar is amber when the config claims enforced egress but the attempts recorded none', async () => {
     // These attempts ran in the local sandbox with egress open; the context claims docker + enforced.
-    const local = { backend: 'local', isolation: 'none', egress_mode: 'open', egress_enforced: false, image_id: null, resources: { cpus: null, memory_mb: null, pids: null } };
-    const unenforced = analyze(positiveAttempts().map((a) => ({ ...a, sandbox: local })), spec);
+    const local = {
+      backend: 'local',
+      isolation: 'none',
+      egress_mode: 'open',
+      egress_enforced: false,
+      image_id: null,
+      resources: { cpus: null, memory_mb: null, pids: null },
+    };
+    const unenforced = analyze(
+      positiveAttempts().map((a) => ({ ...a, sandbox: local })),
+      spec,
+    );
     const { page, errors } = await open('claimed.html', renderHtml(unenforced, context(true)));
     try {
       expect(errors).toEqual([]);

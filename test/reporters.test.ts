@@ -9,7 +9,14 @@ describe('reporters', () => {
   it('listr2 progress finishes even when a step settles before listr starts its task', async () => {
     let out = '';
     const r = new ListrReporter({ write: (s: string) => (out += s) });
-    r.event({ type: 'start', total: 3, steps: [{ name: 'a', nodes: 2 }, { name: 'b', nodes: 1 }] });
+    r.event({
+      type: 'start',
+      total: 3,
+      steps: [
+        { name: 'a', nodes: 2 },
+        { name: 'b', nodes: 1 },
+      ],
+    });
     r.event({ type: 'cached', node: 'a/1', key, builtElsewhere: false });
     r.event({ type: 'running', node: 'a/2' });
     r.event({ type: 'failed', node: 'a/2', failure: { reason: 'exit-non-zero', message: 'command exited with code 1' }, logTail: 'boom' });

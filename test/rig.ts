@@ -85,7 +85,6 @@ export class Rig {
   }
 
   /** An output of the record with this key (e.g. from `run --json`), whether or not the node is cached now. */
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
   recordOutputJson(key: string, name: string): any {
     const found = new Store(join(this.dir, '.pairbench')).actions.get(key as CacheKey);
     if (found.status !== 'hit') throw new Error(`no record for key ${key} (${found.status})`);
@@ -93,7 +92,6 @@ export class Rig {
     return JSON.parse(readFileSync(join(this.dir, '.pairbench', 'cas', digest.slice(0, 2), digest), 'utf8'));
   }
 
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
   async outputJson(node: string, name: string): Promise<any> {
     return JSON.parse(await this.outputText(node, name));
   }

@@ -20,18 +20,39 @@ sandboxSuite(bubblewrapBackend, skip === undefined ? { refusesPrivilegeBits: tru
 describe('bubblewrap argv (no bwrap needed)', () => {
   it('new pid/ipc/uts/cgroup namespaces always; a user namespace only when pairbench is not root (as root it would map the agent to host root)', () => {
     const args = namespaceArgs('none').join(' ');
-    for (const flag of ['--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try', '--die-with-parent', '--new-session']) expect(args).toContain(flag);
+    for (const flag of ['--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try', '--die-with-parent', '--new-session'])
+      expect(args).toContain(flag);
     if (process.getuid?.() === 0) expect(args).not.toContain('--unshare-user');
     else expect(args).toContain('--unshare-user --uid 1000 --gid 1000 --cap-drop ALL');
   });
 
   it('makes the parents of a file bind 0755 (bwrap would make them 0700, unreadable by the sandbox user)', () => {
-    expect(withParentDirs(['--tmpfs', '/run', '--ro-bind', '/etc/hosts', '/etc/ssl/x/hosts', '--ro-bind', '/usr', '/usr', '--ro-bind', '/etc/hosts', '/usr/lib/x'])).toEqual([
-      '--tmpfs', '/run',
-      '--perms', '0755', '--dir', '/etc', '--perms', '0755', '--dir', '/etc/ssl', '--perms', '0755', '--dir', '/etc/ssl/x',
-      '--ro-bind', '/etc/hosts', '/etc/ssl/x/hosts',
-      '--ro-bind', '/usr', '/usr',
-      '--ro-bind', '/etc/hosts', '/usr/lib/x',
+    expect(
+      withParentDirs(['--tmpfs', '/run', '--ro-bind', '/etc/hosts', '/etc/ssl/x/hosts', '--ro-bind', '/usr', '/usr', '--ro-bind', '/etc/hosts', '/usr/lib/x']),
+    ).toEqual([
+      '--tmpfs',
+      '/run',
+      '--perms',
+      '0755',
+      '--dir',
+      '/etc',
+      '--perms',
+      '0755',
+      '--dir',
+      '/etc/ssl',
+      '--perms',
+      '0755',
+      '--dir',
+      '/etc/ssl/x',
+      '--ro-bind',
+      '/etc/hosts',
+      '/etc/ssl/x/hosts',
+      '--ro-bind',
+      '/usr',
+      '/usr',
+      '--ro-bind',
+      '/etc/hosts',
+      '/usr/lib/x',
     ]);
   });
 
@@ -104,12 +125,15 @@ describe.skipIf(skip !== undefined)('bubblewrap specifics', () => {
 
   it('runs as an unprivileged named user with a writable HOME and no capabilities', async () => {
     const s = await start();
-    const r = await sh(s, 'id -un; id -u; echo "$HOME"; touch "$HOME/x" && echo home-writable; grep CapEff /proc/self/status; touch /usr/x 2>/dev/null || echo usr-read-only');
+    const r = await sh(
+      s,
+      'id -un; id -u; echo "$HOME"; touch "$HOME/x" && echo home-writable; grep CapEff /proc/self/status; touch /usr/x 2>/dev/null || echo usr-read-only',
+    );
     const uid = process.getuid?.() === 0 && SANDBOX_HOST_UID.ok ? SANDBOX_HOST_UID.value : 1000;
     expect(r.stdout.split('\n')).toEqual(['pairbench', String(uid), '/tmp/home', 'home-writable', 'CapEff:\t0000000000000000', 'usr-read-only']);
   });
 
-  it('HOME is the sandbox\'s own 0700 directory: kept across its execs, empty in a new sandbox', async () => {
+  it("HOME is the sandbox's own 0700 directory: kept across its execs, empty in a new sandbox", async () => {
     const s = await start();
     const uid = process.getuid?.() === 0 && SANDBOX_HOST_UID.ok ? SANDBOX_HOST_UID.value : 1000;
     expect((await sh(s, 'stat -c "%a %u" "$HOME"; echo kept > "$HOME/.note"')).stdout).toBe(`700 ${uid}`);
@@ -144,7 +168,10 @@ describe.skipIf(skip !== undefined)('bubblewrap specifics', () => {
         { host: data, target: '/run/data', readOnly: false },
       ],
     });
-    const r = await sh(s, 'cat /opt/agent/cli.js; echo; touch /opt/agent/x 2>/dev/null || echo agent-read-only; echo out > /run/data/result && echo data-written');
+    const r = await sh(
+      s,
+      'cat /opt/agent/cli.js; echo; touch /opt/agent/x 2>/dev/null || echo agent-read-only; echo out > /run/data/result && echo data-written',
+    );
     expect(r.stdout.split('\n')).toEqual(['agent code', 'agent-read-only', 'data-written']);
     expect(readFileSync(join(data, 'result'), 'utf8')).toBe('out\n');
     expect(existsSync(join(agent, 'x'))).toBe(false);
@@ -165,7 +192,7 @@ describe.skipIf(skip !== undefined)('bubblewrap specifics', () => {
     }
   });
 
-  it("refuses to forward a socket whose directory holds other files (they would be visible inside)", async () => {
+  it('refuses to forward a socket whose directory holds other files (they would be visible inside)', async () => {
     const dir = join(root, 'shared-dir');
     mkdirSync(dir);
     writeFileSync(join(dir, 'secret.json'), '{}');
@@ -176,7 +203,11 @@ describe.skipIf(skip !== undefined)('bubblewrap specifics', () => {
   it('refuses a forward on the egress proxy port when egress is allowlist', async () => {
     const dir = join(root, 'sock-dir');
     mkdirSync(dir, { recursive: true });
-    const r = await bubblewrapBackend.create({ workspace: workspace(), egress: { mode: 'allowlist', allow: [] }, forwards: [{ socket: join(dir, 'x.sock'), port: 3128 }] });
+    const r = await bubblewrapBackend.create({
+      workspace: workspace(),
+      egress: { mode: 'allowlist', allow: [] },
+      forwards: [{ socket: join(dir, 'x.sock'), port: 3128 }],
+    });
     expect(r).toMatchObject({ ok: false, error: { reason: 'start-failed', message: expect.stringContaining('3128') } });
   });
 

@@ -12,7 +12,11 @@ describe('prebuilt schema validators', () => {
   it('schemas/validators.generated.cjs was made from the schemas as they are', () => {
     const r = spawnSync(process.execPath, [join(ROOT, 'scripts', 'compile-schemas.mjs'), '--check'], { encoding: 'utf8' });
     expect(r.status, r.stderr).toBe(0);
-    const digest = execFileSync(process.execPath, ['-e', `console.log(require(${JSON.stringify(join(ROOT, 'schemas', 'validators.generated.cjs'))}).schemasDigest)`], { encoding: 'utf8' }).trim();
+    const digest = execFileSync(
+      process.execPath,
+      ['-e', `console.log(require(${JSON.stringify(join(ROOT, 'schemas', 'validators.generated.cjs'))}).schemasDigest)`],
+      { encoding: 'utf8' },
+    ).trim();
     expect(digest).toBe(schemasDigest());
   });
 });

@@ -142,14 +142,32 @@ describe('a look and infrastructure faults', () => {
       // Look 2 covers the first 8 families; family f05's treatment attempt had an infrastructure fault.
       const upstream = families.slice(0, 8).flatMap((family, i) =>
         (['control', 'treatment'] as const).map((arm) => {
-          const record = makeAttempt({ task: family, family, arm, rep: 1, pass: arm === 'treatment', ...(i === 5 && arm === 'treatment' ? { admission: 'excluded' as const, pass: null, infra_error: true } : {}) });
+          const record = makeAttempt({
+            task: family,
+            family,
+            arm,
+            rep: 1,
+            pass: arm === 'treatment',
+            ...(i === 5 && arm === 'treatment' ? { admission: 'excluded' as const, pass: null, infra_error: true } : {}),
+          });
           const file = join(dir, `${family}-${arm}.json`);
           writeFileSync(file, JSON.stringify(record));
           return { node: `audit/${family}/${arm}/1`, outputs: { 'audit.json': store.cas.putPath(file) } };
         }),
       );
-      const step = { name: 'cohort', spec: { control: 'control', treatments: ['treatment'], stopping: { rule: 'group-sequential', looks: 3, spending: 'pocock' } } };
-      const node = { id: 'cohort/look-2', step, kind: lookStep, matrix: { look: '2' }, upstream: [], downstream: [], annotation: { schedule: [families.slice(0, 4), families.slice(4, 8), families.slice(8)] } };
+      const step = {
+        name: 'cohort',
+        spec: { control: 'control', treatments: ['treatment'], stopping: { rule: 'group-sequential', looks: 3, spending: 'pocock' } },
+      };
+      const node = {
+        id: 'cohort/look-2',
+        step,
+        kind: lookStep,
+        matrix: { look: '2' },
+        upstream: [],
+        downstream: [],
+        annotation: { schedule: [families.slice(0, 4), families.slice(4, 8), families.slice(8)] },
+      };
       const workDir = join(dir, 'work');
       mkdirSync(workDir);
       const outcomes: string[] = [];

@@ -65,7 +65,14 @@ function cohort(deltas: (boolean | number)[], infra: number[] = []): AttemptReco
     const delta = Number(d);
     return [
       makeAttempt({ task, family, arm: 'control', rep: 0, pass: delta <= 0 }),
-      makeAttempt({ task, family, arm: 'treatment', rep: 0, pass: delta >= 0, ...(infra.includes(i) ? { admission: 'excluded' as const, pass: null, infra_error: true } : {}) }),
+      makeAttempt({
+        task,
+        family,
+        arm: 'treatment',
+        rep: 0,
+        pass: delta >= 0,
+        ...(infra.includes(i) ? { admission: 'excluded' as const, pass: null, infra_error: true } : {}),
+      }),
     ];
   });
 }
@@ -79,7 +86,10 @@ describe('sequential analysis of a cohort', () => {
   it('plans looks at preregistered fractions of the families, the last at all of them', () => {
     expect(plannedFamilies(12, 3)).toEqual([4, 8, 12]);
     expect(plannedFamilies(10, 3)).toEqual([3, 7, 10]);
-    expect(lookSchedule(['a', 'b', 'c', 'd', 'e'], { rule: 'group-sequential', looks: 2 })).toEqual([['a', 'b', 'c'], ['d', 'e']]);
+    expect(lookSchedule(['a', 'b', 'c', 'd', 'e'], { rule: 'group-sequential', looks: 2 })).toEqual([
+      ['a', 'b', 'c'],
+      ['d', 'e'],
+    ]);
     expect(lookSchedule(['a', 'b', 'c'], { rule: 'confidence-sequence' })).toEqual([['a'], ['b'], ['c']]);
   });
 
@@ -156,7 +166,7 @@ describe('betting confidence sequence (Waudby-Smith and Ramdas)', () => {
   it('covers a fixed mean at every time at once in at least 1 - alpha of sequences', () => {
     let misses = 0;
     let state = 12345;
-    const uniform = () => ((state = (state * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+    const uniform = () => (state = (state * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
     for (let s = 0; s < 200; s++) {
       const xs = Array.from({ length: 60 }, () => (uniform() < 0.3 ? 1 : 0));
       if (bettingConfidenceSequence(xs, 0.05).intervals.some((i) => i.low > 0.3 || i.high < 0.3)) misses++;

@@ -33,7 +33,8 @@ describe('run --shard i/N', () => {
       for (const n of nodes.filter((x) => x.status === 'executed')) expect(shardOfTask(n.node.split('/')[1]!, 3)).toBe(i);
       expect(nodes.find((n) => n.node === 'analyze')).toMatchObject({ status: 'skipped' });
       // The last shard finds every task's chain cached: what it leaves is only what gathers them.
-      if (i === 3) expect(nodes.find((n) => n.node === 'analyze')!.because).toBe('not in shard 3/3: it gathers every task: the final run without --shard builds it');
+      if (i === 3)
+        expect(nodes.find((n) => n.node === 'analyze')!.because).toBe('not in shard 3/3: it gathers every task: the final run without --shard builds it');
       count(r.stdout);
     }
     expect(perShard.every((s) => s.length > 0)).toBe(true);

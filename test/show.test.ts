@@ -27,7 +27,8 @@ describe('pairbench show', () => {
     const list = await rig.cli('show', 'attempts/fix-add/control/1');
     expect(list.code, list.stderr).toBe(0);
     expect(list.stdout).toMatch(/^attempts\/fix-add\/control\/1:$/m);
-    for (const name of ['result.json', 'changes.json', 'changed', 'agent.log', 'log']) expect(list.stdout).toMatch(new RegExp(`^  ${name.replace('.', '\\.')} +(file|dir|log) `, 'm'));
+    for (const name of ['result.json', 'changes.json', 'changed', 'agent.log', 'log'])
+      expect(list.stdout).toMatch(new RegExp(`^  ${name.replace('.', '\\.')} +(file|dir|log) `, 'm'));
 
     const result = await rig.cli('show', 'attempts/fix-add/control/1', 'result.json');
     expect(result.code).toBe(0);
@@ -84,6 +85,8 @@ describe('pairbench show', () => {
     expect(list.code).toBe(1);
     expect(list.stderr).toContain("'pairbench show broken log' prints its log");
     const ex = await rig.cli('explain', 'broken');
-    expect(ex.stdout).toMatch(/its log \(last \d+ lines; 'pairbench show broken log' prints all of it\):\n(.*\n)*.*the real cause: config value 42 is out of range/);
+    expect(ex.stdout).toMatch(
+      /its log \(last \d+ lines; 'pairbench show broken log' prints all of it\):\n(.*\n)*.*the real cause: config value 42 is out of range/,
+    );
   });
 });

@@ -93,7 +93,9 @@ describe('a blob corrupted with the same size and mtime', () => {
     rig.clearExecutions();
     const r = await rig.cli('run');
     expect(r.code, r.stderr).toBe(0);
-    expect(r.stderr).toMatch(/warning: export: stored blob [0-9a-f]{12} is corrupt \(content does not match its digest\); dropped it and the records of (export, )?make; rebuilding make/);
+    expect(r.stderr).toMatch(
+      /warning: export: stored blob [0-9a-f]{12} is corrupt \(content does not match its digest\); dropped it and the records of (export, )?make; rebuilding make/,
+    );
     // export failed while staging its inputs (before its command), then ran once make was rebuilt.
     expect(rig.executions()).toEqual(['make', 'export']);
     expect(r.stderr).not.toMatch(/CorruptBlobError|\n\s+at /);
@@ -112,7 +114,9 @@ describe('a blob corrupted with the same size and mtime', () => {
     const out = join(rig.dir, 'out', 'bundle');
     const r = await rig.cli('export', '--out', out);
     expect(r.code).toBe(1);
-    expect(r.stderr).toMatch(/export: stored blob [0-9a-f]{12} is corrupt \(content does not match its digest\): nothing was written; the blob was dropped, with the records of export/);
+    expect(r.stderr).toMatch(
+      /export: stored blob [0-9a-f]{12} is corrupt \(content does not match its digest\): nothing was written; the blob was dropped, with the records of export/,
+    );
     expect(r.stderr).not.toMatch(/\n\s+at /);
     expect(existsSync(out)).toBe(false);
     expect(readdirSync(join(rig.dir, 'out'))).toEqual([]);
@@ -129,8 +133,13 @@ describe('concurrent runs', () => {
     const files: Record<string, string> = { 'src/add.mjs': 'export const add = (a, b) => a - b;\n' };
     for (let i = 0; i < 40_000; i++) files[`data/d${i % 100}/f${i}.txt`] = `${i}\n`;
     const [commit] = makeRepo(join(rig.dir, 'repos', 'big'), [files]);
-    rig.write('tasks/big/task.yaml', `id: big\nrepo: { path: ../../repos/big, commit: ${commit} }\nprompt: fix add\nallowed_paths: ["src/**"]\nverifier: { command: "true" }\n`);
-    rig.write('bench.config.yaml', `steps:
+    rig.write(
+      'tasks/big/task.yaml',
+      `id: big\nrepo: { path: ../../repos/big, commit: ${commit} }\nprompt: fix add\nallowed_paths: ["src/**"]\nverifier: { command: "true" }\n`,
+    );
+    rig.write(
+      'bench.config.yaml',
+      `steps:
   materialize: { kind: materialize, matrix: { task: [big] } }
   attempts:
     kind: run
@@ -139,7 +148,8 @@ describe('concurrent runs', () => {
     agent: { adapter: command, command: 'echo ran >> ${rig.execLog}; sleep 1' }
     arms: { control: {} }
     sandbox: { backend: local, egress: open }
-`);
+`,
+    );
     expect((await rig.cli('run', 'materialize')).code).toBe(0);
     rig.env = { PAIRBENCH_LOCK_STALE_MS: '1000' };
     const [a, b] = [rig.spawn('run'), rig.spawn('run')];
@@ -156,8 +166,12 @@ describe('concurrent runs', () => {
       const { Store } = await import(${JSON.stringify(join(process.cwd(), 'dist/pipeline/store/store.js'))});
       const s = new Store(process.argv[1]); s.init();
       for (let i = 0; i < 15; i++) await s.updateDocument('cohort-x', (d) => ({ entries: [...(d?.entries ?? []), process.argv[2] + '-' + i] }));`;
-    const writers = Array.from({ length: 6 }, (_, w) =>
-      new Promise<number>((resolve) => spawn(process.execPath, ['--input-type=module', '-e', script, store, `w${w}`], { stdio: 'inherit' }).on('close', (c) => resolve(c ?? 1))),
+    const writers = Array.from(
+      { length: 6 },
+      (_, w) =>
+        new Promise<number>((resolve) =>
+          spawn(process.execPath, ['--input-type=module', '-e', script, store, `w${w}`], { stdio: 'inherit' }).on('close', (c) => resolve(c ?? 1)),
+        ),
     );
     expect(await Promise.all(writers)).toEqual([0, 0, 0, 0, 0, 0]);
     const doc = JSON.parse(readFileSync(join(store, 'registry', 'cohort-x.json'), 'utf8'));
@@ -168,7 +182,9 @@ describe('concurrent runs', () => {
 describe('huge files in a workspace', () => {
   it('a sparse file of 3 GiB is refused as the attempt left it, recorded, and cached like any result', async () => {
     calculatorTask(rig.dir);
-    rig.write('bench.config.yaml', `steps:
+    rig.write(
+      'bench.config.yaml',
+      `steps:
   materialize: { kind: materialize, matrix: { task: [fix-add] } }
   attempts:
     kind: run
@@ -183,7 +199,8 @@ describe('huge files in a workspace', () => {
     needs: [materialize, attempts]
     matrix: { task: [fix-add], arm: [control], rep: 1 }
     sandbox: { backend: local, egress: open }
-`);
+`,
+    );
     const r = await rig.cli('run');
     expect(r.code, r.stderr).toBe(0);
     const changes = await rig.outputJson('attempts/fix-add/control/1', 'changes.json');
@@ -216,7 +233,11 @@ describe('gc across configs sharing one store', () => {
     const cli = async (...args: string[]) => {
       let out = '';
       let errText = '';
-      const code = await main(args, { stdout: { write: (s: string) => (out += s) }, stderr: { write: (s: string) => (errText += s) }, env: { PATH: process.env['PATH'] } });
+      const code = await main(args, {
+        stdout: { write: (s: string) => (out += s) },
+        stderr: { write: (s: string) => (errText += s) },
+        env: { PATH: process.env['PATH'] },
+      });
       return { code, out, err: errText };
     };
     const a = config('a', 'a');
@@ -274,7 +295,9 @@ describe('bundle authenticity', () => {
     const other = join(keys, 'other.pem');
     execFileSync('openssl', ['genpkey', '-algorithm', 'ed25519', '-out', other]);
     execFileSync('openssl', ['pkey', '-in', other, '-pubout', '-out', `${other}.pub`]);
-    expect((await rig.cli('verify-bundle', out, '--key', `${other}.pub`)).stdout).toMatch(/signature NOT valid: manifest\.sig\.json was made with key [0-9a-f]{16}, not with this key/);
+    expect((await rig.cli('verify-bundle', out, '--key', `${other}.pub`)).stdout).toMatch(
+      /signature NOT valid: manifest\.sig\.json was made with key [0-9a-f]{16}, not with this key/,
+    );
   });
 
   it('verify-bundle of a directory that does not exist says so', async () => {

@@ -7,7 +7,9 @@ let rig: Rig;
 beforeEach(() => {
   rig = new Rig();
   rig.write('in.txt', 'payload\n');
-  rig.write('bench.config.yaml', `steps:
+  rig.write(
+    'bench.config.yaml',
+    `steps:
   make:
     kind: command
     deps: [in.txt]
@@ -18,7 +20,8 @@ beforeEach(() => {
     needs: [make]
     cmd: echo "$PAIRBENCH_NODE" >> ${rig.execLog}; cat "$PAIRBENCH_IN/make/out/sub/copy.txt" > used.txt
     outs: [used.txt]
-`);
+`,
+  );
 });
 afterEach(() => rig.cleanup());
 
@@ -76,7 +79,9 @@ describe('store integrity', () => {
 
 describe('failures', () => {
   it('a failing node fails only its downstream; every other result is kept', async () => {
-    rig.write('bench.config.yaml', `steps:
+    rig.write(
+      'bench.config.yaml',
+      `steps:
   good:
     kind: command
     cmd: echo "$PAIRBENCH_NODE" >> ${rig.execLog}; echo ok > good.txt
@@ -99,7 +104,8 @@ describe('failures', () => {
     kind: command
     cmd: echo "$PAIRBENCH_NODE" >> ${rig.execLog}; echo forgot
     outs: [never.txt]
-`);
+`,
+    );
     const r = await rig.cli('run');
     expect(r.code).toBe(1);
     expect(r.stderr).toContain('FAILED  bad: command exited with code 3\n    | compiler says no');
@@ -119,13 +125,16 @@ describe('failures', () => {
   });
 
   it('a command over its timeout is killed with everything it started', async () => {
-    rig.write('bench.config.yaml', `steps:
+    rig.write(
+      'bench.config.yaml',
+      `steps:
   slow:
     kind: command
     timeout: 0.5
     cmd: sleep 30 & sleep 30; touch done
     outs: [done]
-`);
+`,
+    );
     const t = Date.now();
     const r = await rig.cli('run');
     expect(r.code).toBe(1);
@@ -134,12 +143,15 @@ describe('failures', () => {
   });
 
   it('a process left in the background does not hold the node after the command exits', async () => {
-    rig.write('bench.config.yaml', `steps:
+    rig.write(
+      'bench.config.yaml',
+      `steps:
   bg:
     kind: command
     cmd: (sleep 30; echo late > ${rig.dir}/late) & echo ok > o
     outs: [o]
-`);
+`,
+    );
     const t = Date.now();
     expect((await rig.cli('run')).code).toBe(0);
     expect(Date.now() - t).toBeLessThan(10_000);
@@ -151,7 +163,9 @@ describe('failures', () => {
 describe('concurrency limits', () => {
   it('never runs more nodes of a kind at once than its limit', async () => {
     const probe = join(rig.dir, 'probe');
-    rig.write('bench.config.yaml', `concurrency:
+    rig.write(
+      'bench.config.yaml',
+      `concurrency:
   global: 8
   kinds: { command: 2 }
 steps:
@@ -161,7 +175,8 @@ steps:
     cmd: >-
       mkdir -p ${probe}; touch ${probe}/$PAIRBENCH_MATRIX_I; ls ${probe} | wc -l >> ${rig.dir}/widths; sleep 0.3; rm ${probe}/$PAIRBENCH_MATRIX_I; echo > o
     outs: [o]
-`);
+`,
+    );
     expect((await rig.cli('run')).code).toBe(0);
     const widths = rig.read('widths').split('\n').filter(Boolean).map(Number);
     expect(widths).toHaveLength(6);

@@ -235,7 +235,12 @@ describe('SWE-bench instances (JSONL)', () => {
       instance({ base_commit: commit }),
       '',
       '   ',
-      instance({ instance_id: 'acme__calc-2', base_commit: commit, FAIL_TO_PASS: ['tests/test_add.py::test_add', 'test_sub (tests.SubTests)'], PASS_TO_PASS: [] }),
+      instance({
+        instance_id: 'acme__calc-2',
+        base_commit: commit,
+        FAIL_TO_PASS: ['tests/test_add.py::test_add', 'test_sub (tests.SubTests)'],
+        PASS_TO_PASS: [],
+      }),
     );
     const r = loadSwebenchInstances(file, { 'acme/calc': calc }, pytest);
     if (!r.ok) throw new Error(r.error.map(formatDiagnostic).join('\n'));
@@ -290,14 +295,22 @@ describe('SWE-bench instances (JSONL)', () => {
     const file = jsonl(instance(), instance({ instance_id: 'acme__calc-2', base_commit: 'abc123' }));
     const e = errors(loadSwebenchInstances(file, { 'acme/calc': '/repos/calc' }, pytest));
     expect(e).toHaveLength(1);
-    expect(e[0]).toMatch(new RegExp(`^${file}:2:\\d+: error: base_commit: instance "acme__calc-2": base_commit "abc123" is not a full 40-hex commit id\\n  hint: `));
+    expect(e[0]).toMatch(
+      new RegExp(`^${file}:2:\\d+: error: base_commit: instance "acme__calc-2": base_commit "abc123" is not a full 40-hex commit id\\n  hint: `),
+    );
   });
 
   it('FAIL_TO_PASS that is not a list', () => {
-    const file = jsonl(instance({ FAIL_TO_PASS: 'tests/test_add.py::test_add' }), instance({ instance_id: 'acme__calc-2', FAIL_TO_PASS: { test: 'x' } }), instance({ instance_id: 'acme__calc-3', FAIL_TO_PASS: '[]' }));
+    const file = jsonl(
+      instance({ FAIL_TO_PASS: 'tests/test_add.py::test_add' }),
+      instance({ instance_id: 'acme__calc-2', FAIL_TO_PASS: { test: 'x' } }),
+      instance({ instance_id: 'acme__calc-3', FAIL_TO_PASS: '[]' }),
+    );
     const e = errors(loadSwebenchInstances(file, { 'acme/calc': '/repos/calc' }, pytest));
     expect(e).toHaveLength(3);
-    expect(e[0]).toMatch(new RegExp(`^${file}:1:\\d+: error: FAIL_TO_PASS: instance "acme__calc-1": got string "tests/test_add.py::test_add", which is not a JSON-encoded list`));
+    expect(e[0]).toMatch(
+      new RegExp(`^${file}:1:\\d+: error: FAIL_TO_PASS: instance "acme__calc-1": got string "tests/test_add.py::test_add", which is not a JSON-encoded list`),
+    );
     expect(e[1]).toMatch(new RegExp(`^${file}:2:\\d+: error: FAIL_TO_PASS: instance "acme__calc-2": got an object; expected a list of test ids`));
     expect(e[2]).toMatch(new RegExp(`^${file}:3:\\d+: error: FAIL_TO_PASS: instance "acme__calc-3": lists no test`));
   });
@@ -306,14 +319,30 @@ describe('SWE-bench instances (JSONL)', () => {
     const file = jsonl(instance({ repo: 'acme/calk' }), instance({ instance_id: 'other__x-1', repo: 'other/x' }));
     const e = errors(loadSwebenchInstances(file, { 'acme/calc': '/repos/calc' }, pytest));
     expect(e).toHaveLength(2);
-    expect(e[0]).toMatch(new RegExp(`^${file}:1:\\d+: error: repo: instance "acme__calc-1": no local repository for "acme/calk"\\n  hint: did you mean "acme/calc"\\?`));
-    expect(e[1]).toMatch(new RegExp(`^${file}:2:\\d+: error: repo: instance "other__x-1": no local repository for "other/x"\\n  hint: map "other/x" to a local git clone; known: acme/calc`));
+    expect(e[0]).toMatch(
+      new RegExp(`^${file}:1:\\d+: error: repo: instance "acme__calc-1": no local repository for "acme/calk"\\n  hint: did you mean "acme/calc"\\?`),
+    );
+    expect(e[1]).toMatch(
+      new RegExp(
+        `^${file}:2:\\d+: error: repo: instance "other__x-1": no local repository for "other/x"\\n  hint: map "other/x" to a local git clone; known: acme/calc`,
+      ),
+    );
   });
 
   it('the column points at the offending key', () => {
-    const file = jsonl({ instance_id: 'a-1', repo: 'acme/calc', base_commit: 'HEAD', problem_statement: 'p', patch: '', test_patch: '', FAIL_TO_PASS: ['t'], PASS_TO_PASS: [] });
+    const file = jsonl({
+      instance_id: 'a-1',
+      repo: 'acme/calc',
+      base_commit: 'HEAD',
+      problem_statement: 'p',
+      patch: '',
+      test_patch: '',
+      FAIL_TO_PASS: ['t'],
+      PASS_TO_PASS: [],
+    });
     const e = errors(loadSwebenchInstances(file, { 'acme/calc': '/repos/calc' }, pytest));
-    const line = '{"instance_id":"a-1","repo":"acme/calc","base_commit":"HEAD","problem_statement":"p","patch":"","test_patch":"","FAIL_TO_PASS":["t"],"PASS_TO_PASS":[]}';
+    const line =
+      '{"instance_id":"a-1","repo":"acme/calc","base_commit":"HEAD","problem_statement":"p","patch":"","test_patch":"","FAIL_TO_PASS":["t"],"PASS_TO_PASS":[]}';
     const column = line.indexOf('"base_commit"') + 1;
     expect(e[0]).toContain(`${file}:1:${column}: error: base_commit: instance "a-1"`);
     expect(e[0]).toContain(`\n  1 | ${line}\n    | ${' '.repeat(column - 1)}${'^'.repeat('"base_commit"'.length)}`);
@@ -325,7 +354,9 @@ describe('SWE-bench instances (JSONL)', () => {
     expect(e).toHaveLength(3);
     expect(e[0]).toMatch(new RegExp(`^${file}:2:\\d+: error: line 2 is not JSON: `));
     expect(e[1]).toMatch(new RegExp(`^${file}:3:\\d+: error: problem_statement: instance "acme__calc-2": got number 42; expected a string`));
-    expect(e[2]).toMatch(new RegExp(`^${file}:4:\\d+: error: instance_id: instance "acme__calc-1": instance "acme__calc-1" is listed twice \\(first at line 1\\)`));
+    expect(e[2]).toMatch(
+      new RegExp(`^${file}:4:\\d+: error: instance_id: instance "acme__calc-1": instance "acme__calc-1" is listed twice \\(first at line 1\\)`),
+    );
   });
 
   it('missing fields and a bad instance id', () => {
@@ -347,7 +378,10 @@ describe('SWE-bench instances (JSONL)', () => {
   it('a JSON array (as SWE-bench publishes its datasets) is read too; a problem names the item and its line; {tests} makes one runner', () => {
     const file = write('swe.json', JSON.stringify([instance(), instance({ instance_id: 'acme__calc-2', base_commit: 'abc' })], null, 2) + '\n');
     const e = errors(loadSwebenchInstances(file, { 'acme/calc': '/repos/calc' }, pytest));
-    const line = readFileSync(file, 'utf8').split('\n').findIndex((l) => l.includes('"acme__calc-2"')) + 1;
+    const line =
+      readFileSync(file, 'utf8')
+        .split('\n')
+        .findIndex((l) => l.includes('"acme__calc-2"')) + 1;
     expect(e).toHaveLength(1);
     expect(e[0]).toContain('instance "acme__calc-2": base_commit "abc" is not a full 40-hex commit id');
     // The item's line: the opening brace of the second object, a few lines above its id.

@@ -24,7 +24,14 @@ describe('test reports', () => {
       'tests/test_b.py::test_three': 'ERROR',
       'tests/test_a.py::test_four': 'XFAIL',
     });
-    expect([graded('PASSED'), graded('XFAIL'), graded('FAILED'), graded('ERROR'), graded('SKIPPED'), graded(undefined)]).toEqual(['pass', 'pass', 'fail', 'fail', 'skipped', 'fail']);
+    expect([graded('PASSED'), graded('XFAIL'), graded('FAILED'), graded('ERROR'), graded('SKIPPED'), graded(undefined)]).toEqual([
+      'pass',
+      'pass',
+      'fail',
+      'fail',
+      'skipped',
+      'fail',
+    ]);
   });
 
   it('JUnit XML: file::name when the case names its file, else classname::name; failure, error, skipped', () => {
@@ -43,8 +50,25 @@ describe('test reports', () => {
   });
 
   it('TAP: ok / not ok, SKIP and TODO directives, subtests, a repeated name by its ordinal', () => {
-    const tap = ['TAP version 13', '# Subtest: math', '    ok 1 - adds', '    not ok 2 - subtracts', 'ok 1 - math', 'ok 3 - adds', 'ok 4 - network # SKIP offline', 'not ok 5 - later # TODO not yet', '1..5'].join('\n');
-    expect(Object.fromEntries(parseTap(tap))).toEqual({ adds: 'PASSED', subtracts: 'FAILED', math: 'PASSED', 'adds #2': 'PASSED', network: 'SKIPPED', later: 'XFAIL' });
+    const tap = [
+      'TAP version 13',
+      '# Subtest: math',
+      '    ok 1 - adds',
+      '    not ok 2 - subtracts',
+      'ok 1 - math',
+      'ok 3 - adds',
+      'ok 4 - network # SKIP offline',
+      'not ok 5 - later # TODO not yet',
+      '1..5',
+    ].join('\n');
+    expect(Object.fromEntries(parseTap(tap))).toEqual({
+      adds: 'PASSED',
+      subtracts: 'FAILED',
+      math: 'PASSED',
+      'adds #2': 'PASSED',
+      network: 'SKIPPED',
+      later: 'XFAIL',
+    });
   });
 
   it("Django's runner at --verbosity 2, by SWE-bench's rules: `test (module.Class) ... status`, output between the dots and the ok, FAIL:/ERROR: headers", () => {
@@ -73,8 +97,20 @@ describe('test reports', () => {
   });
 
   it("sympy's bin/test: verbose lines, and failures named under their headers", () => {
-    const log = ['sympy/core/tests/test_basic.py[3]', 'test_one ok', 'test_two F', 'test_three E', '________________ sympy/core/tests/test_basic.py:test_two ________________', 'AssertionError'].join('\n');
-    expect(Object.fromEntries(parseSympyLog(log))).toEqual({ test_one: 'PASSED', test_two: 'FAILED', test_three: 'ERROR', 'sympy/core/tests/test_basic.py:test_two': 'FAILED' });
+    const log = [
+      'sympy/core/tests/test_basic.py[3]',
+      'test_one ok',
+      'test_two F',
+      'test_three E',
+      '________________ sympy/core/tests/test_basic.py:test_two ________________',
+      'AssertionError',
+    ].join('\n');
+    expect(Object.fromEntries(parseSympyLog(log))).toEqual({
+      test_one: 'PASSED',
+      test_two: 'FAILED',
+      test_three: 'ERROR',
+      'sympy/core/tests/test_basic.py:test_two': 'FAILED',
+    });
   });
 
   it('a parametrized id cut short in the record is matched by the ids it prefixes when they agree; other ids match exactly', () => {

@@ -24,8 +24,10 @@ function addRepo(): string {
       'src/add.mjs': 'export const add = (a, b) => a - b;\n',
       'src/__init__.py': '',
       'src/add.py': 'def add(a, b):\n    return a - b\n',
-      'test/add.test.mjs': "import test from 'node:test';\nimport assert from 'node:assert';\nimport { add } from '../src/add.mjs';\ntest('adds', () => assert.strictEqual(add(2, 3), 5));\n",
-      'tests/test_add.py': 'import os, sys\nsys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))\nfrom src.add import add\n\ndef test_add():\n    assert add(2, 3) == 5\n',
+      'test/add.test.mjs':
+        "import test from 'node:test';\nimport assert from 'node:assert';\nimport { add } from '../src/add.mjs';\ntest('adds', () => assert.strictEqual(add(2, 3), 5));\n",
+      'tests/test_add.py':
+        'import os, sys\nsys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))\nfrom src.add import add\n\ndef test_add():\n    assert add(2, 3) == 5\n',
     },
   ]);
   return commit!;
@@ -105,7 +107,10 @@ describe.skipIf(!bwrap.ok && !required)('an attempt that edits what the verifier
     expect(report).toMatch(/⚠ caveat: attempts did what the verifier cannot see \(npmrc: 1 out of bounds/);
     const csv = readFileSync(join(bundle, 'attempts.csv'), 'utf8');
     const header = csv.split('\r\n')[0]!.split(',');
-    const row = csv.split('\r\n').find((l) => l.includes('attempts/js/npmrc/1') || l.includes(',npmrc,'))!.split(',');
+    const row = csv
+      .split('\r\n')
+      .find((l) => l.includes('attempts/js/npmrc/1') || l.includes(',npmrc,'))!
+      .split(',');
     expect(row[header.indexOf('out_of_bounds_paths')]).toBe('1');
   });
 
@@ -219,12 +224,21 @@ describe.skipIf((!bwrap.ok && !required) || !existsSync(claudeBinary()))('delive
     calculatorTask(rig.dir);
     rig.write('fixtures/CLAUDE.md', CONTEXT);
     // The model reads a notes file that quotes the context: a tool result, not the instructions.
-    rig.write('fixtures/read.script.json', JSON.stringify({ turns: [{ tool_calls: [{ name: 'Read', input: { file_path: '/work/NOTES.md' } }] }, { text: 'Read it.' }] }));
+    rig.write(
+      'fixtures/read.script.json',
+      JSON.stringify({ turns: [{ tool_calls: [{ name: 'Read', input: { file_path: '/work/NOTES.md' } }] }, { text: 'Read it.' }] }),
+    );
   });
 
   it('a notes file quoting the CLAUDE.md, read by the model, is not delivery; the CLAUDE.md itself is', async () => {
     rig.write('fixtures/NOTES.md', `# Notes\n${CONTEXT}`);
-    rig.write('bench.config.yaml', cohortConfig('{ files: { NOTES.md: fixtures/NOTES.md } }').replace('treatment: { files: { CLAUDE.md: fixtures/CLAUDE.md } }', 'treatment: { files: { CLAUDE.md: fixtures/CLAUDE.md, NOTES.md: fixtures/NOTES.md } }'));
+    rig.write(
+      'bench.config.yaml',
+      cohortConfig('{ files: { NOTES.md: fixtures/NOTES.md } }').replace(
+        'treatment: { files: { CLAUDE.md: fixtures/CLAUDE.md } }',
+        'treatment: { files: { CLAUDE.md: fixtures/CLAUDE.md, NOTES.md: fixtures/NOTES.md } }',
+      ),
+    );
     expect((await rig.cli('run', 'audit')).code).toBe(0);
     const control = await rig.outputJson('attempts/fix-add/control/1', 'result.json');
     expect(await rig.outputText('attempts/fix-add/control/1', 'gateway.jsonl')).toContain('House rule 5e1b'); // the model did read it
@@ -298,7 +312,12 @@ describe('isolation is part of the verdict', () => {
     const entry = cas.readTree(ex.record.outputs.changed.digest).entries.find((e) => e.name === 'env.txt');
     if (!entry || entry.type !== 'file') throw new Error('env.txt is not in the changes');
     const envTxt = cas.read(entry.digest).toString('utf8');
-    const env = Object.fromEntries(envTxt.split('\n').filter((l) => l.includes('=')).map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
+    const env = Object.fromEntries(
+      envTxt
+        .split('\n')
+        .filter((l) => l.includes('='))
+        .map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]),
+    );
     expect(env['TMPDIR']).toMatch(/pairbench-local-/);
     expect(env['HOME']).toMatch(/\/tmp\/pairbench-(local|home)-/);
     for (const [k, v] of Object.entries(env)) if (k !== 'PWD' && k !== 'OLDPWD') expect(v, k).not.toContain('.pairbench');

@@ -133,9 +133,7 @@ export function loadConfig(configPath: string, options: LoadOptions = {}): Resul
 
   const includes = (data['include'] as string[] | undefined) ?? [];
   includes.forEach((pattern, i) => {
-    const files = isDynamicPattern(pattern)
-      ? globSync(pattern, { cwd: rootDir, absolute: true, onlyFiles: true }).sort()
-      : [resolve(rootDir, pattern)];
+    const files = isDynamicPattern(pattern) ? globSync(pattern, { cwd: rootDir, absolute: true, onlyFiles: true }).sort() : [resolve(rootDir, pattern)];
     if (files.length === 0) {
       diagnostics.push({ field: `include[${i}]`, message: `"${pattern}" matches no file`, location: source.locate(['include', i]) });
     }

@@ -19,7 +19,11 @@ let prebuilt: Partial<Record<SchemaName, ValidateFunction>> | null | undefined;
 /** SHA-256 over the schema files, as scripts/compile-schemas.mjs computes it. */
 export function schemasDigest(): string {
   const h = createHash('sha256');
-  for (const f of SCHEMA_FILES) h.update(f).update('\0').update(readFileSync(join(packageRoot(), 'schemas', f))).update('\0');
+  for (const f of SCHEMA_FILES)
+    h.update(f)
+      .update('\0')
+      .update(readFileSync(join(packageRoot(), 'schemas', f)))
+      .update('\0');
   return h.digest('hex');
 }
 

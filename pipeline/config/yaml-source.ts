@@ -30,28 +30,50 @@ export class YamlSource {
       return { ...(field.length ? { field: fieldName(field) } : {}), message, location: source.at(pos[0], Math.max(1, pos[1] - pos[0])), hint };
     };
     const diagnostics = doc.errors.map((e) =>
-      located(e.pos, `invalid YAML: ${e.message.split('\n')[0]}`, e.code === 'DUPLICATE_KEY' ? 'each key may appear once in a mapping' : 'fix the YAML syntax at this position'),
+      located(
+        e.pos,
+        `invalid YAML: ${e.message.split('\n')[0]}`,
+        e.code === 'DUPLICATE_KEY' ? 'each key may appear once in a mapping' : 'fix the YAML syntax at this position',
+      ),
     );
     // A tag pairbench does not know (!shell, !!js/function, !!python/...) would be dropped
     // silently and its value kept as plain text: refused instead.
     for (const w of doc.warnings) {
       const tag = /^Unresolved tag: (.*)$/.exec(w.message.split('\n')[0]!)?.[1];
-      diagnostics.push(located(w.pos, tag ? `unknown YAML tag ${tag.replace(/^tag:yaml\.org,2002:/, '!!')}` : `invalid YAML: ${w.message.split('\n')[0]}`, tag ? 'remove the tag: a config holds plain mappings, lists and scalars' : 'fix the YAML at this position'));
+      diagnostics.push(
+        located(
+          w.pos,
+          tag ? `unknown YAML tag ${tag.replace(/^tag:yaml\.org,2002:/, '!!')}` : `invalid YAML: ${w.message.split('\n')[0]}`,
+          tag ? 'remove the tag: a config holds plain mappings, lists and scalars' : 'fix the YAML at this position',
+        ),
+      );
     }
     // Aliases must point at an anchor defined before them; strings must hold no NUL.
     visit(doc, {
       Alias(_key, node) {
-        if (isAlias(node) && !node.resolve(doc) && node.range) diagnostics.push(located([node.range[0], node.range[1]], `the alias *${node.source} names no anchor defined before it`, `define &${node.source} earlier in the file, or write the value out`));
+        if (isAlias(node) && !node.resolve(doc) && node.range)
+          diagnostics.push(
+            located(
+              [node.range[0], node.range[1]],
+              `the alias *${node.source} names no anchor defined before it`,
+              `define &${node.source} earlier in the file, or write the value out`,
+            ),
+          );
       },
       Scalar(_key, node) {
-        if (typeof node.value === 'string' && /[\0]/.test(node.value) && node.range) diagnostics.push(located([node.range[0], node.range[1]], 'a string holds a NUL character', 'remove it: no command, path or name can carry one'));
+        if (typeof node.value === 'string' && /[\0]/.test(node.value) && node.range)
+          diagnostics.push(located([node.range[0], node.range[1]], 'a string holds a NUL character', 'remove it: no command, path or name can carry one'));
       },
     });
     if (diagnostics.length === 0) {
       try {
         source.value = doc.toJS({ maxAliasCount: 1000 });
       } catch (e) {
-        diagnostics.push({ message: `invalid YAML: ${(e as Error).message}`, location: source.at(0, 1), hint: 'an alias expands too far, or refers to something that is not there' });
+        diagnostics.push({
+          message: `invalid YAML: ${(e as Error).message}`,
+          location: source.at(0, 1),
+          hint: 'an alias expands too far, or refers to something that is not there',
+        });
       }
     }
     return { source, diagnostics };

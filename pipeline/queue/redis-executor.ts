@@ -46,7 +46,11 @@ export class RedisExecutor implements NodeExecutor {
       const r = records.get(u.id);
       if (r) await writeBack(this.store, this.remote, r);
     }
-    if (!this.remote.active) return { status: 'failed', failure: { reason: 'infra', message: 'the remote cache is unavailable: a worker could neither read this node\'s inputs nor return its result' } };
+    if (!this.remote.active)
+      return {
+        status: 'failed',
+        failure: { reason: 'infra', message: "the remote cache is unavailable: a worker could neither read this node's inputs nor return its result" },
+      };
     const { queue, events } = await this.queueFor(node.kind.name);
     const data: JobData = { node: node.id, key: key.key, upstream: Object.fromEntries(node.upstream.map((u) => [u.id, records.get(u.id)!.key])) };
     try {
@@ -63,13 +67,22 @@ export class RedisExecutor implements NodeExecutor {
       const started = Date.now();
       const result = (await job.waitUntilFinished(events)) as JobResult;
       if (result.status === 'failed') {
-        const failure = { reason: (result.failure?.reason ?? 'internal') as 'internal', message: `${result.failure?.message ?? 'failed'} (on ${result.worker})` };
+        const failure = {
+          reason: (result.failure?.reason ?? 'internal') as 'internal',
+          message: `${result.failure?.message ?? 'failed'} (on ${result.worker})`,
+        };
         emit({ type: 'failed', node: node.id, failure, logTail: '' });
         return { status: 'failed', failure };
       }
-      const record = this.store.actions.get(key.key).status === 'hit' ? (this.store.actions.get(key.key) as { record: ActionRecord }).record : await readThrough(this.store, this.remote, key.key);
+      const record =
+        this.store.actions.get(key.key).status === 'hit'
+          ? (this.store.actions.get(key.key) as { record: ActionRecord }).record
+          : await readThrough(this.store, this.remote, key.key);
       if (!record) {
-        const failure = { reason: 'store-error' as const, message: `${result.worker} built ${node.id}, but the remote cache does not return its record: check the workers' cache settings (same remote, same signing key)` };
+        const failure = {
+          reason: 'store-error' as const,
+          message: `${result.worker} built ${node.id}, but the remote cache does not return its record: check the workers' cache settings (same remote, same signing key)`,
+        };
         emit({ type: 'failed', node: node.id, failure, logTail: '' });
         return { status: 'failed', failure };
       }

@@ -40,7 +40,11 @@ export async function startWorker(o: WorkerOptions): Promise<RunningWorker> {
   const name = `${hostname()}:${process.pid}`;
   // A worker killed here before left its work directories: they go before this one takes jobs.
   const reaped = o.ctx.store.reapDeadTemp();
-  if (reaped.length) o.reporter.event({ type: 'warning', message: `removed ${reaped.length} work director${reaped.length === 1 ? 'y' : 'ies'} of dead processes from ${o.ctx.store.tmpDir}` });
+  if (reaped.length)
+    o.reporter.event({
+      type: 'warning',
+      message: `removed ${reaped.length} work director${reaped.length === 1 ? 'y' : 'ies'} of dead processes from ${o.ctx.store.tmpDir}`,
+    });
   const byId = new Map<string, GraphNode>(o.ctx.graph.nodes.map((n) => [n.id, n]));
   const kinds = [...new Set(o.ctx.graph.nodes.map((n) => n.kind.name))];
 
@@ -61,7 +65,10 @@ export async function startWorker(o: WorkerOptions): Promise<RunningWorker> {
     const key = computeKey(node, o.inputs.get(node.id)!, records, o.hostEnv);
     if (!key.ok) return fail(key.error.reason, key.error.message);
     if (key.value.key !== job.data.key) {
-      return fail('refused', `this worker computes key ${key.value.key.slice(0, 12)} for ${node.id}, the coordinator ${job.data.key.slice(0, 12)}: its config or input files differ (run workers on the same commit of the project)`);
+      return fail(
+        'refused',
+        `this worker computes key ${key.value.key.slice(0, 12)} for ${node.id}, the coordinator ${job.data.key.slice(0, 12)}: its config or input files differ (run workers on the same commit of the project)`,
+      );
     }
     const state = await executeHere(o.ctx, node, key.value, o.inputs.get(node.id)!, records, { reporter: o.reporter, hostEnv: o.hostEnv, remote: o.remote });
     if (state.status === 'failed') return fail(state.failure.reason, state.failure.message);
@@ -75,13 +82,17 @@ export async function startWorker(o: WorkerOptions): Promise<RunningWorker> {
   const lockDuration = o.lockMs ?? 10_000;
   const workers = kinds.map(
     (kind) =>
-      new Worker<JobData, JobResult>(queueName(kind), async (job) => {
-        try {
-          return await slots(() => process1(job));
-        } catch (e) {
-          return { status: 'failed', worker: name, failure: { reason: 'internal', message: errorMessage(e) } };
-        }
-      }, { connection, concurrency: o.concurrency, lockDuration, stalledInterval: Math.max(1000, Math.floor(lockDuration / 2)), maxStalledCount: 2 }),
+      new Worker<JobData, JobResult>(
+        queueName(kind),
+        async (job) => {
+          try {
+            return await slots(() => process1(job));
+          } catch (e) {
+            return { status: 'failed', worker: name, failure: { reason: 'internal', message: errorMessage(e) } };
+          }
+        },
+        { connection, concurrency: o.concurrency, lockDuration, stalledInterval: Math.max(1000, Math.floor(lockDuration / 2)), maxStalledCount: 2 },
+      ),
   );
   await Promise.all(workers.map((w) => w.waitUntilReady()));
   return {

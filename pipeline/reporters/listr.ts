@@ -74,7 +74,9 @@ export class ListrReporter implements Reporter {
           // Only a terminal gets the live renderer (a writer that is not one, e.g. in tests, gets nothing).
           renderer: this.out.isTTY ? 'default' : 'silent',
           rendererOptions: { collapseErrors: false },
-        }).run().catch(() => undefined);
+        })
+          .run()
+          .catch(() => undefined);
         return;
       }
       case 'cached':

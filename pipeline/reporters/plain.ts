@@ -49,8 +49,15 @@ export class PlainReporter implements Reporter {
       case 'running':
         return `run     ${e.node}`;
       case 'done':
-        if (e.outcome) return this.paint('yellow', `${e.outcome.word.padEnd(7)} ${e.node} (${(e.durationMs / 1000).toFixed(2)} s)${e.recorded ? '' : ' [not cached]'}: ${e.outcome.detail}`);
-        return this.paint('green', `done    ${e.node} (${(e.durationMs / 1000).toFixed(2)} s${e.worker ? `, on ${e.worker}` : ''})${e.recorded ? '' : ' [not cached]'}`);
+        if (e.outcome)
+          return this.paint(
+            'yellow',
+            `${e.outcome.word.padEnd(7)} ${e.node} (${(e.durationMs / 1000).toFixed(2)} s)${e.recorded ? '' : ' [not cached]'}: ${e.outcome.detail}`,
+          );
+        return this.paint(
+          'green',
+          `done    ${e.node} (${(e.durationMs / 1000).toFixed(2)} s${e.worker ? `, on ${e.worker}` : ''})${e.recorded ? '' : ' [not cached]'}`,
+        );
       case 'failed':
         return this.paint('red', `FAILED  ${e.node}: ${e.failure.message}`) + (e.logTail ? `\n${indent(e.logTail)}` : '');
       case 'skipped':

@@ -31,10 +31,7 @@ export interface ActionRecord {
   pairbench_version: string;
 }
 
-export type RecordLookup =
-  | { status: 'hit'; record: ActionRecord }
-  | { status: 'miss' }
-  | { status: 'corrupt'; reason: string };
+export type RecordLookup = { status: 'hit'; record: ActionRecord } | { status: 'miss' } | { status: 'corrupt'; reason: string };
 
 const scratch = Buffer.allocUnsafe(64 * 1024);
 
@@ -341,7 +338,6 @@ export interface NodeTry {
   reason: string;
   outputs: OutputManifest;
 }
-
 
 /** Journals of built nodes merged into one when there are more than this many (those of finished runs). */
 const JOURNALS_BEFORE_COMPACTION = 32;

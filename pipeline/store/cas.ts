@@ -22,9 +22,7 @@ import { ioBuffer, sha256, sha256File, type Sha256 } from '../digest.js';
 import { ensureDir, tempPath } from './atomic-fs.js';
 
 /** A stored output: a file blob or a directory stored as a Merkle tree. */
-export type OutputEntry =
-  | { type: 'file'; digest: Sha256; size: number; executable: boolean }
-  | { type: 'dir'; digest: Sha256; size: number };
+export type OutputEntry = { type: 'file'; digest: Sha256; size: number; executable: boolean } | { type: 'dir'; digest: Sha256; size: number };
 
 export type TreeEntry =
   | { name: string; type: 'file'; digest: Sha256; size: number; executable: boolean }
@@ -39,7 +37,10 @@ export interface Tree {
 export type Stamp = string;
 
 export class CorruptBlobError extends Error {
-  constructor(readonly digest: Sha256, detail: string) {
+  constructor(
+    readonly digest: Sha256,
+    detail: string,
+  ) {
     super(`stored blob ${digest.slice(0, 12)} is corrupt (${detail})`);
   }
 }
@@ -91,7 +92,7 @@ export class Cas {
     let bytes: Buffer;
     try {
       bytes = readFileSync(this.pathOf(digest));
-    } catch (e) {
+    } catch {
       throw new CorruptBlobError(digest, 'missing');
     }
     if (sha256(bytes) !== digest) throw new CorruptBlobError(digest, 'content does not match its digest');
@@ -133,7 +134,7 @@ export class Cas {
         const tmp = tempPath(this.tmpDir, 'blob');
         const fd = openSync(tmp, 'w', 0o444);
         try {
-          for (let off = 0; off < small.length; ) off += writeSync(fd, small, off, small.length - off);
+          for (let off = 0; off < small.length;) off += writeSync(fd, small, off, small.length - off);
         } finally {
           closeSync(fd);
         }
@@ -190,7 +191,11 @@ export class Cas {
   }
 
   private putDir(dir: string): { digest: Sha256; size: number } {
-    return walkTree(dir, (p) => this.putFile(p), (bytes) => this.putBytes(bytes));
+    return walkTree(
+      dir,
+      (p) => this.putFile(p),
+      (bytes) => this.putBytes(bytes),
+    );
   }
 
   /** Stores a directory made of entries already in the store (e.g. other outputs), as a Merkle tree. */
@@ -273,7 +278,6 @@ export class Cas {
   }
 }
 
-
 /** Copies src to a new file dest, hashing the bytes as they pass. */
 function copyHashing(src: string, dest: string, mode = 0o600, flags = 'wx', onBytes?: (bytes: number) => void): { digest: Sha256; size: number } {
   const from = openSync(src, 'r');
@@ -287,7 +291,7 @@ function copyHashing(src: string, dest: string, mode = 0o600, flags = 'wx', onBy
       const n = readSync(from, buf, 0, buf.length, null);
       if (n === 0) break;
       hash.update(buf.subarray(0, n));
-      for (let off = 0; off < n; ) off += writeSync(to, buf, off, n - off);
+      for (let off = 0; off < n;) off += writeSync(to, buf, off, n - off);
       size += n;
       onBytes?.(n);
     }

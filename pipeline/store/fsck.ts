@@ -24,7 +24,16 @@ export interface FsckReport {
  * the next run.
  */
 export function fsck(store: Store, options: { repair: boolean; onProgress?: (blobs: number) => void }): FsckReport {
-  const report: FsckReport = { blobs_checked: 0, bytes_checked: 0, corrupt_blobs: [], records_checked: 0, corrupt_records: [], broken_records: [], corrupt_pack: null, repaired: false };
+  const report: FsckReport = {
+    blobs_checked: 0,
+    bytes_checked: 0,
+    corrupt_blobs: [],
+    records_checked: 0,
+    corrupt_records: [],
+    broken_records: [],
+    corrupt_pack: null,
+    repaired: false,
+  };
   const bad = new Set<string>();
   const present = new Set<string>();
   for (const b of store.cas.list()) {

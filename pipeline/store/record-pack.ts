@@ -61,12 +61,13 @@ export class RecordPack {
     try {
       const size = fstatSync(fd).size;
       const head = Buffer.alloc(HEADER);
-      if (size < HEADER + SEAL || readSync(fd, head, 0, HEADER, 0) !== HEADER || !head.subarray(0, MAGIC.length).equals(MAGIC)) throw new Error('not a record pack (bad magic or too short)');
+      if (size < HEADER + SEAL || readSync(fd, head, 0, HEADER, 0) !== HEADER || !head.subarray(0, MAGIC.length).equals(MAGIC))
+        throw new Error('not a record pack (bad magic or too short)');
       const count = head.readUInt32LE(MAGIC.length);
       if (HEADER + count * ENTRY + SEAL > size) throw new Error(`record pack is truncated (${count} entries declared)`);
       const hash = createHash('sha256');
       const chunk = ioBuffer();
-      for (let at = 0; at < size - SEAL; ) {
+      for (let at = 0; at < size - SEAL;) {
         const n = readSync(fd, chunk, 0, Math.min(chunk.length, size - SEAL - at), at);
         if (n === 0) throw new Error('record pack is truncated');
         hash.update(chunk.subarray(0, n));
@@ -95,7 +96,9 @@ export class RecordPack {
     if (buf.length < HEADER + SEAL || !buf.subarray(0, MAGIC.length).equals(MAGIC)) throw new Error('not a record pack (bad magic or too short)');
     const count = buf.readUInt32LE(MAGIC.length);
     if (HEADER + count * ENTRY + SEAL > buf.length) throw new Error(`record pack is truncated (${count} entries declared)`);
-    const seal = createHash('sha256').update(buf.subarray(0, buf.length - SEAL)).digest();
+    const seal = createHash('sha256')
+      .update(buf.subarray(0, buf.length - SEAL))
+      .digest();
     if (!seal.equals(buf.subarray(buf.length - SEAL))) throw new Error('record pack does not match its seal');
     return new RecordPack(buf.subarray(HEADER, HEADER + count * ENTRY), (offset, len) => buf.subarray(offset, offset + len), count);
   }
@@ -124,7 +127,10 @@ export class RecordPack {
       rest.copy(buf, at + pre.length);
       at += pre.length + rest.length;
     });
-    createHash('sha256').update(buf.subarray(0, size - SEAL)).digest().copy(buf, size - SEAL);
+    createHash('sha256')
+      .update(buf.subarray(0, size - SEAL))
+      .digest()
+      .copy(buf, size - SEAL);
     return buf;
   }
 

@@ -81,7 +81,9 @@ export class RemoteCache {
   private degrade(why: string): void {
     if (this.disabled) return;
     this.disabled = true;
-    this.options.warn(`remote cache ${this.base} ${why}: continuing with the local store only (nothing is lost; results stay local until a later run uploads them)`);
+    this.options.warn(
+      `remote cache ${this.base} ${why}: continuing with the local store only (nothing is lost; results stay local until a later run uploads them)`,
+    );
   }
 
   private async request(method: 'GET' | 'PUT' | 'HEAD', path: string, body?: Buffer | Readable): Promise<Response | null> {
@@ -89,8 +91,11 @@ export class RemoteCache {
     const attempt = async (): Promise<Response> =>
       fetch(`${this.base}${path}`, {
         method,
-        headers: { ...(this.options.authorization ? { authorization: this.options.authorization } : {}), ...(body ? { 'content-type': 'application/octet-stream' } : {}) },
-        ...(body ? { body, duplex: "half" } : {}),
+        headers: {
+          ...(this.options.authorization ? { authorization: this.options.authorization } : {}),
+          ...(body ? { 'content-type': 'application/octet-stream' } : {}),
+        },
+        ...(body ? { body, duplex: 'half' } : {}),
         signal: AbortSignal.timeout(this.options.timeoutMs ?? 30_000),
       } as RequestInit);
     // Two tries: a dropped connection or a 429/5xx may be passing; twice is not.
@@ -99,17 +104,17 @@ export class RemoteCache {
         const res = await attempt();
         if (res.status === 429 || res.status >= 500) {
           await res.body?.cancel();
-          if (i === 1) return this.degrade(`answered HTTP ${res.status} to ${method} ${path}`), null;
+          if (i === 1) return (this.degrade(`answered HTTP ${res.status} to ${method} ${path}`), null);
           await new Promise((r) => setTimeout(r, 200));
           continue;
         }
         if (res.status === 401 || res.status === 403) {
           await res.body?.cancel();
-          return this.degrade(`refused ${method} ${path} (HTTP ${res.status}): check the credentials in cache.auth_env`), null;
+          return (this.degrade(`refused ${method} ${path} (HTTP ${res.status}): check the credentials in cache.auth_env`), null);
         }
         return res;
       } catch (e) {
-        if (i === 1 || body instanceof Readable) return this.degrade(`is unreachable (${errorMessage(e)})`), null;
+        if (i === 1 || body instanceof Readable) return (this.degrade(`is unreachable (${errorMessage(e)})`), null);
         await new Promise((r) => setTimeout(r, 200));
       }
     }

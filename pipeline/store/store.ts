@@ -90,7 +90,13 @@ export class Store {
     const sorted = sortedUnique(keys);
     // A no-op run reaches what its last run reached: the root is not rewritten (it holds every key).
     const current = this.roots().find((r) => r.name === name);
-    if (current && current.keys.length === sorted.length && current.keys.every((k, i) => k === sorted[i]) && Object.entries(about).every(([k, v]) => current.about[k] === v)) return;
+    if (
+      current &&
+      current.keys.length === sorted.length &&
+      current.keys.every((k, i) => k === sorted[i]) &&
+      Object.entries(about).every(([k, v]) => current.about[k] === v)
+    )
+      return;
     writeFileAtomic(file, JSON.stringify({ name, ...about, at: new Date().toISOString(), keys: sorted }) + '\n', this.tmpDir);
     this.rootsRead = undefined;
   }
@@ -105,7 +111,12 @@ export class Store {
     const out = [];
     for (const f of readdirSync(dir)) {
       try {
-        const { name, keys, at: _at, ...about } = JSON.parse(readFileSync(join(dir, f), 'utf8')) as { name: string; keys: string[]; at: string } & Record<string, string>;
+        const {
+          name,
+          keys,
+          at: _at,
+          ...about
+        } = JSON.parse(readFileSync(join(dir, f), 'utf8')) as { name: string; keys: string[]; at: string } & Record<string, string>;
         out.push({ name, about, keys, file: join(dir, f) });
       } catch {
         // a root being replaced, or garbage: ignored

@@ -100,7 +100,10 @@ function analyzeValid(attempts: readonly AttemptRecord[], spec: AnalysisSpec): A
       eval: [...inputs.values()].map((i) => evalCost(i.metrics.arm, i.attempts, spec.weights)),
       overhead: spec.overhead ?? null,
     },
-    warnings: headlineWarnings([...inputs.values()].map((i) => i.metrics), byArm),
+    warnings: headlineWarnings(
+      [...inputs.values()].map((i) => i.metrics),
+      byArm,
+    ),
     notes: sequential ? [...notes, ...sequentialNotes(sequential)] : notes,
     ...(sequential ? { sequential } : {}),
   };

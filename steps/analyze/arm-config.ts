@@ -121,7 +121,16 @@ export function fisherExactP(a: number, b: number, c: number, d: number): number
   const col1 = a + c;
   const logFact = new Float64Array(n + 1);
   for (let i = 2; i <= n; i++) logFact[i] = logFact[i - 1]! + Math.log(i);
-  const logP = (x: number) => logFact[row1]! + logFact[n - row1]! + logFact[col1]! + logFact[n - col1]! - logFact[n]! - logFact[x]! - logFact[row1 - x]! - logFact[col1 - x]! - logFact[n - row1 - col1 + x]!;
+  const logP = (x: number) =>
+    logFact[row1]! +
+    logFact[n - row1]! +
+    logFact[col1]! +
+    logFact[n - col1]! -
+    logFact[n]! -
+    logFact[x]! -
+    logFact[row1 - x]! -
+    logFact[col1 - x]! -
+    logFact[n - row1 - col1 + x]!;
   const observed = logP(a);
   let p = 0;
   for (let x = Math.max(0, row1 + col1 - n); x <= Math.min(row1, col1); x++) {

@@ -27,7 +27,8 @@ export function armMetrics(arm: string, attempts: readonly AttemptRecord[], w: C
   const exclusions: Record<string, number> = {};
   for (const a of attempts) if (a.admission === 'excluded') exclusions[a.reason_code] = (exclusions[a.reason_code] ?? 0) + 1;
   const integrity: Record<string, number> = {};
-  for (const a of attempts) if (a.admission === 'accepted' && INTEGRITY_CODES.has(a.reason_code)) integrity[a.reason_code] = (integrity[a.reason_code] ?? 0) + 1;
+  for (const a of attempts)
+    if (a.admission === 'accepted' && INTEGRITY_CODES.has(a.reason_code)) integrity[a.reason_code] = (integrity[a.reason_code] ?? 0) + 1;
   // Every try counts: an infrastructure fault that was retried is still a fault of this arm.
   const nTries = attempts.reduce((k, a) => k + 1 + (a.tries?.length ?? 0), 0);
   const nInfra = attempts.reduce((k, a) => k + (a.infra_error ? 1 : 0) + (a.tries ?? []).filter((t) => t.exit_reason === 'infra-error').length, 0);

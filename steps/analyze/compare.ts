@@ -9,16 +9,7 @@ import { minimumDetectableEffect, noiseEnvelope } from './envelope.js';
 import { mcnemarExactP, signTestP } from './exact-tests.js';
 import { countOutcomes, taskOutcome } from './outcomes.js';
 import { pairAttempts } from './pairing.js';
-import type {
-  AnalysisSpec,
-  ArmMetrics,
-  AttemptRecord,
-  Comparison,
-  ComparisonProblem,
-  Interval,
-  PairedDifference,
-  Verdict,
-} from './types.js';
+import type { AnalysisSpec, ArmMetrics, AttemptRecord, Comparison, ComparisonProblem, Interval, PairedDifference, Verdict } from './types.js';
 
 /** Numerical slack when comparing an effect with the envelope (1/n is not exact in floating point). */
 const EPS = 1e-9;
@@ -124,7 +115,14 @@ export function compareArms(
   const effect = mean([...deltas])!;
 
   // Paired differences per valid pair (treatment - control), each tagged with its task.
-  const diffs = { tokens: new Diffs(), weighted_cost: new Diffs(), cost_usd: new Diffs(), turns: new Diffs(), tool_calls: new Diffs(), reasoning_tokens: new Diffs() };
+  const diffs = {
+    tokens: new Diffs(),
+    weighted_cost: new Diffs(),
+    cost_usd: new Diffs(),
+    turns: new Diffs(),
+    tool_calls: new Diffs(),
+    reasoning_tokens: new Diffs(),
+  };
   // Per task: the summed weighted cost of each side over the pairs where both have one (the cost ratio's bootstrap).
   const costSums = { treatment: new Float64Array(pairing.tasks.length), control: new Float64Array(pairing.tasks.length) };
   let b = 0;
@@ -215,7 +213,10 @@ export function compareArms(
           }
           const rowsW = [...all.values()];
           const dW = Float64Array.from(rowsW, (r) => r.sum / r.n);
-          const uW = unitsOf(dW, rowsW.map((r) => r.family));
+          const uW = unitsOf(
+            dW,
+            rowsW.map((r) => r.family),
+          );
           return { effect: mean([...dW])!, p: signFlipTest(uW.sums, spec.bootstrap.seed).p, ci: clusterTInterval(uW, spec.confidence) };
         };
 
@@ -297,7 +298,10 @@ export function decide(compared: Compared, m: number): Comparison {
     const survives = claims(pAdjusted, w.ci, w.effect);
     c.worst_case = { effect: w.effect, p: pAdjusted, ci: w.ci, survives };
     if (!survives) {
-      problems.push({ reason: 'exclusions-against-claim', message: `with the ${c.pairs.excluded} excluded pair(s) scored against it the effect would be ${(w.effect * 100).toFixed(1)} pp (p ${pAdjusted.toPrecision(3)}): the claim does not survive them` });
+      problems.push({
+        reason: 'exclusions-against-claim',
+        message: `with the ${c.pairs.excluded} excluded pair(s) scored against it the effect would be ${(w.effect * 100).toFixed(1)} pp (p ${pAdjusted.toPrecision(3)}): the claim does not survive them`,
+      });
       verdict = 'within-noise';
     }
   }

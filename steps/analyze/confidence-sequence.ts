@@ -57,7 +57,8 @@ export function bettingConfidenceSequence(xs: readonly number[], alpha: number):
     }
     const prev = intervals[intervals.length - 1];
     // Empty only if the grid is too coarse for what is left: keep the last interval's midpoint.
-    const now = low < 0 ? { low: prev ? (prev.low + prev.high) / 2 : 0.5, high: prev ? (prev.low + prev.high) / 2 : 0.5 } : { low: low / GRID, high: (high + 1) / GRID };
+    const now =
+      low < 0 ? { low: prev ? (prev.low + prev.high) / 2 : 0.5, high: prev ? (prev.low + prev.high) / 2 : 0.5 } : { low: low / GRID, high: (high + 1) / GRID };
     intervals.push(prev ? { low: Math.max(prev.low, now.low), high: Math.min(prev.high, now.high) } : now);
   });
   return { intervals };

@@ -9,9 +9,7 @@ export function totalTokens(a: AttemptRecord): number | null {
 /** input*w.input + cache_write*w.cache_write + cache_read*w.cache_read + output*w.output */
 export function weightedCost(a: AttemptRecord, w: CostWeights): number | null {
   const u = a.usage;
-  return u
-    ? u.input_tokens * w.input + u.cache_write_tokens * w.cache_write + u.cache_read_tokens * w.cache_read + u.output_tokens * w.output
-    : null;
+  return u ? u.input_tokens * w.input + u.cache_write_tokens * w.cache_write + u.cache_read_tokens * w.cache_read + u.output_tokens * w.output : null;
 }
 
 const STRENGTH: Record<CostConfidence, number> = { free: 0, exact: 1, estimated: 2, none: 3 };

@@ -9,7 +9,7 @@ import type { MinimumDetectableEffect, NoiseEnvelope } from './types.js';
 
 export const ENVELOPE_FORMULA =
   'envelope = max(1/n_tasks, z_{1-a/2} * sqrt(sum over tasks t of (s2_control,t / r_t + s2_treatment,t / r_t)) / n_tasks), ' +
-  'where r_t is the number of valid pairs (reps) of task t and s2_arm,t the sample variance (n-1 denominator) of that arm\'s ' +
+  "where r_t is the number of valid pairs (reps) of task t and s2_arm,t the sample variance (n-1 denominator) of that arm's " +
   'pass over those reps (0 when r_t = 1). The second term is the z-scaled standard error of the effect that comes from ' +
   're-running the same tasks with the same arms (run-to-run spread only, task sampling excluded); the floor is one task flipping.';
 
@@ -48,7 +48,15 @@ export function minimumDetectableEffect(taskDeltas: readonly number[], confidenc
   const zA = zTwoSided(confidence);
   const zB = normalQuantile(power, 0, 1);
   if (sd === null || sd === 0) {
-    return { value: null, sd_task_delta: sd, n_tasks: n, alpha: 1 - confidence, power, formula: MDE_FORMULA, not_computable: `not computable at this n: the task deltas have no spread (${n} task${n === 1 ? '' : 's'})` };
+    return {
+      value: null,
+      sd_task_delta: sd,
+      n_tasks: n,
+      alpha: 1 - confidence,
+      power,
+      formula: MDE_FORMULA,
+      not_computable: `not computable at this n: the task deltas have no spread (${n} task${n === 1 ? '' : 's'})`,
+    };
   }
   return { value: ((zA + zB) * sd) / Math.sqrt(n), sd_task_delta: sd, n_tasks: n, alpha: 1 - confidence, power, formula: MDE_FORMULA };
 }

@@ -7,7 +7,7 @@ import type { AnalysisSpec, ComparisonProblem, FactorialEffect, FactorialResult,
 
 export const MAIN_EFFECT_FORMULA =
   'main effect of F = mean over tasks of (mean of Y over cells with F = 1 - mean of Y over cells with F = 0), ' +
-  'Y = the task\'s pass rate over its accepted attempts in that cell';
+  "Y = the task's pass rate over its accepted attempts in that cell";
 export const INTERACTION_FORMULA = 'interaction = mean over tasks of (Y11 - Y10) - (Y01 - Y00), Y_ab = cell with first factor a, second factor b';
 
 type Problem = Extract<ComparisonProblem, { reason: 'factorial-design' }>;
@@ -85,7 +85,7 @@ export function analyzeFactorial(f: FactorialSpec, arms: ReadonlyMap<string, Arm
   }
   const familyNames = tasks.map((t) => rates[0]!.get(t)!.family);
   const alpha = alphaOf(spec.confidence);
-  const effects: FactorialEffect[] = perTask.map((p, i) => {
+  const effects: FactorialEffect[] = perTask.map((p) => {
     const units = unitsOf(p.values, familyNames);
     const k = units.sums.length;
     const flip = signFlipTest(units.sums, spec.bootstrap.seed);
@@ -96,7 +96,18 @@ export function analyzeFactorial(f: FactorialSpec, arms: ReadonlyMap<string, Arm
       ci: clusterTInterval(units, spec.confidence, p.formula === INTERACTION_FORMULA ? [-2, 2] : [-1, 1]),
       n_tasks: tasks.length,
       formula: p.formula,
-      test: { method: 'sign-flip', unit: units.kind, n_units: k, p: flip.p, p_holm: flip.p, exact: flip.exact, samples: flip.samples, min_p: minimumP(k), units_needed: unitsNeeded(alpha, 1), alpha },
+      test: {
+        method: 'sign-flip',
+        unit: units.kind,
+        n_units: k,
+        p: flip.p,
+        p_holm: flip.p,
+        exact: flip.exact,
+        samples: flip.samples,
+        min_p: minimumP(k),
+        units_needed: unitsNeeded(alpha, 1),
+        alpha,
+      },
       verdict: 'within-noise',
     };
   });
@@ -119,7 +130,8 @@ export function decideFactorial(f: FactorialResult, m: number): void {
       continue;
     }
     const side = e.estimate > 0 ? 1 : -1;
-    const claim = e.test.p_holm <= e.test.alpha + 1e-12 && !degenerate(e.ci) && (side > 0 ? e.ci!.low > 0 : e.ci!.high < 0) && Math.abs(e.estimate) > 1 / e.n_tasks;
+    const claim =
+      e.test.p_holm <= e.test.alpha + 1e-12 && !degenerate(e.ci) && (side > 0 ? e.ci!.low > 0 : e.ci!.high < 0) && Math.abs(e.estimate) > 1 / e.n_tasks;
     e.verdict = claim ? (side > 0 ? 'positive' : 'negative') : 'within-noise';
   }
 }

@@ -108,7 +108,7 @@ function densityAt(prev: Density | null, t: number, theta: number, a: number, b:
 function solve(fn: (x: number) => number, target: number, rising: boolean, lo = -20, hi = 20): number {
   for (let i = 0; i < 64; i++) {
     const mid = (lo + hi) / 2;
-    if ((fn(mid) < target) === rising) lo = mid;
+    if (fn(mid) < target === rising) lo = mid;
     else hi = mid;
   }
   return (lo + hi) / 2;
@@ -136,7 +136,8 @@ const NO_LOWER = -40;
 function checkFractions(t: readonly number[]): void {
   if (t.length === 0) throw new RangeError('at least one look is needed');
   t.forEach((x, i) => {
-    if (!(x > 0 && x <= 1 + 1e-12) || (i > 0 && !(x > t[i - 1]!))) throw new RangeError(`information fractions must rise strictly within (0, 1]: ${t.join(', ')}`);
+    if (!(x > 0 && x <= 1 + 1e-12) || (i > 0 && !(x > t[i - 1]!)))
+      throw new RangeError(`information fractions must rise strictly within (0, 1]: ${t.join(', ')}`);
   });
 }
 
@@ -166,7 +167,12 @@ function computeEfficacyBounds(t: readonly number[], alpha: number, fn: Spending
 }
 
 /** Probability of crossing each look's upper bound (and lower, where given) under drift theta. */
-export function crossingProbabilities(t: readonly number[], upper: readonly number[], lower: readonly number[] | null, theta: number): { up: number[]; down: number[] } {
+export function crossingProbabilities(
+  t: readonly number[],
+  upper: readonly number[],
+  lower: readonly number[] | null,
+  theta: number,
+): { up: number[]; down: number[] } {
   checkFractions(t);
   const up: number[] = [];
   const down: number[] = [];
@@ -196,7 +202,8 @@ function computeFutilityBounds(t: readonly number[], upper: readonly number[], b
     const target = cumulative - before;
     const p = prev;
     const u = Math.min(upper[k]!, 40);
-    const raw = target <= 1e-15 ? -Infinity : k === 0 ? quantile(target) + theta * Math.sqrt(tk) : solve((a) => crossingAt(p, tk, theta, a, 'down'), target, true);
+    const raw =
+      target <= 1e-15 ? -Infinity : k === 0 ? quantile(target) + theta * Math.sqrt(tk) : solve((a) => crossingAt(p, tk, theta, a, 'down'), target, true);
     const l = Math.min(raw, u);
     lower.push(l);
     before = cumulative;
@@ -220,7 +227,14 @@ export interface GroupSequentialDesign {
 }
 
 /** A one-sided group-sequential design: K looks at `fractions`, alpha, power, spending; futility non-binding (beta spent by the same function). */
-export function groupSequentialDesign(opts: { looks: number; alpha: number; power: number; spending: SpendingFunction; futility: boolean; fractions?: number[] }): GroupSequentialDesign {
+export function groupSequentialDesign(opts: {
+  looks: number;
+  alpha: number;
+  power: number;
+  spending: SpendingFunction;
+  futility: boolean;
+  fractions?: number[];
+}): GroupSequentialDesign {
   return memo(['design', opts], () => computeDesign(opts));
 }
 

@@ -113,7 +113,10 @@ export function clusterTInterval(units: Units, confidence: number, range: readon
   if (k < 2) return null;
   let nTasks = 0;
   let total = 0;
-  for (let u = 0; u < k; u++) (nTasks += units.sizes[u]!), (total += units.sums[u]!);
+  for (let u = 0; u < k; u++) {
+    nTasks += units.sizes[u]!;
+    total += units.sums[u]!;
+  }
   const effect = total / nTasks;
   let ss = 0;
   for (let u = 0; u < k; u++) {

@@ -1,7 +1,11 @@
 /** A judge's (a)/(b)/(c) beside the verifier's, per task, with their agreement and the seeds' red flags. */
 import type { Comparison, HeadlineWarning, JudgeSummary, JudgementRecord } from './types.js';
 
-export function judgeSummary(step: string, judgements: readonly JudgementRecord[], comparisons: readonly Comparison[]): { summary: JudgeSummary; warnings: HeadlineWarning[] } {
+export function judgeSummary(
+  step: string,
+  judgements: readonly JudgementRecord[],
+  comparisons: readonly Comparison[],
+): { summary: JudgeSummary; warnings: HeadlineWarning[] } {
   const first = judgements[0];
   const control = first?.control ?? '';
   const treatment = first?.treatment ?? '';
@@ -27,14 +31,26 @@ export function judgeSummary(step: string, judgements: readonly JudgementRecord[
   };
   const warnings: HeadlineWarning[] = [];
   if (rows.length && judgeCounts.c === 0) {
-    warnings.push({ kind: 'zero-hurt', arm: treatment, message: `the judge classified no task (c) hurt (${treatment} vs ${control}, ${rows.length} tasks): a treatment that never hurts is a red flag; read the (b) rows and the rubric before the headline.` });
+    warnings.push({
+      kind: 'zero-hurt',
+      arm: treatment,
+      message: `the judge classified no task (c) hurt (${treatment} vs ${control}, ${rows.length} tasks): a treatment that never hurts is a red flag; read the (b) rows and the rubric before the headline.`,
+    });
   }
   const vc = comparison?.outcomes?.counts;
   if (vc && vc.a + vc.b + vc.c > 0 && vc.c === 0) {
-    warnings.push({ kind: 'zero-hurt', arm: treatment, message: `the verifier found no task (c) hurt (${treatment} vs ${control}): a treatment that never hurts is a red flag; check that the tasks can show harm.` });
+    warnings.push({
+      kind: 'zero-hurt',
+      arm: treatment,
+      message: `the verifier found no task (c) hurt (${treatment} vs ${control}): a treatment that never hurts is a red flag; check that the tasks can show harm.`,
+    });
   }
   if (first?.model_source === 'scripted') {
-    warnings.push({ kind: 'scripted', arm: null, message: `the judge's classifications were scripted (pairbench's fake model answered ${judgements.length} judge call(s)): the agreement figure proves the machinery, not any judge.` });
+    warnings.push({
+      kind: 'scripted',
+      arm: null,
+      message: `the judge's classifications were scripted (pairbench's fake model answered ${judgements.length} judge call(s)): the agreement figure proves the machinery, not any judge.`,
+    });
   }
   return { summary, warnings };
 }

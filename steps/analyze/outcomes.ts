@@ -13,9 +13,7 @@ export function formatRatio(r: number): string {
 }
 
 export function outcomeLabel(cls: OutcomeClass, costRatio: number | null): string {
-  return costRatio === null
-    ? `${CLASS_LABEL[cls]}, cost ratio unknown`
-    : `${CLASS_LABEL[cls]} at ${formatRatio(costRatio)}x the control cost`;
+  return costRatio === null ? `${CLASS_LABEL[cls]}, cost ratio unknown` : `${CLASS_LABEL[cls]} at ${formatRatio(costRatio)}x the control cost`;
 }
 
 const present = <T>(x: T | null): x is T => x !== null;

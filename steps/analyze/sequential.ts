@@ -133,7 +133,14 @@ export function sequentialAnalysis(attempts: readonly AttemptRecord[], spec: Ana
   let stoppedAt: number | null = null;
   let design: GroupSequentialDesign | null = null;
   if (s.rule === 'group-sequential') {
-    design = groupSequentialDesign({ looks: s.schedule.length, alpha: s.alpha, power: s.power, spending: s.spending, futility: s.futility === 'non-binding', fractions: plannedFamilies(maxFamilies, s.schedule.length).map((n) => n / maxFamilies) });
+    design = groupSequentialDesign({
+      looks: s.schedule.length,
+      alpha: s.alpha,
+      power: s.power,
+      spending: s.spending,
+      futility: s.futility === 'non-binding',
+      fractions: plannedFamilies(maxFamilies, s.schedule.length).map((n) => n / maxFamilies),
+    });
   }
   // The information fractions of the looks so far that added information (boundaries are computed over these).
   const fractions: number[] = [];
@@ -143,15 +150,42 @@ export function sequentialAnalysis(attempts: readonly AttemptRecord[], spec: Ana
     seen = [...seen, ...s.schedule[k - 1]!];
     const planned = seen.length;
     if (stoppedAt !== null) {
-      looks.push({ look: k, families: 0, planned_families: planned, fraction: 0, estimate: null, statistic: null, upper: null, lower: null, interval: null, decision: 'stopped-earlier', pending_families: [] });
+      looks.push({
+        look: k,
+        families: 0,
+        planned_families: planned,
+        fraction: 0,
+        estimate: null,
+        statistic: null,
+        upper: null,
+        lower: null,
+        interval: null,
+        decision: 'stopped-earlier',
+        pending_families: [],
+      });
       continue;
     }
     const d = lookData(attempts, spec, seen);
     const final = k === s.schedule.length;
     const fraction = d.families / maxFamilies;
-    const look: SequentialLook = { look: k, families: d.families, planned_families: planned, fraction, estimate: d.estimate, statistic: d.statistic, upper: null, lower: null, interval: null, decision: final ? 'final' : 'continue', pending_families: d.pending };
+    const look: SequentialLook = {
+      look: k,
+      families: d.families,
+      planned_families: planned,
+      fraction,
+      estimate: d.estimate,
+      statistic: d.statistic,
+      upper: null,
+      lower: null,
+      interval: null,
+      decision: final ? 'final' : 'continue',
+      pending_families: d.pending,
+    };
     if (s.rule === 'confidence-sequence') {
-      const cs = bettingConfidenceSequence(d.familyMeans.map((x) => (x + 1) / 2), s.alpha).intervals;
+      const cs = bettingConfidenceSequence(
+        d.familyMeans.map((x) => (x + 1) / 2),
+        s.alpha,
+      ).intervals;
       const last = cs[cs.length - 1];
       if (last) {
         look.interval = { low: 2 * last.low - 1, high: 2 * last.high - 1 };
@@ -170,7 +204,8 @@ export function sequentialAnalysis(attempts: readonly AttemptRecord[], spec: Ana
         look.lower = final ? u : lower[lower.length - 1]!;
       }
       // Clipped to [-1, 1]: no difference of pass rates lies outside it.
-      if (d.estimate !== null && d.se !== null && Number.isFinite(u)) look.interval = { low: Math.max(-1, d.estimate - u * d.se), high: Math.min(1, d.estimate + u * d.se) };
+      if (d.estimate !== null && d.se !== null && Number.isFinite(u))
+        look.interval = { low: Math.max(-1, d.estimate - u * d.se), high: Math.min(1, d.estimate + u * d.se) };
       if (d.statistic >= u) look.decision = 'efficacy';
       else if (d.statistic <= -u) look.decision = 'harm';
       else if (look.lower !== null && d.statistic < look.lower && !final) look.decision = 'futility';
@@ -182,12 +217,16 @@ export function sequentialAnalysis(attempts: readonly AttemptRecord[], spec: Ana
   }
   const at = stoppedAt !== null ? looks[stoppedAt - 1]! : looks[looks.length - 1];
   const done = stoppedAt !== null || lastLook === s.schedule.length;
-  const decision: SequentialResult['decision'] = at?.decision === 'efficacy' || at?.decision === 'harm' || at?.decision === 'futility' ? at.decision : done ? 'no-claim' : 'continue';
+  const decision: SequentialResult['decision'] =
+    at?.decision === 'efficacy' || at?.decision === 'harm' || at?.decision === 'futility' ? at.decision : done ? 'no-claim' : 'continue';
   const confidence = s.rule === 'confidence-sequence' ? 1 - s.alpha : 1 - 2 * s.alpha;
-  const interval = at?.interval ? { ...at.interval, confidence, method: s.rule === 'confidence-sequence' ? ('betting-cs' as const) : ('repeated-ci' as const) } : null;
+  const interval = at?.interval
+    ? { ...at.interval, confidence, method: s.rule === 'confidence-sequence' ? ('betting-cs' as const) : ('repeated-ci' as const) }
+    : null;
   if (stoppedAt !== null && stoppedAt < s.schedule.length && decision !== 'futility') notes.push(BIAS_NOTE);
   const pendingAnywhere = looks.some((l) => l.pending_families.length > 0);
-  if (pendingAnywhere) notes.push('A look left out families whose attempts had an infrastructure fault still to retry (pending_families); they count once retried.');
+  if (pendingAnywhere)
+    notes.push('A look left out families whose attempts had an infrastructure fault still to retry (pending_families); they count once retried.');
   return {
     rule: s.rule,
     max_families: maxFamilies,
@@ -211,7 +250,9 @@ export function sequentialAnalysis(attempts: readonly AttemptRecord[], spec: Ana
  */
 export function applySequential(c: Comparison, seq: SequentialResult): Comparison {
   if (c.verdict === 'refused' || c.verdict === 'invalid' || c.verdict === 'insufficient-n' || c.delta === null) return c;
-  const ci: Interval | null = seq.interval ? { low: seq.interval.low, high: seq.interval.high, confidence: seq.interval.confidence, method: seq.interval.method, resamples: null, seed: null } : null;
+  const ci: Interval | null = seq.interval
+    ? { low: seq.interval.low, high: seq.interval.high, confidence: seq.interval.confidence, method: seq.interval.method, resamples: null, seed: null }
+    : null;
   const side = c.delta > 0 ? 'efficacy' : 'harm';
   const crossed = seq.decision === side;
   const beyondNoise = c.envelope ? Math.abs(c.delta) > c.envelope.value : true;

@@ -62,7 +62,8 @@ export function checkSpec(spec: AnalysisSpec): Result<AnalysisSpec, SpecProblem[
   }
   (spec.comparisons ?? []).forEach(([t, c], i) => {
     if (t === c) bad(`comparisons[${i}]`, `compares "${t}" with itself`);
-    else if (c === spec.control && spec.treatments.includes(t)) bad(`comparisons[${i}]`, `${t} vs ${c} is already a comparison (a treatment against the control)`);
+    else if (c === spec.control && spec.treatments.includes(t))
+      bad(`comparisons[${i}]`, `${t} vs ${c} is already a comparison (a treatment against the control)`);
     else if ((spec.comparisons ?? []).findIndex(([t2, c2]) => t2 === t && c2 === c) !== i) bad(`comparisons[${i}]`, `${t} vs ${c} is listed twice`);
   });
   const f = spec.factorial;
@@ -84,13 +85,18 @@ export function checkSpec(spec: AnalysisSpec): Result<AnalysisSpec, SpecProblem[
 
 function checkStopping(spec: AnalysisSpec, bad: (field: string, message: string) => void): void {
   const s = spec.stopping!;
-  if (s.rule !== 'group-sequential' && s.rule !== 'confidence-sequence') bad('stopping.rule', `must be group-sequential or confidence-sequence (got ${String(s.rule)}); fixed-N is the default: leave stopping out`);
-  if (s.rule === 'group-sequential' && !(Number.isInteger(s.looks) && s.looks! >= 2 && s.looks! <= 20)) bad('stopping.looks', `must be an integer from 2 to 20 (got ${String(s.looks)})`);
-  if (s.rule === 'confidence-sequence' && s.looks !== undefined) bad('stopping.looks', 'a confidence sequence is looked at after every family: leave looks out');
+  if (s.rule !== 'group-sequential' && s.rule !== 'confidence-sequence')
+    bad('stopping.rule', `must be group-sequential or confidence-sequence (got ${String(s.rule)}); fixed-N is the default: leave stopping out`);
+  if (s.rule === 'group-sequential' && !(Number.isInteger(s.looks) && s.looks! >= 2 && s.looks! <= 20))
+    bad('stopping.looks', `must be an integer from 2 to 20 (got ${String(s.looks)})`);
+  if (s.rule === 'confidence-sequence' && s.looks !== undefined)
+    bad('stopping.looks', 'a confidence sequence is looked at after every family: leave looks out');
   if (s.alpha !== undefined && !(s.alpha > 0 && s.alpha < 0.5)) bad('stopping.alpha', `must be in (0, 0.5) (got ${s.alpha})`);
   if (s.power !== undefined && !(s.power > 0 && s.power < 1)) bad('stopping.power', `must be in (0, 1) (got ${s.power})`);
-  if (s.spending !== undefined && s.spending !== 'obrien-fleming' && s.spending !== 'pocock') bad('stopping.spending', `must be obrien-fleming or pocock (got ${String(s.spending)})`);
-  if (s.futility !== undefined && s.futility !== 'none' && s.futility !== 'non-binding') bad('stopping.futility', `must be none or non-binding (got ${String(s.futility)})`);
+  if (s.spending !== undefined && s.spending !== 'obrien-fleming' && s.spending !== 'pocock')
+    bad('stopping.spending', `must be obrien-fleming or pocock (got ${String(s.spending)})`);
+  if (s.futility !== undefined && s.futility !== 'none' && s.futility !== 'non-binding')
+    bad('stopping.futility', `must be none or non-binding (got ${String(s.futility)})`);
   if (s.rule === 'confidence-sequence' && s.futility === 'non-binding') bad('stopping.futility', 'a confidence sequence has no futility boundary');
   if (spec.treatments.length !== 1 || (spec.comparisons ?? []).length > 0 || spec.factorial) {
     bad('stopping', 'sequential stopping is for one comparison (one treatment against the control, no further comparisons, no factorial): split the cohort');

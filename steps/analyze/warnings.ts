@@ -40,15 +40,27 @@ export function headlineWarnings(arms: readonly ArmMetrics[], byArm: ReadonlyMap
       });
     }
     if (a.n_agent_crashes > 0) {
-      out.push({ kind: 'agent-crash', arm: a.arm, message: `arm "${a.arm}": the agent crashed in ${a.n_agent_crashes} of ${a.n_accepted} accepted attempts (each scored 0)` });
+      out.push({
+        kind: 'agent-crash',
+        arm: a.arm,
+        message: `arm "${a.arm}": the agent crashed in ${a.n_agent_crashes} of ${a.n_accepted} accepted attempts (each scored 0)`,
+      });
     }
     const modelDriven = attempts.some((r) => MODEL_PROVIDERS.has(r.agent.provider));
     if (modelDriven && a.n_without_tokens > 0) {
-      out.push({ kind: 'no-tokens', arm: a.arm, message: `arm "${a.arm}": ${a.n_without_tokens} of ${a.n_accepted} accepted attempts recorded no tokens: did the agent reach its model?` });
+      out.push({
+        kind: 'no-tokens',
+        arm: a.arm,
+        message: `arm "${a.arm}": ${a.n_without_tokens} of ${a.n_accepted} accepted attempts recorded no tokens: did the agent reach its model?`,
+      });
     }
     const withTreatment = a.n_attempts - a.mechanism.unknown_delivered;
     if (withTreatment > 0 && a.mechanism.delivered === 0) {
-      out.push({ kind: 'no-delivery', arm: a.arm, message: `arm "${a.arm}": its treatment reached the model in none of its ${withTreatment} attempts: the arm did not test what it claims` });
+      out.push({
+        kind: 'no-delivery',
+        arm: a.arm,
+        message: `arm "${a.arm}": its treatment reached the model in none of its ${withTreatment} attempts: the arm did not test what it claims`,
+      });
     }
   }
   return out;

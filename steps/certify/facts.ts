@@ -36,9 +36,14 @@ export function factProblems(facts: readonly string[], surfaces: readonly Surfac
   const memory = surfaces.filter((s) => s.kind === 'treatment' && (memoryArms.length === 0 || memoryArms.includes(armOf(s))));
   for (const fact of facts) {
     const seen = visible.map((s) => visibleAt(fact, s)).find((x) => x !== null);
-    if (seen) reasons.push(`memory-not-needed: the fact "${fact}" the answer depends on is visible without the memory, in ${seen}: an agent can answer without the memory under test (remove it from the task's tree or prompt, or choose another fact)`);
+    if (seen)
+      reasons.push(
+        `memory-not-needed: the fact "${fact}" the answer depends on is visible without the memory, in ${seen}: an agent can answer without the memory under test (remove it from the task's tree or prompt, or choose another fact)`,
+      );
     if (!memory.some((s) => visibleAt(fact, s) !== null)) {
-      reasons.push(`memory-missing-fact: the fact "${fact}" is in no ${memoryArms.length ? `treatment of arm ${memoryArms.join(', ')}` : "arm's treatment"}: the memory under test cannot supply it (add it to the memory fixture, or fix the fact)`);
+      reasons.push(
+        `memory-missing-fact: the fact "${fact}" is in no ${memoryArms.length ? `treatment of arm ${memoryArms.join(', ')}` : "arm's treatment"}: the memory under test cannot supply it (add it to the memory fixture, or fix the fact)`,
+      );
     }
   }
   return reasons;

@@ -22,7 +22,13 @@ export interface CertifyPolicy {
   allow: AllowEntry[];
 }
 
-export const FINDING_CLASSES: readonly FindingClass[] = Object.freeze(['solution-leak', 'verifier-leak', 'benchmark-awareness', 'canary', 'instructions-survived'] as const);
+export const FINDING_CLASSES: readonly FindingClass[] = Object.freeze([
+  'solution-leak',
+  'verifier-leak',
+  'benchmark-awareness',
+  'canary',
+  'instructions-survived',
+] as const);
 
 export const DEFAULT_POLICY: CertifyPolicy = Object.freeze({
   fail_on: Object.freeze([...FINDING_CLASSES]) as FindingClass[],
@@ -37,7 +43,11 @@ const SEVERITY: Record<FindingClass, number> = { 'solution-leak': 0, 'verifier-l
 /** Findings ordered by severity, then surface, path and line: the one to fix first comes first. */
 export function bySeverity(findings: readonly Finding[]): Finding[] {
   return [...findings].sort(
-    (a, b) => SEVERITY[a.class] - SEVERITY[b.class] || (a.surface < b.surface ? -1 : a.surface > b.surface ? 1 : 0) || (a.path < b.path ? -1 : a.path > b.path ? 1 : 0) || a.line - b.line,
+    (a, b) =>
+      SEVERITY[a.class] - SEVERITY[b.class] ||
+      (a.surface < b.surface ? -1 : a.surface > b.surface ? 1 : 0) ||
+      (a.path < b.path ? -1 : a.path > b.path ? 1 : 0) ||
+      a.line - b.line,
   );
 }
 
@@ -61,7 +71,12 @@ export function policyFromSpec(spec: unknown): CertifyPolicy {
   const repeats = typeof s['repeats'] === 'number' && Number.isInteger(s['repeats']) && s['repeats'] >= 1 ? s['repeats'] : DEFAULT_POLICY.repeats;
   const allow = (Array.isArray(s['allow']) ? s['allow'] : [])
     .filter((a): a is Record<string, unknown> => isRecord(a) && typeof a['path'] === 'string' && isFindingClass(a['class']) && typeof a['reason'] === 'string')
-    .map((a) => ({ path: a['path'] as string, class: a['class'] as FindingClass, ...(typeof a['surface'] === 'string' ? { surface: a['surface'] } : {}), reason: a['reason'] as string }));
+    .map((a) => ({
+      path: a['path'] as string,
+      class: a['class'] as FindingClass,
+      ...(typeof a['surface'] === 'string' ? { surface: a['surface'] } : {}),
+      reason: a['reason'] as string,
+    }));
   return {
     fail_on: FINDING_CLASSES.filter((c) => failOn.includes(c)),
     words: [...new Set(words)].sort(),

@@ -149,7 +149,11 @@ export function scanSurfaces(inputs: ScanInputs): Finding[] {
     // Each file as written, and what obvious encodings in it (base64, hex) decode to.
     for (const { file, encoded } of withDecoded(surface.files)) {
       let rawStarts: number[] | undefined;
-      const at = (offset: number) => ({ surface: surface.name, path: file.path, line: encoded?.line ?? lineFromStarts((rawStarts ??= lineStarts(file.text)), offset) });
+      const at = (offset: number) => ({
+        surface: surface.name,
+        path: file.path,
+        line: encoded?.line ?? lineFromStarts((rawStarts ??= lineStarts(file.text)), offset),
+      });
       const how = encoded ? ` (${encoded.how})` : '';
 
       // Solution and verifier lines: substrings of the folded lines (Unicode NFKC, invisible
@@ -166,7 +170,8 @@ export function scanSurfaces(inputs: ScanInputs): Finding[] {
           for (let i = norm.indexOf(needle); i !== -1; i = norm.indexOf(needle, i + 1)) hit.add(lineFromStarts(starts, i));
           const bareNeedle = needle.replace(/\s+/g, '');
           if (bareNeedle.length >= 8) bare.forEach((l, i) => l.includes(bareNeedle) && hit.add(i + 1));
-          for (const line of hit) add({ surface: surface.name, path: file.path, line: encoded?.line ?? line, class: n.class, match: n.text, detail: n.detail + how });
+          for (const line of hit)
+            add({ surface: surface.name, path: file.path, line: encoded?.line ?? line, class: n.class, match: n.text, detail: n.detail + how });
         }
       }
 
@@ -198,7 +203,14 @@ export function scanSurfaces(inputs: ScanInputs): Finding[] {
 }
 
 export function compareFindings(a: Finding, b: Finding): number {
-  return compare(a.surface, b.surface) || compare(a.path, b.path) || a.line - b.line || compare(a.class, b.class) || compare(a.match, b.match) || compare(a.detail, b.detail);
+  return (
+    compare(a.surface, b.surface) ||
+    compare(a.path, b.path) ||
+    a.line - b.line ||
+    compare(a.class, b.class) ||
+    compare(a.match, b.match) ||
+    compare(a.detail, b.detail)
+  );
 }
 
 // ---------------------------------------------------------------------------
@@ -275,9 +287,56 @@ const LITERAL = /\d{2,}|(["'`])(?:(?!\1)[^\\]|\\.)+\1/u;
 
 /** Latin look-alikes (Cyrillic, Greek) a copy can hide behind: mapped to the letter they imitate. */
 const CONFUSABLES: Record<string, string> = {
-  а: 'a', е: 'e', о: 'o', р: 'p', с: 'c', у: 'y', х: 'x', і: 'i', ј: 'j', ѕ: 's', ԁ: 'd', һ: 'h', ӏ: 'l', ԛ: 'q', ԝ: 'w',
-  А: 'A', В: 'B', Е: 'E', К: 'K', М: 'M', Н: 'H', О: 'O', Р: 'P', С: 'C', Т: 'T', Х: 'X', І: 'I', Ј: 'J', Ѕ: 'S',
-  α: 'a', ο: 'o', ν: 'v', ρ: 'p', τ: 't', ι: 'i', κ: 'k', Α: 'A', Β: 'B', Ε: 'E', Ζ: 'Z', Η: 'H', Ι: 'I', Κ: 'K', Μ: 'M', Ν: 'N', Ο: 'O', Ρ: 'P', Τ: 'T', Υ: 'Y', Χ: 'X',
+  а: 'a',
+  е: 'e',
+  о: 'o',
+  р: 'p',
+  с: 'c',
+  у: 'y',
+  х: 'x',
+  і: 'i',
+  ј: 'j',
+  ѕ: 's',
+  ԁ: 'd',
+  һ: 'h',
+  ӏ: 'l',
+  ԛ: 'q',
+  ԝ: 'w',
+  А: 'A',
+  В: 'B',
+  Е: 'E',
+  К: 'K',
+  М: 'M',
+  Н: 'H',
+  О: 'O',
+  Р: 'P',
+  С: 'C',
+  Т: 'T',
+  Х: 'X',
+  І: 'I',
+  Ј: 'J',
+  Ѕ: 'S',
+  α: 'a',
+  ο: 'o',
+  ν: 'v',
+  ρ: 'p',
+  τ: 't',
+  ι: 'i',
+  κ: 'k',
+  Α: 'A',
+  Β: 'B',
+  Ε: 'E',
+  Ζ: 'Z',
+  Η: 'H',
+  Ι: 'I',
+  Κ: 'K',
+  Μ: 'M',
+  Ν: 'N',
+  Ο: 'O',
+  Ρ: 'P',
+  Τ: 'T',
+  Υ: 'Y',
+  Χ: 'X',
 };
 const CONFUSABLE_RE = new RegExp(`[${Object.keys(CONFUSABLES).join('')}]`, 'gu');
 
@@ -382,7 +441,8 @@ function textNeedlesOf(task: Task, verifierFiles: SurfaceFile[]): TextNeedle[] {
     if (!byText.has(key)) byText.set(key, n);
   };
   if (task.solution.patch) {
-    for (const text of addedNeedles(task.solution.patch, SOLUTION_MIN_LENGTH)) put({ text, class: 'solution-leak', detail: 'added line of the reference solution' });
+    for (const text of addedNeedles(task.solution.patch, SOLUTION_MIN_LENGTH))
+      put({ text, class: 'solution-leak', detail: 'added line of the reference solution' });
   }
   const hiddenPatch = task.verifier.patch ?? task.verifier.scanOnlyPatch;
   if (hiddenPatch) {

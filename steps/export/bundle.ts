@@ -189,7 +189,8 @@ export function signBundle(dir: string, privateKeyPem: string): Result<{ key_id:
   } catch (e) {
     return err(`the signing key is not a PEM private key: ${errorMessage(e)}`);
   }
-  if (key.asymmetricKeyType !== 'ed25519') return err(`the signing key is ${key.asymmetricKeyType ?? 'not asymmetric'}, not Ed25519 (make one with: openssl genpkey -algorithm ed25519 -out key.pem)`);
+  if (key.asymmetricKeyType !== 'ed25519')
+    return err(`the signing key is ${key.asymmetricKeyType ?? 'not asymmetric'}, not Ed25519 (make one with: openssl genpkey -algorithm ed25519 -out key.pem)`);
   const manifest = readFileSync(join(dir, MANIFEST_FILE));
   const keyId = sha256(createPublicKey(key).export({ type: 'spki', format: 'der' }));
   const body: SignatureFile = { schema_version: 1, algorithm: 'ed25519', key_id: keyId, signature: cryptoSign(null, manifest, key).toString('base64') };
@@ -215,7 +216,9 @@ export function checkSignature(dir: string, publicKeyPem: string): Result<{ key_
   if (sig.algorithm !== 'ed25519' || typeof sig.signature !== 'string') return err(`${SIGNATURE_FILE} is not an Ed25519 signature`);
   if (sig.key_id !== keyId) return err(`${SIGNATURE_FILE} was made with key ${String(sig.key_id).slice(0, 16)}, not with this key (${keyId.slice(0, 16)})`);
   const manifest = readFileSync(join(dir, MANIFEST_FILE));
-  return cryptoVerify(null, manifest, key, Buffer.from(sig.signature, 'base64')) ? ok({ key_id: keyId }) : err(`the signature does not match manifest.json: the manifest was changed after it was signed`);
+  return cryptoVerify(null, manifest, key, Buffer.from(sig.signature, 'base64'))
+    ? ok({ key_id: keyId })
+    : err(`the signature does not match manifest.json: the manifest was changed after it was signed`);
 }
 
 function parseManifest(raw: Buffer): Manifest | undefined {

@@ -92,10 +92,27 @@ export function writeHarborJob(bundleDir: string, jobDir: string, finalDir = job
         n_cache_tokens: usage ? usage.cache_read_tokens : null,
         n_output_tokens: usage ? usage.output_tokens : null,
         cost_usd: a.cost_usd,
-        metadata: { pairbench: { admission: a.admission, reason_code: a.reason_code, explanation: a.explanation, arm: a.arm, rep: a.rep, exit_reason: a.exit_reason, node: a.node } },
+        metadata: {
+          pairbench: {
+            admission: a.admission,
+            reason_code: a.reason_code,
+            explanation: a.explanation,
+            arm: a.arm,
+            rep: a.rep,
+            exit_reason: a.exit_reason,
+            node: a.node,
+          },
+        },
       },
       verifier_result: rewards ? { rewards } : null,
-      exception_info: a.infra_error ? { exception_type: a.reason_code, exception_message: a.explanation, exception_traceback: '', occurred_at: a.ended_at ?? a.started_at ?? new Date(0).toISOString() } : null,
+      exception_info: a.infra_error
+        ? {
+            exception_type: a.reason_code,
+            exception_message: a.explanation,
+            exception_traceback: '',
+            occurred_at: a.ended_at ?? a.started_at ?? new Date(0).toISOString(),
+          }
+        : null,
       started_at: a.started_at,
       finished_at: a.ended_at,
       agent_execution: { started_at: a.started_at, finished_at: a.ended_at },
@@ -111,8 +128,14 @@ export function writeHarborJob(bundleDir: string, jobDir: string, finalDir = job
     if (result.exception_info) write(`${trialName}/exception.txt`, `${result.exception_info.exception_type}: ${result.exception_info.exception_message}\n`);
   }
 
-  const started = attempts.map((a) => a.started_at).filter((x): x is string => Boolean(x)).sort();
-  const ended = attempts.map((a) => a.ended_at).filter((x): x is string => Boolean(x)).sort();
+  const started = attempts
+    .map((a) => a.started_at)
+    .filter((x): x is string => Boolean(x))
+    .sort();
+  const ended = attempts
+    .map((a) => a.ended_at)
+    .filter((x): x is string => Boolean(x))
+    .sort();
   const agents = [...new Map(attempts.map((a) => [`${a.agent.adapter} ${a.agent.model}`, { name: a.agent.adapter, model_name: a.agent.model }])).values()];
   write(
     'config.json',
@@ -148,7 +171,13 @@ interface TrialResult {
   task_checksum: string;
   config: Record<string, unknown>;
   agent_info: { name: string; version: string; model_info: { name: string; provider: string } };
-  agent_result: { n_input_tokens: number | null; n_cache_tokens: number | null; n_output_tokens: number | null; cost_usd: number | null; metadata: Record<string, unknown> };
+  agent_result: {
+    n_input_tokens: number | null;
+    n_cache_tokens: number | null;
+    n_output_tokens: number | null;
+    cost_usd: number | null;
+    metadata: Record<string, unknown>;
+  };
   verifier_result: { rewards: Record<string, number> } | null;
   exception_info: { exception_type: string; exception_message: string; exception_traceback: string; occurred_at: string } | null;
   started_at: string | null;
@@ -158,7 +187,17 @@ interface TrialResult {
 
 /** Harbor's JobStats over the trials, as its JobStats.increment adds them up. */
 function jobStats(trials: TrialResult[]) {
-  const evals: Record<string, { n_trials: number; n_errors: number; metrics: unknown[]; pass_at_k: Record<string, number>; reward_stats: Record<string, Record<string, string[]>>; exception_stats: Record<string, string[]> }> = {};
+  const evals: Record<
+    string,
+    {
+      n_trials: number;
+      n_errors: number;
+      metrics: unknown[];
+      pass_at_k: Record<string, number>;
+      reward_stats: Record<string, Record<string, string[]>>;
+      exception_stats: Record<string, string[]>;
+    }
+  > = {};
   const sum = (xs: (number | null)[]) => (xs.some((x) => x !== null) ? xs.reduce<number>((s, x) => s + (x ?? 0), 0) : null);
   let errored = 0;
   for (const t of trials) {

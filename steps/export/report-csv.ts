@@ -57,9 +57,7 @@ const COLUMNS: Array<[string, (a: AttemptRecord) => Cell]> = [
 export const CSV_COLUMNS: readonly string[] = COLUMNS.map(([name]) => name);
 
 export function renderCsv(attempts: AttemptRecord[]): string {
-  const rows = [...attempts].sort(
-    (x, y) => cmp(x.task, y.task) || cmp(x.arm, y.arm) || x.rep - y.rep || cmp(x.node, y.node),
-  );
+  const rows = [...attempts].sort((x, y) => cmp(x.task, y.task) || cmp(x.arm, y.arm) || x.rep - y.rep || cmp(x.node, y.node));
   const lines = [CSV_COLUMNS.map(field).join(',')];
   for (const a of rows) lines.push(COLUMNS.map(([, get]) => field(get(a))).join(','));
   return lines.join('\r\n') + '\r\n';

@@ -3,7 +3,21 @@
  * formatted without the locale (toFixed, never toLocaleString) so a report's bytes
  * do not depend on the machine that rendered it.
  */
-import type { AnalysisResult, ArmMetrics, Comparison, ComparisonProblem, ConfigField, Interval, MinimumDetectableEffect, OutcomeClass, PairedDifference, RandomizationTest, SequentialResult, Spread, Verdict } from '../analyze/types.js';
+import type {
+  AnalysisResult,
+  ArmMetrics,
+  Comparison,
+  ComparisonProblem,
+  ConfigField,
+  Interval,
+  MinimumDetectableEffect,
+  OutcomeClass,
+  PairedDifference,
+  RandomizationTest,
+  SequentialResult,
+  Spread,
+  Verdict,
+} from '../analyze/types.js';
 import { ENVELOPE_FORMULA } from '../analyze/envelope.js';
 import { unreachable } from '../../pipeline/result.js';
 import type { ReportContext } from './report-context.js';
@@ -130,7 +144,8 @@ export function comparisonMeaning(c: Comparison): string {
   if (sequential && (c.verdict === 'positive' || c.verdict === 'negative')) {
     return `the treatment ${c.verdict === 'positive' ? 'raised' : 'lowered'} the pass rate: a preregistered look crossed its boundary (see Sequential stopping), its interval excludes 0, and the effect is beyond the noise envelope`;
   }
-  if (sequential && c.verdict === 'within-noise') return `no preregistered look crossed its boundary in the direction of the effect: no effect is claimed either way`;
+  if (sequential && c.verdict === 'within-noise')
+    return `no preregistered look crossed its boundary in the direction of the effect: no effect is claimed either way`;
   if (c.verdict !== 'within-noise') return verdictMeaning(c.verdict);
   const mde = c.mde?.value;
   return `not distinguishable from 0 at this n (${mde !== null && mde !== undefined ? `MDE ${ppWidth(mde)}` : 'MDE not computable at this n'}): no effect is claimed either way`;
@@ -263,7 +278,8 @@ export function isolationText(result: AnalysisResult, ctx: ReportContext): { iso
   return { isolated, text: isolated ? what : `UNISOLATED (${what}${shared ? ', network shared with the host' : ''}): no claim is made` };
 }
 
-export const INTEGRITY_INTRO = 'Accepted attempts failed for what they did, whatever the verifier said (a forged verdict, a write outside the allowed paths, leakage):';
+export const INTEGRITY_INTRO =
+  'Accepted attempts failed for what they did, whatever the verifier said (a forged verdict, a write outside the allowed paths, leakage):';
 
 /** "verdict-forged: 2, out-of-bounds: 1", or "none". */
 export function integrityCounts(a: ArmMetrics): string {
@@ -300,14 +316,16 @@ export function escapeHtml(s: string): string {
  * become entities, and line breaks become spaces so a value cannot break a table.
  */
 export function escapeMarkdown(s: string): string {
-  return s
-    .replace(/\r\n|\r|\n/g, ' ')
-    .replace(/[\\`*[\]|~]/g, (ch) => `\\${ch}`)
-    // Intraword underscores (stub_function) are literal in GFM; others could start emphasis.
-    .replace(/(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])/g, '\\_')
-    .replace(/&/g, '&amp;')
-    .replace(/</g, '&lt;')
-    .replace(/>/g, '&gt;');
+  return (
+    s
+      .replace(/\r\n|\r|\n/g, ' ')
+      .replace(/[\\`*[\]|~]/g, (ch) => `\\${ch}`)
+      // Intraword underscores (stub_function) are literal in GFM; others could start emphasis.
+      .replace(/(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])/g, '\\_')
+      .replace(/&/g, '&amp;')
+      .replace(/</g, '&lt;')
+      .replace(/>/g, '&gt;')
+  );
 }
 
 /** Mechanism evidence of an arm: "delivered / used", with how many attempts had no evidence either way. */
@@ -344,7 +362,9 @@ export function anyWithoutDelta(result: AnalysisResult): boolean {
 /** The three mechanism claims of a comparison, kept apart: "delivered 3, used 2, changed 1 of 4 valid pairs". */
 export function comparisonMechanismText(c: Comparison): string | null {
   const m = c.mechanism;
-  return m ? `delivered ${m.delivered}, used ${m.used}, outcome changed ${m.changed} of ${m.pairs} valid pairs (delivered and changed: ${m.delivered_and_changed})` : null;
+  return m
+    ? `delivered ${m.delivered}, used ${m.used}, outcome changed ${m.changed} of ${m.pairs} valid pairs (delivered and changed: ${m.delivered_and_changed})`
+    : null;
 }
 
 /** (a)/(b)/(c) counts per task category, categories sorted by name. */
@@ -381,11 +401,15 @@ export function relativeMetricsText(c: Comparison): string[] {
   const out: string[] = [];
   if (c.cost_ratio !== null) {
     const ci = c.cost_ratio_ci;
-    out.push(`cost change: ${percentChange(c.cost_ratio)} (treatment / control weighted cost ${ratio(c.cost_ratio)}${ci ? `; ${fixed(ci.confidence * 100, 0)}% CI ${percentChange(ci.low)} to ${percentChange(ci.high)}` : ''})`);
+    out.push(
+      `cost change: ${percentChange(c.cost_ratio)} (treatment / control weighted cost ${ratio(c.cost_ratio)}${ci ? `; ${fixed(ci.confidence * 100, 0)}% CI ${percentChange(ci.low)} to ${percentChange(ci.high)}` : ''})`,
+    );
   }
   const paired = (label: string, d: PairedDifference | undefined): void => {
     if (!d || d.median === null) return;
-    out.push(`${label}: ${signed(d.median, 2)} per attempt (paired median over ${d.n_pairs} pairs${d.ci ? `; ${fixed(d.ci.confidence * 100, 0)}% CI ${signed(d.ci.low, 2)} to ${signed(d.ci.high, 2)}` : ''})`);
+    out.push(
+      `${label}: ${signed(d.median, 2)} per attempt (paired median over ${d.n_pairs} pairs${d.ci ? `; ${fixed(d.ci.confidence * 100, 0)}% CI ${signed(d.ci.low, 2)} to ${signed(d.ci.high, 2)}` : ''})`,
+    );
   };
   paired('steps change, turns', c.paired?.turns);
   paired('steps change, tool calls', c.paired?.tool_calls);
@@ -410,14 +434,28 @@ export function sequentialTable(seq: SequentialResult): { summary: string; heade
         : 'no look crossed a boundary: no claim';
   const rows = seq.looks.map((l) => [
     String(l.look),
-    l.decision === 'stopped-earlier' ? `not taken (${l.planned_families} planned)` : `${l.families} of ${l.planned_families}${l.pending_families.length ? ` (${l.pending_families.length} pending)` : ''}`,
+    l.decision === 'stopped-earlier'
+      ? `not taken (${l.planned_families} planned)`
+      : `${l.families} of ${l.planned_families}${l.pending_families.length ? ` (${l.pending_families.length} pending)` : ''}`,
     z(l.statistic),
     l.upper === null ? NONE : `±${fixed(l.upper, 3)}`,
     z(l.lower),
     l.interval ? `[${pp(l.interval.low)}, ${pp(l.interval.high)}]` : NONE,
     l.decision,
   ]);
-  return { summary: `${design}: ${stop}.`, header: ['look', 'families', 'Z', 'efficacy boundary', 'futility boundary', seq.rule === 'group-sequential' ? 'repeated CI' : 'confidence sequence', 'decision'], rows };
+  return {
+    summary: `${design}: ${stop}.`,
+    header: [
+      'look',
+      'families',
+      'Z',
+      'efficacy boundary',
+      'futility boundary',
+      seq.rule === 'group-sequential' ? 'repeated CI' : 'confidence sequence',
+      'decision',
+    ],
+    rows,
+  };
 }
 
 /** One row of the report's summary: every comparison and factorial effect with its verdict, effect and interval. */
@@ -430,11 +468,21 @@ export interface GlanceRow {
 
 /** Every claim the report could make, in one place at its top: comparisons, then factorial effects. */
 export function atAGlance(result: AnalysisResult): GlanceRow[] {
-  const rows: GlanceRow[] = result.comparisons.map((c) => ({ label: comparisonTitle(c), verdict: verdictWord(c.verdict), effect: c.delta, interval: c.ci ? { low: c.ci.low, high: c.ci.high } : null }));
+  const rows: GlanceRow[] = result.comparisons.map((c) => ({
+    label: comparisonTitle(c),
+    verdict: verdictWord(c.verdict),
+    effect: c.delta,
+    interval: c.ci ? { low: c.ci.low, high: c.ci.high } : null,
+  }));
   const f = result.factorial;
   if (f && f.status === 'ok') {
     for (const e of [...f.main_effects, ...(f.interaction ? [f.interaction] : [])]) {
-      rows.push({ label: `${e.name} (factorial)`, verdict: verdictWord(e.verdict), effect: e.estimate, interval: e.ci ? { low: e.ci.low, high: e.ci.high } : null });
+      rows.push({
+        label: `${e.name} (factorial)`,
+        verdict: verdictWord(e.verdict),
+        effect: e.estimate,
+        interval: e.ci ? { low: e.ci.low, high: e.ci.high } : null,
+      });
     }
   }
   return rows;

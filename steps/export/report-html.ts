@@ -205,12 +205,16 @@ function summaryPlot(result: AnalysisResult): string {
   rows.forEach((g, i) => {
     const y = top + i * rowH + 16;
     const effect = g.effect === null ? 'delta: null' : pp(g.effect);
-    parts.push(`<text class="summary-label" x="${L}" y="${y}"><tspan font-weight="700">${esc(g.verdict)}</tspan> ${esc(truncate(g.label, 44))} · ${esc(effect)}<title>${esc(g.label)}</title></text>`);
+    parts.push(
+      `<text class="summary-label" x="${L}" y="${y}"><tspan font-weight="700">${esc(g.verdict)}</tspan> ${esc(truncate(g.label, 44))} · ${esc(effect)}<title>${esc(g.label)}</title></text>`,
+    );
     const ly = y + 14;
     if (g.interval) parts.push(`<line class="ci" x1="${x(g.interval.low)}" x2="${x(g.interval.high)}" y1="${ly}" y2="${ly}"/>`);
     if (g.effect !== null) {
       const cx = x(g.effect);
-      parts.push(`<polygon class="summary-mark" data-verdict="${esc(g.verdict)}" points="${cx - 6},${ly} ${cx},${ly - 6} ${cx + 6},${ly} ${cx},${ly + 6}"><title>${esc(`${g.label}: ${g.verdict}, effect ${effect}${g.interval ? `, interval [${pp(g.interval.low)}, ${pp(g.interval.high)}]` : ''}`)}</title></polygon>`);
+      parts.push(
+        `<polygon class="summary-mark" data-verdict="${esc(g.verdict)}" points="${cx - 6},${ly} ${cx},${ly - 6} ${cx + 6},${ly} ${cx},${ly + 6}"><title>${esc(`${g.label}: ${g.verdict}, effect ${effect}${g.interval ? `, interval [${pp(g.interval.low)}, ${pp(g.interval.high)}]` : ''}`)}</title></polygon>`,
+      );
     }
   });
   parts.push('</svg>', '</section>');
@@ -240,13 +244,24 @@ function statusBar(result: AnalysisResult, ctx: ReportContext): string {
     return values.length === 0 ? '' : ` <span class="recorded">(recorded: ${values.map(esc).join(', ')})</span>`;
   };
   const egressRecorded = result.arms.flatMap((a) => a.config.egress_enforced);
-  const egressNote = ctx.sandbox.egress_enforced && !enforced ? ` (not in every attempt: recorded ${[...new Set(egressRecorded)].sort().map(esc).join(', ')})` : '';
+  const egressNote =
+    ctx.sandbox.egress_enforced && !enforced ? ` (not in every attempt: recorded ${[...new Set(egressRecorded)].sort().map(esc).join(', ')})` : '';
   return [
     `<header class="status-bar ${enforced ? 'egress-enforced' : 'egress-open'}" role="status" aria-label="Instrument status" data-egress-enforced="${enforced}">`,
-    item('agent', `${esc(ctx.agent.adapter)} ${esc(ctx.agent.version)}${recorded('adapter', ctx.agent.adapter)}${recorded('adapter_version', ctx.agent.version)}`),
-    item('model', `${esc(ctx.agent.model)}${recorded('model', ctx.agent.model)}${scriptedText(result) ? ` · ⚠ ${esc(scriptedText(result)!)}` : ''}`, scriptedText(result) ? 'scripted' : ''),
+    item(
+      'agent',
+      `${esc(ctx.agent.adapter)} ${esc(ctx.agent.version)}${recorded('adapter', ctx.agent.adapter)}${recorded('adapter_version', ctx.agent.version)}`,
+    ),
+    item(
+      'model',
+      `${esc(ctx.agent.model)}${recorded('model', ctx.agent.model)}${scriptedText(result) ? ` · ⚠ ${esc(scriptedText(result)!)}` : ''}`,
+      scriptedText(result) ? 'scripted' : '',
+    ),
     item('image', `${ctx.sandbox.image_id ? `<code>${esc(ctx.sandbox.image_id)}</code>` : 'none'}${recorded('image_id', ctx.sandbox.image_id ?? 'none')}`),
-    item('sandbox', `${esc(ctx.sandbox.backend)}${ctx.sandbox.isolation ? ` (isolation ${esc(ctx.sandbox.isolation)})` : ''}${recorded('sandbox_backend', ctx.sandbox.backend)}`),
+    item(
+      'sandbox',
+      `${esc(ctx.sandbox.backend)}${ctx.sandbox.isolation ? ` (isolation ${esc(ctx.sandbox.isolation)})` : ''}${recorded('sandbox_backend', ctx.sandbox.backend)}`,
+    ),
     item(
       'egress',
       `<span class="egress-chip">${esc(ctx.sandbox.egress_mode)} · ${enforced ? 'enforced' : `⚠ NOT enforced${esc(egressNote)}`}</span>${recorded('egress_mode', ctx.sandbox.egress_mode)}`,
@@ -260,7 +275,12 @@ function statusBar(result: AnalysisResult, ctx: ReportContext): string {
 
 function comparison(c: Comparison, index: number, caveat: string | null): string {
   const facts: Array<[string, string]> = [];
-  facts.push(['delta', c.delta === null ? '<span class="delta">delta: null</span>' : `<span class="delta">${esc(pp(c.delta))}</span> mean of per-task paired deltas in pass rate${c.directional ? ' · <strong>directional</strong> (smaller than the minimum detectable effect)' : ''}`]);
+  facts.push([
+    'delta',
+    c.delta === null
+      ? '<span class="delta">delta: null</span>'
+      : `<span class="delta">${esc(pp(c.delta))}</span> mean of per-task paired deltas in pass rate${c.directional ? ' · <strong>directional</strong> (smaller than the minimum detectable effect)' : ''}`,
+  ]);
   facts.push(['CI', c.ci ? `${esc(interval(c.ci))} <span class="sub">(${esc(intervalMethod(c.ci))})</span>` : NONE]);
   facts.push([
     'noise envelope',
@@ -270,7 +290,11 @@ function comparison(c: Comparison, index: number, caveat: string | null): string
   ]);
   if (c.test) facts.push(['test', esc(testText(c.test))]);
   if (c.mde) facts.push(['minimum detectable effect', esc(mdeText(c.mde))]);
-  for (const [k, t] of [['lost tasks', lostTasksText(c)], ['exclusions', worstCaseText(c)]] as const) if (t) facts.push([k, esc(t)]);
+  for (const [k, t] of [
+    ['lost tasks', lostTasksText(c)],
+    ['exclusions', worstCaseText(c)],
+  ] as const)
+    if (t) facts.push([k, esc(t)]);
   if (c.mcnemar) facts.push(['McNemar exact', `b=${c.mcnemar.b}, c=${c.mcnemar.c}, p=${esc(pValue(c.mcnemar.p))}, Holm p=${esc(pValue(c.mcnemar.p_holm))}`]);
   for (const t of relativeMetricsText(c)) {
     const [k, ...v] = t.split(': ');
@@ -279,8 +303,15 @@ function comparison(c: Comparison, index: number, caveat: string | null): string
   const mechanism = comparisonMechanismText(c);
   if (mechanism) facts.push(['mechanism', esc(mechanism)]);
   const categories = outcomesByCategory(c);
-  if (categories.length > 1) facts.push(['by category', categories.map((k) => `${esc(k.category)}: (a) ${k.a} · (b) ${k.b} · (c) ${k.c}${k.no_answer ? ` · no answer ${k.no_answer}` : ''}`).join('<br>')]);
-  facts.push(['pairs', `${c.pairs.valid} valid of ${c.pairs.total} (${c.pairs.excluded} with an excluded side, ${c.pairs.unmatched} unmatched) · ${counted(c.n_tasks, 'task')} in ${counted(c.n_families, 'family', 'families')}`]);
+  if (categories.length > 1)
+    facts.push([
+      'by category',
+      categories.map((k) => `${esc(k.category)}: (a) ${k.a} · (b) ${k.b} · (c) ${k.c}${k.no_answer ? ` · no answer ${k.no_answer}` : ''}`).join('<br>'),
+    ]);
+  facts.push([
+    'pairs',
+    `${c.pairs.valid} valid of ${c.pairs.total} (${c.pairs.excluded} with an excluded side, ${c.pairs.unmatched} unmatched) · ${counted(c.n_tasks, 'task')} in ${counted(c.n_families, 'family', 'families')}`,
+  ]);
 
   return [
     `<article class="comparison verdict-${esc(c.verdict)}" data-verdict="${esc(c.verdict)}" id="comparison-${index}">`,
@@ -320,7 +351,9 @@ function forestPlot(c: Comparison): string {
   parts.push(`<title>${esc(`Per-task deltas (treatment - control pass rate): ${comparisonTitle(c)}`)}</title>`);
   if (c.envelope) {
     const e = Math.abs(c.envelope.value);
-    parts.push(`<rect class="envelope-band" x="${x(-e)}" y="${top - 6}" width="${round(x(e) - x(-e))}" height="${effectY - top + 4}"><title>${esc(`noise envelope ${ppWidth(e)}`)}</title></rect>`);
+    parts.push(
+      `<rect class="envelope-band" x="${x(-e)}" y="${top - 6}" width="${round(x(e) - x(-e))}" height="${effectY - top + 4}"><title>${esc(`noise envelope ${ppWidth(e)}`)}</title></rect>`,
+    );
   }
   for (const t of [-1, -0.5, 0, 0.5, 1]) {
     parts.push(`<line class="${t === 0 ? 'zero' : 'grid'}" x1="${x(t)}" x2="${x(t)}" y1="${top - 6}" y2="${effectY + rowH / 2}"/>`);
@@ -338,7 +371,10 @@ function forestPlot(c: Comparison): string {
   parts.push(`<line class="axis" x1="${L}" x2="${R}" y1="${sepY}" y2="${sepY}"/>`);
   parts.push(`<text x="${labelW}" y="${effectY + 4}" text-anchor="end" font-weight="700">effect (mean of tasks)</text>`);
   if (c.delta !== null) {
-    if (c.ci) parts.push(`<line class="ci" x1="${x(c.ci.low)}" x2="${x(c.ci.high)}" y1="${effectY}" y2="${effectY}"><title>${esc(`CI ${interval(c.ci)}`)}</title></line>`);
+    if (c.ci)
+      parts.push(
+        `<line class="ci" x1="${x(c.ci.low)}" x2="${x(c.ci.high)}" y1="${effectY}" y2="${effectY}"><title>${esc(`CI ${interval(c.ci)}`)}</title></line>`,
+      );
     const cx = x(c.delta);
     parts.push(
       `<polygon class="forest-effect" points="${cx - 7},${effectY} ${cx},${effectY - 7} ${cx + 7},${effectY} ${cx},${effectY + 7}"><title>${esc(`effect ${pp(c.delta)}, CI ${interval(c.ci)}`)}</title></polygon>`,
@@ -408,7 +444,7 @@ function judgeSection(j: JudgeSummary): string {
     `<h2>Judge and verifier: ${esc(j.treatment)} vs ${esc(j.control)}</h2>`,
     `<p>Judge ${esc(j.step)} (model ${esc(j.model ?? NONE)}${j.model_source === 'scripted' ? ', <strong>scripted</strong>' : ''}, rubric <code>${esc(j.rubric_digest ?? NONE)}</code>), blind to the verifier. Agreement: ${j.agreement.agree} of ${j.agreement.compared} tasks both classified${j.agreement.rate === null ? '' : ` (${esc(pct(j.agreement.rate))})`}.</p>`,
     `<p>judge: (a) ${j.counts.judge.a} · (b) ${j.counts.judge.b} · (c) ${j.counts.judge.c} · unclassified ${j.counts.judge.unclassified}<br>verifier: ${v ? `(a) ${v.a} · (b) ${v.b} · (c) ${v.c} · no answer ${v.no_answer}` : NONE}</p>`,
-    '<table><thead><tr><th>task</th><th>category</th><th>judge</th><th>verifier</th><th>agree</th><th>judge\'s reason</th></tr></thead><tbody>',
+    "<table><thead><tr><th>task</th><th>category</th><th>judge</th><th>verifier</th><th>agree</th><th>judge's reason</th></tr></thead><tbody>",
     ...rows,
     '</tbody></table>',
     '</section>',
@@ -477,8 +513,21 @@ function arms(result: AnalysisResult, ctx: ReportContext): string {
       : '',
     '<div class="charts">',
     barChart('completion rate', 'whiskers: min–max of per-task pass rate', completion, 1),
-    barChart('weighted cost per attempt', 'bar: median; whiskers: min–max', fromSpread((a) => a.weighted_cost, (x) => num(x, 0)), null),
-    barChart('agent time per attempt', 'bar: median; whiskers: min–max', fromSpread((a) => a.wall_ms, seconds), null),
+    barChart(
+      'weighted cost per attempt',
+      'bar: median; whiskers: min–max',
+      fromSpread(
+        (a) => a.weighted_cost,
+        (x) => num(x, 0),
+      ),
+      null,
+    ),
+    barChart(
+      'agent time per attempt',
+      'bar: median; whiskers: min–max',
+      fromSpread((a) => a.wall_ms, seconds),
+      null,
+    ),
     '</div>',
     '<table class="arms">',
     '<tr><th>arm</th><th>treatment</th><th class="n">attempts</th><th class="n">accepted</th><th class="n">excluded</th><th class="n">completion</th>' +
@@ -527,7 +576,9 @@ function barChart(title: string, note: string, rows: BarRow[], fixedMax: number 
     const mid = y + rowH / 2;
     parts.push(`<text x="${labelW}" y="${mid + 4}" text-anchor="end">${esc(truncate(r.label, 18))}<title>${esc(r.label)}</title></text>`);
     if (r.value !== null) {
-      parts.push(`<rect class="bar" data-arm="${esc(r.label)}" x="${L}" y="${y + 5}" width="${round(x(r.value) - L)}" height="${rowH - 10}"><title>${esc(`${r.label}: ${r.text}`)}</title></rect>`);
+      parts.push(
+        `<rect class="bar" data-arm="${esc(r.label)}" x="${L}" y="${y + 5}" width="${round(x(r.value) - L)}" height="${rowH - 10}"><title>${esc(`${r.label}: ${r.text}`)}</title></rect>`,
+      );
     }
     if (r.lo !== null && r.hi !== null) {
       parts.push(`<line class="whisker" x1="${x(r.lo)}" x2="${x(r.hi)}" y1="${mid}" y2="${mid}"/>`);
@@ -599,7 +650,10 @@ function methods(result: AnalysisResult, ctx: ReportContext): string {
   ].join(' · ');
   const taskItems = ctx.tasks.map((t) => {
     const where = t.repo ? ` — ${esc(t.repo)}${t.commit ? ` @ <code>${esc(t.commit)}</code>` : ''}` : t.commit ? ` — <code>${esc(t.commit)}</code>` : '';
-    const fam = [t.family, t.category].filter((v): v is string => !!v).map(esc).join(' / ');
+    const fam = [t.family, t.category]
+      .filter((v): v is string => !!v)
+      .map(esc)
+      .join(' / ');
     return `<li><code>${esc(t.id)}</code>${fam ? ` (${fam})` : ''}${where}</li>`;
   });
   const armItems = Object.keys(ctx.arms)

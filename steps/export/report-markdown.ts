@@ -86,7 +86,10 @@ export function renderMarkdown(result: AnalysisResult, ctx: ReportContext): stri
     line();
     line('| comparison | verdict | effect | interval |');
     line('|---|---|---:|---:|');
-    for (const g of glance) line(`| ${md(g.label)} | **${g.verdict}** | ${g.effect === null ? NONE : pp(g.effect)} | ${g.interval ? `[${pp(g.interval.low)}, ${pp(g.interval.high)}]` : NONE} |`);
+    for (const g of glance)
+      line(
+        `| ${md(g.label)} | **${g.verdict}** | ${g.effect === null ? NONE : pp(g.effect)} | ${g.interval ? `[${pp(g.interval.low)}, ${pp(g.interval.high)}]` : NONE} |`,
+      );
     line();
   }
 
@@ -108,7 +111,9 @@ export function renderMarkdown(result: AnalysisResult, ctx: ReportContext): stri
     line('Per-arm figures are descriptive. A comparison above has no delta (refused or invalid), so no difference between these arms is claimed.');
     line();
   }
-  line('| arm | treatment | attempts | accepted | excluded | infra-error rate | completion | tokens median (min–max) | weighted cost median (min–max) | agent time median (min–max) | harness time median | turns median (min–max) | delivered / used | integrity |');
+  line(
+    '| arm | treatment | attempts | accepted | excluded | infra-error rate | completion | tokens median (min–max) | weighted cost median (min–max) | agent time median (min–max) | harness time median | turns median (min–max) | delivered / used | integrity |',
+  );
   line('|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|');
   for (const a of result.arms) {
     line(
@@ -124,7 +129,9 @@ export function renderMarkdown(result: AnalysisResult, ctx: ReportContext): stri
   line('| arm | quality per dollar | quality per million weighted tokens | completions per million tokens | pass@k |');
   line('|---|---:|---:|---:|---|');
   for (const a of result.arms) {
-    line(`| ${md(a.arm)} | ${num(a.quality_per_dollar, 2)} | ${num(a.quality_per_million_weighted, 2)} | ${num(a.completions_per_million_tokens, 2)} | ${passAtKText(a)} |`);
+    line(
+      `| ${md(a.arm)} | ${num(a.quality_per_dollar, 2)} | ${num(a.quality_per_million_weighted, 2)} | ${num(a.completions_per_million_tokens, 2)} | ${passAtKText(a)} |`,
+    );
   }
   line();
 
@@ -167,8 +174,12 @@ export function renderMarkdown(result: AnalysisResult, ctx: ReportContext): stri
   line();
   const formulas = envelopeFormulas(result);
   for (const f of formulas) line(`- Noise envelope: ${code(f)}`);
-  line(`- Cost weights: input ${result.spec.weights.input}, cache write ${result.spec.weights.cache_write}, cache read ${result.spec.weights.cache_read}, output ${result.spec.weights.output}`);
-  line(`- Bootstrap: ${result.spec.bootstrap.resamples} resamples, seed ${result.spec.bootstrap.seed}, families then tasks; validity floor ${pct(result.spec.validity_floor)}; infra-error threshold ${ppWidth(result.spec.infra_error_threshold)}`);
+  line(
+    `- Cost weights: input ${result.spec.weights.input}, cache write ${result.spec.weights.cache_write}, cache read ${result.spec.weights.cache_read}, output ${result.spec.weights.output}`,
+  );
+  line(
+    `- Bootstrap: ${result.spec.bootstrap.resamples} resamples, seed ${result.spec.bootstrap.seed}, families then tasks; validity floor ${pct(result.spec.validity_floor)}; infra-error threshold ${ppWidth(result.spec.infra_error_threshold)}`,
+  );
   // The analyzer's method notes (the envelope formula, already printed above, is not repeated).
   for (const n of result.notes) if (!formulas.some((f) => n.includes(f))) line(`- ${md(n)}`);
   line();
@@ -187,14 +198,24 @@ function comparison(c: Comparison, result: AnalysisResult, line: (s?: string) =>
   line(`${comparisonMeaning(c)}.`);
   line();
   if (c.delta === null) line(`- delta: null`);
-  else line(`- effect (mean of per-task paired deltas in pass rate): **${pp(c.delta)}**${c.directional ? ' (directional: smaller than the minimum detectable effect)' : ''}`);
+  else
+    line(
+      `- effect (mean of per-task paired deltas in pass rate): **${pp(c.delta)}**${c.directional ? ' (directional: smaller than the minimum detectable effect)' : ''}`,
+    );
   line(`- CI: ${c.ci ? `${interval(c.ci)} (${intervalMethod(c.ci)})` : NONE}`);
-  line(`- noise envelope: ${c.envelope ? `${ppWidth(c.envelope.value)} (floor ${ppWidth(c.envelope.floor)}, spread term ${ppWidth(c.envelope.spread_term)})` : NONE}`);
+  line(
+    `- noise envelope: ${c.envelope ? `${ppWidth(c.envelope.value)} (floor ${ppWidth(c.envelope.floor)}, spread term ${ppWidth(c.envelope.spread_term)})` : NONE}`,
+  );
   if (c.test) line(`- ${testText(c.test)}`);
   if (c.mde) line(`- minimum detectable effect for this n: ${mdeText(c.mde)}`);
-  if (c.mcnemar) line(`- McNemar exact: b=${c.mcnemar.b} (control fail, treatment pass), c=${c.mcnemar.c} (control pass, treatment fail), p=${pValue(c.mcnemar.p)}, Holm p=${pValue(c.mcnemar.p_holm)}`);
+  if (c.mcnemar)
+    line(
+      `- McNemar exact: b=${c.mcnemar.b} (control fail, treatment pass), c=${c.mcnemar.c} (control pass, treatment fail), p=${pValue(c.mcnemar.p)}, Holm p=${pValue(c.mcnemar.p_holm)}`,
+    );
   for (const t of relativeMetricsText(c)) line(`- ${md(t)}`);
-  line(`- pairs: ${c.pairs.valid} valid of ${c.pairs.total} (${c.pairs.excluded} with an excluded side, ${c.pairs.unmatched} unmatched) over ${counted(c.n_tasks, 'task')} in ${counted(c.n_families, 'family', 'families')}`);
+  line(
+    `- pairs: ${c.pairs.valid} valid of ${c.pairs.total} (${c.pairs.excluded} with an excluded side, ${c.pairs.unmatched} unmatched) over ${counted(c.n_tasks, 'task')} in ${counted(c.n_families, 'family', 'families')}`,
+  );
   for (const p of c.problems) line(`- reason: ${md(problemText(p))}`);
   for (const t of [lostTasksText(c), worstCaseText(c)]) if (t) line(`- ${md(t)}`);
   const mechanism = comparisonMechanismText(c);
@@ -258,11 +279,13 @@ function judgeSection(j: JudgeSummary, line: (s?: string) => void): void {
   line(`- judge: (a) ${j.counts.judge.a} · (b) ${j.counts.judge.b} · (c) ${j.counts.judge.c} · unclassified ${j.counts.judge.unclassified}`);
   line(`- verifier: ${v ? `(a) ${v.a} · (b) ${v.b} · (c) ${v.c} · no answer ${v.no_answer}` : NONE}`);
   line();
-  line('| task | category | judge | verifier | agree | judge\'s reason |');
+  line("| task | category | judge | verifier | agree | judge's reason |");
   line('|---|---|---|---|---|---|');
   for (const r of j.rows) {
     const agree = r.judge === null || r.verifier === null || r.verifier === 'no-answer' ? NONE : r.judge === r.verifier ? 'yes' : '**no**';
-    line(`| ${md(r.task)} | ${md(r.category)} | ${judgeClassText(r.judge)} | ${judgeClassText(r.verifier)} | ${agree} | ${md(r.reason.split('\n')[0] ?? '')} |`);
+    line(
+      `| ${md(r.task)} | ${md(r.category)} | ${judgeClassText(r.judge)} | ${judgeClassText(r.verifier)} | ${agree} | ${md(r.reason.split('\n')[0] ?? '')} |`,
+    );
   }
   line();
 }
@@ -272,7 +295,9 @@ function factorial(f: FactorialResult, line: (s?: string) => void): void {
   line();
   for (const p of f.problems) line(`- reason: ${md(problemText(p))}`);
   for (const e of [...f.main_effects, ...(f.interaction ? [f.interaction] : [])]) {
-    line(`- ${md(e.name)}: **${verdictWord(e.verdict)}** ${pp(e.estimate)} ${interval(e.ci)} over ${e.n_tasks} tasks${e.test ? `, ${testText(e.test)}` : ''} (${code(e.formula)})`);
+    line(
+      `- ${md(e.name)}: **${verdictWord(e.verdict)}** ${pp(e.estimate)} ${interval(e.ci)} over ${e.n_tasks} tasks${e.test ? `, ${testText(e.test)}` : ''} (${code(e.formula)})`,
+    );
   }
   line();
 }

@@ -31,19 +31,19 @@ const NOT_HONOURED: Record<string, string> = {
   'environment.gpus': 'GPUs are not passed to sandboxes',
   'environment.gpu_types': 'GPUs are not passed to sandboxes',
   'environment.tpu': 'TPUs are not passed to sandboxes',
-  'environment.mcp_servers': 'MCP servers come from the cohort\'s arms, not the task (a treatment is what an arm adds)',
+  'environment.mcp_servers': "MCP servers come from the cohort's arms, not the task (a treatment is what an arm adds)",
   'environment.env': 'the environment of attempts comes from the cohort (arms env), so that every arm runs alike',
   'environment.skills_dir': 'skills are a treatment: give them through an arm',
   'environment.healthcheck': 'the sandbox is started fresh per attempt; no service is health-checked',
   'environment.os': 'sandboxes are Linux',
-  'environment.workdir': 'the workspace is the image\'s WORKDIR',
-  'agent.user': 'the agent runs as the sandbox\'s unprivileged user',
-  'agent.network_mode': 'the agent\'s network is the cohort\'s egress setting (recorded per attempt)',
-  'agent.allowed_hosts': 'the agent\'s network is the cohort\'s egress setting (recorded per attempt)',
-  'verifier.environment_mode': 'the verifier always runs in a fresh sandbox of the task\'s image with the attempt\'s changes (never the agent\'s live container)',
-  'verifier.environment': 'the verifier always runs in a fresh sandbox of the task\'s image with the attempt\'s changes',
+  'environment.workdir': "the workspace is the image's WORKDIR",
+  'agent.user': "the agent runs as the sandbox's unprivileged user",
+  'agent.network_mode': "the agent's network is the cohort's egress setting (recorded per attempt)",
+  'agent.allowed_hosts': "the agent's network is the cohort's egress setting (recorded per attempt)",
+  'verifier.environment_mode': "the verifier always runs in a fresh sandbox of the task's image with the attempt's changes (never the agent's live container)",
+  'verifier.environment': "the verifier always runs in a fresh sandbox of the task's image with the attempt's changes",
   'verifier.collect': 'verifier artifacts beyond the reward and its output are not collected',
-  'solution.env': 'the reference solution runs with the sandbox\'s environment',
+  'solution.env': "the reference solution runs with the sandbox's environment",
   steps: 'multi-step tasks are not run: the task is treated as its single top-level step',
   artifacts: 'task artifacts are not collected',
   multi_step_reward_strategy: 'multi-step tasks are not run',
@@ -75,22 +75,42 @@ export function loadHarborTask(taskDir: string, id: string, tree: HarborTree): R
   const problems: Diagnostic[] = [];
 
   if (!TASK_ID.test(id)) {
-    problems.push({ field: 'id', message: `Harbor task "${id}" (${displayPath(dir)}): the id must match ${TASK_ID.source}`, hint: 'task ids name directories and store keys: letters, digits, ".", "_" and "-"' });
+    problems.push({
+      field: 'id',
+      message: `Harbor task "${id}" (${displayPath(dir)}): the id must match ${TASK_ID.source}`,
+      hint: 'task ids name directories and store keys: letters, digits, ".", "_" and "-"',
+    });
   }
   if (!FULL_SHA.test(tree.commit)) {
-    problems.push({ field: 'repo.commit', message: `Harbor task "${id}": commit "${tree.commit}" of ${tree.source} is not a full 40-hex commit id`, hint: 'pin the exact commit of the dataset repository: git rev-parse <ref>' });
+    problems.push({
+      field: 'repo.commit',
+      message: `Harbor task "${id}": commit "${tree.commit}" of ${tree.source} is not a full 40-hex commit id`,
+      hint: 'pin the exact commit of the dataset repository: git rev-parse <ref>',
+    });
   }
   if (!tree.subdir || tree.subdir.startsWith('/') || tree.subdir.split('/').includes('..')) {
-    problems.push({ field: 'repo.subdir', message: `Harbor task "${id}": subdir "${tree.subdir}" must be a relative path inside ${tree.source}`, hint: `e.g. tasks/${id}/environment` });
+    problems.push({
+      field: 'repo.subdir',
+      message: `Harbor task "${id}": subdir "${tree.subdir}" must be a relative path inside ${tree.source}`,
+      hint: `e.g. tasks/${id}/environment`,
+    });
   }
 
   const instruction = readRequired(join(dir, 'instruction.md'), id, 'instruction.md', 'the prompt the agent is given', problems);
   if (instruction !== undefined && !instruction.trim()) {
-    problems.push({ field: 'instruction.md', message: `Harbor task "${id}": ${displayPath(join(dir, 'instruction.md'))} is empty`, hint: 'instruction.md is the prompt the agent is given' });
+    problems.push({
+      field: 'instruction.md',
+      message: `Harbor task "${id}": ${displayPath(join(dir, 'instruction.md'))} is empty`,
+      hint: 'instruction.md is the prompt the agent is given',
+    });
   }
   const testSh = join(dir, 'tests', 'test.sh');
   if (!isFile(testSh)) {
-    problems.push({ field: 'tests/test.sh', message: `Harbor task "${id}": missing tests/test.sh (looked for ${displayPath(testSh)})`, hint: 'tests/test.sh is the verifier: it writes /logs/verifier/reward.txt (one float) or reward.json' });
+    problems.push({
+      field: 'tests/test.sh',
+      message: `Harbor task "${id}": missing tests/test.sh (looked for ${displayPath(testSh)})`,
+      hint: 'tests/test.sh is the verifier: it writes /logs/verifier/reward.txt (one float) or reward.json',
+    });
   }
 
   const text = readRequired(tomlFile, id, 'task.toml', 'the task configuration', problems);
@@ -141,7 +161,8 @@ export function loadHarborTask(taskDir: string, id: string, tree: HarborTree): R
     repo: { source: tree.source, commit: tree.commit, subdir: tree.subdir },
     prompt: instruction,
     allowedPaths: ['**'],
-    allowedPathsFrom: 'the whole workspace: a Harbor task states no allowed paths and its reference solution is a script (the files the verifier owns stay protected)',
+    allowedPathsFrom:
+      'the whole workspace: a Harbor task states no allowed paths and its reference solution is a script (the files the verifier owns stay protected)',
     verifier: {
       command: HARBOR_VERIFIER_COMMAND,
       failToPass: {},

@@ -68,7 +68,11 @@ export function loadSwebenchInstances(jsonlFile: string, repos: Record<string, s
  * What no instance can be read without (the file, its JSON, an instance without an id)
  * fails the whole file.
  */
-export function loadSwebenchInstancesById(jsonlFile: string, repos: Record<string, string>, options: SwebenchOptions): Result<Map<string, Result<Task, Diagnostic[]>>, Diagnostic[]> {
+export function loadSwebenchInstancesById(
+  jsonlFile: string,
+  repos: Record<string, string>,
+  options: SwebenchOptions,
+): Result<Map<string, Result<Task, Diagnostic[]>>, Diagnostic[]> {
   const file = resolve(jsonlFile);
   const shown = displayPath(file);
   const runnerMode = /\{(tests|test_files|test_modules)\}/.test(options.testCommand);
@@ -107,7 +111,13 @@ export function loadSwebenchInstancesById(jsonlFile: string, repos: Record<strin
   // SWE-bench's datasets are published as JSON arrays as well as JSON Lines: both are read.
   if (text.trimStart().startsWith('[')) {
     const elements = arrayElements(text);
-    if (!elements.ok) return err([{ message: `${shown} is not a JSON array of instances: ${elements.error}`, hint: 'give one JSON object per instance, as an array or one per line (JSONL)' }]);
+    if (!elements.ok)
+      return err([
+        {
+          message: `${shown} is not a JSON array of instances: ${elements.error}`,
+          hint: 'give one JSON object per instance, as an array or one per line (JSONL)',
+        },
+      ]);
     for (const e of elements.value) add(new InstanceLine(shown, e.line, e.text, problems, `item ${e.index} (line ${e.line})`));
   } else {
     text.split('\n').forEach((raw, i) => {
@@ -201,7 +211,8 @@ class InstanceLine {
     // A runner lists the ids; per-test mode has one command per id.
     const testCommand = runnerMode ? '{test}' : command;
     const parserName = typeof o0?.['log_parser'] === 'string' ? o0['log_parser'] : undefined;
-    if (parserName !== undefined && !LOG_PARSERS[parserName]) this.problem('log_parser', `log_parser "${parserName}" is not one pairbench reads (it reads: ${Object.keys(LOG_PARSERS).join(', ')})`);
+    if (parserName !== undefined && !LOG_PARSERS[parserName])
+      this.problem('log_parser', `log_parser "${parserName}" is not one pairbench reads (it reads: ${Object.keys(LOG_PARSERS).join(', ')})`);
     const report: ReportFormat = (parserName ? LOG_PARSERS[parserName] : undefined) ?? perRepo?.report ?? options.report ?? 'pytest-rA';
     const image = typeof o0?.['image'] === 'string' ? o0['image'] : undefined;
     let data: unknown;
@@ -214,7 +225,10 @@ class InstanceLine {
       return undefined;
     }
     if (typeof data !== 'object' || data === null || Array.isArray(data)) {
-      this.problems.push({ message: `line ${this.line}: expected a JSON object (one SWE-bench instance), got ${Array.isArray(data) ? 'an array' : typeof data}`, location: this.at(1) });
+      this.problems.push({
+        message: `line ${this.line}: expected a JSON object (one SWE-bench instance), got ${Array.isArray(data) ? 'an array' : typeof data}`,
+        location: this.at(1),
+      });
       return undefined;
     }
     const o = data as Record<string, unknown>;
@@ -236,13 +250,21 @@ class InstanceLine {
         this.problem(
           'repo',
           `no local repository for "${repoName}"`,
-          near ? `did you mean "${near}"?` : known.length ? `map "${repoName}" to a local git clone; known: ${known.join(', ')}` : `map "${repoName}" to a local git clone of it`,
+          near
+            ? `did you mean "${near}"?`
+            : known.length
+              ? `map "${repoName}" to a local git clone; known: ${known.join(', ')}`
+              : `map "${repoName}" to a local git clone of it`,
         );
       }
     }
     const commit = this.string(o, 'base_commit');
     if (commit !== undefined && !FULL_SHA.test(commit)) {
-      this.problem('base_commit', `base_commit "${commit}" is not a full 40-hex commit id`, 'SWE-bench pins each instance to the exact commit its patches apply to');
+      this.problem(
+        'base_commit',
+        `base_commit "${commit}" is not a full 40-hex commit id`,
+        'SWE-bench pins each instance to the exact commit its patches apply to',
+      );
     }
     const prompt = this.string(o, 'problem_statement');
     const gold = this.string(o, 'patch', true);
@@ -330,7 +352,11 @@ class InstanceLine {
       try {
         v = JSON.parse(v);
       } catch {
-        this.problem(field, `got string ${truncate(JSON.stringify(v))}, which is not a JSON-encoded list`, `expected a list of test ids, e.g. "[\\"tests/test_x.py::test_y\\"]" or ["tests/test_x.py::test_y"]`);
+        this.problem(
+          field,
+          `got string ${truncate(JSON.stringify(v))}, which is not a JSON-encoded list`,
+          `expected a list of test ids, e.g. "[\\"tests/test_x.py::test_y\\"]" or ["tests/test_x.py::test_y"]`,
+        );
         return undefined;
       }
     }

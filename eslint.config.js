@@ -1,0 +1,20 @@
+// ESLint: the recommended JS rules and typescript-eslint's recommended rules over the
+// TypeScript sources and tests; generated files and fixtures are not ours to lint.
+import js from '@eslint/js';
+import tseslint from 'typescript-eslint';
+
+export default tseslint.config(
+  { ignores: ['dist/**', 'node_modules/**', 'schemas/validators.generated.cjs', 'examples/**', 'test/fuzz/**', 'bench/.cache/**', '**/*.js', '**/*.mjs', '**/*.cjs'] },
+  js.configs.recommended,
+  ...tseslint.configs.recommended,
+  {
+    rules: {
+      // `const { version: _v, ...rest } = x` drops a field on purpose.
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrorsIgnorePattern: '^_' }],
+      // `ok && resolve()`, `cond ? a() : b()` as statements are the house style for one-line branches.
+      '@typescript-eslint/no-unused-expressions': ['error', { allowShortCircuit: true, allowTernary: true }],
+    },
+  },
+  // Tests read JSON the CLI printed: `any` there is a parsed document, checked by the assertions.
+  { files: ['test/**/*.ts'], rules: { '@typescript-eslint/no-explicit-any': 'off' } },
+);
