@@ -14,7 +14,7 @@
  */
 import { analyze } from '../steps/analyze/analyze.js';
 import { groupSequentialDesign, type SpendingFunction } from '../steps/analyze/group-sequential.js';
-import { lookSchedule } from '../steps/analyze/sequential.js';
+import { lookSchedule } from '../steps/analyze/look-schedule.js';
 import { defaultSpec } from '../steps/analyze/spec.js';
 import { syntheticCohort, type SyntheticOptions } from '../steps/analyze/synthetic.js';
 import type { AnalysisResult } from '../steps/analyze/types.js';

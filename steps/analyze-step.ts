@@ -9,7 +9,7 @@ import { err, ok } from '../pipeline/result.js';
 import type { Checkpoint, ExecutionContext, GraphNode, StepKind } from '../pipeline/step-kind.js';
 import { taskOf } from './agent-step-config.js';
 import { checkSpec, defaultSpec } from './analyze/spec.js';
-import { lookSchedule } from './analyze/sequential.js';
+import { lookSchedule } from './analyze/look-schedule.js';
 import { LOOK_DECISION, NOT_RUN } from './not-run.js';
 import type { AnalysisSpec, AttemptRecord, FactorialSpec, JudgementRecord, StoppingSpec } from './analyze/types.js';
 
