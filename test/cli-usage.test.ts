@@ -126,12 +126,25 @@ describe('the CLI, misused', () => {
     }
   });
 
-  it('run --json and plan --json validate against their published schemas (snake_case, schema_version)', async () => {
+  it('plan, run and the store commands: --json validates against the published schemas (snake_case, schema_version)', async () => {
     const plan = JSON.parse((await rig.cli('plan', '--json')).stdout);
     expect(valid('#/definitions/plan', plan)).toBe('');
     const run = JSON.parse((await rig.cli('run', '--json')).stdout);
     expect(valid('#/definitions/run', run)).toBe('');
     expect(run.summary).toHaveProperty('duration_ms');
+    // The store commands, on the store that run filled.
+    for (const [definition, args] of [
+      ['status', ['status']],
+      ['fsck', ['fsck']],
+      ['gc', ['gc', '--dry-run']],
+      ['explain', ['explain', 'attempts/fix-add/control/1']],
+      ['show', ['show', 'attempts/fix-add/control/1']],
+      ['history', ['history']],
+    ] as const) {
+      const r = await rig.cli(...args, '--json');
+      expect(r.code, `${args.join(' ')}: ${r.stderr}`).toBe(0);
+      expect(valid(`#/definitions/${definition}`, JSON.parse(r.stdout)), args.join(' ')).toBe('');
+    }
   });
 });
 
