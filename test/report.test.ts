@@ -304,6 +304,17 @@ describe('renderCsv', () => {
 // ---------------------------------------------------------------- HTML
 
 describe('renderHtml (static)', () => {
+  it('(a)/(b)/(c) as a stacked bar: one segment per class present, widths in proportion to its tasks', () => {
+    const html = renderHtml(positive, context(false));
+    const counts = positive.comparisons[0]!.outcomes!.counts;
+    const segments = [...html.matchAll(/<rect class="abc-segment outcome-([a-z-]+)" data-outcome="[a-z-]+" x="[\d.]+" y="0" width="([\d.]+)"/g)];
+    const present = (['a', 'b', 'c', 'no_answer'] as const).filter((k) => counts[k] > 0);
+    expect(segments.map((m) => m[1])).toEqual(present.map((k) => (k === 'no_answer' ? 'no-answer' : k)));
+    const total = counts.a + counts.b + counts.c + counts.no_answer;
+    segments.forEach((m, i) => expect(Number(m[2])).toBeCloseTo((counts[present[i]!] / total) * 520, 0));
+    expect(html).toContain(`<title>(a) helped: ${counts.a} of ${total} tasks</title>`);
+  });
+
   it('is self-contained: no script, no external reference, escaped data', () => {
     const html = renderHtml(positive, context(false));
     expect(html.startsWith('<!doctype html>')).toBe(true);

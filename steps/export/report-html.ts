@@ -112,6 +112,8 @@ svg .muted { fill: var(--muted); }
 .plot-wrap svg { min-width: 520px; }
 .plot-wrap svg.summary-plot { min-width: 340px; }
 svg .summary-label { font-size: 14px; }
+svg .abc-segment.outcome-a { fill: var(--a); } svg .abc-segment.outcome-b { fill: #c3cad1; }
+svg .abc-segment.outcome-c { fill: var(--c); } svg .abc-segment.outcome-no-answer { fill: var(--na); }
 .overhead { border-top: 1px dashed var(--line); padding-top: 6px; }
 .methods-panel { background: var(--panel); border: 1px solid var(--line); border-radius: 6px; padding: 4px 16px 12px; margin-top: 28px; }
 .methods-panel h2 { border-bottom: none; }
@@ -391,6 +393,34 @@ function taskTitle(t: TaskOutcome): string {
   return `${t.task}: ${outcomeName(t.class)}, delta ${pp(t.delta)} (control ${pct(t.control_pass_rate)}, treatment ${pct(t.treatment_pass_rate)}, ${t.n_pairs} pairs), ${t.label}`;
 }
 
+/** (a)/(b)/(c)/no answer as one stacked bar: the share of tasks each class holds. */
+function abcBar(counts: NonNullable<Comparison['outcomes']>['counts']): string {
+  const classes = [
+    ['a', '(a) helped', counts.a],
+    ['b', '(b) no difference', counts.b],
+    ['c', '(c) hurt', counts.c],
+    ['no-answer', 'no answer', counts.no_answer],
+  ] as const;
+  const total = classes.reduce((n, [, , k]) => n + k, 0);
+  if (total === 0) return '';
+  const W = 520;
+  const H = 22;
+  let x = 0;
+  const parts = [
+    `<svg class="abc-bar" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 ${W} ${H}" width="${W}" height="${H}" role="img" aria-label="Share of tasks per outcome">`,
+  ];
+  for (const [cls, name, k] of classes) {
+    if (k === 0) continue;
+    const w = round((k / total) * W);
+    parts.push(
+      `<rect class="abc-segment outcome-${cls}" data-outcome="${cls}" x="${x}" y="0" width="${w}" height="${H}"><title>${esc(`${name}: ${k} of ${total} tasks`)}</title></rect>`,
+    );
+    x += w;
+  }
+  parts.push('</svg>');
+  return parts.join('');
+}
+
 function outcomeTable(c: Comparison): string {
   const counts = c.outcomes?.counts;
   const n = (k: 'a' | 'b' | 'c' | 'no_answer'): string => (counts ? String(counts[k]) : NONE);
@@ -406,6 +436,7 @@ function outcomeTable(c: Comparison): string {
       `<span class="outcome-c">(c) hurt: <span data-count="c">${n('c')}</span></span>` +
       `<span class="outcome-no-answer">no answer: <span data-count="no-answer">${n('no_answer')}</span></span>` +
       `${counts ? '' : `<span class="sub">(not computed: ${esc(c.verdict)})</span>`}</div>`,
+    counts ? abcBar(counts) : '',
     '<table class="abc">',
     '<caption class="sub">Per-task outcomes: (a) helped, (b) no difference, (c) hurt; an over-budget attempt is "no answer", never (c)</caption>',
     rows.length > 0
