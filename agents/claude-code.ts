@@ -4,6 +4,7 @@ import { dirname, join } from 'node:path';
 import { packageRoot } from '../pipeline/package-root.js';
 import { binaryVersion } from './binary-version.js';
 import { isRecord, type AgentAdapter, type AtifStep, type AtifTrajectory, type AttemptContext } from './adapter.js';
+import { arrayOf, countOr, countsOr, jsonLines, stringOr } from './untrusted-json.js';
 
 /** The CLI installed as a dev dependency (a native binary inside the npm package). */
 export function claudeBinary(): string {
@@ -29,17 +30,30 @@ type ContentBlock =
   | { type: 'tool_use'; id: string; name: string; input: unknown }
   | { type: 'tool_result'; tool_use_id: string; content: unknown };
 
-function parseLines(stdout: string): StreamLine[] {
-  const out: StreamLine[] = [];
-  for (const line of stdout.split('\n')) {
-    if (!line.trim().startsWith('{')) continue;
-    try {
-      out.push(JSON.parse(line) as StreamLine);
-    } catch {
-      // a partial line from a killed process
-    }
-  }
-  return out;
+function contentBlock(b: unknown): ContentBlock | undefined {
+  if (!isRecord(b)) return undefined;
+  if (b['type'] === 'text' && typeof b['text'] === 'string') return { type: 'text', text: b['text'] };
+  if (b['type'] === 'tool_use' && typeof b['id'] === 'string' && typeof b['name'] === 'string')
+    return { type: 'tool_use', id: b['id'], name: b['name'], input: b['input'] };
+  if (b['type'] === 'tool_result' && typeof b['tool_use_id'] === 'string') return { type: 'tool_result', tool_use_id: b['tool_use_id'], content: b['content'] };
+  return undefined; // thinking, images, a forged block: nothing the trajectory takes
+}
+
+/** One stream-json line, its fields checked (see untrusted-json.ts); a line without a string `type` is dropped. */
+function streamLine(v: Record<string, unknown>): StreamLine | undefined {
+  if (typeof v['type'] !== 'string') return undefined;
+  const m = v['message'];
+  return {
+    type: v['type'],
+    subtype: stringOr(v['subtype']),
+    session_id: stringOr(v['session_id']),
+    tools: arrayOf(v['tools'], stringOr),
+    model: stringOr(v['model']),
+    message: isRecord(m) ? { content: arrayOf(m['content'], contentBlock), usage: countsOr(m['usage']), model: stringOr(m['model']) } : undefined,
+    num_turns: countOr(v['num_turns']),
+    total_cost_usd: countOr(v['total_cost_usd']),
+    usage: countsOr(v['usage']),
+  };
 }
 
 /** stream-json -> ATIF-v1.7: one agent step per assistant block, tool results as observations. */
@@ -157,5 +171,5 @@ export const claudeCodeAgent: AgentAdapter = {
       mounts: sandboxed ? [{ host: dirname(bin), target: MOUNT, readOnly: true }] : [],
     };
   },
-  parse: (r, ctx, version) => toAtif(parseLines(r.stdout), ctx, version),
+  parse: (r, ctx, version) => toAtif(jsonLines(r.stdout, streamLine), ctx, version),
 };

@@ -4,6 +4,7 @@ import { dirname, join } from 'node:path';
 import { packageRoot } from '../pipeline/package-root.js';
 import { binaryVersion } from './binary-version.js';
 import { isRecord, type AgentAdapter, type AtifStep, type AttemptContext, type ParsedRun } from './adapter.js';
+import { arrayOf, countOr, jsonLines, stringOr } from './untrusted-json.js';
 
 /** The statically linked (musl) binary inside the npm package: it runs in any sandbox as it is. */
 export function codexBinary(): string {
@@ -44,17 +45,50 @@ interface CodexItem {
   items?: { text: string; completed: boolean }[];
 }
 
+/** One `codex exec --json` event, its fields checked (see untrusted-json.ts): an item without a string id and type is dropped. */
+function codexEvent(v: Record<string, unknown>): CodexEvent | undefined {
+  if (typeof v['type'] !== 'string') return undefined;
+  const u = v['usage'];
+  return {
+    type: v['type'],
+    thread_id: stringOr(v['thread_id']),
+    item: codexItem(v['item']),
+    usage: isRecord(u)
+      ? { input_tokens: countOr(u['input_tokens']), cached_input_tokens: countOr(u['cached_input_tokens']), output_tokens: countOr(u['output_tokens']) }
+      : undefined,
+  };
+}
+
+function codexItem(it: unknown): CodexItem | undefined {
+  if (!isRecord(it) || typeof it['id'] !== 'string' || typeof it['type'] !== 'string') return undefined;
+  const exit = it['exit_code'];
+  return {
+    id: it['id'],
+    type: it['type'],
+    command: stringOr(it['command']),
+    aggregated_output: stringOr(it['aggregated_output']),
+    exit_code: exit === null || (typeof exit === 'number' && Number.isInteger(exit)) ? exit : undefined,
+    text: stringOr(it['text']),
+    message: stringOr(it['message']),
+    changes: arrayOf(it['changes'], (c) =>
+      isRecord(c) && typeof c['path'] === 'string' && typeof c['kind'] === 'string' ? { path: c['path'], kind: c['kind'] } : undefined,
+    ),
+    status: stringOr(it['status']),
+    server: stringOr(it['server']),
+    tool: stringOr(it['tool']),
+    arguments: it['arguments'],
+    result: it['result'],
+    error: it['error'],
+    query: stringOr(it['query']),
+    items: arrayOf(it['items'], (t) =>
+      isRecord(t) && typeof t['text'] === 'string' && typeof t['completed'] === 'boolean' ? { text: t['text'], completed: t['completed'] } : undefined,
+    ),
+  };
+}
+
 /** `codex exec --json` events -> turns, tool calls and an ATIF-v1.7 trajectory. */
 export function parseCodex(stdout: string, ctx: AttemptContext, version: string): ParsedRun {
-  const events: CodexEvent[] = [];
-  for (const line of stdout.split('\n')) {
-    if (!line.startsWith('{')) continue;
-    try {
-      events.push(JSON.parse(line) as CodexEvent);
-    } catch {
-      // partial line
-    }
-  }
+  const events = jsonLines(stdout, codexEvent);
   const steps: AtifStep[] = [{ step_id: 1, source: 'user', message: ctx.prompt }];
   let toolCalls = 0;
   let turns = 0;

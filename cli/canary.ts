@@ -6,7 +6,8 @@
  */
 import type { GraphNode, StagedFile } from '../pipeline/step-kind.js';
 import { agentAdapters } from '../agents/index.js';
-import { sandboxOf, type RunSpec } from '../steps/run.js';
+import { sandboxOf } from '../steps/run.js';
+import { specOf } from '../steps/step-spec.js';
 import type { CommandIO, DoctorCheck, LoadedConfig } from './doctor.js';
 import { buildUpstream, executeUnrecorded, firstAsListed, readText } from './probe.js';
 
@@ -20,7 +21,7 @@ export async function canaryChecks(loaded: LoadedConfig, io: CommandIO, signal?:
   const steps = [...new Set(loaded.graph.nodes.filter((n) => n.kind.name === 'run').map((n) => n.step))];
   const out: DoctorCheck[] = [];
   for (const step of steps) {
-    const spec = step.spec as unknown as RunSpec;
+    const spec = specOf(step, 'run');
     const adapter = agentAdapters.get(spec.agent.adapter);
     if (!adapter?.needsModel || adapter.name === 'command') continue;
     const settings = sandboxOf(spec);
@@ -39,7 +40,7 @@ async function canary(loaded: LoadedConfig, io: CommandIO, target: GraphNode, na
       `the canary's task tree could not be built: ${built.message}`,
       `fix that first ('pairbench run ${target.id.split('/')[0]}' names the failing node)`,
     );
-  const spec = target.step.spec as unknown as RunSpec;
+  const spec = specOf(target.step, 'run');
   // The step as configured -- agent, sandbox, image, arm -- but its model is the canary script.
   const node: GraphNode = {
     ...target,

@@ -8,6 +8,7 @@ import type { ResolvedInput } from '../pipeline/inputs.js';
 import { withUpstream } from '../pipeline/dag.js';
 import type { GraphNode, HostEnv } from '../pipeline/step-kind.js';
 import { checkFreeze, computeFreeze, Registry, type CohortRecord, type Freeze } from '../steps/preregistration.js';
+import { anySpecOf, specOf } from '../steps/step-spec.js';
 
 /** A cohort: an analyze node, its version, and its attempts (the run nodes upstream of it). */
 export interface Cohort {
@@ -23,7 +24,7 @@ export function cohortsOf(ctx: EngineContext, nodes: readonly GraphNode[], input
     .filter((n) => n.kind.name === 'analyze')
     .map((node) => ({
       name: node.step.name,
-      version: (node.step.spec['version'] as number | undefined) ?? 1,
+      version: specOf(node.step, 'analyze').version ?? 1,
       node,
       attempts: withUpstream(node.upstream).filter((n) => n.kind.name === 'run'),
       freeze: computeFreeze(node, inputs, env),
@@ -38,7 +39,7 @@ export function cohortsOf(ctx: EngineContext, nodes: readonly GraphNode[], input
 export function annotateExports(nodes: readonly GraphNode[], inputs: ReadonlyMap<string, ResolvedInput[]>, env: HostEnv): void {
   for (const node of nodes) {
     if (node.kind.name !== 'export') continue;
-    const named = node.step.spec['cohort'] as string | undefined;
+    const named = specOf(node.step, 'export').cohort;
     const analyses = withUpstream(node.upstream).filter((n) => n.kind.name === 'analyze');
     const analyze = analyses.find((n) => n.step.name === named) ?? analyses[0];
     if (!analyze) continue;
@@ -47,7 +48,7 @@ export function annotateExports(nodes: readonly GraphNode[], inputs: ReadonlyMap
       ...asObject(node.annotation),
       freeze: {
         cohort: analyze.step.name,
-        version: (analyze.step.spec['version'] as number | undefined) ?? 1,
+        version: specOf(analyze.step, 'analyze').version ?? 1,
         freeze_digest: freeze.digest,
         fields: freeze.fields,
       },
@@ -242,7 +243,8 @@ export function annotateEnvironments(nodes: readonly GraphNode[], env: HostEnv):
 export function annotateImageTemplates(nodes: readonly GraphNode[], env: HostEnv): void {
   const named = new Map<GraphNode, string>();
   for (const node of nodes) {
-    const template = (node.step.spec['sandbox'] as { image?: string } | undefined)?.image;
+    const spec = anySpecOf(node.step);
+    const template = 'sandbox' in spec ? spec.sandbox?.image : undefined;
     if (!template || !template.includes('{') || node.matrix['task'] === undefined) continue;
     const task = template.includes('{image}') ? loadStepTask(node.step, node.matrix['task']) : undefined;
     named.set(node, imageName(template, node.matrix['task'], task?.ok ? task.value.image : undefined));

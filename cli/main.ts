@@ -533,9 +533,12 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
       process.on('SIGTERM', onSignal);
       const shard = values.shard ? parseShard(values.shard) : undefined;
       if (shard && !shard.ok) return fail(io, json, [{ message: shard.error }], EXIT.usage);
-      const remote = remoteCacheFor(config, { url: values['remote-cache'], mode: values['cache-mode'] }, io.env, (message) =>
-        reporter.event({ type: 'warning', message }),
-      );
+      // Remote-cache warnings (a record ignored, the server gone) are printed, and kept for --json, which prints no events.
+      const remoteWarnings: string[] = [];
+      const remote = remoteCacheFor(config, { url: values['remote-cache'], mode: values['cache-mode'] }, io.env, (message) => {
+        remoteWarnings.push(message);
+        reporter.event({ type: 'warning', message });
+      });
       if (remote && !remote.ok) return fail(io, json, [{ message: remote.error }], EXIT.usage);
       const executor = values.executor ? await queueExecutor(values.executor, ctx, remote?.value, sel.nodes) : undefined;
       if (executor && !executor.ok) return fail(io, json, [{ message: executor.error }], EXIT.usage);
@@ -587,7 +590,7 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
             reuse,
             ...(remote ? { remote_cache: remote.value.stats } : {}),
             comparisons: outcome.comparisons,
-            warnings: outcome.warnings,
+            warnings: [...remoteWarnings.map((message) => ({ cohort: null, message })), ...outcome.warnings],
             reports: outcome.reports,
             nodes: [...states].map(([node, s]) => ({
               node,

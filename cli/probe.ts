@@ -8,9 +8,10 @@ import type { ActionRecord, OutputManifest } from '../pipeline/store/action-cach
 import { tempPath } from '../pipeline/store/atomic-fs.js';
 import { DEFAULT_WEIGHTS } from '../steps/analyze/spec.js';
 import type { CostWeights } from '../steps/analyze/types.js';
-import { armOf, type ArmSpec } from '../steps/run.js';
+import { armOf } from '../steps/run.js';
 import type { CommandIO, LoadedConfig } from './doctor.js';
 import { EXIT } from './help.js';
+import { specIf, specOf } from '../steps/step-spec.js';
 
 /**
  * `pairbench probe [NODE]`: prices a cohort from ONE real attempt before it is funded.
@@ -301,7 +302,7 @@ function tail(text: string, lines: number): string {
 /** The cost weights of the config's analyze step, if it sets them; else the defaults. */
 function weightsOf(loaded: LoadedConfig): CostWeights {
   const analyze = loaded.config.steps.find((s) => s.kind === 'analyze');
-  const w = (analyze?.spec['weights'] ?? {}) as Partial<CostWeights>;
+  const w: Partial<CostWeights> = specIf(analyze, 'analyze')?.weights ?? {};
   return { ...DEFAULT_WEIGHTS, ...w };
 }
 
@@ -331,7 +332,7 @@ function project(loaded: LoadedConfig, target: GraphNode, r: AttemptResult, sour
   const caveats = [
     `one attempt is one sample: a stochastic agent's tokens and time vary from attempt to attempt, and by task and arm; this prices ${target.matrix['arm'] ? `arm "${target.matrix['arm']}"` : 'one arm'} of ${target.matrix['task'] ? `task "${target.matrix['task']}"` : 'one task'} only`,
   ];
-  const runSpec = { arms: (target.step.spec['arms'] ?? {}) as Record<string, ArmSpec> };
+  const runSpec = { arms: specOf(target.step, 'run').arms };
   const adding = Object.keys(runSpec.arms).filter((name) => {
     const a = armOf(runSpec, name);
     return name !== target.matrix['arm'] && (Object.keys(a.files ?? {}).length > 0 || Boolean(a.prompt_append) || Object.keys(a.mcp_servers ?? {}).length > 0);

@@ -92,46 +92,66 @@ export interface ScriptFailure {
 
 /** Checks a script read from JSON, so a typo fails at load time and not as a confused agent run. */
 export function parseFakeScript(value: unknown): Result<FakeScript, ScriptFailure> {
-  const fail = (path: string, message: string) => err<ScriptFailure>({ reason: 'invalid-script', path, message });
-  if (!isObject(value) || !Array.isArray(value.turns)) return fail('turns', 'expected an object with a "turns" array');
+  try {
+    assertFakeScript(value);
+    return ok(value);
+  } catch (e) {
+    if (e instanceof ScriptProblem) return err({ reason: 'invalid-script', path: e.path, message: e.message });
+    throw e;
+  }
+}
+
+class ScriptProblem extends Error {
+  constructor(
+    readonly path: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+function assertFakeScript(value: unknown): asserts value is FakeScript {
+  const fail: (path: string, message: string) => never = (path, message) => {
+    throw new ScriptProblem(path, message);
+  };
+  if (!isObject(value) || !Array.isArray(value.turns)) fail('turns', 'expected an object with a "turns" array');
   for (const [i, turn] of value.turns.entries()) {
     const at = `turns[${i}]`;
-    if (!isObject(turn)) return fail(at, 'expected an object');
-    if (turn.text !== undefined && typeof turn.text !== 'string') return fail(`${at}.text`, 'expected a string');
+    if (!isObject(turn)) fail(at, 'expected an object');
+    if (turn.text !== undefined && typeof turn.text !== 'string') fail(`${at}.text`, 'expected a string');
     if (turn.tool_calls !== undefined) {
-      if (!Array.isArray(turn.tool_calls)) return fail(`${at}.tool_calls`, 'expected an array');
+      if (!Array.isArray(turn.tool_calls)) fail(`${at}.tool_calls`, 'expected an array');
       for (const [j, call] of turn.tool_calls.entries()) {
         const c = `${at}.tool_calls[${j}]`;
-        if (!isObject(call) || typeof call.name !== 'string' || call.name === '') return fail(`${c}.name`, 'expected a non-empty string');
-        if (!isObject(call.input)) return fail(`${c}.input`, 'expected an object');
+        if (!isObject(call) || typeof call.name !== 'string' || call.name === '') fail(`${c}.name`, 'expected a non-empty string');
+        if (!isObject(call.input)) fail(`${c}.input`, 'expected an object');
       }
     }
     if (turn.usage !== undefined) {
-      if (!isObject(turn.usage)) return fail(`${at}.usage`, 'expected an object');
+      if (!isObject(turn.usage)) fail(`${at}.usage`, 'expected an object');
       for (const k of ['input_tokens', 'output_tokens', 'cache_creation_input_tokens', 'cache_read_input_tokens', 'reasoning_tokens']) {
         const v = turn.usage[k];
         const required = k === 'input_tokens' || k === 'output_tokens';
         if ((v !== undefined || required) && !(Number.isInteger(v) && (v as number) >= 0)) {
-          return fail(`${at}.usage.${k}`, 'expected a non-negative integer');
+          fail(`${at}.usage.${k}`, 'expected a non-negative integer');
         }
       }
     }
   }
-  if (value.usage_from_request !== undefined && typeof value.usage_from_request !== 'boolean') return fail('usage_from_request', 'expected true or false');
+  if (value.usage_from_request !== undefined && typeof value.usage_from_request !== 'boolean') fail('usage_from_request', 'expected true or false');
   if (value.completions !== undefined) {
-    if (!Array.isArray(value.completions)) return fail('completions', 'expected an array');
+    if (!Array.isArray(value.completions)) fail('completions', 'expected an array');
     for (const [i, c] of value.completions.entries()) {
       const at = `completions[${i}]`;
-      if (!isObject(c) || typeof c.text !== 'string') return fail(`${at}.text`, 'expected a string');
+      if (!isObject(c) || typeof c.text !== 'string') fail(`${at}.text`, 'expected a string');
       if (c.match !== undefined) {
-        if (typeof c.match !== 'string') return fail(`${at}.match`, 'expected a regular expression (string)');
+        if (typeof c.match !== 'string') fail(`${at}.match`, 'expected a regular expression (string)');
         try {
           new RegExp(c.match);
         } catch {
-          return fail(`${at}.match`, `"${c.match}" is not a regular expression`);
+          fail(`${at}.match`, `"${c.match}" is not a regular expression`);
         }
       }
     }
   }
-  return ok(value as unknown as FakeScript);
 }

@@ -5,6 +5,14 @@
  */
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 
+/**
+ * A value to be encoded as canonical JSON, typed as loosely as TypeScript forces: it cannot call
+ * an interface (no index signature) or an optional property JSON. canonicalJson checks the value
+ * as it encodes it: a function, a symbol or a non-finite number fails, naming where it sits; an
+ * undefined property is left out, as JSON.stringify leaves it out.
+ */
+export type JsonEncodable = Json | object;
+
 export function canonicalJson(value: unknown): string {
   return serialize(value);
 }

@@ -9,7 +9,7 @@ import type { EngineEvent, Reporter, RunSummary } from './events.js';
 import { InputResolver, type ResolvedInput } from './inputs.js';
 import { buildPreimage, keyOf, type KeyPreimage } from './key.js';
 import { packageVersion } from './package-root.js';
-import { describePreimageDiff } from './preimage-diff.js';
+import { describePreimageDiff, preimageChanges } from './preimage-diff.js';
 import { err, errorMessage, ok, type Result } from './result.js';
 import { EARLIER_TRIES, type GraphNode, type HostEnv, type StepFailure } from './step-kind.js';
 import { outputsDigest, type ActionRecord, type NodeTry, type OutputManifest } from './store/action-cache.js';
@@ -119,6 +119,25 @@ export function whyMiss(store: Store, node: GraphNode, key: NodeKey): string[] {
   return [...reasons, ...describePreimageDiff(JSON.parse(prev.record.preimage) as KeyPreimage, key.preimage, node.kind)];
 }
 
+/**
+ * What changed in the node itself (its config, files, matrix) since its last build, for a node
+ * whose upstream runs first: its whole key is not known yet, but this part of it is, and it says
+ * why the node would run even if the upstream's output comes back the same.
+ */
+function ownChanges(store: Store, node: GraphNode, files: readonly ResolvedInput[], hostEnv: HostEnv): string[] {
+  const latest = store.nodes.get(node.id)?.latest;
+  if (!latest) return [];
+  const prev = store.actions.get(latest.key);
+  if (prev.status !== 'hit') return [];
+  let now: KeyPreimage;
+  try {
+    now = buildPreimage(node, files, new Map(), hostEnv);
+  } catch {
+    return []; // its key cannot be computed yet either: the upstream line says enough
+  }
+  return preimageChanges({ ...(JSON.parse(prev.record.preimage) as KeyPreimage), upstream: {} }, now, node.kind);
+}
+
 export type PlanEntry = { node: string; status: 'cached'; key: CacheKey } | { node: string; status: 'run'; key?: CacheKey; reasons: string[] };
 
 /** The dry run: which nodes are cached and why each other one will run. Reads the store, changes nothing. */
@@ -140,7 +159,14 @@ export function plan(
           .slice(0, 3)
           .map((u) => u.id)
           .join(', ') + (waiting.length > 3 ? ` and ${waiting.length - 3} more` : '');
-      entries.push({ node: node.id, status: 'run', reasons: [`upstream ${names} will run first (cached again if its output is unchanged)`] });
+      entries.push({
+        node: node.id,
+        status: 'run',
+        reasons: [
+          ...ownChanges(ctx.store, node, inputs.get(node.id) ?? [], hostEnv),
+          `upstream ${names} will run first (cached again if its output is unchanged)`,
+        ],
+      });
       continue;
     }
     const k = computeKey(node, inputs.get(node.id)!, records, hostEnv);
@@ -231,6 +257,9 @@ export async function run(
 
   // Cached nodes settle synchronously (no promise per node on a no-op run); the others wait for their upstreams.
   const promiseOf = (id: string): Promise<NodeState> => promises.get(id) ?? Promise.resolve(states.get(id)!);
+  // Local hits the remote tier is not known to hold: uploaded once the run is done, so every job sharing it finds them.
+  const unpublished: ActionRecord[] = [];
+  const remoteWrites = options.remote && !options.executor ? options.remote : undefined;
   const keyAndLookup = (node: GraphNode): Result<{ key: NodeKey; found: Lookup }, StepFailure> => {
     const k = computeKey(node, inputs.get(node.id)!, records, hostEnv);
     if (!k.ok) return k;
@@ -238,6 +267,7 @@ export async function run(
     if (found.status === 'hit') {
       emit({ type: 'cached', node: node.id, key: k.value.key, builtElsewhere: false });
       used.push(k.value.key);
+      if (remoteWrites?.writable && !remoteWrites.knownToHold(store, k.value.key)) unpublished.push(found.record);
     }
     return ok({ key: k.value, found });
   };
@@ -350,6 +380,10 @@ export async function run(
     );
   }
   await Promise.all(promises.values());
+  if (remoteWrites && unpublished.length) {
+    const upload = pLimit(8);
+    await Promise.all(unpublished.map((r) => upload(() => writeBack(store, remoteWrites, r))));
+  }
   await settleRemovals();
   if (store.actions.packProblem) emit({ type: 'warning', message: `${store.actions.packProblem}: the records it held are rebuilt` });
   try {
@@ -375,7 +409,7 @@ export async function run(
  * (ensureLocal). Undefined when the remote has none, or (eager) cannot supply all of it.
  */
 export async function readThrough(store: Store, remote: RemoteCache, key: CacheKey, blobs: 'eager' | 'lazy' = 'eager'): Promise<ActionRecord | undefined> {
-  const got = await remote.getRecord(key);
+  const got = await remote.getRecord(store, key);
   if (got.status !== 'hit') return undefined;
   if (blobs === 'lazy') {
     const record: ActionRecord = { ...got.record, stamps: {}, log: null };

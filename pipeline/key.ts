@@ -1,4 +1,4 @@
-import { canonicalJson, type Json } from './canonical-json.js';
+import { canonicalJson, type Json, type JsonEncodable } from './canonical-json.js';
 import { cacheKeyOf, type CacheKey, type Sha256 } from './digest.js';
 import type { ResolvedInput } from './inputs.js';
 import type { GraphNode, HostEnv } from './step-kind.js';
@@ -10,7 +10,8 @@ import type { GraphNode, HostEnv } from './step-kind.js';
 export interface KeyPreimage {
   kind: string;
   kind_version: number;
-  config: Json;
+  /** Json once read back from a record; as built, whatever keyConfig returned (canonical JSON checks it). */
+  config: JsonEncodable;
   matrix: Record<string, string>;
   /** Input path -> digest (directories end with /). */
   files: Record<string, string>;

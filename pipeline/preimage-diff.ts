@@ -37,6 +37,12 @@ function flatten(v: unknown, prefix: string[], out: Map<string, { path: string[]
 
 /** Why a key changed, in words: one line per differing input, e.g. `file data/a.txt digest 3f2a9c -> 9c1d04`. */
 export function describePreimageDiff(before: KeyPreimage, after: KeyPreimage, kind?: StepKind): string[] {
+  const lines = preimageChanges(before, after, kind);
+  return lines.length ? lines : ['key pre-image changed (no field differs: the record predates this format)'];
+}
+
+/** The fields that differ, in words; none when the pre-images are alike. */
+export function preimageChanges(before: KeyPreimage, after: KeyPreimage, kind?: StepKind): string[] {
   const lines: string[] = [];
   if (before.kind !== after.kind || before.kind_version !== after.kind_version) {
     lines.push(`step kind ${before.kind} v${before.kind_version} -> ${after.kind} v${after.kind_version}`);
@@ -70,5 +76,5 @@ export function describePreimageDiff(before: KeyPreimage, after: KeyPreimage, ki
     const [was, now] = showPair(a?.value, b?.value);
     lines.push(`${name}: ${was} -> ${now}`);
   }
-  return lines.length ? lines : ['key pre-image changed (no field differs: the record predates this format)'];
+  return lines;
 }

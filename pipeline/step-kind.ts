@@ -1,4 +1,4 @@
-import type { Json } from './canonical-json.js';
+import type { Json, JsonEncodable } from './canonical-json.js';
 import type { BenchConfig, StepConfig } from './config/load.js';
 import type { FieldPath } from './config/yaml-source.js';
 import type { Diagnostic } from './diagnostic.js';
@@ -86,8 +86,8 @@ export interface StepKind {
   version: number;
   /** Checks that need the whole DAG (e.g. an input read from a step that is not in needs). */
   check?(step: StepConfig, steps: ReadonlyMap<string, StepConfig>): Diagnostic[];
-  /** The slice of the step's config that decides its result, for this node. */
-  keyConfig(node: GraphNode, hostEnv: HostEnv): Json;
+  /** The slice of the step's config that decides its result, for this node (encoded as canonical JSON, which checks it). */
+  keyConfig(node: GraphNode, hostEnv: HostEnv): JsonEncodable;
   /** Declared file inputs for this node. */
   fileInputs(node: GraphNode): FileInputSpec[];
   /** Which outputs of an upstream node this node reads (`name?`: if present); undefined means all of them. */

@@ -5,7 +5,7 @@
  */
 import { spawn } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
-import type { Readable } from 'node:stream';
+import { Readable } from 'node:stream';
 import type Docker from 'dockerode';
 import { err, errorMessage, ok, type Result } from '../pipeline/result.js';
 import { isImageId, type ImageId } from './docker-image.js';
@@ -30,19 +30,27 @@ export interface BuiltImage {
   log: string;
 }
 
+/** dockerode types the engine's responses as NodeJS.ReadableStream; they are HTTP responses, which are Readables (checked, not assumed). */
+function readable(s: NodeJS.ReadableStream): Readable {
+  if (s instanceof Readable) return s;
+  throw new TypeError('the Docker engine answered with something that is not a stream');
+}
+
 export async function buildImage(docker: Docker, o: BuildOptions): Promise<Result<BuiltImage, { message: string; log: string }>> {
   const tar = spawn('tar', ['-C', o.context, '-cf', '-', '.'], { stdio: ['ignore', 'pipe', 'pipe'] });
   let log = '';
   let stream: Readable;
   try {
-    stream = (await docker.buildImage(tar.stdout as unknown as NodeJS.ReadableStream, {
-      dockerfile: o.dockerfile ?? 'Dockerfile',
-      networkmode: o.network,
-      pull: false,
-      rm: true,
-      forcerm: true,
-      labels: o.labels ?? {},
-    })) as unknown as Readable;
+    stream = readable(
+      await docker.buildImage(tar.stdout, {
+        dockerfile: o.dockerfile ?? 'Dockerfile',
+        networkmode: o.network,
+        pull: false,
+        rm: true,
+        forcerm: true,
+        labels: o.labels ?? {},
+      }),
+    );
   } catch (e) {
     tar.kill();
     return err({ message: `the engine refused the build: ${errorMessage(e)}`, log });
@@ -84,7 +92,7 @@ export async function copyFromImage(docker: Docker, image: string, path: string,
   let container: Docker.Container | undefined;
   try {
     container = await docker.createContainer({ Image: image, Cmd: ['true'], NetworkDisabled: true, Labels: { 'pairbench.role': 'copy-out' } });
-    const archive = (await container.getArchive({ path: path === '/' ? '/.' : `${path.replace(/\/+$/, '')}/.` })) as unknown as Readable;
+    const archive = readable(await container.getArchive({ path: path === '/' ? '/.' : `${path.replace(/\/+$/, '')}/.` }));
     mkdirSync(dest, { recursive: true });
     // The archive holds the directory itself as "./": its contents land in dest; owners and modes as the harness's own.
     const untar = spawn('tar', ['-x', '-C', dest, '-f', '-', '--no-same-owner', '--no-same-permissions', '--strip-components=1'], {

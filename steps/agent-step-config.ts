@@ -7,7 +7,8 @@ import type { GraphNode } from '../pipeline/step-kind.js';
 import { loadTask, type Task } from './task.js';
 import { loadHarborTask } from './task-sources/harbor.js';
 import { loadSwebenchInstancesById } from './task-sources/swebench.js';
-import type { ReportFormat } from './test-report.js';
+import { anySpecOf } from './step-spec.js';
+import type { TaskSource } from './config-types.generated.js';
 
 /**
  * Where a step finds its tasks (`tasks:` in the step, relative to the config file):
@@ -17,25 +18,18 @@ import type { ReportFormat } from './test-report.js';
  * - `{swebench: FILE (JSON Lines or a JSON array), repos: {owner/name: path}, test_command: "... {tests} ..."}`
  *   (one runner invocation per verification, results from its report) or `"... {test} ..."` (one process per test).
  */
-export type TaskSourceSpec =
-  | string
-  | { dir: string; repo?: string; commit?: string }
-  | {
-      swebench: string;
-      repos: Record<string, string>;
-      test_command?: string;
-      report?: ReportFormat;
-      report_file?: string;
-      timeout?: number;
-      test_timeout?: number;
-      test_commands?: Record<string, { command: string; report?: ReportFormat }>;
-      eval_script?: boolean;
-    };
+export type TaskSourceSpec = TaskSource;
 
 const swebenchCache = new Map<string, Result<Map<string, Result<Task, Diagnostic[]>>, Diagnostic[]>>();
 
+function hasTaskSource(step: StepConfig): boolean {
+  const spec = anySpecOf(step);
+  return 'tasks' in spec && spec.tasks !== undefined;
+}
+
 function sourceOf(step: StepConfig): TaskSourceSpec {
-  return (step.spec['tasks'] as TaskSourceSpec | undefined) ?? 'tasks';
+  const spec = anySpecOf(step);
+  return ('tasks' in spec ? spec.tasks : undefined) ?? 'tasks';
 }
 
 /** Loads task `id` from the step's task source; errors name the file, the task and the field. */
@@ -138,7 +132,7 @@ function taskSourceProblem(step: StepConfig): Diagnostic | undefined {
     message: `${path} does not exist (relative to ${step.rootDir})`,
     location: step.source.locate([...step.path, ...field]),
     hint:
-      typeof src === 'string' && step.spec['tasks'] === undefined
+      typeof src === 'string' && !hasTaskSource(step)
         ? 'tasks: is not set, so the directory "tasks" beside the config is read; set tasks: DIR'
         : 'give a directory of task directories, or {swebench: FILE, repos, test_command}',
   };

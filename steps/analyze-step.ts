@@ -1,6 +1,6 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Json } from '../pipeline/canonical-json.js';
+import type { JsonEncodable } from '../pipeline/canonical-json.js';
 import type { StepConfig } from '../pipeline/config/load.js';
 import { closest, type Diagnostic } from '../pipeline/diagnostic.js';
 import { sha256 } from '../pipeline/digest.js';
@@ -11,28 +11,12 @@ import { taskOf } from './agent-step-config.js';
 import { checkSpec, defaultSpec } from './analyze/spec.js';
 import { lookSchedule } from './analyze/look-schedule.js';
 import { LOOK_DECISION, NOT_RUN } from './not-run.js';
-import type { AnalysisSpec, AttemptRecord, FactorialSpec, JudgementRecord, StoppingSpec } from './analyze/types.js';
+import type { AnalysisSpec, AttemptRecord, JudgementRecord, StoppingSpec } from './analyze/types.js';
+import { specOf, type SpecByKind } from './step-spec.js';
 
-interface AnalyzeConfig {
-  control: string;
-  treatments: string[];
-  weights?: AnalysisSpec['weights'];
-  bootstrap?: AnalysisSpec['bootstrap'];
-  confidence?: number;
-  power?: number;
-  validity_floor?: number;
-  infra_error_threshold?: number;
-  factorial?: FactorialSpec;
-  comparisons?: [string, string][];
-  /** A judge step whose (a)/(b)/(c) the report shows beside the verifier's. */
-  judge?: string;
-  /** A user step whose output (a JSON file {usd, tokens}) is the overhead cost stream. */
-  overhead?: { step: string; out: string };
-  /** Preregistered sequential stopping (absent: fixed-N). */
-  stopping?: Omit<StoppingSpec, 'schedule'>;
-}
+type AnalyzeConfig = SpecByKind['analyze'];
 
-const cfg = (step: StepConfig) => step.spec as unknown as AnalyzeConfig;
+const cfg = (step: StepConfig): AnalyzeConfig => specOf(step, 'analyze');
 
 /** The arms (matrix.arm values) of every run step upstream of `step`. */
 function upstreamArms(step: StepConfig, steps: ReadonlyMap<string, StepConfig>): Set<string> {
@@ -77,7 +61,7 @@ function scheduleOf(audits: readonly GraphNode[], stopping: Omit<StoppingSpec, '
   for (const a of audits) {
     families.add(taskOf(a).family);
     const run = a.upstream.find((u) => u.kind.name === 'run');
-    if (run) seed = String((run.step.spec['order_seed'] as number | undefined) ?? 0);
+    if (run) seed = String(specOf(run.step, 'run').order_seed ?? 0);
   }
   const rank = (f: string) => sha256(`${seed}:family:${f}`);
   return lookSchedule(
@@ -172,9 +156,9 @@ export const analyzeStep: StepKind = {
     }
     return problems;
   },
-  keyConfig: (node): Json => ({
-    spec: cohortSpec(node) as unknown as Json,
-    overhead: (cfg(node.step).overhead ?? null) as unknown as Json,
+  keyConfig: (node): JsonEncodable => ({
+    spec: cohortSpec(node),
+    overhead: cfg(node.step).overhead ?? null,
     ...(cfg(node.step).judge ? { judge: cfg(node.step).judge! } : {}),
   }),
   fileInputs: () => [],
@@ -266,7 +250,7 @@ export const analyzeStep: StepKind = {
 export const lookStep: StepKind = {
   name: 'look',
   version: 1,
-  keyConfig: (node): Json => ({ look: Number(node.matrix['look']), spec: lookSpec(node) as unknown as Json }),
+  keyConfig: (node): JsonEncodable => ({ look: Number(node.matrix['look']), spec: lookSpec(node) }),
   fileInputs: () => [],
   selectUpstream: (_node, upstream) => (upstream.kind.name === 'audit' ? ['audit.json?', NOT_RUN + '?'] : []),
 

@@ -10,19 +10,18 @@ import { scanLeakage, type LeakageFlag } from './leakage.js';
 import type { AttemptRecord, AttemptTry } from './analyze/types.js';
 import type { AtifTrajectory } from '../agents/adapter.js';
 import { checkTasks, taskOf } from './agent-step-config.js';
-import { armOf, type ArmSpec } from './run.js';
+import { armOf } from './run.js';
 import { VERIFIER_OWNED, verifierOwned } from './verifier-owned.js';
 import type { WorkspaceChanges } from './workspace.js';
 import { NOT_RUN, passedNotRun } from './not-run.js';
+import { specIf, specOf, type SpecByKind } from './step-spec.js';
 
 /** What the admission policy does with an attempt that is flagged. */
 type Consequence = 'flag' | 'score-zero' | 'exclude';
 
-interface AuditSpec {
-  policy?: { out_of_bounds?: Consequence; leakage?: Consequence };
-}
+type AuditSpec = SpecByKind['audit'];
 
-const spec = (step: StepConfig) => step.spec as unknown as AuditSpec;
+const spec = (step: StepConfig): AuditSpec => specOf(step, 'audit');
 
 /**
  * A write out of bounds (outside the allowed paths, or to a file the verifier owns)
@@ -163,11 +162,8 @@ export const auditStep: StepKind = {
     const leakage = scanLeakage({ task, trajectory, gatewayLog, agentLog: read('agent.log') ?? '', hiddenFiles });
 
     // Mechanism evidence: delivered (gateway), used (trajectory). "Changed" is per pair: analyze.
-    const arms = (ctx.node.upstream.find((u) => u.kind.name === 'run')?.step.spec['arms'] ?? {}) as Record<
-      string,
-      { files?: Record<string, string>; mcp_servers?: Record<string, unknown> }
-    >;
-    const arm = armOf({ arms: arms as Record<string, ArmSpec> }, run.arm);
+    const arms = specIf(ctx.node.upstream.find((u) => u.kind.name === 'run')?.step, 'run')?.arms ?? {};
+    const arm = armOf({ arms }, run.arm);
     // An arm's treatment: its files, the repository's own files it restored, its MCP servers.
     const treatmentFiles = [...Object.keys(arm.files ?? {}), ...(run.restored ?? []).map((r) => r.path)];
     const mcp = Object.keys(arm.mcp_servers ?? {});

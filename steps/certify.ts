@@ -2,7 +2,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import type { AttemptContext } from '../agents/adapter.js';
 import { oracleAgent } from '../agents/simple.js';
-import { canonicalJson, type Json } from '../pipeline/canonical-json.js';
+import { canonicalJson, type JsonEncodable } from '../pipeline/canonical-json.js';
 import type { StepConfig } from '../pipeline/config/load.js';
 import { sha256 } from '../pipeline/digest.js';
 import { err, errorMessage, ok, type Result } from '../pipeline/result.js';
@@ -12,7 +12,7 @@ import { sandboxBackend } from '../sandboxes/index.js';
 import { checkTasks, taskOf } from './agent-step-config.js';
 import { allowedBy, bySeverity, failingFindings, policyFromSpec, type AllowEntry, type CertifyPolicy } from './certify/policy.js';
 import type { Finding, Surface } from './certify/scan.js';
-import { sandboxFor, sandboxOf, type ArmSpec, type SandboxSettings } from './run.js';
+import { sandboxFor, sandboxOf, type ArmSpec } from './run.js';
 import { fileSources, outputsReadFrom, producerSteps, treatmentEntry } from './treatment-files.js';
 import type { Task } from './task.js';
 import type { CanaryCalibrations } from './verifier-canary.js';
@@ -20,18 +20,11 @@ import { runVerifier, scoringOf, verifierSandbox, type VerifierOutcome } from '.
 import { ENVIRONMENT_OUTPUTS, inEnvironment, networkNote, startingPoint, verifierPhase } from './environment.js';
 import { verifierOwned } from './verifier-owned.js';
 import { diffSnapshots, snapshot } from './workspace.js';
+import { specIf, specOf, type SpecByKind } from './step-spec.js';
 
-interface CertifySpec {
-  sandbox?: SandboxSettings;
-  policy?: Partial<CertifyPolicy>;
-  reward?: { threshold?: number };
-  /** Verify offline as uid 1000 whatever the task's verifier phase says (Harbor's default is root with its network). */
-  strict_verifier?: boolean;
-  /** The arms whose treatment is the memory under test (a task's `facts` must be there); default: any arm's. */
-  memory_arms?: string[];
-}
+type CertifySpec = SpecByKind['certify'];
 
-const spec = (step: StepConfig) => step.spec as unknown as CertifySpec;
+const spec = (step: StepConfig): CertifySpec => specOf(step, 'certify');
 
 /** The arms that will run on this task: the treatments of every downstream run step. */
 function armsOf(node: GraphNode): Record<string, ArmSpec> {
@@ -40,7 +33,7 @@ function armsOf(node: GraphNode): Record<string, ArmSpec> {
   for (const d of node.downstream) {
     if (d.kind.name !== 'run' || seen.has(d.step.name)) continue;
     seen.add(d.step.name);
-    for (const [name, arm] of Object.entries((d.step.spec['arms'] as Record<string, ArmSpec> | undefined) ?? {})) arms[`${d.step.name}:${name}`] = arm;
+    for (const [name, arm] of Object.entries(specIf(d.step, 'run')?.arms ?? {})) arms[`${d.step.name}:${name}`] = arm;
   }
   return arms;
 }
@@ -175,7 +168,7 @@ export const certifyStep: StepKind = {
     // Generated treatment files are scanned like any other surface, so certify must read them.
     for (const run of steps.values()) {
       if (run.kind !== 'run' || !run.needs.includes(step.name)) continue;
-      for (const producer of producerSteps(Object.values((run.spec['arms'] as Record<string, ArmSpec> | undefined) ?? {}))) {
+      for (const producer of producerSteps(Object.values(specIf(run, 'run')?.arms ?? {}))) {
         if (!step.needs.includes(producer)) {
           problems.push({
             field: `steps.${step.name}.needs`,
@@ -188,7 +181,7 @@ export const certifyStep: StepKind = {
     }
     return problems;
   },
-  keyConfig(node): Json {
+  keyConfig(node): JsonEncodable {
     const task = taskOf(node);
     const arms = armsOf(node);
     return {
@@ -203,7 +196,7 @@ export const certifyStep: StepKind = {
         patch: task.verifier.patch,
         result: task.verifier.result,
         timeout: task.verifier.timeoutSec,
-        runner: (task.verifier.runner ?? null) as unknown as Json,
+        runner: task.verifier.runner ?? null,
       },
       arms: Object.fromEntries(
         Object.entries(arms).map(([k, a]) => [
@@ -219,12 +212,12 @@ export const certifyStep: StepKind = {
           },
         ]),
       ),
-      policy: policyFromSpec(spec(node.step).policy) as unknown as Json,
-      scoring: scoringOf(spec(node.step)) as unknown as Json,
+      policy: policyFromSpec(spec(node.step).policy),
+      scoring: scoringOf(spec(node.step)),
       ...(spec(node.step).strict_verifier ? { strict_verifier: true } : {}),
       ...(task.facts?.length ? { facts: task.facts, memory_arms: spec(node.step).memory_arms ?? [] } : {}),
-      ...(task.environment ? { environment: task.environment as unknown as Json } : {}),
-      sandbox: sandboxOf(spec(node.step)) as unknown as Json,
+      ...(task.environment ? { environment: task.environment } : {}),
+      sandbox: sandboxOf(spec(node.step)),
     };
   },
   fileInputs(node): FileInputSpec[] {

@@ -8,19 +8,11 @@ import { err, ok } from '../pipeline/result.js';
 import type { ExecutionContext, FileInputSpec, GraphNode, HostEnv, StepKind } from '../pipeline/step-kind.js';
 import type { OutputManifest } from '../pipeline/store/action-cache.js';
 import { runProcess } from '../sandboxes/exec-process.js';
+import { specOf, type SpecByKind } from './step-spec.js';
 
-type Dep = string | { from: string; out?: string };
+type CommandSpec = SpecByKind['command'];
 
-interface CommandSpec {
-  cmd: string;
-  deps?: Dep[];
-  outs?: string[];
-  env?: Record<string, string | number | boolean>;
-  pass_env?: string[];
-  timeout?: number;
-}
-
-const spec = (step: StepConfig) => step.spec as unknown as CommandSpec;
+const spec = (step: StepConfig): CommandSpec => specOf(step, 'command');
 
 let platform: { os: string; arch: string; libc: string; node: string } | undefined;
 

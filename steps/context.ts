@@ -8,7 +8,8 @@ import { err, errorMessage, ok } from '../pipeline/result.js';
 import type { ExecutionContext, StepKind } from '../pipeline/step-kind.js';
 import { DEFAULT_DOCUMENTATION, DEFAULT_REDACTION, ensureMirror, treeEntries } from './materialize.js';
 import { extractTree } from './git-archive.js';
-import { callModel, checkModelSpec, modelInputs, modelKey, type ModelCallSpec } from './model-call.js';
+import { callModel, checkModelSpec, modelInputs, modelKey } from './model-call.js';
+import { specOf, type SpecByKind } from './step-spec.js';
 
 /**
  * `context` (Layer 1): a provider writes the context file an arm then receives
@@ -16,22 +17,9 @@ import { callModel, checkModelSpec, modelInputs, modelKey, type ModelCallSpec } 
  * recording gateway: the frozen prompt, then the repository's files at the pinned
  * commit. Its usage and cost are the overhead stream (cost.json), never eval cost.
  */
-interface ContextSpec {
-  repo: string;
-  commit: string;
-  subdir?: string;
-  prompt: string;
-  out?: string;
-  /** Globs of the repository files given to the model (default: every file). */
-  include?: string[];
-  /** Instruction files the model is not shown, as materialize removes them from every arm (default: the same list). */
-  redact?: string[];
-  /** Documentation not shown either (the docs-removed variant): true for materialize's default globs, or a list. */
-  remove_documentation?: boolean | string[];
-  model: ModelCallSpec;
-}
+type ContextSpec = SpecByKind['context'];
 
-const spec = (step: StepConfig) => step.spec as unknown as ContextSpec;
+const spec = (step: StepConfig): ContextSpec => specOf(step, 'context');
 
 /** What the generator is not shown: the instruction files (as no arm sees them), and documentation when removed. */
 function hiddenOf(s: ContextSpec): string[] {

@@ -1,7 +1,7 @@
 import { lstatSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
-import type { Json } from '../pipeline/canonical-json.js';
+import type { Json, JsonEncodable } from '../pipeline/canonical-json.js';
 import type { StepConfig } from '../pipeline/config/load.js';
 import { sha256 } from '../pipeline/digest.js';
 import { err, ok } from '../pipeline/result.js';
@@ -18,13 +18,11 @@ import { treeEntries } from './materialize.js';
 import { attemptDiff } from './attempt-diff.js';
 import type { Task } from './task.js';
 import type { WorkspaceChanges } from './workspace.js';
+import { specIf, specOf, type SpecByKind } from './step-spec.js';
 
-interface ExportConfig {
-  cohort?: string;
-  fixture_note?: string;
-}
+type ExportConfig = SpecByKind['export'];
 
-const cfg = (step: StepConfig) => step.spec as unknown as ExportConfig;
+const cfg = (step: StepConfig): ExportConfig => specOf(step, 'export');
 
 /** Text outputs that may hold host paths or credentials: redacted before they enter the bundle. */
 const REDACTED_OUTPUTS = new Set(['trajectory.json', 'gateway.jsonl', 'agent.log', 'result.json', 'evidence.json', 'verifier.log']);
@@ -59,7 +57,7 @@ function taskSpec(t: Task): Json {
     },
     solution: { patch: t.solution.patch },
     facts: t.facts ?? [],
-  } as unknown as Json;
+  };
 }
 
 /** The frozen protocol in words, for the report's status bar and methods panel. */
@@ -101,12 +99,7 @@ function freezeRecord(node: GraphNode, attempts: readonly AttemptRecord[], confi
 
 function reportContext(node: GraphNode, attempts: AttemptRecord[], configDigest: string): ReportContext {
   const run = runStepOf(node);
-  const spec = (run?.step.spec ?? {}) as {
-    agent?: { adapter: string; model?: string };
-    arms?: Record<string, ArmSpec>;
-    limits?: Parameters<typeof limitsOf>[0]['limits'];
-    sandbox?: Parameters<typeof sandboxOf>[0]['sandbox'];
-  };
+  const spec: Partial<SpecByKind['run']> = specIf(run?.step, 'run') ?? {};
   const sandbox = sandboxOf({ ...(spec.sandbox ? { sandbox: spec.sandbox } : {}) });
   const limits = limitsOf({ ...(spec.limits ? { limits: spec.limits } : {}) });
   const first = attempts.find((a) => a.admission === 'accepted') ?? attempts[0];
@@ -234,7 +227,7 @@ export const exportStep: StepKind = {
           },
         ];
   },
-  keyConfig: (node): Json => ({ cohort: cfg(node.step).cohort ?? node.step.name, fixture_note: cfg(node.step).fixture_note ?? null }),
+  keyConfig: (node): JsonEncodable => ({ cohort: cfg(node.step).cohort ?? node.step.name, fixture_note: cfg(node.step).fixture_note ?? null }),
   // The resolved config and every task's hidden verifier files go into the bundle: their bytes are inputs.
   fileInputs: (node) => [
     { pattern: relative(node.step.rootDir, node.step.configFile), field: ['kind'] },

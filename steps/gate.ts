@@ -1,11 +1,12 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Json } from '../pipeline/canonical-json.js';
+import type { JsonEncodable } from '../pipeline/canonical-json.js';
 import type { StepConfig } from '../pipeline/config/load.js';
 import type { Diagnostic } from '../pipeline/diagnostic.js';
 import { err, ok } from '../pipeline/result.js';
 import type { ExecutionContext, StepKind } from '../pipeline/step-kind.js';
 import type { AnalysisResult } from './analyze/types.js';
+import { specOf, type SpecByKind } from './step-spec.js';
 
 /**
  * `gate`: the end of a stage. It reads a pilot cohort's analysis and passes only when
@@ -13,23 +14,9 @@ import type { AnalysisResult } from './analyze/types.js';
  * downstream); the next stage's steps need the gate, so when it fails they never run,
  * and `run` says why.
  */
-interface GateSpec {
-  /** The pilot's analyze step (in needs). */
-  analysis: string;
-  require: {
-    treatment: string;
-    /** Control arm of the comparison (default: the pilot's control). */
-    control?: string;
-    /** The effect (pass-rate delta, -1..1) must be at least this. */
-    min_effect?: number;
-    /** The lower bound of the effect's interval must be at least this. */
-    min_ci_lower?: number;
-    /** The comparison's verdict must be one of these. */
-    verdicts?: string[];
-  };
-}
+type GateSpec = SpecByKind['gate'];
 
-const spec = (step: StepConfig) => step.spec as unknown as GateSpec;
+const spec = (step: StepConfig): GateSpec => specOf(step, 'gate');
 const pp = (x: number) => `${x >= 0 ? '+' : ''}${Math.round(x * 1000) / 10} pp`;
 
 /** Whether the condition holds on the analysis, and in words why (not). */
@@ -61,7 +48,8 @@ export const gateStep: StepKind = {
         message: `analysis "${s.analysis}" must be an analyze step in needs (the pilot cohort whose result the gate reads)`,
       });
     } else {
-      const arms = [pilot.spec['control'], ...((pilot.spec['treatments'] as string[] | undefined) ?? [])];
+      const pilotSpec = specOf(pilot, 'analyze');
+      const arms = [pilotSpec.control, ...pilotSpec.treatments];
       if (!arms.includes(s.require?.treatment))
         problems.push({
           ...at(['require', 'treatment']),
@@ -73,7 +61,7 @@ export const gateStep: StepKind = {
       problems.push({ ...at(['require']), message: 'a gate needs a condition: min_effect, min_ci_lower and/or verdicts' });
     return problems;
   },
-  keyConfig: (node): Json => ({ analysis: spec(node.step).analysis, require: spec(node.step).require as unknown as Json }),
+  keyConfig: (node): JsonEncodable => ({ analysis: spec(node.step).analysis, require: spec(node.step).require }),
   fileInputs: () => [],
   selectUpstream: (node, upstream) => (upstream.step.name === spec(node.step).analysis ? ['analysis.json'] : []),
   describeConfigField: (path) => (path[0] === 'require' ? 'gate condition' : path.join('.')),

@@ -186,16 +186,18 @@ function parseExchanges(gatewayLog: string): Exchange[] {
   const out: Exchange[] = [];
   gatewayLog.split('\n').forEach((line, i) => {
     if (!line.trim()) return;
-    let r: { request_body?: unknown; response_events?: { event?: string; data?: unknown }[]; response_body?: unknown };
+    let r: unknown;
     try {
-      r = JSON.parse(line) as typeof r;
+      r = JSON.parse(line);
     } catch {
       return;
     }
+    if (!isObject(r)) return;
     const where = `gateway exchange ${i + 1}`;
     const ex: Exchange = { toolCalls: [], toolResults: [], modelText: [] };
-    collectToolResults(r.request_body, (text) => ex.toolResults.push({ where: `${where} (tool result sent to the model)`, text }));
-    const reply = r.response_events ? reassemble(r.response_events) : replyOf(r.response_body);
+    collectToolResults(r['request_body'], (text) => ex.toolResults.push({ where: `${where} (tool result sent to the model)`, text }));
+    const events = r['response_events'];
+    const reply = Array.isArray(events) ? reassemble(events.filter(isObject)) : replyOf(r['response_body']);
     for (const t of reply.text) ex.modelText.push({ where: `${where} (model text)`, text: t });
     for (const c of reply.calls) ex.toolCalls.push({ where: `${where} (tool call ${c.name})`, text: argumentText(c.input) });
     out.push(ex);
@@ -224,7 +226,7 @@ function textOf(content: unknown): string {
 }
 
 /** A streamed reply, reassembled: each text block whole, each tool call's input whole. */
-function reassemble(events: { event?: string; data?: unknown }[]): { text: string[]; calls: { name: string; input: string }[] } {
+function reassemble(events: Record<string, unknown>[]): { text: string[]; calls: { name: string; input: string }[] } {
   const blocks = new Map<number, { type: string; name: string; text: string }>();
   const openai: { text: string[]; calls: { name: string; input: string }[] } = { text: [], calls: [] };
   let openaiDelta = '';

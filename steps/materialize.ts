@@ -7,10 +7,12 @@ import { canonicalJson, type Json } from '../pipeline/canonical-json.js';
 import { sha256 } from '../pipeline/digest.js';
 import { err, errorMessage, ok } from '../pipeline/result.js';
 import type { ExecutionContext, StepKind } from '../pipeline/step-kind.js';
+import type { StepConfig } from '../pipeline/config/load.js';
 import { Cas } from '../pipeline/store/cas.js';
 import { checkTasks, taskOf } from './agent-step-config.js';
 import { gitApply } from './git-apply.js';
 import { extractTree } from './git-archive.js';
+import { specOf } from './step-spec.js';
 
 /** Auto-loaded agent instructions and bindings, removed identically for every arm. */
 export const DEFAULT_REDACTION = [
@@ -47,12 +49,12 @@ export interface RedactionReceipt {
   receipt_digest: string;
 }
 
-function policyOf(spec: Record<string, unknown>): string[] {
-  return (spec['redact'] as string[] | undefined) ?? DEFAULT_REDACTION;
+function policyOf(step: StepConfig): string[] {
+  return specOf(step, 'materialize').redact ?? DEFAULT_REDACTION;
 }
 
-function documentationOf(spec: Record<string, unknown>): string[] | null {
-  const d = spec['remove_documentation'] as boolean | string[] | undefined;
+function documentationOf(step: StepConfig): string[] | null {
+  const d = specOf(step, 'materialize').remove_documentation;
   return d === true ? DEFAULT_DOCUMENTATION : Array.isArray(d) && d.length ? d : null;
 }
 
@@ -111,12 +113,12 @@ export const materializeStep: StepKind = {
   check: (step) => checkTasks(step),
   keyConfig(node): Json {
     const task = taskOf(node);
-    const docs = documentationOf(node.step.spec);
+    const docs = documentationOf(node.step);
     return {
       commit: task.repo.commit,
       subdir: task.repo.subdir ?? null,
       setup_patch: task.repo.setupPatch ?? null,
-      redact: policyOf(node.step.spec),
+      redact: policyOf(node.step),
       ...(docs ? { documentation: docs, allowed_paths: task.allowedPaths } : {}),
     };
   },
@@ -146,8 +148,8 @@ export const materializeStep: StepKind = {
         message: `task ${task.id}: cannot materialize ${task.repo.source}@${task.repo.commit.slice(0, 12)}: ${errorMessage(e).split('\n')[0]}`,
       });
     }
-    const policy = policyOf(ctx.node.step.spec);
-    const docs = documentationOf(ctx.node.step.spec);
+    const policy = policyOf(ctx.node.step);
+    const docs = documentationOf(ctx.node.step);
     const isRedacted = picomatch(policy, { dot: true });
     const isDoc = docs ? picomatch(docs, { dot: true }) : () => false;
     const isAllowed = picomatch(task.allowedPaths, { dot: true });

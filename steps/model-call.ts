@@ -12,18 +12,12 @@ import { err, errorMessage, ok, type Result } from '../pipeline/result.js';
 import type { ExecutionContext, FileInputSpec } from '../pipeline/step-kind.js';
 import { normalizedPath } from './treatment-files.js';
 import { upstreamAuth } from '../gateway/upstream-auth.js';
+import { anySpecOf } from './step-spec.js';
+import { isRecord } from '../agents/adapter.js';
+import type { ModelCall } from './config-types.generated.js';
 
 /** `model:` of a context or judge step. */
-export interface ModelCallSpec {
-  name: string;
-  provider?: 'anthropic' | 'openai';
-  /** A scripted model (offline tests): its `completions` answer these calls. */
-  fake_script?: string;
-  upstream?: string;
-  /** The host variable holding the provider key; the gateway adds it, nothing else sees it. */
-  api_key_env?: string;
-  max_tokens?: number;
-}
+export type ModelCallSpec = ModelCall;
 
 export interface ModelReply {
   text: string;
@@ -34,7 +28,8 @@ export interface ModelReply {
 }
 
 export function checkModelSpec(step: StepConfig): Diagnostic[] {
-  const m = step.spec['model'] as ModelCallSpec | undefined;
+  const spec = anySpecOf(step);
+  const m = 'model' in spec && spec.model && 'name' in spec.model ? spec.model : undefined;
   const at = (f: string[]) => ({ field: `steps.${step.name}.${f.join('.')}`, location: step.source.locate([...step.path, ...f]) });
   if (!m?.name) return [{ ...at(['model']), message: `a ${step.kind} step needs model.name and either model.upstream (URL) or model.fake_script` }];
   if (!m.fake_script && !m.upstream)
@@ -67,18 +62,21 @@ export function modelInputs(m: ModelCallSpec): FileInputSpec[] {
 }
 
 function replyText(provider: 'anthropic' | 'openai', body: unknown): string {
-  const b = body as { content?: { type: string; text?: string }[]; output?: { type: string; content?: { type: string; text?: string }[] }[] };
-  if (provider === 'anthropic')
-    return (b.content ?? [])
-      .filter((c) => c.type === 'text')
-      .map((c) => c.text ?? '')
+  // The provider's reply is checked as it is read: a field of the wrong shape reads as no text.
+  const records = (v: unknown): Record<string, unknown>[] => (Array.isArray(v) ? v.filter(isRecord) : []);
+  const texts = (blocks: Record<string, unknown>[], type: string) =>
+    blocks
+      .filter((c) => c['type'] === type && typeof c['text'] === 'string')
+      .map((c) => String(c['text']))
       .join('');
-  return (b.output ?? [])
-    .filter((o) => o.type === 'message')
-    .flatMap((o) => o.content ?? [])
-    .filter((c) => c.type === 'output_text')
-    .map((c) => c.text ?? '')
-    .join('');
+  if (!isRecord(body)) return '';
+  if (provider === 'anthropic') return texts(records(body['content']), 'text');
+  return texts(
+    records(body['output'])
+      .filter((o) => o['type'] === 'message')
+      .flatMap((o) => records(o['content'])),
+    'output_text',
+  );
 }
 
 /**
@@ -94,7 +92,12 @@ export async function callModel(
   const provider = m.provider ?? 'anthropic';
   const fakeEntry = m.fake_script ? ctx.files.find((f) => f.path === normalizedPath(m.fake_script!))?.entry : undefined;
   if (m.fake_script && fakeEntry?.type !== 'file') return err(`model.fake_script ${m.fake_script} was not staged`);
-  const fakeScript = fakeEntry?.type === 'file' ? (JSON.parse(ctx.artifacts.read(fakeEntry.digest).toString('utf8')) as FakeScript) : undefined;
+  let fakeScript: FakeScript | undefined;
+  if (fakeEntry?.type === 'file') {
+    const parsed = parseFakeScript(JSON.parse(ctx.artifacts.read(fakeEntry.digest).toString('utf8')));
+    if (!parsed.ok) return err(`model.fake_script ${m.fake_script}: ${parsed.error.path}: ${parsed.error.message}`);
+    fakeScript = parsed.value;
+  }
   const key = m.api_key_env && !fakeScript ? (ctx.hostEnv[m.api_key_env] ?? '') : undefined;
   if (m.api_key_env && !fakeScript && !key) return err(`the host variable ${m.api_key_env} (model.api_key_env) is not set`);
   const { openModel } = await import('./model-session.js');

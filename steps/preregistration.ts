@@ -3,6 +3,7 @@ import { sha256 } from '../pipeline/digest.js';
 import type { ResolvedInput } from '../pipeline/inputs.js';
 import { withUpstream } from '../pipeline/dag.js';
 import type { GraphNode, HostEnv } from '../pipeline/step-kind.js';
+import { specOf } from './step-spec.js';
 
 /**
  * Preregistration. A cohort is an analyze step; its frozen fields (what the seeds
@@ -71,7 +72,7 @@ export function computeFreeze(analyze: GraphNode, inputs: ReadonlyMap<string, Re
         fields['limits (turns, wall time, tokens, cost)'] = canonicalJson(limits);
         fields['sandbox (backend, egress, image, resources)'] = digestOf(sandbox);
         fields['model upstream'] = digestOf({ model, rest });
-        fields['attempt order seed'] = String((n.step.spec['order_seed'] as number | undefined) ?? 0);
+        fields['attempt order seed'] = String(specOf(n.step, 'run').order_seed ?? 0);
         reps.set(`${task}/${arm}`, (reps.get(`${task}/${arm}`) ?? 0) + 1);
         break;
       }
@@ -86,7 +87,7 @@ export function computeFreeze(analyze: GraphNode, inputs: ReadonlyMap<string, Re
         gates.push(n.step.name);
         break;
       case 'analyze': {
-        const { version: _v, ...spec } = n.step.spec as Record<string, unknown>;
+        const { version: _v, ...spec } = specOf(n.step, 'analyze');
         fields['analysis (arms, metrics, weights, bootstrap, validity floor, thresholds)'] = digestOf({
           cfg,
           spec: { ...spec, needs: undefined, description: undefined },
@@ -98,10 +99,10 @@ export function computeFreeze(analyze: GraphNode, inputs: ReadonlyMap<string, Re
   const sizes = [...new Set(reps.values())];
   fields['sample size (tasks x arms x reps)'] =
     `${new Set([...reps.keys()].map((k) => k.split('/')[0])).size} tasks x ${new Set([...reps.keys()].map((k) => k.split('/')[1])).size} arms x ${sizes.length === 1 ? sizes[0] : sizes.join('/')} reps`;
-  const stopping = analyze.step.spec['stopping'] as Record<string, unknown> | undefined;
+  const stopping = specOf(analyze.step, 'analyze').stopping;
   // Sequential stopping: the rule, and the families of each look in their preregistered order.
   fields['stopping rule'] = stopping
-    ? `${String(stopping['rule'])} ${canonicalJson(stopping as never)}, looks over families ${digestOf((analyze.kind.keyConfig(analyze, hostEnv) as { spec: { stopping?: { schedule?: unknown } } }).spec.stopping?.schedule ?? null)}`
+    ? `${stopping.rule} ${canonicalJson(stopping)}, looks over families ${digestOf((analyze.kind.keyConfig(analyze, hostEnv) as { spec: { stopping?: { schedule?: unknown } } }).spec.stopping?.schedule ?? null)}`
     : gates.length
       ? `fixed-N per stage, gated by ${gates.sort().join(', ')}`
       : 'fixed-N';

@@ -1,10 +1,10 @@
 import { lstatSync, mkdirSync, mkdtempSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
-import type { AgentAdapter, AttemptContext, McpServer } from '../agents/adapter.js';
+import type { AgentAdapter, AttemptContext } from '../agents/adapter.js';
 import { fingerprintLines, foldLine, lineDigest, type Marker } from '../gateway/markers.js';
 import { agentAdapters } from '../agents/index.js';
-import type { Json } from '../pipeline/canonical-json.js';
+import type { JsonEncodable } from '../pipeline/canonical-json.js';
 import type { StepConfig } from '../pipeline/config/load.js';
 import type { Diagnostic } from '../pipeline/diagnostic.js';
 import { sha256 } from '../pipeline/digest.js';
@@ -23,19 +23,10 @@ import type { RedactionReceipt } from './materialize.js';
 import { fileSources, isStepOutput, normalizedPath, outputsReadFrom, producerSteps, treatmentEntry, type TreatmentSource } from './treatment-files.js';
 import type { OutputEntry } from '../pipeline/store/cas.js';
 import { LOOK_DECISION, notRunOutputs, stoppedBy } from './not-run.js';
+import { specOf, type SpecByKind } from './step-spec.js';
 
-export interface ArmSpec {
-  /** A bias-of-prompt arm: another arm's treatment with its steering lines removed. */
-  ablate?: { from: string; drop_lines: string[] };
-  /** Workspace path -> a file beside the config, or an output of another step ({from, out}). */
-  files?: Record<string, TreatmentSource>;
-  mcp_servers?: Record<string, McpServer>;
-  prompt_append?: string;
-  env?: Record<string, string>;
-  marker?: string;
-  /** `redacted`: the instruction files materialize removed from the task's tree, put back in this arm only. */
-  restore?: 'redacted';
-}
+/** An arm's treatment (arms differ only here); an ablation arm is another arm's treatment with its steering lines removed. */
+export type ArmSpec = RunSpec['arms'][string];
 
 export interface SandboxSettings {
   backend?: BackendName | 'auto';
@@ -45,20 +36,11 @@ export interface SandboxSettings {
   resources?: { cpus?: number; memory_mb?: number; pids?: number };
 }
 
-export interface RunSpec {
-  /** Seeds the interleaved order in which attempts are queued (preregistered with the cohort). */
-  order_seed?: number;
-  agent: { adapter: string; model?: string; flags?: string[]; command?: string };
-  arms: Record<string, ArmSpec>;
-  limits?: { turns?: number; wall_seconds?: number; tokens?: number; cost_usd?: number; max_file_mb?: number };
-  sandbox?: SandboxSettings;
-  /** api_key_env: the host variable holding the real key; the gateway adds it upstream, the agent never sees it. */
-  model?: { fake_script?: string; upstream?: string; api_key_env?: string };
-}
+export type RunSpec = SpecByKind['run'];
 
 export type ExitReason = 'done' | 'turn-cap' | 'time-cap' | 'token-cap' | 'cost-cap' | 'agent-crash' | 'infra-error';
 
-const spec = (step: StepConfig) => step.spec as unknown as RunSpec;
+const spec = (step: StepConfig): RunSpec => specOf(step, 'run');
 
 /** An arm as it runs: an ablation arm takes its base arm's treatment, minus the lines it drops. */
 export function armOf(s: { arms: Record<string, ArmSpec> }, name: string): ArmSpec {
@@ -370,7 +352,7 @@ export const runStep: StepKind = {
     return problems;
   },
 
-  keyConfig(node: GraphNode): Json {
+  keyConfig(node: GraphNode): JsonEncodable {
     const s = spec(node.step);
     const task = taskOf(node);
     const arm = armOf(s, node.matrix['arm']!);
@@ -399,7 +381,7 @@ export const runStep: StepKind = {
       // What a task's own environment (task.toml) sets: the agent's time limit, CPUs, memory, network.
       ...(task.environment ? { environment: task.environment } : {}),
       ...(task.workdir ? { workdir: task.workdir } : {}),
-    } as unknown as Json;
+    };
   },
 
   fileInputs(node): FileInputSpec[] {

@@ -1,26 +1,22 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
-import type { Json } from '../pipeline/canonical-json.js';
+import type { JsonEncodable } from '../pipeline/canonical-json.js';
 import type { StepConfig } from '../pipeline/config/load.js';
 import { err, errorMessage, ok } from '../pipeline/result.js';
 import type { ExecutionContext, FileInputSpec, StepKind } from '../pipeline/step-kind.js';
 import { checkTasks, taskOf } from './agent-step-config.js';
 import { ENVIRONMENT_OUTPUTS, startingPoint, verifierPhase } from './environment.js';
-import { sandboxFor, sandboxOf, type SandboxSettings } from './run.js';
+import { sandboxFor, sandboxOf } from './run.js';
 import type { CanaryCalibrations } from './verifier-canary.js';
 import { runVerifier, scoringOf, verifierSandbox, type TestEvidence, type VerifierOutcome } from './verifier-run.js';
 import { VERIFIER_OWNED, verifierOwned } from './verifier-owned.js';
 import { applyChanges, type WorkspaceChanges } from './workspace.js';
 import { NOT_RUN, passedNotRun } from './not-run.js';
+import { specOf, type SpecByKind } from './step-spec.js';
 
-interface VerifySpec {
-  reward?: { threshold?: number };
-  /** Verify offline as uid 1000 whatever the task's verifier phase says (Harbor's default is root with its network). */
-  strict_verifier?: boolean;
-  sandbox?: SandboxSettings;
-}
+type VerifySpec = SpecByKind['verify'];
 
-const spec = (step: StepConfig) => step.spec as unknown as VerifySpec;
+const spec = (step: StepConfig): VerifySpec => specOf(step, 'verify');
 /**
  * `verify` (task x arm x rep): the attempt's changes applied to a fresh copy of the
  * tree, in a fresh sandbox the agent never saw, with the hidden verifier files added.
@@ -33,7 +29,7 @@ export const verifyStep: StepKind = {
   // 2: verifier-owned files are taken from the pristine tree; canaries.
   version: 3,
   check: (step) => checkTasks(step),
-  keyConfig(node): Json {
+  keyConfig(node): JsonEncodable {
     const task = taskOf(node);
     return {
       command: task.verifier.command,
@@ -52,7 +48,7 @@ export const verifyStep: StepKind = {
       owned: [...VERIFIER_OWNED, ...(task.verifier.owned ?? [])],
       allowed_paths: task.allowedPaths,
       sandbox: sandboxOf(spec(node.step)),
-    } as unknown as Json;
+    };
   },
   fileInputs(node): FileInputSpec[] {
     const task = taskOf(node);

@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -128,12 +128,16 @@ steps:
       const other = (JSON.parse(first.stdout).nodes as Node[]).find((n) => n.node === 'verify/fix-add/treatment/1')!;
       const forged = JSON.parse(readFileSync(join(nginx.data, 'ac', other.key!), 'utf8')).record;
       writeFileSync(file, JSON.stringify({ ...signed, record: { ...signed.record, outputs: forged.outputs, outputs_digest: forged.outputs_digest } }));
+      // And answers for the treatment's node with a body that has a signature and no record.
+      writeFileSync(join(nginx.data, 'ac', other.key!), JSON.stringify({ signature: signed.signature }));
       const second = await rig.cli('run', '--json', '--store', join(rig.dir, 'store-2'));
       expect(second.code, second.stderr).toBe(0);
       const nodes = JSON.parse(second.stdout).nodes as Node[];
       expect(nodes.find((n) => n.node === 'verify/fix-add/control/1')).toMatchObject({ status: 'executed' });
-      expect(nodes.filter((n) => n.status === 'executed').map((n) => n.node)).toEqual(['verify/fix-add/control/1']);
-      expect(JSON.parse(second.stdout).remote_cache.rejected).toBe(1);
+      expect(nodes.filter((n) => n.status === 'executed').map((n) => n.node)).toEqual(['verify/fix-add/control/1', 'verify/fix-add/treatment/1']);
+      expect(JSON.parse(second.stdout).remote_cache.rejected).toBe(2);
+      const warnings = (JSON.parse(second.stdout).warnings as { cohort: string | null; message: string }[]).map((w) => w.message);
+      expect(warnings.filter((m) => m.includes('ignored: it is not a signed record'))).toHaveLength(1);
       const verdict = await rig.cli('show', 'verify/fix-add/control/1', 'verdict.json', '--store', join(rig.dir, 'store-2'));
       expect(JSON.parse(verdict.stdout).pass).toBe(false);
 
@@ -143,6 +147,33 @@ steps:
       expect(third.code, third.stderr).toBe(0);
       expect((JSON.parse(third.stdout).nodes as Node[]).every((n) => n.status === 'executed')).toBe(true);
       expect(JSON.parse(third.stdout).remote_cache.rejected).toBeGreaterThan(0);
+    });
+
+    it('what the local store holds and the remote lacks (built offline, or by doctor) goes up on the next read-write run, once', async () => {
+      // Keys of their own (the other tests of this server built the same cohort).
+      rig.write('bench.config.yaml', rig.read('bench.config.yaml').replace('sleep 0.3', 'sleep 0.2'));
+      // Built with the remote tier read-only: the records are local only.
+      const offline = await rig.cli('run', '--json', '--remote-cache', nginx.url, '--cache-mode', 'read-only');
+      expect(offline.code, offline.stderr).toBe(0);
+      const keys = (JSON.parse(offline.stdout).nodes as Node[]).map((n) => n.key!);
+      const nodes = keys.length;
+      expect(JSON.parse(offline.stdout).remote_cache.records_written).toBe(0);
+      const onServer = () => keys.filter((k) => existsSync(join(nginx.data, 'ac', k))).length;
+      expect(onServer()).toBe(0);
+      // The next read-write run executes nothing and uploads every record the server lacks...
+      const up = await rig.cli('run', '--json');
+      expect(up.code, up.stderr).toBe(0);
+      expect((JSON.parse(up.stdout).nodes as Node[]).every((n) => n.status === 'cached')).toBe(true);
+      expect(JSON.parse(up.stdout).remote_cache.records_written).toBe(nodes);
+      expect(onServer()).toBe(nodes);
+      // ... once: the store remembers what the server holds, and a later run sends nothing.
+      const again = await rig.cli('run', '--json');
+      expect(JSON.parse(again.stdout).remote_cache).toMatchObject({ records_written: 0, blobs_written: 0, records_read: 0 });
+      // Another store now builds nothing: every node comes from the server.
+      const other = await rig.cli('run', '--json', '--store', join(rig.dir, 'store-c'));
+      expect(other.code, other.stderr).toBe(0);
+      expect((JSON.parse(other.stdout).nodes as Node[]).filter((n) => n.status !== 'cached')).toEqual([]);
+      expect(JSON.parse(other.stdout).remote_cache.records_read).toBe(nodes);
     });
 
     it('a server that stops mid-run leaves a complete local result, with one warning', async () => {

@@ -20,3 +20,23 @@ describe('prebuilt schema validators', () => {
     expect(digest).toBe(schemasDigest());
   });
 });
+
+describe("a step kind's spec, typed by the schema", () => {
+  // steps/config-types.generated.ts is made from the same definitions the validators check;
+  // specOf is the only way a step kind reads its spec, so a spec the schema refuses never
+  // reaches a step typed as valid.
+  it('specOf returns a valid spec and names what is wrong with an invalid one', async () => {
+    const { specOf, anySpecOf } = await import('../steps/step-spec.js');
+    const good = { name: 'report', kind: 'export', spec: { kind: 'export', cohort: 'main' } };
+    expect(specOf(good, 'export').cohort).toBe('main');
+    expect(anySpecOf(good)).toBe(good.spec);
+    expect(() => specOf({ name: 'report', kind: 'export', spec: { kind: 'export', cohort: 3 } }, 'export')).toThrow(
+      'step "report" is not a valid export step: /cohort must be string',
+    );
+    expect(() => specOf({ name: 'report', kind: 'export', spec: { kind: 'export', colour: 'red' } }, 'export')).toThrow(
+      'step "report" is not a valid export step: / must NOT have additional properties',
+    );
+    expect(() => specOf(good, 'run')).toThrow('step "report" is not a valid run step: its kind is export, not run');
+    expect(() => anySpecOf({ name: 'x', kind: 'teleport', spec: {} })).toThrow('step "x" has no kind pairbench knows (teleport)');
+  });
+});

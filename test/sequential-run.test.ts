@@ -157,7 +157,8 @@ describe('a look and infrastructure faults', () => {
       );
       const step = {
         name: 'cohort',
-        spec: { control: 'control', treatments: ['treatment'], stopping: { rule: 'group-sequential', looks: 3, spending: 'pocock' } },
+        kind: 'analyze',
+        spec: { kind: 'analyze', control: 'control', treatments: ['treatment'], stopping: { rule: 'group-sequential', looks: 3, spending: 'pocock' } },
       };
       const node = {
         id: 'cohort/look-2',

@@ -14,7 +14,7 @@ export type SchemaName = (typeof SCHEMA_FILES)[number];
 let ajv: Ajv | undefined;
 const loadAjv = lazyRequire<typeof import('ajv')>('ajv');
 const compiled = new Map<string, ValidateFunction>();
-let prebuilt: Partial<Record<SchemaName, ValidateFunction>> | null | undefined;
+let prebuilt: Partial<Record<string, ValidateFunction>> | null | undefined;
 
 /** SHA-256 over the schema files, as scripts/compile-schemas.mjs computes it. */
 export function schemasDigest(): string {
@@ -31,23 +31,24 @@ export function schemasDigest(): string {
  * The validators compiled at build time (schemas/validators.generated.cjs), when they were
  * made from these very schema files; otherwise null, and ajv compiles them here (~170 ms).
  */
-function prebuiltValidators(): Partial<Record<SchemaName, ValidateFunction>> | null {
+function prebuiltValidators(): Partial<Record<string, ValidateFunction>> | null {
   if (prebuilt !== undefined) return prebuilt;
   try {
     const mod = createRequire(import.meta.url)(join(packageRoot(), 'schemas', 'validators.generated.cjs')) as Record<string, unknown>;
-    prebuilt = mod['schemasDigest'] === schemasDigest() ? (mod as Partial<Record<SchemaName, ValidateFunction>>) : null;
+    prebuilt = mod['schemasDigest'] === schemasDigest() ? (mod as Partial<Record<string, ValidateFunction>>) : null;
   } catch {
     prebuilt = null;
   }
   return prebuilt;
 }
 
-function validatorFor(name: SchemaName): ValidateFunction {
-  let v = compiled.get(name);
+/** `ref`: a schema file, or one of its definitions (`bench.config.schema.json#/definitions/runStep`). */
+function validatorFor(ref: string): ValidateFunction {
+  let v = compiled.get(ref);
   if (v) return v;
-  const fast = prebuiltValidators()?.[name];
+  const fast = prebuiltValidators()?.[ref];
   if (fast) {
-    compiled.set(name, fast);
+    compiled.set(ref, fast);
     return fast;
   }
   if (!ajv) {
@@ -56,9 +57,20 @@ function validatorFor(name: SchemaName): ValidateFunction {
     ajv = new AjvClass({ allErrors: true, strict: true, allowUnionTypes: true, verbose: true });
     for (const f of SCHEMA_FILES) ajv.addSchema(JSON.parse(readFileSync(join(packageRoot(), 'schemas', f), 'utf8')));
   }
-  v = ajv.getSchema(`https://pairbench.dev/schemas/${name}`)!;
-  compiled.set(name, v);
+  v = ajv.getSchema(`https://pairbench.dev/schemas/${ref}`);
+  if (!v) throw new Error(`no schema ${ref} in ${SCHEMA_FILES.join(', ')}`);
+  compiled.set(ref, v);
   return v;
+}
+
+/**
+ * Checks `data` against one definition of a shipped schema: a caller turns this into a type
+ * guard for the type generated from that definition. Returns what is wrong, or [] when valid.
+ */
+export function definitionProblems(schema: SchemaName, definition: string, data: unknown): string[] {
+  const validate = validatorFor(`${schema}#/definitions/${definition}`);
+  if (validate(data)) return [];
+  return (validate.errors ?? []).map((e) => `${e.instancePath || '/'} ${e.message ?? 'is invalid'}`);
 }
 
 /** Validates the parsed data of `source` against a shipped schema; errors point at the YAML. */

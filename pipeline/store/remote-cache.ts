@@ -18,6 +18,7 @@ import { cacheKeyOf, type CacheKey, type Sha256 } from '../digest.js';
 import { errorMessage } from '../result.js';
 import { outputsDigest, type ActionRecord } from './action-cache.js';
 import { tempPath } from './atomic-fs.js';
+import type { HeldRecords } from './remote-held.js';
 import type { Store } from './store.js';
 
 export interface RemoteCacheOptions {
@@ -38,6 +39,17 @@ export interface RemoteCacheOptions {
 interface SignedRecord {
   record: Omit<ActionRecord, 'stamps'>;
   signature: { key_id: string; hmac_sha256: string };
+}
+
+function isSignedRecord(v: unknown): v is SignedRecord {
+  const isObject = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null && !Array.isArray(x);
+  return (
+    isObject(v) &&
+    isObject(v['record']) &&
+    isObject(v['signature']) &&
+    typeof v['signature']['key_id'] === 'string' &&
+    typeof v['signature']['hmac_sha256'] === 'string'
+  );
 }
 
 export type RemoteHit = { status: 'hit'; record: ActionRecord } | { status: 'miss' } | { status: 'rejected'; reason: string };
@@ -67,6 +79,7 @@ export class RemoteCache {
   /** Blobs known to be on the server (HEAD answered or uploaded in this run). */
   private readonly present = new Set<string>();
   readonly stats = { records_read: 0, records_written: 0, blobs_read: 0, blobs_written: 0, rejected: 0 };
+  private held: HeldRecords | undefined;
 
   constructor(private readonly options: RemoteCacheOptions) {
     this.limit = pLimit(options.parallel ?? 8);
@@ -75,6 +88,20 @@ export class RemoteCache {
 
   get active(): boolean {
     return !this.disabled;
+  }
+
+  /** Whether this run uploads: read-write, a signing key, and the server still answering. */
+  get writable(): boolean {
+    return this.options.mode === 'read-write' && this.options.keys.length > 0 && !this.disabled;
+  }
+
+  private heldBy(store: Store): HeldRecords {
+    return (this.held ??= store.remoteHeld(this.base));
+  }
+
+  /** Whether `store` put this record on the server, or read it from there (in any run): then a local hit needs no upload. */
+  knownToHold(store: Store, key: CacheKey): boolean {
+    return this.heldBy(store).has(key);
   }
 
   /** Turns the tier off for this run, once, with the reason. */
@@ -122,24 +149,28 @@ export class RemoteCache {
   }
 
   /** A record the server holds for `key`, verified: signature, key and output digest. */
-  async getRecord(key: CacheKey): Promise<RemoteHit> {
+  async getRecord(store: Store, key: CacheKey): Promise<RemoteHit> {
     const res = await this.request('GET', `/ac/${key}`);
     if (!res || res.status === 404) return { status: 'miss' };
     if (!res.ok) return (await res.body?.cancel(), { status: 'miss' });
-    let signed: SignedRecord;
+    let body: unknown;
     try {
-      signed = JSON.parse(await res.text()) as SignedRecord;
+      body = JSON.parse(await res.text());
     } catch {
       return this.reject(key, 'the record is not JSON');
     }
-    const k = this.options.keys.find((x) => x.id === signed?.signature?.key_id);
-    if (!k) return this.reject(key, `signed by an unknown key ${JSON.stringify(signed?.signature?.key_id ?? null)}`);
-    const want = hmac(k.secret, canonicalJson(signed.record as never));
-    const got = String(signed.signature.hmac_sha256 ?? '');
+    // The server is not trusted: the shape is checked before the signature is, the record's fields only once it verifies.
+    if (!isSignedRecord(body)) return this.reject(key, 'it is not a signed record ({record: {...}, signature: {key_id, hmac_sha256}})');
+    const signed = body;
+    const k = this.options.keys.find((x) => x.id === signed.signature.key_id);
+    if (!k) return this.reject(key, `signed by an unknown key ${JSON.stringify(signed.signature.key_id)}`);
+    const want = hmac(k.secret, canonicalJson(signed.record));
+    const got = signed.signature.hmac_sha256;
     if (got.length !== want.length || !timingSafeEqual(Buffer.from(got), Buffer.from(want))) return this.reject(key, 'its signature does not verify');
     const r = signed.record;
     if (r.key !== key || cacheKeyOf(r.preimage) !== key || outputsDigest(r.outputs) !== r.outputs_digest) return this.reject(key, 'it does not match its key');
     this.stats.records_read++;
+    this.heldBy(store).add(key);
     return { status: 'hit', record: { ...r, stamps: {} } };
   }
 
@@ -196,7 +227,10 @@ export class RemoteCache {
     const res = await this.request('PUT', `/ac/${record.key}`, Buffer.from(JSON.stringify(signed)));
     if (res) {
       await res.body?.cancel();
-      if (res.ok) this.stats.records_written++;
+      if (res.ok) {
+        this.stats.records_written++;
+        this.heldBy(store).add(record.key);
+      }
     }
   }
 

@@ -6,6 +6,7 @@ import { ensureDir, writeFileAtomic } from './atomic-fs.js';
 import { Cas } from './cas.js';
 import { isAlive, LockDir } from './lock.js';
 import { StatCache } from './stat-cache.js';
+import { HeldRecords } from './remote-held.js';
 
 export const STORE_LAYOUT_VERSION = 1;
 
@@ -63,6 +64,11 @@ export class Store {
     this.actions = new ActionCache(join(dir, 'ac'), this.tmpDir, this.locks);
     this.nodes = new NodeIndex(join(dir, 'nodes'), this.tmpDir);
     this.statCache = new StatCache(join(dir, 'stat-cache.json'), this.tmpDir);
+  }
+
+  /** The records this store knows the remote cache at `url` holds (see remote-held.ts). */
+  remoteHeld(url: string): HeldRecords {
+    return new HeldRecords(join(this.dir, 'remote', `${sha256(url).slice(0, 16)}.keys`));
   }
 
   /**

@@ -13,13 +13,13 @@ export interface AllowEntry {
 /** What makes a task fail certification. Part of the certify step's cache key. */
 export interface CertifyPolicy {
   /** Finding classes that fail the task; findings of other classes are recorded only. */
-  fail_on: FindingClass[];
+  fail_on: readonly FindingClass[];
   /** Benchmark-awareness words added to the default list. */
-  words: string[];
+  words: readonly string[];
   /** How many times the discrimination check runs (verifier fails untouched, passes solved). */
   repeats: number;
   /** Accepted findings, each with its reason (recorded in the receipt). */
-  allow: AllowEntry[];
+  allow: readonly AllowEntry[];
 }
 
 export const FINDING_CLASSES: readonly FindingClass[] = Object.freeze([
@@ -30,12 +30,12 @@ export const FINDING_CLASSES: readonly FindingClass[] = Object.freeze([
   'instructions-survived',
 ] as const);
 
-export const DEFAULT_POLICY: CertifyPolicy = Object.freeze({
-  fail_on: Object.freeze([...FINDING_CLASSES]) as FindingClass[],
-  words: Object.freeze([]) as unknown as string[],
+export const DEFAULT_POLICY: Readonly<CertifyPolicy> = Object.freeze({
+  fail_on: FINDING_CLASSES,
+  words: Object.freeze([]),
   repeats: 3,
-  allow: Object.freeze([]) as unknown as AllowEntry[],
-}) as CertifyPolicy;
+  allow: Object.freeze([]),
+});
 
 /** Most severe first: what gives the answer away, then what says it is a test, then what only hints. */
 const SEVERITY: Record<FindingClass, number> = { 'solution-leak': 0, 'verifier-leak': 1, canary: 2, 'instructions-survived': 3, 'benchmark-awareness': 4 };

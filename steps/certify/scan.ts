@@ -50,7 +50,7 @@ export interface ScanInputs {
   task: Task;
   surfaces: Surface[];
   /** Benchmark-awareness words added to DEFAULT_BENCHMARK_WORDS. */
-  extraWords?: string[];
+  extraWords?: readonly string[];
   /** The hidden verifier files (the contents of task.verifier.filesDir). */
   verifierFiles?: SurfaceFile[];
 }
