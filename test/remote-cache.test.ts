@@ -1,7 +1,7 @@
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, onTestFinished } from 'vitest';
 import { main } from '../cli/main.js';
 import { calculatorTask } from './fixtures.js';
 import { Rig } from './rig.js';
@@ -150,15 +150,17 @@ steps:
     });
 
     it('what the local store holds and the remote lacks (built offline, or by doctor) goes up on the next read-write run, once', async () => {
-      // Keys of their own (the other tests of this server built the same cohort).
-      rig.write('bench.config.yaml', rig.read('bench.config.yaml').replace('sleep 0.3', 'sleep 0.2'));
+      // A server of its own (the other tests of the shared one built the same cohort).
+      const own = await startNginx();
+      onTestFinished(() => own.stop());
+      rig.write('bench.config.yaml', rig.read('bench.config.yaml').replace(nginx.url, own.url));
       // Built with the remote tier read-only: the records are local only.
-      const offline = await rig.cli('run', '--json', '--remote-cache', nginx.url, '--cache-mode', 'read-only');
+      const offline = await rig.cli('run', '--json', '--cache-mode', 'read-only');
       expect(offline.code, offline.stderr).toBe(0);
       const keys = (JSON.parse(offline.stdout).nodes as Node[]).map((n) => n.key!);
       const nodes = keys.length;
       expect(JSON.parse(offline.stdout).remote_cache.records_written).toBe(0);
-      const onServer = () => keys.filter((k) => existsSync(join(nginx.data, 'ac', k))).length;
+      const onServer = () => keys.filter((k) => existsSync(join(own.data, 'ac', k))).length;
       expect(onServer()).toBe(0);
       // The next read-write run executes nothing and uploads every record the server lacks...
       const up = await rig.cli('run', '--json');
