@@ -5,7 +5,7 @@ import { lookup, plan, run, selectedOutputs } from '../pipeline/engine.js';
 import { errorMessage } from '../pipeline/result.js';
 import type { ExecutionContext, GraphNode, StagedFile, UpstreamOutputs } from '../pipeline/step-kind.js';
 import type { ActionRecord, OutputManifest } from '../pipeline/store/action-cache.js';
-import { tempPath } from '../pipeline/store/atomic-fs.js';
+import { tempPath } from '../pipeline/atomic-write.js';
 import { DEFAULT_WEIGHTS } from '../steps/analyze/spec.js';
 import type { CostWeights } from '../steps/analyze/types.js';
 import { armOf } from '../steps/run.js';

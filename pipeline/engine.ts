@@ -13,7 +13,7 @@ import { describePreimageDiff, preimageChanges } from './preimage-diff.js';
 import { err, errorMessage, ok, type Result } from './result.js';
 import { EARLIER_TRIES, type GraphNode, type HostEnv, type StepFailure } from './step-kind.js';
 import { outputsDigest, type ActionRecord, type NodeTry, type OutputManifest } from './store/action-cache.js';
-import { tempPath } from './store/atomic-fs.js';
+import { tempPath } from './atomic-write.js';
 import { CorruptBlobError } from './store/cas.js';
 import type { Store } from './store/store.js';
 import type { RemoteCache } from './store/remote-cache.js';

@@ -4,7 +4,7 @@ import { canonicalJson } from '../canonical-json.js';
 import { cacheKeyOf, digestOfJson, sha256, type CacheKey, type Sha256 } from '../digest.js';
 import { errorMessage } from '../result.js';
 import { randomBytes } from 'node:crypto';
-import { ensureDir, writeFileAtomic } from './atomic-fs.js';
+import { ensureDir, writeFileAtomic } from '../atomic-write.js';
 import type { OutputEntry, Stamp } from './cas.js';
 import { isAlive, type LockDir } from './lock.js';
 import { RecordPack, type PackedRecord } from './record-pack.js';
@@ -222,7 +222,7 @@ export class ActionCache {
   }
 
   put(record: ActionRecord): void {
-    writeFileAtomic(this.pathOf(record.key), JSON.stringify(record) + '\n', this.tmpDir);
+    writeFileAtomic(this.pathOf(record.key), JSON.stringify(record) + '\n', { tmpDir: this.tmpDir });
     this.looseTouched++;
   }
 
@@ -277,7 +277,7 @@ export class ActionCache {
         this.setAside();
         current = undefined;
       }
-      writeFileAtomic(this.packPath, RecordPack.build(next(current)), this.tmpDir);
+      writeFileAtomic(this.packPath, RecordPack.build(next(current)), { tmpDir: this.tmpDir });
       this.packed = undefined;
     } finally {
       lock.release();
@@ -392,7 +392,7 @@ export class NodeIndex {
   /** Read-modify-write of a node's failure and tries (its latest key lives in the journals). */
   update(nodeId: string, change: (h: NodeHistory) => NodeHistory): void {
     const { latest: _journaled, ...next } = change(this.get(nodeId) ?? { node: nodeId });
-    if (next.last_failure || next.tries?.length) writeFileAtomic(this.pathOf(nodeId), canonicalJson(next) + '\n', this.tmpDir);
+    if (next.last_failure || next.tries?.length) writeFileAtomic(this.pathOf(nodeId), canonicalJson(next) + '\n', { tmpDir: this.tmpDir });
     else rmSync(this.pathOf(nodeId), { force: true });
   }
 
@@ -438,7 +438,7 @@ export class NodeIndex {
     });
     if (finished.length > JOURNALS_BEFORE_COMPACTION) {
       const merged = [...map].map(([node, l]) => JSON.stringify({ node, key: l.key, at: l.at }) + '\n').join('');
-      writeFileAtomic(join(this.journalDir, `${Date.now()}-${process.pid}-compacted.jsonl`), merged, this.tmpDir);
+      writeFileAtomic(join(this.journalDir, `${Date.now()}-${process.pid}-compacted.jsonl`), merged, { tmpDir: this.tmpDir });
       for (const n of finished) rmSync(join(this.journalDir, n), { force: true });
     }
     return map;

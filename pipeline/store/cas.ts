@@ -19,7 +19,7 @@ import {
 import { join } from 'node:path';
 import { canonicalJson } from '../canonical-json.js';
 import { ioBuffer, sha256, sha256File, type Sha256 } from '../digest.js';
-import { ensureDir, tempPath } from './atomic-fs.js';
+import { ensureDir, tempPath, writeFileAtomic } from '../atomic-write.js';
 
 /** A stored output: a file blob or a directory stored as a Merkle tree. */
 export type OutputEntry = { type: 'file'; digest: Sha256; size: number; executable: boolean } | { type: 'dir'; digest: Sha256; size: number };
@@ -108,16 +108,7 @@ export class Cas {
   putBytes(bytes: Uint8Array): Sha256 {
     const digest = sha256(bytes);
     if (this.hasWithSize(digest, bytes.length)) return digest;
-    const tmp = tempPath(this.tmpDir, 'blob');
-    const fd = openSync(tmp, 'w', 0o444);
-    try {
-      // Not synced: only the action record is (the commit point). A blob a crash cut short does
-      // not match the stamp its record holds, is re-hashed, and its node is rebuilt.
-      writeSync(fd, bytes);
-    } finally {
-      closeSync(fd);
-    }
-    this.publish(tmp, digest);
+    this.writeBlob(digest, bytes);
     return digest;
   }
 
@@ -130,16 +121,7 @@ export class Cas {
     const small = readWhole(path);
     if (small) {
       const digest = sha256(small);
-      if (!this.hasWithSize(digest, small.length)) {
-        const tmp = tempPath(this.tmpDir, 'blob');
-        const fd = openSync(tmp, 'w', 0o444);
-        try {
-          for (let off = 0; off < small.length;) off += writeSync(fd, small, off, small.length - off);
-        } finally {
-          closeSync(fd);
-        }
-        this.publish(tmp, digest);
-      }
+      if (!this.hasWithSize(digest, small.length)) this.writeBlob(digest, small);
       return { digest, size: small.length };
     }
     const tmp = tempPath(this.tmpDir, 'blob');
@@ -172,6 +154,14 @@ export class Cas {
     }
     chmodSync(tmp, 0o444);
     this.publish(tmp, digest);
+  }
+
+  /**
+   * Not synced: only the action record is (the commit point). A blob a crash cut short does
+   * not match the stamp its record holds, is re-hashed, and its node is rebuilt.
+   */
+  private writeBlob(digest: Sha256, bytes: Uint8Array): void {
+    writeFileAtomic(this.pathOf(digest), bytes, { tmpDir: this.tmpDir, label: 'blob', mode: 0o444, sync: false });
   }
 
   private publish(tmp: string, digest: Sha256): void {

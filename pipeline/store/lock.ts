@@ -1,7 +1,7 @@
 import { closeSync, openSync, readFileSync, rmSync, statSync, writeSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
-import { ensureDir } from './atomic-fs.js';
+import { ensureDir } from '../atomic-write.js';
 import { heartbeat } from './heartbeat.js';
 
 interface LockOwner {

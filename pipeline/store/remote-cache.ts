@@ -17,7 +17,7 @@ import { canonicalJson } from '../canonical-json.js';
 import { cacheKeyOf, type CacheKey, type Sha256 } from '../digest.js';
 import { errorMessage } from '../result.js';
 import { outputsDigest, type ActionRecord } from './action-cache.js';
-import { tempPath } from './atomic-fs.js';
+import { tempPath } from '../atomic-write.js';
 import type { HeldRecords } from './remote-held.js';
 import type { Store } from './store.js';
 

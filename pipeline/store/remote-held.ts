@@ -1,6 +1,6 @@
 import { appendFileSync, readFileSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { ensureDir } from './atomic-fs.js';
+import { ensureDir } from '../atomic-write.js';
 
 /**
  * The action records this store knows a remote cache holds: those it uploaded there, or read

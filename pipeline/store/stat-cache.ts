@@ -1,6 +1,6 @@
 import { readFileSync, statSync, type BigIntStats } from 'node:fs';
 import { sha256File, type Sha256 } from '../digest.js';
-import { writeFileAtomic } from './atomic-fs.js';
+import { writeFileAtomic } from '../atomic-write.js';
 
 /** A file changed this recently may change again within the same timestamp tick, unseen: not remembered. */
 const RACY_MS = 2_000;
@@ -57,7 +57,7 @@ export class StatCache {
   /** Writes what was learnt (nothing when nothing was). */
   save(): void {
     if (!this.changed || !this.entries) return;
-    writeFileAtomic(this.file, JSON.stringify(Object.fromEntries(this.entries)) + '\n', this.tmpDir);
+    writeFileAtomic(this.file, JSON.stringify(Object.fromEntries(this.entries)) + '\n', { tmpDir: this.tmpDir });
     this.changed = false;
   }
 }

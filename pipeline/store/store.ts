@@ -2,7 +2,7 @@ import { existsSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs
 import { join } from 'node:path';
 import { sha256, type CacheKey, type Sha256 } from '../digest.js';
 import { ActionCache, NodeIndex } from './action-cache.js';
-import { ensureDir, writeFileAtomic } from './atomic-fs.js';
+import { ensureDir, writeFileAtomic } from '../atomic-write.js';
 import { Cas } from './cas.js';
 import { isAlive, LockDir } from './lock.js';
 import { StatCache } from './stat-cache.js';
@@ -103,7 +103,7 @@ export class Store {
       Object.entries(about).every(([k, v]) => current.about[k] === v)
     )
       return;
-    writeFileAtomic(file, JSON.stringify({ name, ...about, at: new Date().toISOString(), keys: sorted }) + '\n', this.tmpDir);
+    writeFileAtomic(file, JSON.stringify({ name, ...about, at: new Date().toISOString(), keys: sorted }) + '\n', { tmpDir: this.tmpDir });
     this.rootsRead = undefined;
   }
 
@@ -145,7 +145,7 @@ export class Store {
     const lock = await this.locks.acquire(`registry-${sha256(name).slice(0, 32)}`, `registry ${name}`);
     try {
       const next = change(this.readDocument<T>(name));
-      writeFileAtomic(this.documentPath(name), JSON.stringify(next, null, 2) + '\n', this.tmpDir);
+      writeFileAtomic(this.documentPath(name), JSON.stringify(next, null, 2) + '\n', { tmpDir: this.tmpDir });
       return next;
     } finally {
       lock.release();
@@ -164,7 +164,7 @@ export class Store {
   init(): void {
     ensureDir(this.dir);
     const marker = join(this.dir, 'STORE');
-    if (!existsSync(marker)) writeFileAtomic(marker, JSON.stringify({ pairbench_store: STORE_LAYOUT_VERSION }) + '\n', this.tmpDir);
+    if (!existsSync(marker)) writeFileAtomic(marker, JSON.stringify({ pairbench_store: STORE_LAYOUT_VERSION }) + '\n', { tmpDir: this.tmpDir });
   }
 
   /**
@@ -190,7 +190,9 @@ export class Store {
     const file = join(this.dir, 'access', `${at.getTime()}-${process.pid}.json`);
     // A run that used only what a root holds (a no-op of a config) is recorded as a use of that root, not of each key.
     const root = this.roots().find((r) => r.keys.length >= list.length && isSubset(list, r.keys));
-    writeFileAtomic(file, JSON.stringify(root ? { at: at.toISOString(), root: root.name } : { at: at.toISOString(), keys: list }) + '\n', this.tmpDir);
+    writeFileAtomic(file, JSON.stringify(root ? { at: at.toISOString(), root: root.name } : { at: at.toISOString(), keys: list }) + '\n', {
+      tmpDir: this.tmpDir,
+    });
     // Keep the log from growing with every run: merge it now and then.
     if (readdirSync(join(this.dir, 'access')).length > ACCESS_LOGS_BEFORE_COMPACTION) this.compactAccess(this.lastAccess());
   }
@@ -223,7 +225,7 @@ export class Store {
     const byTime = new Map<number, string[]>();
     for (const [k, t] of last) byTime.set(t, [...(byTime.get(t) ?? []), k]);
     for (const [t, keys] of byTime) {
-      writeFileAtomic(join(dir, `${t}-compacted-${process.pid}.json`), JSON.stringify({ at: new Date(t).toISOString(), keys }) + '\n', this.tmpDir);
+      writeFileAtomic(join(dir, `${t}-compacted-${process.pid}.json`), JSON.stringify({ at: new Date(t).toISOString(), keys }) + '\n', { tmpDir: this.tmpDir });
     }
     for (const name of old) if (!name.includes(`-compacted-${process.pid}`)) rmSync(join(dir, name), { force: true });
   }

@@ -4,12 +4,13 @@
  * directory and names every file that differs, is missing or is extra, so a
  * reader can check a published bundle without trusting whoever published it.
  */
-import { closeSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
-import { createPrivateKey, createPublicKey, randomBytes, sign as cryptoSign, verify as cryptoVerify, type KeyObject } from 'node:crypto';
-import { dirname, join } from 'node:path';
+import { lstatSync, readdirSync, readFileSync } from 'node:fs';
+import { createPrivateKey, createPublicKey, sign as cryptoSign, verify as cryptoVerify, type KeyObject } from 'node:crypto';
+import { join } from 'node:path';
 import { canonicalJson } from '../../pipeline/canonical-json.js';
 import { sha256, sha256File, isSha256, type Sha256 } from '../../pipeline/digest.js';
 import { err, errorMessage, ok, type Result } from '../../pipeline/result.js';
+import { writeFileAtomic } from '../../pipeline/atomic-write.js';
 
 export const MANIFEST_FILE = 'manifest.json';
 /** The Ed25519 signature of manifest.json (outside the manifest: it signs it). */
@@ -272,24 +273,9 @@ function walk(dir: string): string[] {
   return out.sort();
 }
 
+/** No fsync per file: a bundle is written into a work directory and stored (or written out and synced once) as a whole; the rename still makes each file appear whole. */
 function writeAtomic(target: string, data: Buffer): void {
-  const parent = dirname(target);
-  mkdirSync(parent, { recursive: true });
-  const tmp = join(parent, `${TEMP_PREFIX}${process.pid}-${randomBytes(6).toString('hex')}`);
-  try {
-    // No fsync per file: a bundle is written into a work directory and stored (or written out
-    // and synced once) as a whole; the rename still makes each file appear whole.
-    const fd = openSync(tmp, 'w', 0o644);
-    try {
-      writeSync(fd, data);
-    } finally {
-      closeSync(fd);
-    }
-    renameSync(tmp, target);
-  } catch (e) {
-    rmSync(tmp, { force: true });
-    throw e;
-  }
+  writeFileAtomic(target, data, { label: TEMP_PREFIX.replace(/-$/, ''), sync: false });
 }
 
 // ---------------------------------------------------------------------------

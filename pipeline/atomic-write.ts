@@ -1,0 +1,74 @@
+import { closeSync, fsyncSync, mkdirSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { dirname, join } from 'node:path';
+
+/**
+ * The one way pairbench writes a file a reader may look at while it is written (store
+ * records, blobs, registry documents, a bundle's files): readers see the old file or the
+ * whole new one, never part of it.
+ */
+
+const madeDirs = new Set<string>();
+
+export function ensureDir(dir: string): void {
+  if (madeDirs.has(dir)) return;
+  mkdirSync(dir, { recursive: true });
+  madeDirs.add(dir);
+}
+
+/** A temp path in `tmpDir` that names its owner, so a killed writer's leftovers can be told apart. */
+export function tempPath(tmpDir: string, label = 'tmp'): string {
+  ensureDir(tmpDir);
+  // A random prefix per process, then a counter: unique without a random draw per file.
+  tempPrefix ??= randomBytes(4).toString('hex');
+  return join(tmpDir, `${label}-${process.pid}-${tempPrefix}${(tempCounter++).toString(36)}`);
+}
+
+let tempPrefix: string | undefined;
+let tempCounter = 0;
+
+export interface AtomicWriteOptions {
+  /** Where the temp file is made: on the target's file system (default: the target's directory). */
+  tmpDir?: string;
+  /** The temp file's name starts with this (default "tmp"): a killed writer's leftovers are recognisable. */
+  label?: string;
+  mode?: number;
+  /**
+   * fsync before the rename (default true): the file survives a power cut once this returns.
+   * Off where something else is the commit point (a blob's action record; a bundle synced as a whole).
+   */
+  sync?: boolean;
+}
+
+/** Writes `data` to `target` atomically: a temp file on the same file system, written whole, then renamed over it. */
+export function writeFileAtomic(target: string, data: string | Uint8Array, options: AtomicWriteOptions = {}): void {
+  const tmpDir = options.tmpDir ?? dirname(target);
+  const bytes = typeof data === 'string' ? Buffer.from(data) : data;
+  const tmp = tempPath(tmpDir, options.label);
+  try {
+    const fd = again(tmpDir, () => openSync(tmp, 'wx', options.mode ?? 0o644));
+    try {
+      for (let off = 0; off < bytes.length;) off += writeSync(fd, bytes, off, bytes.length - off);
+      if (options.sync !== false) fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+    ensureDir(dirname(target));
+    again(dirname(target), () => renameSync(tmp, target));
+  } catch (e) {
+    rmSync(tmp, { force: true });
+    throw e;
+  }
+}
+
+/** Runs `op`; if it fails because `dir` is gone (removed since ensureDir made it), makes it again and retries once. */
+function again<T>(dir: string, op: () => T): T {
+  try {
+    return op();
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
+    madeDirs.delete(dir);
+    mkdirSync(dir, { recursive: true });
+    return op();
+  }
+}
