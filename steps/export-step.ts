@@ -211,10 +211,11 @@ function taskFiles(ctx: ExecutionContext): BundleFile[] {
 
 export const exportStep: StepKind = {
   name: 'export',
+  // 5: the report draws (a)/(b)/(c) as bars, a factorial's interaction plot (and its cells as a table), cost against pass rate.
   // 4: the report opens on every comparison at a glance; its tables scroll inside the page; the sequential section.
   // 3: each attempt's patch, each task's spec and verifier files in the bundle.
   // 2: the registered freeze (cohort version, digest, fields, first attempt) and earlier tries in the bundle.
-  version: 4,
+  version: 5,
   check(step, steps) {
     const kinds = new Set(step.needs.map((n) => steps.get(n)?.kind));
     return kinds.has('analyze')

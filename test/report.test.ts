@@ -7,6 +7,7 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 import { analyze, defaultSpec } from '../steps/analyze/index.js';
 import type { AnalysisResult, AttemptRecord } from '../steps/analyze/types.js';
 import { renderCsv, renderHtml, renderMarkdown, CSV_COLUMNS, type ReportContext } from '../steps/export/report.js';
+import { pct } from '../steps/export/report-format.js';
 
 // ---------------------------------------------------------------- fixtures
 
@@ -204,6 +205,26 @@ function factorialReport(): { result: AnalysisResult; ctx: ReportContext } {
 }
 
 describe('factorial cohorts', () => {
+  it('draw the 2x2 interaction plot: one point per cell at its pass rate, one line per level of the second factor', () => {
+    const { result, ctx } = factorialReport();
+    const html = renderHtml(result, ctx);
+    const plot = html.slice(html.indexOf('<svg class="interaction-plot"'), html.indexOf('</svg>', html.indexOf('<svg class="interaction-plot"')));
+    expect(plot.length).toBeGreaterThan(0);
+    const cells = [...plot.matchAll(/<circle class="interaction-cell level-(\d)" data-arm="([^"]+)" data-rate="([^"]+)" cx="([^"]+)" cy="([^"]+)"/g)];
+    const rate = (arm: string) => result.arms.find((a) => a.arm === arm)!.completion_rate!;
+    expect(cells.map((c) => [c[2], Number(c[3])]).sort()).toEqual(['full', 'graph', 'raw', 'rules'].map((a) => [a, rate(a)]));
+    // The graph lever lifts both rows alike (rules does nothing): the two lines are parallel, so there is no interaction to see.
+    const lines = [...plot.matchAll(/<line class="interaction-line level-\d" x1="[^"]+" y1="([^"]+)" x2="[^"]+" y2="([^"]+)"/g)];
+    expect(lines).toHaveLength(2);
+    expect(Number(lines[0]![2]) - Number(lines[0]![1])).toBeCloseTo(Number(lines[1]![2]) - Number(lines[1]![1]), 6);
+    expect(rate('graph')).toBeGreaterThan(rate('raw'));
+    // The Markdown report gives the same four rates as a table.
+    const md = renderMarkdown(result, ctx);
+    expect(md).toContain('| | rules off | rules on |');
+    expect(md).toContain(`| graph off | ${pct(rate('raw'))} (raw) | ${pct(rate('rules'))} (rules) |`);
+    expect(md).toContain('| graph on | 100.0% (graph) | 100.0% (full) |');
+  });
+
   it('render their main effects and interaction in Markdown and HTML', () => {
     const { result, ctx } = factorialReport();
     expect(result.factorial).not.toBeNull();
@@ -304,6 +325,21 @@ describe('renderCsv', () => {
 // ---------------------------------------------------------------- HTML
 
 describe('renderHtml (static)', () => {
+  it('plots cost against pass rate, one point per arm, saying which cost it uses', () => {
+    const result = analyze(positiveAttempts(), spec);
+    const html = renderHtml(result, context(false));
+    const plot = html.slice(html.indexOf('<figure class="cost-vs-pass">'), html.indexOf('</figure>', html.indexOf('<figure class="cost-vs-pass">')));
+    const points = [...plot.matchAll(/<circle class="arm-point" data-arm="([^"]+)" data-cost="([^"]+)" data-rate="([^"]+)"/g)];
+    expect(points.map((p) => p[1]).sort()).toEqual(result.arms.map((a) => a.arm).sort());
+    for (const p of points) {
+      const a = result.arms.find((m) => m.arm === p[1])!;
+      expect(Number(p[3])).toBe(a.completion_rate);
+      const priced = result.arms.every((m) => m.cost_usd.mean !== null);
+      expect(Number(p[2])).toBe(priced ? a.cost_usd.mean : a.weighted_cost.mean);
+      expect(plot).toContain(priced ? 'mean USD per accepted attempt' : 'mean weighted tokens per accepted attempt');
+    }
+  });
+
   it('(a)/(b)/(c) as a stacked bar: one segment per class present, widths in proportion to its tasks', () => {
     const html = renderHtml(positive, context(false));
     const counts = positive.comparisons[0]!.outcomes!.counts;

@@ -9,6 +9,7 @@ import type {
   Comparison,
   ComparisonProblem,
   ConfigField,
+  FactorialResult,
   Interval,
   MinimumDetectableEffect,
   OutcomeClass,
@@ -486,4 +487,21 @@ export function atAGlance(result: AnalysisResult): GlanceRow[] {
     }
   }
   return rows;
+}
+
+/** A 2x2 factorial's cells: the arm at each pair of levels and its pass rate (every accepted attempt of the arm); null for other designs. */
+export function factorialCells(
+  f: FactorialResult,
+  arms: readonly ArmMetrics[],
+): { a: string; b: string; at: (la: 0 | 1, lb: 0 | 1) => { arm: string; rate: number | null } | undefined } | null {
+  if (f.factors.length !== 2 || f.cells.length !== 4) return null;
+  const [a, b] = f.factors as [string, string];
+  return {
+    a,
+    b,
+    at: (la, lb) => {
+      const c = f.cells.find((x) => x.levels[a] === la && x.levels[b] === lb);
+      return c ? { arm: c.arm, rate: arms.find((m) => m.arm === c.arm)?.completion_rate ?? null } : undefined;
+    },
+  };
 }

@@ -27,6 +27,7 @@ import {
   outcomesByCategory,
   judgeClassText,
   passAtKText,
+  factorialCells,
   relativeMetricsText,
   envelopeFormulas,
   escapeHtml as esc,
@@ -67,6 +68,8 @@ code, .mono { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, "Liber
 @media (max-width: 640px) { .status-bar .item { white-space: normal; overflow-wrap: anywhere; } dl.facts { grid-template-columns: minmax(0, 1fr); } }
 dl.facts dd, .reasons li, .caveat { min-width: 0; overflow-wrap: anywhere; }
 svg .summary-mark { fill: #1b1f24; }
+svg .interaction-line { stroke-width: 2; fill: none; } svg .interaction-line.level-0 { stroke: #8c96a0; } svg .interaction-line.level-1 { stroke: #1f6feb; }
+svg .interaction-cell.level-0 { fill: #8c96a0; } svg .interaction-cell.level-1 { fill: #1f6feb; } svg .arm-point { fill: #1f6feb; }
 .status-bar .k { text-transform: uppercase; font-size: 11px; letter-spacing: .04em; opacity: .8; margin-right: 4px; }
 .status-bar .egress-chip { font-weight: 700; }
 .status-bar .recorded { font-weight: 700; }
@@ -137,7 +140,7 @@ export function renderHtml(result: AnalysisResult, ctx: ReportContext): string {
     ...result.comparisons.map((c, i) => comparison(c, i, integrityCaveat(result, c))),
     '</section>',
     result.sequential ? sequentialSection(result.sequential) : '',
-    result.factorial ? factorial(result.factorial) : '',
+    result.factorial ? factorial(result.factorial, result.arms) : '',
     result.judge ? judgeSection(result.judge) : '',
     arms(result, ctx),
     costs(result),
@@ -482,7 +485,7 @@ function judgeSection(j: JudgeSummary): string {
   ].join('\n');
 }
 
-function factorial(f: FactorialResult): string {
+function factorial(f: FactorialResult, armMetrics: readonly ArmMetrics[]): string {
   const effects = [...f.main_effects, ...(f.interaction ? [f.interaction] : [])];
   return [
     '<section id="factorial">',
@@ -495,10 +498,100 @@ function factorial(f: FactorialResult): string {
         `<td class="n">${e.test ? esc(pValue(e.test.p_holm)) : NONE}</td><td><code>${esc(e.formula)}</code></td></tr>`,
     ),
     '</table>',
+    interactionPlot(f, armMetrics),
     '</section>',
   ]
     .filter((s) => s !== '')
     .join('\n');
+}
+
+/**
+ * The 2x2 interaction plot: pass rate of each cell, the first factor across, one line per level
+ * of the second. Parallel lines: the levers add up; lines that converge or cross: they interact.
+ */
+function interactionPlot(f: FactorialResult, armMetrics: readonly ArmMetrics[]): string {
+  const cells = factorialCells(f, armMetrics);
+  if (!cells) return '';
+  const { a, b } = cells;
+  const W = 420;
+  const H = 230;
+  const L = 48;
+  const R = W - 130;
+  const top = 14;
+  const bottom = H - 40;
+  const x = (la: 0 | 1) => (la === 0 ? L + 30 : R - 30);
+  const y = (v: number) => round(bottom - clamp(v, 0, 1) * (bottom - top));
+  const parts = [
+    `<figure class="interaction-plot"><figcaption><strong>Interaction: ${esc(a)} x ${esc(b)}</strong> <span class="sub">pass rate per cell (every accepted attempt of its arm); parallel lines: the levers add up, converging or crossing lines: they interact. The interaction's estimate and interval, paired over the tasks every cell ran, are in the table.</span></figcaption>`,
+    `<svg class="interaction-plot" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 ${W} ${H}" width="${W}" height="${H}" role="img" aria-label="${esc(`Interaction plot: pass rate by ${a} and ${b}`)}">`,
+  ];
+  for (const v of [0, 0.5, 1])
+    parts.push(`<line class="grid" x1="${L}" x2="${R}" y1="${y(v)}" y2="${y(v)}"/><text x="${L - 6}" y="${y(v) + 4}" text-anchor="end">${v * 100}%</text>`);
+  parts.push(`<line class="axis" x1="${L}" x2="${L}" y1="${top}" y2="${bottom}"/><line class="axis" x1="${L}" x2="${R}" y1="${bottom}" y2="${bottom}"/>`);
+  for (const la of [0, 1] as const) parts.push(`<text x="${x(la)}" y="${bottom + 16}" text-anchor="middle">${esc(`${a} ${la === 0 ? 'off' : 'on'}`)}</text>`);
+  for (const lb of [0, 1] as const) {
+    const ends = ([0, 1] as const).map((la) => {
+      const c = cells.at(la, lb);
+      return c ? { la, arm: c.arm, v: c.rate } : null;
+    });
+    const points = ends.filter((p): p is { la: 0 | 1; arm: string; v: number } => p !== null && p.v !== null);
+    if (points.length === 2)
+      parts.push(`<line class="interaction-line level-${lb}" x1="${x(0)}" y1="${y(points[0]!.v)}" x2="${x(1)}" y2="${y(points[1]!.v)}"/>`);
+    for (const p of points)
+      parts.push(
+        `<circle class="interaction-cell level-${lb}" data-arm="${esc(p.arm)}" data-rate="${p.v}" cx="${x(p.la)}" cy="${y(p.v)}" r="4.5"><title>${esc(`${p.arm} (${a} ${p.la === 0 ? 'off' : 'on'}, ${b} ${lb === 0 ? 'off' : 'on'}): ${pct(p.v)}`)}</title></circle>`,
+      );
+    const last = points.find((p) => p.la === 1);
+    if (last) parts.push(`<text class="interaction-label level-${lb}" x="${x(1) + 10}" y="${y(last.v) + 4}">${esc(`${b} ${lb === 0 ? 'off' : 'on'}`)}</text>`);
+  }
+  parts.push('</svg></figure>');
+  return parts.join('\n');
+}
+
+/**
+ * Cost against pass rate, one point per arm: up and to the left is better. The cost is the mean
+ * USD per accepted attempt when every arm is priced, else the mean weighted token cost (said so).
+ */
+function costVsPassPlot(armMetrics: readonly ArmMetrics[]): string {
+  const priced = armMetrics.every((m) => m.cost_usd.mean !== null);
+  const points = armMetrics
+    .map((m) => ({ arm: m.arm, cost: priced ? m.cost_usd.mean : m.weighted_cost.mean, rate: m.completion_rate }))
+    .filter((p): p is { arm: string; cost: number; rate: number } => p.cost !== null && p.rate !== null);
+  if (points.length < 2) return '';
+  const unit = priced ? 'mean USD per accepted attempt' : 'mean weighted tokens per accepted attempt (no USD: not every arm is priced)';
+  const W = 460;
+  const H = 240;
+  const L = 52;
+  const R = W - 120;
+  const top = 14;
+  const bottom = H - 42;
+  const max = Math.max(...points.map((p) => p.cost)) * 1.1 || 1;
+  const x = (c: number) => round(L + clamp(c / max, 0, 1) * (R - L));
+  const y = (v: number) => round(bottom - clamp(v, 0, 1) * (bottom - top));
+  const parts = [
+    `<figure class="cost-vs-pass"><figcaption><strong>Cost against pass rate</strong> <span class="sub">one point per arm; up and to the left is better. Across: ${esc(unit)}.</span></figcaption>`,
+    `<svg class="cost-vs-pass" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 ${W} ${H}" width="${W}" height="${H}" role="img" aria-label="Cost against pass rate per arm">`,
+  ];
+  for (const v of [0, 0.5, 1])
+    parts.push(`<line class="grid" x1="${L}" x2="${R}" y1="${y(v)}" y2="${y(v)}"/><text x="${L - 6}" y="${y(v) + 4}" text-anchor="end">${v * 100}%</text>`);
+  parts.push(`<line class="axis" x1="${L}" x2="${L}" y1="${top}" y2="${bottom}"/><line class="axis" x1="${L}" x2="${R}" y1="${bottom}" y2="${bottom}"/>`);
+  parts.push(`<text x="${L}" y="${bottom + 16}">0</text><text x="${R}" y="${bottom + 16}" text-anchor="end">${esc(priced ? usd(max) : num(max, 0))}</text>`);
+  parts.push(
+    `<text class="muted" x="${(L + R) / 2}" y="${bottom + 32}" text-anchor="middle">${esc(priced ? 'USD per attempt' : 'weighted tokens per attempt')}</text>`,
+  );
+  // Labels of points close together are moved apart, so each stays readable.
+  const placed: { x: number; y: number }[] = [];
+  for (const p of [...points].sort((a, b) => b.rate - a.rate)) {
+    let ly = y(p.rate) + 4;
+    while (placed.some((q) => Math.abs(q.x - x(p.cost)) < 70 && Math.abs(q.y - ly) < 12)) ly += 12;
+    placed.push({ x: x(p.cost), y: ly });
+    parts.push(
+      `<circle class="arm-point" data-arm="${esc(p.arm)}" data-cost="${p.cost}" data-rate="${p.rate}" cx="${x(p.cost)}" cy="${y(p.rate)}" r="4.5"><title>${esc(`${p.arm}: ${pct(p.rate)} at ${priced ? usd(p.cost) : num(p.cost, 0)}`)}</title></circle>` +
+        `<text x="${x(p.cost) + 8}" y="${ly}">${esc(truncate(p.arm, 16))}</text>`,
+    );
+  }
+  parts.push('</svg></figure>');
+  return parts.join('\n');
 }
 
 // ---------------------------------------------------------------- arms
@@ -637,6 +730,7 @@ function costs(result: AnalysisResult): string {
         `<td class="n">${e.tokens}</td><td class="n">${esc(num(e.weighted_cost, 1))}</td></tr>`,
     ),
     '</table>',
+    costVsPassPlot(result.arms),
     o
       ? `<p class="overhead"><strong>Overhead</strong> (separate stream, never added to eval cost): ${o.usd === null && o.model_source === 'scripted' ? 'unpriced (its model was scripted)' : esc(usd(o.usd))}${o.tokens !== null ? `, ${o.tokens} tokens` : ''} — ${esc(o.source)}</p>`
       : '<p class="overhead"><strong>Overhead</strong> (separate stream, never added to eval cost): none recorded.</p>',

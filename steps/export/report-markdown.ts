@@ -26,6 +26,7 @@ import {
   outcomesByCategory,
   judgeClassText,
   passAtKText,
+  factorialCells,
   relativeMetricsText,
   envelopeFormulas,
   escapeMarkdown as md,
@@ -102,7 +103,7 @@ export function renderMarkdown(result: AnalysisResult, ctx: ReportContext): stri
   for (const c of result.comparisons) comparison(c, result, line);
 
   if (result.sequential) sequentialSection(result.sequential, line);
-  if (result.factorial) factorial(result.factorial, line);
+  if (result.factorial) factorial(result.factorial, result.arms, line);
   if (result.judge) judgeSection(result.judge, line);
 
   line('## Arms');
@@ -290,7 +291,7 @@ function judgeSection(j: JudgeSummary, line: (s?: string) => void): void {
   line();
 }
 
-function factorial(f: FactorialResult, line: (s?: string) => void): void {
+function factorial(f: FactorialResult, arms: readonly ArmMetrics[], line: (s?: string) => void): void {
   line(`## Factorial (${f.factors.map(md).join(' x ')})${f.status === 'ok' ? '' : `: ${f.status}`}`);
   line();
   for (const p of f.problems) line(`- reason: ${md(problemText(p))}`);
@@ -300,6 +301,22 @@ function factorial(f: FactorialResult, line: (s?: string) => void): void {
     );
   }
   line();
+  // The HTML report draws these four pass rates as the interaction plot.
+  const cells = factorialCells(f, arms);
+  if (cells) {
+    line(`Pass rate per cell (every accepted attempt of its arm; parallel rows: the levers add up):`);
+    line();
+    line(`| | ${md(cells.b)} off | ${md(cells.b)} on |`);
+    line('|---|---:|---:|');
+    for (const la of [0, 1] as const) {
+      const cell = (lb: 0 | 1) => {
+        const c = cells.at(la, lb);
+        return c ? `${pct(c.rate)} (${md(c.arm)})` : NONE;
+      };
+      line(`| ${md(cells.a)} ${la === 0 ? 'off' : 'on'} | ${cell(0)} | ${cell(1)} |`);
+    }
+    line();
+  }
 }
 
 export function overheadLine(result: AnalysisResult): string {
