@@ -1,18 +1,13 @@
 /**
  * The one convention of every `--json` output: an object whose first field is
  * `schema_version` (schemas/cli-output.schema.json), snake_case fields, and one error
- * shape: {schema_version, ok: false, errors: [{message, field?, location?, hint?}]}.
+ * shape: {schema_version, ok: false, errors: [{severity, message, field?, file?, line?, column?, hint?, related?}]}.
  */
+import { diagnosticToJson, type Diagnostic } from '../pipeline/diagnostic.js';
+
 type Out = { write(s: string): unknown };
 
 export const JSON_SCHEMA_VERSION = 1;
-
-export interface JsonError {
-  message: string;
-  hint?: string;
-  field?: string;
-  location?: unknown;
-}
 
 /** One JSON document (pretty, for a command's result). */
 export function printJson(out: Out, value: Record<string, unknown>): void {
@@ -24,6 +19,6 @@ export function printJsonLine(out: Out, value: Record<string, unknown>): void {
   out.write(JSON.stringify({ schema_version: JSON_SCHEMA_VERSION, ...value }) + '\n');
 }
 
-export function printJsonErrors(out: Out, errors: JsonError[]): void {
-  printJson(out, { ok: false, errors });
+export function printJsonErrors(out: Out, errors: readonly Diagnostic[]): void {
+  printJson(out, { ok: false, errors: errors.map(diagnosticToJson) });
 }

@@ -3,7 +3,7 @@ import { dirname, join, resolve as resolvePath } from 'node:path';
 import { parseArgs } from 'node:util';
 import { buildGraph, withUpstream, type Graph } from '../pipeline/dag.js';
 import { DEFAULT_CONFIG_FILE, loadConfig, parseSize, type BenchConfig } from '../pipeline/config/load.js';
-import { closest, diagnosticToJson, formatDiagnostic, type Diagnostic } from '../pipeline/diagnostic.js';
+import { closest, formatDiagnostic, type Diagnostic } from '../pipeline/diagnostic.js';
 import { ensureLocal, lookup, plan, resolveInputs, run, type EngineContext, type Lookup, type PlanEntry } from '../pipeline/engine.js';
 import { parseShard } from '../pipeline/shard.js';
 import { remoteCacheFor } from './remote.js';
@@ -169,7 +169,7 @@ function printJson(io: CliIO, value: Record<string, unknown>): void {
 
 /** The one error shape of every command: {schema_version, ok: false, errors: [{message, field?, location?, hint?}]}. */
 function fail(io: CliIO, json: boolean, diagnostics: Diagnostic[], code: number = EXIT.usage): number {
-  if (json) printJson(io, { ok: false, errors: diagnostics.map(diagnosticToJson) });
+  if (json) printJsonErrors(io.stdout, diagnostics);
   else io.stderr.write(diagnostics.map(formatDiagnostic).join('\n\n') + '\n');
   return code;
 }

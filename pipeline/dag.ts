@@ -88,6 +88,16 @@ function orderSteps(config: BenchConfig): Result<StepConfig[], Diagnostic[]> {
         message: `cycle: ${cycle.join(' -> ')}`,
         location: from.source.locate([...from.path, 'needs', from.needs.indexOf(s.name)]),
         hint: 'a step cannot depend on its own output; remove one of these needs',
+        // The other needs of the cycle, each where it is written.
+        related: cycle.slice(0, -2).map((name, i) => {
+          const step = steps.get(name)!;
+          const next = cycle[i + 1]!;
+          return {
+            field: `steps.${name}.needs`,
+            message: `${name} needs ${next}`,
+            location: step.source.locate([...step.path, 'needs', step.needs.indexOf(next)]),
+          };
+        }),
       });
       return false;
     }

@@ -10,19 +10,30 @@ export interface SourceLocation {
   lineText?: string;
 }
 
+/** Another place a diagnostic involves: the first definition of a duplicate, the other steps of a cycle. */
+export interface RelatedLocation {
+  message: string;
+  field?: string;
+  location?: SourceLocation;
+}
+
 export interface Diagnostic {
+  /** error (the default): the command cannot go on; warning: it goes on, and says so. */
+  severity?: 'error' | 'warning';
   message: string;
   /** Dotted field path in the config, e.g. `steps.build.cmd`. */
   field?: string;
   location?: SourceLocation;
   /** What to do about it, when the message alone does not say. */
   hint?: string;
+  related?: RelatedLocation[];
 }
 
+const at = (loc: SourceLocation | undefined) => (loc ? `${loc.file}:${loc.line}:${loc.column}: ` : '');
+
 export function formatDiagnostic(d: Diagnostic): string {
-  const where = d.location ? `${d.location.file}:${d.location.line}:${d.location.column}: ` : '';
   const field = d.field ? `${d.field}: ` : '';
-  let out = `${where}error: ${field}${d.message}`;
+  let out = `${at(d.location)}${d.severity ?? 'error'}: ${field}${d.message}`;
   if (d.hint) out += `\n  hint: ${d.hint}`;
   const loc = d.location;
   if (loc?.lineText !== undefined) {
@@ -35,12 +46,19 @@ export function formatDiagnostic(d: Diagnostic): string {
     out += `\n  ${n} | ${shown}`;
     out += `\n  ${' '.repeat(n.length)} | ${' '.repeat(Math.max(0, caret))}${'^'.repeat(Math.max(1, Math.min(loc.length, 160)))}`;
   }
+  for (const r of d.related ?? []) out += `\n  note: ${at(r.location)}${r.field ? `${r.field}: ` : ''}${r.message}`;
   return out;
 }
 
 export function diagnosticToJson(d: Diagnostic): Record<string, unknown> {
-  const { location, ...rest } = d;
-  return location ? { ...rest, file: location.file, line: location.line, column: location.column } : rest;
+  const place = (l: SourceLocation | undefined) => (l ? { file: l.file, line: l.line, column: l.column } : {});
+  const { location, related, severity, ...rest } = d;
+  return {
+    severity: severity ?? 'error',
+    ...rest,
+    ...place(location),
+    ...(related?.length ? { related: related.map(({ location: l, ...r }) => ({ ...r, ...place(l) })) } : {}),
+  };
 }
 
 /** Closest candidate by edit distance, for "did you mean" hints. */

@@ -75,7 +75,7 @@ describe('the CLI, misused', () => {
     expect(out).toEqual({
       schema_version: 1,
       ok: false,
-      errors: [{ message: 'unknown option --frobnicate', hint: "Run 'pairbench run --help' for its options." }],
+      errors: [{ severity: 'error', message: 'unknown option --frobnicate', hint: "Run 'pairbench run --help' for its options." }],
     });
     expect(valid('#/definitions/error', out)).toBe('');
     const unknown = JSON.parse((await cli('bogus', '--json')).stdout);

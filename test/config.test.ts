@@ -59,6 +59,15 @@ describe('config errors name file:line:column, the field, and what was expected'
     rig.write('more.yaml', 'steps:\n  a:\n    kind: command\n    cmd: "true"\n');
     const dup = await rig.cli('plan');
     expect(dup.stderr).toMatch(/more\.yaml:2:3: error: steps\.a: step "a" is defined twice \(first at \S*bench\.config\.yaml:3\)/);
+    // The first definition is a related location: a note in words, and in the JSON error shape.
+    expect(dup.stderr).toMatch(/\n {2}note: \S*bench\.config\.yaml:3:3: step "a" is first defined here/);
+    const json = JSON.parse((await rig.cli('plan', '--json')).stdout);
+    expect(json.errors[0]).toMatchObject({
+      severity: 'error',
+      line: 2,
+      column: 3,
+      related: [{ message: 'step "a" is first defined here', line: 3, column: 3 }],
+    });
   });
 });
 
@@ -80,6 +89,10 @@ describe('DAG errors in words', () => {
     const r = await rig.cli('plan');
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/error: steps\.\w\.needs: cycle: (a -> c -> b -> a|c -> b -> a -> c|b -> a -> c -> b)/);
+    // Every other edge of the cycle, where it is written.
+    const notes = r.stderr.split('\n').filter((l) => l.startsWith('  note: '));
+    expect(notes).toHaveLength(2);
+    for (const n of notes) expect(n).toMatch(/^ {2}note: \S*bench\.config\.yaml:(4|8|12):13: steps\.(a|b|c)\.needs: (a needs c|b needs a|c needs b)$/);
   });
 
   it('dangling inputs: an upstream not in needs, an output not declared, a file that does not exist', async () => {

@@ -122,6 +122,7 @@ export function loadConfig(configPath: string, options: LoadOptions = {}): Resul
           message: `step "${name}" is defined twice (first at ${first.file}:${first.line})`,
           location: src.locate(step.path, true),
           hint: 'rename one of them',
+          related: [{ message: `step "${name}" is first defined here`, location: first }],
         });
         continue;
       }
