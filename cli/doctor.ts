@@ -8,7 +8,7 @@ import { loadExeca } from '../sandboxes/lazy-execa.js';
 import { agentAdapters } from '../agents/index.js';
 import type { BenchConfig, StepConfig } from '../pipeline/config/load.js';
 import type { Graph } from '../pipeline/dag.js';
-import { sha256 } from '../pipeline/digest.js';
+import { Store } from '../pipeline/store/store.js';
 import type { EngineContext } from '../pipeline/engine.js';
 import type { ResolvedInput } from '../pipeline/inputs.js';
 import { packageRoot } from '../pipeline/package-root.js';
@@ -627,8 +627,8 @@ async function commitReachable(
   commit: string,
   pathVar: string,
 ): Promise<{ ok: true; detail: string } | { ok: false; detail: string; fix: string }> {
-  // The same mirror path materialize uses (steps/materialize.ts, ensureMirror).
-  const mirror = join(storeDir, 'mirrors', `${sha256(source).slice(0, 16)}.git`);
+  // The mirror materialize reads (the store says where it keeps it).
+  const mirror = new Store(storeDir).mirrorPath(source);
   if (existsSync(mirror) && (await hasCommit(git, mirror, commit, pathVar))) return { ok: true, detail: "commit present in the store's mirror" };
   const local = source.startsWith('file://') ? fileURLToPath(source) : URL_LIKE.test(source) ? null : source;
   if (local === null) {

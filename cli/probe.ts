@@ -264,6 +264,7 @@ export async function executeUnrecorded(
     upstream,
     artifacts: store.cas,
     logFile,
+    mirrorOf: (source) => store.mirrorPath(source),
     hostEnv: io.env,
     signal: signal ?? new AbortController().signal,
     doNotCache,

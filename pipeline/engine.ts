@@ -708,6 +708,7 @@ async function executeNode(
       upstream,
       artifacts,
       logFile,
+      mirrorOf: (source) => store.mirrorPath(source),
       hostEnv: options.hostEnv ?? process.env,
       signal: options.signal ?? new AbortController().signal,
       doNotCache,

@@ -56,6 +56,8 @@ export interface ExecutionContext {
   artifacts: Pick<Cas, 'materialize' | 'putPath' | 'read' | 'entryAt'>;
   /** The node's log file: the step writes what a person needs to see when it fails. */
   logFile: string;
+  /** Where the store keeps a bare mirror of the git repository at `source` (the step fills it; the layout is the store's). */
+  mirrorOf(source: string): string;
   hostEnv: HostEnv;
   signal: AbortSignal;
   /**

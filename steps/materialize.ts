@@ -69,10 +69,8 @@ export function* treeEntries(root: string, rel = ''): Generator<string> {
 }
 
 /** A bare mirror of the task's repository inside the store: materialize never reads a working tree. */
-export async function ensureMirror(storeDir: string, source: string, commit: string): Promise<string> {
-  const mirrors = join(storeDir, 'mirrors');
-  mkdirSync(mirrors, { recursive: true });
-  const mirror = join(mirrors, `${sha256(source).slice(0, 16)}.git`);
+export async function ensureMirror(mirror: string, source: string, commit: string): Promise<string> {
+  mkdirSync(dirname(mirror), { recursive: true });
   if (!existsSync(mirror)) {
     // Unique per call: two tasks of one repository may clone it at once in one process.
     const tmp = `${mirror}.tmp-${process.pid}-${randomBytes(6).toString('hex')}`;
@@ -133,7 +131,7 @@ export const materializeStep: StepKind = {
     const tree = join(ctx.workDir, 'tree');
     mkdirSync(tree, { recursive: true });
     try {
-      const mirror = await ensureMirror(ctx.config.storeDir, task.repo.source, task.repo.commit);
+      const mirror = await ensureMirror(ctx.mirrorOf(task.repo.source), task.repo.source, task.repo.commit);
       const treeish = task.repo.subdir ? `${task.repo.commit}:${task.repo.subdir}` : task.repo.commit;
       await extractTree(mirror, treeish, tree);
       // The starting state of a generated task (e.g. a stubbed function) is a patch on the pinned commit.

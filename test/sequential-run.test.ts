@@ -180,6 +180,7 @@ describe('a look and infrastructure faults', () => {
         upstream,
         artifacts: store.cas,
         logFile: join(dir, 'look.log'),
+        mirrorOf: (source) => store.mirrorPath(source),
         hostEnv: {},
         signal: new AbortController().signal,
         doNotCache: () => {},

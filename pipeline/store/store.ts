@@ -66,6 +66,11 @@ export class Store {
     this.statCache = new StatCache(join(dir, 'stat-cache.json'), this.tmpDir);
   }
 
+  /** Where a bare mirror of the git repository at `source` is kept (materialize and context fill it; doctor reads it). */
+  mirrorPath(source: string): string {
+    return join(this.dir, 'mirrors', `${sha256(source).slice(0, 16)}.git`);
+  }
+
   /** The records this store knows the remote cache at `url` holds (see remote-held.ts). */
   remoteHeld(url: string): HeldRecords {
     return new HeldRecords(join(this.dir, 'remote', `${sha256(url).slice(0, 16)}.keys`));
