@@ -1,4 +1,5 @@
 import { printJson, printJsonErrors } from './json-output.js';
+import { diagnosticToJson } from '../pipeline/diagnostic.js';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { closest } from '../pipeline/diagnostic.js';
 import { lookup, plan, run, selectedOutputs } from '../pipeline/engine.js';
@@ -89,7 +90,7 @@ export async function runProbe(loaded: LoadedConfig, io: CommandIO, json: boolea
     return EXIT.usage;
   };
   const failed = (message: string, logTail = '') => {
-    if (json) printJson(io.stdout, { ok: false, errors: [{ message }], ...(logTail ? { log: logTail } : {}) });
+    if (json) printJson(io.stdout, { ok: false, errors: [diagnosticToJson({ message })], ...(logTail ? { log: logTail } : {}) });
     else io.stderr.write(`pairbench probe: ${message}\n${logTail ? `${logTail}\n` : ''}`);
     return EXIT.nodeFailed;
   };

@@ -1,9 +1,10 @@
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { cpSync, existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { claudeBinary } from '../agents/claude-code.js';
 import { atifProblems, promptTokens } from './atif.js';
+import { cliOutputProblems } from './cli-schema.js';
 import { calculatorTask } from './fixtures.js';
 import { Rig } from './rig.js';
 
@@ -114,6 +115,7 @@ describe.skipIf(!existsSync(claudeBinary()))('Claude Code end to end', () => {
     expect((await rig.cli('export', '--out', plain)).code).toBe(0);
     const r = await rig.cli('export', '--out', jobs, '--harbor-layout', '--json');
     expect(r.code, r.stderr).toBe(0);
+    expect(cliOutputProblems('#/definitions/export', JSON.parse(r.stdout))).toBe('');
     const out = JSON.parse(r.stdout).bundles[0];
     // The job is the cohort at its registered version.
     const { cohort, version } = JSON.parse(readFileSync(join(plain, 'results.json'), 'utf8'));
@@ -123,6 +125,16 @@ describe.skipIf(!existsSync(claudeBinary()))('Claude Code end to end', () => {
     expect(out.dir).toBe(join(job, 'pairbench'));
     expect(out.root_digest).toBe(JSON.parse((await rig.cli('verify-bundle', plain, '--json')).stdout).root_digest);
     expect((await rig.cli('verify-bundle', out.dir, '--root', `sha256:${out.root_digest}`)).code).toBe(0);
+    // The --json shapes of verify-bundle (clean and tampered) and freeze, as published.
+    expect(cliOutputProblems('#/definitions/verify_bundle', JSON.parse((await rig.cli('verify-bundle', plain, '--json')).stdout))).toBe('');
+    expect(cliOutputProblems('#/definitions/freeze', JSON.parse((await rig.cli('freeze', '--json')).stdout))).toBe('');
+    const copy = join(rig.dir, 'tampered');
+    cpSync(plain, copy, { recursive: true });
+    writeFileSync(join(copy, 'report.md'), readFileSync(join(copy, 'report.md'), 'utf8') + 'tampered\n');
+    const tampered = await rig.cli('verify-bundle', copy, '--json');
+    expect(tampered.code).toBe(1);
+    expect(JSON.parse(tampered.stdout)).toMatchObject({ ok: false, differs: ['report.md'] });
+    expect(cliOutputProblems('#/definitions/verify_bundle', JSON.parse(tampered.stdout))).toBe('');
     // What Harbor's JobScanner lists: job directories, and trials as the directories holding a result.json.
     expect(readdirSync(jobs)).toEqual([`${cohort}-v${version}`]);
     const trials = readdirSync(job).filter((d) => existsSync(join(job, d, 'result.json')));

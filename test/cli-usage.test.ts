@@ -3,9 +3,9 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Ajv } from 'ajv';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { main } from '../cli/main.js';
+import { cliOutputProblems } from './cli-schema.js';
 import { calculatorTask } from './fixtures.js';
 import { Rig } from './rig.js';
 
@@ -13,12 +13,7 @@ import { Rig } from './rig.js';
 // every --json output (errors included) validates against schemas/cli-output.schema.json.
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const BIN = join(ROOT, 'bin', 'pairbench.js');
-const ajv = new Ajv({ allErrors: true, strict: false });
-ajv.addSchema(JSON.parse(readFileSync(join(ROOT, 'schemas', 'cli-output.schema.json'), 'utf8')));
-const valid = (definition: string, value: unknown): string => {
-  const check = ajv.getSchema(`https://pairbench.dev/schemas/cli-output.schema.json${definition}`)!;
-  return check(value) ? '' : ajv.errorsText(check.errors);
-};
+const valid = cliOutputProblems;
 
 async function cli(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   let stdout = '';
@@ -140,6 +135,7 @@ describe('the CLI, misused', () => {
       ['explain', ['explain', 'attempts/fix-add/control/1']],
       ['show', ['show', 'attempts/fix-add/control/1']],
       ['history', ['history']],
+      ['doctor', ['doctor', '--skip-canary']],
     ] as const) {
       const r = await rig.cli(...args, '--json');
       expect(r.code, `${args.join(' ')}: ${r.stderr}`).toBe(0);

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { makeRepo } from './fixtures.js';
 import { Rig } from './rig.js';
+import { cliOutputProblems } from './cli-schema.js';
 
 // `pairbench generate` writes tasks that the real pipeline then certifies.
 let rig: Rig;
@@ -46,6 +47,25 @@ describe('pairbench generate', () => {
     const ids = readdirSync(join(rig.dir, 'tasks')).sort();
     expect(ids).toHaveLength(2);
     expect((await gen('tasks-again')).code).toBe(0);
+    // --json: the tasks written, as published (schemas/cli-output.schema.json).
+    const asJson = await rig.cli(
+      'generate',
+      'stub_function',
+      '--repo',
+      join(rig.dir, 'repos', 'lib'),
+      '--commit',
+      commit,
+      '--out',
+      join(rig.dir, 'tasks-json'),
+      '--count',
+      '2',
+      '--seed',
+      '7',
+      '--json',
+    );
+    expect(asJson.code, asJson.stderr).toBe(0);
+    expect(JSON.parse(asJson.stdout).tasks).toHaveLength(2);
+    expect(cliOutputProblems('#/definitions/generate', JSON.parse(asJson.stdout))).toBe('');
     for (const id of ids) {
       for (const f of ['task.yaml', 'setup.patch', 'solution.patch']) {
         expect(readFileSync(join(rig.dir, 'tasks-again', id, f), 'utf8')).toBe(readFileSync(join(rig.dir, 'tasks', id, f), 'utf8'));

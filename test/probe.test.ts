@@ -11,6 +11,7 @@ import { Store } from '../pipeline/store/store.js';
 import { builtinStepKinds } from '../steps/index.js';
 import { calculatorTask } from './fixtures.js';
 import { Rig } from './rig.js';
+import { cliOutputProblems } from './cli-schema.js';
 
 /** The config loaded the way cli/main.ts's load() does. */
 function load(configFile: string): LoadedConfig {
@@ -159,6 +160,7 @@ describe('pairbench probe', () => {
     const r = await probe(rig, true);
     expect(r.code, r.stdout + r.stderr).toBe(0);
     const report = JSON.parse(r.stdout) as ProbeReport;
+    expect(cliOutputProblems('#/definitions/probe', report)).toBe('');
     expect(report).toMatchObject({ ok: true, node: 'attempts/fix-add/control/1', step: 'attempts', source: 'probe', exit_reason: 'done' });
     expect(report.weights).toEqual({ input: 1, cache_write: 1.25, cache_read: 0.1, output: 5 });
     expectProjection(report, 12);
@@ -196,6 +198,7 @@ describe('pairbench probe', () => {
     const r = await probe(rig, true, 'attempts/fix-add/control/1');
     expect(r.code).toBe(0);
     const report = JSON.parse(r.stdout) as ProbeReport;
+    expect(cliOutputProblems('#/definitions/probe', report)).toBe('');
     expect(report.source).toBe('recorded');
     expectProjection(report, 12);
   });
@@ -216,6 +219,7 @@ describe('pairbench probe', () => {
     const r = await probe(rig, true);
     expect(r.code, r.stdout + r.stderr).toBe(0);
     const report = JSON.parse(r.stdout) as ProbeReport;
+    expect(cliOutputProblems('#/definitions/probe', report)).toBe('');
     expect(report).toMatchObject({ source: 'probe', exit_reason: 'done', agent: { adapter: 'claude-code', version: '2.1.197', model: 'claude-fake-1' } });
     // The usage is what the gateway read from the (fake) provider's replies, exactly.
     expectProjection(report, 12);

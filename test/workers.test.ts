@@ -5,6 +5,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { calculatorTask, copyTask, pairedCohortConfig, READS_CLAUDE_MD } from './fixtures.js';
 import { BIN, Rig } from './rig.js';
 import { hasNginx, hasRedis, startNginx, startRedis, type Nginx, type Redis } from '../bench/local-servers.js';
+import { cliOutputProblems } from './cli-schema.js';
 
 // Distributed execution on BullMQ over a real redis-server, results through a real nginx
 // remote cache: three worker processes, one killed with SIGKILL mid-attempt.
@@ -43,10 +44,10 @@ afterEach(() => {
   rig.cleanup();
 });
 
-function startWorkerProcess(i: number): ChildProcess & { out: string[] } {
+function startWorkerProcess(i: number, json = false): ChildProcess & { out: string[] } {
   const child = spawn(
     process.execPath,
-    [BIN, 'worker', '--redis', redis.url, '--config', join(rig.dir, 'bench.config.yaml'), '--store', join(rig.dir, `worker-${i}`)],
+    [BIN, 'worker', '--redis', redis.url, '--config', join(rig.dir, 'bench.config.yaml'), '--store', join(rig.dir, `worker-${i}`), ...(json ? ['--json'] : [])],
     {
       env: { PATH: process.env['PATH'], CI: '1', ...rig.env },
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -65,7 +66,8 @@ describe.skipIf((!hasRedis() || !hasNginx()) && !required)('distributed executio
     'three workers, one killed with SIGKILL mid-attempt: every attempt completes exactly once; the rerun is all hits; results equal a local run',
     { timeout: 120_000 },
     async () => {
-      const w = [1, 2, 3].map(startWorkerProcess);
+      // The third worker reports in JSON lines (one per job, schemas/cli-output.schema.json worker_job).
+      const w = [startWorkerProcess(1), startWorkerProcess(2), startWorkerProcess(3, true)];
       await new Promise((r) => setTimeout(r, 1500)); // the workers connect
       const coordinator = rig.spawn('run', '--executor', redis.url, '--json');
       // Worker 1 finishes one attempt and starts the next: it is killed 0.7 s into that one.
@@ -81,7 +83,12 @@ describe.skipIf((!hasRedis() || !hasNginx()) && !required)('distributed executio
       expect(attempts.every((n) => n.status === 'executed')).toBe(true);
       // The kill cut an attempt short: more attempts started than were recorded, and each recorded one is there once.
       expect(readdirSync(starts).length).toBeGreaterThan(12);
-      const done = w.flatMap((x) => x.out.filter((l) => l.startsWith('done   attempts/')).map((l) => l.split(' ')[3]!));
+      const jobs = w[2]!.out.map((l) => JSON.parse(l) as { node: string; status: string });
+      for (const j of jobs) expect(cliOutputProblems('#/definitions/worker_job', j)).toBe('');
+      const done = [
+        ...w.slice(0, 2).flatMap((x) => x.out.filter((l) => l.startsWith('done   attempts/')).map((l) => l.split(' ')[3]!)),
+        ...jobs.filter((j) => j.status === 'executed' && j.node.startsWith('attempts/')).map((j) => j.node),
+      ];
       expect(new Set(done).size).toBe(done.length);
       expect(done.sort()).toEqual(attempts.map((n) => n.node).sort());
       // Each surviving worker did part of the work.
