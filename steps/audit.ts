@@ -32,6 +32,17 @@ function policyOf(step: StepConfig): { out_of_bounds: Consequence; leakage: Cons
   return { out_of_bounds: p.out_of_bounds ?? 'score-zero', leakage: p.leakage ?? 'score-zero' };
 }
 
+/** What the attempt's changes touched, against what it was allowed to. */
+export interface MutationAudit {
+  touched: string[];
+  out_of_bounds: string[];
+  verifier_owned: string[];
+  allowed_paths: string[];
+}
+
+/** audit.json: the attempt's record as analyze reads it, with the evidence behind its integrity flags. */
+export type AuditedAttempt = AttemptRecord & { mutation: MutationAudit; leakage: LeakageFlag[] };
+
 /** The run step's result.json (the fields audit reads). */
 interface RunResult {
   task: string;
@@ -225,7 +236,7 @@ export const auditStep: StepKind = {
     const acted = leakage.filter((l) => l.kind !== 'version-history');
     if (acted.length) apply(policy.leakage, 'leakage', `trajectory leakage: ${acted[0]!.kind} at ${acted[0]!.where}`);
 
-    const record: AttemptRecord & { mutation: unknown; leakage: LeakageFlag[] } = {
+    const record: AuditedAttempt = {
       node: ctx.node.id,
       sources: { run: ctx.upstream.find((u) => u.outputs['result.json'])!.node, verify: ctx.upstream.find((u) => u.outputs['verdict.json'])?.node ?? null },
       task: task.id,

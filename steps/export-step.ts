@@ -9,6 +9,8 @@ import { withUpstream } from '../pipeline/dag.js';
 import { EARLIER_TRIES, type ExecutionContext, type GraphNode, type StepKind } from '../pipeline/step-kind.js';
 import type { OutputEntry } from '../pipeline/store/cas.js';
 import type { AnalysisResult, AttemptRecord } from './analyze/types.js';
+import type { AuditedAttempt } from './audit.js';
+import type { ResultsFile } from './export/results-file.js';
 import { taskOf } from './agent-step-config.js';
 import type { BundleFile } from './export/bundle.js';
 import type { ReportContext } from './export/report-context.js';
@@ -254,7 +256,7 @@ export const exportStep: StepKind = {
       { path: homedir(), as: '<home>' },
     ];
     let analysis: AnalysisResult | undefined;
-    let attempts: AttemptRecord[] = [];
+    let attempts: AuditedAttempt[] = [];
     for (const u of ctx.upstream) {
       for (const [name, entry] of Object.entries(u.outputs)) {
         if (name === EARLIER_TRIES && entry.type === 'dir') {
@@ -264,7 +266,7 @@ export const exportStep: StepKind = {
         if (entry.type !== 'file') continue; // directories (trees, changed files) stay in the store: their digests are in the receipts
         let text = ctx.artifacts.read(entry.digest).toString('utf8');
         if (name === 'analysis.json') analysis = JSON.parse(text) as AnalysisResult;
-        if (name === 'attempts.json') attempts = JSON.parse(text) as AttemptRecord[];
+        if (name === 'attempts.json') attempts = JSON.parse(text) as AuditedAttempt[]; // audit.json records, as analyze gathered them
         if (REDACTED_OUTPUTS.has(name)) text = redact(text, { hostPaths });
         files.push({ path: `nodes/${u.node}/${name}`, bytes: text });
       }
@@ -289,7 +291,7 @@ export const exportStep: StepKind = {
               config_digest: configDigest,
               analysis,
               attempts,
-            },
+            } satisfies ResultsFile,
             null,
             2,
           ) + '\n',

@@ -7,6 +7,12 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { claudeBinary } from '../agents/claude-code.js';
 import { main } from '../cli/main.js';
+import { Ajv } from 'ajv';
+
+const checkResults = new Ajv({ allErrors: true, strict: false }).compile(
+  JSON.parse(readFileSync(join(dirname(fileURLToPath(import.meta.url)), '..', 'schemas', 'results.schema.json'), 'utf8')),
+);
+const resultsProblems = (value: unknown): string => (checkResults(value) ? '' : JSON.stringify(checkResults.errors?.slice(0, 5)));
 
 // The shipped cohorts and the quick-start example, end to end: the fixture repos are
 // built, each config runs with a temp store (the real Claude Code CLI against its
@@ -126,6 +132,8 @@ describe.skipIf(!existsSync(claudeBinary()))('shipped cohorts, end to end on the
           const check = await cli('verify-bundle', dir);
           expect(check.code, check.stdout + check.stderr).toBe(0);
           const results = json(join(dir, 'results.json'));
+          // Every field as published in schemas/results.schema.json (generated from the writer's type).
+          expect(resultsProblems(results), `${dir}/results.json`).toBe('');
           // Each export step's `cohort` is the name of the analyze step it exports.
           bundles[results.cohort] = { dir, results, report: readFileSync(join(dir, 'report.md'), 'utf8') };
         }
