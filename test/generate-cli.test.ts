@@ -26,7 +26,7 @@ function library(): string {
 describe('pairbench generate', () => {
   it('writes stub_function tasks that certify through the pipeline; the same seed writes the same files', async () => {
     const commit = library();
-    const gen = (out: string) =>
+    const gen = (out: string, ...more: string[]) =>
       rig.cli(
         'generate',
         'stub_function',
@@ -40,6 +40,7 @@ describe('pairbench generate', () => {
         '2',
         '--seed',
         '7',
+        ...more,
       );
     const r = await gen('tasks');
     expect(r.code, r.stderr).toBe(0);
@@ -48,21 +49,7 @@ describe('pairbench generate', () => {
     expect(ids).toHaveLength(2);
     expect((await gen('tasks-again')).code).toBe(0);
     // --json: the tasks written, as published (schemas/cli-output.schema.json).
-    const asJson = await rig.cli(
-      'generate',
-      'stub_function',
-      '--repo',
-      join(rig.dir, 'repos', 'lib'),
-      '--commit',
-      commit,
-      '--out',
-      join(rig.dir, 'tasks-json'),
-      '--count',
-      '2',
-      '--seed',
-      '7',
-      '--json',
-    );
+    const asJson = await gen('tasks-json', '--json');
     expect(asJson.code, asJson.stderr).toBe(0);
     expect(JSON.parse(asJson.stdout).tasks).toHaveLength(2);
     expect(cliOutputProblems('#/definitions/generate', JSON.parse(asJson.stdout))).toBe('');

@@ -2,6 +2,7 @@
  * Input and output types of the analyze step. The result is plain JSON (no
  * undefined, no NaN, no Infinity): a missing figure is `null`.
  */
+import type { AnalyzeStep } from '../config-types.generated.js';
 
 /** One audited attempt (produced by the audit step). */
 export interface AttemptRecord {
@@ -134,19 +135,10 @@ export interface AnalysisSpec {
  * non-binding futility). `confidence-sequence`: an anytime-valid betting confidence
  * sequence (Waudby-Smith and Ramdas) on family deltas, looked at after every family.
  */
-export interface StoppingSpec {
-  rule: 'group-sequential' | 'confidence-sequence';
-  /** group-sequential: number of looks, the last at every family. */
-  looks?: number;
-  /** group-sequential: one-sided, each direction (default (1 - confidence) / 2); confidence-sequence: two-sided (default 1 - confidence). */
-  alpha?: number;
-  /** group-sequential: the power the futility boundary is designed for (default: the spec's power). */
-  power?: number;
-  spending?: 'obrien-fleming' | 'pocock';
-  futility?: 'none' | 'non-binding';
+export type StoppingSpec = NonNullable<AnalyzeStep['stopping']> & {
   /** Families per look, in the preregistered order (filled from the run step's order seed; part of the spec). */
   schedule?: string[][];
-}
+};
 
 /** One look of a sequential analysis. */
 export interface SequentialLook {

@@ -505,6 +505,16 @@ function factorial(f: FactorialResult, armMetrics: readonly ArmMetrics[]): strin
     .join('\n');
 }
 
+/** A plot's pass-rate axis (0, 50 and 100% gridlines, labelled) and its two axes. */
+function rateAxes(L: number, R: number, top: number, bottom: number, y: (v: number) => number): string[] {
+  return [
+    ...[0, 0.5, 1].map(
+      (v) => `<line class="grid" x1="${L}" x2="${R}" y1="${y(v)}" y2="${y(v)}"/><text x="${L - 6}" y="${y(v) + 4}" text-anchor="end">${v * 100}%</text>`,
+    ),
+    `<line class="axis" x1="${L}" x2="${L}" y1="${top}" y2="${bottom}"/><line class="axis" x1="${L}" x2="${R}" y1="${bottom}" y2="${bottom}"/>`,
+  ];
+}
+
 /**
  * The 2x2 interaction plot: pass rate of each cell, the first factor across, one line per level
  * of the second. Parallel lines: the levers add up; lines that converge or cross: they interact.
@@ -525,9 +535,7 @@ function interactionPlot(f: FactorialResult, armMetrics: readonly ArmMetrics[]):
     `<figure class="interaction-plot"><figcaption><strong>Interaction: ${esc(a)} x ${esc(b)}</strong> <span class="sub">pass rate per cell (every accepted attempt of its arm); parallel lines: the levers add up, converging or crossing lines: they interact. The interaction's estimate and interval, paired over the tasks every cell ran, are in the table.</span></figcaption>`,
     `<svg class="interaction-plot" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 ${W} ${H}" width="${W}" height="${H}" role="img" aria-label="${esc(`Interaction plot: pass rate by ${a} and ${b}`)}">`,
   ];
-  for (const v of [0, 0.5, 1])
-    parts.push(`<line class="grid" x1="${L}" x2="${R}" y1="${y(v)}" y2="${y(v)}"/><text x="${L - 6}" y="${y(v) + 4}" text-anchor="end">${v * 100}%</text>`);
-  parts.push(`<line class="axis" x1="${L}" x2="${L}" y1="${top}" y2="${bottom}"/><line class="axis" x1="${L}" x2="${R}" y1="${bottom}" y2="${bottom}"/>`);
+  parts.push(...rateAxes(L, R, top, bottom, y));
   for (const la of [0, 1] as const) parts.push(`<text x="${x(la)}" y="${bottom + 16}" text-anchor="middle">${esc(`${a} ${la === 0 ? 'off' : 'on'}`)}</text>`);
   for (const lb of [0, 1] as const) {
     const ends = ([0, 1] as const).map((la) => {
@@ -572,9 +580,7 @@ function costVsPassPlot(armMetrics: readonly ArmMetrics[]): string {
     `<figure class="cost-vs-pass"><figcaption><strong>Cost against pass rate</strong> <span class="sub">one point per arm; up and to the left is better. Across: ${esc(unit)}.</span></figcaption>`,
     `<svg class="cost-vs-pass" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 ${W} ${H}" width="${W}" height="${H}" role="img" aria-label="Cost against pass rate per arm">`,
   ];
-  for (const v of [0, 0.5, 1])
-    parts.push(`<line class="grid" x1="${L}" x2="${R}" y1="${y(v)}" y2="${y(v)}"/><text x="${L - 6}" y="${y(v) + 4}" text-anchor="end">${v * 100}%</text>`);
-  parts.push(`<line class="axis" x1="${L}" x2="${L}" y1="${top}" y2="${bottom}"/><line class="axis" x1="${L}" x2="${R}" y1="${bottom}" y2="${bottom}"/>`);
+  parts.push(...rateAxes(L, R, top, bottom, y));
   parts.push(`<text x="${L}" y="${bottom + 16}">0</text><text x="${R}" y="${bottom + 16}" text-anchor="end">${esc(priced ? usd(max) : num(max, 0))}</text>`);
   parts.push(
     `<text class="muted" x="${(L + R) / 2}" y="${bottom + 32}" text-anchor="middle">${esc(priced ? 'USD per attempt' : 'weighted tokens per attempt')}</text>`,
