@@ -1,12 +1,9 @@
 import { printJson, printJsonErrors } from './json-output.js';
-import { diagnosticToJson } from '../pipeline/diagnostic.js';
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { closest } from '../pipeline/diagnostic.js';
-import { lookup, plan, run, selectedOutputs } from '../pipeline/engine.js';
-import { errorMessage } from '../pipeline/result.js';
-import type { ExecutionContext, GraphNode, StagedFile, UpstreamOutputs } from '../pipeline/step-kind.js';
+import { closest, diagnosticToJson } from '../pipeline/diagnostic.js';
+import { executeUnrecorded as executeUnrecordedNode, lookup, plan, run } from '../pipeline/engine.js';
+import { withUpstream } from '../pipeline/dag.js';
+import type { GraphNode, StagedFile } from '../pipeline/step-kind.js';
 import type { ActionRecord, OutputManifest } from '../pipeline/store/action-cache.js';
-import { tempPath } from '../pipeline/atomic-write.js';
 import { DEFAULT_WEIGHTS } from '../steps/analyze/spec.js';
 import type { CostWeights } from '../steps/analyze/types.js';
 import { armOf } from '../steps/run.js';
@@ -205,24 +202,13 @@ export function firstAsListed(nodes: GraphNode[]): GraphNode {
 
 /** `roots` and everything they need, in the graph's (topological) order. */
 export function closure(loaded: LoadedConfig, roots: GraphNode[]): GraphNode[] {
-  const wanted = new Set<GraphNode>();
-  const stack = [...roots];
-  while (stack.length) {
-    const n = stack.pop()!;
-    if (wanted.has(n)) continue;
-    wanted.add(n);
-    stack.push(...n.upstream);
-  }
+  const wanted = new Set(withUpstream(roots));
   return loaded.graph.nodes.filter((n) => wanted.has(n));
 }
 
 export type Attempt = { ok: true; outputs: OutputManifest } | { ok: false; message: string; logTail: string };
 
-/**
- * Mirrors engine.executeNode: inputs stored in the CAS and checked against the digests
- * hashed for the key, the selected upstream outputs, a fresh work dir. Writes no action
- * record and no node history; the outputs' blobs stay unreferenced (gc removes them).
- */
+/** The attempt as a run would execute it (engine.executeUnrecorded), minus the record. */
 export async function executeUnrecorded(
   loaded: LoadedConfig,
   node: GraphNode,
@@ -233,59 +219,13 @@ export async function executeUnrecorded(
   /** Files staged besides the node's inputs (already in the store). */
   extraFiles: readonly StagedFile[] = [],
 ): Promise<Attempt> {
-  const { store } = loaded.ctx;
-  const files: StagedFile[] = [...extraFiles];
-  for (const i of loaded.inputs.get(node.id) ?? []) {
-    let entry;
-    try {
-      entry = store.cas.putPath(i.abs);
-    } catch (e) {
-      return { ok: false, message: `cannot read input ${i.path}: ${errorMessage(e)}`, logTail: '' };
-    }
-    if (entry.digest !== i.digest) return { ok: false, message: `input ${i.path} changed after it was hashed; run again`, logTail: '' };
-    files.push({ path: i.path, entry });
-  }
-  const upstream: UpstreamOutputs[] = [];
-  for (const u of node.upstream) {
-    const record = records.get(u.id);
-    if (!record) continue; // certify: skipped by the probe
-    const selected = selectedOutputs(node, u, record);
-    if (!selected.ok) return { ok: false, message: selected.error.message, logTail: '' };
-    upstream.push({ node: u.id, outputs: selected.value });
-  }
-  const workDir = tempPath(store.tmpDir, 'probe');
-  const logFile = `${workDir}.log`;
-  mkdirSync(workDir, { recursive: true });
-  writeFileSync(logFile, '');
-  const ctx: ExecutionContext = {
-    node,
-    config: loaded.config,
-    workDir,
-    files,
-    upstream,
-    artifacts: store.cas,
-    logFile,
-    mirrorOf: (source) => store.mirrorPath(source),
+  const r = await executeUnrecordedNode(loaded.ctx, node, loaded.inputs.get(node.id) ?? [], records, {
     hostEnv: io.env,
-    signal: signal ?? new AbortController().signal,
+    ...(signal ? { signal } : {}),
+    extraFiles,
     doNotCache,
-  };
-  try {
-    const r = await node.kind.execute(ctx);
-    if (r.ok) return { ok: true, outputs: r.value };
-    let log = '';
-    try {
-      log = readFileSync(logFile, 'utf8');
-    } catch {
-      // no log
-    }
-    return { ok: false, message: r.error.message, logTail: tail(log, 20) };
-  } catch (e) {
-    return { ok: false, message: errorMessage(e), logTail: '' };
-  } finally {
-    rmSync(workDir, { recursive: true, force: true });
-    rmSync(logFile, { force: true });
-  }
+  });
+  return r.ok ? r : { ok: false, message: r.failure.message, logTail: r.logTail };
 }
 
 export function readText(ctx: LoadedConfig['ctx'], outputs: OutputManifest, name: string): string | undefined {

@@ -11,7 +11,7 @@ import { buildPreimage, keyOf, type KeyPreimage } from './key.js';
 import { packageVersion } from './package-root.js';
 import { describePreimageDiff, preimageChanges } from './preimage-diff.js';
 import { err, errorMessage, ok, type Result } from './result.js';
-import { EARLIER_TRIES, type GraphNode, type HostEnv, type StepFailure } from './step-kind.js';
+import { EARLIER_TRIES, type GraphNode, type HostEnv, type StagedFile, type StepFailure } from './step-kind.js';
 import { outputsDigest, type ActionRecord, type NodeTry, type OutputManifest } from './store/action-cache.js';
 import { tempPath } from './atomic-write.js';
 import { CorruptBlobError } from './store/cas.js';
@@ -618,6 +618,42 @@ async function executeLocked(
   }
 }
 
+/**
+ * Executes `node` as a run would (the same staging, upstream selection, blob checks and
+ * context), but records nothing: no action record, no node history; its outputs' blobs stay
+ * unreferenced (gc removes them). For `probe` and `doctor`'s canary, which run one attempt to
+ * look at it. Upstreams without a record in `records` are left out (probe skips certify).
+ */
+export async function executeUnrecorded(
+  ctx: EngineContext,
+  node: GraphNode,
+  inputs: readonly ResolvedInput[],
+  records: ReadonlyMap<string, ActionRecord>,
+  options: Pick<RunOptions, 'hostEnv' | 'signal'> & { extraFiles?: readonly StagedFile[]; doNotCache?: (reason: string) => void },
+): Promise<{ ok: true; outputs: OutputManifest } | { ok: false; failure: StepFailure; logTail: string }> {
+  const workDir = tempPath(ctx.store.tmpDir, 'unrecorded');
+  const logFile = `${workDir}.log`;
+  mkdirSync(workDir, { recursive: true });
+  writeFileSync(logFile, '');
+  try {
+    const r = await executeNode(ctx, node, inputs, records, workDir, logFile, options, options.doNotCache ?? (() => undefined), () => undefined, {
+      partialUpstream: true,
+      ...(options.extraFiles ? { extraFiles: options.extraFiles } : {}),
+    });
+    if (r.ok) return { ok: true, outputs: r.value };
+    let log = '';
+    try {
+      log = readFileSync(logFile, 'utf8');
+    } catch {
+      // no log
+    }
+    return { ok: false, failure: r.error, logTail: tail(log, 20) };
+  } finally {
+    rmSync(workDir, { recursive: true, force: true });
+    rmSync(logFile, { force: true });
+  }
+}
+
 /** Removals of finished work directories still under way (run() waits for them before it returns). */
 const pendingRemovals = new Set<Promise<void>>();
 
@@ -640,6 +676,12 @@ export async function settleRemovals(): Promise<void> {
   while (pendingRemovals.size) await Promise.all([...pendingRemovals]);
 }
 
+/** What an execution outside a run may change: files staged beside the inputs, and upstreams it leaves out (they have no record). */
+interface ExecutionExtras {
+  extraFiles?: readonly StagedFile[];
+  partialUpstream?: boolean;
+}
+
 async function executeNode(
   ctx: EngineContext,
   node: GraphNode,
@@ -647,13 +689,14 @@ async function executeNode(
   records: ReadonlyMap<string, ActionRecord>,
   workDir: string,
   logFile: string,
-  options: RunOptions,
+  options: Pick<RunOptions, 'hostEnv' | 'signal'>,
   doNotCache: (reason: string) => void,
   outcome: (word: string, detail: string) => void,
+  extras: ExecutionExtras = {},
 ): Promise<Result<OutputManifest, StepFailure>> {
   const { store } = ctx;
   // Store the inputs first: the step then sees exactly the bytes that were hashed into its key.
-  const files = [];
+  const files: StagedFile[] = [...(extras.extraFiles ?? [])];
   for (const i of inputs) {
     let entry;
     try {
@@ -668,7 +711,9 @@ async function executeNode(
   }
   const upstream = [];
   for (const u of node.upstream) {
-    const sel = selectedOutputs(node, u, records.get(u.id)!);
+    const record = records.get(u.id);
+    if (!record && extras.partialUpstream) continue;
+    const sel = selectedOutputs(node, u, record!);
     if (!sel.ok) return sel;
     upstream.push({ node: u.id, outputs: sel.value });
   }
