@@ -648,6 +648,9 @@ export async function executeUnrecorded(
       // no log
     }
     return { ok: false, failure: r.error, logTail: tail(log, 20) };
+  } catch (e) {
+    // A step that throws fails this one execution; the command says why (run would record it the same way).
+    return { ok: false, failure: { reason: 'internal', message: errorMessage(e) }, logTail: '' };
   } finally {
     rmSync(workDir, { recursive: true, force: true });
     rmSync(logFile, { force: true });
