@@ -11,6 +11,7 @@ import type {
   ConfigField,
   FactorialResult,
   Interval,
+  JudgeSummary,
   MinimumDetectableEffect,
   OutcomeClass,
   PairedDifference,
@@ -504,4 +505,32 @@ export function factorialCells(
       return c ? { arm: c.arm, rate: arms.find((m) => m.arm === c.arm)?.completion_rate ?? null } : undefined;
     },
   };
+}
+
+// Sentences both reports print: built here once, escaped by each renderer as its format needs.
+
+/** What a comparison's effect is. */
+export const EFFECT_MEANING = 'mean of per-task paired deltas in pass rate';
+
+/** What happens to an excluded attempt. */
+export const EXCLUDED_MEANING = 'kept in the bundle, used in no estimate';
+
+/** Why per-arm figures claim nothing when a comparison has no delta; `where` the comparisons are printed. */
+export function descriptiveArmsText(where: 'above' | 'below'): string {
+  return `Per-arm figures are descriptive. A comparison ${where} has no delta (refused or invalid), so no difference between these arms is claimed.`;
+}
+
+/** "6 valid of 8 (1 with an excluded side, 1 unmatched)". */
+export function pairsText(c: Comparison): string {
+  return `${c.pairs.valid} valid of ${c.pairs.total} (${c.pairs.excluded} with an excluded side, ${c.pairs.unmatched} unmatched)`;
+}
+
+/** The judge's agreement with the verifier, as a sentence. */
+export function agreementText(j: JudgeSummary): string {
+  return `Agreement: ${j.agreement.agree} of ${j.agreement.compared} tasks both classified${j.agreement.rate === null ? '' : ` (${pct(j.agreement.rate)})`}.`;
+}
+
+/** The judge's classes: "(a) 3 · (b) 4 · (c) 1 · unclassified 0". */
+export function judgeCountsText(j: JudgeSummary): string {
+  return `(a) ${j.counts.judge.a} · (b) ${j.counts.judge.b} · (c) ${j.counts.judge.c} · unclassified ${j.counts.judge.unclassified}`;
 }

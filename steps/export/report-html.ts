@@ -27,6 +27,12 @@ import {
   outcomesByCategory,
   judgeClassText,
   passAtKText,
+  EFFECT_MEANING,
+  EXCLUDED_MEANING,
+  descriptiveArmsText,
+  pairsText,
+  agreementText,
+  judgeCountsText,
   factorialCells,
   relativeMetricsText,
   envelopeFormulas,
@@ -284,7 +290,7 @@ function comparison(c: Comparison, index: number, caveat: string | null): string
     'delta',
     c.delta === null
       ? '<span class="delta">delta: null</span>'
-      : `<span class="delta">${esc(pp(c.delta))}</span> mean of per-task paired deltas in pass rate${c.directional ? ' · <strong>directional</strong> (smaller than the minimum detectable effect)' : ''}`,
+      : `<span class="delta">${esc(pp(c.delta))}</span> ${EFFECT_MEANING}${c.directional ? ' · <strong>directional</strong> (smaller than the minimum detectable effect)' : ''}`,
   ]);
   facts.push(['CI', c.ci ? `${esc(interval(c.ci))} <span class="sub">(${esc(intervalMethod(c.ci))})</span>` : NONE]);
   facts.push([
@@ -313,10 +319,7 @@ function comparison(c: Comparison, index: number, caveat: string | null): string
       'by category',
       categories.map((k) => `${esc(k.category)}: (a) ${k.a} · (b) ${k.b} · (c) ${k.c}${k.no_answer ? ` · no answer ${k.no_answer}` : ''}`).join('<br>'),
     ]);
-  facts.push([
-    'pairs',
-    `${c.pairs.valid} valid of ${c.pairs.total} (${c.pairs.excluded} with an excluded side, ${c.pairs.unmatched} unmatched) · ${counted(c.n_tasks, 'task')} in ${counted(c.n_families, 'family', 'families')}`,
-  ]);
+  facts.push(['pairs', `${pairsText(c)} · ${counted(c.n_tasks, 'task')} in ${counted(c.n_families, 'family', 'families')}`]);
 
   return [
     `<article class="comparison verdict-${esc(c.verdict)}" data-verdict="${esc(c.verdict)}" id="comparison-${index}">`,
@@ -476,8 +479,8 @@ function judgeSection(j: JudgeSummary): string {
   return [
     '<section id="judge">',
     `<h2>Judge and verifier: ${esc(j.treatment)} vs ${esc(j.control)}</h2>`,
-    `<p>Judge ${esc(j.step)} (model ${esc(j.model ?? NONE)}${j.model_source === 'scripted' ? ', <strong>scripted</strong>' : ''}, rubric <code>${esc(j.rubric_digest ?? NONE)}</code>), blind to the verifier. Agreement: ${j.agreement.agree} of ${j.agreement.compared} tasks both classified${j.agreement.rate === null ? '' : ` (${esc(pct(j.agreement.rate))})`}.</p>`,
-    `<p>judge: (a) ${j.counts.judge.a} · (b) ${j.counts.judge.b} · (c) ${j.counts.judge.c} · unclassified ${j.counts.judge.unclassified}<br>verifier: ${v ? `(a) ${v.a} · (b) ${v.b} · (c) ${v.c} · no answer ${v.no_answer}` : NONE}</p>`,
+    `<p>Judge ${esc(j.step)} (model ${esc(j.model ?? NONE)}${j.model_source === 'scripted' ? ', <strong>scripted</strong>' : ''}, rubric <code>${esc(j.rubric_digest ?? NONE)}</code>), blind to the verifier. ${esc(agreementText(j))}</p>`,
+    `<p>judge: ${esc(judgeCountsText(j))}<br>verifier: ${v ? `(a) ${v.a} · (b) ${v.b} · (c) ${v.c} · no answer ${v.no_answer}` : NONE}</p>`,
     "<table><thead><tr><th>task</th><th>category</th><th>judge</th><th>verifier</th><th>agree</th><th>judge's reason</th></tr></thead><tbody>",
     ...rows,
     '</tbody></table>',
@@ -638,9 +641,7 @@ function arms(result: AnalysisResult, ctx: ReportContext): string {
   return [
     '<section id="arms">',
     '<h2>Arms</h2>',
-    anyWithoutDelta(result)
-      ? '<p class="sub arms-descriptive">Per-arm figures are descriptive. A comparison below the verdicts has no delta (refused or invalid), so no difference between these arms is claimed.</p>'
-      : '',
+    anyWithoutDelta(result) ? `<p class="sub arms-descriptive">${esc(descriptiveArmsText('below'))}</p>` : '',
     '<div class="charts">',
     barChart('completion rate', 'whiskers: min–max of per-task pass rate', completion, 1),
     barChart(
@@ -748,7 +749,7 @@ function infra(result: AnalysisResult): string {
   return [
     '<section id="infra">',
     '<h2>Infrastructure errors and exclusions</h2>',
-    `<p>Excluded attempts: <strong class="excluded-count">${totalExcluded(result)}</strong> — kept in the bundle, used in no estimate.</p>`,
+    `<p>Excluded attempts: <strong class="excluded-count">${totalExcluded(result)}</strong> — ${EXCLUDED_MEANING}.</p>`,
     '<table><tr><th>arm</th><th class="n">infra-error rate</th><th class="n">infra errors</th><th class="n">tries</th><th class="n">attempts</th><th class="n">excluded</th><th>exclusion reasons</th><th class="n">no answer (over budget)</th><th>ran from</th><th>to</th></tr>',
     ...result.arms.map((a) => {
       const reasons = Object.entries(a.exclusions)

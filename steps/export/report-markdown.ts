@@ -26,6 +26,12 @@ import {
   outcomesByCategory,
   judgeClassText,
   passAtKText,
+  EFFECT_MEANING,
+  EXCLUDED_MEANING,
+  descriptiveArmsText,
+  pairsText,
+  agreementText,
+  judgeCountsText,
   factorialCells,
   relativeMetricsText,
   envelopeFormulas,
@@ -109,7 +115,7 @@ export function renderMarkdown(result: AnalysisResult, ctx: ReportContext): stri
   line('## Arms');
   line();
   if (anyWithoutDelta(result)) {
-    line('Per-arm figures are descriptive. A comparison above has no delta (refused or invalid), so no difference between these arms is claimed.');
+    line(descriptiveArmsText('above'));
     line();
   }
   line(
@@ -161,7 +167,7 @@ export function renderMarkdown(result: AnalysisResult, ctx: ReportContext): stri
 
   line('## Exclusions');
   line();
-  line(`Excluded attempts: ${totalExcluded(result)} (kept in the bundle, used in no estimate).`);
+  line(`Excluded attempts: ${totalExcluded(result)} (${EXCLUDED_MEANING}).`);
   for (const a of result.arms) line(`- ${md(a.arm)}: ${a.n_excluded}${exclusionReasons(a)}`);
   line();
 
@@ -199,10 +205,7 @@ function comparison(c: Comparison, result: AnalysisResult, line: (s?: string) =>
   line(`${comparisonMeaning(c)}.`);
   line();
   if (c.delta === null) line(`- delta: null`);
-  else
-    line(
-      `- effect (mean of per-task paired deltas in pass rate): **${pp(c.delta)}**${c.directional ? ' (directional: smaller than the minimum detectable effect)' : ''}`,
-    );
+  else line(`- effect (${EFFECT_MEANING}): **${pp(c.delta)}**${c.directional ? ' (directional: smaller than the minimum detectable effect)' : ''}`);
   line(`- CI: ${c.ci ? `${interval(c.ci)} (${intervalMethod(c.ci)})` : NONE}`);
   line(
     `- noise envelope: ${c.envelope ? `${ppWidth(c.envelope.value)} (floor ${ppWidth(c.envelope.floor)}, spread term ${ppWidth(c.envelope.spread_term)})` : NONE}`,
@@ -214,9 +217,7 @@ function comparison(c: Comparison, result: AnalysisResult, line: (s?: string) =>
       `- McNemar exact: b=${c.mcnemar.b} (control fail, treatment pass), c=${c.mcnemar.c} (control pass, treatment fail), p=${pValue(c.mcnemar.p)}, Holm p=${pValue(c.mcnemar.p_holm)}`,
     );
   for (const t of relativeMetricsText(c)) line(`- ${md(t)}`);
-  line(
-    `- pairs: ${c.pairs.valid} valid of ${c.pairs.total} (${c.pairs.excluded} with an excluded side, ${c.pairs.unmatched} unmatched) over ${counted(c.n_tasks, 'task')} in ${counted(c.n_families, 'family', 'families')}`,
-  );
+  line(`- pairs: ${pairsText(c)} over ${counted(c.n_tasks, 'task')} in ${counted(c.n_families, 'family', 'families')}`);
   for (const p of c.problems) line(`- reason: ${md(problemText(p))}`);
   for (const t of [lostTasksText(c), worstCaseText(c)]) if (t) line(`- ${md(t)}`);
   const mechanism = comparisonMechanismText(c);
@@ -273,11 +274,11 @@ function judgeSection(j: JudgeSummary, line: (s?: string) => void): void {
   line();
   line(
     `Judge ${md(j.step)} (model ${md(j.model ?? NONE)}${j.model_source === 'scripted' ? ', ⚠ **scripted**' : ''}, rubric ${code(j.rubric_digest ?? NONE)}), blind to the verifier. ` +
-      `Agreement: ${j.agreement.agree} of ${j.agreement.compared} tasks both classified${j.agreement.rate === null ? '' : ` (${pct(j.agreement.rate)})`}.`,
+      agreementText(j),
   );
   line();
   const v = j.counts.verifier;
-  line(`- judge: (a) ${j.counts.judge.a} · (b) ${j.counts.judge.b} · (c) ${j.counts.judge.c} · unclassified ${j.counts.judge.unclassified}`);
+  line(`- judge: ${judgeCountsText(j)}`);
   line(`- verifier: ${v ? `(a) ${v.a} · (b) ${v.b} · (c) ${v.c} · no answer ${v.no_answer}` : NONE}`);
   line();
   line("| task | category | judge | verifier | agree | judge's reason |");
