@@ -18,8 +18,9 @@ import { parsePinnedImage, resolvePinnedImage } from '../sandboxes/docker-image.
 import { dockerBackend } from '../sandboxes/docker.js';
 import type { BackendName } from '../sandboxes/index.js';
 import { loadStepTask } from '../steps/agent-step-config.js';
-import { sandboxOf, type SandboxSettings } from '../steps/run.js';
+import { sandboxOf } from '../steps/run.js';
 import { EXIT } from './help.js';
+import { anySpecOf, specOf } from '../steps/step-spec.js';
 
 /**
  * `pairbench doctor`: the preflight. Checks every prerequisite of the configured
@@ -251,9 +252,14 @@ function sandboxUses(steps: readonly StepConfig[]): SandboxUse[] {
   return steps
     .filter((s) => SANDBOXED_KINDS.has(s.kind))
     .map((s) => {
-      const spec = s.spec as { sandbox?: SandboxSettings };
-      const settings = sandboxOf(spec);
-      return { step: s.name, kind: s.kind, settings: { ...settings, backend: settings.backend as BackendName }, configured: spec.sandbox?.backend };
+      const spec = anySpecOf(s);
+      const settings = sandboxOf('sandbox' in spec ? spec : {});
+      return {
+        step: s.name,
+        kind: s.kind,
+        settings: { ...settings, backend: settings.backend as BackendName },
+        configured: 'sandbox' in spec ? spec.sandbox?.backend : undefined,
+      };
     });
 }
 
@@ -492,11 +498,6 @@ async function imageChecks(uses: SandboxUse[], docker: ReturnType<typeof dockerC
 // ---------------------------------------------------------------------------
 // Agents and credentials
 
-interface RunStepSpec {
-  agent?: { adapter?: string };
-  model?: { upstream?: string; fake_script?: string };
-}
-
 function pinnedVersion(pkg: string): string | null {
   try {
     const json = JSON.parse(readFileSync(join(packageRoot(), 'package.json'), 'utf8')) as {
@@ -512,7 +513,7 @@ function pinnedVersion(pkg: string): string | null {
 function agentChecks(steps: readonly StepConfig[]): DoctorCheck[] {
   const byAdapter = new Map<string, string[]>();
   for (const s of steps.filter((s) => s.kind === 'run')) {
-    const a = (s.spec as RunStepSpec).agent?.adapter;
+    const a = specOf(s, 'run').agent.adapter;
     if (a && AGENT_PACKAGES[a]) byAdapter.set(a, [...(byAdapter.get(a) ?? []), s.name]);
   }
   const out: DoctorCheck[] = [];
@@ -545,8 +546,8 @@ export function isLocalUpstream(url: string): boolean {
 function credentialChecks(steps: readonly StepConfig[], env: CommandIO['env']): DoctorCheck[] {
   const needs = new Map<string, { upstreams: Set<string>; steps: string[]; adapter: string }>();
   for (const s of steps.filter((s) => s.kind === 'run')) {
-    const spec = s.spec as RunStepSpec;
-    const adapter = spec.agent?.adapter ?? '';
+    const spec = specOf(s, 'run');
+    const adapter = spec.agent.adapter;
     const upstream = spec.model?.upstream;
     if (!upstream || spec.model?.fake_script || isLocalUpstream(upstream)) continue;
     const variable = AGENT_PACKAGES[adapter]?.credential;
