@@ -8,7 +8,7 @@ import { loadExeca } from '../sandboxes/lazy-execa.js';
 import { agentAdapters } from '../agents/index.js';
 import type { BenchConfig, StepConfig } from '../pipeline/config/load.js';
 import type { Graph } from '../pipeline/dag.js';
-import { Store } from '../pipeline/store/store.js';
+import type { Store } from '../pipeline/store/store.js';
 import type { EngineContext } from '../pipeline/engine.js';
 import type { ResolvedInput } from '../pipeline/inputs.js';
 import { packageRoot } from '../pipeline/package-root.js';
@@ -95,7 +95,7 @@ export async function doctorChecks(loaded: LoadedConfig, env: CommandIO['env'], 
     sandboxChecks(uses, env, pathVar, docker, engine, graph),
     Promise.resolve(agentChecks(config.steps)),
     Promise.resolve(credentialChecks(config.steps, env)),
-    repositoryChecks(config, pathVar),
+    repositoryChecks(config, loaded.ctx.store, pathVar),
   ]);
   return groups.flat();
 }
@@ -577,7 +577,7 @@ function credentialChecks(steps: readonly StepConfig[], env: CommandIO['env']): 
 /** scheme://... or scp-like user@host:path: a remote; anything else is a local path. */
 const URL_LIKE = /^(?:[a-z][a-z0-9+.-]*:\/\/|[^/@\s]+@[^/:\s]+:)/i;
 
-async function repositoryChecks(config: BenchConfig, pathVar: string): Promise<DoctorCheck[]> {
+async function repositoryChecks(config: BenchConfig, store: Store, pathVar: string): Promise<DoctorCheck[]> {
   const wanted = new Map<string, { source: string; commit: string; tasks: string[]; origin: string }>();
   const problems: DoctorCheck[] = [];
   for (const step of config.steps.filter((s) => s.kind === 'materialize')) {
@@ -600,7 +600,7 @@ async function repositoryChecks(config: BenchConfig, pathVar: string): Promise<D
     [...wanted.values()].map(async (w) => {
       const name = `task repository ${w.source} @ ${w.commit.slice(0, 12)} (task${w.tasks.length === 1 ? '' : 's'} ${w.tasks.join(', ')})`;
       if (!git) return missing(name, 'cannot be checked: git is not on PATH', 'install git');
-      const r = await commitReachable(git, config.storeDir, w.source, w.commit, pathVar);
+      const r = await commitReachable(git, store, w.source, w.commit, pathVar);
       return r.ok ? pass(name, r.detail) : missing(name, r.detail, r.fix.replace('{origin}', w.origin));
     }),
   );
@@ -623,13 +623,13 @@ async function hasCommit(git: string, gitDir: string, commit: string, pathVar: s
 /** Whether materialize will find the commit: in the store's mirror (what it reads first), else at the source. */
 async function commitReachable(
   git: string,
-  storeDir: string,
+  store: Store,
   source: string,
   commit: string,
   pathVar: string,
 ): Promise<{ ok: true; detail: string } | { ok: false; detail: string; fix: string }> {
   // The mirror materialize reads (the store says where it keeps it).
-  const mirror = new Store(storeDir).mirrorPath(source);
+  const mirror = store.mirrorPath(source);
   if (existsSync(mirror) && (await hasCommit(git, mirror, commit, pathVar))) return { ok: true, detail: "commit present in the store's mirror" };
   const local = source.startsWith('file://') ? fileURLToPath(source) : URL_LIKE.test(source) ? null : source;
   if (local === null) {

@@ -257,9 +257,10 @@ export async function run(
 
   // Cached nodes settle synchronously (no promise per node on a no-op run); the others wait for their upstreams.
   const promiseOf = (id: string): Promise<NodeState> => promises.get(id) ?? Promise.resolve(states.get(id)!);
+  // The remote tier as nodes executing here use it (a remote executor's workers talk to it themselves).
+  const remoteHere = options.remote && !options.executor ? options.remote : undefined;
   // Local hits the remote tier is not known to hold: uploaded once the run is done, so every job sharing it finds them.
   const unpublished: ActionRecord[] = [];
-  const remoteWrites = options.remote && !options.executor ? options.remote : undefined;
   const keyAndLookup = (node: GraphNode): Result<{ key: NodeKey; found: Lookup }, StepFailure> => {
     const k = computeKey(node, inputs.get(node.id)!, records, hostEnv);
     if (!k.ok) return k;
@@ -267,7 +268,7 @@ export async function run(
     if (found.status === 'hit') {
       emit({ type: 'cached', node: node.id, key: k.value.key, builtElsewhere: false });
       used.push(k.value.key);
-      if (remoteWrites?.writable && !remoteWrites.knownToHold(store, k.value.key)) unpublished.push(found.record);
+      if (remoteHere?.writable && !remoteHere.knownToHold(store, k.value.key)) unpublished.push(found.record);
     }
     return ok({ key: k.value, found });
   };
@@ -297,11 +298,11 @@ export async function run(
       if (!own.owned) return { status: 'skipped', because: `not in shard ${options.shard.index}/${options.shard.count}: ${own.because}` };
     }
     // What this node reads of its upstreams' outputs is local before it runs (lazily fetched records).
-    if (options.remote?.active && !options.executor) {
+    if (remoteHere?.active) {
       for (const u of node.upstream) {
         const rec = records.get(u.id);
         const sel = rec ? selectedOutputs(node, u, rec) : undefined;
-        if (sel?.ok) await ensureLocal(store, options.remote, Object.values(sel.value));
+        if (sel?.ok) await ensureLocal(store, remoteHere, Object.values(sel.value));
       }
     }
     const execute = (n: GraphNode, nk: NodeKey) =>
@@ -310,7 +311,7 @@ export async function run(
         : limitFor(n.kind.name)(() => global(() => executeLocked(ctx, n, nk, inputs.get(n.id)!, records, options, emit, used)));
     const state = await execute(node, key);
     // A remote executor's worker uploaded its result itself.
-    if (state.status === 'executed' && options.remote && !options.executor) await writeBack(store, options.remote, state.record);
+    if (state.status === 'executed' && remoteHere) await writeBack(store, remoteHere, state.record);
     if (state.status !== 'failed' || !state.failure.corrupt_blob) return state;
     // A blob an upstream produced was corrupt (its size and mtime had not changed): the engine
     // dropped it with the records that need it; rebuild those upstreams once, then this node.
@@ -380,9 +381,9 @@ export async function run(
     );
   }
   await Promise.all(promises.values());
-  if (remoteWrites && unpublished.length) {
+  if (remoteHere && unpublished.length) {
     const upload = pLimit(8);
-    await Promise.all(unpublished.map((r) => upload(() => writeBack(store, remoteWrites, r))));
+    await Promise.all(unpublished.map((r) => upload(() => writeBack(store, remoteHere, r))));
   }
   await settleRemovals();
   if (store.actions.packProblem) emit({ type: 'warning', message: `${store.actions.packProblem}: the records it held are rebuilt` });
@@ -636,10 +637,20 @@ export async function executeUnrecorded(
   mkdirSync(workDir, { recursive: true });
   writeFileSync(logFile, '');
   try {
-    const r = await executeNode(ctx, node, inputs, records, workDir, logFile, options, options.doNotCache ?? (() => undefined), () => undefined, {
-      partialUpstream: true,
-      ...(options.extraFiles ? { extraFiles: options.extraFiles } : {}),
-    });
+    // The node as it runs here: without the upstreams the caller left unbuilt (they have no record).
+    const here: GraphNode = { ...node, upstream: node.upstream.filter((u) => records.has(u.id)) };
+    const r = await executeNode(
+      ctx,
+      here,
+      inputs,
+      records,
+      workDir,
+      logFile,
+      options,
+      options.doNotCache ?? (() => undefined),
+      () => undefined,
+      options.extraFiles,
+    );
     if (r.ok) return { ok: true, outputs: r.value };
     let log = '';
     try {
@@ -679,12 +690,6 @@ export async function settleRemovals(): Promise<void> {
   while (pendingRemovals.size) await Promise.all([...pendingRemovals]);
 }
 
-/** What an execution outside a run may change: files staged beside the inputs, and upstreams it leaves out (they have no record). */
-interface ExecutionExtras {
-  extraFiles?: readonly StagedFile[];
-  partialUpstream?: boolean;
-}
-
 async function executeNode(
   ctx: EngineContext,
   node: GraphNode,
@@ -695,11 +700,12 @@ async function executeNode(
   options: Pick<RunOptions, 'hostEnv' | 'signal'>,
   doNotCache: (reason: string) => void,
   outcome: (word: string, detail: string) => void,
-  extras: ExecutionExtras = {},
+  /** Files staged beside the inputs (executeUnrecorded: doctor's canary script). */
+  extraFiles: readonly StagedFile[] = [],
 ): Promise<Result<OutputManifest, StepFailure>> {
   const { store } = ctx;
   // Store the inputs first: the step then sees exactly the bytes that were hashed into its key.
-  const files: StagedFile[] = [...(extras.extraFiles ?? [])];
+  const files: StagedFile[] = [...extraFiles];
   for (const i of inputs) {
     let entry;
     try {
@@ -714,9 +720,7 @@ async function executeNode(
   }
   const upstream = [];
   for (const u of node.upstream) {
-    const record = records.get(u.id);
-    if (!record && extras.partialUpstream) continue;
-    const sel = selectedOutputs(node, u, record!);
+    const sel = selectedOutputs(node, u, records.get(u.id)!);
     if (!sel.ok) return sel;
     upstream.push({ node: u.id, outputs: sel.value });
   }

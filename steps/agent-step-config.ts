@@ -22,14 +22,14 @@ export type TaskSourceSpec = TaskSource;
 
 const swebenchCache = new Map<string, Result<Map<string, Result<Task, Diagnostic[]>>, Diagnostic[]>>();
 
-function hasTaskSource(step: StepConfig): boolean {
+/** The step's `tasks:` as written (undefined: not written). */
+function tasksField(step: StepConfig): TaskSourceSpec | undefined {
   const spec = anySpecOf(step);
-  return 'tasks' in spec && spec.tasks !== undefined;
+  return 'tasks' in spec ? spec.tasks : undefined;
 }
 
 function sourceOf(step: StepConfig): TaskSourceSpec {
-  const spec = anySpecOf(step);
-  return ('tasks' in spec ? spec.tasks : undefined) ?? 'tasks';
+  return tasksField(step) ?? 'tasks';
 }
 
 /** Loads task `id` from the step's task source; errors name the file, the task and the field. */
@@ -132,7 +132,7 @@ function taskSourceProblem(step: StepConfig): Diagnostic | undefined {
     message: `${path} does not exist (relative to ${step.rootDir})`,
     location: step.source.locate([...step.path, ...field]),
     hint:
-      typeof src === 'string' && !hasTaskSource(step)
+      typeof src === 'string' && tasksField(step) === undefined
         ? 'tasks: is not set, so the directory "tasks" beside the config is read; set tasks: DIR'
         : 'give a directory of task directories, or {swebench: FILE, repos, test_command}',
   };

@@ -107,7 +107,8 @@ export const contextStep: StepKind = {
     const tree = join(ctx.workDir, 'tree');
     mkdirSync(tree, { recursive: true });
     try {
-      const mirror = await ensureMirror(ctx.mirrorOf(resolve(ctx.node.step.rootDir, s.repo)), resolve(ctx.node.step.rootDir, s.repo), s.commit);
+      const source = resolve(ctx.node.step.rootDir, s.repo);
+      const mirror = await ensureMirror(ctx.mirrorOf(source), source, s.commit);
       await extractTree(mirror, s.subdir ? `${s.commit}:${s.subdir}` : s.commit, tree);
     } catch (e) {
       log(errorMessage(e));

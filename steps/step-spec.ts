@@ -52,23 +52,25 @@ export function specIf<K extends StepKindName>(step: Pick<StepConfig, 'name' | '
   return step?.kind === kind ? specOf(step, kind) : undefined;
 }
 
+// Every kind of SpecByKind once: a kind left out, or one too many, is a compile error.
+const KIND_NAMES: Record<StepKindName, true> = {
+  command: true,
+  context: true,
+  materialize: true,
+  environment: true,
+  certify: true,
+  run: true,
+  verify: true,
+  audit: true,
+  judge: true,
+  analyze: true,
+  gate: true,
+  export: true,
+};
+
 function isKindName(kind: string): kind is StepKindName {
-  return KIND_NAMES.has(kind);
+  return Object.hasOwn(KIND_NAMES, kind);
 }
-const KIND_NAMES: ReadonlySet<string> = new Set<StepKindName>([
-  'command',
-  'context',
-  'materialize',
-  'environment',
-  'certify',
-  'run',
-  'verify',
-  'audit',
-  'judge',
-  'analyze',
-  'gate',
-  'export',
-]);
 
 /** The spec of `step`, whatever its kind (checked against that kind's definition): read a field several kinds share with `'tasks' in spec`. */
 export function anySpecOf(step: Pick<StepConfig, 'name' | 'kind' | 'spec'>): SpecByKind[StepKindName] {
