@@ -1,6 +1,5 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmdirSync, rmSync } from 'node:fs';
 import { dirname, join, resolve as resolvePath } from 'node:path';
-import { parseArgs } from 'node:util';
 import { buildGraph, withUpstream, type Graph } from '../pipeline/dag.js';
 import { DEFAULT_CONFIG_FILE, loadConfig, parseSize, type BenchConfig } from '../pipeline/config/load.js';
 import { closest, formatDiagnostic, type Diagnostic } from '../pipeline/diagnostic.js';
@@ -19,7 +18,8 @@ import { ok, type Result } from '../pipeline/result.js';
 import { builtinStepKinds } from '../steps/index.js';
 import { byteProgress, type ProgressMode } from './byte-progress.js';
 import { writeStoredBundle } from './stored-bundle.js';
-import { EXIT, HELP } from './help.js';
+import { COMMAND_NAMES, parseCommandLine } from './command-line.js';
+import { EXIT, helpFor, isCommandName, mainHelp, operandProblem, type CommandName, type OptionValues } from './help.js';
 import {
   admitCohorts,
   annotateEnvironments,
@@ -44,7 +44,17 @@ export interface CliIO {
   env: Record<string, string | undefined>;
 }
 
-class UsageError extends Error {}
+/** What is wrong with an option's value (or a required option missing), in words. */
+function optionProblem(command: CommandName, values: OptionValues): string | undefined {
+  if (command === 'export' && !values.out) return 'export needs --out DIR';
+  if (values.jobs !== undefined && !(Number.isInteger(Number(values.jobs)) && Number(values.jobs) >= 1))
+    return `--jobs takes a whole number >= 1, not "${values.jobs}"`;
+  if (values.progress !== undefined && !['auto', 'plain', 'none'].includes(values.progress))
+    return `--progress takes auto, plain or none, not "${values.progress}"`;
+  if (values['max-size'] !== undefined && Number.isNaN(parseSize(values['max-size'])))
+    return `--max-size takes a size with its unit, such as 500MB, 2GiB or 4096B, not "${values['max-size']}"`;
+  return undefined;
+}
 
 /** A usage error in words, on stderr or as the JSON error shape; exit 2. */
 function usageError(io: CliIO, json: boolean, command: string | null, message: string): number {
@@ -53,94 +63,6 @@ function usageError(io: CliIO, json: boolean, command: string | null, message: s
   else io.stderr.write(`pairbench${command ? ` ${command}` : ''}: ${message}\n${hint}\n`);
   return EXIT.usage;
 }
-
-/** Node's parseArgs errors in our words, with the option the user probably meant. */
-function parseErrorMessage(e: unknown, command: Command): string {
-  const { code, message } = e as { code?: string; message: string };
-  const name = /'(-{1,2}[^',\s]+)/.exec(message)?.[1];
-  const allowed = ['config', 'store', 'json', 'help', ...ALLOWED[command]];
-  if (code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' && name) {
-    const guess = closest(name.replace(/^-+/, ''), allowed);
-    return `unknown option ${name}${guess ? `; did you mean --${guess}?` : ''}`;
-  }
-  if (code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE') {
-    const long = /--([a-z-]+)/.exec(message)?.[1];
-    return long ? `option --${long} needs a value` : message;
-  }
-  return message;
-}
-
-const OPTIONS = {
-  config: { type: 'string', short: 'c' },
-  store: { type: 'string' },
-  json: { type: 'boolean' },
-  help: { type: 'boolean', short: 'h' },
-  jobs: { type: 'string', short: 'j' },
-  verbose: { type: 'boolean', short: 'v' },
-  progress: { type: 'string' },
-  all: { type: 'boolean', short: 'a' },
-  'max-size': { type: 'string' },
-  'dry-run': { type: 'boolean', short: 'n' },
-  repo: { type: 'string' },
-  commit: { type: 'string' },
-  seed: { type: 'string' },
-  count: { type: 'string' },
-  language: { type: 'string' },
-  'test-command': { type: 'string' },
-  out: { type: 'string' },
-  repeats: { type: 'string' },
-  repair: { type: 'boolean' },
-  sign: { type: 'string' },
-  'harbor-layout': { type: 'boolean' },
-  key: { type: 'string' },
-  root: { type: 'string' },
-  'skip-canary': { type: 'boolean' },
-  list: { type: 'boolean', short: 'l' },
-  shard: { type: 'string' },
-  'remote-cache': { type: 'string' },
-  'cache-mode': { type: 'string' },
-  executor: { type: 'string' },
-  redis: { type: 'string' },
-  concurrency: { type: 'string' },
-} as const;
-
-const COMMANDS = [
-  'init',
-  'run',
-  'plan',
-  'explain',
-  'show',
-  'status',
-  'gc',
-  'fsck',
-  'freeze',
-  'history',
-  'doctor',
-  'probe',
-  'generate',
-  'export',
-  'verify-bundle',
-  'worker',
-] as const;
-type Command = (typeof COMMANDS)[number];
-const ALLOWED: Record<Command, string[]> = {
-  init: ['repo', 'commit', 'test-command'],
-  run: ['jobs', 'verbose', 'progress', 'shard', 'remote-cache', 'cache-mode', 'executor'],
-  worker: ['redis', 'concurrency', 'remote-cache'],
-  plan: ['all'],
-  explain: [],
-  show: ['list'],
-  status: [],
-  gc: ['max-size', 'dry-run'],
-  fsck: ['repair'],
-  generate: ['repo', 'commit', 'seed', 'count', 'language', 'test-command', 'out', 'repeats'],
-  export: ['out', 'sign', 'harbor-layout', 'remote-cache', 'progress'],
-  'verify-bundle': ['key', 'root', 'progress'],
-  freeze: [],
-  history: [],
-  doctor: ['skip-canary'],
-  probe: [],
-};
 
 /**
  * Lays a bundle written at `staging/bundle` out as a Harbor jobs directory and renames it to
@@ -352,19 +274,18 @@ async function runVerifyBundle(
   return ok ? EXIT.ok : EXIT.nodeFailed;
 }
 
-async function runGenerate(io: CliIO, json: boolean, kind: string, values: Record<string, string | boolean | undefined>): Promise<number> {
-  const str = (k: string) => (typeof values[k] === 'string' ? (values[k] as string) : undefined);
+async function runGenerate(io: CliIO, json: boolean, kind: string, values: OptionValues): Promise<number> {
   const outcome = await generate(
     {
       kind,
-      repo: str('repo'),
-      commit: str('commit'),
-      seed: str('seed'),
-      count: str('count'),
-      language: str('language'),
-      testCommand: str('test-command'),
-      out: str('out'),
-      repeats: str('repeats'),
+      repo: values.repo,
+      commit: values.commit,
+      seed: values.seed,
+      count: values.count,
+      language: values.language,
+      testCommand: values['test-command'],
+      out: values.out,
+      repeats: values.repeats,
     },
     (line) => {
       if (!json) io.stderr.write(line + '\n');
@@ -372,8 +293,7 @@ async function runGenerate(io: CliIO, json: boolean, kind: string, values: Recor
   );
   switch (outcome.status) {
     case 'usage':
-      io.stderr.write(`pairbench generate: ${outcome.message}\nRun 'pairbench generate --help' for its options.\n`);
-      return EXIT.usage;
+      return usageError(io, json, 'generate', outcome.message);
     case 'refused':
       if (json) printJsonErrors(io.stdout, [{ message: outcome.message }]);
       else io.stderr.write(`pairbench generate: ${outcome.message}\n`);
@@ -392,10 +312,9 @@ async function runGenerate(io: CliIO, json: boolean, kind: string, values: Recor
   }
 }
 
-async function runInit(io: CliIO, json: boolean, dir: string, values: Record<string, string | boolean | undefined>): Promise<number> {
+async function runInit(io: CliIO, json: boolean, dir: string, values: OptionValues): Promise<number> {
   const { init } = await import('./init.js');
-  const str = (k: string) => (typeof values[k] === 'string' ? (values[k] as string) : undefined);
-  const outcome = init({ dir, repo: str('repo'), commit: str('commit'), testCommand: str('test-command') });
+  const outcome = init({ dir, repo: values.repo, commit: values.commit, testCommand: values['test-command'] });
   if (outcome.status !== 'ok') {
     return outcome.status === 'usage'
       ? usageError(io, json, 'init', outcome.message)
@@ -416,7 +335,7 @@ async function runInit(io: CliIO, json: boolean, dir: string, values: Record<str
 export async function main(argv: string[], io: CliIO): Promise<number> {
   const [first, ...rest] = argv;
   if (!first || first === '--help' || first === '-h' || first === 'help') {
-    io.stdout.write(HELP['main']! + '\n');
+    io.stdout.write(mainHelp() + '\n');
     return first ? EXIT.ok : EXIT.usage;
   }
   if (first === '--version' || first === '-V') {
@@ -425,45 +344,20 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
     return EXIT.ok;
   }
   const wantsJson = rest.includes('--json');
-  if (!(COMMANDS as readonly string[]).includes(first)) {
-    const guess = closest(first, COMMANDS);
+  if (!isCommandName(first)) {
+    const guess = closest(first, COMMAND_NAMES);
     return usageError(io, wantsJson, null, `unknown command "${first}"${guess ? `; did you mean "${guess}"?` : ''}`);
   }
-  const command = first as Command;
-  let values: ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true }>>['values'];
-  let positionals: string[];
-  try {
-    ({ values, positionals } = parseArgs({ args: rest, options: OPTIONS, allowPositionals: true, strict: true }));
-    for (const name of Object.keys(values)) {
-      if (!['config', 'store', 'json', 'help', ...ALLOWED[command]].includes(name)) throw new UsageError(`option --${name} does not apply to "${command}"`);
-    }
-    if (command === 'probe' && positionals.length > 1) throw new UsageError('probe takes at most one NODE (a run node)');
-    if (
-      !['run', 'plan', 'explain', 'show', 'generate', 'export', 'verify-bundle', 'freeze', 'history', 'probe', 'init'].includes(command) &&
-      positionals.length
-    )
-      throw new UsageError(`"${command}" takes no arguments`);
-    if (command === 'init' && positionals.length > 1) throw new UsageError('init takes at most one DIR');
-    if (command === 'verify-bundle' && positionals.length !== 1 && !values.help) throw new UsageError('verify-bundle takes exactly one DIR');
-    if (command === 'export' && !values.out && !values.help) throw new UsageError('export needs --out DIR');
-    if (command === 'generate' && positionals.length !== 1 && !values.help)
-      throw new UsageError('generate takes exactly one KIND: stub_function or revert_reimplement');
-    if (command === 'explain' && positionals.length !== 1 && !values.help) throw new UsageError('explain takes exactly one NODE');
-    if (command === 'show' && (positionals.length < 1 || positionals.length > 2) && !values.help)
-      throw new UsageError('show takes a NODE and, optionally, one OUTPUT');
-    if (values.jobs !== undefined && !(Number.isInteger(Number(values.jobs)) && Number(values.jobs) >= 1))
-      throw new UsageError(`--jobs takes a whole number >= 1, not "${values.jobs}"`);
-    if (values.progress !== undefined && !['auto', 'plain', 'none'].includes(values.progress))
-      throw new UsageError(`--progress takes auto, plain or none, not "${values.progress}"`);
-    if (values['max-size'] !== undefined && Number.isNaN(parseSize(values['max-size'])))
-      throw new UsageError(`--max-size takes a size with its unit, such as 500MB, 2GiB or 4096B, not "${values['max-size']}"`);
-  } catch (e) {
-    return usageError(io, wantsJson, command, e instanceof UsageError ? e.message : parseErrorMessage(e, command));
-  }
+  const command = first;
+  const line = parseCommandLine(command, rest);
+  if (!line.ok) return usageError(io, wantsJson, command, line.error);
+  const { values, positionals } = line.value;
   if (values.help) {
-    io.stdout.write(HELP[command]! + '\n');
+    io.stdout.write(helpFor(command) + '\n');
     return EXIT.ok;
   }
+  const problem = operandProblem(command, positionals) ?? optionProblem(command, values);
+  if (problem) return usageError(io, wantsJson, command, problem);
   const json = Boolean(values.json);
   if (command === 'generate') return runGenerate(io, json, positionals[0]!, values);
   if (command === 'init') return runInit(io, json, positionals[0] ?? '.', values);

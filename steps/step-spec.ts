@@ -1,4 +1,4 @@
-import { definitionProblems } from '../pipeline/config/schema-validate.js';
+import { definitionProblems, wasValidatedWithFile } from '../pipeline/config/schema-validate.js';
 import type { StepConfig } from '../pipeline/config/load.js';
 import type * as Config from './config-types.generated.js';
 
@@ -29,6 +29,8 @@ const checked = new WeakSet<object>();
 function isSpec<K extends StepKindName>(kind: K, spec: unknown): spec is SpecByKind[K] {
   if (typeof spec !== 'object' || spec === null) return false;
   if (checked.has(spec)) return true;
+  // A loaded config's step was checked against its kind's definition with its file.
+  if (wasValidatedWithFile(spec) && (spec as { kind?: unknown }).kind === kind) return true;
   const problems = definitionProblems('bench.config.schema.json', `${kind}Step`, spec);
   if (problems.length) return false;
   checked.add(spec);

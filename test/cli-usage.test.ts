@@ -62,6 +62,31 @@ describe('the CLI, misused', () => {
     );
   });
 
+  it('each command takes exactly the options its help documents', async () => {
+    const usage = (command: string, message: string) => `pairbench ${command}: ${message}\nRun 'pairbench ${command} --help' for its options.\n`;
+    // An option another command takes; one that takes no value given one; a value forgotten at the end.
+    expect((await cli('verify-bundle', 'dir', '--config', 'x.yaml')).stderr).toBe(usage('verify-bundle', 'option --config does not apply to "verify-bundle"'));
+    expect((await cli('plan', '--json=yes')).stderr).toBe(usage('plan', 'option --json takes no value'));
+    expect((await cli('gc', '--max-size')).stderr).toBe(usage('gc', 'option --max-size needs a value'));
+    expect((await cli('run', '-x')).stderr).toBe(usage('run', 'unknown option -x'));
+    // generate's own usage errors honour --json like every other command's.
+    const generate = await cli('generate', 'stub_function', '--json');
+    expect(generate.code).toBe(2);
+    expect(valid('#/definitions/error', JSON.parse(generate.stdout))).toBe('');
+    // One table makes the parser and the help: every option a command accepts is in its help, and no other.
+    const { COMMANDS, OPTIONS, helpFor, optionsOf } = await import('../cli/help.js');
+    for (const command of Object.keys(COMMANDS) as (keyof typeof COMMANDS)[]) {
+      const help = helpFor(command);
+      const accepted = optionsOf(command);
+      for (const name of Object.keys(OPTIONS) as (keyof typeof OPTIONS)[]) {
+        const listed = new RegExp(`^ {2}(-[a-z], | {4})--${name}( |$)`, 'm').test(help);
+        expect(listed, `${command} --help lists --${name}`).toBe(accepted.includes(name));
+        if (accepted.includes(name)) continue;
+        expect((await cli(command, `--${name}`)).stderr, `${command} --${name}`).toContain(`option --${name} does not apply to "${command}"`);
+      }
+    }
+  });
+
   it('usage errors are JSON under --json, in the one error shape', async () => {
     const r = await rig.cli('run', '--frobnicate', '--json');
     expect(r.code).toBe(2);

@@ -4,6 +4,7 @@ import { dirname, join } from 'node:path';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { main } from '../cli/main.js';
+import { COMMANDS, isCommandName } from '../cli/help.js';
 import type { CacheKey } from '../pipeline/digest.js';
 import { Store } from '../pipeline/store/store.js';
 
@@ -48,11 +49,17 @@ export class Rig {
     rmSync(this.execLog, { force: true });
   }
 
+  /** `args` and this rig's config (for a command that reads one: init, verify-bundle and generate refuse --config). */
+  private withConfig(args: string[]): string[] {
+    const command = args[0];
+    return command && isCommandName(command) && !COMMANDS[command].config ? args : [...args, '--config', join(this.dir, 'bench.config.yaml')];
+  }
+
   /** The CLI in this process (fast); env is controlled, as CI's would be. */
   async cli(...args: string[]): Promise<CliResult> {
     let stdout = '';
     let stderr = '';
-    const code = await main([...args, '--config', join(this.dir, 'bench.config.yaml')], {
+    const code = await main(this.withConfig(args), {
       stdout: { write: (s: string) => (stdout += s) },
       stderr: { write: (s: string) => (stderr += s) },
       env: { PATH: process.env['PATH'], CI: '1', ...this.env },
@@ -64,7 +71,7 @@ export class Rig {
 
   /** The real CLI as a separate process. */
   spawn(...args: string[]): ChildProcess & { done: Promise<CliResult> } {
-    const child = spawn(process.execPath, [BIN, ...args, '--config', join(this.dir, 'bench.config.yaml')], {
+    const child = spawn(process.execPath, [BIN, ...this.withConfig(args)], {
       env: { PATH: process.env['PATH'], CI: '1', ...this.env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });

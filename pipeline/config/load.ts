@@ -3,7 +3,7 @@ import { dirname, isAbsolute, relative, resolve } from 'node:path';
 import { globSync, isDynamicPattern } from '../lazy-glob.js';
 import type { Diagnostic } from '../diagnostic.js';
 import { err, errorMessage, ok, type Result } from '../result.js';
-import { validateAgainstSchema, type SchemaName } from './schema-validate.js';
+import { markValidatedWithFile, validateAgainstSchema, type SchemaName } from './schema-validate.js';
 import { YamlSource, type FieldPath } from './yaml-source.js';
 
 export interface MatrixDimension {
@@ -100,6 +100,7 @@ export function loadConfig(configPath: string, options: LoadOptions = {}): Resul
   const addSteps = (src: YamlSource, stepsData: Record<string, unknown>) => {
     for (const [name, raw] of Object.entries(stepsData)) {
       const spec = raw as Record<string, unknown>;
+      markValidatedWithFile(spec);
       const step: StepConfig = {
         name,
         kind: spec['kind'] as string,

@@ -28,8 +28,9 @@ export function schemasDigest(): string {
 }
 
 /**
- * The validators compiled at build time (schemas/validators.generated.cjs), when they were
- * made from these very schema files; otherwise null, and ajv compiles them here (~170 ms).
+ * The validators of the schema files compiled at build time (schemas/validators.generated.cjs),
+ * when they were made from these very files; otherwise null, and ajv compiles them here
+ * (~170 ms). A definition (of a step built by code, not loaded) is always compiled here.
  */
 function prebuiltValidators(): Partial<Record<string, ValidateFunction>> | null {
   if (prebuilt !== undefined) return prebuilt;
@@ -61,6 +62,21 @@ function validatorFor(ref: string): ValidateFunction {
   if (!v) throw new Error(`no schema ${ref} in ${SCHEMA_FILES.join(', ')}`);
   compiled.set(ref, v);
   return v;
+}
+
+/**
+ * Step specs validated as part of their whole config file by loadConfig: the file's schema
+ * checks each step against its kind's definition, so a reader need not check it again (and
+ * only definitions of hand-built steps are compiled, at run time).
+ */
+const validatedWithFile = new WeakSet<object>();
+
+export function markValidatedWithFile(spec: object): void {
+  validatedWithFile.add(spec);
+}
+
+export function wasValidatedWithFile(spec: object): boolean {
+  return validatedWithFile.has(spec);
 }
 
 /**
