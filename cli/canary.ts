@@ -6,7 +6,7 @@
  */
 import type { GraphNode, StagedFile } from '../pipeline/step-kind.js';
 import { agentAdapters } from '../agents/index.js';
-import { sandboxOf } from '../steps/run.js';
+import { sandboxOf, runStep } from '../steps/run.js';
 import { specOf } from '../steps/step-spec.js';
 import type { CommandIO, DoctorCheck, LoadedConfig } from './doctor.js';
 import { buildUpstream, executeUnrecorded, firstAsListed, readText } from './probe.js';
@@ -18,7 +18,7 @@ const SCRIPT = { turns: [{ text: 'pairbench doctor canary: done', usage: { input
 const CANARY_WALL_SECONDS = 120;
 
 export async function canaryChecks(loaded: LoadedConfig, io: CommandIO, signal?: AbortSignal): Promise<DoctorCheck[]> {
-  const steps = [...new Set(loaded.graph.nodes.filter((n) => n.kind.name === 'run').map((n) => n.step))];
+  const steps = [...new Set(loaded.graph.nodes.filter((n) => n.kind === runStep).map((n) => n.step))];
   const out: DoctorCheck[] = [];
   for (const step of steps) {
     const spec = specOf(step, 'run');

@@ -9,6 +9,10 @@ import { withUpstream } from '../pipeline/dag.js';
 import type { GraphNode, HostEnv } from '../pipeline/step-kind.js';
 import { checkFreeze, computeFreeze, Registry, type CohortRecord, type Freeze } from '../steps/preregistration.js';
 import { anySpecOf, specOf } from '../steps/step-spec.js';
+import { analyzeStep } from '../steps/analyze-step.js';
+import { environmentStep } from '../steps/environment.js';
+import { exportStep } from '../steps/export-step.js';
+import { runStep } from '../steps/run.js';
 
 /** A cohort: an analyze node, its version, and its attempts (the run nodes upstream of it). */
 export interface Cohort {
@@ -21,12 +25,12 @@ export interface Cohort {
 
 export function cohortsOf(ctx: EngineContext, nodes: readonly GraphNode[], inputs: ReadonlyMap<string, ResolvedInput[]>, env: HostEnv): Cohort[] {
   return nodes
-    .filter((n) => n.kind.name === 'analyze')
+    .filter((n) => n.kind === analyzeStep)
     .map((node) => ({
       name: node.step.name,
       version: specOf(node.step, 'analyze').version ?? 1,
       node,
-      attempts: withUpstream(node.upstream).filter((n) => n.kind.name === 'run'),
+      attempts: withUpstream(node.upstream).filter((n) => n.kind === runStep),
       freeze: computeFreeze(node, inputs, env),
     }));
 }
@@ -38,9 +42,9 @@ export function cohortsOf(ctx: EngineContext, nodes: readonly GraphNode[], input
  */
 export function annotateExports(nodes: readonly GraphNode[], inputs: ReadonlyMap<string, ResolvedInput[]>, env: HostEnv): void {
   for (const node of nodes) {
-    if (node.kind.name !== 'export') continue;
+    if (node.kind !== exportStep) continue;
     const named = specOf(node.step, 'export').cohort;
-    const analyses = withUpstream(node.upstream).filter((n) => n.kind.name === 'analyze');
+    const analyses = withUpstream(node.upstream).filter((n) => n.kind === analyzeStep);
     const analyze = analyses.find((n) => n.step.name === named) ?? analyses[0];
     if (!analyze) continue;
     const freeze = computeFreeze(analyze, inputs, env);
@@ -215,7 +219,7 @@ export function historyLines(record: CohortRecord): string[] {
  * engine the names map to null (the node fails with the reason when it runs).
  */
 export function annotateEnvironments(nodes: readonly GraphNode[], env: HostEnv): void {
-  const targets = nodes.filter((n) => n.kind.name === 'environment');
+  const targets = nodes.filter((n) => n.kind === environmentStep);
   if (!targets.length) return;
   const bases = new Map<GraphNode, string[]>();
   for (const node of targets) {

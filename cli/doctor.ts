@@ -1,33 +1,33 @@
 import { printJson } from './json-output.js';
 import { existsSync, readFileSync, statfsSync } from 'node:fs';
 import { freemem } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { dirname } from 'node:path';
 import Docker from 'dockerode';
-import { loadExeca } from '../sandboxes/lazy-execa.js';
-import { agentAdapters } from '../agents/index.js';
 import type { BenchConfig, StepConfig } from '../pipeline/config/load.js';
 import type { Graph } from '../pipeline/dag.js';
-import type { Store } from '../pipeline/store/store.js';
 import type { EngineContext } from '../pipeline/engine.js';
 import type { ResolvedInput } from '../pipeline/inputs.js';
-import { packageRoot } from '../pipeline/package-root.js';
 import { errorMessage } from '../pipeline/result.js';
 import { checkBubblewrap, findOnPath } from '../sandboxes/bubblewrap.js';
 import { parsePinnedImage, resolvePinnedImage } from '../sandboxes/docker-image.js';
 import { dockerBackend } from '../sandboxes/docker.js';
 import type { BackendName } from '../sandboxes/index.js';
-import { loadStepTask } from '../steps/agent-step-config.js';
-import { sandboxOf } from '../steps/run.js';
+import { sandboxOf, runStep } from '../steps/run.js';
 import { EXIT } from './help.js';
-import { anySpecOf, specOf } from '../steps/step-spec.js';
+import type { PreflightCheck, PreflightContext } from '../pipeline/step-kind.js';
+import { builtinStepKinds } from '../steps/index.js';
+import { missing, pass, stepList } from '../steps/preflight.js';
+import { anySpecOf } from '../steps/step-spec.js';
+import { environmentStep } from '../steps/environment.js';
 
 /**
  * `pairbench doctor`: the preflight. Checks every prerequisite of the configured
- * steps -- sandbox backends and pinned images, free disk for the store, free memory
- * after what is already committed, agent CLIs at their pinned versions, the model
- * credentials each arm needs (by name only), task repositories and commits, git and
- * tar -- and names every missing one with its fix, never stopping at the first.
+ * steps and names every missing one with its fix, never stopping at the first: what the
+ * machine must have for any cohort (git and tar, free disk for the store, free memory
+ * after what is already committed, each sandbox backend and pinned image the sandboxed
+ * kinds use), then each step kind's own preflight (StepKind.preflight: the run kind's
+ * agent CLIs at their pinned versions and the credentials each arm needs, by name only;
+ * materialize's task repositories and commits).
  */
 
 /** What a command gets from the CLI: the loaded config (as cli/main.ts's `load()` returns it). */
@@ -44,14 +44,8 @@ export interface CommandIO {
   env: Record<string, string | undefined>;
 }
 
-export interface DoctorCheck {
-  name: string;
-  ok: boolean;
-  /** What was found (never a credential's value). */
-  detail: string;
-  /** What to do about it; null when the check passes. */
-  fix: string | null;
-}
+/** A prerequisite and whether it is met (a kind's preflight gives the same shape). */
+export type DoctorCheck = PreflightCheck;
 
 export interface DoctorFloors {
   /** Free space the store's file system must have. */
@@ -62,18 +56,8 @@ export interface DoctorFloors {
 
 const GiB = 1024 ** 3;
 export const DEFAULT_FLOORS: DoctorFloors = { diskBytes: 2 * GiB, memoryPerRunBytes: 1 * GiB };
-/** Step kinds that start sandboxes. */
-const SANDBOXED_KINDS = new Set(['run', 'verify', 'certify']);
-/** Agent CLIs installed as npm packages, and the environment variable holding their provider's key. */
-const AGENT_PACKAGES: Record<string, { pkg: string; credential: string }> = {
-  'claude-code': { pkg: '@anthropic-ai/claude-code', credential: 'ANTHROPIC_API_KEY' },
-  codex: { pkg: '@openai/codex', credential: 'OPENAI_API_KEY' },
-};
 /** The docker backend's container memory limit when a step sets none (sandboxes/docker.ts). */
 const DOCKER_DEFAULT_MEMORY_MB = 1024;
-
-const pass = (name: string, detail: string): DoctorCheck => ({ name, ok: true, detail, fix: null });
-const missing = (name: string, detail: string, fix: string): DoctorCheck => ({ name, ok: false, detail, fix });
 
 export function formatBytes(n: number): string {
   return n >= GiB ? `${(n / GiB).toFixed(1)} GiB` : `${Math.round(n / 1024 ** 2)} MiB`;
@@ -93,11 +77,17 @@ export async function doctorChecks(loaded: LoadedConfig, env: CommandIO['env'], 
     Promise.resolve([diskCheck(config.storeDir, floors)]),
     memoryCheck(config, graph, uses, engine, floors).then((c) => [c]),
     sandboxChecks(uses, env, pathVar, docker, engine, graph),
-    Promise.resolve(agentChecks(config.steps)),
-    Promise.resolve(credentialChecks(config.steps, env)),
-    repositoryChecks(config, loaded.ctx.store, pathVar),
+    ...kindPreflights(config.steps, { env, store: loaded.ctx.store }),
   ]);
   return groups.flat();
+}
+
+/** Each step kind's own preflight, over the steps of that kind (in the order the kinds are registered). */
+function kindPreflights(steps: readonly StepConfig[], ctx: PreflightContext): Promise<DoctorCheck[]>[] {
+  return [...builtinStepKinds.values()].flatMap((kind) => {
+    const ofKind = steps.filter((s) => s.kind === kind.name);
+    return kind.preflight && ofKind.length ? [kind.preflight(ofKind, ctx)] : [];
+  });
 }
 
 /** The command: one line per check, or `{ok, checks}` with --json; exit 0 only when every check passes. */
@@ -189,7 +179,7 @@ function readMeminfo(): { available: number; total: number | null; source: strin
 }
 
 async function memoryCheck(config: BenchConfig, graph: Graph, uses: SandboxUse[], engine: EngineState | undefined, floors: DoctorFloors): Promise<DoctorCheck> {
-  const runNodes = graph.nodes.filter((n) => n.kind.name === 'run').length;
+  const runNodes = graph.nodes.filter((n) => n.kind === runStep).length;
   const runLimit = Math.min(config.concurrency.global, config.concurrency.kinds['run'] ?? config.concurrency.global);
   const concurrent = Math.max(1, Math.min(runLimit, runNodes || 1));
   // A docker run reserves its container's memory limit; never count less than the floor.
@@ -250,7 +240,7 @@ interface SandboxUse {
 
 function sandboxUses(steps: readonly StepConfig[]): SandboxUse[] {
   return steps
-    .filter((s) => SANDBOXED_KINDS.has(s.kind))
+    .filter((s) => builtinStepKinds.get(s.kind)?.sandboxed)
     .map((s) => {
       const spec = anySpecOf(s);
       const settings = sandboxOf('sandbox' in spec ? spec : {});
@@ -325,8 +315,6 @@ async function engineState(docker: ReturnType<typeof dockerClient>): Promise<Eng
 function normalizeArch(a: string): string {
   return ({ x86_64: 'amd64', aarch64: 'arm64', armv7l: 'arm', i686: 'i386', i386: '386' } as Record<string, string>)[a] ?? a;
 }
-
-const stepList = (names: string[]) => `step${names.length === 1 ? '' : 's'} ${names.join(', ')}`;
 
 async function sandboxChecks(
   uses: SandboxUse[],
@@ -420,7 +408,7 @@ async function imageChecks(uses: SandboxUse[], docker: ReturnType<typeof dockerC
   for (const u of dockerUses) {
     const nodes = graph.nodes.filter((n) => n.step.name === u.step);
     // A task's own image: its environment step builds it (and says what fails when it cannot).
-    if (nodes.some((n) => n.upstream.some((x) => x.kind.name === 'environment'))) continue;
+    if (nodes.some((n) => n.upstream.some((x) => x.kind === environmentStep))) continue;
     if (u.settings.image?.includes('{')) {
       // A per-task template: every task's image must be in the engine.
       const images = nodes
@@ -497,160 +485,3 @@ async function imageChecks(uses: SandboxUse[], docker: ReturnType<typeof dockerC
 
 // ---------------------------------------------------------------------------
 // Agents and credentials
-
-function pinnedVersion(pkg: string): string | null {
-  try {
-    const json = JSON.parse(readFileSync(join(packageRoot(), 'package.json'), 'utf8')) as {
-      dependencies?: Record<string, string>;
-      devDependencies?: Record<string, string>;
-    };
-    return json.devDependencies?.[pkg] ?? json.dependencies?.[pkg] ?? null;
-  } catch {
-    return null;
-  }
-}
-
-function agentChecks(steps: readonly StepConfig[]): DoctorCheck[] {
-  const byAdapter = new Map<string, string[]>();
-  for (const s of steps.filter((s) => s.kind === 'run')) {
-    const a = specOf(s, 'run').agent.adapter;
-    if (a && AGENT_PACKAGES[a]) byAdapter.set(a, [...(byAdapter.get(a) ?? []), s.name]);
-  }
-  const out: DoctorCheck[] = [];
-  for (const [name, stepNames] of byAdapter) {
-    const pkg = AGENT_PACKAGES[name]!.pkg;
-    const label = `agent ${name} (${stepList(stepNames)})`;
-    const version = agentAdapters.get(name)!.version();
-    const pinned = pinnedVersion(pkg);
-    const install = `run npm ci in ${packageRoot()} (installs ${pkg}${pinned ? `@${pinned}` : ''})`;
-    if (version === 'not-installed') out.push(missing(label, `the ${name} CLI is not installed (or does not run: --version failed)`, install));
-    else if (pinned && version !== pinned)
-      out.push(missing(label, `installed ${version}, but package.json pins ${pkg}@${pinned}; the version is part of every attempt's key`, install));
-    else out.push(pass(label, `${pkg} ${version} installed${pinned ? ' (the pinned version)' : ''}`));
-  }
-  return out;
-}
-
-const LOCAL_HOSTS = new Set(['127.0.0.1', 'localhost', '::1', '[::1]']);
-
-/** Whether an upstream URL is this machine (a local model or a fake): then no provider key is needed. */
-export function isLocalUpstream(url: string): boolean {
-  try {
-    const host = new URL(url).hostname.toLowerCase();
-    return LOCAL_HOSTS.has(host) || host.endsWith('.localhost') || /^127\./.test(host);
-  } catch {
-    return false;
-  }
-}
-
-function credentialChecks(steps: readonly StepConfig[], env: CommandIO['env']): DoctorCheck[] {
-  const needs = new Map<string, { upstreams: Set<string>; steps: string[]; adapter: string }>();
-  for (const s of steps.filter((s) => s.kind === 'run')) {
-    const spec = specOf(s, 'run');
-    const adapter = spec.agent.adapter;
-    const upstream = spec.model?.upstream;
-    if (!upstream || spec.model?.fake_script || isLocalUpstream(upstream)) continue;
-    const variable = AGENT_PACKAGES[adapter]?.credential;
-    if (!variable) continue;
-    const n = needs.get(variable) ?? { upstreams: new Set<string>(), steps: [], adapter };
-    n.upstreams.add(upstream);
-    n.steps.push(s.name);
-    needs.set(variable, n);
-  }
-  return [...needs].map(([variable, n]) => {
-    const name = `credential ${variable} (${stepList(n.steps)})`;
-    const where = [...n.upstreams].join(', ');
-    // Only whether it is there: its value is never read into a message.
-    return (env[variable] ?? '').trim() !== ''
-      ? pass(name, `set in the environment (for ${n.adapter} -> ${where})`)
-      : missing(
-          name,
-          `not set: ${n.adapter} talks to ${where}, which needs a provider key`,
-          `export ${variable}=<key> before running pairbench (a key for ${where}; an interactive CLI login cannot be lent to the gateway)`,
-        );
-  });
-}
-
-// ---------------------------------------------------------------------------
-// Task repositories
-
-/** scheme://... or scp-like user@host:path: a remote; anything else is a local path. */
-const URL_LIKE = /^(?:[a-z][a-z0-9+.-]*:\/\/|[^/@\s]+@[^/:\s]+:)/i;
-
-async function repositoryChecks(config: BenchConfig, store: Store, pathVar: string): Promise<DoctorCheck[]> {
-  const wanted = new Map<string, { source: string; commit: string; tasks: string[]; origin: string }>();
-  const problems: DoctorCheck[] = [];
-  for (const step of config.steps.filter((s) => s.kind === 'materialize')) {
-    for (const id of step.matrix.find((d) => d.name === 'task')?.values ?? []) {
-      const t = loadStepTask(step, id);
-      if (!t.ok) {
-        problems.push(
-          missing(`task ${id} (step ${step.name})`, t.error.map((d) => d.message).join('; '), 'fix the task definition (pairbench plan shows where)'),
-        );
-        continue;
-      }
-      const key = `${t.value.repo.source}\n${t.value.repo.commit}`;
-      const w = wanted.get(key) ?? { source: t.value.repo.source, commit: t.value.repo.commit, tasks: [], origin: t.value.origin };
-      if (!w.tasks.includes(id)) w.tasks.push(id);
-      wanted.set(key, w);
-    }
-  }
-  const git = findOnPath('git', pathVar);
-  const checks = await Promise.all(
-    [...wanted.values()].map(async (w) => {
-      const name = `task repository ${w.source} @ ${w.commit.slice(0, 12)} (task${w.tasks.length === 1 ? '' : 's'} ${w.tasks.join(', ')})`;
-      if (!git) return missing(name, 'cannot be checked: git is not on PATH', 'install git');
-      const r = await commitReachable(git, store, w.source, w.commit, pathVar);
-      return r.ok ? pass(name, r.detail) : missing(name, r.detail, r.fix.replace('{origin}', w.origin));
-    }),
-  );
-  return [...problems, ...checks];
-}
-
-async function hasCommit(git: string, gitDir: string, commit: string, pathVar: string): Promise<boolean> {
-  const r = await (
-    await loadExeca()
-  )(git, ['-C', gitDir, 'cat-file', '-e', `${commit}^{commit}`], {
-    reject: false,
-    timeout: 20_000,
-    // Never walk up into an enclosing repository: the path itself must be the repository.
-    env: { PATH: pathVar, GIT_CEILING_DIRECTORIES: dirname(gitDir), GIT_TERMINAL_PROMPT: '0', GIT_CONFIG_NOSYSTEM: '1', HOME: '/nonexistent' },
-    extendEnv: false,
-  });
-  return r.exitCode === 0;
-}
-
-/** Whether materialize will find the commit: in the store's mirror (what it reads first), else at the source. */
-async function commitReachable(
-  git: string,
-  store: Store,
-  source: string,
-  commit: string,
-  pathVar: string,
-): Promise<{ ok: true; detail: string } | { ok: false; detail: string; fix: string }> {
-  // The mirror materialize reads (the store says where it keeps it).
-  const mirror = store.mirrorPath(source);
-  if (existsSync(mirror) && (await hasCommit(git, mirror, commit, pathVar))) return { ok: true, detail: "commit present in the store's mirror" };
-  const local = source.startsWith('file://') ? fileURLToPath(source) : URL_LIKE.test(source) ? null : source;
-  if (local === null) {
-    const r = await (
-      await loadExeca()
-    )(git, ['ls-remote', source], { reject: false, timeout: 30_000, env: { PATH: pathVar, GIT_TERMINAL_PROMPT: '0', HOME: '/nonexistent' }, extendEnv: false });
-    if (r.exitCode !== 0)
-      return {
-        ok: false,
-        detail: `the remote does not answer: ${String(r.stderr).trim().split('\n')[0] ?? `git exit ${r.exitCode}`}`,
-        fix: 'check the URL and network access (or vendor the repository and use repo.path)',
-      };
-    return String(r.stdout).includes(commit)
-      ? { ok: true, detail: 'the remote answers; the commit is a ref tip' }
-      : { ok: true, detail: 'the remote answers; the commit is not a ref tip, so it is confirmed only when materialize fetches it' };
-  }
-  if (!existsSync(local)) return { ok: false, detail: `${local} does not exist`, fix: 'restore the repository there, or correct repo.path in {origin}' };
-  if (await hasCommit(git, local, commit, pathVar)) return { ok: true, detail: 'commit present' };
-  return {
-    ok: false,
-    detail: `commit ${commit} is not in ${local}`,
-    fix: `fetch it into that repository (git -C ${local} fetch origin ${commit}) or correct repo.commit in {origin}`,
-  };
-}

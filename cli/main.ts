@@ -13,7 +13,7 @@ import { collectGarbage } from '../pipeline/gc.js';
 import type { ResolvedInput } from '../pipeline/inputs.js';
 import { PlainReporter } from '../pipeline/reporters/plain.js';
 import { Store } from '../pipeline/store/store.js';
-import type { GraphNode, HostEnv } from '../pipeline/step-kind.js';
+import type { GraphNode, HostEnv, StepKind } from '../pipeline/step-kind.js';
 import { ok, type Result } from '../pipeline/result.js';
 import { builtinStepKinds } from '../steps/index.js';
 import { byteProgress, type ProgressMode } from './byte-progress.js';
@@ -35,6 +35,7 @@ import { explainNode } from './explain.js';
 import { formatRunOutcome, runOutcome } from './run-summary.js';
 import { generate } from './generate.js';
 import { printJson as printJsonTo, printJsonErrors } from './json-output.js';
+import { exportStep } from '../steps/export-step.js';
 
 type Out = { write(s: string | Uint8Array): unknown; isTTY?: boolean };
 
@@ -198,7 +199,17 @@ class LazyListr implements Reporter {
   }
 }
 
-function printPlan(io: CliIO, entries: PlanEntry[], all: boolean): void {
+/** "8 task certification, 16 agent attempts": the nodes to run, counted by what they are (each kind's title). */
+function countByKind(graph: Graph, entries: readonly PlanEntry[]): string {
+  const counts = new Map<StepKind['title'], number>();
+  for (const e of entries) {
+    const title = graph.byId.get(e.node)?.kind.title ?? { one: 'node', many: 'nodes' };
+    counts.set(title, (counts.get(title) ?? 0) + 1);
+  }
+  return [...counts].map(([title, n]) => `${n} ${n === 1 ? title.one : title.many}`).join(', ');
+}
+
+function printPlan(io: CliIO, graph: Graph, entries: PlanEntry[], all: boolean): void {
   const toRun = entries.filter((e) => e.status === 'run');
   const lines: string[] = [];
   for (const e of entries) {
@@ -212,7 +223,7 @@ function printPlan(io: CliIO, entries: PlanEntry[], all: boolean): void {
   lines.push(
     toRun.length === 0
       ? `nothing to run: all ${entries.length} nodes are cached`
-      : `${entries.length} nodes: ${entries.length - toRun.length} cached, ${toRun.length} to run`,
+      : `${entries.length} nodes: ${entries.length - toRun.length} cached, ${toRun.length} to run (${countByKind(graph, toRun)})`,
   );
   io.stdout.write(lines.join('\n') + '\n');
 }
@@ -390,7 +401,7 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
       if (json) {
         const toRun = entries.filter((e) => e.status === 'run').length;
         printJson(io, { ok: true, total: entries.length, cached: entries.length - toRun, to_run: toRun, nodes: entries });
-      } else printPlan(io, entries, Boolean(values.all));
+      } else printPlan(io, graph, entries, Boolean(values.all));
       return EXIT.ok;
     }
     case 'run': {
@@ -626,7 +637,7 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
       // Writes out the cached bundle of each export node (or of the named ones).
       const sel = selectNodes(graph, positionals);
       if (sel.unknown.length) return fail(io, json, unknownNodes(graph, sel.unknown));
-      const exports = sel.nodes.filter((n) => n.kind.name === 'export');
+      const exports = sel.nodes.filter((n) => n.kind === exportStep);
       if (!exports.length) return fail(io, json, [{ message: 'no export step in the selection', hint: 'add a step of kind export, then run pairbench run' }]);
       const entries = plan(ctx, inputs, graph.nodes, io.env);
       let signingKey: string | undefined;

@@ -6,10 +6,11 @@ import type { GraphNode, StagedFile } from '../pipeline/step-kind.js';
 import type { ActionRecord, OutputManifest } from '../pipeline/store/action-cache.js';
 import { DEFAULT_WEIGHTS } from '../steps/analyze/spec.js';
 import type { CostWeights } from '../steps/analyze/types.js';
-import { armOf } from '../steps/run.js';
+import { armOf, runStep } from '../steps/run.js';
 import type { CommandIO, LoadedConfig } from './doctor.js';
 import { EXIT } from './help.js';
 import { specIf, specOf } from '../steps/step-spec.js';
+import { certifyStep } from '../steps/certify.js';
 
 /**
  * `pairbench probe [NODE]`: prices a cohort from ONE real attempt before it is funded.
@@ -145,7 +146,7 @@ export async function buildUpstream(
 ): Promise<{ ok: true; records: Map<string, ActionRecord> } | { ok: false; message: string }> {
   const prereqs = closure(
     loaded,
-    target.upstream.filter((u) => u.kind.name !== 'certify'),
+    target.upstream.filter((u) => u.kind !== certifyStep),
   );
   const { states } = await run(loaded.ctx, loaded.inputs, { reporter: silent, hostEnv: io.env, ...(signal ? { signal } : {}) }, prereqs);
   const records = new Map<string, ActionRecord>();
@@ -166,7 +167,7 @@ export async function buildUpstream(
 
 /** The first run node as listed, or the one named (an id, an id prefix, or a step name). */
 function pickRunNode(loaded: LoadedConfig, name: string | undefined): { ok: true; node: GraphNode } | { ok: false; message: string; hint: string } {
-  const runs = loaded.graph.nodes.filter((n) => n.kind.name === 'run');
+  const runs = loaded.graph.nodes.filter((n) => n.kind === runStep);
   if (!runs.length) return { ok: false, message: 'the config has no step of kind run: nothing to probe', hint: 'add a run step (see README, "Agent steps")' };
   if (name === undefined) return { ok: true, node: firstAsListed(runs.filter((n) => n.step === runs[0]!.step)) };
   const clean = name.replace(/\/+$/, '');
@@ -299,7 +300,7 @@ function project(loaded: LoadedConfig, target: GraphNode, r: AttemptResult, sour
       'cost is estimated: the model has no configured price, so a default (Claude Sonnet list) price was used; the weighted tokens do not depend on prices',
     );
   for (const t of transient) caveats.push(`the step flagged this attempt as transient: ${t}`);
-  if (target.upstream.some((n) => n.kind.name === 'certify')) caveats.push('certify was not run by the probe: a task it rejects would not be attempted at all');
+  if (target.upstream.some((n) => n.kind === certifyStep)) caveats.push('certify was not run by the probe: a task it rejects would not be attempted at all');
 
   return {
     ok: r.exit_reason !== 'agent-crash' && r.exit_reason !== 'infra-error',

@@ -5,6 +5,8 @@
 import type { EngineContext, NodeState } from '../pipeline/engine.js';
 import type { AnalysisResult, Verdict } from '../steps/analyze/types.js';
 import { pp, verdictWord } from '../steps/export/report-format.js';
+import { analyzeStep } from '../steps/analyze-step.js';
+import { exportStep } from '../steps/export-step.js';
 
 export interface ComparisonLine {
   cohort: string;
@@ -32,11 +34,11 @@ export function runOutcome(ctx: EngineContext, states: ReadonlyMap<string, NodeS
   for (const node of ctx.graph.nodes) {
     const s = states.get(node.id);
     if (!s || (s.status !== 'executed' && s.status !== 'cached')) continue;
-    if (node.kind.name === 'export') {
+    if (node.kind === exportStep) {
       out.reports.push({ node: node.id, command: `pairbench export ${node.id}${configArg} --out DIR` });
       continue;
     }
-    if (node.kind.name !== 'analyze') continue;
+    if (node.kind !== analyzeStep) continue;
     const entry = s.record.outputs['analysis.json'];
     if (!entry) continue;
     const result = JSON.parse(ctx.store.cas.read(entry.digest).toString('utf8')) as AnalysisResult;

@@ -5,6 +5,7 @@ import type { Diagnostic } from './diagnostic.js';
 import type { Result } from './result.js';
 import type { OutputManifest } from './store/action-cache.js';
 import type { Cas, OutputEntry } from './store/cas.js';
+import type { Store } from './store/store.js';
 
 /** The host environment; a step reads only what it declares. */
 export type HostEnv = Readonly<Record<string, string | undefined>>;
@@ -82,8 +83,35 @@ export interface StepFailure {
 }
 
 /** A step kind: a pure description of inputs -> key -> outputs. Registered by name. */
+/** One prerequisite of a step kind, checked before any node runs (`pairbench doctor` lists them all). */
+export interface PreflightCheck {
+  name: string;
+  ok: boolean;
+  /** What was found (never a credential's value). */
+  detail: string;
+  /** What to do about it; null when the check passes. */
+  fix: string | null;
+}
+
+/** What a kind's preflight may look at. */
+export interface PreflightContext {
+  /** The environment pairbench runs in (a credential is checked by name: its value is never put in a message). */
+  env: HostEnv;
+  /** The store (where materialize keeps its repository mirrors). */
+  store: Store;
+}
+
 export interface StepKind {
   name: string;
+  /** What one of its nodes is, and several, in a person's words ("agent attempt", "agent attempts"). */
+  title: { one: string; many: string };
+  /** Whether its nodes run in a sandbox: doctor checks each backend and image its steps use. */
+  sandboxed?: boolean;
+  /**
+   * What its steps need from this machine (an agent CLI at its pinned version, a credential, a
+   * reachable repository), each missing one named with its fix. Run by doctor, never by run.
+   */
+  preflight?(steps: readonly StepConfig[], ctx: PreflightContext): Promise<PreflightCheck[]>;
   /** Bumped whenever the kind's behaviour changes; part of every key. */
   version: number;
   /** Checks that need the whole DAG (e.g. an input read from a step that is not in needs). */

@@ -113,6 +113,7 @@ function usedTreatment(trajectory: AtifTrajectory, files: string[], mcpServers: 
  */
 export const auditStep: StepKind = {
   name: 'audit',
+  title: { one: 'admission audit', many: 'admission audits' },
   // 4: earlier tries of the attempt (retried infrastructure faults) are on its record.
   // 3: verifier-owned writes are out of bounds, out of bounds fails by default, forged verdicts,
   // leakage over the whole trajectory (tool results, reassembled text, agent output, normalised probes).

@@ -160,6 +160,8 @@ function calibrations(outcome: VerifierOutcome): CanaryCalibrations {
  */
 export const certifyStep: StepKind = {
   name: 'certify',
+  title: { one: 'task certification', many: 'task certifications' },
+  sandboxed: true,
   // 3: test runners; findings by severity, an allowlist with reasons, vendored copies named; verifier logs kept.
   // 2: canaries, every arm surface (directories, env, MCP servers), encodings normalised and decoded.
   version: 3,

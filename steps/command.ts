@@ -57,6 +57,7 @@ function checkPlaceholders(step: StepConfig, text: string, field: (string | numb
  */
 export const commandStep: StepKind = {
   name: 'command',
+  title: { one: 'command', many: 'commands' },
   // 2: the platform (os, arch, libc, Node major) is part of the key.
   version: 2,
 

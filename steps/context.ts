@@ -60,6 +60,7 @@ export function contextRequest(prompt: string, tree: string, include: string[], 
 
 export const contextStep: StepKind = {
   name: 'context',
+  title: { one: 'context generation', many: 'context generations' },
   version: 1,
 
   check(step) {

@@ -19,6 +19,7 @@ import type { Task } from './task.js';
  */
 export const environmentStep: StepKind = {
   name: 'environment',
+  title: { one: 'environment image', many: 'environment images' },
   version: 1,
   check: (step) => checkTasks(step),
   keyConfig(node): Json {

@@ -35,6 +35,7 @@ export function evaluateGate(g: GateSpec['require'], a: AnalysisResult): { pass:
 
 export const gateStep: StepKind = {
   name: 'gate',
+  title: { one: 'gate', many: 'gates' },
   version: 1,
 
   check(step, steps) {

@@ -12,7 +12,11 @@ import { materializeStep } from './materialize.js';
 import { runStep } from './run.js';
 import { verifyStep } from './verify.js';
 
-/** Built-in step kinds by name. Adding one: a module here plus its schema in schemas/. */
+/**
+ * Built-in step kinds by name. Adding one: a module here (its key, inputs and execution; its
+ * title; `sandboxed` if its nodes start sandboxes; a `preflight` if it needs something of the
+ * machine, which doctor runs) plus its schema in schemas/.
+ */
 export const builtinStepKinds: StepKindRegistry = new Map(
   [commandStep, contextStep, materializeStep, environmentStep, certifyStep, runStep, verifyStep, auditStep, judgeStep, analyzeStep, gateStep, exportStep].map(
     (k) => [k.name, k],

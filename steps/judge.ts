@@ -60,6 +60,7 @@ const armOfNode = (n: GraphNode) => n.matrix['arm'];
 
 export const judgeStep: StepKind = {
   name: 'judge',
+  title: { one: 'judge verdict', many: 'judge verdicts' },
   version: 1,
 
   check(step, steps) {

@@ -105,6 +105,9 @@ export async function ensureMirror(mirror: string, source: string, commit: strin
  */
 export const materializeStep: StepKind = {
   name: 'materialize',
+  title: { one: 'task tree', many: 'task trees' },
+  // Loaded by doctor only: a run never pays for it.
+  preflight: async (steps, ctx) => (await import('./materialize-preflight.js')).materializePreflight(steps, ctx),
   // 3: the removed instruction files kept as an output (`redacted`, for an arm that restores them); documentation removal.
   // 2: redaction of directories with several files, at any depth, and of symlinked instruction directories.
   version: 3,

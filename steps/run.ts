@@ -274,6 +274,10 @@ function providerOf(adapter: string): string {
  */
 export const runStep: StepKind = {
   name: 'run',
+  title: { one: 'agent attempt', many: 'agent attempts' },
+  sandboxed: true,
+  // Loaded by doctor only: a run never pays for it.
+  preflight: async (steps, ctx) => (await import('./run-preflight.js')).runPreflight(steps, ctx),
   // 3: an agent that never reached its model is an infrastructure fault; scripted replies are marked and unpriced.
   // 2: the sandbox closed before the workspace is read; delivery by fingerprint and scope.
   version: 3,

@@ -25,6 +25,8 @@ const spec = (step: StepConfig): VerifySpec => specOf(step, 'verify');
  */
 export const verifyStep: StepKind = {
   name: 'verify',
+  title: { one: 'verification', many: 'verifications' },
+  sandboxed: true,
   // 3: one test-runner invocation per verification (verifier.runner); the full verifier output kept (verifier.log).
   // 2: verifier-owned files are taken from the pristine tree; canaries.
   version: 3,

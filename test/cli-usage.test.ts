@@ -109,6 +109,10 @@ describe('the CLI, misused', () => {
     expect(r.stderr).toBe('error: no node matches "attemps"\n  hint: did you mean "attempts"? (\'pairbench plan --all\' lists every node)\n');
   });
 
+  it("plan's summary counts the nodes to run by what they are (each step kind's title)", async () => {
+    expect((await rig.cli('plan')).stdout.trimEnd().split('\n').at(-1)).toBe('2 nodes: 0 cached, 2 to run (1 task tree, 1 agent attempt)');
+  });
+
   it('--version and -V print the version', async () => {
     const { version } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string };
     expect(await cli('-V')).toEqual({ code: 0, stdout: `${version}\n`, stderr: '' });
