@@ -39,6 +39,8 @@ export const OPTIONS = {
   executor: { value: true },
   redis: { value: true },
   concurrency: { value: true },
+  port: { value: true },
+  host: { value: true },
 } as const satisfies Record<string, { value: boolean; short?: string }>;
 export type OptionName = keyof typeof OPTIONS;
 
@@ -376,6 +378,28 @@ With --json, one JSON line per finished job.`,
     ],
     config: true,
     exits: `0 stopped on request (the jobs it held finished or were handed back); ${CONFIG_ERROR}.`,
+  },
+  view: {
+    synopsis: 'view [BUNDLE_DIR]',
+    summary: 'a local, read-only web viewer: verdicts, pairs side by side, trajectories (live during a run)',
+    usage: 'pairbench view [BUNDLE_DIR] [options]',
+    about: `Serves a web viewer on this machine: each cohort's verdicts (the report's own
+sentences and charts, its status bar and methods), its tasks with filters (task,
+family, category, arm, outcome, admission), a task's attempts side by side (exit
+reason, admission and reason code, tokens, cost, wall time, the diff each made, the
+verifier's output, delivery evidence) and each attempt's trajectory and gateway
+exchanges (credentials redacted), with leakage and out-of-bounds findings marked.
+With BUNDLE_DIR it shows that exported bundle; otherwise the config's store, read
+again every second: started during a 'pairbench run', it shows nodes completing and
+each bundle as its export node finishes. Read-only (no write endpoint); every value
+is shown as text. Links are stable URLs. Runs until Ctrl-C.`,
+    options: [
+      ['port', 'N', 'the port (default 7377; 0 picks a free one)'],
+      ['host', 'ADDR', 'the address to listen on (default 127.0.0.1; another exposes the\nviewer to that network, and it then answers any Host name)'],
+    ],
+    operands: { min: 0, max: 1, message: 'view takes at most one BUNDLE_DIR' },
+    config: true,
+    exits: `0 stopped (Ctrl-C); ${CONFIG_ERROR}, BUNDLE_DIR is not a bundle, or the port is in use.`,
   },
 } as const satisfies Record<string, CommandDoc>;
 

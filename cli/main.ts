@@ -14,7 +14,7 @@ import type { ResolvedInput } from '../pipeline/inputs.js';
 import { PlainReporter } from '../pipeline/reporters/plain.js';
 import { Store } from '../pipeline/store/store.js';
 import type { GraphNode, HostEnv, StepKind } from '../pipeline/step-kind.js';
-import { ok, type Result } from '../pipeline/result.js';
+import { errorMessage, ok, type Result } from '../pipeline/result.js';
 import { builtinStepKinds } from '../steps/index.js';
 import { byteProgress, type ProgressMode } from './byte-progress.js';
 import { writeStoredBundle } from './stored-bundle.js';
@@ -323,6 +323,30 @@ async function runGenerate(io: CliIO, json: boolean, kind: string, values: Optio
   }
 }
 
+/** `pairbench view`: an exported bundle (a directory) or the config's store, served until Ctrl-C. */
+async function runView(io: CliIO, json: boolean, values: OptionValues, source: string | Loaded): Promise<number> {
+  const { bundleData, serveView, storeData } = await import('./view.js');
+  const port = values.port === undefined ? 7377 : Number(values.port);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) return usageError(io, json, 'view', `--port takes a port number (0-65535), not "${values.port}"`);
+  let data: ReturnType<typeof bundleData> & { dispose?: () => void };
+  try {
+    data = typeof source === 'string' ? bundleData(source) : storeData(source, io.env);
+  } catch (e) {
+    return fail(io, json, [{ message: errorMessage(e), hint: "give the directory pairbench export --out wrote, or no directory to view the config's store" }]);
+  }
+  const controller = new AbortController();
+  const stop = () => controller.abort();
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+  try {
+    return await serveView(data, io, { port, host: values.host ?? '127.0.0.1', json, signal: controller.signal });
+  } finally {
+    process.off('SIGINT', stop);
+    process.off('SIGTERM', stop);
+    data.dispose?.();
+  }
+}
+
 async function runInit(io: CliIO, json: boolean, dir: string, values: OptionValues): Promise<number> {
   const { init } = await import('./init.js');
   const outcome = init({ dir, repo: values.repo, commit: values.commit, testCommand: values['test-command'] });
@@ -373,11 +397,14 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
   if (command === 'generate') return runGenerate(io, json, positionals[0]!, values);
   if (command === 'init') return runInit(io, json, positionals[0] ?? '.', values);
   if (command === 'verify-bundle') return runVerifyBundle(io, json, positionals[0]!, values.key, values.root, (values.progress ?? 'auto') as ProgressMode);
+  if (command === 'view' && positionals[0] !== undefined) return runView(io, json, values, positionals[0]);
   const loaded = load(values.config ?? DEFAULT_CONFIG_FILE, values.store, io.env);
   if (!loaded.ok) return fail(io, json, loaded.error);
   const { graph, ctx, inputs, config } = loaded.value;
 
   switch (command) {
+    case 'view':
+      return runView(io, json, values, loaded.value);
     case 'doctor': {
       // Loaded on demand: doctor talks to Docker, and a no-op run should not pay for that.
       const { runDoctor } = await import('./doctor.js');

@@ -1,0 +1,107 @@
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { lookup, plan } from '../pipeline/engine.js';
+import { packageRoot } from '../pipeline/package-root.js';
+import { Store } from '../pipeline/store/store.js';
+import { exportStep } from '../steps/export-step.js';
+import { Registry } from '../steps/preregistration.js';
+import { BundleReader } from '../viewer/bundle-reader.js';
+import { startViewer, type Progress, type ViewerData } from '../viewer/server.js';
+import type { CommandIO, LoadedConfig } from './doctor.js';
+import { historyLines } from './cohorts.js';
+import { EXIT } from './help.js';
+import { printJsonErrors, printJsonLine } from './json-output.js';
+
+export interface ViewOptions {
+  port: number;
+  host: string;
+  json: boolean;
+  /** Stops the viewer (the CLI aborts it on SIGINT or SIGTERM). */
+  signal: AbortSignal;
+}
+
+/** How often the store is read again while watching a run (a plan of the config: reads only). */
+const REFRESH_MS = 1000;
+
+/** An exported bundle directory: one cohort. */
+export function bundleData(dir: string): ViewerData {
+  if (!existsSync(dir)) throw new Error(`${dir} does not exist`);
+  const reader = new BundleReader(dir);
+  reader.resultsFile(); // not a bundle: say so now, not on the first page
+  return { cohorts: () => [{ id: reader.resultsFile().cohort, reader }], progress: () => null };
+}
+
+/**
+ * The config's store, watched: every export node's latest bundle (written to a temp directory
+ * once per bundle digest) and, while nodes remain to run, the progress. It only reads the store
+ * (a plan, as `pairbench plan` makes): the run writing it is the only writer.
+ */
+export function storeData(loaded: LoadedConfig, env: CommandIO['env']): ViewerData & { dispose(): void } {
+  const scratch = mkdtempSync(join(tmpdir(), 'pairbench-view-'));
+  const bundles = new Map<string, BundleReader>();
+  let cohorts: { id: string; reader: BundleReader }[] = [];
+  let progress: Progress | null = null;
+  let readAt = 0;
+  const refresh = () => {
+    if (Date.now() - readAt < REFRESH_MS) return;
+    readAt = Date.now();
+    // A fresh handle each time: records another process wrote since are seen.
+    const store = new Store(loaded.config.storeDir);
+    const ctx = { ...loaded.ctx, store };
+    const entries = plan(ctx, loaded.inputs, loaded.graph.nodes, env);
+    const cached = entries.filter((e) => e.status === 'cached').length;
+    progress = {
+      total: entries.length,
+      cached,
+      to_run: entries.length - cached,
+      nodes: entries.map((e) => ({ id: e.node, status: e.status })),
+      at: new Date().toISOString(),
+    };
+    const next: typeof cohorts = [];
+    for (const node of loaded.graph.nodes.filter((n) => n.kind === exportStep)) {
+      const e = entries.find((x) => x.node === node.id);
+      const found = e?.status === 'cached' && e.key ? lookup(store, e.key) : undefined;
+      const entry = found?.status === 'hit' ? found.record.outputs['bundle'] : undefined;
+      if (!entry) continue;
+      let reader = bundles.get(entry.digest);
+      if (!reader) {
+        const dir = join(scratch, entry.digest);
+        if (!existsSync(dir)) store.cas.materialize(entry, dir);
+        reader = new BundleReader(dir);
+        bundles.set(entry.digest, reader);
+      }
+      next.push({ id: node.id, reader });
+    }
+    cohorts = next;
+  };
+  return {
+    cohorts: () => (refresh(), cohorts),
+    progress: () => (refresh(), progress),
+    history: (cohort) => historyLines(new Registry(new Store(loaded.config.storeDir)).get(cohort)),
+    dispose: () => rmSync(scratch, { recursive: true, force: true }),
+  };
+}
+
+/** Serves `data` until the signal; prints where (a URL, or one JSON line). */
+export async function serveView(data: ViewerData, io: CommandIO, options: ViewOptions): Promise<number> {
+  let viewer: Awaited<ReturnType<typeof startViewer>>;
+  try {
+    viewer = await startViewer(data, { host: options.host, port: options.port, appDir: join(packageRoot(), 'dist', 'viewer-app') });
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    const message =
+      code === 'EADDRINUSE'
+        ? `port ${options.port} is in use`
+        : `cannot listen on ${options.host}:${options.port}: ${e instanceof Error ? e.message : String(e)}`;
+    if (options.json) printJsonErrors(io.stdout, [{ message, hint: 'pass --port N (0 picks a free one)' }]);
+    else io.stderr.write(`error: ${message}\n  hint: pass --port N (0 picks a free one)\n`);
+    return EXIT.usage;
+  }
+  // One line, at once: a script (or a test) reads the URL as soon as it is served.
+  if (options.json) printJsonLine(io.stdout, { ok: true, url: viewer.url });
+  else io.stdout.write(`pairbench view: ${viewer.url} (read-only; Ctrl-C stops it)\n`);
+  await new Promise<void>((resolve) => (options.signal.aborted ? resolve() : options.signal.addEventListener('abort', () => resolve(), { once: true })));
+  await viewer.close();
+  return EXIT.ok;
+}

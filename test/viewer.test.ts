@@ -1,0 +1,251 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { request } from 'node:http';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { cliOutputProblems } from './cli-schema.js';
+
+// `pairbench view`, used as a person uses it: the real CLI serves the example cohort's bundle
+// (run end to end here), and headless Chromium clicks through it. The agent's output is
+// hostile: a trajectory carrying markup must show as text and run nothing.
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
+const BIN = join(ROOT, 'bin', 'pairbench.js');
+const CHROMIUM = '/usr/bin/chromium';
+const skipBrowser = !existsSync(CHROMIUM) && process.env['PAIRBENCH_REQUIRE_BROWSER'] !== '1';
+if (skipBrowser) console.warn(`viewer.test.ts: SKIPPING: ${CHROMIUM} is missing (set PAIRBENCH_REQUIRE_BROWSER=1 to make this a failure).`);
+
+const ENV = { PATH: process.env['PATH'], CI: '1', HOME: process.env['HOME'] };
+
+function pairbench(args: string[], cwd = ROOT): { status: number | null; stdout: string; stderr: string } {
+  const r = spawnSync(process.execPath, [BIN, ...args], { cwd, encoding: 'utf8', env: ENV, maxBuffer: 1 << 26 });
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+/** Starts `pairbench view ARGS --port 0 --json` and resolves with its URL once it serves. */
+function startView(args: string[], cwd = ROOT): Promise<{ child: ChildProcess; url: string }> {
+  const child = spawn(process.execPath, [BIN, 'view', ...args, '--port', '0', '--json'], { cwd, env: ENV, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  child.stderr!.on('data', (d) => (err += d));
+  return new Promise((resolve, reject) => {
+    child.stdout!.on('data', (d) => {
+      out += d;
+      const line = out.split('\n')[0];
+      if (!out.includes('\n') || !line) return;
+      const printed = JSON.parse(line) as { url: string };
+      expect(cliOutputProblems('#/definitions/view', printed)).toBe('');
+      resolve({ child, url: printed.url });
+    });
+    child.on('exit', (code) => reject(new Error(`view exited ${code}: ${out}${err}`)));
+  });
+}
+
+/** The status of GET /api/state sent with this Host header. */
+function statusWithHost(url: string, host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = request(`${url}api/state`, { headers: { host } }, (res) => {
+      res.resume();
+      resolve(res.statusCode ?? 0);
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+/** The page is no wider than the window (nothing scrolls sideways), at 1400 and 400 px; a screenshot of each. */
+async function noOverflow(page: Page, dir: string, name: string): Promise<void> {
+  for (const width of [1400, 400]) {
+    await page.setViewportSize({ width, height: 900 });
+    const [scroll, inner] = (await page.evaluate('[document.documentElement.scrollWidth, window.innerWidth]')) as [number, number];
+    expect(scroll, `${name} at ${width} px is ${scroll} px wide`).toBeLessThanOrEqual(inner);
+    const shot = join(dir, `${name}-${width}.png`);
+    await page.screenshot({ path: shot, fullPage: true });
+    expect(readFileSync(shot).subarray(1, 4).toString()).toBe('PNG');
+  }
+  await page.setViewportSize({ width: 1400, height: 900 });
+}
+
+describe.skipIf(skipBrowser)('pairbench view', () => {
+  let dir: string;
+  let bundle: string;
+  let browser: Browser;
+  const children: ChildProcess[] = [];
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'pairbench-view-'));
+    const store = join(dir, 'store');
+    expect(spawnSync(process.execPath, [join(ROOT, 'scripts', 'build-fixtures.mjs')], { cwd: ROOT, env: ENV }).status).toBe(0);
+    const run = pairbench(['run', '--store', store, '--progress', 'none']);
+    expect(run.status, run.stderr).toBe(0);
+    bundle = join(dir, 'bundle');
+    const exported = pairbench(['export', '--store', store, '--out', bundle]);
+    expect(exported.status, exported.stderr).toBe(0);
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'],
+    });
+  }, 240_000);
+
+  afterAll(async () => {
+    for (const c of children) c.kill('SIGTERM');
+    await browser?.close();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  async function openPage(url: string): Promise<{ page: Page; errors: string[]; requests: string[] }> {
+    const page = await browser.newPage();
+    const errors: string[] = [];
+    const requests: string[] = [];
+    page.on('pageerror', (e) => errors.push(e.message));
+    page.on('console', (m) => m.type() === 'error' && errors.push(m.text()));
+    page.on('request', (r) => requests.push(r.url()));
+    await page.goto(url);
+    return { page, errors, requests };
+  }
+
+  it('from a verdict to a task to its pair: both diffs and both verifier outputs, no sideways scroll at 1400 or 400 px', { timeout: 120_000 }, async () => {
+    const { child, url } = await startView([bundle]);
+    children.push(child);
+    const { page, errors, requests } = await openPage(url);
+    await page.getByRole('link', { name: 'context-file' }).click();
+    await page.getByTestId('verdict').first().waitFor();
+    expect(await page.getByTestId('verdict').first().textContent()).toContain('POSITIVE');
+    expect(await page.getByTestId('status-bar').textContent()).toContain('claude-code');
+    await noOverflow(page, dir, 'cohort');
+    // The verdict's link shows the tasks of its treatment; a task opens its pair.
+    await page.getByTestId('verdict').first().getByRole('link').click();
+    expect(page.url()).toContain('?arm=claude-md');
+    const task = await page.getByTestId('tasks').locator('tbody a').first().textContent();
+    await page.getByTestId('tasks').locator('tbody a').first().click();
+    await page.getByTestId('attempt').first().waitFor();
+    expect(page.url()).toContain(`/task/${encodeURIComponent(task!)}`);
+    const cards = page.getByTestId('attempt');
+    await expect.poll(() => cards.count()).toBe(4); // control and claude-md, 2 reps
+    const arms = new Set<string>();
+    for (let i = 0; i < 4; i++) {
+      const card = cards.nth(i);
+      arms.add((await card.locator('h3').first().textContent())!.split(' · ')[0]!);
+      await expect.poll(async () => (await card.getByTestId('verifier').textContent())?.includes('exit')).toBe(true);
+      expect((await card.getByTestId('diff').textContent())!.length).toBeGreaterThan(0);
+    }
+    expect([...arms].sort()).toEqual(['claude-md', 'control']);
+    // The treatment's diff touches the code; its delivery evidence names where the marker reached the model.
+    expect(await page.getByTestId('delivery').first().textContent()).toContain('gateway exchange');
+    await noOverflow(page, dir, 'pair');
+    // The link is stable: pasted into a new tab it opens the same pair.
+    const again = await openPage(page.url());
+    await again.page.getByTestId('attempt').first().waitFor();
+    expect(await again.page.locator('h1').textContent()).toBe(task);
+    await again.page.close();
+    // Everything came from the viewer itself: nothing from outside.
+    expect(requests.filter((r) => !r.startsWith(url))).toEqual([]);
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+
+  it("over the config's store: the bundle its export node built, and the cohort's version history from the registry", { timeout: 60_000 }, async () => {
+    const { child, url } = await startView(['--store', join(dir, 'store')]);
+    children.push(child);
+    const { page, errors } = await openPage(url);
+    await page.getByRole('link', { name: 'context-file' }).click();
+    await page.getByTestId('history').waitFor();
+    expect(await page.getByTestId('history').textContent()).toMatch(/^cohort context-file\n {2}version 1 {2}freeze [0-9a-f]{12} .* attempts executed 32\n/);
+    expect(await page.getByTestId('verdict').first().textContent()).toContain('POSITIVE');
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+
+  it('a directory that is not a bundle, and a port in use, are said so', async () => {
+    expect(pairbench(['view', join(dir, 'nowhere')]).stderr).toBe(
+      `error: ${join(dir, 'nowhere')} does not exist\n  hint: give the directory pairbench export --out wrote, or no directory to view the config's store\n`,
+    );
+    expect(pairbench(['view', join(dir, 'store')]).stderr).toBe(
+      `error: ${join(dir, 'store')} is not a pairbench bundle: it has no readable results.json\n  hint: give the directory pairbench export --out wrote, or no directory to view the config's store\n`,
+    );
+    const { child, url } = await startView([bundle]);
+    children.push(child);
+    const taken = pairbench(['view', bundle, '--port', new URL(url).port]);
+    expect(taken.status).toBe(2);
+    expect(taken.stderr).toBe(`error: port ${new URL(url).port} is in use\n  hint: pass --port N (0 picks a free one)\n`);
+  });
+
+  it('markup in an agent trajectory and gateway log is shown as text and runs nothing', { timeout: 60_000 }, async () => {
+    const hostile = join(dir, 'hostile');
+    cpSync(bundle, hostile, { recursive: true });
+    const runDir = join(hostile, 'nodes', 'attempts', 'csv-amount', 'control', '1');
+    const trajectory = JSON.parse(readFileSync(join(runDir, 'trajectory.json'), 'utf8')) as { steps: unknown[] };
+    const payload = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2"><b>bold?</b>';
+    trajectory.steps.push({ step_id: 99, source: 'agent', message: payload, observation: { results: [{ content: payload }] } });
+    writeFileSync(join(runDir, 'trajectory.json'), JSON.stringify(trajectory));
+    writeFileSync(join(runDir, 'gateway.jsonl'), readFileSync(join(runDir, 'gateway.jsonl'), 'utf8') + JSON.stringify({ response: payload }) + '\n');
+    // A record whose sources point out of the bundle reads nothing there.
+    const results = JSON.parse(readFileSync(join(hostile, 'results.json'), 'utf8')) as { attempts: { node: string; sources: { run: string } }[] };
+    const planted = join(dir, 'secret');
+    mkdirSync(planted);
+    writeFileSync(join(planted, 'patch.diff'), 'outside the bundle');
+    results.attempts.find((a) => a.node === 'audit/csv-amount/claude-md/1')!.sources.run = '../../secret';
+    writeFileSync(join(hostile, 'results.json'), JSON.stringify(results));
+    const { child, url } = await startView([hostile]);
+    children.push(child);
+    const { page, errors } = await openPage(`${url}#/c/context-file/attempt/${encodeURIComponent('audit/csv-amount/control/1')}`);
+    const observation = page.getByTestId('observation').last();
+    await observation.waitFor();
+    expect(await observation.textContent()).toBe(payload);
+    await page.locator('details summary').last().click();
+    expect(await page.locator('details pre').last().textContent()).toContain(payload.replaceAll('"', '\\"'));
+    expect(await page.evaluate('window.__pwned')).toBeUndefined();
+    expect(await page.locator('main img, main script').count()).toBe(0);
+    expect(await page.locator('main b', { hasText: 'bold?' }).count()).toBe(0);
+    expect(errors).toEqual([]);
+    await page.close();
+    const escaped = (await (await fetch(`${url}api/cohorts/context-file/attempts/${encodeURIComponent('audit/csv-amount/claude-md/1')}`)).json()) as {
+      diff: string | null;
+    };
+    expect(escaped.diff).toBeNull();
+    // Read-only, and only on its own loopback name (a page elsewhere cannot rebind a name to it).
+    expect((await fetch(`${url}api/state`, { method: 'POST' })).status).toBe(405);
+    expect(await statusWithHost(url, 'attacker.example')).toBe(403);
+    expect(await statusWithHost(url, new URL(url).host)).toBe(200);
+  });
+
+  it('started during a run, it shows nodes completing', { timeout: 120_000 }, async () => {
+    const live = join(dir, 'live');
+    mkdirSync(live);
+    // Six nodes of a second each, one at a time: the run takes long enough to be watched.
+    writeFileSync(
+      join(live, 'bench.config.yaml'),
+      'steps:\n  slow:\n    kind: command\n    matrix: { n: 6 }\n    cmd: sleep 1 && echo "{{matrix.n}}" > out\n    outs: [out]\n',
+    );
+    const { child, url } = await startView(['--config', join(live, 'bench.config.yaml')]);
+    children.push(child);
+    const { page, errors } = await openPage(url);
+    const heading = page.getByTestId('progress').locator('h2');
+    await expect.poll(() => heading.textContent()).toBe('Run in progress: 0 of 6 nodes built');
+    const run = spawn(process.execPath, [BIN, 'run', '--config', join(live, 'bench.config.yaml'), '--jobs', '1', '--progress', 'none'], {
+      env: ENV,
+      stdio: 'ignore',
+    });
+    const seen = new Set<string>();
+    const done = new Promise<number | null>((resolve) => run.on('exit', resolve));
+    let finished = false;
+    void done.then(() => (finished = true));
+    while (!finished) {
+      const text = await heading.textContent().catch(() => null);
+      if (text) seen.add(text);
+      await new Promise((r) => setTimeout(r, 150));
+    }
+    expect(await done).toBe(0);
+    // Some node finished while others still ran: the page filled in as they did.
+    expect(
+      [...seen].some((t) => /Run in progress: [1-5] of 6 nodes built/.test(t)),
+      [...seen].join(' | '),
+    ).toBe(true);
+    // Then every node is built: the progress panel gives way to the cohort list.
+    await expect.poll(() => page.getByTestId('progress').count(), { timeout: 10_000 }).toBe(0);
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+});

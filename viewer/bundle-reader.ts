@@ -1,0 +1,237 @@
+import { existsSync, readFileSync, realpathSync, statSync } from 'node:fs';
+import { isAbsolute, join, relative } from 'node:path';
+import { foldLine, lineDigest } from '../gateway/markers.js';
+import type { AnalysisResult, AttemptRecord } from '../steps/analyze/types.js';
+import type { ResultsFile } from '../steps/export/results-file.js';
+import { comparisonMeaning, comparisonTitle, interval, pp, pValue, verdictWord } from '../steps/export/report-format.js';
+
+/**
+ * One exported bundle, read for the viewer: read-only, and never outside its directory (a
+ * path from a URL or from a record is resolved and refused if it leaves the bundle).
+ */
+export class BundleReader {
+  readonly root: string;
+  private results: ResultsFile | undefined;
+
+  constructor(private readonly dir: string) {
+    this.root = realpathSync(dir);
+  }
+
+  /** The bytes of `path` inside the bundle, or undefined (missing, a directory, or outside it). */
+  file(path: string): Buffer | undefined {
+    const full = join(this.root, path);
+    const rel = relative(this.root, full);
+    if (rel.startsWith('..') || isAbsolute(rel) || !existsSync(full)) return undefined;
+    const real = realpathSync(full);
+    const realRel = relative(this.root, real);
+    if (realRel.startsWith('..') || isAbsolute(realRel) || !statSync(real).isFile()) return undefined;
+    return readFileSync(real);
+  }
+
+  text(path: string): string | null {
+    return this.file(path)?.toString('utf8') ?? null;
+  }
+
+  json<T>(path: string): T | null {
+    const t = this.text(path);
+    if (t === null) return null;
+    try {
+      return JSON.parse(t) as T;
+    } catch {
+      return null;
+    }
+  }
+
+  resultsFile(): ResultsFile {
+    this.results ??= this.json<ResultsFile>('results.json') ?? undefined;
+    if (!this.results) throw new Error(`${this.dir} is not a pairbench bundle: it has no readable results.json`);
+    return this.results;
+  }
+
+  /** The cohort page's facts: its verdicts in the report's words, what it ran on, how it was frozen. */
+  cohort(): CohortView {
+    const r = this.resultsFile();
+    const first = r.attempts[0];
+    return {
+      cohort: r.cohort,
+      version: r.version,
+      freeze_digest: r.freeze_digest,
+      config_digest: r.config_digest,
+      verdicts: r.analysis.comparisons.map((c) => ({
+        title: comparisonTitle(c),
+        control: c.control,
+        treatment: c.treatment,
+        verdict: verdictWord(c.verdict),
+        effect: pp(c.delta),
+        interval: interval(c.ci),
+        p: c.test ? pValue(c.test.p_holm) : null,
+        n_tasks: c.n_tasks,
+        meaning: comparisonMeaning(c),
+        outcomes: c.outcomes?.counts ?? null,
+      })),
+      warnings: r.analysis.warnings.map((w) => w.message),
+      status: first
+        ? {
+            agent: `${first.agent.adapter} ${first.agent.version}`,
+            model: first.agent.model,
+            provider: first.agent.provider,
+            sandbox: first.sandbox.backend,
+            isolation: first.sandbox.isolation,
+            image: first.sandbox.image_id,
+            egress: `${first.sandbox.egress_mode} (${first.sandbox.egress_enforced ? 'enforced' : 'NOT enforced'})`,
+            design: designOf(r.analysis),
+          }
+        : null,
+      freeze: this.json<unknown>('config/freeze.json'),
+      tasks: tasksOf(r),
+      has_report: this.file('report.html') !== undefined,
+    };
+  }
+
+  /** One attempt with what it left: its diff, the verifier's output, its delivery evidence, its trajectory and gateway exchanges. */
+  attempt(node: string): AttemptView | undefined {
+    const record = this.resultsFile().attempts.find((a) => a.node === node);
+    if (!record) return undefined;
+    const run = record.sources?.run ?? null;
+    const verify = record.sources?.verify ?? null;
+    const at = (id: string | null, name: string) => (id ? this.text(`nodes/${id}/${name}`) : null);
+    const gateway = (at(run, 'gateway.jsonl') ?? '')
+      .split('\n')
+      .filter((l) => l.trim())
+      .map((l): unknown => {
+        try {
+          return JSON.parse(l);
+        } catch {
+          return l;
+        }
+      });
+    return {
+      record,
+      diff: at(run, 'patch.diff'),
+      verifier: at(verify, 'verifier.log') ?? at(verify, 'verdict.json'),
+      evidence: at(run, 'evidence.json'),
+      agent_log: at(run, 'agent.log'),
+      trajectory: run ? this.json<unknown>(`nodes/${run}/trajectory.json`) : null,
+      gateway,
+      delivered_at: deliveredAt(record.delivery?.marker_lines ?? [], gateway),
+    };
+  }
+}
+
+export interface CohortView {
+  cohort: string;
+  version: number | null;
+  freeze_digest: string | null;
+  config_digest: string;
+  verdicts: {
+    title: string;
+    control: string;
+    treatment: string;
+    verdict: string;
+    effect: string;
+    interval: string;
+    p: string | null;
+    n_tasks: number;
+    meaning: string;
+    outcomes: unknown;
+  }[];
+  warnings: string[];
+  status: Record<string, string | null> | null;
+  freeze: unknown;
+  tasks: TaskRow[];
+  has_report: boolean;
+}
+
+/** One attempt of a task, as the tables and the pair page show it. */
+export interface AttemptRow {
+  node: string;
+  arm: string;
+  rep: number;
+  admission: string;
+  reason_code: string;
+  pass: boolean | null;
+  exit_reason: string;
+  tokens: number | null;
+  cost_usd: number | null;
+  wall_ms: number;
+}
+
+export interface TaskRow {
+  task: string;
+  family: string;
+  category: string;
+  /** Per comparison (`treatment vs control`): the task's (a)/(b)/(c) class, when the analysis gave one. */
+  outcomes: Record<string, string>;
+  attempts: AttemptRow[];
+}
+
+export interface AttemptView {
+  record: AttemptRecord;
+  diff: string | null;
+  verifier: string | null;
+  evidence: string | null;
+  agent_log: string | null;
+  trajectory: unknown;
+  gateway: unknown[];
+  /** Where the treatment's marker lines appeared in what the model received: the exchange (1-based) and the line. */
+  delivered_at: { exchange: number; line: string }[];
+}
+
+/** Every string inside a parsed JSON value. */
+function strings(v: unknown, out: string[] = []): string[] {
+  if (typeof v === 'string') out.push(v);
+  else if (Array.isArray(v)) for (const x of v) strings(x, out);
+  else if (v && typeof v === 'object') for (const x of Object.values(v)) strings(x, out);
+  return out;
+}
+
+/** The gateway exchanges carrying a marker line (recorded as digests: the record holds no text of the treatment). */
+function deliveredAt(markerDigests: readonly string[], exchanges: readonly unknown[]): { exchange: number; line: string }[] {
+  const wanted = new Set(markerDigests);
+  const found: { exchange: number; line: string }[] = [];
+  if (!wanted.size) return found;
+  exchanges.forEach((x, i) => {
+    const seen = new Set<string>();
+    for (const text of strings(x))
+      for (const line of text.split('\n')) {
+        const folded = foldLine(line);
+        if (folded.length && !seen.has(folded) && wanted.has(lineDigest(folded))) {
+          seen.add(folded);
+          found.push({ exchange: i + 1, line: folded });
+        }
+      }
+  });
+  return found;
+}
+
+function designOf(a: AnalysisResult): string {
+  const arms = a.arms.map((x) => x.arm).join(', ');
+  return `${a.arms.length} arms (${arms}); ${a.factorial ? 'factorial; ' : ''}${a.sequential ? 'sequential looks; ' : ''}paired by task`;
+}
+
+function tasksOf(r: ResultsFile): TaskRow[] {
+  const rows = new Map<string, TaskRow>();
+  for (const a of r.attempts) {
+    const row = rows.get(a.task) ?? { task: a.task, family: a.family, category: a.category, outcomes: {}, attempts: [] };
+    const u = a.usage;
+    row.attempts.push({
+      node: a.node,
+      arm: a.arm,
+      rep: a.rep,
+      admission: a.admission,
+      reason_code: a.reason_code,
+      pass: a.pass,
+      exit_reason: a.exit_reason,
+      tokens: u ? u.input_tokens + u.output_tokens + u.cache_read_tokens + u.cache_write_tokens : null,
+      cost_usd: a.cost_usd,
+      wall_ms: a.wall_ms,
+    });
+    rows.set(a.task, row);
+  }
+  for (const c of r.analysis.comparisons)
+    for (const t of c.outcomes?.tasks ?? []) {
+      const row = rows.get(t.task);
+      if (row) row.outcomes[`${c.treatment} vs ${c.control}`] = t.class;
+    }
+  return [...rows.values()];
+}
