@@ -6,7 +6,7 @@ import type { GraphNode, StagedFile } from '../pipeline/step-kind.js';
 import type { ActionRecord, OutputManifest } from '../pipeline/store/action-cache.js';
 import { DEFAULT_WEIGHTS } from '../steps/analyze/spec.js';
 import type { CostWeights } from '../steps/analyze/types.js';
-import { armOf, runStep } from '../steps/run.js';
+import { armOf, runStep, type RunOutput } from '../steps/run.js';
 import type { CommandIO, LoadedConfig } from './doctor.js';
 import { EXIT } from './help.js';
 import { specIf, specOf } from '../steps/step-spec.js';
@@ -229,12 +229,13 @@ export async function executeUnrecorded(
   return r.ok ? r : { ok: false, message: r.failure.message, logTail: r.logTail };
 }
 
-export function readText(ctx: LoadedConfig['ctx'], outputs: OutputManifest, name: string): string | undefined {
+/** An output of an attempt (a run node), by the name the run kind declares. */
+export function readText(ctx: LoadedConfig['ctx'], outputs: OutputManifest, name: RunOutput): string | undefined {
   const e = outputs[name];
   return e ? ctx.store.cas.read(e.digest).toString('utf8') : undefined;
 }
 
-function readJson<T>(ctx: LoadedConfig['ctx'], outputs: OutputManifest, name: string): T {
+function readJson<T>(ctx: LoadedConfig['ctx'], outputs: OutputManifest, name: RunOutput): T {
   return JSON.parse(readText(ctx, outputs, name) ?? 'null') as T;
 }
 

@@ -6,7 +6,7 @@
  */
 import type { CacheKey, Sha256 } from '../pipeline/digest.js';
 import { lookup, type EngineContext, type Lookup, type PlanEntry } from '../pipeline/engine.js';
-import type { GraphNode } from '../pipeline/step-kind.js';
+import { EARLIER_TRIES, type GraphNode } from '../pipeline/step-kind.js';
 import type { ActionRecord, OutputManifest } from '../pipeline/store/action-cache.js';
 import type { OutputEntry, TreeEntry } from '../pipeline/store/cas.js';
 
@@ -25,6 +25,8 @@ export interface ListedEntry {
   type: 'file' | 'dir' | 'symlink' | 'log';
   size: number | null;
   digest: string | null;
+  /** What the output is, as its step kind declares it (a listing of a node's outputs). */
+  about?: string;
 }
 
 /** The record `show` reads: the planned key's, else this config's last build of the node. */
@@ -88,7 +90,7 @@ export function showNode(
       : { ok: false, code: 'not-built', message: `${node.id} has not been built by this config`, hint: `run 'pairbench run ${node.id}' first` };
   }
   const { record, note } = found;
-  if (output === undefined) return { ok: true, kind: 'list', node: node.id, output: null, entries: listRecord(record.outputs, record.log), note };
+  if (output === undefined) return { ok: true, kind: 'list', node: node.id, output: null, entries: listRecord(node, record.outputs, record.log), note };
   const entry = resolve(ctx, record.outputs, output);
   if (!entry) {
     const names = [...Object.keys(record.outputs), ...(record.log ? ['log'] : [])];
@@ -108,9 +110,19 @@ export function showNode(
   return { ok: true, kind: 'bytes', node: node.id, output, digest: entry.digest, bytes: ctx.store.cas.read(entry.digest), note };
 }
 
-function listRecord(outputs: OutputManifest, log: Sha256 | null): ListedEntry[] {
-  const rows: ListedEntry[] = Object.entries(outputs).map(([name, e]) => ({ name, type: e.type, size: e.size, digest: e.digest }));
-  if (log) rows.push({ name: 'log', type: 'log', size: null, digest: log });
+function listRecord(node: GraphNode, outputs: OutputManifest, log: Sha256 | null): ListedEntry[] {
+  const declared: Readonly<Record<string, string>> = {
+    ...node.kind.outputs(node.step),
+    [EARLIER_TRIES]: 'the earlier tries of this node (infrastructure faults, kept when it was retried)',
+  };
+  const rows: ListedEntry[] = Object.entries(outputs).map(([name, e]) => ({
+    name,
+    type: e.type,
+    size: e.size,
+    digest: e.digest,
+    ...(declared[name] ? { about: declared[name] } : {}),
+  }));
+  if (log) rows.push({ name: 'log', type: 'log', size: null, digest: log, about: 'what the node printed while it ran' });
   return rows;
 }
 
@@ -140,7 +152,8 @@ function resolve(ctx: EngineContext, outputs: OutputManifest, path: string): Out
 export function formatListing(r: Extract<ShowResult, { kind: 'list' }>): string {
   const width = Math.max(4, ...r.entries.map((e) => e.name.length));
   const lines = r.entries.map(
-    (e) => `${e.name.padEnd(width)}  ${e.type.padEnd(7)}  ${e.size === null ? '' : `${e.size} bytes`}${e.digest ? `  ${e.digest.slice(0, 12)}` : ''}`,
+    (e) =>
+      `${e.name.padEnd(width)}  ${e.type.padEnd(7)}  ${e.size === null ? '' : `${e.size} bytes`}${e.digest ? `  ${e.digest.slice(0, 12)}` : ''}${e.about ? `  (${e.about})` : ''}`,
   );
   return [`${r.node}${r.output ? ` ${r.output}/` : ''}:`, ...lines.map((l) => `  ${l.trimEnd()}`)].join('\n');
 }

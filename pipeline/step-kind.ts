@@ -105,6 +105,8 @@ export interface StepKind {
   name: string;
   /** What one of its nodes is, and several, in a person's words ("agent attempt", "agent attempts"). */
   title: { one: string; many: string };
+  /** The outputs a node of `step` writes, each with what it is (`show` says it; every output written is declared). */
+  outputs(step: StepConfig): Readonly<Record<string, string>>;
   /** Whether its nodes run in a sandbox: doctor checks each backend and image its steps use. */
   sandboxed?: boolean;
   /**

@@ -99,6 +99,7 @@ export function analysisSpecOf(step: StepConfig, schedule: string[][] = []): Ana
 export const analyzeStep: StepKind = {
   name: 'analyze',
   title: { one: 'paired analysis', many: 'paired analyses' },
+  outputs: () => ({ 'analysis.json': "the cohort's paired statistics and verdicts", 'attempts.json': 'every attempt record the analysis read' }),
   // 2: the verdict rests on a Holm-adjusted family-level sign-flip test, a cluster t interval
   // and worst-case exclusions; insufficient-n; infra rates over every try by Fisher's exact test.
   version: 2,
@@ -251,6 +252,7 @@ export const analyzeStep: StepKind = {
 export const lookStep: StepKind = {
   name: 'look',
   title: { one: 'interim look', many: 'interim looks' },
+  outputs: () => ({ 'look.json': 'the interim analysis at this look', [LOOK_DECISION]: 'stop or continue, and why' }),
   version: 1,
   keyConfig: (node): JsonEncodable => ({ look: Number(node.matrix['look']), spec: lookSpec(node) }),
   fileInputs: () => [],

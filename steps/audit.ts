@@ -13,7 +13,7 @@ import { checkTasks, taskOf } from './agent-step-config.js';
 import { armOf } from './run.js';
 import { VERIFIER_OWNED, verifierOwned } from './verifier-owned.js';
 import type { WorkspaceChanges } from './workspace.js';
-import { NOT_RUN, passedNotRun } from './not-run.js';
+import { NOT_RUN, NOT_RUN_OUTPUT, passedNotRun } from './not-run.js';
 import { specIf, specOf, type SpecByKind } from './step-spec.js';
 
 /** What the admission policy does with an attempt that is flagged. */
@@ -114,6 +114,7 @@ function usedTreatment(trajectory: AtifTrajectory, files: string[], mcpServers: 
 export const auditStep: StepKind = {
   name: 'audit',
   title: { one: 'admission audit', many: 'admission audits' },
+  outputs: () => ({ 'audit.json': "the attempt's record: admission and reason code, outcome, cost, integrity findings", ...NOT_RUN_OUTPUT }),
   // 4: earlier tries of the attempt (retried infrastructure faults) are on its record.
   // 3: verifier-owned writes are out of bounds, out of bounds fails by default, forged verdicts,
   // leakage over the whole trajectory (tool results, reassembled text, agent output, normalised probes).

@@ -161,6 +161,12 @@ function calibrations(outcome: VerifierOutcome): CanaryCalibrations {
 export const certifyStep: StepKind = {
   name: 'certify',
   title: { one: 'task certification', many: 'task certifications' },
+  outputs: () => ({
+    'certification.json': "the certification: each check's result and the reasons",
+    'verdict.json': 'certified or rejected',
+    'canary.json': "the canary planted in the hidden verifier's files (leakage is looked for by it)",
+    'verifier-logs': "the verifier's logs on the starting tree and with the solution",
+  }),
   sandboxed: true,
   // 3: test runners; findings by severity, an allowlist with reasons, vendored copies named; verifier logs kept.
   // 2: canaries, every arm surface (directories, env, MCP servers), encodings normalised and decoded.

@@ -58,6 +58,7 @@ function checkPlaceholders(step: StepConfig, text: string, field: (string | numb
 export const commandStep: StepKind = {
   name: 'command',
   title: { one: 'command', many: 'commands' },
+  outputs: (step) => Object.fromEntries((spec(step).outs ?? []).map((o) => [o, 'declared by the step (outs)'])),
   // 2: the platform (os, arch, libc, Node major) is part of the key.
   version: 2,
 

@@ -61,6 +61,12 @@ export function contextRequest(prompt: string, tree: string, include: string[], 
 export const contextStep: StepKind = {
   name: 'context',
   title: { one: 'context generation', many: 'context generations' },
+  outputs: (step) => ({
+    [outName(spec(step))]: 'the generated context file',
+    'cost.json': 'what generating it cost (the overhead stream, never summed with the attempts)',
+    'request.md': 'what the model was asked',
+    'exchange.jsonl': 'the model exchange (credentials redacted)',
+  }),
   version: 1,
 
   check(step) {

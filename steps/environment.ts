@@ -20,6 +20,11 @@ import type { Task } from './task.js';
 export const environmentStep: StepKind = {
   name: 'environment',
   title: { one: 'environment image', many: 'environment images' },
+  outputs: () => ({
+    'image.json': 'the image built for the task: its id and WORKDIR',
+    tree: "the image's WORKDIR, as the task's starting tree",
+    'build.log': "the image build's log",
+  }),
   version: 1,
   check: (step) => checkTasks(step),
   keyConfig(node): Json {

@@ -214,6 +214,7 @@ function taskFiles(ctx: ExecutionContext): BundleFile[] {
 export const exportStep: StepKind = {
   name: 'export',
   title: { one: 'bundle', many: 'bundles' },
+  outputs: () => ({ bundle: 'the verifiable bundle: results, report, evidence, manifest.json' }),
   // 5: the report draws (a)/(b)/(c) as bars, a factorial's interaction plot (and its cells as a table), cost against pass rate.
   // 4: the report opens on every comparison at a glance; its tables scroll inside the page; the sequential section.
   // 3: each attempt's patch, each task's spec and verifier files in the bundle.

@@ -36,6 +36,7 @@ export function evaluateGate(g: GateSpec['require'], a: AnalysisResult): { pass:
 export const gateStep: StepKind = {
   name: 'gate',
   title: { one: 'gate', many: 'gates' },
+  outputs: () => ({ 'gate.json': "the gate's decision and the evidence for it" }),
   version: 1,
 
   check(step, steps) {

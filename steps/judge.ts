@@ -61,6 +61,11 @@ const armOfNode = (n: GraphNode) => n.matrix['arm'];
 export const judgeStep: StepKind = {
   name: 'judge',
   title: { one: 'judge verdict', many: 'judge verdicts' },
+  outputs: () => ({
+    'judgement.json': "the judge model's (a)/(b)/(c) classification and its reason",
+    'request.md': 'what the judge was asked',
+    'exchange.jsonl': 'the model exchange (credentials redacted)',
+  }),
   version: 1,
 
   check(step, steps) {

@@ -106,6 +106,11 @@ export async function ensureMirror(mirror: string, source: string, commit: strin
 export const materializeStep: StepKind = {
   name: 'materialize',
   title: { one: 'task tree', many: 'task trees' },
+  outputs: () => ({
+    tree: "the task's starting tree (the commit, its setup patch applied, instruction files redacted as configured)",
+    'redaction.json': 'what was redacted from the tree, with digests',
+    redacted: 'the redacted instruction files, kept for an arm that restores them',
+  }),
   // Loaded by doctor only: a run never pays for it.
   preflight: async (steps, ctx) => (await import('./materialize-preflight.js')).materializePreflight(steps, ctx),
   // 3: the removed instruction files kept as an output (`redacted`, for an arm that restores them); documentation removal.

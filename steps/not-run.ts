@@ -9,6 +9,8 @@ import type { OutputManifest } from '../pipeline/store/action-cache.js';
 import type { ExecutionContext } from '../pipeline/step-kind.js';
 
 export const NOT_RUN = 'not-run.json';
+/** How the kinds whose nodes a stop skips (run, verify, audit) declare that output. */
+export const NOT_RUN_OUTPUT = { [NOT_RUN]: "written instead of the rest when the cohort's stopping rule stopped it before this node" } as const;
 export const LOOK_DECISION = 'decision.json';
 
 interface LookDecision {

@@ -22,7 +22,7 @@ import { copyWritten, diffSnapshots, snapshot } from './workspace.js';
 import type { RedactionReceipt } from './materialize.js';
 import { fileSources, isStepOutput, normalizedPath, outputsReadFrom, producerSteps, treatmentEntry, type TreatmentSource } from './treatment-files.js';
 import type { OutputEntry } from '../pipeline/store/cas.js';
-import { LOOK_DECISION, notRunOutputs, stoppedBy } from './not-run.js';
+import { LOOK_DECISION, NOT_RUN_OUTPUT, notRunOutputs, stoppedBy } from './not-run.js';
 import { specOf, type SpecByKind } from './step-spec.js';
 
 /** An arm's treatment (arms differ only here); an ablation arm is another arm's treatment with its steering lines removed. */
@@ -272,9 +272,21 @@ function providerOf(adapter: string): string {
  * the arm's treatment, in a fresh sandbox, talking to its model only through the
  * recording gateway. Never sees the verifier or the solution (but for `oracle`).
  */
+/** What an attempt leaves (canary and probe read them by these names: a typo is a compile error). */
+export const RUN_OUTPUTS = {
+  'result.json': "the attempt's result: exit reason, turns, tool calls, usage and cost, delivery, sandbox",
+  'trajectory.json': 'the agent trajectory (ATIF)',
+  'gateway.jsonl': 'every model exchange through the recording gateway (credentials redacted)',
+  'agent.log': 'what the agent process printed',
+  'changes.json': 'the paths the attempt changed in the workspace',
+  changed: 'the changed files themselves',
+} as const;
+export type RunOutput = keyof typeof RUN_OUTPUTS;
+
 export const runStep: StepKind = {
   name: 'run',
   title: { one: 'agent attempt', many: 'agent attempts' },
+  outputs: () => ({ ...RUN_OUTPUTS, ...NOT_RUN_OUTPUT }),
   sandboxed: true,
   // Loaded by doctor only: a run never pays for it.
   preflight: async (steps, ctx) => (await import('./run-preflight.js')).runPreflight(steps, ctx),

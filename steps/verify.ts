@@ -11,7 +11,7 @@ import type { CanaryCalibrations } from './verifier-canary.js';
 import { runVerifier, scoringOf, verifierSandbox, type TestEvidence, type VerifierOutcome } from './verifier-run.js';
 import { VERIFIER_OWNED, verifierOwned } from './verifier-owned.js';
 import { applyChanges, type WorkspaceChanges } from './workspace.js';
-import { NOT_RUN, passedNotRun } from './not-run.js';
+import { NOT_RUN, NOT_RUN_OUTPUT, passedNotRun } from './not-run.js';
 import { specOf, type SpecByKind } from './step-spec.js';
 
 type VerifySpec = SpecByKind['verify'];
@@ -26,6 +26,12 @@ const spec = (step: StepConfig): VerifySpec => specOf(step, 'verify');
 export const verifyStep: StepKind = {
   name: 'verify',
   title: { one: 'verification', many: 'verifications' },
+  outputs: () => ({
+    'verdict.json': "the hidden verifier's verdict (pass, fail or an infrastructure fault)",
+    'evidence.json': 'the tests that ran and what each gave',
+    'verifier.log': "the verifier's output",
+    ...NOT_RUN_OUTPUT,
+  }),
   sandboxed: true,
   // 3: one test-runner invocation per verification (verifier.runner); the full verifier output kept (verifier.log).
   // 2: verifier-owned files are taken from the pristine tree; canaries.

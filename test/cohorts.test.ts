@@ -7,6 +7,13 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { claudeBinary } from '../agents/claude-code.js';
 import { main } from '../cli/main.js';
+import { loadConfig } from '../pipeline/config/load.js';
+import { buildGraph } from '../pipeline/dag.js';
+import type { CacheKey } from '../pipeline/digest.js';
+import { lookup } from '../pipeline/engine.js';
+import { EARLIER_TRIES } from '../pipeline/step-kind.js';
+import { Store } from '../pipeline/store/store.js';
+import { builtinStepKinds } from '../steps/index.js';
 import { Ajv } from 'ajv';
 
 const checkResults = new Ajv({ allErrors: true, strict: false }).compile(
@@ -98,6 +105,32 @@ interface Bundle {
   report: string;
 }
 
+/**
+ * Outputs a built node wrote that its step kind does not declare (StepKind.outputs: what
+ * `show` describes and readers name). A command step's outs are the user's: not checked.
+ */
+async function undeclaredOutputs(config: string, storeDir: string): Promise<string[]> {
+  const loaded = loadConfig(config, { storeDir });
+  if (!loaded.ok) throw new Error(loaded.error.map((d) => d.message).join('; '));
+  const graph = buildGraph(loaded.value, builtinStepKinds);
+  if (!graph.ok) throw new Error(graph.error.map((d) => d.message).join('; '));
+  const planned = JSON.parse((await cli('plan', '--config', config, '--store', storeDir, '--json')).stdout) as {
+    nodes: { node: string; status: string; key?: string }[];
+  };
+  const store = new Store(storeDir);
+  const out: string[] = [];
+  for (const e of planned.nodes) {
+    const node = graph.value.byId.get(e.node)!;
+    if (e.status !== 'cached' || node.kind.name === 'command') continue;
+    const found = lookup(store, e.key as CacheKey);
+    if (found.status !== 'hit') continue;
+    const declared = node.kind.outputs(node.step);
+    for (const name of Object.keys(found.record.outputs))
+      if (!(name in declared) && name !== EARLIER_TRIES) out.push(`${node.id} (${node.kind.name}): ${name}`);
+  }
+  return out;
+}
+
 const stores: string[] = [];
 beforeAll(() => {
   execFileSync(process.execPath, [join(ROOT, 'scripts', 'build-fixtures.mjs'), '--quiet'], { stdio: 'inherit' });
@@ -122,6 +155,7 @@ describe.skipIf(!existsSync(claudeBinary()))('shipped cohorts, end to end on the
         stores.push(store);
         const run = await cli('run', '--config', config, '--store', store);
         expect(run.code, run.stderr).toBe(0);
+        expect(await undeclaredOutputs(config, store)).toEqual([]);
 
         const out = join(store, 'bundles');
         const exp = await cli('export', '--config', config, '--store', store, '--out', out, '--json');

@@ -29,6 +29,9 @@ describe('pairbench show', () => {
     expect(list.stdout).toMatch(/^attempts\/fix-add\/control\/1:$/m);
     for (const name of ['result.json', 'changes.json', 'changed', 'agent.log', 'log'])
       expect(list.stdout).toMatch(new RegExp(`^  ${name.replace('.', '\\.')} +(file|dir|log) `, 'm'));
+    // Each output with what it is, as the run kind declares it.
+    expect(list.stdout).toMatch(/^ {2}result\.json +file +\d+ bytes +[0-9a-f]{12} {2}\(the attempt's result: exit reason, turns, /m);
+    expect(list.stdout).toMatch(/^ {2}log +log +[0-9a-f]{12} {2}\(what the node printed while it ran\)$/m);
 
     const result = await rig.cli('show', 'attempts/fix-add/control/1', 'result.json');
     expect(result.code).toBe(0);

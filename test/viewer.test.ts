@@ -182,7 +182,13 @@ describe.skipIf(skipBrowser)('pairbench view', () => {
     writeFileSync(join(runDir, 'trajectory.json'), JSON.stringify(trajectory));
     writeFileSync(join(runDir, 'gateway.jsonl'), readFileSync(join(runDir, 'gateway.jsonl'), 'utf8') + JSON.stringify({ response: payload }) + '\n');
     // A record whose sources point out of the bundle reads nothing there.
-    const results = JSON.parse(readFileSync(join(hostile, 'results.json'), 'utf8')) as { attempts: { node: string; sources: { run: string } }[] };
+    const results = JSON.parse(readFileSync(join(hostile, 'results.json'), 'utf8')) as {
+      attempts: { node: string; sources: { run: string }; leakage: { kind: string; where: string; evidence: string }[] }[];
+    };
+    // The audit's finding on this attempt is marked where it happened.
+    results.attempts.find((a) => a.node === 'audit/csv-amount/control/1')!.leakage = [
+      { kind: 'hidden-content', where: 'trajectory step 99', evidence: 'window.__pwned = 1' },
+    ];
     const planted = join(dir, 'secret');
     mkdirSync(planted);
     writeFileSync(join(planted, 'patch.diff'), 'outside the bundle');
@@ -194,6 +200,10 @@ describe.skipIf(skipBrowser)('pairbench view', () => {
     const observation = page.getByTestId('observation').last();
     await observation.waitFor();
     expect(await observation.textContent()).toBe(payload);
+    expect(await page.getByTestId('finding').first().textContent()).toBe('leakage (hidden-content) at trajectory step 99: window.__pwned = 1');
+    const marked = page.locator('[data-testid="step"].finding');
+    expect(await marked.count()).toBe(1);
+    expect(await marked.locator('b').first().textContent()).toBe('99 · agent');
     await page.locator('details summary').last().click();
     expect(await page.locator('details pre').last().textContent()).toContain(payload.replaceAll('"', '\\"'));
     expect(await page.evaluate('window.__pwned')).toBeUndefined();

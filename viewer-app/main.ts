@@ -3,82 +3,15 @@
 import htm from 'htm';
 import { h, render, type VNode } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
+import { totalTokens, type AttemptRow, type AttemptView, type CohortView, type TaskRow, type ViewerState } from '../viewer/view-types.js';
 
 // htm gives an array for several top-level elements; preact renders either as a child.
 const html = htm.bind(h) as (strings: TemplateStringsArray, ...values: unknown[]) => VNode;
 
-/* ---- what the server sends (viewer/bundle-reader.ts) ---- */
-interface State {
-  cohorts: { id: string; cohort: string; version: number | null }[];
-  progress: { total: number; cached: number; to_run: number; nodes: { id: string; status: 'cached' | 'run' }[]; at: string } | null;
-}
-interface AttemptRow {
-  node: string;
-  arm: string;
-  rep: number;
-  admission: string;
-  reason_code: string;
-  pass: boolean | null;
-  exit_reason: string;
-  tokens: number | null;
-  cost_usd: number | null;
-  wall_ms: number;
-}
-interface TaskRow {
-  task: string;
-  family: string;
-  category: string;
-  outcomes: Record<string, string>;
-  attempts: AttemptRow[];
-}
-interface Cohort {
-  cohort: string;
-  version: number | null;
-  freeze_digest: string | null;
-  config_digest: string;
-  verdicts: {
-    title: string;
-    control: string;
-    treatment: string;
-    verdict: string;
-    effect: string;
-    interval: string;
-    p: string | null;
-    n_tasks: number;
-    meaning: string;
-  }[];
-  warnings: string[];
-  status: Record<string, string | null> | null;
-  freeze: unknown;
-  /** The registry's history (watching a store), null for a bundle. */
-  history: string[] | null;
-  tasks: TaskRow[];
-  has_report: boolean;
-}
-interface AtifStep {
-  step_id: number;
-  source: string;
-  message?: string;
-  tool_calls?: { function_name: string; arguments: unknown }[];
-  observation?: { results: { content?: string }[] };
-}
-interface Attempt {
-  record: AttemptRow & {
-    task: string;
-    explanation: string;
-    leakage?: { kind: string; where: string; evidence: string }[];
-    mutation?: { touched: string[]; out_of_bounds: string[]; verifier_owned: string[] };
-    delivery?: { marker_lines: string[]; instruction_lines: string[] };
-    usage: Record<string, number> | null;
-  };
-  diff: string | null;
-  verifier: string | null;
-  evidence: string | null;
-  agent_log: string | null;
-  trajectory: { steps?: AtifStep[] } | null;
-  gateway: unknown[];
-  delivered_at: { exchange: number; line: string }[];
-}
+// What the server sends: one definition for both sides.
+type State = ViewerState;
+type Cohort = CohortView;
+type Attempt = AttemptView;
 
 async function getJson<T>(path: string): Promise<T> {
   const r = await fetch(path);
@@ -144,7 +77,7 @@ function useJson<T>(path: string | null, version: string): T | null | Error {
 const fmtTokens = (n: number | null) => (n === null ? '—' : n.toLocaleString('en'));
 const fmtUsd = (n: number | null) => (n === null ? '—' : `$${n.toFixed(4)}`);
 const fmtSeconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
-const outcomeOf = (a: AttemptRow) => (a.admission !== 'accepted' ? 'excluded' : a.pass ? 'pass' : 'fail');
+const outcomeOf = (a: Pick<AttemptRow, 'admission' | 'pass'>) => (a.admission !== 'accepted' ? 'excluded' : a.pass ? 'pass' : 'fail');
 
 function ProgressView({ progress }: { progress: NonNullable<State['progress']> }): VNode {
   const done = progress.cached;
@@ -327,7 +260,7 @@ function AttemptCard({ id, node }: { id: string; node: string }): VNode {
   if (!a) return html`<div class="card">loading ${node}…</div>`;
   if (a instanceof Error) return html`<div class="card warning">${a.message}</div>`;
   const r = a.record;
-  const tokens = r.usage ? Object.values(r.usage).reduce((x, y) => x + y, 0) : null;
+  const tokens = totalTokens(r.usage);
   return html`<div class="card" data-testid="attempt" data-node=${node}>
     <h3>${r.arm} · rep ${r.rep} · <a href=${link('c', id, 'attempt', node)}>trajectory</a></h3>
     <dl>

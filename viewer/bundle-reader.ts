@@ -1,8 +1,10 @@
 import { existsSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import { isAbsolute, join, relative } from 'node:path';
 import { foldLine, lineDigest } from '../gateway/markers.js';
-import type { AnalysisResult, AttemptRecord } from '../steps/analyze/types.js';
+import type { AnalysisResult } from '../steps/analyze/types.js';
+import type { AuditedAttempt } from '../steps/audit.js';
 import type { ResultsFile } from '../steps/export/results-file.js';
+import { totalTokens, type AtifStepView, type AttemptView, type CohortView, type TaskRow } from './view-types.js';
 import { comparisonMeaning, comparisonTitle, interval, pp, pValue, verdictWord } from '../steps/export/report-format.js';
 
 /**
@@ -49,7 +51,7 @@ export class BundleReader {
   }
 
   /** The cohort page's facts: its verdicts in the report's words, what it ran on, how it was frozen. */
-  cohort(): CohortView {
+  cohort(): Omit<CohortView, 'history'> {
     const r = this.resultsFile();
     const first = r.attempts[0];
     return {
@@ -89,7 +91,7 @@ export class BundleReader {
   }
 
   /** One attempt with what it left: its diff, the verifier's output, its delivery evidence, its trajectory and gateway exchanges. */
-  attempt(node: string): AttemptView | undefined {
+  attempt(node: string): AttemptView<AuditedAttempt> | undefined {
     const record = this.resultsFile().attempts.find((a) => a.node === node);
     if (!record) return undefined;
     const run = record.sources?.run ?? null;
@@ -109,72 +111,12 @@ export class BundleReader {
       record,
       diff: at(run, 'patch.diff'),
       verifier: at(verify, 'verifier.log') ?? at(verify, 'verdict.json'),
-      evidence: at(run, 'evidence.json'),
       agent_log: at(run, 'agent.log'),
-      trajectory: run ? this.json<unknown>(`nodes/${run}/trajectory.json`) : null,
+      trajectory: run ? this.json<{ steps?: AtifStepView[] }>(`nodes/${run}/trajectory.json`) : null,
       gateway,
       delivered_at: deliveredAt(record.delivery?.marker_lines ?? [], gateway),
     };
   }
-}
-
-export interface CohortView {
-  cohort: string;
-  version: number | null;
-  freeze_digest: string | null;
-  config_digest: string;
-  verdicts: {
-    title: string;
-    control: string;
-    treatment: string;
-    verdict: string;
-    effect: string;
-    interval: string;
-    p: string | null;
-    n_tasks: number;
-    meaning: string;
-    outcomes: unknown;
-  }[];
-  warnings: string[];
-  status: Record<string, string | null> | null;
-  freeze: unknown;
-  tasks: TaskRow[];
-  has_report: boolean;
-}
-
-/** One attempt of a task, as the tables and the pair page show it. */
-export interface AttemptRow {
-  node: string;
-  arm: string;
-  rep: number;
-  admission: string;
-  reason_code: string;
-  pass: boolean | null;
-  exit_reason: string;
-  tokens: number | null;
-  cost_usd: number | null;
-  wall_ms: number;
-}
-
-export interface TaskRow {
-  task: string;
-  family: string;
-  category: string;
-  /** Per comparison (`treatment vs control`): the task's (a)/(b)/(c) class, when the analysis gave one. */
-  outcomes: Record<string, string>;
-  attempts: AttemptRow[];
-}
-
-export interface AttemptView {
-  record: AttemptRecord;
-  diff: string | null;
-  verifier: string | null;
-  evidence: string | null;
-  agent_log: string | null;
-  trajectory: unknown;
-  gateway: unknown[];
-  /** Where the treatment's marker lines appeared in what the model received: the exchange (1-based) and the line. */
-  delivered_at: { exchange: number; line: string }[];
 }
 
 /** Every string inside a parsed JSON value. */
@@ -213,7 +155,6 @@ function tasksOf(r: ResultsFile): TaskRow[] {
   const rows = new Map<string, TaskRow>();
   for (const a of r.attempts) {
     const row = rows.get(a.task) ?? { task: a.task, family: a.family, category: a.category, outcomes: {}, attempts: [] };
-    const u = a.usage;
     row.attempts.push({
       node: a.node,
       arm: a.arm,
@@ -222,7 +163,7 @@ function tasksOf(r: ResultsFile): TaskRow[] {
       reason_code: a.reason_code,
       pass: a.pass,
       exit_reason: a.exit_reason,
-      tokens: u ? u.input_tokens + u.output_tokens + u.cache_read_tokens + u.cache_write_tokens : null,
+      tokens: totalTokens(a.usage),
       cost_usd: a.cost_usd,
       wall_ms: a.wall_ms,
     });

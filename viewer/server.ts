@@ -3,6 +3,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { BundleReader } from './bundle-reader.js';
+import type { CohortView, Progress, ViewerState } from './view-types.js';
 
 /** What the viewer shows: the cohorts it can open, and (watching a store) the run's progress. */
 export interface ViewerData {
@@ -10,15 +11,6 @@ export interface ViewerData {
   progress(): Progress | null;
   /** The registry's version history of a cohort, in words (watching a store; a bundle holds only its own freeze record). */
   history?(cohort: string): string[];
-}
-
-export interface Progress {
-  total: number;
-  cached: number;
-  to_run: number;
-  /** Every node: cached (built) or still to run. */
-  nodes: { id: string; status: 'cached' | 'run' }[];
-  at: string;
 }
 
 export interface ViewerOptions {
@@ -70,21 +62,23 @@ function route(data: ViewerData, appDir: string, req: IncomingMessage, res: Serv
   const url = new URL(req.url ?? '/', 'http://viewer');
   const path = url.pathname;
   if (path === '/api/state') {
-    return sendJson(res, {
+    const state: ViewerState = {
       cohorts: data.cohorts().map(({ id, reader }) => {
         const r = reader.resultsFile();
         return { id, cohort: r.cohort, version: r.version };
       }),
       progress: data.progress(),
-    });
+    };
+    return sendJson(res, state);
   }
   const cohortRoute = /^\/api\/cohorts\/([^/]+)(?:\/attempts\/(.+))?$/.exec(path);
   if (cohortRoute) {
     const found = data.cohorts().find((c) => c.id === decodeURIComponent(cohortRoute[1]!));
     if (!found) return send(res, 404, 'application/json', JSON.stringify({ error: 'no such cohort' }));
     if (!cohortRoute[2]) {
-      const view = found.reader.cohort();
-      return sendJson(res, { ...view, history: data.history?.(view.cohort) ?? null });
+      const own = found.reader.cohort();
+      const view: CohortView = { ...own, history: data.history?.(own.cohort) ?? null };
+      return sendJson(res, view);
     }
     const attempt = found.reader.attempt(decodeURIComponent(cohortRoute[2]));
     return attempt ? sendJson(res, attempt) : send(res, 404, 'application/json', JSON.stringify({ error: 'no such attempt' }));
