@@ -52,6 +52,8 @@ function optionProblem(command: CommandName, values: OptionValues): string | und
     return `--jobs takes a whole number >= 1, not "${values.jobs}"`;
   if (values.progress !== undefined && !['auto', 'plain', 'none'].includes(values.progress))
     return `--progress takes auto, plain or none, not "${values.progress}"`;
+  if (values.port !== undefined && !(/^\d+$/.test(values.port) && Number(values.port) <= 65535))
+    return `--port takes a port number (0-65535), not "${values.port}"`;
   if (values['max-size'] !== undefined && Number.isNaN(parseSize(values['max-size'])))
     return `--max-size takes a size with its unit, such as 500MB, 2GiB or 4096B, not "${values['max-size']}"`;
   return undefined;
@@ -327,7 +329,6 @@ async function runGenerate(io: CliIO, json: boolean, kind: string, values: Optio
 async function runView(io: CliIO, json: boolean, values: OptionValues, source: string | Loaded): Promise<number> {
   const { bundleData, serveView, storeData } = await import('./view.js');
   const port = values.port === undefined ? 7377 : Number(values.port);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) return usageError(io, json, 'view', `--port takes a port number (0-65535), not "${values.port}"`);
   let data: ReturnType<typeof bundleData> & { dispose?: () => void };
   try {
     data = typeof source === 'string' ? bundleData(source) : storeData(source, io.env);

@@ -165,6 +165,9 @@ describe.skipIf(skipBrowser)('pairbench view', () => {
     expect(pairbench(['view', join(dir, 'store')]).stderr).toBe(
       `error: ${join(dir, 'store')} is not a pairbench bundle: it has no readable results.json\n  hint: give the directory pairbench export --out wrote, or no directory to view the config's store\n`,
     );
+    expect(pairbench(['view', bundle, '--port', '80000']).stderr).toBe(
+      `pairbench view: --port takes a port number (0-65535), not "80000"\nRun 'pairbench view --help' for its options.\n`,
+    );
     const { child, url } = await startView([bundle]);
     children.push(child);
     const taken = pairbench(['view', bundle, '--port', new URL(url).port]);
