@@ -389,7 +389,8 @@ family, category, arm, outcome, admission), a task's attempts side by side (exit
 reason, admission and reason code, tokens, cost, wall time, the diff each made, the
 verifier's output, delivery evidence) and each attempt's trajectory and gateway
 exchanges (credentials redacted), with leakage and out-of-bounds findings marked.
-With BUNDLE_DIR it shows that exported bundle; otherwise the config's store, read
+With BUNDLE_DIR it shows that exported bundle (or each bundle under it: an export
+of several nodes, a Harbor layout); otherwise the config's store, read
 again every second: started during a 'pairbench run', it shows nodes completing and
 each bundle as its export node finishes. Read-only (no write endpoint); every value
 is shown as text. Links are stable URLs. Runs until Ctrl-C.`,

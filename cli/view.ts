@@ -1,6 +1,6 @@
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { lookup, plan } from '../pipeline/engine.js';
 import { packageRoot } from '../pipeline/package-root.js';
 import { Store } from '../pipeline/store/store.js';
@@ -25,12 +25,32 @@ export interface ViewOptions {
 /** How often the store is read again while watching a run (a plan of the config: reads only). */
 const REFRESH_MS = 1000;
 
-/** An exported bundle directory: one cohort. */
+/** How deep under the given directory bundles are looked for (export writes DIR/<node id>, ids hold slashes; a Harbor layout puts one at DIR/<job>/pairbench). */
+const BUNDLE_DEPTH = 4;
+
+/** The bundles at or under `dir`: the directory itself when it is one, else every bundle below it. */
+function bundlesUnder(dir: string, depth = 0): string[] {
+  if (existsSync(join(dir, 'results.json')) && existsSync(join(dir, 'manifest.json'))) return [dir];
+  if (depth >= BUNDLE_DEPTH) return [];
+  return readdirSync(dir, { withFileTypes: true })
+    .filter((e) => e.isDirectory())
+    .sort((a, b) => (a.name < b.name ? -1 : 1))
+    .flatMap((e) => bundlesUnder(join(dir, e.name), depth + 1));
+}
+
+/** An exported bundle, or a directory of them (`export --out` with several export nodes, a Harbor layout): one cohort each. */
 export function bundleData(dir: string): ViewerData {
   if (!existsSync(dir)) throw new Error(`${dir} does not exist`);
-  const reader = new BundleReader(dir);
-  reader.resultsFile(); // not a bundle: say so now, not on the first page
-  return { cohorts: () => [{ id: reader.resultsFile().cohort, reader }], progress: () => null };
+  const found = bundlesUnder(dir);
+  // Not a bundle, nor any below it: say so now, not on the first page.
+  const readers = (found.length ? found : [dir]).map((d) => {
+    const reader = new BundleReader(d);
+    return { dir: d, reader, cohort: reader.resultsFile().cohort };
+  });
+  // A cohort is named by its cohort name; by its path under `dir` when two bundles share one.
+  const unique = new Set(readers.map((r) => r.cohort)).size === readers.length;
+  const cohorts = readers.map((r) => ({ id: unique ? r.cohort : relative(dir, r.dir), reader: r.reader }));
+  return { cohorts: () => cohorts, progress: () => null };
 }
 
 /**

@@ -158,6 +158,21 @@ describe.skipIf(skipBrowser)('pairbench view', () => {
     await page.close();
   });
 
+  it('a directory of bundles (export --out with several export nodes): one cohort each, named by path when names repeat', async () => {
+    const several = join(dir, 'several');
+    cpSync(bundle, join(several, 'export', 'context-file'), { recursive: true });
+    cpSync(bundle, join(several, 'again'), { recursive: true });
+    const { child, url } = await startView([several]);
+    children.push(child);
+    const state = (await (await fetch(`${url}api/state`)).json()) as { cohorts: { id: string; cohort: string }[] };
+    expect(state.cohorts.map((c) => [c.id, c.cohort])).toEqual([
+      ['again', 'context-file'],
+      ['export/context-file', 'context-file'],
+    ]);
+    const page = await (await fetch(`${url}api/cohorts/${encodeURIComponent('export/context-file')}`)).json();
+    expect((page as { verdicts: { verdict: string }[] }).verdicts[0]!.verdict).toBe('POSITIVE');
+  });
+
   it('a directory that is not a bundle, and a port in use, are said so', async () => {
     expect(pairbench(['view', join(dir, 'nowhere')]).stderr).toBe(
       `error: ${join(dir, 'nowhere')} does not exist\n  hint: give the directory pairbench export --out wrote, or no directory to view the config's store\n`,
