@@ -5,12 +5,12 @@ import { lookup, plan } from '../pipeline/engine.js';
 import { packageRoot } from '../pipeline/package-root.js';
 import { Store } from '../pipeline/store/store.js';
 import { exportStep } from '../steps/export-step.js';
-import { Registry } from '../steps/preregistration.js';
 import { BundleReader } from '../viewer/bundle-reader.js';
 import { startViewer, type ViewerData } from '../viewer/server.js';
 import type { Progress } from '../viewer/view-types.js';
 import type { CommandIO, LoadedConfig } from './doctor.js';
-import { historyLines } from './cohorts.js';
+import { historyLines, registryOf } from './cohorts.js';
+import { writeStoredBundle } from './stored-bundle.js';
 import { EXIT } from './help.js';
 import { printJsonErrors, printJsonLine } from './json-output.js';
 
@@ -87,8 +87,9 @@ export function storeData(loaded: LoadedConfig, env: CommandIO['env']): ViewerDa
       if (!entry) continue;
       let reader = bundles.get(entry.digest);
       if (!reader) {
+        // All or nothing, as export writes it: a corrupt blob is dropped (the run rebuilds it), never served half-written.
         const dir = join(scratch, entry.digest);
-        if (!existsSync(dir)) store.cas.materialize(entry, dir);
+        if (!writeStoredBundle(store, entry, dir).ok) continue;
         reader = new BundleReader(dir);
         bundles.set(entry.digest, reader);
       }
@@ -99,7 +100,7 @@ export function storeData(loaded: LoadedConfig, env: CommandIO['env']): ViewerDa
   return {
     cohorts: () => (refresh(), cohorts),
     progress: () => (refresh(), progress),
-    history: (cohort) => historyLines(new Registry(new Store(loaded.config.storeDir)).get(cohort)),
+    history: (cohort) => historyLines(registryOf(loaded.ctx).get(cohort)),
     dispose: () => rmSync(scratch, { recursive: true, force: true }),
   };
 }

@@ -201,7 +201,12 @@ describe.skipIf(skipBrowser)('pairbench view', () => {
     writeFileSync(join(runDir, 'gateway.jsonl'), readFileSync(join(runDir, 'gateway.jsonl'), 'utf8') + JSON.stringify({ response: payload }) + '\n');
     // A record whose sources point out of the bundle reads nothing there.
     const results = JSON.parse(readFileSync(join(hostile, 'results.json'), 'utf8')) as {
-      attempts: { node: string; sources: { run: string }; leakage: { kind: string; where: string; evidence: string }[] }[];
+      attempts: {
+        node: string;
+        sources: { run: string };
+        leakage: { kind: string; where: string; evidence: string }[];
+        sandbox: { egress_enforced: boolean };
+      }[];
     };
     // The audit's finding on this attempt is marked where it happened.
     results.attempts.find((a) => a.node === 'audit/csv-amount/control/1')!.leakage = [
@@ -211,6 +216,8 @@ describe.skipIf(skipBrowser)('pairbench view', () => {
     mkdirSync(planted);
     writeFileSync(join(planted, 'patch.diff'), 'outside the bundle');
     results.attempts.find((a) => a.node === 'audit/csv-amount/claude-md/1')!.sources.run = '../../secret';
+    // One attempt whose egress was not enforced: the status bar may not say "enforced" from the others.
+    results.attempts.find((a) => a.node === 'audit/csv-amount/control/2')!.sandbox.egress_enforced = false;
     writeFileSync(join(hostile, 'results.json'), JSON.stringify(results));
     const { child, url } = await startView([hostile]);
     children.push(child);
@@ -229,6 +236,8 @@ describe.skipIf(skipBrowser)('pairbench view', () => {
     expect(await page.locator('main b', { hasText: 'bold?' }).count()).toBe(0);
     expect(errors).toEqual([]);
     await page.close();
+    const cohort = (await (await fetch(`${url}api/cohorts/context-file`)).json()) as { status: { egress: string } };
+    expect(cohort.status.egress).toBe('none (NOT enforced in 1 of 32 attempts)');
     const escaped = (await (await fetch(`${url}api/cohorts/context-file/attempts/${encodeURIComponent('audit/csv-amount/claude-md/1')}`)).json()) as {
       diff: string | null;
     };

@@ -12,21 +12,20 @@ import { comparisonMeaning, comparisonTitle, interval, pp, pValue, verdictWord }
  * path from a URL or from a record is resolved and refused if it leaves the bundle).
  */
 export class BundleReader {
-  readonly root: string;
+  private readonly root: string;
   private results: ResultsFile | undefined;
 
   constructor(private readonly dir: string) {
     this.root = realpathSync(dir);
   }
 
-  /** The bytes of `path` inside the bundle, or undefined (missing, a directory, or outside it). */
+  /** The bytes of `path` inside the bundle, or undefined (missing, not a file, or, links resolved, outside it). */
   file(path: string): Buffer | undefined {
     const full = join(this.root, path);
-    const rel = relative(this.root, full);
-    if (rel.startsWith('..') || isAbsolute(rel) || !existsSync(full)) return undefined;
+    if (!existsSync(full)) return undefined;
     const real = realpathSync(full);
-    const realRel = relative(this.root, real);
-    if (realRel.startsWith('..') || isAbsolute(realRel) || !statSync(real).isFile()) return undefined;
+    const rel = relative(this.root, real);
+    if (rel.startsWith('..') || isAbsolute(rel) || !statSync(real).isFile()) return undefined;
     return readFileSync(real);
   }
 
@@ -53,7 +52,6 @@ export class BundleReader {
   /** The cohort page's facts: its verdicts in the report's words, what it ran on, how it was frozen. */
   cohort(): Omit<CohortView, 'history'> {
     const r = this.resultsFile();
-    const first = r.attempts[0];
     return {
       cohort: r.cohort,
       version: r.version,
@@ -69,21 +67,9 @@ export class BundleReader {
         p: c.test ? pValue(c.test.p_holm) : null,
         n_tasks: c.n_tasks,
         meaning: comparisonMeaning(c),
-        outcomes: c.outcomes?.counts ?? null,
       })),
       warnings: r.analysis.warnings.map((w) => w.message),
-      status: first
-        ? {
-            agent: `${first.agent.adapter} ${first.agent.version}`,
-            model: first.agent.model,
-            provider: first.agent.provider,
-            sandbox: first.sandbox.backend,
-            isolation: first.sandbox.isolation,
-            image: first.sandbox.image_id,
-            egress: `${first.sandbox.egress_mode} (${first.sandbox.egress_enforced ? 'enforced' : 'NOT enforced'})`,
-            design: designOf(r.analysis),
-          }
-        : null,
+      status: statusOf(r),
       freeze: this.json<unknown>('config/freeze.json'),
       tasks: tasksOf(r),
       has_report: this.file('report.html') !== undefined,
@@ -144,6 +130,33 @@ function deliveredAt(markerDigests: readonly string[], exchanges: readonly unkno
       }
   });
   return found;
+}
+
+/**
+ * The status bar: what every attempt recorded (each distinct value, when attempts differ), and
+ * egress as enforced only when it was in every attempt, as the report counts it.
+ */
+function statusOf(r: ResultsFile): Record<string, string> | null {
+  const attempts = r.attempts;
+  if (!attempts.length) return null;
+  const each = (f: (a: AuditedAttempt) => string) => [...new Set(attempts.map(f))].join(', ');
+  const enforced = attempts.filter((a) => a.sandbox.egress_enforced).length;
+  const egress =
+    enforced === attempts.length
+      ? 'enforced'
+      : enforced === 0
+        ? 'NOT enforced'
+        : `NOT enforced in ${attempts.length - enforced} of ${attempts.length} attempts`;
+  return {
+    agent: each((a) => `${a.agent.adapter} ${a.agent.version}`),
+    model: each((a) => a.agent.model),
+    provider: each((a) => a.agent.provider),
+    sandbox: each((a) => a.sandbox.backend),
+    isolation: each((a) => a.sandbox.isolation),
+    image: each((a) => a.sandbox.image_id ?? 'none'),
+    egress: `${each((a) => a.sandbox.egress_mode)} (${egress})`,
+    design: designOf(r.analysis),
+  };
 }
 
 function designOf(a: AnalysisResult): string {

@@ -43,7 +43,7 @@ export interface CohortView {
     meaning: string;
   }[];
   warnings: string[];
-  status: Record<string, string | null> | null;
+  status: Record<string, string> | null;
   freeze: unknown;
   /** The registry's version history in words (watching a store); null for a bundle (it holds its own freeze record only). */
   history: string[] | null;
