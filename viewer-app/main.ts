@@ -8,11 +8,6 @@ import { totalTokens, type AttemptRow, type AttemptView, type CohortView, type T
 // htm gives an array for several top-level elements; preact renders either as a child.
 const html = htm.bind(h) as (strings: TemplateStringsArray, ...values: unknown[]) => VNode;
 
-// What the server sends: one definition for both sides.
-type State = ViewerState;
-type Cohort = CohortView;
-type Attempt = AttemptView;
-
 async function getJson<T>(path: string): Promise<T> {
   const r = await fetch(path);
   if (!r.ok) throw new Error(`${path}: ${r.status} ${await r.text()}`);
@@ -37,13 +32,13 @@ function useHash(): string {
 }
 
 /** Polls the state: the cohorts, and while a run is going, its progress. */
-function useState2s(): State | null {
-  const [state, setState] = useState<State | null>(null);
+function usePolledState(): ViewerState | null {
+  const [state, setState] = useState<ViewerState | null>(null);
   useEffect(() => {
     let stop = false;
     const tick = async () => {
       try {
-        const s = await getJson<State>('/api/state');
+        const s = await getJson<ViewerState>('/api/state');
         if (!stop) setState(s);
       } catch {
         // the server went away: keep what is shown
@@ -58,10 +53,9 @@ function useState2s(): State | null {
   return state;
 }
 
-function useJson<T>(path: string | null, version: string): T | null | Error {
+function useJson<T>(path: string, version: string): T | null | Error {
   const [value, setValue] = useState<T | null | Error>(null);
   useEffect(() => {
-    if (!path) return;
     let live = true;
     getJson<T>(path).then(
       (v) => live && setValue(v),
@@ -79,9 +73,8 @@ const fmtUsd = (n: number | null) => (n === null ? '—' : `$${n.toFixed(4)}`);
 const fmtSeconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 const outcomeOf = (a: Pick<AttemptRow, 'admission' | 'pass'>) => (a.admission !== 'accepted' ? 'excluded' : a.pass ? 'pass' : 'fail');
 
-function ProgressView({ progress }: { progress: NonNullable<State['progress']> }): VNode {
+function ProgressView({ progress }: { progress: NonNullable<ViewerState['progress']> }): VNode {
   const done = progress.cached;
-  const recent = progress.nodes.filter((n) => n.status === 'cached').slice(-8);
   return html`<section class="card" data-testid="progress">
     <h2>Run in progress: ${done} of ${progress.total} nodes built</h2>
     <div class="progress"><div style=${{ width: `${(100 * done) / Math.max(1, progress.total)}%` }}></div></div>
@@ -92,11 +85,10 @@ function ProgressView({ progress }: { progress: NonNullable<State['progress']> }
         ${progress.nodes.map((n) => html`<li key=${n.id}>${n.status === 'cached' ? 'built' : 'to run'} · ${n.id}</li>`)}
       </ul>
     </details>
-    ${recent.length ? html`<p>Built lately: ${recent.map((n) => n.id).join(', ')}</p>` : null}
   </section>`;
 }
 
-function Home({ state }: { state: State }): VNode {
+function Home({ state }: { state: ViewerState }): VNode {
   return html`<main>
     ${state.progress && state.progress.to_run > 0 ? html`<${ProgressView} progress=${state.progress} />` : null}
     <h1>Cohorts</h1>
@@ -108,31 +100,27 @@ function Home({ state }: { state: State }): VNode {
 }
 
 // Whole sentences built here: htm drops the whitespace around a line break in a template.
-const verdictLine = (v: Cohort['verdicts'][number]) => `${v.effect} 95% CI ${v.interval} · n = ${v.n_tasks} tasks${v.p ? ` · p (Holm) ${v.p}` : ''}`;
-const taskLine = (t: TaskRow) =>
-  `family ${t.family} · category ${t.category} · ${
-    Object.entries(t.outcomes)
-      .map(([k, v]) => `${k}: ${v}`)
-      .join('; ') || 'no outcome class'
-  }`;
+const verdictLine = (v: CohortView['verdicts'][number]) => `${v.effect} 95% CI ${v.interval} · n = ${v.n_tasks} tasks${v.p ? ` · p (Holm) ${v.p}` : ''}`;
+const outcomesText = (t: TaskRow) =>
+  Object.entries(t.outcomes)
+    .map(([k, v]) => `${k}: ${v}`)
+    .join('; ');
+const taskLine = (t: TaskRow) => `family ${t.family} · category ${t.category} · ${outcomesText(t) || 'no outcome class'}`;
 
-const FILTERS = ['task', 'family', 'category', 'arm', 'outcome', 'admission'] as const;
+/** Each filter and the values a task has for it (an arm or admission: any of its attempts'). */
+const FILTERS = {
+  task: (t: TaskRow) => [t.task],
+  family: (t: TaskRow) => [t.family],
+  category: (t: TaskRow) => [t.category],
+  arm: (t: TaskRow) => t.attempts.map((a) => a.arm),
+  outcome: (t: TaskRow) => Object.values(t.outcomes),
+  admission: (t: TaskRow) => t.attempts.map((a) => a.admission),
+};
+type Filter = keyof typeof FILTERS;
+const FILTER_NAMES = Object.keys(FILTERS) as Filter[];
 
-function CohortPage({ id, cohort, query }: { id: string; cohort: Cohort; query: URLSearchParams }): VNode {
-  const values = (f: (typeof FILTERS)[number]): string[] => {
-    const all = cohort.tasks.flatMap((t) =>
-      f === 'task'
-        ? [t.task]
-        : f === 'family'
-          ? [t.family]
-          : f === 'category'
-            ? [t.category]
-            : f === 'outcome'
-              ? Object.values(t.outcomes)
-              : t.attempts.map((a) => (f === 'arm' ? a.arm : a.admission)),
-    );
-    return [...new Set(all)].sort();
-  };
+function CohortPage({ id, cohort, query }: { id: string; cohort: CohortView; query: URLSearchParams }): VNode {
+  const values = (f: Filter): string[] => [...new Set(cohort.tasks.flatMap(FILTERS[f]))].sort();
   const chosen = (f: string) => query.get(f) ?? '';
   const setFilter = (f: string, v: string) => {
     const q = new URLSearchParams(query);
@@ -140,15 +128,7 @@ function CohortPage({ id, cohort, query }: { id: string; cohort: Cohort; query: 
     else q.delete(f);
     location.hash = `${link('c', id)}${q.toString() ? `?${q.toString()}` : ''}`;
   };
-  const rows = cohort.tasks.filter(
-    (t) =>
-      (!chosen('task') || t.task === chosen('task')) &&
-      (!chosen('family') || t.family === chosen('family')) &&
-      (!chosen('category') || t.category === chosen('category')) &&
-      (!chosen('outcome') || Object.values(t.outcomes).includes(chosen('outcome'))) &&
-      (!chosen('arm') || t.attempts.some((a) => a.arm === chosen('arm'))) &&
-      (!chosen('admission') || t.attempts.some((a) => a.admission === chosen('admission'))),
-  );
+  const rows = cohort.tasks.filter((t) => FILTER_NAMES.every((f) => !chosen(f) || FILTERS[f](t).includes(chosen(f))));
   const s = cohort.status;
   return html`<main>
     <h1>${cohort.cohort}${cohort.version !== null ? ` · version ${cohort.version}` : ''}</h1>
@@ -175,7 +155,7 @@ function CohortPage({ id, cohort, query }: { id: string; cohort: Cohort; query: 
     )}
     <h2>Tasks</h2>
     <div class="filters">
-      ${FILTERS.map(
+      ${FILTER_NAMES.map(
         (f) =>
           html`<label
             >${f}
@@ -204,13 +184,7 @@ function CohortPage({ id, cohort, query }: { id: string; cohort: Cohort; query: 
                 <td><a href=${link('c', id, 'task', t.task)}>${t.task}</a></td>
                 <td>${t.family}</td>
                 <td>${t.category}</td>
-                <td>
-                  ${
-                    Object.entries(t.outcomes)
-                      .map(([k, v]) => `${k}: ${v}`)
-                      .join('; ') || '—'
-                  }
-                </td>
+                <td>${outcomesText(t) || '—'}</td>
                 <td>
                   ${t.attempts
                     .filter((a) => (!chosen('arm') || a.arm === chosen('arm')) && (!chosen('admission') || a.admission === chosen('admission')))
@@ -256,7 +230,7 @@ function CohortPage({ id, cohort, query }: { id: string; cohort: Cohort; query: 
 }
 
 function AttemptCard({ id, node }: { id: string; node: string }): VNode {
-  const a = useJson<Attempt>(`/api/cohorts/${encodeURIComponent(id)}/attempts/${encodeURIComponent(node)}`, node);
+  const a = useJson<AttemptView>(`/api/cohorts/${encodeURIComponent(id)}/attempts/${encodeURIComponent(node)}`, node);
   if (!a) return html`<div class="card">loading ${node}…</div>`;
   if (a instanceof Error) return html`<div class="card warning">${a.message}</div>`;
   const r = a.record;
@@ -299,7 +273,7 @@ function AttemptCard({ id, node }: { id: string; node: string }): VNode {
   </div>`;
 }
 
-function PairPage({ id, task, cohort }: { id: string; task: string; cohort: Cohort }): VNode {
+function PairPage({ id, task, cohort }: { id: string; task: string; cohort: CohortView }): VNode {
   const row = cohort.tasks.find((t) => t.task === task);
   if (!row) return html`<main><p>No task ${task} in this cohort.</p></main>`;
   const reps = [...new Set(row.attempts.map((a) => a.rep))].sort((x, y) => x - y);
@@ -316,7 +290,7 @@ function PairPage({ id, task, cohort }: { id: string; task: string; cohort: Coho
 }
 
 function TrajectoryPage({ id, node }: { id: string; node: string }): VNode {
-  const a = useJson<Attempt>(`/api/cohorts/${encodeURIComponent(id)}/attempts/${encodeURIComponent(node)}`, node);
+  const a = useJson<AttemptView>(`/api/cohorts/${encodeURIComponent(id)}/attempts/${encodeURIComponent(node)}`, node);
   if (!a) return html`<main>loading…</main>`;
   if (a instanceof Error) return html`<main class="card warning">${a.message}</main>`;
   const findings = [...(a.record.leakage ?? []).map((l) => l.evidence), ...(a.record.mutation?.out_of_bounds ?? [])].filter((e) => e.length > 0);
@@ -367,7 +341,7 @@ function TrajectoryPage({ id, node }: { id: string; node: string }): VNode {
 }
 
 function CohortRoute({ id, rest, query, version }: { id: string; rest: string[]; query: URLSearchParams; version: string }): VNode {
-  const cohort = useJson<Cohort>(`/api/cohorts/${encodeURIComponent(id)}`, version);
+  const cohort = useJson<CohortView>(`/api/cohorts/${encodeURIComponent(id)}`, version);
   if (!cohort) return html`<main>loading…</main>`;
   if (cohort instanceof Error) return html`<main class="card warning">${cohort.message}</main>`;
   if (rest[0] === 'task' && rest[1]) return html`<${PairPage} id=${id} task=${rest[1]} cohort=${cohort} />`;
@@ -377,7 +351,7 @@ function CohortRoute({ id, rest, query, version }: { id: string; rest: string[];
 
 function App(): VNode {
   const hash = useHash();
-  const state = useState2s();
+  const state = usePolledState();
   const { parts, query } = parseHash(hash);
   // A cohort page reloads when the set of cohorts changes (a live run exported a new bundle).
   const version = state ? state.cohorts.map((c) => c.id).join(',') : '';
