@@ -508,14 +508,22 @@ function factorial(f: FactorialResult, armMetrics: readonly ArmMetrics[]): strin
     .join('\n');
 }
 
-/** A plot's pass-rate axis (0, 50 and 100% gridlines, labelled) and its two axes. */
-function rateAxes(L: number, R: number, top: number, bottom: number, y: (v: number) => number): string[] {
-  return [
+/**
+ * A W x H plot whose vertical axis is a pass rate: its right edge and the bottom of its plotting
+ * area (margins from the edges), the y of a rate, and the 0/50/100% gridlines with both axes.
+ */
+function rateFrame(W: number, H: number, L: number, rightMargin: number, bottomMargin: number) {
+  const R = W - rightMargin;
+  const top = 14;
+  const bottom = H - bottomMargin;
+  const y = (v: number) => round(bottom - clamp(v, 0, 1) * (bottom - top));
+  const axes = [
     ...[0, 0.5, 1].map(
       (v) => `<line class="grid" x1="${L}" x2="${R}" y1="${y(v)}" y2="${y(v)}"/><text x="${L - 6}" y="${y(v) + 4}" text-anchor="end">${v * 100}%</text>`,
     ),
     `<line class="axis" x1="${L}" x2="${L}" y1="${top}" y2="${bottom}"/><line class="axis" x1="${L}" x2="${R}" y1="${bottom}" y2="${bottom}"/>`,
   ];
+  return { R, bottom, y, axes };
 }
 
 /**
@@ -529,16 +537,13 @@ function interactionPlot(f: FactorialResult, armMetrics: readonly ArmMetrics[]):
   const W = 420;
   const H = 230;
   const L = 48;
-  const R = W - 130;
-  const top = 14;
-  const bottom = H - 40;
+  const { R, bottom, y, axes } = rateFrame(W, H, L, 130, 40);
   const x = (la: 0 | 1) => (la === 0 ? L + 30 : R - 30);
-  const y = (v: number) => round(bottom - clamp(v, 0, 1) * (bottom - top));
   const parts = [
     `<figure class="interaction-plot"><figcaption><strong>Interaction: ${esc(a)} x ${esc(b)}</strong> <span class="sub">pass rate per cell (every accepted attempt of its arm); parallel lines: the levers add up, converging or crossing lines: they interact. The interaction's estimate and interval, paired over the tasks every cell ran, are in the table.</span></figcaption>`,
     `<svg class="interaction-plot" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 ${W} ${H}" width="${W}" height="${H}" role="img" aria-label="${esc(`Interaction plot: pass rate by ${a} and ${b}`)}">`,
   ];
-  parts.push(...rateAxes(L, R, top, bottom, y));
+  parts.push(...axes);
   for (const la of [0, 1] as const) parts.push(`<text x="${x(la)}" y="${bottom + 16}" text-anchor="middle">${esc(`${a} ${la === 0 ? 'off' : 'on'}`)}</text>`);
   for (const lb of [0, 1] as const) {
     const ends = ([0, 1] as const).map((la) => {
@@ -573,17 +578,14 @@ function costVsPassPlot(armMetrics: readonly ArmMetrics[]): string {
   const W = 460;
   const H = 240;
   const L = 52;
-  const R = W - 120;
-  const top = 14;
-  const bottom = H - 42;
+  const { R, bottom, y, axes } = rateFrame(W, H, L, 120, 42);
   const max = Math.max(...points.map((p) => p.cost)) * 1.1 || 1;
   const x = (c: number) => round(L + clamp(c / max, 0, 1) * (R - L));
-  const y = (v: number) => round(bottom - clamp(v, 0, 1) * (bottom - top));
   const parts = [
     `<figure class="cost-vs-pass"><figcaption><strong>Cost against pass rate</strong> <span class="sub">one point per arm; up and to the left is better. Across: ${esc(unit)}.</span></figcaption>`,
     `<svg class="cost-vs-pass" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 ${W} ${H}" width="${W}" height="${H}" role="img" aria-label="Cost against pass rate per arm">`,
   ];
-  parts.push(...rateAxes(L, R, top, bottom, y));
+  parts.push(...axes);
   parts.push(`<text x="${L}" y="${bottom + 16}">0</text><text x="${R}" y="${bottom + 16}" text-anchor="end">${esc(priced ? usd(max) : num(max, 0))}</text>`);
   parts.push(
     `<text class="muted" x="${(L + R) / 2}" y="${bottom + 32}" text-anchor="middle">${esc(priced ? 'USD per attempt' : 'weighted tokens per attempt')}</text>`,
