@@ -14,7 +14,7 @@ import { dockerBackend } from '../sandboxes/docker.js';
 import type { BackendName } from '../sandboxes/index.js';
 import { sandboxOf, runStep } from '../steps/run.js';
 import { EXIT } from './help.js';
-import type { PreflightCheck, PreflightContext } from '../pipeline/step-kind.js';
+import type { PreflightCheck, PreflightContext, StepKind } from '../pipeline/step-kind.js';
 import { builtinStepKinds } from '../steps/index.js';
 import { missing, pass, stepList } from '../steps/preflight.js';
 import { anySpecOf } from '../steps/step-spec.js';
@@ -180,12 +180,12 @@ function readMeminfo(): { available: number; total: number | null; source: strin
 
 async function memoryCheck(config: BenchConfig, graph: Graph, uses: SandboxUse[], engine: EngineState | undefined, floors: DoctorFloors): Promise<DoctorCheck> {
   const runNodes = graph.nodes.filter((n) => n.kind === runStep).length;
-  const runLimit = Math.min(config.concurrency.global, config.concurrency.kinds['run'] ?? config.concurrency.global);
+  const runLimit = Math.min(config.concurrency.global, config.concurrency.kinds[runStep.name] ?? config.concurrency.global);
   const concurrent = Math.max(1, Math.min(runLimit, runNodes || 1));
   // A docker run reserves its container's memory limit; never count less than the floor.
   const perRunMb = Math.max(
     floors.memoryPerRunBytes / 1024 ** 2,
-    ...uses.filter((u) => u.kind === 'run' && u.settings.backend === 'docker').map((u) => u.settings.resources.memory_mb ?? DOCKER_DEFAULT_MEMORY_MB),
+    ...uses.filter((u) => u.kind === runStep && u.settings.backend === 'docker').map((u) => u.settings.resources.memory_mb ?? DOCKER_DEFAULT_MEMORY_MB),
   );
   const need = concurrent * perRunMb * 1024 ** 2;
   const name = `free memory for ${concurrent} concurrent agent run${concurrent === 1 ? '' : 's'}`;
@@ -231,7 +231,7 @@ async function memoryCheck(config: BenchConfig, graph: Graph, uses: SandboxUse[]
 
 interface SandboxUse {
   step: string;
-  kind: string;
+  kind: StepKind;
   /** As the step resolves them (`backend: auto` already resolved to the backend that will run). */
   settings: Omit<ReturnType<typeof sandboxOf>, 'backend'> & { backend: BackendName };
   /** The backend as written (undefined: not written). */
@@ -239,18 +239,20 @@ interface SandboxUse {
 }
 
 function sandboxUses(steps: readonly StepConfig[]): SandboxUse[] {
-  return steps
-    .filter((s) => builtinStepKinds.get(s.kind)?.sandboxed)
-    .map((s) => {
-      const spec = anySpecOf(s);
-      const settings = sandboxOf('sandbox' in spec ? spec : {});
-      return {
+  return steps.flatMap((s) => {
+    const kind = builtinStepKinds.get(s.kind);
+    if (!kind?.sandboxed) return [];
+    const spec = anySpecOf(s);
+    const settings = sandboxOf('sandbox' in spec ? spec : {});
+    return [
+      {
         step: s.name,
-        kind: s.kind,
+        kind,
         settings: { ...settings, backend: settings.backend as BackendName },
         configured: 'sandbox' in spec ? spec.sandbox?.backend : undefined,
-      };
-    });
+      },
+    ];
+  });
 }
 
 /** The engine pairbench's docker backend will talk to: DOCKER_HOST (unix://) or the default socket. */
