@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, hash } from 'node:crypto';
 import { closeSync, openSync, readSync } from 'node:fs';
 import { canonicalJson } from './canonical-json.js';
 
@@ -8,7 +8,8 @@ export type Sha256 = string & { readonly __brand: 'Sha256' };
 export type CacheKey = string & { readonly __brand: 'CacheKey' };
 
 export function sha256(data: string | Uint8Array): Sha256 {
-  return createHash('sha256').update(data).digest('hex') as Sha256;
+  // One call, no Hash object: half the cost of createHash for the small pre-images a no-op hashes by the thousand.
+  return hash('sha256', data, 'hex') as Sha256;
 }
 
 export function digestOfJson(value: unknown): Sha256 {

@@ -53,18 +53,22 @@ export function resolveInputs(ctx: EngineContext, nodes: readonly GraphNode[]): 
 /** The outputs of `upstream` that `node` reads (all, unless the step selects some). */
 export function selectedOutputs(node: GraphNode, upstream: GraphNode, record: ActionRecord): Result<OutputManifest, StepFailure> {
   const wanted = node.kind.selectUpstream?.(node, upstream);
-  if (!wanted) return ok(record.outputs);
+  return wanted ? pickOutputs(upstream, record, wanted) : ok(record.outputs);
+}
+
+/** The outputs named in `wanted` ("name?" selects an output the upstream may not have). */
+function pickOutputs(upstream: GraphNode, record: ActionRecord, wanted: readonly string[]): Result<OutputManifest, StepFailure> {
+  const outputs = record.outputs; // read once: a packed record parses its fields at each read
   const out: OutputManifest = {};
   for (const w of wanted) {
-    // "name?" selects an output the upstream may not have.
     const optional = w.endsWith('?');
     const name = optional ? w.slice(0, -1) : w;
-    const e = record.outputs[name];
+    const e = outputs[name];
     if (!e && optional) continue;
     if (!e)
       return err({
         reason: 'missing-output',
-        message: `upstream ${upstream.id} has no output "${name}" (it produced: ${Object.keys(record.outputs).join(', ') || 'nothing'})`,
+        message: `upstream ${upstream.id} has no output "${name}" (it produced: ${Object.keys(outputs).join(', ') || 'nothing'})`,
       });
     out[name] = e;
   }
@@ -80,13 +84,15 @@ export function computeKey(
   const digests = new Map<string, Sha256>();
   for (const u of node.upstream) {
     const rec = upstreamRecords.get(u.id)!;
-    if (!node.kind.selectUpstream) {
+    // All of an upstream's outputs: its record's digest of them (a packed record's manifest is not even parsed).
+    const wanted = node.kind.selectUpstream?.(node, u);
+    if (!wanted) {
       digests.set(u.id, rec.outputs_digest);
       continue;
     }
-    const sel = selectedOutputs(node, u, rec);
+    const sel = pickOutputs(u, rec, wanted);
     if (!sel.ok) return sel;
-    digests.set(u.id, sel.value === rec.outputs ? rec.outputs_digest : outputsDigest(sel.value));
+    digests.set(u.id, outputsDigest(sel.value));
   }
   const preimage = buildPreimage(node, inputs, digests, hostEnv);
   return ok({ ...keyOf(preimage), preimage });

@@ -3,7 +3,7 @@ import { chmodSync, existsSync, lchownSync, lstatSync, readdirSync, readlinkSync
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, delimiter, dirname, join, posix } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { packageRoot } from '../pipeline/package-root.js';
 import { err, errorMessage, ok, type Result } from '../pipeline/result.js';
 import { startEgressProxy, type EgressProxy } from './egress-proxy.js';
 import { runProcess } from './exec-process.js';
@@ -544,10 +544,10 @@ async function writeIdentityFiles(dir: string): Promise<void> {
   await writeFile(join(dir, 'group'), `root:x:0:\npairbench:x:${uid}:\nnogroup:x:65534:\n`);
 }
 
-/** forwarder.mjs beside this module (source tree), or in the source tree when running from dist/. */
+/** forwarder.mjs in the package's sandboxes/ (the same file docker uses), wherever this module was compiled or bundled to. */
 function forwarderScript(): string | undefined {
-  const candidates = ['./forwarder.mjs', '../../sandboxes/forwarder.mjs'].map((rel) => fileURLToPath(new URL(rel, import.meta.url)));
-  return candidates.find((p) => existsSync(p));
+  const script = join(packageRoot(), 'sandboxes', 'forwarder.mjs');
+  return existsSync(script) ? script : undefined;
 }
 
 export function findOnPath(name: string, pathVar = process.env['PATH'] ?? DEFAULT_PATH): string | undefined {

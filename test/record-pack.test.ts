@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmdirSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { RecordPack } from '../pipeline/store/record-pack.js';
@@ -62,6 +62,39 @@ describe('the record pack', () => {
     const plan = JSON.parse((await rig.cli('plan', '--json')).stdout);
     expect(plan.to_run).toBe(NODES);
     expect(JSON.stringify(plan)).toContain('cmd');
+  });
+
+  it("a cached node's blob stamps are read from the head of its packed entry, and a pack in the earlier field order reads the same", async () => {
+    // An output named "stamps": the head of the entry, not a search for the word, is what is read.
+    rig.write('bench.config.yaml', config().replace('> o', '> stamps').replace('outs: [o]', 'outs: [stamps]'));
+    expect((await rig.cli('run')).code).toBe(0);
+    const pack = packOnDisk()!;
+    for (let i = 0; i < pack.count; i++) expect(pack.body(i).rest.startsWith('{"stamps":{"')).toBe(true);
+    const blobOf = async (node: string) => {
+      const digest = JSON.parse((await rig.cli('explain', node, '--json')).stdout).record.outputs.stamps.digest as string;
+      return join(rig.dir, '.pairbench', 'cas', digest.slice(0, 2), digest);
+    };
+    // A blob gone from the store: the record that names it in its stamps is no hit, and its node runs again.
+    const removeAndRun = async (node: string) => {
+      rmSync(await blobOf(node), { force: true });
+      rig.clearExecutions();
+      const r = await rig.cli('run');
+      expect(r.code).toBe(0);
+      expect(rig.executions()).toEqual([node]);
+    };
+    await removeAndRun('work/7');
+
+    // The same pack with each entry's fields in the order packs were written before (stamps after outputs).
+    const now = packOnDisk()!;
+    const earlier = [...now.entries()].map((e) => {
+      const { stamps, ...others } = JSON.parse(e.rest) as Record<string, unknown>;
+      return { ...e, rest: JSON.stringify({ ...others, stamps }) };
+    });
+    expect(earlier.every((e) => !e.rest.startsWith('{"stamps"'))).toBe(true);
+    writeFileSync(join(ac(), 'pack'), RecordPack.build(earlier));
+    rig.clearExecutions();
+    expect((await rig.cli('run')).stderr).toContain(`${NODES} nodes: 0 ran, ${NODES} cached`);
+    await removeAndRun('work/12');
   });
 
   it('a pack that does not match its seal is set aside and reported, and its nodes rebuild', async () => {

@@ -79,10 +79,14 @@ class PackedActionRecord implements ActionRecord {
     this.#first = rest;
   }
 
-  #rest(): Omit<ActionRecord, 'key' | 'preimage'> {
+  #text(): string {
     const text = this.#first ?? this.#pack.rest(this.#i);
     this.#first = undefined;
-    return JSON.parse(text) as Omit<ActionRecord, 'key' | 'preimage'>;
+    return text;
+  }
+
+  #rest(): Omit<ActionRecord, 'key' | 'preimage'> {
+    return JSON.parse(this.#text()) as Omit<ActionRecord, 'key' | 'preimage'>;
   }
 
   get preimage(): string {
@@ -104,7 +108,9 @@ class PackedActionRecord implements ActionRecord {
     return this.#rest().outputs;
   }
   get stamps(): Record<string, Stamp> {
-    return this.#rest().stamps;
+    // Every cached node's lookup reads its stamps: from the head of the entry, not the whole record.
+    const text = this.#text();
+    return leadingStamps(text) ?? (JSON.parse(text) as ActionRecord).stamps;
   }
   get log(): Sha256 | null {
     return this.#rest().log;
@@ -122,6 +128,23 @@ class PackedActionRecord implements ActionRecord {
   toJSON(): ActionRecord {
     return { ...this.#rest(), key: this.key, preimage: this.preimage, schema: 1 };
   }
+}
+
+const STAMPS_FIRST = '{"stamps":{';
+
+/**
+ * A packed entry's fields as JSON with the stamps first (packs written before this order read whole).
+ * A stamps object holds hex digests and `size:mtime` strings, never a brace: it ends at the first `}`.
+ */
+export function packedFields(rest: Omit<ActionRecord, 'key' | 'preimage'>): string {
+  const { stamps, ...others } = rest;
+  return JSON.stringify({ stamps, ...others });
+}
+
+function leadingStamps(text: string): Record<string, Stamp> | undefined {
+  if (!text.startsWith(STAMPS_FIRST)) return undefined;
+  const end = text.indexOf('}', STAMPS_FIRST.length);
+  return end < 0 ? undefined : (JSON.parse(text.slice(STAMPS_FIRST.length - 1, end + 1)) as Record<string, Stamp>);
 }
 
 /** Loose records in the store before a run packs them (a few runs' worth stays loose). */
@@ -254,7 +277,7 @@ export class ActionCache {
         const found = this.getLoose(l.key);
         if (found.status !== 'hit') continue; // a corrupt record stays where the next lookup drops it
         const { key, preimage, ...rest } = found.record;
-        fresh.push({ key, preimage, rest: JSON.stringify(rest), outputsDigest: rest.outputs_digest });
+        fresh.push({ key, preimage, rest: packedFields(rest), outputsDigest: rest.outputs_digest });
         joined.push(l.path);
       }
       return [...(current?.entries() ?? []), ...fresh];
