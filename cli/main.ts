@@ -6,7 +6,6 @@ import { closest, formatDiagnostic, type Diagnostic } from '../pipeline/diagnost
 import { ensureLocal, lookup, plan, resolveInputs, run, type EngineContext, type Lookup, type PlanEntry } from '../pipeline/engine.js';
 import { parseShard } from '../pipeline/shard.js';
 import { remoteCacheFor } from './remote.js';
-import { queueExecutor } from './worker.js';
 import type { CacheKey } from '../pipeline/digest.js';
 import type { Reporter } from '../pipeline/events.js';
 import { collectGarbage } from '../pipeline/gc.js';
@@ -473,7 +472,7 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
         reporter.event({ type: 'warning', message });
       });
       if (remote && !remote.ok) return fail(io, json, [{ message: remote.error }], EXIT.usage);
-      const executor = values.executor ? await queueExecutor(values.executor, ctx, remote?.value, sel.nodes) : undefined;
+      const executor = values.executor ? await (await import('./worker.js')).queueExecutor(values.executor, ctx, remote?.value, sel.nodes) : undefined;
       if (executor && !executor.ok) return fail(io, json, [{ message: executor.error }], EXIT.usage);
       try {
         const { summary, states } = await run(

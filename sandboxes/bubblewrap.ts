@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { basename, delimiter, dirname, join, posix } from 'node:path';
 import { packageRoot } from '../pipeline/package-root.js';
 import { err, errorMessage, ok, type Result } from '../pipeline/result.js';
-import { startEgressProxy, type EgressProxy } from './egress-proxy.js';
+import type { EgressProxy } from './egress-proxy.js';
 import { runProcess } from './exec-process.js';
 import type { EgressMode, ExecOptions, Mount, Sandbox, SandboxBackend, SandboxFailure, SandboxReceipt, SandboxSpec } from './sandbox.js';
 import { seccompProgram, seccompSupported } from './seccomp.js';
@@ -173,7 +173,7 @@ async function create(spec: SandboxSpec): Promise<Result<Sandbox, SandboxFailure
     const forwards = [...(spec.forwards ?? [])];
     if (spec.egress.mode === 'allowlist') {
       await mkdir(join(privateDir, 'egress'));
-      proxy = await startEgressProxy({ socket: join(privateDir, 'egress', 'proxy.sock'), allow: spec.egress.allow ?? [] });
+      proxy = await (await import('./egress-proxy.js')).startEgressProxy({ socket: join(privateDir, 'egress', 'proxy.sock'), allow: spec.egress.allow ?? [] });
       forwards.push({ socket: proxy.socket, port: PROXY_PORT });
     }
     const forwarder = forwards.length > 0 ? forwarderScript() : undefined;

@@ -21,7 +21,7 @@ import { packageRoot, packageVersion } from '../pipeline/package-root.js';
 import { err, errorMessage, ok, type Result } from '../pipeline/result.js';
 import { parsePinnedImage, resolvePinnedImage, type ImageId } from './docker-image.js';
 export type { ImageId } from './docker-image.js';
-import { startEgressProxy, type EgressProxy } from './egress-proxy.js';
+import type { EgressProxy } from './egress-proxy.js';
 import type { EgressEvent, EgressMode, ExecOptions, ExecResult, Sandbox, SandboxBackend, SandboxFailure, SandboxReceipt, SandboxSpec } from './sandbox.js';
 
 /**
@@ -231,7 +231,7 @@ async function createSandbox(docker: Docker, spec: SandboxSpec, options: Resolve
     if (egress === 'allowlist') {
       const dir = join(scratch, 'egress');
       mkdirPublic(dir);
-      proxy = await startEgressProxy({ socket: join(dir, 'proxy.sock'), allow: spec.egress.allow ?? [] });
+      proxy = await (await import('./egress-proxy.js')).startEgressProxy({ socket: join(dir, 'proxy.sock'), allow: spec.egress.allow ?? [] });
       mounts.push({ Type: 'bind', Source: dir, Target: `${RUN_DIR}/egress`, ReadOnly: true });
       pairs.push(`${PROXY_PORT}=${RUN_DIR}/egress/proxy.sock`);
       const url = `http://127.0.0.1:${PROXY_PORT}`;

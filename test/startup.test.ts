@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, mkdirSync, mkdtempSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -18,27 +18,25 @@ const tempDir = (prefix: string) => {
   return d;
 };
 
-describe('bin/pairbench.js picks the bundle only while it is fresh', () => {
-  // A copy of the real bin/ beside a dist/ whose two entries say which of them ran.
-  function fakePackage(entries: { compiled?: number; bundled?: number }): string {
-    const pkg = tempDir('pairbench-bin-');
-    mkdirSync(join(pkg, 'bin'));
-    copyFileSync(join(ROOT, 'bin', 'pairbench.js'), join(pkg, 'bin', 'pairbench.js'));
-    writeFileSync(join(pkg, 'package.json'), '{ "type": "module" }\n');
-    for (const [name, dir, at] of [
-      ['compiled', 'cli', entries.compiled],
-      ['bundled', 'bundle', entries.bundled],
-    ] as const) {
-      if (at === undefined) continue;
-      mkdirSync(join(pkg, 'dist', dir), { recursive: true });
-      const file = join(pkg, 'dist', dir, 'index.js');
-      writeFileSync(file, `process.stdout.write(${JSON.stringify(name)});\n`);
-      utimesSync(file, at, at);
-    }
-    return pkg;
-  }
-  const ran = (pkg: string) => spawnSync(process.execPath, [join(pkg, 'bin', 'pairbench.js')], { encoding: 'utf8', env: ENV });
+// A copy of the real bin/ beside a dist/ whose two entries say which of them ran.
+function fakePackage(entries: { compiled?: number; bundled?: number }): string {
+  const pkg = tempDir('pairbench-bin-');
+  mkdirSync(join(pkg, 'bin'));
+  for (const f of ['pairbench.js', 'code-cache.js', 'package.json']) copyFileSync(join(ROOT, 'bin', f), join(pkg, 'bin', f));
+  writeFileSync(join(pkg, 'package.json'), '{ "type": "module" }\n');
+  const write = (file: string, text: string, at: number) => {
+    mkdirSync(dirname(file), { recursive: true });
+    writeFileSync(file, text);
+    utimesSync(file, at, at);
+  };
+  if (entries.compiled !== undefined) write(join(pkg, 'dist', 'cli', 'index.js'), "process.stdout.write('compiled');\n", entries.compiled);
+  if (entries.bundled !== undefined)
+    write(join(pkg, 'dist', 'bundle', 'main.cjs'), "exports.main = async () => (process.stdout.write('bundled'), 0);\n", entries.bundled);
+  return pkg;
+}
+const ran = (pkg: string) => spawnSync(process.execPath, [join(pkg, 'bin', 'pairbench.js')], { encoding: 'utf8', env: ENV });
 
+describe('bin/pairbench.js picks the bundle only while it is fresh', () => {
   it('runs the bundle built after the compiled modules', () => {
     expect(ran(fakePackage({ compiled: 1_000, bundled: 2_000 })).stdout).toBe('bundled');
   });
@@ -56,7 +54,7 @@ describe('bin/pairbench.js picks the bundle only while it is fresh', () => {
 
   it('the test command bundled this build: the CLI the tests run is the bundle users run', () => {
     const at = (p: string) => statSync(join(ROOT, 'dist', p), { throwIfNoEntry: false })?.mtimeMs ?? -Infinity;
-    expect(at('bundle/index.js'), 'dist/bundle is missing or older than dist/cli: run node scripts/bundle-cli.mjs (npm test does)').toBeGreaterThanOrEqual(
+    expect(at('bundle/main.cjs'), 'dist/bundle is missing or older than dist/cli: run node scripts/bundle-cli.mjs (npm test does)').toBeGreaterThanOrEqual(
       at('cli/index.js'),
     );
   });
@@ -73,9 +71,52 @@ describe('bin/pairbench.js picks the bundle only while it is fresh', () => {
       expect(r.stderr).toBe('');
       return JSON.parse(r.stdout) as unknown;
     };
-    const bundled = plan('dist/bundle/index.js');
+    const bundled = plan('bin/pairbench.js');
     expect(bundled).toEqual(plan('dist/cli/index.js'));
     expect(JSON.stringify(bundled)).toMatch(/"key":"[0-9a-f]{64}"/);
+  });
+});
+
+describe("the bundle's code cache", () => {
+  const cacheFiles = (pkg: string) => {
+    const dir = join(pkg, 'dist', 'bundle', '.v8-cache');
+    return existsSync(dir) ? readdirSync(dir).filter((f) => f.startsWith('main.cjs.')) : [];
+  };
+
+  it('is written by the first start and used, not rewritten, by the next', () => {
+    const pkg = fakePackage({ compiled: 1_000, bundled: 2_000 });
+    expect(ran(pkg).stdout).toBe('bundled');
+    const [cache] = cacheFiles(pkg);
+    expect(cache).toMatch(/^main\.cjs\.[0-9a-f]{40}$/);
+    const file = join(pkg, 'dist', 'bundle', '.v8-cache', cache!);
+    utimesSync(file, 5_000, 5_000);
+    expect(ran(pkg).stdout).toBe('bundled');
+    // V8 accepted it: a rejected cache would have been written again.
+    expect(statSync(file).mtimeMs).toBe(5_000_000);
+  });
+
+  it('never runs the code of an earlier build, even one of the same length (V8 itself compares only the length)', () => {
+    const pkg = fakePackage({ compiled: 1_000, bundled: 2_000 });
+    expect(ran(pkg).stdout).toBe('bundled');
+    const main = join(pkg, 'dist', 'bundle', 'main.cjs');
+    const before = readFileSync(main, 'utf8');
+    const after = before.replace("'bundled'", "'BUNDLED'");
+    expect(after.length).toBe(before.length);
+    writeFileSync(main, after);
+    utimesSync(main, 2_000, 2_000);
+    expect(ran(pkg).stdout).toBe('BUNDLED');
+    expect(cacheFiles(pkg)).toHaveLength(2);
+  });
+
+  it('a cache file that is not V8 code is refused by V8, and the start is not affected', () => {
+    const pkg = fakePackage({ compiled: 1_000, bundled: 2_000 });
+    expect(ran(pkg).stdout).toBe('bundled');
+    const file = join(pkg, 'dist', 'bundle', '.v8-cache', cacheFiles(pkg)[0]!);
+    writeFileSync(file, 'not compiled code at all');
+    const again = ran(pkg);
+    expect([again.status, again.stdout, again.stderr]).toEqual([0, 'bundled', '']);
+    // Written again from this start's compilation.
+    expect(readFileSync(file).toString('latin1')).not.toContain('not compiled code');
   });
 });
 

@@ -1,4 +1,8 @@
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
+import { lazyRequire } from '../lazy-require.js';
+
+// Loaded when a lock is first held (a plan holds none): worker_threads costs ~2 ms of start-up.
+const workerThreads = lazyRequire<typeof import('node:worker_threads')>('node:worker_threads');
 
 /**
  * Lock heartbeats on a thread of their own: every few seconds the mtime of each held
@@ -24,7 +28,7 @@ let count = 0;
 
 function thread(everyMs: number): Worker {
   if (!worker) {
-    worker = new Worker(SOURCE, { eval: true, workerData: { everyMs } });
+    worker = new (workerThreads().Worker)(SOURCE, { eval: true, workerData: { everyMs } });
     worker.on('error', () => (worker = undefined));
   }
   return worker;
