@@ -420,7 +420,8 @@ export async function readThrough(store: Store, remote: RemoteCache, key: CacheK
   if (got.status !== 'hit') return undefined;
   if (blobs === 'lazy') {
     const record: ActionRecord = { ...got.record, stamps: {}, log: null };
-    store.actions.put(record);
+    // Written when the run packs its records (run() ends with packLoose): one file, not one per record.
+    store.actions.putFetched(record);
     return record;
   }
   if (!(await ensureLocal(store, remote, Object.values(got.record.outputs)))) return undefined;
@@ -428,7 +429,7 @@ export async function readThrough(store: Store, remote: RemoteCache, key: CacheK
   const stamps: Record<string, string> = {};
   for (const entry of Object.values(got.record.outputs)) for (const d of store.cas.closure(entry)) stamps[d] = store.cas.stamp(d)!;
   const record: ActionRecord = { ...got.record, stamps, log: got.record.log && store.cas.has(got.record.log) ? got.record.log : null };
-  store.actions.put(record);
+  store.actions.put(record, { durable: false });
   return record;
 }
 

@@ -5,6 +5,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, onTes
 import { main } from '../cli/main.js';
 import { calculatorTask } from './fixtures.js';
 import { Rig } from './rig.js';
+import { RecordPack } from '../pipeline/store/record-pack.js';
 import { hasNginx, startNginx, type Nginx } from '../bench/local-servers.js';
 
 // The remote tier on a real server: nginx with WebDAV PUT under /ac/ and /cas/, on loopback.
@@ -59,6 +60,12 @@ describe.skipIf(!hasNginx() && !required)('remote cache (Bazel HTTP protocol, ng
       const nodes = JSON.parse(second.stdout).nodes as Node[];
       expect(nodes.filter((n) => n.status !== 'cached')).toEqual([]);
       expect(JSON.parse(second.stdout).remote_cache).toMatchObject({ records_read: nodes.length, records_written: 0, rejected: 0 });
+      // What it read is stored as one pack (not a file per record), and store-b alone is now a no-op.
+      const acB = join(rig.dir, 'store-b', 'ac');
+      expect(readdirSync(acB, { recursive: true }).filter((f) => String(f).endsWith('.json'))).toEqual([]);
+      expect(RecordPack.open(join(acB, 'pack'))!.count).toBe(nodes.length);
+      const offline = await cli(env, 'run', '--config', config, '--store', join(rig.dir, 'store-b'), '--json');
+      expect((JSON.parse(offline.stdout).nodes as Node[]).filter((n) => n.status !== 'cached')).toEqual([]);
       // The same outputs, node for node, and the same bundle.
       const a = new Map((JSON.parse(first.stdout).nodes as Node[]).map((n) => [n.node, n.outputs_digest]));
       for (const n of nodes) expect(n.outputs_digest, n.node).toBe(a.get(n.node));
@@ -176,6 +183,25 @@ steps:
       expect(other.code, other.stderr).toBe(0);
       expect((JSON.parse(other.stdout).nodes as Node[]).filter((n) => n.status !== 'cached')).toEqual([]);
       expect(JSON.parse(other.stdout).remote_cache.records_read).toBe(nodes);
+      // Too few to pack, they were written as records of their own: without the server, store-c is a no-op.
+      const alone = await rig.cli('run', '--json', '--store', join(rig.dir, 'store-c'), '--remote-cache', 'http://127.0.0.1:9');
+      expect((JSON.parse(alone.stdout).nodes as Node[]).filter((n) => n.status !== 'cached')).toEqual([]);
+    });
+
+    it('an answer too large to be a record is not read whole: ignored, and its node built here', async () => {
+      const first = await rig.cli('run', '--json');
+      expect(first.code, first.stderr).toBe(0);
+      const key = (JSON.parse(first.stdout).nodes as Node[]).find((n) => n.node === 'verify/fix-add/control/2')!.key!;
+      writeFileSync(join(nginx.data, 'ac', key), Buffer.alloc(17 * 1024 * 1024, 'x'));
+      const second = await rig.cli('run', '--json', '--store', join(rig.dir, 'store-2'));
+      expect(second.code, second.stderr).toBe(0);
+      expect((JSON.parse(second.stdout).nodes as Node[]).filter((n) => n.status === 'executed').map((n) => n.node)).toEqual(['verify/fix-add/control/2']);
+      const warnings = (JSON.parse(second.stdout).warnings as { message: string }[]).map((w) => w.message);
+      expect(
+        warnings.filter((m) =>
+          m.includes(`remote record ${key.slice(0, 12)} ignored: the record could not be read (the answer is larger than 16777216 bytes)`),
+        ),
+      ).toHaveLength(1);
     });
 
     it('a server that stops mid-run leaves a complete local result, with one warning', async () => {

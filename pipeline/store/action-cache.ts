@@ -212,6 +212,12 @@ export class ActionCache {
    * A packed record's outputs are covered by the pack's seal, checked when it was opened.
    */
   get(key: CacheKey, preimage?: string): RecordLookup {
+    const fetched = this.fetched.get(key);
+    // Verified when it was fetched (its pre-image hashes to its key): the caller's pre-image must be those bytes.
+    if (fetched)
+      return preimage !== undefined && fetched.preimage !== preimage
+        ? { status: 'corrupt', reason: 'record does not match its key' }
+        : { status: 'hit', record: fetched };
     const pack = this.pack();
     const i = pack ? pack.indexOf(key) : -1;
     if (pack && i >= 0) {
@@ -244,8 +250,27 @@ export class ActionCache {
     return { status: 'hit', record };
   }
 
-  put(record: ActionRecord): void {
-    writeFileAtomic(this.pathOf(record.key), JSON.stringify(record) + '\n', { tmpDir: this.tmpDir });
+  /**
+   * Records read from the remote tier by this run, held here (get serves them) until packLoose
+   * writes them: into the pack with the loose ones, or as loose files when there are too few to
+   * pack. A replay fetches a record per node; a file each (a directory, a temp file, a rename,
+   * later an unlink) was most of the difference between replaying a cohort and a local no-op.
+   * Lost in a crash, they are fetched again.
+   */
+  private readonly fetched = new Map<string, ActionRecord>();
+
+  putFetched(record: ActionRecord): void {
+    this.fetched.set(record.key, record);
+  }
+
+  /**
+   * `durable: false` for a record that can be had again (one read through from the remote tier):
+   * not synced to disk, since a record cut short by a power cut reads as corrupt and is fetched
+   * again, and the run's pack of its loose records is synced anyway. (An fsync per record was a
+   * quarter of replaying the example from a remote cache.)
+   */
+  put(record: ActionRecord, { durable = true } = {}): void {
+    writeFileAtomic(this.pathOf(record.key), JSON.stringify(record) + '\n', { tmpDir: this.tmpDir, sync: durable });
     this.looseTouched++;
   }
 
@@ -256,7 +281,10 @@ export class ActionCache {
   /** Removes records, loose and packed (the pack is rewritten once, under its lock). */
   removeMany(keys: Iterable<CacheKey>): void {
     const list = [...keys];
-    for (const k of list) rmSync(this.pathOf(k), { force: true });
+    for (const k of list) {
+      this.fetched.delete(k);
+      rmSync(this.pathOf(k), { force: true });
+    }
     if (!list.some((k) => this.pack()?.has(k))) return;
     const drop = new Set<string>(list);
     this.rewritePack((current) => [...(current?.entries() ?? [])].filter((e) => !drop.has(e.key)));
@@ -267,12 +295,24 @@ export class ActionCache {
    * that verifies joins the pack, then its file is removed. Returns how many were packed.
    */
   packLoose(options: { force?: boolean } = {}): number {
-    if (!options.force && this.looseTouched === 0) return 0;
+    if (!options.force && this.looseTouched === 0 && this.fetched.size === 0) return 0;
     const loose = [...this.listLoose()];
-    if (!loose.length || (!options.force && loose.length < PACK_WHEN_LOOSE)) return 0;
+    const fetched = [...this.fetched.values()];
+    this.fetched.clear();
+    if (!options.force && loose.length + fetched.length < PACK_WHEN_LOOSE) {
+      // Too few to rewrite the pack for: the fetched records go loose, as any record does.
+      for (const r of fetched) this.put(r, { durable: false });
+      return 0;
+    }
+    if (!loose.length && !fetched.length) return 0;
     const joined: string[] = [];
     this.rewritePack((current) => {
-      const fresh: PackedRecord[] = [];
+      const fresh: PackedRecord[] = fetched.map(({ key, preimage, ...rest }) => ({
+        key,
+        preimage,
+        rest: packedFields(rest),
+        outputsDigest: rest.outputs_digest,
+      }));
       for (const l of loose) {
         const found = this.getLoose(l.key);
         if (found.status !== 'hit') continue; // a corrupt record stays where the next lookup drops it
@@ -284,7 +324,7 @@ export class ActionCache {
     });
     for (const p of joined) rmSync(p, { force: true });
     this.looseTouched = 0;
-    return joined.length;
+    return joined.length + fetched.length;
   }
 
   private rewritePack(next: (current: RecordPack | undefined) => PackedRecord[]): void {

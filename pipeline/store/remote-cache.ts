@@ -10,7 +10,7 @@
  */
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import { createWriteStream, readFileSync, rmSync } from 'node:fs';
-import { Readable, Transform } from 'node:stream';
+import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import pLimit from 'p-limit';
 import { canonicalJson } from '../canonical-json.js';
@@ -19,6 +19,7 @@ import { errorMessage } from '../result.js';
 import { outputsDigest, type ActionRecord } from './action-cache.js';
 import { tempPath } from '../atomic-write.js';
 import type { HeldRecords } from './remote-held.js';
+import { HttpClient, type HttpResponse } from './http-client.js';
 import type { Store } from './store.js';
 
 export interface RemoteCacheOptions {
@@ -72,6 +73,9 @@ function hmac(secret: string, body: string): string {
   return createHmac('sha256', secret).update(body).digest('hex');
 }
 
+/** A signed action record is a few KB: an answer past this is not one (and is not held in memory). */
+const MAX_RECORD_BYTES = 16 * 1024 * 1024;
+
 export class RemoteCache {
   private disabled = false;
   private readonly limit;
@@ -81,9 +85,12 @@ export class RemoteCache {
   readonly stats = { records_read: 0, records_written: 0, blobs_read: 0, blobs_written: 0, rejected: 0 };
   private held: HeldRecords | undefined;
 
+  private readonly http: HttpClient;
+
   constructor(private readonly options: RemoteCacheOptions) {
     this.limit = pLimit(options.parallel ?? 8);
     this.base = options.url.replace(/\/+$/, '');
+    this.http = new HttpClient(new URL(this.base));
   }
 
   get active(): boolean {
@@ -113,35 +120,34 @@ export class RemoteCache {
     );
   }
 
-  private async request(method: 'GET' | 'PUT' | 'HEAD', path: string, body?: Buffer | Readable): Promise<Response | null> {
+  private async request(method: 'GET' | 'PUT' | 'HEAD', path: string, body?: Buffer): Promise<HttpResponse | null> {
     if (this.disabled) return null;
-    const attempt = async (): Promise<Response> =>
-      fetch(`${this.base}${path}`, {
-        method,
+    const attempt = () =>
+      this.http.request(method, path, {
         headers: {
           ...(this.options.authorization ? { authorization: this.options.authorization } : {}),
           ...(body ? { 'content-type': 'application/octet-stream' } : {}),
         },
-        ...(body ? { body, duplex: 'half' } : {}),
-        signal: AbortSignal.timeout(this.options.timeoutMs ?? 30_000),
-      } as RequestInit);
+        ...(body ? { body } : {}),
+        timeoutMs: this.options.timeoutMs ?? 30_000,
+      });
     // Two tries: a dropped connection or a 429/5xx may be passing; twice is not.
     for (let i = 0; i < 2; i++) {
       try {
         const res = await attempt();
         if (res.status === 429 || res.status >= 500) {
-          await res.body?.cancel();
+          res.discard();
           if (i === 1) return (this.degrade(`answered HTTP ${res.status} to ${method} ${path}`), null);
           await new Promise((r) => setTimeout(r, 200));
           continue;
         }
         if (res.status === 401 || res.status === 403) {
-          await res.body?.cancel();
+          res.discard();
           return (this.degrade(`refused ${method} ${path} (HTTP ${res.status}): check the credentials in cache.auth_env`), null);
         }
         return res;
       } catch (e) {
-        if (i === 1 || body instanceof Readable) return (this.degrade(`is unreachable (${errorMessage(e)})`), null);
+        if (i === 1) return (this.degrade(`is unreachable (${errorMessage(e)})`), null);
         await new Promise((r) => setTimeout(r, 200));
       }
     }
@@ -151,13 +157,13 @@ export class RemoteCache {
   /** A record the server holds for `key`, verified: signature, key and output digest. */
   async getRecord(store: Store, key: CacheKey): Promise<RemoteHit> {
     const res = await this.request('GET', `/ac/${key}`);
-    if (!res || res.status === 404) return { status: 'miss' };
-    if (!res.ok) return (await res.body?.cancel(), { status: 'miss' });
+    if (!res) return { status: 'miss' };
+    if (!res.ok) return (res.discard(), { status: 'miss' });
     let body: unknown;
     try {
-      body = JSON.parse(await res.text());
-    } catch {
-      return this.reject(key, 'the record is not JSON');
+      body = JSON.parse(await res.text(MAX_RECORD_BYTES));
+    } catch (e) {
+      return this.reject(key, e instanceof SyntaxError ? 'the record is not JSON' : `the record could not be read (${errorMessage(e)})`);
     }
     // The server is not trusted: the shape is checked before the signature is, the record's fields only once it verifies.
     if (!isSignedRecord(body)) return this.reject(key, 'it is not a signed record ({record: {...}, signature: {key_id, hmac_sha256}})');
@@ -189,8 +195,8 @@ export class RemoteCache {
 
   private async fetchBlob(store: Store, digest: Sha256): Promise<boolean> {
     const res = await this.request('GET', `/cas/${digest}`);
-    if (!res || !res.ok || !res.body) {
-      await res?.body?.cancel();
+    if (!res || !res.ok) {
+      res?.discard();
       return false;
     }
     const tmp = tempPath(store.tmpDir, 'remote');
@@ -198,7 +204,7 @@ export class RemoteCache {
       // Hashed as it is written: one write, and the bytes stored are the bytes checked.
       const hash = createHash('sha256');
       const hashing = new Transform({ transform: (chunk: Buffer, _enc, next) => (hash.update(chunk), next(null, chunk)) });
-      await pipeline(Readable.fromWeb(res.body as never), hashing, createWriteStream(tmp, { mode: 0o600 }));
+      await pipeline(res.body, hashing, createWriteStream(tmp, { mode: 0o600 }));
       const got = hash.digest('hex');
       if (got !== digest) {
         this.options.warn(`remote blob ${digest.slice(0, 12)} has other content (${got.slice(0, 12)}): ignored`);
@@ -226,7 +232,7 @@ export class RemoteCache {
     const signed: SignedRecord = { record: rest, signature: { key_id: key.id, hmac_sha256: hmac(key.secret, canonicalJson(rest as never)) } };
     const res = await this.request('PUT', `/ac/${record.key}`, Buffer.from(JSON.stringify(signed)));
     if (res) {
-      await res.body?.cancel();
+      res.discard();
       if (res.ok) {
         this.stats.records_written++;
         this.heldBy(store).add(record.key);
@@ -238,13 +244,14 @@ export class RemoteCache {
     if (this.present.has(digest)) return true;
     const head = await this.request('HEAD', `/cas/${digest}`);
     if (!head) return false;
+    head.discard();
     if (head.ok) {
       this.present.add(digest);
       return true;
     }
     const res = await this.request('PUT', `/cas/${digest}`, readFileSync(store.cas.pathOf(digest)));
     if (!res) return false;
-    await res.body?.cancel();
+    res.discard();
     if (!res.ok) return false;
     this.present.add(digest);
     this.stats.blobs_written++;
