@@ -14,7 +14,7 @@ export function remoteCacheFor(
 ): Result<RemoteCache, string> | undefined {
   const url = flags.url ?? config.cache?.remote;
   if (!url) return flags.mode ? err('--cache-mode needs a remote cache: set cache.remote in the config or give --remote-cache URL') : undefined;
-  if (!/^https?:\/\//.test(url)) return err(`remote cache "${url}" is not an http(s) URL`);
+  if (!/^https?:\/\//.test(url) || !URL.canParse(url)) return err(`remote cache "${url}" is not an http(s) URL`);
   const mode = flags.mode ?? config.cache?.mode ?? 'read-write';
   if (mode !== 'read-write' && mode !== 'read-only') return err(`--cache-mode is read-write or read-only, not "${mode}"`);
   const keyEnv = config.cache?.key_env ?? DEFAULT_KEY_ENV;

@@ -109,6 +109,13 @@ describe('the CLI, misused', () => {
     expect(r.stderr).toBe('error: no node matches "attemps"\n  hint: did you mean "attempts"? (\'pairbench plan --all\' lists every node)\n');
   });
 
+  it('a remote cache address that is not an http(s) URL is said so, before anything runs', async () => {
+    for (const url of ['ftp://cache.internal', 'http://cache internal:8080']) {
+      const r = await rig.cli('run', '--remote-cache', url);
+      expect([r.code, r.stderr]).toEqual([2, `error: remote cache "${url}" is not an http(s) URL\n`]);
+    }
+  });
+
   it("plan's summary counts the nodes to run by what they are (each step kind's title)", async () => {
     expect((await rig.cli('plan')).stdout.trimEnd().split('\n').at(-1)).toBe('2 nodes: 0 cached, 2 to run (1 task tree, 1 agent attempt)');
   });
