@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -15,6 +16,8 @@ const required = process.env['CI'] === 'true';
 
 let nginx: Nginx;
 beforeAll(async () => {
+  // The shipped example materializes the fixture repositories (built once, then found at their pinned commits).
+  execFileSync(process.execPath, [join(ROOT, 'scripts', 'build-fixtures.mjs'), '--quiet'], { stdio: 'inherit' });
   if (hasNginx()) nginx = await startNginx();
 });
 afterAll(async () => nginx?.stop());
