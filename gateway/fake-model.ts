@@ -7,7 +7,8 @@ import { isObject } from './json.js';
 import { anthropicEvents, anthropicMessage, anthropicTurnIndex, type ReplyIds } from './fake-anthropic.js';
 import { openaiEvents, openaiResponse, openaiTurnIndex } from './fake-openai.js';
 import { completionFor, isSideRequest, turnAt, usageOf, type FakeScript, type FakeTurn } from './fake-script.js';
-import { decodeBody, readBody } from './http-body.js';
+import { decodeBody } from './http-body.js';
+import { readBody } from '../pipeline/read-body.js';
 import { closeServer, listen, type ListenOn } from './listen.js';
 import { formatSse } from './sse.js';
 

@@ -15,7 +15,8 @@ import {
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { errorMessage } from '../pipeline/result.js';
 import { ExchangeLog, type ExchangeRecord } from './exchange-log.js';
-import { decodeBody, readBody } from './http-body.js';
+import { decodeBody } from './http-body.js';
+import { readBody } from '../pipeline/read-body.js';
 import { isObject } from './json.js';
 import { closeServer, listen, type ListenOn } from './listen.js';
 import type { Marker } from './markers.js';

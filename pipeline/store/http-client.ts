@@ -2,13 +2,11 @@ import http from 'node:http';
 import https from 'node:https';
 import type { Readable } from 'node:stream';
 
-/** A response whose body is a stream: read it (text, pipe) or discard it. */
+/** A response whose body is a stream: read it (readBody, pipe) or discard it. */
 export interface HttpResponse {
   status: number;
   ok: boolean;
   body: Readable;
-  /** The body as text; rejects past `maxBytes` (a server is not trusted to send a small answer). */
-  text(maxBytes: number): Promise<string>;
   /** Drops the body (the connection goes back to the pool once it is read off). */
   discard(): void;
 }
@@ -24,15 +22,16 @@ export class HttpClient {
   private readonly transport: typeof http | typeof https;
   private readonly agent: http.Agent;
 
-  constructor(private readonly base: URL) {
-    this.transport = base.protocol === 'https:' ? https : http;
+  /** `base`: the server's URL without a trailing slash; request paths are appended to it. */
+  constructor(private readonly base: string) {
+    this.transport = base.startsWith('https:') ? https : http;
     this.agent = new this.transport.Agent({ keepAlive: true, maxSockets: 16 });
   }
 
   request(method: string, path: string, options: { headers?: Record<string, string>; body?: Buffer; timeoutMs: number }): Promise<HttpResponse> {
     return new Promise((resolve, reject) => {
       const req = this.transport.request(
-        new URL(this.base.pathname.replace(/\/+$/, '') + path, this.base),
+        new URL(this.base + path),
         {
           method,
           agent: this.agent,
@@ -45,19 +44,6 @@ export class HttpClient {
             status,
             ok: status >= 200 && status < 300,
             body: res,
-            text: async (maxBytes) => {
-              const chunks: Buffer[] = [];
-              let size = 0;
-              for await (const chunk of res) {
-                size += (chunk as Buffer).length;
-                if (size > maxBytes) {
-                  res.destroy();
-                  throw new Error(`the answer is larger than ${maxBytes} bytes`);
-                }
-                chunks.push(chunk as Buffer);
-              }
-              return Buffer.concat(chunks).toString('utf8');
-            },
             discard: () => void res.resume(),
           });
         },

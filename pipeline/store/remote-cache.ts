@@ -20,6 +20,7 @@ import { outputsDigest, type ActionRecord } from './action-cache.js';
 import { tempPath } from '../atomic-write.js';
 import type { HeldRecords } from './remote-held.js';
 import { HttpClient, type HttpResponse } from './http-client.js';
+import { readBody } from '../read-body.js';
 import type { Store } from './store.js';
 
 export interface RemoteCacheOptions {
@@ -90,7 +91,7 @@ export class RemoteCache {
   constructor(private readonly options: RemoteCacheOptions) {
     this.limit = pLimit(options.parallel ?? 8);
     this.base = options.url.replace(/\/+$/, '');
-    this.http = new HttpClient(new URL(this.base));
+    this.http = new HttpClient(this.base);
   }
 
   get active(): boolean {
@@ -161,7 +162,7 @@ export class RemoteCache {
     if (!res.ok) return (res.discard(), { status: 'miss' });
     let body: unknown;
     try {
-      body = JSON.parse(await res.text(MAX_RECORD_BYTES));
+      body = JSON.parse((await readBody(res.body, MAX_RECORD_BYTES)).toString('utf8'));
     } catch (e) {
       return this.reject(key, e instanceof SyntaxError ? 'the record is not JSON' : `the record could not be read (${errorMessage(e)})`);
     }
