@@ -133,12 +133,12 @@ class PackedActionRecord implements ActionRecord {
 const STAMPS_FIRST = '{"stamps":{';
 
 /**
- * A packed entry's fields as JSON with the stamps first (packs written before this order read whole).
- * A stamps object holds hex digests and `size:mtime` strings, never a brace: it ends at the first `}`.
+ * A record as the pack holds it: its other fields as JSON with the stamps first (packs written
+ * before this order read whole). A stamps object holds hex digests and `size:mtime` strings,
+ * never a brace: it ends at the first `}`.
  */
-export function packedFields(rest: Omit<ActionRecord, 'key' | 'preimage'>): string {
-  const { stamps, ...others } = rest;
-  return JSON.stringify({ stamps, ...others });
+function packedRecord({ key, preimage, stamps, ...others }: ActionRecord): PackedRecord {
+  return { key, preimage, rest: JSON.stringify({ stamps, ...others }), outputsDigest: others.outputs_digest };
 }
 
 function leadingStamps(text: string): Record<string, Stamp> | undefined {
@@ -160,6 +160,14 @@ export class ActionCache {
   private packed: RecordPack | null | undefined;
   /** Records this process wrote or read loose: only then is it worth looking for records to pack. */
   private looseTouched = 0;
+  /**
+   * Records read from the remote tier by this run, held here (get serves them) until packLoose
+   * writes them: into the pack with the loose ones, or as loose files when there are too few to
+   * pack (or the pack cannot be rewritten). A replay fetches a record per node; a file each (a
+   * directory, a temp file, a rename, later an unlink) was most of the difference between
+   * replaying a cohort and a local no-op. Lost in a crash, they are fetched again.
+   */
+  private readonly fetched = new Map<string, ActionRecord>();
 
   constructor(
     private readonly dir: string,
@@ -250,15 +258,7 @@ export class ActionCache {
     return { status: 'hit', record };
   }
 
-  /**
-   * Records read from the remote tier by this run, held here (get serves them) until packLoose
-   * writes them: into the pack with the loose ones, or as loose files when there are too few to
-   * pack. A replay fetches a record per node; a file each (a directory, a temp file, a rename,
-   * later an unlink) was most of the difference between replaying a cohort and a local no-op.
-   * Lost in a crash, they are fetched again.
-   */
-  private readonly fetched = new Map<string, ActionRecord>();
-
+  /** Held until the run packs its records (see fetched). */
   putFetched(record: ActionRecord): void {
     this.fetched.set(record.key, record);
   }
@@ -299,29 +299,26 @@ export class ActionCache {
     const loose = [...this.listLoose()];
     const fetched = [...this.fetched.values()];
     this.fetched.clear();
-    if (!options.force && loose.length + fetched.length < PACK_WHEN_LOOSE) {
-      // Too few to rewrite the pack for: the fetched records go loose, as any record does.
-      for (const r of fetched) this.put(r, { durable: false });
-      return 0;
-    }
+    // Too few to rewrite the pack for, or a pack that cannot be rewritten: they go loose, as any record does.
+    const fetchedLoose = () => fetched.forEach((r) => this.put(r, { durable: false }));
+    if (!options.force && loose.length + fetched.length < PACK_WHEN_LOOSE) return (fetchedLoose(), 0);
     if (!loose.length && !fetched.length) return 0;
     const joined: string[] = [];
-    this.rewritePack((current) => {
-      const fresh: PackedRecord[] = fetched.map(({ key, preimage, ...rest }) => ({
-        key,
-        preimage,
-        rest: packedFields(rest),
-        outputsDigest: rest.outputs_digest,
-      }));
-      for (const l of loose) {
-        const found = this.getLoose(l.key);
-        if (found.status !== 'hit') continue; // a corrupt record stays where the next lookup drops it
-        const { key, preimage, ...rest } = found.record;
-        fresh.push({ key, preimage, rest: packedFields(rest), outputsDigest: rest.outputs_digest });
-        joined.push(l.path);
-      }
-      return [...(current?.entries() ?? []), ...fresh];
-    });
+    try {
+      this.rewritePack((current) => {
+        const fresh = fetched.map(packedRecord);
+        for (const l of loose) {
+          const found = this.getLoose(l.key);
+          if (found.status !== 'hit') continue; // a corrupt record stays where the next lookup drops it
+          fresh.push(packedRecord(found.record));
+          joined.push(l.path);
+        }
+        return [...(current?.entries() ?? []), ...fresh];
+      });
+    } catch (e) {
+      fetchedLoose();
+      throw e;
+    }
     for (const p of joined) rmSync(p, { force: true });
     this.looseTouched = 0;
     return joined.length + fetched.length;
