@@ -3,11 +3,20 @@ import { chmodSync, existsSync, lchownSync, lstatSync, readdirSync, readlinkSync
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, delimiter, dirname, join, posix } from 'node:path';
-import { packageRoot } from '../pipeline/package-root.js';
 import { err, errorMessage, ok, type Result } from '../pipeline/result.js';
 import type { EgressProxy } from './egress-proxy.js';
 import { runProcess } from './exec-process.js';
-import type { EgressMode, ExecOptions, Mount, Sandbox, SandboxBackend, SandboxFailure, SandboxReceipt, SandboxSpec } from './sandbox.js';
+import {
+  forwarderScriptPath,
+  type EgressMode,
+  type ExecOptions,
+  type Mount,
+  type Sandbox,
+  type SandboxBackend,
+  type SandboxFailure,
+  type SandboxReceipt,
+  type SandboxSpec,
+} from './sandbox.js';
 import { seccompProgram, seccompSupported } from './seccomp.js';
 /**
  * `bubblewrap`: every exec is a fresh `bwrap` in new pid, ipc, uts, cgroup, mount
@@ -176,8 +185,8 @@ async function create(spec: SandboxSpec): Promise<Result<Sandbox, SandboxFailure
       proxy = await (await import('./egress-proxy.js')).startEgressProxy({ socket: join(privateDir, 'egress', 'proxy.sock'), allow: spec.egress.allow ?? [] });
       forwards.push({ socket: proxy.socket, port: PROXY_PORT });
     }
-    const forwarder = forwards.length > 0 ? forwarderScript() : undefined;
-    if (forwards.length > 0 && !forwarder) throw new Error('forwarder.mjs is missing next to bubblewrap.ts (is the package complete?)');
+    const forwarder = forwards.length > 0 ? forwarderScriptPath() : undefined;
+    if (forwarder && !existsSync(forwarder)) throw new Error(`the port forwarder ${forwarder} is missing (is the package complete?)`);
     if (privileged()) handOver(spec, forwards, insideUid());
     const layout: Layout = { spec, privateDir, forwards, forwarder };
     return ok(openSandbox(tools.value, layout, proxy));
@@ -542,12 +551,6 @@ async function writeIdentityFiles(dir: string): Promise<void> {
     `root:x:0:0:root:/root:/bin/sh\npairbench:x:${uid}:${uid}:pairbench sandbox:${HOME}:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n`,
   );
   await writeFile(join(dir, 'group'), `root:x:0:\npairbench:x:${uid}:\nnogroup:x:65534:\n`);
-}
-
-/** forwarder.mjs in the package's sandboxes/ (the same file docker uses), wherever this module was compiled or bundled to. */
-function forwarderScript(): string | undefined {
-  const script = join(packageRoot(), 'sandboxes', 'forwarder.mjs');
-  return existsSync(script) ? script : undefined;
 }
 
 export function findOnPath(name: string, pathVar = process.env['PATH'] ?? DEFAULT_PATH): string | undefined {

@@ -17,12 +17,23 @@ import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
 import { Writable } from 'node:stream';
 import type { Duplex } from 'node:stream';
 import Docker from 'dockerode';
-import { packageRoot, packageVersion } from '../pipeline/package-root.js';
+import { packageVersion } from '../pipeline/package-root.js';
 import { err, errorMessage, ok, type Result } from '../pipeline/result.js';
 import { parsePinnedImage, resolvePinnedImage, type ImageId } from './docker-image.js';
 export type { ImageId } from './docker-image.js';
 import type { EgressProxy } from './egress-proxy.js';
-import type { EgressEvent, EgressMode, ExecOptions, ExecResult, Sandbox, SandboxBackend, SandboxFailure, SandboxReceipt, SandboxSpec } from './sandbox.js';
+import {
+  forwarderScriptPath,
+  type EgressEvent,
+  type EgressMode,
+  type ExecOptions,
+  type ExecResult,
+  type Sandbox,
+  type SandboxBackend,
+  type SandboxFailure,
+  type SandboxReceipt,
+  type SandboxSpec,
+} from './sandbox.js';
 
 /**
  * `docker`: one fresh container per sandbox, through dockerode.
@@ -100,7 +111,7 @@ const HOW_TO_START =
 export function dockerBackend(options: DockerBackendOptions = {}): SandboxBackend {
   const docker = new Docker(options.socketPath ? { socketPath: options.socketPath } : undefined);
   const where = options.socketPath ?? process.env['DOCKER_HOST'] ?? '/var/run/docker.sock';
-  const forwarderScript = options.forwarderScript ?? join(packageRoot(), 'sandboxes', 'forwarder.mjs');
+  const forwarderScript = options.forwarderScript ?? forwarderScriptPath();
 
   const ping = async (): Promise<Result<void, string>> => {
     try {

@@ -1,4 +1,9 @@
+import { join } from 'node:path';
+import { packageRoot } from '../pipeline/package-root.js';
 import type { Result } from '../pipeline/result.js';
+
+/** The port forwarder both backends run inside a sandbox: the package's sandboxes/forwarder.mjs, wherever this code was compiled or bundled to. */
+export const forwarderScriptPath = (): string => join(packageRoot(), 'sandboxes', 'forwarder.mjs');
 
 /** How the sandbox may reach the network. */
 export type EgressMode = 'none' | 'allowlist' | 'open';
