@@ -98,6 +98,20 @@ describe('the record pack', () => {
     rig.clearExecutions();
     expect((await rig.cli('run')).stderr).toContain(`${NODES} nodes: 0 ran, ${NODES} cached`);
     await removeAndRun('work/12');
+
+    // Stamps first, but not in the exact form the pack writes (spaces JSON allows): read whole, the same answer.
+    const spaced = [...packOnDisk()!.entries()].map((e) => {
+      const { stamps, ...others } = JSON.parse(e.rest) as { stamps: Record<string, string> };
+      const text = Object.entries(stamps)
+        .map(([d, st]) => `"${d}" : "${st}"`)
+        .join(' , ');
+      return { ...e, rest: `{"stamps":{${text}},${JSON.stringify(others).slice(1)}` };
+    });
+    expect(spaced.every((e) => e.rest.startsWith('{"stamps":{"') && e.rest.includes('" : "'))).toBe(true);
+    writeFileSync(join(ac(), 'pack'), RecordPack.build(spaced));
+    rig.clearExecutions();
+    expect((await rig.cli('run')).stderr).toContain(`${NODES} nodes: 0 ran, ${NODES} cached`);
+    await removeAndRun('work/21');
   });
 
   it('records read from a remote cache are not lost when the pack cannot be rewritten: they are written loose', () => {
@@ -227,6 +241,18 @@ describe('RecordPack', () => {
       expect(pack.outputsDigest(at)).toBe(rec(i).outputsDigest);
     }
     expect(pack.indexOf(rec(9).key)).toBe(-1);
+  });
+
+  it("hands over an entry's rest only when its pre-image is exactly the caller's bytes", () => {
+    const multibyte = { ...rec(4), preimage: '{"n":"é ✓ 𝄞"}' };
+    const pack = RecordPack.fromBytes(RecordPack.build([rec(1), multibyte]));
+    const at = pack.indexOf(multibyte.key);
+    expect(pack.restIfPreimage(at, '{"n":"é ✓ 𝄞"}')?.toString()).toBe(multibyte.rest);
+    // The same length in UTF-16 and in bytes, one character different; a shorter and a longer one.
+    expect(pack.restIfPreimage(at, '{"n":"é ✓ 𝄟"}')).toBeUndefined();
+    expect(pack.restIfPreimage(at, '{"n":"e ✓ 𝄞"}')).toBeUndefined();
+    expect(pack.restIfPreimage(at, '{"n":"é ✓ 𝄞"} ')).toBeUndefined();
+    expect(pack.restIfPreimage(pack.indexOf(rec(1).key), '{"n":1}')?.toString()).toBe(rec(1).rest);
   });
 
   it('refuses a pack that is cut short or altered', () => {

@@ -136,7 +136,7 @@ export class RecordPack {
 
   private byKey: Map<string, number> | undefined;
 
-  /** The entry index of `key`, or -1 (the key table is read into a map on the first lookup). */
+  /** The entry index of `key`, or -1 (the key table is read into a map on the first lookup: measured faster than a binary search of the table). */
   indexOf(key: string): number {
     if (!this.byKey) {
       this.byKey = new Map();
@@ -152,6 +152,21 @@ export class RecordPack {
   entry(i: number): PackedRecord {
     return { key: this.keyAt(i), ...this.body(i), outputsDigest: this.outputsDigest(i) };
   }
+
+  /**
+   * Entry `i`'s rest as bytes (valid until the next read), read only if its pre-image is exactly
+   * `preimage`: compared as bytes in one read, neither side decoded. undefined if it differs.
+   */
+  restIfPreimage(i: number, preimage: string): Buffer | undefined {
+    const { at, preLen, restLen } = this.slot(i);
+    if (Buffer.byteLength(preimage) !== preLen) return undefined;
+    const body = this.readAt(at, preLen + restLen);
+    if (preLen > this.expected.length) this.expected = Buffer.alloc(preLen);
+    this.expected.write(preimage, 0, preLen, 'utf8');
+    return body.compare(this.expected, 0, preLen, 0, preLen) === 0 ? body.subarray(preLen) : undefined;
+  }
+
+  private expected = Buffer.alloc(4096);
 
   /** Entry `i`'s pre-image and rest, in one read. */
   body(i: number): { preimage: string; rest: string } {
