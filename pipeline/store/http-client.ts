@@ -1,6 +1,11 @@
-import http from 'node:http';
-import https from 'node:https';
+import type http from 'node:http';
+import type https from 'node:https';
 import type { Readable } from 'node:stream';
+import { lazyRequire } from '../lazy-require.js';
+
+// Loaded by the first client (a run without a remote cache has none): node:http and node:https cost every start ~5 ms.
+const httpModule = lazyRequire<typeof http>('node:http');
+const httpsModule = lazyRequire<typeof https>('node:https');
 
 /** A response whose body is a stream: read it (readBody, pipe) or discard it. */
 export interface HttpResponse {
@@ -24,7 +29,7 @@ export class HttpClient {
 
   /** `base`: the server's URL without a trailing slash; request paths are appended to it. */
   constructor(private readonly base: string) {
-    this.transport = base.startsWith('https:') ? https : http;
+    this.transport = base.startsWith('https:') ? httpsModule() : httpModule();
     this.agent = new this.transport.Agent({ keepAlive: true, maxSockets: 16 });
   }
 
