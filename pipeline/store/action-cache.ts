@@ -68,8 +68,8 @@ class PackedActionRecord implements ActionRecord {
   #first: string | undefined;
   readonly schema = 1 as const;
 
-  /** The stamps as [digest, stamp, ...], when the lookup decoded them from the head of the entry. */
-  readonly #stampPairs: readonly string[] | undefined;
+  /** The stamps as [digest, stamp, ...], when the lookup decoded them from the head of the entry: handed over once, then dropped. */
+  #stampPairs: readonly string[] | undefined;
 
   constructor(
     pack: RecordPack,
@@ -112,9 +112,14 @@ class PackedActionRecord implements ActionRecord {
   get outputs(): OutputManifest {
     return this.#rest().outputs;
   }
-  /** The stamps as the lookup decoded them, if it did (a prototype getter: not an own field a spread would copy). */
-  get stampPairs(): readonly string[] | undefined {
-    return this.#stampPairs;
+  /**
+   * The stamps as the lookup decoded them, if it did, handed over once: a run holds every cached
+   * node's record to its end, and at 100,000 nodes the pairs kept would be ~20 MB of peak memory.
+   */
+  takeStampPairs(): readonly string[] | undefined {
+    const pairs = this.#stampPairs;
+    this.#stampPairs = undefined;
+    return pairs;
   }
   get stamps(): Record<string, Stamp> {
     const pairs = this.#stampPairs;
@@ -196,10 +201,10 @@ function stampPairsOf(text: string): string[] | undefined {
   }
 }
 
-/** A record's stamps as [digest, stamp, ...]: what a lookup checks, without building the object when the pack gave them as text. */
+/** A record's stamps as [digest, stamp, ...]: what a lookup checks, without building the object when the pack gave them as text (read once). */
 export function stampPairs(record: ActionRecord): readonly string[] {
   if (record instanceof PackedActionRecord) {
-    const held = record.stampPairs;
+    const held = record.takeStampPairs();
     if (held) return held;
   }
   return Object.entries(record.stamps).flat();
