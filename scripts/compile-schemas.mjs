@@ -46,8 +46,10 @@ export function schemasDigest() {
 }
 
 function validators() {
-  // The same options as pipeline/config/schema-validate.ts uses at run time.
-  const ajv = new Ajv({ allErrors: true, strict: true, allowUnionTypes: true, verbose: true, code: { source: true } });
+  // The same options as pipeline/config/schema-validate.ts uses at run time. inlineRefs: false
+  // makes each shared definition one function, called where it is referenced, instead of a copy
+  // of its code at every reference: 314 KB instead of 525 KB, which every start loads.
+  const ajv = new Ajv({ allErrors: true, strict: true, allowUnionTypes: true, verbose: true, inlineRefs: false, code: { source: true } });
   for (const f of FILES) ajv.addSchema(readSchema(f));
   const exports = Object.fromEntries(FILES.map((f) => [f, ID(f)]));
   const code = standaloneCode(ajv, exports);

@@ -55,7 +55,7 @@ function validatorFor(ref: string): ValidateFunction {
   if (!ajv) {
     // Loaded only when the build-time validators are stale (it costs ~40 ms to load, ~170 ms to compile).
     const { Ajv: AjvClass } = loadAjv();
-    ajv = new AjvClass({ allErrors: true, strict: true, allowUnionTypes: true, verbose: true });
+    ajv = new AjvClass({ allErrors: true, strict: true, allowUnionTypes: true, verbose: true, inlineRefs: false });
     for (const f of SCHEMA_FILES) ajv.addSchema(JSON.parse(readFileSync(join(packageRoot(), 'schemas', f), 'utf8')));
   }
   v = ajv.getSchema(`https://pairbench.dev/schemas/${ref}`);
