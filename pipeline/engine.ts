@@ -12,7 +12,7 @@ import { packageVersion } from './package-root.js';
 import { describePreimageDiff, preimageChanges } from './preimage-diff.js';
 import { err, errorMessage, ok, type Result } from './result.js';
 import { EARLIER_TRIES, type GraphNode, type HostEnv, type StagedFile, type StepFailure } from './step-kind.js';
-import { outputsDigest, stampPairs, type ActionRecord, type NodeTry, type OutputManifest } from './store/action-cache.js';
+import { outputsDigest, type ActionRecord, type NodeTry, type OutputManifest } from './store/action-cache.js';
 import { tempPath } from './atomic-write.js';
 import { CorruptBlobError } from './store/cas.js';
 import type { Store } from './store/store.js';
@@ -104,7 +104,7 @@ export type Lookup = { status: 'hit'; record: ActionRecord } | { status: 'miss' 
 export function lookup(store: Store, key: CacheKey, preimage?: string): Lookup {
   const found = store.actions.get(key, preimage);
   if (found.status !== 'hit') return found;
-  const stamps = stampPairs(found.record);
+  const stamps = found.stampPairs ?? Object.entries(found.record.stamps).flat();
   for (let i = 0; i < stamps.length; i += 2) {
     const digest = stamps[i]!;
     if (!store.cas.isIntact(digest as Sha256, stamps[i + 1])) {

@@ -31,7 +31,12 @@ export interface ActionRecord {
   pairbench_version: string;
 }
 
-export type RecordLookup = { status: 'hit'; record: ActionRecord } | { status: 'miss' } | { status: 'corrupt'; reason: string };
+/**
+ * A hit from the pack's no-op path carries its stamps as [digest, stamp, ...], decoded from the
+ * head of the entry for the lookup's blob check (not kept with the record, which a run holds to
+ * its end).
+ */
+export type RecordLookup = { status: 'hit'; record: ActionRecord; stampPairs?: readonly string[] } | { status: 'miss' } | { status: 'corrupt'; reason: string };
 
 const scratch = Buffer.allocUnsafe(64 * 1024);
 
@@ -68,20 +73,15 @@ class PackedActionRecord implements ActionRecord {
   #first: string | undefined;
   readonly schema = 1 as const;
 
-  /** The stamps as [digest, stamp, ...], when the lookup decoded them from the head of the entry: handed over once, then dropped. */
-  #stampPairs: readonly string[] | undefined;
-
   constructor(
     pack: RecordPack,
     i: number,
     readonly key: CacheKey,
     rest?: string,
-    stampPairs?: readonly string[],
   ) {
     this.#pack = pack;
     this.#i = i;
     this.#first = rest;
-    this.#stampPairs = stampPairs;
   }
 
   #text(): string {
@@ -112,25 +112,14 @@ class PackedActionRecord implements ActionRecord {
   get outputs(): OutputManifest {
     return this.#rest().outputs;
   }
-  /**
-   * The stamps as the lookup decoded them, if it did, handed over once: a run holds every cached
-   * node's record to its end, and at 100,000 nodes the pairs kept would be ~20 MB of peak memory.
-   */
-  takeStampPairs(): readonly string[] | undefined {
-    const pairs = this.#stampPairs;
-    this.#stampPairs = undefined;
-    return pairs;
-  }
   get stamps(): Record<string, Stamp> {
-    const pairs = this.#stampPairs;
-    if (pairs) {
-      const out: Record<string, Stamp> = {};
-      for (let j = 0; j < pairs.length; j += 2) out[pairs[j]!] = pairs[j + 1]!;
-      return out;
-    }
-    // Every cached node's lookup reads its stamps: from the head of the entry, not the whole record.
+    // From the head of the entry when it is in the pack's own form, not the whole record.
     const text = this.#text();
-    return leadingStamps(text) ?? (JSON.parse(text) as ActionRecord).stamps;
+    const pairs = stampPairsAtHead(text);
+    if (!pairs) return (JSON.parse(text) as ActionRecord).stamps;
+    const out: Record<string, Stamp> = {};
+    for (let j = 0; j < pairs.length; j += 2) out[pairs[j]!] = pairs[j + 1]!;
+    return out;
   }
   get log(): Sha256 | null {
     return this.#rest().log;
@@ -161,24 +150,20 @@ function packedRecord({ key, preimage, stamps, ...others }: ActionRecord): Packe
   return { key, preimage, rest: JSON.stringify({ stamps, ...others }), outputsDigest: others.outputs_digest };
 }
 
-function leadingStamps(text: string): Record<string, Stamp> | undefined {
-  if (!text.startsWith(STAMPS_FIRST)) return undefined;
-  const end = text.indexOf('}', STAMPS_FIRST.length);
-  return end < 0 ? undefined : (JSON.parse(text.slice(STAMPS_FIRST.length - 1, end + 1)) as Record<string, Stamp>);
+/**
+ * The stamps at the head of a packed entry's rest as [digest, stamp, ...] (undefined: not stamps
+ * first, or not in the exact form the pack writes: the record is then parsed whole).
+ */
+function stampPairsAtHead(head: string): string[] | undefined {
+  if (!head.startsWith(STAMPS_FIRST)) return undefined;
+  const end = head.indexOf('}', STAMPS_FIRST.length);
+  return end < 0 ? undefined : stampPairsOf(head.slice(STAMPS_FIRST.length - 1, end + 1));
 }
 
-const STAMPS_FIRST_BYTES = Buffer.from(STAMPS_FIRST);
-const CLOSE_BRACE = 0x7d;
-
-/**
- * The stamps at the head of a packed entry's rest as [digest, stamp, ...], decoded alone
- * (undefined: not stamps-first, or not in the form the pack writes: the record is then parsed).
- */
-function leadingStampPairs(rest: Buffer): string[] | undefined {
-  if (rest.length < STAMPS_FIRST_BYTES.length || rest.compare(STAMPS_FIRST_BYTES, 0, STAMPS_FIRST_BYTES.length, 0, STAMPS_FIRST_BYTES.length) !== 0)
-    return undefined;
-  const end = rest.indexOf(CLOSE_BRACE, STAMPS_FIRST_BYTES.length);
-  return end < 0 ? undefined : stampPairsOf(rest.toString('utf8', STAMPS_FIRST_BYTES.length - 1, end + 1));
+/** The same, from the entry's bytes: only the head up to the stamps' closing brace is decoded. */
+function stampPairsAtHeadOf(rest: Buffer): string[] | undefined {
+  const end = rest.indexOf(0x7d); // `}`: the prefix holds none, so the first one closes the stamps
+  return end < 0 ? undefined : stampPairsAtHead(rest.toString('utf8', 0, end + 1));
 }
 
 /** One stamp as the pack writes it: a digest, a size and an mtime in milliseconds, then `,` or the closing `}`. */
@@ -199,15 +184,6 @@ function stampPairsOf(text: string): string[] | undefined {
     out.push(m[1]!, m[2]!);
     if (m[3] === '}') return STAMP_ENTRY.lastIndex === text.length ? out : undefined;
   }
-}
-
-/** A record's stamps as [digest, stamp, ...]: what a lookup checks, without building the object when the pack gave them as text (read once). */
-export function stampPairs(record: ActionRecord): readonly string[] {
-  if (record instanceof PackedActionRecord) {
-    const held = record.takeStampPairs();
-    if (held) return held;
-  }
-  return Object.entries(record.stamps).flat();
 }
 
 /** Loose records in the store before a run packs them (a few runs' worth stays loose). */
@@ -299,7 +275,9 @@ export class ActionCache {
       }
       // The no-op path: one read of the entry, its pre-image compared as bytes, and of the rest only the stamps decoded (the lookup's blob check reads them).
       const rest = pack.restIfPreimage(i, preimage);
-      return rest ? { status: 'hit', record: new PackedActionRecord(pack, i, key, undefined, leadingStampPairs(rest)) } : corrupt;
+      if (!rest) return corrupt;
+      const stampPairs = stampPairsAtHeadOf(rest);
+      return { status: 'hit', record: new PackedActionRecord(pack, i, key), ...(stampPairs ? { stampPairs } : {}) };
     }
     return this.getLoose(key, preimage);
   }

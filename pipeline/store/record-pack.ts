@@ -135,6 +135,8 @@ export class RecordPack {
   }
 
   private byKey: Map<string, number> | undefined;
+  /** The caller's pre-image as bytes, for restIfPreimage (one buffer, grown as needed). */
+  private expected = Buffer.alloc(4096);
 
   /** The entry index of `key`, or -1 (the key table is read into a map on the first lookup: measured faster than a binary search of the table). */
   indexOf(key: string): number {
@@ -165,8 +167,6 @@ export class RecordPack {
     this.expected.write(preimage, 0, preLen, 'utf8');
     return body.compare(this.expected, 0, preLen, 0, preLen) === 0 ? body.subarray(preLen) : undefined;
   }
-
-  private expected = Buffer.alloc(4096);
 
   /** Entry `i`'s pre-image and rest, in one read. */
   body(i: number): { preimage: string; rest: string } {
