@@ -344,7 +344,10 @@ export class ActionCache {
     this.fetched.clear();
     // Too few to rewrite the pack for, or a pack that cannot be rewritten: they go loose, as any record does.
     const fetchedLoose = () => fetched.forEach((r) => this.put(r, { durable: false }));
-    if (!options.force && loose.length + fetched.length < PACK_WHEN_LOOSE) return (fetchedLoose(), 0);
+    if (!options.force && loose.length + fetched.length < PACK_WHEN_LOOSE) {
+      fetchedLoose();
+      return 0;
+    }
     if (!loose.length && !fetched.length) return 0;
     const joined: string[] = [];
     try {
