@@ -1,29 +1,57 @@
-import { spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import type { EngineContext, NodeState } from '../pipeline/engine.js';
-import { baseImages } from '../sandboxes/dockerfile.js';
-import { loadStepTask } from '../steps/agent-step-config.js';
+import type { Json } from '../pipeline/canonical-json.js';
+import type { EngineEvent } from '../pipeline/events.js';
+import { describeFreezeChange, freezeOf, type Freeze } from '../pipeline/freeze.js';
 import type { ResolvedInput } from '../pipeline/inputs.js';
 import { withUpstream } from '../pipeline/dag.js';
 import type { GraphNode, HostEnv } from '../pipeline/step-kind.js';
-import { checkFreeze, computeFreeze, Registry, type CohortRecord, type Freeze } from '../steps/preregistration.js';
-import { anySpecOf, specOf } from '../steps/step-spec.js';
+import type { ActionRecord } from '../pipeline/store/action-cache.js';
+import type { Store } from '../pipeline/store/store.js';
+import {
+  checkFreeze,
+  FREEZE_FORMAT,
+  Registry,
+  type CohortEntry,
+  type CohortRecord,
+  type FreezeAnnotation,
+  type ResetRecord,
+} from '../steps/preregistration.js';
+import { specOf } from '../steps/step-spec.js';
 import { analyzeStep } from '../steps/analyze-step.js';
-import { environmentStep } from '../steps/environment.js';
 import { exportStep } from '../steps/export-step.js';
+import { gateStep } from '../steps/gate.js';
 import { runStep } from '../steps/run.js';
 
-/** A cohort: an analyze node, its version, and its attempts (the run nodes upstream of it). */
+/** A cohort: an analyze node, its version, its attempts, what observes it, and its freeze. */
 export interface Cohort {
   name: string;
   version: number;
   node: GraphNode;
+  /** The run nodes upstream of it. */
   attempts: GraphNode[];
+  /** Nodes whose result reads its verdict (its analysis, its looks, gates and exports downstream): producing or reusing one binds the version. */
+  observers: GraphNode[];
   freeze: Freeze;
 }
 
-export function cohortsOf(ctx: EngineContext, nodes: readonly GraphNode[], inputs: ReadonlyMap<string, ResolvedInput[]>, env: HostEnv): Cohort[] {
+/** The nodes downstream of `node` (and it) whose kind observes a verdict, and its own interim looks. */
+function observersOf(node: GraphNode): GraphNode[] {
+  const out = new Set<GraphNode>();
+  const seen = new Set<GraphNode>();
+  const stack = [node];
+  while (stack.length) {
+    const n = stack.pop()!;
+    if (seen.has(n)) continue;
+    seen.add(n);
+    if (n.kind.observes) out.add(n);
+    stack.push(...n.downstream);
+  }
+  // Its interim looks are checkpoints of its own step, upstream of it.
+  for (const u of withUpstream(node.upstream)) if (u.step === node.step && u.kind.observes) out.add(u);
+  return [...out];
+}
+
+export function cohortsOf(nodes: readonly GraphNode[], inputs: ReadonlyMap<string, ResolvedInput[]>, env: HostEnv): Cohort[] {
   return nodes
     .filter((n) => n.kind === analyzeStep)
     .map((node) => ({
@@ -31,32 +59,53 @@ export function cohortsOf(ctx: EngineContext, nodes: readonly GraphNode[], input
       version: specOf(node.step, 'analyze').version ?? 1,
       node,
       attempts: withUpstream(node.upstream).filter((n) => n.kind === runStep),
-      freeze: computeFreeze(node, inputs, env),
+      observers: observersOf(node),
+      freeze: freezeOf(node, inputs, env),
     }));
 }
 
 /**
- * Gives each export node the freeze record of the cohort it exports (name, version,
- * freeze digest, frozen fields), so its bundle and report carry the registered freeze
- * rather than a digest of the config file. Part of the export node's key.
+ * Gives each export node the freeze of the cohort it exports and the cohort's record before
+ * this version (earlier versions, their freezes, what each observed and which attempts each
+ * executed), so its bundle and report tell the whole history. Part of the export node's key.
  */
-export function annotateExports(nodes: readonly GraphNode[], inputs: ReadonlyMap<string, ResolvedInput[]>, env: HostEnv): void {
+export function annotateExports(nodes: readonly GraphNode[], inputs: ReadonlyMap<string, ResolvedInput[]>, env: HostEnv, store: Store): void {
+  const registry = new Registry(store);
   for (const node of nodes) {
     if (node.kind !== exportStep) continue;
     const named = specOf(node.step, 'export').cohort;
     const analyses = withUpstream(node.upstream).filter((n) => n.kind === analyzeStep);
     const analyze = analyses.find((n) => n.step.name === named) ?? analyses[0];
     if (!analyze) continue;
-    const freeze = computeFreeze(analyze, inputs, env);
-    node.annotation = {
-      ...asObject(node.annotation),
-      freeze: {
-        cohort: analyze.step.name,
-        version: specOf(analyze.step, 'analyze').version ?? 1,
-        freeze_digest: freeze.digest,
-        fields: freeze.fields,
+    const freeze = freezeOf(analyze, inputs, env);
+    const version = specOf(analyze.step, 'analyze').version ?? 1;
+    const read = registry.read(analyze.step.name);
+    const versions = read.ok ? read.record.versions : [];
+    // Earlier: every other version registered before this one first was (all of them while it is not yet).
+    const own = versions.find((v) => v.version === version);
+    const firstOwn = own ? (own.refrozen.length ? [own.frozen_at, ...own.refrozen.map((r) => r.at)].sort()[0]! : own.frozen_at) : undefined;
+    const earlier = versions.filter((v) => v.version !== version && (!firstOwn || v.frozen_at <= firstOwn));
+    const annotation: FreezeAnnotation = {
+      cohort: analyze.step.name,
+      version,
+      freeze_digest: freeze.digest,
+      fields: freeze.fields,
+      history: {
+        first_registration_in_store: earlier.length === 0,
+        earlier: earlier.map((v, i) => ({
+          version: v.version,
+          freeze_digest: v.freeze_digest,
+          frozen_at: v.frozen_at,
+          bound_at: v.bound_at,
+          changes_to_next: describeFreezeChange(v.fields, (earlier[i + 1] ?? { fields: freeze.fields }).fields),
+          observations: v.observations,
+          executed: v.executed,
+        })),
+        resets: read.ok ? read.record.resets : [],
+        registry_problem: read.ok ? null : read.problem,
       },
     };
+    node.annotation = { ...asObject(node.annotation), freeze: annotation as unknown as Json };
   }
 }
 
@@ -64,70 +113,187 @@ export function registryOf(ctx: EngineContext): Registry {
   return new Registry(ctx.store);
 }
 
-/**
- * Before a run: a version that has executed attempts must still have the same
- * frozen fields. Returns the refusals (in words) or registers what is new.
- */
-export async function admitCohorts(ctx: EngineContext, cohorts: Cohort[], now = new Date()): Promise<{ refusals: string[]; notes: string[] }> {
-  const registry = registryOf(ctx);
-  const refusals: string[] = [];
-  const notes: string[] = [];
-  for (const c of cohorts) {
-    // Judged and registered in one locked step: two runs starting together register once.
-    await registry.update(c.name, (record) => {
-      const check = checkFreeze(record, c.version, c.freeze);
-      switch (check.status) {
-        case 'refused':
-          refusals.push(
-            `cohort ${c.name} version ${c.version} is frozen (first attempt ${check.record.first_attempt_at}); these frozen fields changed:\n` +
-              check.changes.map((x) => `  - ${x}`).join('\n') +
-              `\n  bump \`version\` in steps.${c.name} to register a new version (version ${c.version} stays in the record; 'pairbench history ${c.name}' lists them)`,
-          );
-          break;
-        case 'changed-before-attempts':
-          Object.assign(check.record, { freeze_digest: c.freeze.digest, fields: c.freeze.fields, frozen_at: now.toISOString() });
-          notes.push(`cohort ${c.name} version ${c.version} had no attempts yet: re-frozen (${check.changes.length} field(s) changed)`);
-          break;
-        case 'new':
-          record.versions.push({
-            version: c.version,
-            freeze_digest: c.freeze.digest,
-            fields: c.freeze.fields,
-            frozen_at: now.toISOString(),
-            first_attempt_at: null,
-            executed: [],
-            observed: null,
-          });
-          notes.push(`cohort ${c.name} version ${c.version} registered (freeze ${c.freeze.digest.slice(0, 12)})`);
-          break;
-        case 'same':
-          break;
-      }
-    });
+/** What an attempt's or an observation's record names: the store it was made in, and each cohort version it was made under. */
+interface Provenance {
+  store: string;
+  cohorts: { cohort: string; version: number; registration: string }[];
+}
+
+function provenanceIn(record: ActionRecord): Provenance | undefined {
+  const p = record.provenance as Partial<Provenance> | undefined;
+  return p && typeof p.store === 'string' && Array.isArray(p.cohorts) ? (p as Provenance) : undefined;
+}
+
+/** The registrations this store's own records of the cohort's nodes name (their latest builds), with how many records name each. */
+function storedRegistrations(ctx: EngineContext, c: Cohort): Map<string, { version: number; records: number }> {
+  const out = new Map<string, { version: number; records: number }>();
+  const id = ctx.store.id();
+  for (const n of [...c.attempts, ...c.observers]) {
+    const latest = ctx.store.nodes.get(n.id)?.latest;
+    if (!latest) continue;
+    const found = ctx.store.actions.get(latest.key);
+    const p = found.status === 'hit' ? provenanceIn(found.record) : undefined;
+    if (p?.store !== id) continue; // made in another store (read from a remote cache), or before records named their store
+    for (const l of p.cohorts) {
+      if (l.cohort !== c.name || typeof l.registration !== 'string') continue;
+      const had = out.get(l.registration);
+      out.set(l.registration, { version: l.version, records: (had?.records ?? 0) + 1 });
+    }
   }
-  return { refusals, notes };
+  return out;
+}
+
+export interface Admission {
+  refusals: string[];
+  notes: string[];
+  /** Cohort -> the registration its version runs under. */
+  registrations: Map<string, string>;
+  /** Cohorts whose version is bound already (no bind entry to write). */
+  bound: Set<string>;
+}
+
+/** Records of registrations the log does not hold (it was moved, cut short or rewritten), unless a reset was acknowledged for them. */
+function orphansOf(record: CohortRecord, stored: Map<string, { version: number; records: number }>): ResetRecord['orphans'] {
+  const known = new Set([...record.versions.flatMap((v) => v.registrations), ...record.resets.flatMap((r) => r.orphans.map((o) => o.registration))]);
+  return [...stored].filter(([reg]) => !known.has(reg)).map(([registration, s]) => ({ version: s.version, registration, records: s.records }));
+}
+
+function orphanRefusal(registry: Registry, c: Cohort, orphans: ResetRecord['orphans']): string {
+  const total = orphans.reduce((n, o) => n + o.records, 0);
+  return (
+    `cohort ${c.name}: ${total} stored record(s) of its attempts and observations were made under ` +
+    orphans.map((o) => `version ${o.version} (registry entry ${o.registration.slice(0, 12)})`).join(', ') +
+    `, which the registry ${registry.pathOf(c.name)} does not hold: it was moved, cut short or rewritten since.\n` +
+    `  restore it from a copy (a CI cache, a backup) and run again;\n` +
+    `  or start from scratch in a new store (--store DIR; its bundles say "first registration in this store");\n` +
+    `  or go on in this store with the gap on record: pairbench freeze ${c.name} --acknowledge-reset (every later bundle of ${c.name} says so)`
+  );
 }
 
 /**
- * The registry binds a cohort version when its first attempt starts, not when the run
- * ends: a run that crashes after some attempts has still bound its version. Call
- * `started` for every node the engine starts; `settled` waits for the registry writes.
+ * Before a run: each cohort's log must chain, the store's records must name only registrations
+ * it holds, and a bound version must still have the same freeze. Registers what is new;
+ * returns the refusals, in words.
  */
-export function firstAttemptBinder(ctx: EngineContext, cohorts: readonly Cohort[]): { started(node: string, at: Date): void; settled(): Promise<void> } {
+export async function admitCohorts(ctx: EngineContext, cohorts: readonly Cohort[], options: { acknowledgeReset?: boolean } = {}): Promise<Admission> {
   const registry = registryOf(ctx);
-  const byAttempt = new Map<string, Cohort[]>();
-  for (const c of cohorts) for (const a of c.attempts) byAttempt.set(a.id, [...(byAttempt.get(a.id) ?? []), c]);
+  const out: Admission = { refusals: [], notes: [], registrations: new Map(), bound: new Set() };
+  for (const c of cohorts) {
+    const stored = storedRegistrations(ctx, c);
+    // Judged and registered in one locked step: two runs starting together register once.
+    const r = await registry.append(c.name, (record) => {
+      const entries: CohortEntry[] = [];
+      const orphans = orphansOf(record, stored);
+      if (orphans.length) {
+        if (!options.acknowledgeReset) {
+          out.refusals.push(orphanRefusal(registry, c, orphans));
+          return [];
+        }
+        entries.push({ type: 'acknowledge-reset', data: { orphans } });
+        out.notes.push(
+          `cohort ${c.name}: registry reset acknowledged (${orphans.map((o) => `${o.records} record(s) of version ${o.version}`).join(', ')}); it is on record`,
+        );
+      }
+      const v = record.versions.find((x) => x.version === c.version);
+      const boundByRecords = [...stored].some(([reg, s]) => s.version === c.version && Boolean(v?.registrations.includes(reg)));
+      const check = checkFreeze(record, c.version, c.freeze, boundByRecords);
+      const register: CohortEntry = {
+        type: 'register',
+        data: { version: c.version, freeze_digest: c.freeze.digest, fields: c.freeze.fields, format: FREEZE_FORMAT },
+      };
+      switch (check.status) {
+        case 'refused':
+          out.refusals.push(
+            `cohort ${c.name} version ${c.version} is frozen (bound ${check.record.bound_at ? `${check.record.bound_at} by ${check.record.bound_by}` : 'by the records in this store'}); these frozen fields changed:\n` +
+              check.changes.map((x) => `  - ${x}`).join('\n') +
+              `\n  to run the changed cohort, bump \`version\` in steps.${c.name} (version ${c.version} stays in the record; 'pairbench history ${c.name}' lists every version),` +
+              ` or start it afresh in a new store (--store DIR)`,
+          );
+          return entries;
+        case 'changed-before-binding':
+          entries.push(register);
+          out.notes.push(`cohort ${c.name} version ${c.version} had no observation yet: re-frozen (${check.changes.length} field(s) changed)`);
+          break;
+        case 'new': {
+          // A version number the store's records used under a registration the registry lost is retired.
+          const lost = [...record.resets.flatMap((x) => x.orphans), ...(orphans.length ? orphans : [])];
+          const highest = Math.max(0, ...lost.map((o) => o.version));
+          if (c.version <= highest) {
+            out.refusals.push(
+              `cohort ${c.name} version ${c.version}: the store holds records made under version ${highest} or earlier with a registration its registry lost (a reset is on record): ` +
+                `bump \`version\` in steps.${c.name} to ${highest + 1} or more, so no two freezes share a version number`,
+            );
+            return entries;
+          }
+          entries.push(register);
+          out.notes.push(
+            `cohort ${c.name} version ${c.version} registered (freeze ${c.freeze.digest.slice(0, 12)})${record.versions.length ? '' : ': its first registration in this store'}`,
+          );
+          break;
+        }
+        case 'same':
+          if (check.record.bound_at || boundByRecords) out.bound.add(c.name);
+          break;
+      }
+      return entries;
+    });
+    if (!r.ok) {
+      out.refusals.push(
+        `cohort ${c.name}: its registry log is broken: ${r.problem}.\n  restore ${registry.pathOf(c.name)} from a copy (a CI cache, a backup), or start from scratch in a new store (--store DIR)`,
+      );
+      continue;
+    }
+    const v = r.record.versions.find((x) => x.version === c.version);
+    if (v && !out.refusals.length) out.registrations.set(c.name, v.registration);
+  }
+  return out;
+}
+
+/** The provenance a run gives the records it makes: each attempt and observation names this store and the registration of each cohort version it belongs to. */
+export function provenanceFor(ctx: EngineContext, cohorts: readonly Cohort[], admission: Admission): (node: GraphNode) => Json | undefined {
+  const byNode = new Map<GraphNode, Provenance['cohorts']>();
+  for (const c of cohorts) {
+    const registration = admission.registrations.get(c.name);
+    if (!registration) continue;
+    for (const n of new Set([...c.attempts, ...c.observers])) byNode.set(n, [...(byNode.get(n) ?? []), { cohort: c.name, version: c.version, registration }]);
+  }
+  const store = ctx.store.id();
+  return (node) => {
+    const cohorts = byNode.get(node);
+    return cohorts ? ({ store, cohorts } satisfies Provenance) : undefined;
+  };
+}
+
+/**
+ * Binds each cohort version at its first observation: an attempt that starts, or an analysis,
+ * look, gate or export that starts or is reused. Written when it happens (a run that crashes
+ * afterwards has still bound it); `settled` waits for the writes.
+ */
+export function observationBinder(
+  ctx: EngineContext,
+  cohorts: readonly Cohort[],
+  admission: Admission,
+): { event(e: EngineEvent): void; settled(): Promise<void> } {
+  const registry = registryOf(ctx);
+  const byNode = new Map<string, { cohort: Cohort; as: 'attempt' | 'observation' }[]>();
+  for (const c of cohorts) {
+    if (admission.bound.has(c.name) || !admission.registrations.has(c.name)) continue;
+    for (const a of c.attempts) byNode.set(a.id, [...(byNode.get(a.id) ?? []), { cohort: c, as: 'attempt' }]);
+    for (const o of c.observers) byNode.set(o.id, [...(byNode.get(o.id) ?? []), { cohort: c, as: 'observation' }]);
+  }
   const bound = new Set<string>();
   const writes: Promise<unknown>[] = [];
   return {
-    started(node, at) {
-      for (const c of byAttempt.get(node) ?? []) {
-        if (bound.has(c.name)) continue;
+    event(e) {
+      if (e.type !== 'running' && e.type !== 'cached') return;
+      for (const { cohort: c, as } of byNode.get(e.node) ?? []) {
+        // A reused attempt by itself observes nothing; an attempt that starts, or any observation, binds.
+        if ((as === 'attempt' && e.type !== 'running') || bound.has(c.name)) continue;
         bound.add(c.name);
         writes.push(
-          registry.update(c.name, (record) => {
+          registry.append(c.name, (record) => {
             const v = record.versions.find((x) => x.version === c.version);
-            if (v && !v.first_attempt_at) v.first_attempt_at = at.toISOString();
+            return v && !v.bound_at ? [{ type: 'bind', data: { version: c.version, by: `${as} ${e.node}` } }] : [];
           }),
         );
       }
@@ -138,149 +304,102 @@ export function firstAttemptBinder(ctx: EngineContext, cohorts: readonly Cohort[
   };
 }
 
-/** After a run: the first attempt binds the version; reused attempts are reported with the version that made them. */
-export async function recordCohorts(ctx: EngineContext, cohorts: Cohort[], states: ReadonlyMap<string, NodeState>, now = new Date()): Promise<string[]> {
+/** The verdicts of an analysis output, each checked as it is read. */
+function verdictsIn(ctx: EngineContext, record: ActionRecord): Record<string, string> {
+  const entry = record.outputs['analysis.json'];
+  const out: Record<string, string> = {};
+  if (!entry) return out;
+  const comparisons = (JSON.parse(ctx.store.cas.read(entry.digest).toString('utf8')) as { comparisons?: unknown }).comparisons;
+  if (!Array.isArray(comparisons)) return out;
+  for (const c of comparisons as { control?: unknown; treatment?: unknown; verdict?: unknown }[])
+    if (typeof c.control === 'string' && typeof c.treatment === 'string' && typeof c.verdict === 'string') out[`${c.treatment} vs ${c.control}`] = c.verdict;
+  return out;
+}
+
+/** A gate's decision, from its output, or from its failure when it closed. */
+function gateDecision(ctx: EngineContext, s: NodeState): { pass: boolean; because: string } | undefined {
+  if (s.status === 'failed') return s.failure.reason === 'refused' ? { pass: false, because: s.failure.message } : undefined;
+  if (s.status !== 'executed' && s.status !== 'cached') return undefined;
+  const entry = s.record.outputs['gate.json'];
+  if (!entry) return undefined;
+  const g = JSON.parse(ctx.store.cas.read(entry.digest).toString('utf8')) as { pass?: unknown; because?: unknown };
+  return typeof g.pass === 'boolean' ? { pass: g.pass, because: typeof g.because === 'string' ? g.because : '' } : undefined;
+}
+
+/**
+ * After a run: which attempts each version executed, and every new observation (an analysis,
+ * a look, a gate or an export whose output differs from that node's last observation of the
+ * version), with which attempts it reused from which version. Returns the lines to print.
+ */
+export async function recordCohorts(ctx: EngineContext, cohorts: readonly Cohort[], states: ReadonlyMap<string, NodeState>): Promise<string[]> {
   const registry = registryOf(ctx);
   const lines: string[] = [];
   for (const c of cohorts) {
     const executed: string[] = [];
     const reached: string[] = [];
-    let firstStart: string | undefined;
-    let done = 0;
     for (const a of c.attempts) {
       const s = states.get(a.id);
       if (!s || (s.status !== 'executed' && s.status !== 'cached')) continue;
-      done++;
       reached.push(s.record.key);
-      if (s.status === 'executed') {
-        executed.push(s.record.key);
-        if (!firstStart || s.record.started_at < firstStart) firstStart = s.record.started_at;
-      }
+      if (s.status === 'executed') executed.push(s.record.key);
     }
-    const analysis = states.get(c.node.id);
-    let verdicts: Record<string, string> | null = null;
-    if (analysis && (analysis.status === 'executed' || analysis.status === 'cached')) {
-      const entry = analysis.record.outputs['analysis.json'];
-      verdicts = {};
-      if (entry) {
-        const result = JSON.parse(ctx.store.cas.read(entry.digest).toString('utf8')) as {
-          comparisons: { control: string; treatment: string; verdict: string }[];
-        };
-        for (const cmp of result.comparisons) verdicts[`${cmp.treatment} vs ${cmp.control}`] = cmp.verdict;
-      }
-    }
-    const record = await registry.update(c.name, (record) => {
+    const result = await registry.append(c.name, (record) => {
       const v = record.versions.find((x) => x.version === c.version);
-      if (!v) return;
-      if (executed.length && !v.first_attempt_at) v.first_attempt_at = firstStart ?? now.toISOString();
-      v.executed = [...new Set([...v.executed, ...executed])];
-      if (verdicts) v.observed = { at: now.toISOString(), attempts: done, verdicts };
+      if (!v) return [];
+      const entries: CohortEntry[] = [];
+      const fresh = executed.filter((k) => !v.executed.includes(k));
+      if (fresh.length) entries.push({ type: 'executed', data: { version: c.version, keys: fresh } });
+      const mine = new Set([...v.executed, ...fresh]);
+      const reused: Record<string, number> = {};
+      for (const key of reached) {
+        if (mine.has(key)) continue;
+        const first = record.versions.find((x) => x.version !== c.version && x.executed.includes(key));
+        if (first) reused[String(first.version)] = (reused[String(first.version)] ?? 0) + 1;
+      }
+      for (const o of c.observers) {
+        const s = states.get(o.id);
+        if (!s) continue;
+        const gate = o.kind === gateStep ? gateDecision(ctx, s) : undefined;
+        const produced = s.status === 'executed' || s.status === 'cached' ? s.record : undefined;
+        if (!produced && !gate) continue;
+        const digest = produced?.outputs_digest ?? null;
+        const last = [...v.observations].reverse().find((x) => x.by === o.id);
+        if (last && last.digest === digest && last.gate?.because === gate?.because) continue;
+        entries.push({
+          type: 'observe',
+          data: {
+            version: c.version,
+            by: o.id,
+            what: o.kind.title.one,
+            digest,
+            attempts: reached.length,
+            verdicts: o === c.node && produced ? verdictsIn(ctx, produced) : {},
+            reused,
+            ...(gate ? { gate } : {}),
+            ...(v.observations.length && executed.length ? { reran: executed.length } : {}),
+          },
+        });
+      }
+      return entries;
     });
+    if (!result.ok) {
+      lines.push(`cohort ${c.name}: this run's observations could not be recorded: ${result.problem}`);
+      continue;
+    }
     // Every attempt a registered version executed stays in the store: gc keeps this root.
     ctx.store.setRoot(
       `cohort ${c.name}`,
-      record.versions.flatMap((v) => v.executed),
+      result.record.versions.flatMap((v) => v.executed),
       { kind: 'cohort', cohort: c.name },
     );
-    const reusedBy = new Map<number, number>();
+    const reused = new Map<string, number>();
     for (const key of reached) {
-      if (executed.includes(key)) continue;
-      const first = record.versions.find((x) => x.executed.includes(key));
-      if (first && first.version !== c.version) reusedBy.set(first.version, (reusedBy.get(first.version) ?? 0) + 1);
+      const first = result.record.versions.find((x) => x.executed.includes(key));
+      if (first && first.version !== c.version) reused.set(String(first.version), (reused.get(String(first.version)) ?? 0) + 1);
     }
-    for (const [version, n] of reusedBy) lines.push(`cohort ${c.name} version ${c.version}: reused ${n} attempt(s) first produced by version ${version}`);
+    for (const [version, n] of reused) lines.push(`cohort ${c.name} version ${c.version}: reused ${n} attempt(s) first produced by version ${version}`);
   }
   return lines;
-}
-
-export function historyLines(record: CohortRecord): string[] {
-  if (!record.versions.length) return [`cohort ${record.cohort}: no version registered yet`];
-  const lines = [`cohort ${record.cohort}`];
-  for (const v of record.versions) {
-    lines.push(
-      `  version ${v.version}  freeze ${v.freeze_digest.slice(0, 12)}  frozen ${v.frozen_at}  first attempt ${v.first_attempt_at ?? '(none yet)'}  attempts executed ${v.executed.length}`,
-    );
-    if (v.observed)
-      lines.push(
-        `    observed at ${v.observed.at}: ${v.observed.attempts} attempts; ${
-          Object.entries(v.observed.verdicts)
-            .map(([k, x]) => `${k}: ${x}`)
-            .join(', ') || 'no analysis yet'
-        }`,
-      );
-  }
-  return lines;
-}
-
-/**
- * Gives each environment node the IDs of the base images its Dockerfile builds FROM, as
- * the engine has them now (one `docker image inspect` for all): they are part of its key,
- * so a base image that moved is a new key, never a silently stale image. Without an
- * engine the names map to null (the node fails with the reason when it runs).
- */
-export function annotateEnvironments(nodes: readonly GraphNode[], env: HostEnv): void {
-  const targets = nodes.filter((n) => n.kind === environmentStep);
-  if (!targets.length) return;
-  const bases = new Map<GraphNode, string[]>();
-  for (const node of targets) {
-    const task = loadStepTask(node.step, node.matrix['task'] ?? '');
-    if (!task.ok || !task.value.environment) continue;
-    let dockerfile: string;
-    try {
-      dockerfile = readFileSync(join(task.value.dir, 'environment', task.value.environment.dockerfile), 'utf8');
-    } catch {
-      continue; // the node says what is missing when it runs
-    }
-    bases.set(node, baseImages(dockerfile));
-  }
-  const ids = inspectImages([...new Set([...bases.values()].flat())], env);
-  for (const [node, list] of bases)
-    node.annotation = { ...asObject(node.annotation), base_images: Object.fromEntries(list.map((n) => [n, ids.get(n) ?? null])) };
-}
-
-/**
- * Resolves a per-task image template (`sandbox.image: sweb.eval.x86_64.{instance_id}`) to
- * each node's local image ID, with one `docker image inspect` for all of them: the ID is
- * part of the node's key (GraphNode.annotation) and what the sandbox runs; a name the
- * engine does not have maps to null, and the node fails saying so.
- */
-export function annotateImageTemplates(nodes: readonly GraphNode[], env: HostEnv): void {
-  const named = new Map<GraphNode, string>();
-  for (const node of nodes) {
-    const spec = anySpecOf(node.step);
-    const template = 'sandbox' in spec ? spec.sandbox?.image : undefined;
-    if (!template || !template.includes('{') || node.matrix['task'] === undefined) continue;
-    const task = template.includes('{image}') ? loadStepTask(node.step, node.matrix['task']) : undefined;
-    named.set(node, imageName(template, node.matrix['task'], task?.ok ? task.value.image : undefined));
-  }
-  const ids = inspectImages([...new Set(named.values())], env);
-  for (const [node, name] of named) node.annotation = { ...asObject(node.annotation), image: { name, id: ids.get(name) ?? null } };
-}
-
-/** The image name a template gives a task: its id for {instance_id} / {task}, the instance's own `image` field for {image}. */
-export function imageName(template: string, task: string, image?: string): string {
-  return template
-    .replaceAll('{instance_id}', task)
-    .replaceAll('{task}', task)
-    .replaceAll('{image}', image ?? `(instance ${task} has no image field)`);
-}
-
-/** Image IDs by name, as the engine has them now (names it lacks are absent). */
-function inspectImages(names: readonly string[], env: HostEnv): Map<string, string> {
-  const ids = new Map<string, string>();
-  if (!names.length) return ids;
-  const denv = { PATH: env['PATH'] ?? '/usr/bin:/bin', ...(env['DOCKER_HOST'] ? { DOCKER_HOST: env['DOCKER_HOST'] } : {}) };
-  const all = spawnSync('docker', ['image', 'inspect', '--format', '{{.Id}}', ...names], { encoding: 'utf8', env: denv, timeout: 60_000 });
-  const lines = (all.stdout ?? '').trim().split('\n');
-  if (all.status === 0 && lines.length === names.length) names.forEach((n, i) => ids.set(n, lines[i]!));
-  else {
-    // Some name is missing: ask one by one (the rest still resolve).
-    for (const n of names) {
-      const one = spawnSync('docker', ['image', 'inspect', '--format', '{{.Id}}', n], { encoding: 'utf8', env: denv, timeout: 30_000 });
-      if (one.status === 0) ids.set(n, one.stdout.trim());
-    }
-  }
-  return ids;
 }
 
 function asObject(a: unknown): Record<string, unknown> {

@@ -32,6 +32,7 @@ export const OPTIONS = {
   key: { value: true },
   root: { value: true },
   'skip-canary': { value: false },
+  'acknowledge-reset': { value: false },
   list: { value: false, short: 'l' },
   shard: { value: true },
   'remote-cache': { value: true },
@@ -250,25 +251,39 @@ an attempt.`,
   },
   freeze: {
     synopsis: 'freeze [COHORT]',
-    summary: "record a cohort version's freeze digest (the first attempt does it too)",
+    summary: "record a cohort version's freeze digest (a run does it too)",
     usage: 'pairbench freeze [COHORT...] [options]',
-    about: `A cohort is an analyze step. Its frozen fields (prompts and allowed paths, repo
-commits, verifier bytes, treatments, agent, model and version, sandbox image and
-resources, caps, sample size and attempt order, validity floor and analysis) hash to
-its freeze digest, recorded for its "version". The first executed attempt freezes a
-version too. Once a version has executed attempts, 'run' refuses any change to a
-frozen field, naming it, until "version" is bumped.`,
-    options: [],
+    about: `A cohort is an analyze step. Its freeze is derived from the graph: the key inputs
+of every node upstream of it (prompts, repositories and commits, verifier bytes,
+treatments and the steps that make them, agent and model, image and resources,
+caps, admission policy, every step's config, sample size and attempt order) and its
+own analysis, whatever their kind. A version is bound to its freeze at its first
+observation (an attempt executed, or an analysis, look, gate or export produced or
+reused); after that 'run' refuses any change, naming the step and field, until
+"version" is bumped. The record is a hash-chained log in the store; every record an
+attempt leaves names the registration it was made under, so a registry that was
+moved or cut short is found.`,
+    options: [
+      [
+        'acknowledge-reset',
+        null,
+        `go on in this store although its records name registrations
+its registry lost (moved, cut short, rewritten): the gap is
+written into the registry and every later bundle says so`,
+      ],
+    ],
     operands: ANY,
     config: true,
-    exits: `0 frozen (or already frozen with the same fields); ${CONFIG_ERROR}, an unknown cohort, or a frozen field changed after attempts ran.`,
+    exits: `0 frozen (or already frozen with the same fields); ${CONFIG_ERROR}, an unknown cohort, a frozen field changed after the version was bound, or a registry that lost what the store's records name.`,
   },
   history: {
     synopsis: 'history [COHORT]',
     summary: "a cohort's versions: freeze digests, dates, what each observed",
     usage: 'pairbench history [COHORT...] [options]',
-    about: `Every registered version of a cohort: its freeze digest, when it was frozen, its
-first attempt, how many attempts it executed and the verdicts it had observed.`,
+    about: `Every registered version of a cohort: its freeze digest, when it was frozen and
+bound, how many attempts it executed, and every observation it made (the verdicts,
+when, by which node, and which attempts it reused from which version), from the
+store's hash-chained registry log (a broken chain is an error).`,
     options: [],
     operands: ANY,
     config: true,

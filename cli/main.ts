@@ -19,17 +19,9 @@ import { byteProgress, type ProgressMode } from './byte-progress.js';
 import { writeStoredBundle } from './stored-bundle.js';
 import { COMMAND_NAMES, parseCommandLine } from './command-line.js';
 import { EXIT, helpFor, isCommandName, mainHelp, operandProblem, type CommandName, type OptionValues } from './help.js';
-import {
-  admitCohorts,
-  annotateEnvironments,
-  annotateExports,
-  annotateImageTemplates,
-  cohortsOf,
-  firstAttemptBinder,
-  historyLines,
-  recordCohorts,
-  registryOf,
-} from './cohorts.js';
+import { admitCohorts, annotateExports, cohortsOf, observationBinder, provenanceFor, recordCohorts, registryOf } from './cohorts.js';
+import { annotateEnvironments, annotateImageTemplates } from './image-annotations.js';
+import { historyLines } from '../steps/preregistration.js';
 import { explainNode } from './explain.js';
 import { formatRunOutcome, runOutcome } from './run-summary.js';
 import { generate } from './generate.js';
@@ -98,14 +90,19 @@ function fail(io: CliIO, json: boolean, diagnostics: Diagnostic[], code: number 
   return code;
 }
 
-interface Loaded {
+export interface Loaded {
   config: BenchConfig;
   graph: Graph;
   ctx: EngineContext;
   inputs: Map<string, ResolvedInput[]>;
 }
 
-function load(configPath: string, storeDir: string | undefined, env: HostEnv): { ok: true; value: Loaded } | { ok: false; error: Diagnostic[] } {
+/**
+ * A config as every command sees it: loaded, expanded, its inputs hashed, and each node given
+ * the facts its key needs (a cohort's freeze and history for its exports, image IDs). A library
+ * caller that loads a config this way gets the keys the CLI gets.
+ */
+export function loadProject(configPath: string, storeDir: string | undefined, env: HostEnv): { ok: true; value: Loaded } | { ok: false; error: Diagnostic[] } {
   if (!existsSync(configPath)) {
     const where = resolvePath(configPath);
     return {
@@ -124,7 +121,7 @@ function load(configPath: string, storeDir: string | undefined, env: HostEnv): {
   const ctx: EngineContext = { config: config.value, graph: graph.value, store: new Store(config.value.storeDir) };
   const inputs = resolveInputs(ctx, graph.value.nodes);
   if (!inputs.ok) return inputs;
-  annotateExports(graph.value.nodes, inputs.value, env);
+  annotateExports(graph.value.nodes, inputs.value, env, ctx.store);
   annotateEnvironments(graph.value.nodes, env);
   annotateImageTemplates(graph.value.nodes, env);
   return { ok: true, value: { config: config.value, graph: graph.value, ctx, inputs: inputs.value } };
@@ -398,7 +395,7 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
   if (command === 'init') return runInit(io, json, positionals[0] ?? '.', values);
   if (command === 'verify-bundle') return runVerifyBundle(io, json, positionals[0]!, values.key, values.root, (values.progress ?? 'auto') as ProgressMode);
   if (command === 'view' && positionals[0] !== undefined) return runView(io, json, values, positionals[0]);
-  const loaded = load(values.config ?? DEFAULT_CONFIG_FILE, values.store, io.env);
+  const loaded = loadProject(values.config ?? DEFAULT_CONFIG_FILE, values.store, io.env);
   if (!loaded.ok) return fail(io, json, loaded.error);
   const { graph, ctx, inputs, config } = loaded.value;
 
@@ -435,7 +432,7 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
       const sel = selectNodes(graph, positionals);
       if (sel.unknown.length) return fail(io, json, unknownNodes(graph, sel.unknown));
       // Preregistration: a cohort version that has executed attempts keeps its frozen fields.
-      const cohorts = cohortsOf(ctx, sel.nodes, inputs, io.env);
+      const cohorts = cohortsOf(sel.nodes, inputs, io.env);
       const admitted = await admitCohorts(ctx, cohorts);
       if (admitted.refusals.length)
         return fail(
@@ -445,10 +442,10 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
         );
       if (!json) for (const n of admitted.notes) io.stderr.write(`${n}\n`);
       const shown = json ? { event: () => undefined } : chooseReporter(io, values.progress, Boolean(values.verbose));
-      const binder = firstAttemptBinder(ctx, cohorts);
+      const binder = observationBinder(ctx, cohorts, admitted);
       const reporter: Reporter = {
         event: (e) => {
-          if (e.type === 'running') binder.started(e.node, new Date());
+          binder.event(e);
           shown.event(e);
         },
         ...(shown.close ? { close: () => shown.close!() } : {}),
@@ -486,6 +483,7 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
             ...(remote ? { remote: remote.value } : {}),
             ...(shard ? { shard: shard.value } : {}),
             ...(executor ? { executor: executor.value } : {}),
+            provenanceOf: provenanceFor(ctx, cohorts, admitted),
           },
           sel.nodes,
         ).finally(() => (executor?.ok ? executor.value.close() : undefined));
@@ -627,7 +625,7 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
     }
     case 'freeze':
     case 'history': {
-      const all = cohortsOf(ctx, graph.nodes, inputs, io.env);
+      const all = cohortsOf(graph.nodes, inputs, io.env);
       const chosen = positionals.length ? all.filter((c) => positionals.includes(c.name)) : all;
       const missing = positionals.filter((p) => !all.some((c) => c.name === p));
       if (missing.length)
@@ -637,7 +635,8 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
           missing.map((m) => ({ message: `no cohort "${m}" (a cohort is an analyze step; these are: ${all.map((c) => c.name).join(', ') || 'none'})` })),
         );
       if (command === 'freeze') {
-        const admitted = await admitCohorts(ctx, chosen);
+        const admitted = await admitCohorts(ctx, chosen, { acknowledgeReset: Boolean(values['acknowledge-reset']) });
+        if (admitted.refusals.length && !json) for (const n of admitted.notes) io.stderr.write(`${n}\n`);
         if (admitted.refusals.length)
           return fail(
             io,
@@ -655,7 +654,10 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
         return EXIT.ok;
       }
       const registry = registryOf(ctx);
-      const records = chosen.map((c) => registry.get(c.name));
+      const read = chosen.map((c) => ({ c, r: registry.read(c.name) }));
+      const broken = read.flatMap(({ c, r }) => (r.ok ? [] : [{ message: `cohort ${c.name}: its registry log is broken: ${r.problem}` }]));
+      if (broken.length) return fail(io, json, broken, EXIT.nodeFailed);
+      const records = read.flatMap(({ r }) => (r.ok ? [r.record] : []));
       if (json) printJson(io, { ok: true, cohorts: records });
       else io.stdout.write(records.flatMap(historyLines).join('\n') + '\n');
       return EXIT.ok;

@@ -247,7 +247,7 @@ export function buildGraph(config: BenchConfig, kinds: StepKindRegistry): Result
  * (each node is placed as late as its first position allows, after its upstream). Needed
  * only when checkpoints link nodes across steps.
  */
-function topological(nodes: readonly GraphNode[]): Result<GraphNode[], Diagnostic> {
+export function topological(nodes: readonly GraphNode[]): Result<GraphNode[], Diagnostic> {
   const state = new Map<GraphNode, 1 | 2>();
   const out: GraphNode[] = [];
   for (const start of nodes) {

@@ -2,6 +2,7 @@ import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node
 import { rm } from 'node:fs/promises';
 import pLimit, { type LimitFunction } from 'p-limit';
 import type { BenchConfig } from './config/load.js';
+import type { Json } from './canonical-json.js';
 import type { Graph } from './dag.js';
 import type { CacheKey, Sha256 } from './digest.js';
 import type { Diagnostic } from './diagnostic.js';
@@ -219,6 +220,8 @@ export interface RunOptions {
   shard?: Shard;
   /** Where a node executes (default: here, under the store's per-key lock). */
   executor?: NodeExecutor;
+  /** Facts about an execution to keep in its record (ActionRecord.provenance; never part of the key). */
+  provenanceOf?: (node: GraphNode) => Json | undefined;
 }
 
 /**
@@ -315,7 +318,7 @@ export async function run(
     }
     const execute = (n: GraphNode, nk: NodeKey) =>
       options.executor
-        ? options.executor.execute(n, nk, records, emit).then((s) => (s.status === 'executed' && used.push(s.record.key), s))
+        ? options.executor.execute(n, nk, records, emit).then((s) => (s.status === 'executed' && used.push(s.record.key), withProvenance(store, options, n, s)))
         : limitFor(n.kind.name)(() => global(() => executeLocked(ctx, n, nk, inputs.get(n.id)!, records, options, emit, used)));
     const state = await execute(node, key);
     // A remote executor's worker uploaded its result itself.
@@ -459,6 +462,21 @@ export async function writeBack(store: Store, remote: RemoteCache, record: Actio
   await remote.putRecord(store, record, blobs);
 }
 
+function provenanceField(options: Pick<RunOptions, 'provenanceOf'>, node: GraphNode): { provenance?: Json } {
+  const p = options.provenanceOf?.(node);
+  return p === undefined ? {} : { provenance: p };
+}
+
+/** A record a remote worker made, given this run's provenance in the local store (the worker knows none). */
+function withProvenance(store: Store, options: Pick<RunOptions, 'provenanceOf'>, node: GraphNode, state: NodeState): NodeState {
+  const provenance = provenanceField(options, node);
+  if (state.status !== 'executed' || provenance.provenance === undefined || store.actions.get(state.record.key).status !== 'hit') return state;
+  const plain = (state.record as ActionRecord & { toJSON?: () => ActionRecord }).toJSON?.() ?? state.record;
+  const record: ActionRecord = { ...plain, ...provenance };
+  store.actions.put(record);
+  return { status: 'executed', record };
+}
+
 /** Transient tries of one key kept on record; older ones beyond this are dropped. */
 const MAX_TRIES = 50;
 
@@ -599,6 +617,7 @@ async function executeLocked(
       started_at: startedAt.toISOString(),
       duration_ms: durationMs,
       pairbench_version: packageVersion(),
+      ...provenanceField(options, node),
     };
     // Inputs were hashed before the node ran; if one changed meanwhile, the result is not cached.
     const resolver = new InputResolver(ctx.config.rootDir, store.statCache);
@@ -731,7 +750,7 @@ async function executeNode(
   for (const u of node.upstream) {
     const sel = selectedOutputs(node, u, records.get(u.id)!);
     if (!sel.ok) return sel;
-    upstream.push({ node: u.id, outputs: sel.value });
+    upstream.push({ node: u.id, key: records.get(u.id)!.key, outputs: sel.value });
   }
   // Every blob a step reads is verified; a corrupt one is noticed here whatever the step does
   // with the error, so the engine can drop it and rebuild the node that produced it.

@@ -3,6 +3,7 @@ import type { BenchConfig, StepConfig } from './config/load.js';
 import type { FieldPath } from './config/yaml-source.js';
 import type { Diagnostic } from './diagnostic.js';
 import type { Result } from './result.js';
+import type { CacheKey } from './digest.js';
 import type { OutputManifest } from './store/action-cache.js';
 import type { Cas, OutputEntry } from './store/cas.js';
 import type { Store } from './store/store.js';
@@ -40,6 +41,8 @@ export interface StagedFile {
 
 export interface UpstreamOutputs {
   node: string;
+  /** The upstream record's key (what it was built from). */
+  key: CacheKey;
   outputs: OutputManifest;
 }
 
@@ -116,6 +119,18 @@ export interface StepKind {
   preflight?(steps: readonly StepConfig[], ctx: PreflightContext): Promise<PreflightCheck[]>;
   /** Bumped whenever the kind's behaviour changes; part of every key. */
   version: number;
+  /**
+   * Fields of its steps' spec (dotted paths) that its key does not read, and so the
+   * preregistration freeze does not hold (e.g. a cohort's `version` number): they cannot change
+   * a result. Everything the key reads is frozen (pipeline/freeze.ts); the freeze property test
+   * checks that every other field of the kind's schema moves the freeze, and these do not.
+   */
+  unfrozen?: readonly string[];
+  /**
+   * Its result reads a verdict (an analysis, an interim look, a gate, an export): producing or
+   * reusing one is an observation, which binds the preregistered versions it reads.
+   */
+  observes?: boolean;
   /** Checks that need the whole DAG (e.g. an input read from a step that is not in needs). */
   check?(step: StepConfig, steps: ReadonlyMap<string, StepConfig>): Diagnostic[];
   /** The slice of the step's config that decides its result, for this node (encoded as canonical JSON, which checks it). */

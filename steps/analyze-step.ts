@@ -10,7 +10,7 @@ import type { Checkpoint, ExecutionContext, GraphNode, StepKind } from '../pipel
 import { taskOf } from './agent-step-config.js';
 import { checkSpec, defaultSpec } from './analyze/spec.js';
 import { lookSchedule } from './analyze/look-schedule.js';
-import { LOOK_DECISION, NOT_RUN } from './not-run.js';
+import { LOOK_DECISION, NOT_RUN, notRunReason } from './not-run.js';
 import type { AnalysisSpec, AttemptRecord, JudgementRecord, StoppingSpec } from './analyze/types.js';
 import { specOf, type SpecByKind } from './step-spec.js';
 
@@ -98,11 +98,15 @@ export function analysisSpecOf(step: StepConfig, schedule: string[][] = []): Ana
  */
 export const analyzeStep: StepKind = {
   name: 'analyze',
+  observes: true,
+  // The version number names the preregistration; bumping it changes nothing the analysis reads.
+  unfrozen: ['version'],
   title: { one: 'paired analysis', many: 'paired analyses' },
   outputs: () => ({ 'analysis.json': "the cohort's paired statistics and verdicts", 'attempts.json': 'every attempt record the analysis read' }),
+  // 3: the verifier's own zero-(c) red flag, judge or not.
   // 2: the verdict rests on a Holm-adjusted family-level sign-flip test, a cluster t interval
   // and worst-case exclusions; insufficient-n; infra rates over every try by Fisher's exact test.
-  version: 2,
+  version: 3,
   check(step, steps) {
     const problems: Diagnostic[] = [];
     // The arms compared must be arms the run steps upstream actually run.
@@ -165,8 +169,8 @@ export const analyzeStep: StepKind = {
   }),
   fileInputs: () => [],
   selectUpstream(node, upstream) {
-    // An attempt the stopping rule did not run has no audit record.
-    if (upstream.kind.name === 'audit') return cfg(node.step).stopping ? ['audit.json?', NOT_RUN + '?'] : ['audit.json'];
+    // An attempt a stopping rule or a closed gate did not run has no audit record.
+    if (upstream.kind.name === 'audit') return ['audit.json?', NOT_RUN + '?'];
     if (upstream.kind.name === 'judge' && upstream.step.name === cfg(node.step).judge) return ['judgement.json'];
     const o = cfg(node.step).overhead;
     return o && upstream.step.name === o.step ? [o.out] : [];
@@ -193,13 +197,18 @@ export const analyzeStep: StepKind = {
   async execute(ctx: ExecutionContext) {
     const attempts: AttemptRecord[] = [];
     let notRun = 0;
+    const notRunWhy = new Map<string, number>();
     let overhead: AnalysisSpec['overhead'] = null;
     const judgements: JudgementRecord[] = [];
     const o = cfg(ctx.node.step).overhead;
     for (const u of ctx.upstream) {
       const audit = u.outputs['audit.json'];
       if (audit) attempts.push(JSON.parse(ctx.artifacts.read(audit.digest).toString('utf8')) as AttemptRecord);
-      if (u.outputs[NOT_RUN]) notRun++;
+      if (u.outputs[NOT_RUN]) {
+        notRun++;
+        const why = notRunReason(ctx.artifacts.read(u.outputs[NOT_RUN].digest).toString('utf8'));
+        notRunWhy.set(why, (notRunWhy.get(why) ?? 0) + 1);
+      }
       const judgement = u.outputs['judgement.json'];
       if (judgement) judgements.push(JSON.parse(ctx.artifacts.read(judgement.digest).toString('utf8')) as JudgementRecord);
       if (o && u.node.split('/')[0] === o.step && u.outputs[o.out]) {
@@ -226,7 +235,8 @@ export const analyzeStep: StepKind = {
     if (result.sequential) {
       result.sequential.attempts_not_run = notRun;
       if (notRun > 0) result.notes.push(`${notRun} attempt(s) were not run: the cohort stopped at look ${result.sequential.stopped_at}.`);
-    }
+    } else
+      for (const [why, n] of notRunWhy) result.warnings.push({ kind: 'not-run', arm: null, message: `${n} attempt(s) were not run, as preregistered: ${why}` });
     const judgeStepName = cfg(ctx.node.step).judge;
     if (judgeStepName) {
       const { judgeSummary } = await import('./analyze/judge-summary.js');
@@ -251,6 +261,7 @@ export const analyzeStep: StepKind = {
  */
 export const lookStep: StepKind = {
   name: 'look',
+  observes: true,
   title: { one: 'interim look', many: 'interim looks' },
   outputs: () => ({ 'look.json': 'the interim analysis at this look', [LOOK_DECISION]: 'stop or continue, and why' }),
   version: 1,

@@ -227,7 +227,7 @@ export interface JudgeStep {
   model: ModelCall;
 }
 /**
- * The end of a stage: passes only when a preregistered condition holds on a pilot cohort's analysis; steps that need it do not run when it is closed.
+ * The end of a stage: opens only when a preregistered condition holds on a pilot cohort's analysis; when it is closed, the attempts that need it are marked not run (what was observed still exports).
  *
  * This interface was referenced by `PairbenchConfigurationBenchConfigYaml`'s JSON-Schema
  * via the `definition` "gateStep".
@@ -659,7 +659,7 @@ export interface AnalyzeStep {
     out: string;
   };
   /**
-   * The cohort's preregistered version: its frozen fields are bound to it at the first executed attempt; change them and run refuses until this is bumped.
+   * The cohort's preregistered version: its freeze (derived from every step upstream of the analysis) is bound to it at its first observation (an attempt executed, an analysis, look, gate or export produced or reused); change anything frozen and run refuses until this is bumped.
    */
   version?: number;
 }

@@ -60,6 +60,8 @@ export function contextRequest(prompt: string, tree: string, include: string[], 
 
 export const contextStep: StepKind = {
   name: 'context',
+  // The commit pins the tree the generator reads: the repository's path is only where to find it.
+  unfrozen: ['repo'],
   title: { one: 'context generation', many: 'context generations' },
   outputs: (step) => ({
     [outName(spec(step))]: 'the generated context file',

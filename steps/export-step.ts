@@ -13,7 +13,8 @@ import type { AuditedAttempt } from './audit.js';
 import type { ResultsFile } from './export/results-file.js';
 import { taskOf } from './agent-step-config.js';
 import type { BundleFile } from './export/bundle.js';
-import type { ReportContext } from './export/report-context.js';
+import type { ReportContext, ReportHistory } from './export/report-context.js';
+import { observationWords, type FreezeAnnotation } from './preregistration.js';
 import { armOf, limitsOf, sandboxOf, type ArmSpec } from './run.js';
 import { isStepOutput } from './treatment-files.js';
 import { treeEntries } from './materialize.js';
@@ -62,44 +63,125 @@ function taskSpec(t: Task): Json {
   };
 }
 
-/** The frozen protocol in words, for the report's status bar and methods panel. */
-/** The cohort's registered freeze, as the CLI attached it to the export node (GraphNode.annotation). */
-interface FreezeAnnotation {
-  cohort: string;
-  version: number;
-  freeze_digest: string;
-  fields: Record<string, string>;
-}
-
+/** The cohort's registered freeze and history, as the CLI attached it to the export node (GraphNode.annotation). */
 function freezeOf(node: GraphNode): FreezeAnnotation | null {
   const a = node.annotation as { freeze?: FreezeAnnotation } | undefined;
   return a?.freeze ?? null;
 }
 
-/**
- * config/freeze.json: the registry entry of the cohort version this bundle reports --
- * its freeze digest and frozen fields, and the time of its first attempt (the earliest
- * attempt in the bundle; the registry binds the version when that attempt starts).
- */
-function freezeRecord(node: GraphNode, attempts: readonly AttemptRecord[], configDigest: string): Json {
-  const f = freezeOf(node);
+/** Which earlier version first executed each attempt this bundle reports (by the run records' keys). */
+function reusedFrom(node: GraphNode, upstream: ExecutionContext['upstream']): Record<string, string> {
+  const earlier = freezeOf(node)?.history.earlier ?? [];
+  const firstBy = new Map<string, number>();
+  for (const v of earlier) for (const k of v.executed) if (!firstBy.has(k)) firstBy.set(k, v.version);
+  const runs = new Set(
+    withUpstream(node.upstream)
+      .filter((n) => n.kind.name === 'run')
+      .map((n) => n.id),
+  );
+  const out: Record<string, string> = {};
+  for (const u of upstream) {
+    const v = runs.has(u.node) ? firstBy.get(u.key) : undefined;
+    if (v !== undefined) out[u.node] = String(v);
+  }
+  return out;
+}
+
+/** The attempts' time span: when the first started and the last ended. */
+function attemptSpan(attempts: readonly AttemptRecord[]): { first: string | null; last: string | null } {
   const started = attempts
     .map((a) => a.started_at)
     .filter((x): x is string => Boolean(x))
     .sort();
+  const ended = attempts
+    .map((a) => a.ended_at)
+    .filter((x): x is string => Boolean(x))
+    .sort();
+  return { first: started[0] ?? null, last: ended[ended.length - 1] ?? null };
+}
+
+/**
+ * config/freeze.json: the registry entry of the cohort version this bundle reports -- its freeze
+ * digest and frozen fields -- and the cohort's history in the store that built it: every
+ * earlier version, what changed, what each observed, and which attempts this one reused.
+ */
+function freezeRecord(node: GraphNode, attempts: readonly AttemptRecord[], configDigest: string, reused: Record<string, string>): Json {
+  const f = freezeOf(node);
+  const span = attemptSpan(attempts);
   return {
-    schema_version: 2,
+    schema_version: 3,
     config_digest: configDigest,
     cohort: f?.cohort ?? null,
     version: f?.version ?? null,
     freeze_digest: f?.freeze_digest ?? null,
     frozen_fields: f?.fields ?? null,
-    first_attempt_at: started[0] ?? null,
-    registry: "the store's cohort registry binds this version to freeze_digest at its first attempt; 'pairbench history <cohort>' lists every version",
+    first_attempt_at: span.first,
+    last_attempt_at: span.last,
+    first_registration_in_store: f?.history.first_registration_in_store ?? null,
+    earlier_versions: (f?.history.earlier ?? []).map((v) => ({
+      version: v.version,
+      freeze_digest: v.freeze_digest,
+      frozen_at: v.frozen_at,
+      bound_at: v.bound_at,
+      changes_to_next: v.changes_to_next,
+      observations: v.observations as unknown as Json,
+      attempts_executed: v.executed.length,
+    })),
+    reused_attempts: reused,
+    registry_resets: (f?.history.resets ?? []) as unknown as Json,
+    registry_problem: f?.history.registry_problem ?? null,
+    registry:
+      "the store's cohort registry (a hash-chained log) binds this version to freeze_digest at its first observation; 'pairbench history <cohort>' lists every version and observation",
   };
 }
 
-function reportContext(node: GraphNode, attempts: AttemptRecord[], configDigest: string): ReportContext {
+/** The history section of the report, from the annotation. */
+function reportHistory(node: GraphNode, reused: Record<string, string>): ReportHistory | undefined {
+  const f = freezeOf(node);
+  if (!f) return undefined;
+  const counts: Record<string, number> = {};
+  for (const v of Object.values(reused)) counts[v] = (counts[v] ?? 0) + 1;
+  return {
+    version: f.version,
+    first_registration_in_store: f.history.first_registration_in_store,
+    earlier: f.history.earlier.map((v) => ({
+      version: v.version,
+      freeze_digest: v.freeze_digest,
+      frozen_at: v.frozen_at,
+      bound_at: v.bound_at,
+      changes_to_next: v.changes_to_next,
+      observations: v.observations.map((o) => ({ at: o.at, by: o.by, words: observationWords(o) })),
+    })),
+    reused: counts,
+    resets: f.history.resets.map(
+      (r) =>
+        `registry reset acknowledged ${r.at}: ${r.orphans.map((o) => `${o.records} record(s) of version ${o.version}`).join(', ')} were made under registrations the registry had lost`,
+    ),
+    registry_problem: f.history.registry_problem,
+  };
+}
+
+/** What an arm adds, in words. */
+function armWords(a: ArmSpec): string {
+  const parts = [
+    ...Object.entries(a.files ?? {}).map(([dest, src]) => `${dest} from ${isStepOutput(src) ? `the output ${src.out} of step ${src.from}` : src}`),
+    ...Object.keys(a.mcp_servers ?? {}).map((m) => `MCP server ${m}`),
+  ];
+  if (a.restore) parts.push("the repository's own instruction files, restored (materialize redacts them from every other arm)");
+  if (a.prompt_append) parts.push('a prompt addition');
+  if (a.env && Object.keys(a.env).length) parts.push(`environment ${Object.keys(a.env).sort().join(', ')}`);
+  const text = parts.length ? parts.join('; ') : 'nothing added';
+  return a.ablate ? `${text}, without lines matching ${a.ablate.drop_lines.join(' | ')} (ablation of ${a.ablate.from})` : text;
+}
+
+function reportContext(
+  node: GraphNode,
+  attempts: AttemptRecord[],
+  configDigest: string,
+  analysis: AnalysisResult,
+  exportedAt: string,
+  reused: Record<string, string>,
+): ReportContext {
   const run = runStepOf(node);
   const spec: Partial<SpecByKind['run']> = specIf(run?.step, 'run') ?? {};
   const sandbox = sandboxOf({ ...(spec.sandbox ? { sandbox: spec.sandbox } : {}) });
@@ -110,32 +192,16 @@ function reportContext(node: GraphNode, attempts: AttemptRecord[], configDigest:
     const t = run ? taskOf({ ...run, matrix: { ...run.matrix, task: id } }) : undefined;
     return { id, ...(t ? { family: t.family, category: t.category, repo: t.repo.source.split('/').slice(-1)[0]!, commit: t.repo.commit } : {}) };
   });
-  const words = (a: ArmSpec) => {
-    const parts = [
-      ...Object.entries(a.files ?? {}).map(([dest, src]) => `${dest} from ${isStepOutput(src) ? `the output ${src.out} of step ${src.from}` : src}`),
-      ...Object.keys(a.mcp_servers ?? {}).map((m) => `MCP server ${m}`),
-    ];
-    if (a.prompt_append) parts.push('a prompt addition');
-    return parts.length ? parts.join('; ') : 'none (control)';
-  };
-  const ended = attempts
-    .map((a) => a.ended_at)
-    .filter((x): x is string => Boolean(x))
-    .sort();
+  const span = attemptSpan(attempts);
+  const roleOf = (arm: string) => (arm === analysis.spec.control ? 'control' : analysis.spec.treatments.includes(arm) ? 'treatment' : 'arm');
+  const history = reportHistory(node, reused);
   return {
     cohort: freezeOf(node) ? `${freezeOf(node)!.cohort} v${freezeOf(node)!.version}` : (cfg(node.step).cohort ?? node.step.name),
-    generated_at: ended[ended.length - 1] ?? '1970-01-01T00:00:00.000Z', // the last attempt's end: the same inputs render the same bytes
+    times: { exported_at: exportedAt, first_attempt_at: span.first, last_attempt_at: span.last },
     config_digest: configDigest,
     freeze_digest: freezeOf(node)?.freeze_digest ?? 'unregistered',
-    arms: Object.fromEntries(
-      Object.keys(spec.arms ?? {}).map((k) => {
-        const a = armOf({ arms: spec.arms ?? {} }, k);
-        return [
-          k,
-          { treatment: a.ablate ? `${words(a)}, without lines matching ${a.ablate.drop_lines.join(' | ')} (ablation of ${a.ablate.from})` : words(a) },
-        ];
-      }),
-    ),
+    arms: Object.fromEntries(Object.keys(spec.arms ?? {}).map((k) => [k, { role: roleOf(k), treatment: armWords(armOf({ arms: spec.arms ?? {} }, k)) }])),
+    ...(history ? { history } : {}),
     agent: {
       adapter: first?.agent.adapter ?? spec.agent?.adapter ?? 'unknown',
       version: first?.agent.version ?? 'unknown',
@@ -213,13 +279,15 @@ function taskFiles(ctx: ExecutionContext): BundleFile[] {
 
 export const exportStep: StepKind = {
   name: 'export',
+  observes: true,
   title: { one: 'bundle', many: 'bundles' },
   outputs: () => ({ bundle: 'the verifiable bundle: results, report, evidence, manifest.json' }),
+  // 6: the cohort's preregistration history (earlier versions, observations, reused attempts); time stamps named; arms by role.
   // 5: the report draws (a)/(b)/(c) as bars, a factorial's interaction plot (and its cells as a table), cost against pass rate.
   // 4: the report opens on every comparison at a glance; its tables scroll inside the page; the sequential section.
   // 3: each attempt's patch, each task's spec and verifier files in the bundle.
   // 2: the registered freeze (cohort version, digest, fields, first attempt) and earlier tries in the bundle.
-  version: 5,
+  version: 6,
   check(step, steps) {
     const kinds = new Set(step.needs.map((n) => steps.get(n)?.kind));
     return kinds.has('analyze')
@@ -277,10 +345,12 @@ export const exportStep: StepKind = {
     files.push(...(await attemptPatches(ctx)), ...taskFiles(ctx));
     const configText = ctx.artifacts.read(ctx.files[0]!.entry.digest).toString('utf8');
     const configDigest = sha256(configText);
-    const context = reportContext(ctx.node, attempts, configDigest);
+    const reused = reusedFrom(ctx.node, ctx.upstream);
+    // When this bundle was built: said as that in the report (the attempts' own times are beside it).
+    const context = reportContext(ctx.node, attempts, configDigest, analysis, new Date().toISOString(), reused);
     files.push(
       { path: 'config/bench.config.yaml', bytes: configText },
-      { path: 'config/freeze.json', bytes: JSON.stringify(freezeRecord(ctx.node, attempts, configDigest), null, 2) + '\n' },
+      { path: 'config/freeze.json', bytes: JSON.stringify(freezeRecord(ctx.node, attempts, configDigest, reused), null, 2) + '\n' },
       {
         path: 'results.json',
         bytes:

@@ -4,6 +4,7 @@ import type { JsonEncodable } from '../pipeline/canonical-json.js';
 import type { StepConfig } from '../pipeline/config/load.js';
 import type { Diagnostic } from '../pipeline/diagnostic.js';
 import { err, ok } from '../pipeline/result.js';
+import { LOOK_DECISION } from './not-run.js';
 import type { ExecutionContext, StepKind } from '../pipeline/step-kind.js';
 import type { AnalysisResult } from './analyze/types.js';
 import { specOf, type SpecByKind } from './step-spec.js';
@@ -35,9 +36,12 @@ export function evaluateGate(g: GateSpec['require'], a: AnalysisResult): { pass:
 
 export const gateStep: StepKind = {
   name: 'gate',
+  observes: true,
   title: { one: 'gate', many: 'gates' },
-  outputs: () => ({ 'gate.json': "the gate's decision and the evidence for it" }),
-  version: 1,
+  outputs: () => ({ 'gate.json': "the gate's decision and the evidence for it", [LOOK_DECISION]: 'whether the steps after the gate run, and why' }),
+  // 2: a closed gate is a result (gate.json pass: false), not a failure: the attempts after it are
+  // marked not run (decision.json), so what was observed -- the pilot and the gate -- still exports.
+  version: 2,
 
   check(step, steps) {
     const s = spec(step);
@@ -75,20 +79,25 @@ export const gateStep: StepKind = {
     const analysis = JSON.parse(ctx.artifacts.read(entry.digest).toString('utf8')) as AnalysisResult;
     const result = evaluateGate(s.require, analysis);
     writeFileSync(ctx.logFile, `${result.pass ? 'PASS' : 'CLOSED'}: ${result.because}\n`, { flag: 'a' });
-    if (!result.pass) {
-      ctx.outcome?.('closed', result.because);
-      return err({
-        reason: 'refused',
-        message: `gate ${ctx.node.step.name} is closed: ${result.because}. The steps that need it do not run; the pilot's bundle stands on its own.`,
-      });
-    }
+    const decision = result.pass
+      ? `gate ${ctx.node.step.name} is open: ${result.because}`
+      : `gate ${ctx.node.step.name} is closed: ${result.because}. The attempts after it are not run; the pilot's result stands on its own`;
+    if (!result.pass) ctx.outcome?.('closed', decision);
     const out = join(ctx.workDir, 'out');
     mkdirSync(out);
     writeFileSync(
       join(out, 'gate.json'),
-      JSON.stringify({ schema_version: 1, gate: ctx.node.step.name, analysis: s.analysis, require: s.require, pass: true, because: result.because }, null, 2) +
-        '\n',
+      JSON.stringify(
+        { schema_version: 1, gate: ctx.node.step.name, analysis: s.analysis, require: s.require, pass: result.pass, because: result.because },
+        null,
+        2,
+      ) + '\n',
     );
-    return ok({ 'gate.json': ctx.artifacts.putPath(join(out, 'gate.json')) });
+    // What the attempts after the gate read (as they read an interim look's): stop, or go on.
+    writeFileSync(
+      join(out, LOOK_DECISION),
+      JSON.stringify({ schema_version: 1, cohort: s.analysis, stop: !result.pass, stopped_at: null, decision }, null, 2) + '\n',
+    );
+    return ok({ 'gate.json': ctx.artifacts.putPath(join(out, 'gate.json')), [LOOK_DECISION]: ctx.artifacts.putPath(join(out, LOOK_DECISION)) });
   },
 };

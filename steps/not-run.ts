@@ -1,7 +1,8 @@
 /**
- * Attempts a sequential cohort's stopping rule did not run. A look (analyze-step.ts) passes
- * its decision to the next group's run nodes; once it has stopped the cohort they run
- * nothing and output `not-run.json`, which verify and audit pass on, and analyze counts.
+ * Attempts that were preregistered not to run: a sequential cohort's stopping rule, or a stage
+ * gate that closed. A look (analyze-step.ts) or a gate (gate.ts) passes its decision to the run
+ * nodes after it; once one says stop they run nothing and output `not-run.json`, which verify
+ * and audit pass on, and analyze counts (with why).
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -16,8 +17,15 @@ export const LOOK_DECISION = 'decision.json';
 interface LookDecision {
   cohort: string;
   stop: boolean;
+  /** The look that stopped the cohort; null for a gate (its decision says it all). */
   stopped_at: number | null;
   decision: string;
+}
+
+/** Why an attempt was not run, from its not-run.json. */
+export function notRunReason(text: string): string {
+  const v = (JSON.parse(text) as { not_run?: unknown }).not_run;
+  return typeof v === 'string' ? v : 'not run';
 }
 
 /** Why this attempt must not run (a look upstream stopped the cohort), or null. */
@@ -26,7 +34,8 @@ export function stoppedBy(ctx: ExecutionContext): string | null {
     const entry = u.outputs[LOOK_DECISION];
     if (!entry) continue;
     const d = JSON.parse(ctx.artifacts.read(entry.digest).toString('utf8')) as LookDecision;
-    if (d.stop) return `cohort ${d.cohort} stopped at look ${d.stopped_at} (${d.decision}): its preregistered stopping rule`;
+    if (d.stop)
+      return d.stopped_at === null ? d.decision : `cohort ${d.cohort} stopped at look ${d.stopped_at} (${d.decision}): its preregistered stopping rule`;
   }
   return null;
 }

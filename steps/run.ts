@@ -434,8 +434,8 @@ export const runStep: StepKind = {
     if (upstream.kind.name === 'materialize') return armOf(spec(node.step), node.matrix['arm']!).restore ? ['tree', 'redacted', 'redaction.json'] : ['tree'];
     if (upstream.kind.name === 'environment') return ENVIRONMENT_OUTPUTS;
     if (upstream.kind.name === 'certify') return ['verdict.json'];
-    // A sequential cohort's look: only its decision (the attempt's key does not move with the statistic).
-    if (upstream.kind.name === 'look') return [LOOK_DECISION];
+    // A look or a gate before it: only its decision (the attempt's key does not move with the statistic).
+    if (LOOK_DECISION in upstream.kind.outputs(upstream.step)) return [LOOK_DECISION];
     // A step whose outputs some arm receives: this attempt reads only what its own arm takes,
     // so a control arm's key never depends on the treatment's generated files.
     const s = spec(node.step);

@@ -1,4 +1,6 @@
 import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { calculatorTask, git } from './fixtures.js';
 import { Rig } from './rig.js';
@@ -103,6 +105,27 @@ describe("the repository's own context files as an arm (restore: redacted)", () 
     const request = await rig.outputText('init', 'request.md');
     expect(request).toContain('## src/add.mjs');
     for (const hidden of ['README.md', 'CLAUDE.md', 'docs/AGENTS.md', '.claude/settings.json']) expect(request).not.toContain(`## ${hidden}`);
+  });
+
+  it('the report names each arm by its own name and role: HUMAN is the restored files, NONE the control', async () => {
+    const m = 'matrix: { task: [fix-add], arm: [none, llm, human], rep: 1 }';
+    rig.write(
+      'bench.config.yaml',
+      config() +
+        `  verify: { kind: verify, needs: [materialize, attempts], ${m}, sandbox: { backend: local, egress: open } }
+  audit: { kind: audit, needs: [attempts, verify], ${m} }
+  study: { kind: analyze, needs: [audit], control: none, treatments: [llm, human], bootstrap: { resamples: 200, seed: 1 } }
+  export: { kind: export, needs: [materialize, certify, attempts, verify, audit, study] }
+`,
+    );
+    expect((await rig.cli('run')).code).toBe(0);
+    const out = join(rig.dir, 'bundle');
+    expect((await rig.cli('export', '--out', out)).code).toBe(0);
+    const md = readFileSync(join(out, 'report.md'), 'utf8');
+    expect(md).toMatch(/\| none \| nothing added \(control\) \|/);
+    expect(md).toMatch(/\| human \| the repository's own instruction files, restored \(materialize redacts them from every other arm\) \|/);
+    expect(md).toMatch(/\| llm \| CLAUDE\.md from fixtures\/llm\.md \|/);
+    expect(md).not.toMatch(/\| human \| none/);
   });
 
   it('an arm that restores needs a materialize step', async () => {

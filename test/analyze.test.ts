@@ -105,7 +105,10 @@ describe('analyze: headline warnings', () => {
       ['agent-crash', 'control'],
       ['no-tokens', 'control'],
       ['no-delivery', 'treatment'],
+      // The verifier's own (a)/(b)/(c): no task got worse (a red flag, judge or not).
+      ['zero-hurt', 'treatment'],
     ]);
+    expect(w[5]!.message).toMatch(/^the verifier found no task \(c\) hurt \(treatment vs control: 1 helped, 7 no difference, 0 hurt\)/);
     expect(w[0]!.message).toMatch(/^the outcomes were scripted: 8 of 16 attempts/);
     expect(w[1]!.message).toBe('arm "control": 1 of 9 tries were infrastructure faults (excluded, never scored): sandbox failed to start: no space left');
     expect(w[2]!.message).toBe('arm "control": the agent crashed in 1 of 8 accepted attempts (each scored 0)');

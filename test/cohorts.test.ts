@@ -309,9 +309,10 @@ describe.skipIf(!existsSync(claudeBinary()))('shipped cohorts, end to end on the
           const attempts = bundles['coding-os-factorial']!.results.attempts as { node: string; arm: string }[];
           expect(new Set(attempts.filter((a) => a.node.startsWith('audit-pilot/')).map((a) => a.arm))).toEqual(new Set(['raw', 'full']));
           expect(new Set(attempts.filter((a) => a.node.startsWith('audit/')).map((a) => a.arm))).toEqual(new Set(['graph', 'rules']));
-          expect(json(join(bundles['coding-os-factorial']!.dir, 'config', 'freeze.json')).frozen_fields['stopping rule']).toBe(
-            'fixed-N per stage, gated by pilot-gate',
-          );
+          // The gate is frozen with the cohort (derived from the graph: it is upstream of the second stage).
+          const frozen = json(join(bundles['coding-os-factorial']!.dir, 'config', 'freeze.json')).frozen_fields;
+          expect(frozen['pilot-gate: require.min_effect']).toBe('0.1');
+          expect(frozen['pilot-gate: kind']).toBe('"gate v2"');
         }
 
         // A second run executes nothing.

@@ -1,3 +1,5 @@
+import { existsSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { calculatorTask } from './fixtures.js';
 import { Rig } from './rig.js';
@@ -10,85 +12,299 @@ beforeEach(() => {
 });
 afterEach(() => rig.cleanup());
 
-function config(version: number, extra = ''): string {
+interface Options {
+  version?: number;
+  /** Lines added to the analyze step. */
+  analysis?: string;
+  /** The audit step's policy. */
+  policy?: string;
+  /** The treatment arm. */
+  treatment?: string;
+  /** Steps added before the run step (and what it needs besides materialize). */
+  before?: { steps: string; needs: string[] };
+  agent?: string;
+  rep?: number;
+}
+
+const FIX = 'if [ -f CLAUDE.md ]; then sed -i "s/a - b/a + b/" src/add.mjs; fi';
+
+function config(o: Options = {}): string {
+  const rep = o.rep ?? 2;
   return `steps:
   materialize: { kind: materialize, matrix: { task: [fix-add] } }
-  attempts:
+${o.before?.steps ?? ''}  attempts:
     kind: run
-    needs: [materialize]
-    matrix: { task: [fix-add], arm: [control, treatment], rep: 2 }
-    agent: { adapter: command, command: 'if [ -f CLAUDE.md ]; then sed -i "s/a - b/a + b/" src/add.mjs; fi' }
+    needs: [materialize${o.before ? `, ${o.before.needs.join(', ')}` : ''}]
+    matrix: { task: [fix-add], arm: [control, treatment], rep: ${rep} }
+    agent: { adapter: command, command: '${(o.agent ?? FIX).replace(/'/g, "''")}' }
     arms:
       control: {}
-      treatment: { files: { CLAUDE.md: fixtures/CLAUDE.md } }
+      treatment: ${o.treatment ?? '{ files: { CLAUDE.md: fixtures/CLAUDE.md } }'}
     sandbox: { backend: local, egress: open }
   verify:
     kind: verify
     needs: [materialize, attempts]
-    matrix: { task: [fix-add], arm: [control, treatment], rep: 2 }
+    matrix: { task: [fix-add], arm: [control, treatment], rep: ${rep} }
     sandbox: { backend: local, egress: open }
   audit:
     kind: audit
     needs: [attempts, verify]
-    matrix: { task: [fix-add], arm: [control, treatment], rep: 2 }
-  context-file:
+    matrix: { task: [fix-add], arm: [control, treatment], rep: ${rep} }
+${o.policy ? `    policy: ${o.policy}\n` : ''}  context-file:
     kind: analyze
-    version: ${version}
+    version: ${o.version ?? 1}
     needs: [audit]
     control: control
     treatments: [treatment]
     bootstrap: { resamples: 200, seed: 1 }
-${extra}`;
+${o.analysis ?? ''}  export:
+    kind: export
+    needs: [materialize, attempts, verify, audit, context-file]
+`;
 }
 
-describe('preregistration', () => {
-  it('refuses a changed frozen field after a run, naming it; a new version runs, reuses what is valid, and history lists both', async () => {
-    rig.write('bench.config.yaml', config(1));
-    const first = await rig.cli('run');
+async function run(...args: string[]) {
+  return rig.cli('run', ...args);
+}
+
+function expectRefused(r: { code: number; stderr: string }, ...fields: RegExp[]) {
+  expect(r.code, r.stderr).toBe(2);
+  expect(r.stderr).toContain('cohort context-file version 1 is frozen');
+  for (const f of fields) expect(r.stderr).toMatch(f);
+  expect(r.stderr).toContain('bump `version` in steps.context-file');
+}
+
+describe('preregistration: the freeze is derived from the graph', () => {
+  it('refuses a changed verifier and a changed analysis after a run, naming step and field; a new version runs and reuses what is valid', async () => {
+    rig.write('bench.config.yaml', config());
+    const first = await run();
     expect(first.code, first.stderr).toBe(0);
     expect(first.stderr).toContain('cohort context-file version 1 registered');
+    expect(first.stderr).toContain('its first registration in this store');
 
-    // Change the verifier: a frozen field.
     rig.write('tasks/fix-add/verifier/test_add.mjs', "const { add } = await import(process.cwd() + '/src/add.mjs');\nif (add(2, 2) !== 4) process.exit(1);\n");
-    const refused = await rig.cli('run');
-    expect(refused.code).toBe(2);
-    expect(refused.stderr).toContain('cohort context-file version 1 is frozen');
-    expect(refused.stderr).toMatch(/task fix-add: verifier: [0-9a-f]{12} -> [0-9a-f]{12}/);
-    expect(refused.stderr).toContain('bump `version` in steps.context-file');
+    expectRefused(await run(), /verify: input tasks\/fix-add\/verifier\/: [0-9a-f]{12} -> [0-9a-f]{12}/);
 
-    // Adding a metric (changing the analysis) is refused too.
     rig.write(
       'tasks/fix-add/verifier/test_add.mjs',
       "const { add } = await import(process.cwd() + '/src/add.mjs');\nif (add(2, 3) !== 5) { process.exit(1); }\nconsole.log('ok');\n",
     );
-    rig.write('bench.config.yaml', config(1, '    weights: { input: 1, cache_write: 1, cache_read: 1, output: 1 }\n'));
-    const metric = await rig.cli('run');
-    expect(metric.code).toBe(2);
-    expect(metric.stderr).toContain('analysis (arms, metrics, weights, bootstrap, validity floor, thresholds)');
+    const weights = '    weights: { input: 1, cache_write: 1, cache_read: 1, output: 1 }\n';
+    rig.write('bench.config.yaml', config({ analysis: weights }));
+    expectRefused(await run(), /context-file: spec\.weights\.cache_read: 0\.1 -> 1/);
 
-    // A new version registers, runs, and reuses the attempts that are still valid.
     rig.clearExecutions();
-    rig.write('bench.config.yaml', config(2, '    weights: { input: 1, cache_write: 1, cache_read: 1, output: 1 }\n'));
-    const second = await rig.cli('run');
+    rig.write('bench.config.yaml', config({ version: 2, analysis: weights }));
+    const second = await run();
     expect(second.code, second.stderr).toBe(0);
     expect(second.stderr).toContain('cohort context-file version 2 registered');
     expect(second.stderr).toContain('cohort context-file version 2: reused 4 attempt(s) first produced by version 1');
 
     const history = await rig.cli('history');
-    expect(history.stdout).toMatch(/version 1 {2}freeze [0-9a-f]{12} {2}frozen \S+ {2}first attempt \S+ {2}attempts executed 4/);
-    expect(history.stdout).toMatch(/version 2 {2}freeze [0-9a-f]{12} {2}frozen \S+ {2}first attempt \(none yet\) {2}attempts executed 0/);
-    expect(history.stdout).toContain('treatment vs control');
+    expect(history.stdout).toMatch(/version 1 {2}freeze [0-9a-f]{12} {2}frozen \S+ {2}bound \S+ by attempt attempts\/fix-add\/\w+\/\d {2}attempts executed 4/);
+    expect(history.stdout).toMatch(/version 2 {2}freeze [0-9a-f]{12} {2}frozen \S+ {2}bound \S+ by observation \S+ {2}attempts executed 0/);
+    expect(history.stdout).toContain('4 reused from version 1');
     const json = JSON.parse((await rig.cli('history', '--json')).stdout);
     expect(json.cohorts[0].versions.map((v: { version: number }) => v.version)).toEqual([1, 2]);
   });
 
-  it('freeze records the digest before any attempt; a change before the first attempt re-freezes', async () => {
-    rig.write('bench.config.yaml', config(1));
+  it('1. the admission policy switched after the verdict is refused, naming the audit step and the field', async () => {
+    rig.write('bench.config.yaml', config({ policy: '{ out_of_bounds: score-zero }' }));
+    expect((await run()).code).toBe(0);
+    rig.write('bench.config.yaml', config({ policy: '{ out_of_bounds: flag }' }));
+    expectRefused(await run(), /audit: policy\.out_of_bounds: "score-zero" -> "flag"/);
+  });
+
+  it('2. a treatment made by a command step is frozen by what makes it: a changed pass_env value is refused', async () => {
+    const before = {
+      steps: `  ctx:
+    kind: command
+    cmd: 'printf "%s\\n" "$CTX_TEXT" > CLAUDE.md'
+    outs: [CLAUDE.md]
+    pass_env: [CTX_TEXT]
+`,
+      needs: ['ctx'],
+    };
+    rig.write('bench.config.yaml', config({ before, treatment: '{ files: { CLAUDE.md: { from: ctx, out: CLAUDE.md } } }' }));
+    rig.env = { CTX_TEXT: 'plain' };
+    const first = await run();
+    expect(first.code, first.stderr).toBe(0);
+    rig.env = { CTX_TEXT: 'WIN' };
+    expectRefused(await run(), /ctx: pass_env\.CTX_TEXT: [0-9a-f]{12} -> [0-9a-f]{12}/);
+  });
+
+  it('3. a version that only reuses attempts is bound at its first observation: its analysis is frozen from then on', async () => {
+    rig.write('bench.config.yaml', config());
+    expect((await run()).code).toBe(0);
+    rig.write('bench.config.yaml', config({ version: 2 }));
+    const reused = await run();
+    expect(reused.code, reused.stderr).toBe(0);
+    expect(reused.stderr).toContain('version 2: reused 4 attempt(s) first produced by version 1');
+    rig.write('bench.config.yaml', config({ version: 2, analysis: '    stopping: { rule: confidence-sequence }\n' }));
+    const refused = await run();
+    expect(refused.code, refused.stderr).toBe(2);
+    expect(refused.stderr).toContain('cohort context-file version 2 is frozen');
+    expect(refused.stderr).toMatch(/bound \S+ by observation context-file/);
+    expect(refused.stderr).toMatch(/context-file: spec\.stopping/);
+  });
+
+  it('the export is downstream of the verdict: a changed export field re-exports and refuses nothing', async () => {
+    rig.write('bench.config.yaml', config());
+    expect((await run()).code).toBe(0);
+    // The export's own fields are no part of the verdict: changing them re-exports, refuses nothing.
+    rig.write(
+      'bench.config.yaml',
+      config().replace(
+        '    needs: [materialize, attempts, verify, audit, context-file]',
+        '    needs: [materialize, attempts, verify, audit, context-file]\n    fixture_note: new words',
+      ),
+    );
+    const again = await run();
+    expect(again.code, again.stderr).toBe(0);
+  });
+});
+
+describe('preregistration: a tamper-evident record', () => {
+  const registryDir = () => join(rig.dir, '.pairbench', 'registry');
+  const logFile = () => join(registryDir(), 'context-file.chain.jsonl');
+
+  it('4. a registry moved away is found from the store itself, refused with the count and what to do; a reset can be acknowledged, on record', async () => {
+    rig.write('bench.config.yaml', config());
+    expect((await run()).code).toBe(0);
+    renameSync(registryDir(), join(rig.dir, 'registry.moved'));
+    rig.write('bench.config.yaml', config({ analysis: '    confidence: 0.9\n' }));
+    const refused = await run();
+    expect(refused.code, refused.stderr).toBe(2);
+    // 4 attempts, the analysis and the export were made under version 1.
+    expect(refused.stderr).toMatch(
+      /cohort context-file: 6 stored record\(s\) of its attempts and observations were made under version 1 \(registry entry [0-9a-f]{12}\)/,
+    );
+    expect(refused.stderr).toContain('restore it from a copy');
+    expect(refused.stderr).toContain('pairbench freeze context-file --acknowledge-reset');
+    // Nothing ran, and nothing was registered.
+    expect(existsSync(logFile())).toBe(false);
+
+    // Acknowledged: on record, and version 1 cannot be registered again with another freeze.
+    const ack = await rig.cli('freeze', '--acknowledge-reset');
+    expect(ack.code).toBe(2);
+    expect(ack.stderr).toContain('registry reset acknowledged (6 record(s) of version 1)');
+    expect(ack.stderr).toContain('bump `version` in steps.context-file to 2 or more');
+    rig.write('bench.config.yaml', config({ version: 2, analysis: '    confidence: 0.9\n' }));
+    const bumped = await run();
+    expect(bumped.code, bumped.stderr).toBe(0);
+    expect((await rig.cli('history')).stdout).toMatch(/registry reset acknowledged at \S+: 6 record\(s\) of version 1 \(entry [0-9a-f]{12}\) predate this log/);
+    const out = join(rig.dir, 'bundle');
+    expect((await rig.cli('export', '--out', out)).code).toBe(0);
+    expect(readFileSync(join(out, 'report.md'), 'utf8')).toMatch(/registry reset acknowledged \S+: 6 record\(s\) of version 1/);
+    expect(JSON.parse(readFileSync(join(out, 'config', 'freeze.json'), 'utf8')).registry_resets).toHaveLength(1);
+  });
+
+  it('a registry cut short (its binding lost) still refuses a change: the records name the registration', async () => {
+    rig.write('bench.config.yaml', config());
+    expect((await run()).code).toBe(0);
+    const lines = readFileSync(logFile(), 'utf8').split('\n');
+    expect(lines.filter(Boolean).map((l) => JSON.parse(l).type)).toEqual(expect.arrayContaining(['register', 'bind', 'executed', 'observe']));
+    writeFileSync(logFile(), lines[0] + '\n'); // only the registration is left
+    rig.write('bench.config.yaml', config({ analysis: '    confidence: 0.9\n' }));
+    const refused = await run();
+    expect(refused.code, refused.stderr).toBe(2);
+    expect(refused.stderr).toContain('cohort context-file version 1 is frozen (bound by the records in this store)');
+    expect(refused.stderr).toContain('context-file: spec.confidence: 0.95 -> 0.9');
+  });
+
+  it('an edited registry entry breaks the chain: refused, naming the line', async () => {
+    rig.write('bench.config.yaml', config());
+    expect((await run()).code).toBe(0);
+    const text = readFileSync(logFile(), 'utf8');
+    writeFileSync(logFile(), text.replace('"within-noise"', '"positive"').replace('"insufficient-n"', '"positive"'));
+    expect(readFileSync(logFile(), 'utf8')).not.toBe(text);
+    const r = await run();
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/its registry log is broken: \S+context-file\.chain\.jsonl:\d+ does not match its own hash: it was edited/);
+    const h = await rig.cli('history');
+    expect(h.code).toBe(1);
+    expect(h.stderr).toContain('does not match its own hash');
+  });
+
+  it('history keeps every observation of a version (a re-run of lost attempts is a second one, with the re-run counted)', async () => {
+    rig.write('bench.config.yaml', config());
+    expect((await run()).code).toBe(0);
+    // The attempts' records are lost (not the registry): they run again under the same freeze.
+    for (const d of ['ac', 'nodes']) renameSync(join(rig.dir, '.pairbench', d), join(rig.dir, `${d}.lost`));
+    const again = await run();
+    expect(again.code, again.stderr).toBe(0);
+    const h = (await rig.cli('history')).stdout;
+    const observed = h.split('\n').filter((l) => l.includes('observed at') && l.includes('by context-file:'));
+    expect(observed).toHaveLength(2);
+    expect(observed[1]).toContain('4 attempt(s) re-ran with the same freeze');
+    // A no-op run observes nothing new.
+    expect((await run()).code).toBe(0);
+    expect((await rig.cli('history')).stdout.split('\n').filter((l) => l.includes('observed at') && l.includes('by context-file:'))).toHaveLength(2);
+  });
+
+  it('a second store starting the cohort from scratch is allowed, and its bundle says it is the first registration there', async () => {
+    rig.write('bench.config.yaml', config());
+    expect((await run()).code).toBe(0);
+    const other = join(rig.dir, 'other-store');
+    const r = await rig.cli('run', '--store', other);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).toContain('its first registration in this store');
+    const out = join(rig.dir, 'b2');
+    expect((await rig.cli('export', '--store', other, '--out', out)).code).toBe(0);
+    expect(readFileSync(join(out, 'report.md'), 'utf8')).toContain('Version 1 is the first registration of this cohort in the store that built this bundle');
+    expect(JSON.parse(readFileSync(join(out, 'config', 'freeze.json'), 'utf8')).first_registration_in_store).toBe(true);
+  });
+});
+
+describe('preregistration: what is published tells the whole history', () => {
+  it('a v2 bundle names v1, what v1 observed, and which attempts v2 reused; its time stamps say what they are', async () => {
+    rig.write('bench.config.yaml', config());
+    expect((await run()).code).toBe(0);
+    rig.write('bench.config.yaml', config({ version: 2, analysis: '    confidence: 0.9\n' }));
+    expect((await run()).code).toBe(0);
+    const out = join(rig.dir, 'v2');
+    expect((await rig.cli('export', '--out', out)).code).toBe(0);
+    expect((await rig.cli('verify-bundle', out)).code).toBe(0);
+    const freeze = JSON.parse(readFileSync(join(out, 'config', 'freeze.json'), 'utf8'));
+    expect(freeze.version).toBe(2);
+    expect(freeze.first_registration_in_store).toBe(false);
+    expect(freeze.earlier_versions).toHaveLength(1);
+    expect(freeze.earlier_versions[0]).toMatchObject({ version: 1, attempts_executed: 4 });
+    expect(freeze.earlier_versions[0].observations[0].verdicts['treatment vs control']).toBeTruthy();
+    expect(freeze.earlier_versions[0].changes_to_next).toEqual(['context-file: spec.confidence: 0.95 -> 0.9']);
+    expect(Object.values(freeze.reused_attempts)).toEqual(['1', '1', '1', '1']);
+    const md = readFileSync(join(out, 'report.md'), 'utf8');
+    expect(md).toContain('## Preregistration history');
+    expect(md).toMatch(/\*\*version 1\*\* \(freeze `[0-9a-f]{12}`, frozen \S+, bound \S+\)/);
+    expect(md).toMatch(/observed \S+ by `context-file`: 4 attempts; treatment vs control: \S+/);
+    expect(md).toContain('version 2 reused 4 attempt(s) version 1 executed');
+    expect(md).toMatch(/Exported \S+ · attempts from \S+ to \S+/);
+    expect(md).not.toContain('Generated');
+    const html = readFileSync(join(out, 'report.html'), 'utf8');
+    expect(html).toContain('<h2>Preregistration history</h2>');
+    // The exported-at stamp is when the bundle was built, after every attempt ended.
+    const exported = /Exported (\S+) · attempts from \S+ to (\S+)/.exec(md)!;
+    expect(exported[1]! > exported[2]!).toBe(true);
+    // Arms by name and role: the control is the one the analysis names.
+    expect(md).toMatch(/\| control \| nothing added \(control\) \|/);
+    expect(md).toMatch(/\| treatment \| CLAUDE\.md from fixtures\/CLAUDE\.md \|/);
+  });
+
+  it('the verifier raises the zero-(c) red flag without a judge', async () => {
+    rig.write('bench.config.yaml', config());
+    const r = await run();
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/warning: context-file: the verifier found no task \(c\) hurt \(treatment vs control: 1 helped, 0 no difference, 0 hurt\)/);
+  });
+
+  it('freeze records the digest before any observation; a change before it re-freezes', async () => {
+    rig.write('bench.config.yaml', config());
     const f = await rig.cli('freeze');
     expect(f.code).toBe(0);
     expect(f.stdout).toMatch(/cohort context-file version 1: freeze [0-9a-f]{64}/);
-    rig.write('bench.config.yaml', config(1).replace('rep: 2', 'rep: 3').replace('rep: 2', 'rep: 3').replace('rep: 2', 'rep: 3'));
+    rig.write('bench.config.yaml', config({ rep: 3 }));
     const again = await rig.cli('freeze');
-    expect(again.stdout).toContain('had no attempts yet: re-frozen');
+    expect(again.stdout).toContain('had no observation yet: re-frozen (4 field(s) changed)');
+    expect(readdirSync(join(rig.dir, '.pairbench', 'registry'))).toEqual(['context-file.chain.jsonl']);
   });
 });

@@ -107,16 +107,18 @@ describe('records', () => {
     const report = readFileSync(join(out, 'b', 'report.md'), 'utf8');
     expect(report).toContain('# pairbench: context-file v1');
     expect(report).toContain(`freeze \`${frozen.freeze_digest}\``);
-    // The registry's first attempt is the bundle's earliest attempt (bound as it started, not when the run ended).
+    // The registry bound the version as its first attempt started (not when the run ended): at or before the bundle's earliest attempt.
     const registered = JSON.parse((await rig.cli('history', '--json')).stdout).cohorts[0].versions[0];
     const attempts = JSON.parse(readFileSync(join(out, 'b', 'results.json'), 'utf8')).attempts as { started_at: string; ended_at: string }[];
     const lastEnd = attempts
       .map((a) => a.ended_at)
       .sort()
       .pop()!;
-    expect(registered.first_attempt_at <= freeze.first_attempt_at).toBe(true);
-    expect(Date.parse(freeze.first_attempt_at) - Date.parse(registered.first_attempt_at)).toBeLessThan(10_000);
-    expect(registered.first_attempt_at < lastEnd).toBe(true);
+    expect(registered.bound_by).toMatch(/^attempt attempts\//);
+    expect(registered.bound_at <= freeze.first_attempt_at).toBe(true);
+    expect(Date.parse(freeze.first_attempt_at) - Date.parse(registered.bound_at)).toBeLessThan(10_000);
+    expect(registered.bound_at < lastEnd).toBe(true);
+    expect(freeze.last_attempt_at).toBe(lastEnd);
   });
 
   it('a run killed after its first attempt has still bound the version: a changed frozen field is refused', { timeout: 60_000 }, async () => {
@@ -127,7 +129,7 @@ describe('records', () => {
     for (let i = 0; i < 100 && !bound; i++) {
       await new Promise((r) => setTimeout(r, 200));
       const h = JSON.parse((await rig.cli('history', '--json')).stdout);
-      bound = h.cohorts[0]?.versions[0]?.first_attempt_at ?? null;
+      bound = h.cohorts[0]?.versions[0]?.bound_at ?? null;
     }
     child.kill('SIGKILL');
     await child.done;

@@ -106,10 +106,10 @@ const spec = defaultSpec('control', ['treatment'], {
 function context(egressEnforced: boolean): ReportContext {
   return {
     cohort: 'context-file v1 <b>bold?</b>',
-    generated_at: '2026-02-03T04:05:06.000Z',
+    times: { exported_at: '2026-02-03T04:05:06.000Z', first_attempt_at: '2026-02-03T03:00:00.000Z', last_attempt_at: '2026-02-03T04:00:00.000Z' },
     config_digest: 'c'.repeat(64),
     freeze_digest: 'f'.repeat(64),
-    arms: { control: { treatment: 'none' }, treatment: { treatment: 'CLAUDE.md from fixtures/ctx.md' } },
+    arms: { control: { role: 'control', treatment: 'nothing added' }, treatment: { role: 'treatment', treatment: 'CLAUDE.md from fixtures/ctx.md' } },
     agent: { adapter: 'claude-code', version: '2.1.197', model: 'model-a' },
     sandbox: egressEnforced
       ? { backend: 'docker', egress_mode: 'none', egress_enforced: true, image_id: 'sha256:' + 'a'.repeat(64), isolation: 'container' }

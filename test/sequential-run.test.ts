@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { calculatorTask } from './fixtures.js';
 import { Rig } from './rig.js';
+import type { CacheKey } from '../pipeline/digest.js';
 
 // A sequential cohort run for real (the command agent, local backend): 12 independent
 // tasks, 3 looks at 4, 8 and 12 families. Every family but one is helped by the treatment
@@ -120,7 +121,7 @@ describe('sequential stopping in a run', () => {
     const refused = await rig.cli('run');
     expect(refused.code).toBe(2);
     expect(refused.stderr).toContain('cohort cohort version 1 is frozen');
-    expect(refused.stderr).toMatch(/stopping rule: group-sequential .*"looks":3.* -> group-sequential .*"looks":4/);
+    expect(refused.stderr).toMatch(/cohort: spec\.stopping\.looks: 3 -> 4/);
     // Raising the maximum is a new version.
     rig.write('bench.config.yaml', config(POCOCK.replace('looks: 3', 'looks: 4'), 2));
     expect((await rig.cli('run')).code).toBe(0);
@@ -152,7 +153,11 @@ describe('a look and infrastructure faults', () => {
           });
           const file = join(dir, `${family}-${arm}.json`);
           writeFileSync(file, JSON.stringify(record));
-          return { node: `audit/${family}/${arm}/1`, outputs: { 'audit.json': store.cas.putPath(file) } };
+          return {
+            node: `audit/${family}/${arm}/1`,
+            key: createHash('sha256').update(`audit/${family}/${arm}/1`).digest('hex') as CacheKey,
+            outputs: { 'audit.json': store.cas.putPath(file) },
+          };
         }),
       );
       const step = {

@@ -9,6 +9,8 @@ import { YamlSource, type FieldPath } from './yaml-source.js';
 export interface MatrixDimension {
   name: string;
   values: string[];
+  /** Written as a count (`rep: 3`): its values are indices 1..N, repetitions of the same thing. */
+  repetition?: boolean;
 }
 
 /** One step as written, with where it was written. */
@@ -108,6 +110,7 @@ export function loadConfig(configPath: string, options: LoadOptions = {}): Resul
         matrix: Object.entries((spec['matrix'] as Record<string, number | (string | number)[]> | undefined) ?? {}).map(([dim, v]) => ({
           name: dim,
           values: typeof v === 'number' ? Array.from({ length: v }, (_, i) => String(i + 1)) : v.map(String),
+          ...(typeof v === 'number' ? { repetition: true } : {}),
         })),
         spec,
         source: src,

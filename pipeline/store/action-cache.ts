@@ -1,10 +1,10 @@
-import { appendFileSync, closeSync, existsSync, openSync, readdirSync, readFileSync, readSync, renameSync, rmSync, statSync } from 'node:fs';
+import { appendFileSync, closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, renameSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { canonicalJson } from '../canonical-json.js';
+import { canonicalJson, type Json } from '../canonical-json.js';
 import { cacheKeyOf, digestOfJson, sha256, type CacheKey, type Sha256 } from '../digest.js';
 import { errorMessage } from '../result.js';
 import { randomBytes } from 'node:crypto';
-import { ensureDir, writeFileAtomic } from '../atomic-write.js';
+import { writeFileAtomic } from '../atomic-write.js';
 import type { OutputEntry, Stamp } from './cas.js';
 import { isAlive, type LockDir } from './lock.js';
 import { RecordPack, type PackedRecord } from './record-pack.js';
@@ -29,6 +29,12 @@ export interface ActionRecord {
   started_at: string;
   duration_ms: number;
   pairbench_version: string;
+  /**
+   * What the program that ran the engine said about this execution (not part of the key): e.g.
+   * the store and the preregistered cohort version an attempt was made under, so a registry
+   * that was reset is found from the records themselves.
+   */
+  provenance?: Json;
 }
 
 /**
@@ -132,6 +138,9 @@ class PackedActionRecord implements ActionRecord {
   }
   get pairbench_version(): string {
     return this.#rest().pairbench_version;
+  }
+  get provenance(): Json | undefined {
+    return this.#rest().provenance;
   }
 
   toJSON(): ActionRecord {
@@ -507,7 +516,7 @@ export class NodeIndex {
     // Clearing the failure and the tries leaves nothing to keep in the node's file.
     rmSync(this.pathOf(nodeId), { force: true });
     if (!this.journal) {
-      ensureDir(this.journalDir);
+      mkdirSync(this.journalDir, { recursive: true }); // not ensureDir's memo: once per run, and the directory may have been moved since
       this.journal = join(this.journalDir, `${Date.now()}-${process.pid}-${randomBytes(3).toString('hex')}.jsonl`);
     }
     appendFileSync(this.journal, JSON.stringify({ node: nodeId, key, at }) + '\n');

@@ -1,12 +1,14 @@
-import { existsSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { existsSync, linkSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { sha256, type CacheKey, type Sha256 } from '../digest.js';
 import { ActionCache, NodeIndex } from './action-cache.js';
-import { ensureDir, writeFileAtomic } from '../atomic-write.js';
+import { ensureDir, tempPath, writeFileAtomic } from '../atomic-write.js';
 import { Cas } from './cas.js';
 import { isAlive, LockDir } from './lock.js';
 import { StatCache } from './stat-cache.js';
 import { HeldRecords } from './remote-held.js';
+import { ChainedLog } from './chained-log.js';
+import { randomBytes } from 'node:crypto';
 
 export const STORE_LAYOUT_VERSION = 1;
 
@@ -45,7 +47,8 @@ const ACCESS_LOGS_BEFORE_COMPACTION = 32;
  *   locks/   per-key locks between concurrent runs
  *   access/  which keys each run used (for least-recently-used gc)
  *   roots/   named sets of keys that gc keeps (each config's last full run, each cohort's attempts)
- *   registry/ documents updated under a lock (the cohorts' preregistration records)
+ *   registry/ hash-chained append-only logs (the cohorts' preregistration records), and older JSON documents
+ *   STORE    the layout version; STORE.id the store's own random id (records made here name it)
  *   stat-cache.json  input file digests by stat, so unchanged inputs are not read again
  *   tmp/     temp files and work directories (named by owner pid)
  */
@@ -56,6 +59,8 @@ export class Store {
   readonly locks: LockDir;
   readonly statCache: StatCache;
   readonly tmpDir: string;
+  /** Append-only hash-chained logs (registry/*.chain.jsonl). */
+  readonly logs: ChainedLog;
 
   constructor(readonly dir: string) {
     this.tmpDir = join(dir, 'tmp');
@@ -64,6 +69,31 @@ export class Store {
     this.actions = new ActionCache(join(dir, 'ac'), this.tmpDir, this.locks);
     this.nodes = new NodeIndex(join(dir, 'nodes'), this.tmpDir);
     this.statCache = new StatCache(join(dir, 'stat-cache.json'), this.tmpDir);
+    this.logs = new ChainedLog(join(dir, 'registry'), this.locks);
+  }
+
+  private storeId: string | undefined;
+
+  /**
+   * This store's own id (random, made once): what a record made here names, so a record copied
+   * from another store (a remote cache) is told apart from one this store made. Created with a
+   * hard link, which fails if the file exists: two first runs at once agree on one id.
+   */
+  id(): string {
+    if (this.storeId) return this.storeId;
+    const file = join(this.dir, 'STORE.id');
+    if (!existsSync(file)) {
+      const tmp = tempPath(this.tmpDir, 'store-id');
+      writeFileSync(tmp, randomBytes(16).toString('hex') + '\n');
+      try {
+        linkSync(tmp, file);
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+      } finally {
+        rmSync(tmp, { force: true });
+      }
+    }
+    return (this.storeId = readFileSync(file, 'utf8').trim());
   }
 
   /** Where a bare mirror of the git repository at `source` is kept (materialize and context fill it; doctor reads it). */

@@ -11,7 +11,7 @@ import { headlineWarnings } from './warnings.js';
 import { analyzeFactorial, decideFactorial } from './factorial.js';
 import { checkSpec, type SpecProblem } from './spec.js';
 import { applySequential, sequentialAnalysis } from './sequential.js';
-import type { AnalysisResult, AnalysisSpec, AttemptRecord, SequentialResult } from './types.js';
+import type { AnalysisResult, AnalysisSpec, AttemptRecord, Comparison, HeadlineWarning, SequentialResult } from './types.js';
 
 /** Analyze after checking the spec; every spec problem is named. */
 export function analyzeChecked(attempts: readonly AttemptRecord[], spec: AnalysisSpec): Result<AnalysisResult, SpecProblem[]> {
@@ -100,13 +100,34 @@ function analyzeValid(attempts: readonly AttemptRecord[], spec: AnalysisSpec): A
       eval: [...inputs.values()].map((i) => evalCost(i.metrics.arm, i.attempts, spec.weights)),
       overhead: spec.overhead ?? null,
     },
-    warnings: headlineWarnings(
-      [...inputs.values()].map((i) => i.metrics),
-      byArm,
-    ),
+    warnings: [
+      ...headlineWarnings(
+        [...inputs.values()].map((i) => i.metrics),
+        byArm,
+      ),
+      ...zeroHurtWarnings(comparisons),
+    ],
     notes: sequential ? [...notes, ...sequentialNotes(sequential)] : notes,
     ...(sequential ? { sequential } : {}),
   };
+}
+
+/**
+ * The seeds' red flag, on the verifier's own (a)/(b)/(c) counts, judge or not: a comparison in
+ * which no task got worse is suspect (can the tasks show harm at all?).
+ */
+function zeroHurtWarnings(comparisons: readonly Comparison[]): HeadlineWarning[] {
+  return comparisons.flatMap((c) => {
+    const n = c.outcomes?.counts;
+    if (!n || n.a === 0 || n.c > 0) return []; // some task helped and none got worse
+    return [
+      {
+        kind: 'zero-hurt' as const,
+        arm: c.treatment,
+        message: `the verifier found no task (c) hurt (${c.treatment} vs ${c.control}: ${n.a} helped, ${n.b} no difference, 0 hurt): a treatment that never hurts is a red flag; check that the tasks can show harm.`,
+      },
+    ];
+  });
 }
 
 function sequentialNotes(seq: SequentialResult): string[] {

@@ -37,14 +37,7 @@ export function judgeSummary(
       message: `the judge classified no task (c) hurt (${treatment} vs ${control}, ${rows.length} tasks): a treatment that never hurts is a red flag; read the (b) rows and the rubric before the headline.`,
     });
   }
-  const vc = comparison?.outcomes?.counts;
-  if (vc && vc.a + vc.b + vc.c > 0 && vc.c === 0) {
-    warnings.push({
-      kind: 'zero-hurt',
-      arm: treatment,
-      message: `the verifier found no task (c) hurt (${treatment} vs ${control}): a treatment that never hurts is a red flag; check that the tasks can show harm.`,
-    });
-  }
+  // The verifier's own zero-(c) flag is raised by the analysis, judge or not.
   if (first?.model_source === 'scripted') {
     warnings.push({
       kind: 'scripted',

@@ -564,7 +564,7 @@ export interface JudgeSummary {
 }
 
 export interface HeadlineWarning {
-  kind: 'scripted' | 'infra' | 'agent-crash' | 'no-tokens' | 'no-delivery' | 'zero-hurt' | 'no-own-files';
+  kind: 'scripted' | 'infra' | 'agent-crash' | 'no-tokens' | 'no-delivery' | 'zero-hurt' | 'no-own-files' | 'not-run';
   /** The arm it is about; null for the whole cohort. */
   arm: string | null;
   message: string;

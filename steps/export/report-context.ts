@@ -7,12 +7,17 @@
 export interface ReportContext {
   /** Cohort name (and version, if the caller wants it shown), e.g. "context-file v2". */
   cohort: string;
-  /** Passed in (ISO 8601), never Date.now(): a report is a pure function of its inputs. */
-  generated_at: string;
+  /**
+   * When, each said for what it is (ISO 8601, passed in: a report is a pure function of its
+   * inputs): the bundle was built, the cohort's first attempt started, its last ended.
+   */
+  times: { exported_at: string; first_attempt_at: string | null; last_attempt_at: string | null };
   config_digest: string;
   freeze_digest: string;
-  /** arm name -> what the arm adds, in words ("none", "CLAUDE.md from fixtures/ctx.md", ...). */
-  arms: Record<string, { treatment: string }>;
+  /** arm name -> its role in the analysis and what it adds, in words ("nothing added", "CLAUDE.md from fixtures/ctx.md", ...). */
+  arms: Record<string, { role?: 'control' | 'treatment' | 'arm'; treatment: string }>;
+  /** The cohort's preregistration record in the store that built the bundle (absent: not known). */
+  history?: ReportHistory;
   agent: { adapter: string; version: string; model: string };
   sandbox: {
     backend: string;
@@ -40,4 +45,27 @@ export interface ReportTask {
   /** Repository (URL or name) and full 40-hex commit the task is pinned to. */
   repo?: string;
   commit?: string;
+}
+
+/** What came before this cohort version in the store, and what this version reused. */
+export interface ReportHistory {
+  version: number;
+  /** No earlier version of the cohort in this store. */
+  first_registration_in_store: boolean;
+  earlier: {
+    version: number;
+    freeze_digest: string;
+    frozen_at: string;
+    bound_at: string | null;
+    /** What changed from it to the next version, in words. */
+    changes_to_next: string[];
+    /** Each observation in words, with when. */
+    observations: { at: string; by: string; words: string }[];
+  }[];
+  /** Earlier version -> how many of this bundle's attempts it executed (reused here). */
+  reused: Record<string, number>;
+  /** Acknowledged registry resets, in words. */
+  resets: string[];
+  /** The registry could not be read when the bundle was built (its chain was broken). */
+  registry_problem: string | null;
 }

@@ -26,6 +26,24 @@ import type { ReportContext } from './report-context.js';
 
 export const NONE = '—';
 
+/** The report's time stamps, each named for what it is. */
+export function timesText(t: ReportContext['times']): string {
+  const span =
+    t.first_attempt_at && t.last_attempt_at
+      ? `attempts from ${t.first_attempt_at} to ${t.last_attempt_at}`
+      : t.first_attempt_at
+        ? `first attempt ${t.first_attempt_at}`
+        : 'no attempt ran';
+  return `Exported ${t.exported_at} · ${span}`;
+}
+
+/** An arm's treatment in words, with its role when it is the control. */
+export function armText(ctx: Pick<ReportContext, 'arms'>, arm: string): string {
+  const a = ctx.arms[arm];
+  if (!a) return NONE;
+  return a.role === 'control' ? `${a.treatment} (control)` : a.treatment;
+}
+
 /** A rate in [0, 1] as a percentage: 0.25 -> "25.0%". */
 export function pct(x: number | null | undefined): string {
   if (x === null || x === undefined) return NONE;

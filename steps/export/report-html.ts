@@ -5,8 +5,10 @@
  * Every string that comes from the data passes through escapeHtml.
  */
 import type { AnalysisResult, ArmMetrics, Comparison, ConfigField, FactorialResult, JudgeSummary, SequentialResult, TaskOutcome } from '../analyze/types.js';
-import type { ReportContext } from './report-context.js';
+import type { ReportContext, ReportHistory } from './report-context.js';
 import {
+  armText,
+  timesText,
   INTEGRITY_INTRO,
   lostTasksText,
   mdeText,
@@ -136,7 +138,7 @@ export function renderHtml(result: AnalysisResult, ctx: ReportContext): string {
     statusBar(result, ctx),
     '<main>',
     `<h1>pairbench: ${esc(ctx.cohort)}</h1>`,
-    `<p class="sub">Generated ${esc(ctx.generated_at)} · freeze <code>${esc(ctx.freeze_digest)}</code> · report schema_version ${result.schema_version}</p>`,
+    `<p class="sub">${esc(timesText(ctx.times))} · freeze <code>${esc(ctx.freeze_digest)}</code> · report schema_version ${result.schema_version}</p>`,
     ctx.fixture_note ? `<p class="fixture-note" role="note"><strong>Note:</strong> ${esc(ctx.fixture_note)}</p>` : '',
     warnings(result),
     summaryPlot(result),
@@ -148,6 +150,7 @@ export function renderHtml(result: AnalysisResult, ctx: ReportContext): string {
     result.sequential ? sequentialSection(result.sequential) : '',
     result.factorial ? factorial(result.factorial, result.arms) : '',
     result.judge ? judgeSection(result.judge) : '',
+    ctx.history ? historySection(ctx.history) : '',
     arms(result, ctx),
     costs(result),
     infra(result),
@@ -634,7 +637,7 @@ function arms(result: AnalysisResult, ctx: ReportContext): string {
     });
   const rows = result.arms.map(
     (a) =>
-      `<tr><td>${esc(a.arm)}</td><td>${esc(ctx.arms[a.arm]?.treatment ?? NONE)}</td><td class="n">${a.n_attempts}</td><td class="n">${a.n_accepted}</td>` +
+      `<tr><td>${esc(a.arm)}</td><td>${esc(armText(ctx, a.arm))}</td><td class="n">${a.n_attempts}</td><td class="n">${a.n_accepted}</td>` +
       `<td class="n">${a.n_excluded}</td><td class="n">${esc(pct(a.completion_rate))}</td><td class="n">${esc(spread(a.tokens))}</td>` +
       `<td class="n">${esc(spread(a.weighted_cost, (x) => num(x, 0)))}</td><td class="n">${esc(spread(a.wall_ms, seconds))}</td><td class="n">${esc(a.harness_ms?.median == null ? NONE : seconds(a.harness_ms.median))}</td><td class="n">${esc(spread(a.turns))}</td>` +
       `<td class="n">${esc(num(a.quality_per_dollar, 2))}</td><td class="n">${esc(num(a.quality_per_million_weighted, 2))}</td><td class="n">${esc(num(a.completions_per_million_tokens, 2))}</td><td>${esc(passAtKText(a))}</td>` +
@@ -792,7 +795,9 @@ function methods(result: AnalysisResult, ctx: ReportContext): string {
   });
   const armItems = Object.keys(ctx.arms)
     .sort((a, b) => (a === s.control ? -1 : b === s.control ? 1 : a < b ? -1 : a > b ? 1 : 0))
-    .map((name) => `<li><strong>${esc(name)}</strong>${name === s.control ? ' (control)' : ''}: ${esc(ctx.arms[name]!.treatment)}</li>`);
+    .map(
+      (name) => `<li><strong>${esc(name)}</strong>${ctx.arms[name]!.role ? ` (${esc(ctx.arms[name]!.role!)})` : ''}: ${esc(ctx.arms[name]!.treatment)}</li>`,
+    );
   const analysis = [
     `control ${esc(s.control)} vs ${s.treatments.map(esc).join(', ')}`,
     `paired per-task deltas (same task, same rep), effect = mean of task deltas`,
@@ -821,7 +826,9 @@ function methods(result: AnalysisResult, ctx: ReportContext): string {
     ],
     ['verifier', esc(ctx.verifier_kind)],
     ['analysis', `<ul>${analysis.map((a) => `<li>${a}</li>`).join('')}</ul>`],
-    ['generated', esc(ctx.generated_at)],
+    ['exported', esc(ctx.times.exported_at)],
+    ['first attempt', esc(ctx.times.first_attempt_at ?? NONE)],
+    ['last attempt', esc(ctx.times.last_attempt_at ?? NONE)],
   ];
   return [
     '<section id="methods" class="methods-panel">',
@@ -846,4 +853,30 @@ function round(v: number): number {
 function truncate(s: string, n: number): string {
   const chars = [...s];
   return chars.length <= n ? s : `${chars.slice(0, n - 1).join('')}…`;
+}
+
+/** The cohort's preregistration history: earlier versions, what each observed, what this one reused. */
+function historySection(h: ReportHistory): string {
+  const items = h.earlier.map((v) => {
+    const obs = v.observations.length
+      ? v.observations.map((o) => `<li>observed ${esc(o.at)} by <code>${esc(o.by)}</code>: ${esc(o.words)}</li>`).join('')
+      : '<li>observed nothing</li>';
+    const changes = v.changes_to_next.length
+      ? `<li>changed since: ${v.changes_to_next.slice(0, 8).map(esc).join('; ')}${v.changes_to_next.length > 8 ? `; and ${v.changes_to_next.length - 8} more` : ''}</li>`
+      : '';
+    return `<li><strong>version ${v.version}</strong> (freeze <code>${esc(v.freeze_digest.slice(0, 12))}</code>, frozen ${esc(v.frozen_at)}, ${v.bound_at ? `bound ${esc(v.bound_at)}` : 'never bound'})<ul>${obs}${changes}</ul></li>`;
+  });
+  const reused = Object.entries(h.reused);
+  return [
+    '<section id="history">',
+    '<h2>Preregistration history</h2>',
+    h.registry_problem ? `<p class="warn"><strong>The registry could not be read when this bundle was built: ${esc(h.registry_problem)}</strong></p>` : '',
+    h.first_registration_in_store
+      ? `<p>Version ${h.version} is the first registration of this cohort in the store that built this bundle (another store may hold earlier ones).</p>`
+      : '',
+    items.length ? `<ul>${items.join('')}</ul>` : '',
+    reused.length ? `<p>Version ${h.version} reused ${esc(reused.map(([v, n]) => `${n} attempt(s) version ${v} executed`).join(', '))}.</p>` : '',
+    ...h.resets.map((r) => `<p class="warn">${esc(r)}</p>`),
+    '</section>',
+  ].join('');
 }

@@ -4,8 +4,10 @@
  * infrastructure errors, exclusions, and the scope of the claim.
  */
 import type { AnalysisResult, ArmMetrics, Comparison, ConfigField, FactorialResult, JudgeSummary, SequentialResult } from '../analyze/types.js';
-import type { ReportContext } from './report-context.js';
+import type { ReportContext, ReportHistory } from './report-context.js';
 import {
+  armText,
+  timesText,
   INTEGRITY_INTRO,
   lostTasksText,
   mdeText,
@@ -84,7 +86,7 @@ export function renderMarkdown(result: AnalysisResult, ctx: ReportContext): stri
       ` · ${egress} · ${isolationText(result, ctx).isolated ? `isolation ${md(isolationText(result, ctx).text)}` : `⚠ **${md(isolationText(result, ctx).text)}**`} · ${ctx.tasks.length} tasks x ${ctx.reps} reps`,
   );
   line();
-  line(`Generated ${md(ctx.generated_at)} · config ${code(ctx.config_digest)} · freeze ${code(ctx.freeze_digest)}`);
+  line(`${timesText(ctx.times)} · config ${code(ctx.config_digest)} · freeze ${code(ctx.freeze_digest)}`);
   line();
 
   const glance = atAGlance(result);
@@ -112,6 +114,8 @@ export function renderMarkdown(result: AnalysisResult, ctx: ReportContext): stri
   if (result.factorial) factorial(result.factorial, result.arms, line);
   if (result.judge) judgeSection(result.judge, line);
 
+  if (ctx.history) historySection(ctx.history, line);
+
   line('## Arms');
   line();
   if (anyWithoutDelta(result)) {
@@ -124,7 +128,7 @@ export function renderMarkdown(result: AnalysisResult, ctx: ReportContext): stri
   line('|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|');
   for (const a of result.arms) {
     line(
-      `| ${md(a.arm)} | ${md(ctx.arms[a.arm]?.treatment ?? NONE)} | ${a.n_attempts} | ${a.n_accepted} | ${a.n_excluded} | ${pct(a.infra_error_rate)} | ` +
+      `| ${md(a.arm)} | ${md(armText(ctx, a.arm))} | ${a.n_attempts} | ${a.n_accepted} | ${a.n_excluded} | ${pct(a.infra_error_rate)} | ` +
         `${pct(a.completion_rate)} (${a.n_passed}/${a.n_scored}) | ${spread(a.tokens)} | ${spread(a.weighted_cost, (x) => num(x, 0))} | ${spread(a.wall_ms, seconds)} | ${a.harness_ms?.median == null ? NONE : seconds(a.harness_ms.median)} | ` +
         `${spread(a.turns)} | ${mechanismText(a)} | ${integritySummary(a)} |`,
     );
@@ -341,4 +345,33 @@ function code(s: string): string {
   const fence = '`'.repeat(longest + 1);
   const pad = clean.startsWith('`') || clean.endsWith('`') ? ' ' : '';
   return `${fence}${pad}${clean}${pad}${fence}`;
+}
+
+/** The cohort's preregistration history: earlier versions, what each observed, what this one reused. */
+function historySection(h: ReportHistory, line: (s?: string) => void): void {
+  line('## Preregistration history');
+  line();
+  if (h.registry_problem) {
+    line(`⚠ **The registry could not be read when this bundle was built: ${md(h.registry_problem)}**`);
+    line();
+  }
+  if (h.first_registration_in_store)
+    line(`Version ${h.version} is the first registration of this cohort in the store that built this bundle (another store may hold earlier ones).`);
+  for (const v of h.earlier) {
+    line(
+      `- **version ${v.version}** (freeze ${code(v.freeze_digest.slice(0, 12))}, frozen ${md(v.frozen_at)}, ${v.bound_at ? `bound ${md(v.bound_at)}` : 'never bound'})`,
+    );
+    if (!v.observations.length) line('  - observed nothing');
+    for (const o of v.observations) line(`  - observed ${md(o.at)} by ${code(o.by)}: ${md(o.words)}`);
+    if (v.changes_to_next.length) {
+      const shown = v.changes_to_next.slice(0, 8);
+      line(
+        `  - changed since: ${shown.map(md).join('; ')}${v.changes_to_next.length > shown.length ? `; and ${v.changes_to_next.length - shown.length} more` : ''}`,
+      );
+    }
+  }
+  const reused = Object.entries(h.reused);
+  if (reused.length) line(`- version ${h.version} reused ${reused.map(([v, n]) => `${n} attempt(s) version ${v} executed`).join(', ')}`);
+  for (const r of h.resets) line(`- ⚠ ${md(r)}`);
+  line();
 }

@@ -1,0 +1,139 @@
+import { closeSync, existsSync, fsyncSync, ftruncateSync, mkdirSync, openSync, readFileSync, writeSync } from 'node:fs';
+import { join } from 'node:path';
+import { canonicalJson, type Json } from '../canonical-json.js';
+import { sha256, type Sha256 } from '../digest.js';
+import type { LockDir } from './lock.js';
+
+/**
+ * An append-only, hash-chained log (one file per name, one JSON line per entry): each entry
+ * carries the hash of the one before it and its own hash over everything else it holds, so an
+ * entry edited, removed or reordered breaks the chain where it happened. (A log cut short, or
+ * replaced whole by a consistent one, still chains: what a log's entries are named by elsewhere
+ * — a stored record naming the entry it was made under — is how that is found.)
+ */
+export interface ChainEntry {
+  /** 1, 2, ... in file order. */
+  seq: number;
+  at: string;
+  /** The hash of entry seq - 1 (null for the first). */
+  prev: Sha256 | null;
+  type: string;
+  data: Json;
+  /** SHA-256 of the canonical JSON of the entry without this field. */
+  hash: Sha256;
+}
+
+export type NewEntry = { type: string; data: Json };
+
+export type ChainRead = { ok: true; entries: ChainEntry[] } | { ok: false; problem: string };
+
+function hashOf(e: Omit<ChainEntry, 'hash'>): Sha256 {
+  return sha256(canonicalJson({ seq: e.seq, at: e.at, prev: e.prev, type: e.type, data: e.data }));
+}
+
+/** Entries from a log's text; a last line cut short by a crash (no newline) is not an entry. */
+function parse(path: string, text: string): ChainRead & { wholeBytes: number } {
+  const entries: ChainEntry[] = [];
+  const lines = text.split('\n');
+  const complete = lines.slice(0, -1); // the empty string after the last newline, or a last line cut short
+  const wholeBytes = text.endsWith('\n') ? Buffer.byteLength(text) : Buffer.byteLength(text) - Buffer.byteLength(lines[lines.length - 1]!);
+  for (const [i, line] of complete.entries()) {
+    const where = `${path}:${i + 1}`;
+    let e: ChainEntry;
+    try {
+      e = JSON.parse(line) as ChainEntry;
+    } catch {
+      return { ok: false, problem: `${where} is not a log entry (not JSON): the log was edited`, wholeBytes };
+    }
+    const prev = entries[entries.length - 1];
+    if (e.seq !== i + 1) return { ok: false, problem: `${where} has seq ${String(e.seq)}, not ${i + 1}: entries were removed or reordered`, wholeBytes };
+    if (e.prev !== (prev?.hash ?? null))
+      return {
+        ok: false,
+        problem: `${where} does not chain to the entry before it (its prev is ${String(e.prev)}): an entry was edited or removed`,
+        wholeBytes,
+      };
+    if (e.hash !== hashOf(e)) return { ok: false, problem: `${where} does not match its own hash: it was edited`, wholeBytes };
+    entries.push(e);
+  }
+  return { ok: true, entries, wholeBytes };
+}
+
+function syncDir(dir: string): void {
+  const fd = openSync(dir, 'r');
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+export class ChainedLog {
+  constructor(
+    private readonly dir: string,
+    private readonly locks: LockDir,
+  ) {}
+
+  pathOf(name: string): string {
+    if (!/^[A-Za-z0-9._-]+$/.test(name)) throw new Error(`log name "${name}" must be letters, digits, . _ or -`);
+    return join(this.dir, `${name}.chain.jsonl`);
+  }
+
+  exists(name: string): boolean {
+    return existsSync(this.pathOf(name));
+  }
+
+  /** Every entry, verified link by link; a broken chain is a problem naming the line. */
+  read(name: string): ChainRead {
+    const path = this.pathOf(name);
+    let text: string;
+    try {
+      text = readFileSync(path, 'utf8');
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'ENOENT') return { ok: true, entries: [] };
+      throw e;
+    }
+    const r = parse(path, text);
+    return r.ok ? { ok: true, entries: r.entries } : { ok: false, problem: r.problem };
+  }
+
+  /**
+   * Appends what `make` returns for the entries there now, under the log's lock (concurrent
+   * writers lose nothing), synced before it returns. Refuses (returns the problem) when the
+   * chain is broken: nothing is appended to a log that no longer proves anything.
+   */
+  async append(name: string, make: (entries: readonly ChainEntry[]) => NewEntry[], now: () => Date = () => new Date()): Promise<ChainRead> {
+    const lock = await this.locks.acquire(`log-${sha256(name).slice(0, 32)}`, `log ${name}`);
+    try {
+      const path = this.pathOf(name);
+      const text = existsSync(path) ? readFileSync(path, 'utf8') : '';
+      const r = parse(path, text);
+      if (!r.ok) return { ok: false, problem: r.problem };
+      const fresh = make(r.entries);
+      if (!fresh.length) return { ok: true, entries: r.entries }; // nothing to write: no file is made
+      const entries = [...r.entries];
+      let out = '';
+      for (const f of fresh) {
+        const prev = entries[entries.length - 1];
+        const base = { seq: entries.length + 1, at: now().toISOString(), prev: prev?.hash ?? null, type: f.type, data: f.data };
+        const entry: ChainEntry = { ...base, hash: hashOf(base) };
+        entries.push(entry);
+        out += JSON.stringify(entry) + '\n';
+      }
+      mkdirSync(this.dir, { recursive: true }); // not ensureDir's memo: a registry moved away is made again
+      const fd = openSync(path, 'a');
+      try {
+        // A line a crash cut short is dropped before the next entry is written.
+        if (r.wholeBytes !== Buffer.byteLength(text)) ftruncateSync(fd, r.wholeBytes);
+        writeSync(fd, out);
+        fsyncSync(fd);
+      } finally {
+        closeSync(fd);
+      }
+      if (!text) syncDir(this.dir); // a new log's name is durable too
+      return { ok: true, entries };
+    } finally {
+      lock.release();
+    }
+  }
+}
