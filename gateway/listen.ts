@@ -1,6 +1,14 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { chmod, lstat, unlink } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { chmod, lstat, symlink, unlink } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
+
+/**
+ * The longest unix socket path bind() takes here (sun_path is 108 bytes with its NUL). Node
+ * truncates a longer one silently: the socket then exists under another name.
+ */
+const SOCKET_PATH_MAX = 107;
 
 /** Where a local server listens: a TCP port on 127.0.0.1 only (0 = any free port), or a unix socket. */
 export type ListenOn = { port: number } | { socket: string };
@@ -15,7 +23,7 @@ export interface Bound {
 export async function listen(server: Server, on: ListenOn): Promise<Bound> {
   if ('socket' in on) {
     await removeStaleSocket(on.socket);
-    await bind(server, (done) => server.listen(on.socket, done));
+    await bindSocket(server, on.socket);
     await chmod(on.socket, 0o666);
     return { url: 'http://localhost', socket: on.socket };
   }
@@ -32,6 +40,22 @@ export function closeServer(server: Server): Promise<void> {
     server.close(() => resolve());
     server.closeAllConnections();
   });
+}
+
+/**
+ * Listens on `path`, however deep its directory (a store under a long project path): a path too
+ * long for bind() is bound through a short symlink to its directory (bind resolves it, so the
+ * socket is made where it belongs), removed once the socket exists.
+ */
+async function bindSocket(server: Server, path: string): Promise<void> {
+  if (Buffer.byteLength(path) <= SOCKET_PATH_MAX) return bind(server, (done) => server.listen(path, done));
+  const link = join('/tmp', `pairbench-sock-${process.pid}-${randomBytes(6).toString('hex')}`);
+  await symlink(dirname(path), link);
+  try {
+    await bind(server, (done) => server.listen(join(link, basename(path)), done));
+  } finally {
+    await unlink(link);
+  }
 }
 
 function bind(server: Server, start: (done: () => void) => void): Promise<void> {

@@ -1,7 +1,5 @@
 export { generateStubFunctionTasks, type StubFunctionOptions } from './stub-function.js';
 export { generateRevertTasks, type RevertOptions } from './revert-reimplement.js';
-export { parseTap, type TapTest } from './tap.js';
-export { parsePytestSummary, type PytestOutcome } from './pytest-summary.js';
 export { findJsFunctions, applyStub, type FunctionSpan } from './js-functions.js';
 export { findPythonFunctions } from './python-functions.js';
 export { seededOrder } from './seeded-order.js';

@@ -4,10 +4,10 @@ import { runProcess } from '../sandboxes/exec-process.js';
 import type { ExecResult } from '../sandboxes/sandbox.js';
 import { err, ok, type Result } from '../pipeline/result.js';
 import { findJsFunctions, type FunctionSpan } from './js-functions.js';
-import { parsePytestSummary } from './pytest-summary.js';
+import { pytestLines } from '../test-results/pytest.js';
 import { findPythonFunctions } from './python-functions.js';
 import { escapeRegExp, shellQuote } from './shell.js';
-import { parseTap } from './tap.js';
+import { tapeSections, tapTests } from '../test-results/tap.js';
 import { walkFiles } from './tree.js';
 import type { Language, SuiteResult, TestResult } from './types.js';
 
@@ -115,7 +115,7 @@ function jsAdapter(ctx: RunnerContext): LanguageAdapter {
   };
   const parseRun = (file: string, output: string): Map<string, TestResult> => {
     const out = new Map<string, TestResult>();
-    for (const t of parseTap(output)) {
+    for (const t of tapTests(output)) {
       const id = `${file}::${t.path.join(' > ')}`;
       const status = t.status === 'pass' ? 'pass' : t.status === 'fail' ? 'fail' : 'skip';
       out.set(id, out.has(id) ? { ...out.get(id)!, status: 'ambiguous' } : { status, file, selectors: t.selectors });
@@ -280,35 +280,23 @@ function sectionOf(id: string, file: string): { name: string; nth: number } {
   return m ? { name: rest.slice(0, m.index), nth: Number(m[1]) } : { name: rest, nth: 1 };
 }
 
-/** tape's TAP: `# name` opens a test, `ok`/`not ok` lines are its assertions; a test without an assertion is not selectable. */
+/** tape's TAP (tap-parser): a `# name` section is a test, identified as `file::name` (a repeated name `#2`, ...). */
 export function parseTapeSections(file: string, output: string): Map<string, TestResult> {
   const out = new Map<string, TestResult>();
   const seen = new Map<string, number>();
-  let current: { id: string; ok: number; bad: number } | null = null;
-  const close = () => {
-    if (current) out.set(current.id, { status: current.bad ? 'fail' : current.ok ? 'pass' : 'skip', file, selectors: [] });
-  };
-  for (const raw of output.split('\n')) {
-    const line = raw.replace(/\r$/, '');
-    const header = /^# (.+)$/.exec(line);
-    if (header) {
-      const name = header[1]!;
-      // tape's closing lines are comments too: "# tests 3", "# pass 3", "# fail 1", "# ok".
-      if (/^(tests|pass|fail|todo|skip) \d+$/.test(name) || name === 'ok') continue;
-      close();
-      const n = (seen.get(name) ?? 0) + 1;
-      seen.set(name, n);
-      current = { id: `${file}::${name}${n > 1 ? ` #${n}` : ''}`, ok: 0, bad: 0 };
-      continue;
-    }
-    if (!current) continue;
-    if (/^not ok \d+/.test(line)) current.bad++;
-    else if (/^ok \d+/.test(line)) current.ok++;
+  for (const s of tapeSections(output)) {
+    const n = (seen.get(s.name) ?? 0) + 1;
+    seen.set(s.name, n);
+    out.set(`${file}::${s.name}${n > 1 ? ` #${n}` : ''}`, { status: s.status, file, selectors: [] });
   }
-  // A run that ended without tape's plan line crashed (a thrown error ends the process): the open test failed.
-  if (current && !/^1\.\.\d+\s*$/m.test(output)) current.bad++;
-  close();
   return out;
+}
+
+/** pytest's -rA summary as the generators read it: each test by its full id, pass, fail or skip. */
+function pytestOutcomes(log: string): { id: string; status: 'pass' | 'fail' | 'skip' }[] {
+  // Only a summary section is read: a test that prints "PASSED x" while it runs does not count.
+  if (!/^=+ short test summary info =+$/m.test(log)) return [];
+  return pytestLines(log).map((l) => ({ id: l.id, status: l.status === 'PASSED' ? 'pass' : l.status === 'FAILED' || l.status === 'ERROR' ? 'fail' : 'skip' }));
 }
 
 function pythonAdapter(ctx: RunnerContext): LanguageAdapter {
@@ -346,7 +334,7 @@ function pythonAdapter(ctx: RunnerContext): LanguageAdapter {
     },
     async runSuite(tree) {
       const r = await runShell(ctx, tree, ctx.testCommand);
-      const outcomes = parsePytestSummary(r.stdout);
+      const outcomes = pytestOutcomes(r.stdout);
       if (!outcomes.length) {
         return err(
           `${ctx.testCommand} printed no per-test results (exit ${r.exitCode}${r.timedOut ? ', timed out' : ''}); it needs -rA. ${(r.stdout + r.stderr).trim().split('\n').slice(-3).join(' | ')}`,
@@ -365,7 +353,7 @@ function pythonAdapter(ctx: RunnerContext): LanguageAdapter {
       return `${ctx.testCommand} ${shellQuote(id)}`;
     },
     ranAndPassed(id, _test, output) {
-      const mine = parsePytestSummary(output).filter((o) => o.id === id);
+      const mine = pytestOutcomes(output).filter((o) => o.id === id);
       return mine.length > 0 && mine.every((o) => o.status === 'pass');
     },
   };

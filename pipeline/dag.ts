@@ -47,8 +47,11 @@ export function nodeIdOf(step: StepConfig, matrix: Record<string, string>): stri
   return [step.name, ...step.matrix.map((d) => matrix[d.name]!)].join('/');
 }
 
-/** Orders steps so each comes after what it needs; reports unknown needs and cycles in words. */
-function orderSteps(config: BenchConfig): Result<StepConfig[], Diagnostic[]> {
+/**
+ * Orders steps so each comes after what it needs (and, where that makes no cycle, after what
+ * its kind implies it reads); reports unknown needs and cycles in words.
+ */
+function orderSteps(config: BenchConfig, implied: ReadonlyMap<string, readonly string[]> = new Map()): Result<StepConfig[], Diagnostic[]> {
   const steps = new Map(config.steps.map((s) => [s.name, s]));
   const diagnostics: Diagnostic[] = [];
   for (const s of config.steps) {
@@ -104,6 +107,8 @@ function orderSteps(config: BenchConfig): Result<StepConfig[], Diagnostic[]> {
     state.set(s.name, 'visiting');
     stack.push(s.name);
     for (const n of s.needs) if (!visit(steps.get(n)!)) return false;
+    // An implied need that would close a cycle is left out (the kind does without it).
+    for (const n of implied.get(s.name) ?? []) if (state.get(n) !== 'visiting' && !visit(steps.get(n)!)) return false;
     stack.pop();
     state.set(s.name, 'done');
     order.push(s);
@@ -152,11 +157,17 @@ function distinct(diagnostics: Diagnostic[]): Diagnostic[] {
  * materialize/t1, and analyze, with no matrix, needs every verify node).
  */
 export function buildGraph(config: BenchConfig, kinds: StepKindRegistry): Result<Graph, Diagnostic[]> {
-  const ordered = orderSteps(config);
+  const steps = new Map(config.steps.map((s) => [s.name, s]));
+  // What each step's kind reads whatever its needs say (verify: the canary calibrations of its tasks' certify step).
+  const implied = new Map<string, string[]>();
+  for (const s of config.steps) {
+    const more = (kinds.get(s.kind)?.impliedNeeds?.(s, steps) ?? []).filter((n) => n !== s.name && !s.needs.includes(n) && steps.has(n));
+    if (more.length) implied.set(s.name, more);
+  }
+  const ordered = orderSteps(config, implied);
   if (!ordered.ok) return ordered;
   const tooMany = nodeCountProblem(config);
   if (tooMany) return err([tooMany]);
-  const steps = new Map(config.steps.map((s) => [s.name, s]));
   const diagnostics: Diagnostic[] = [];
   for (const s of config.steps) {
     const kind = kinds.get(s.kind);
@@ -179,23 +190,29 @@ export function buildGraph(config: BenchConfig, kinds: StepKindRegistry): Result
   for (const step of ordered.value) {
     const kind = kinds.get(step.kind)!;
     // For each upstream step: index its nodes by the values of the dimensions shared with this step.
-    const joins = step.needs.map((need) => {
-      const up = steps.get(need)!;
-      const shared = up.matrix.map((d) => d.name).filter((d) => step.matrix.some((m) => m.name === d));
-      const index = new Map<string, GraphNode[]>();
-      for (const n of nodesOfStep.get(need)!) {
-        const k = shared.map((d) => n.matrix[d]).join('\u0000');
-        let list = index.get(k);
-        if (!list) index.set(k, (list = []));
-        list.push(n);
-      }
-      return { up, shared, index };
-    });
+    const before = new Set(ordered.value.slice(0, ordered.value.indexOf(step)).map((s) => s.name));
+    const impliedHere = (implied.get(step.name) ?? []).filter((n) => before.has(n));
+    const joins = [...step.needs.map((need) => ({ need, optional: false })), ...impliedHere.map((need) => ({ need, optional: true }))].map(
+      ({ need, optional }) => {
+        const up = steps.get(need)!;
+        const shared = up.matrix.map((d) => d.name).filter((d) => step.matrix.some((m) => m.name === d));
+        const index = new Map<string, GraphNode[]>();
+        for (const n of nodesOfStep.get(need)!) {
+          const k = shared.map((d) => n.matrix[d]).join('\u0000');
+          let list = index.get(k);
+          if (!list) index.set(k, (list = []));
+          list.push(n);
+        }
+        return { up, shared, index, optional };
+      },
+    );
     const own: GraphNode[] = [];
     for (const matrix of cartesian(step)) {
       const node: GraphNode = { id: nodeIdOf(step, matrix), step, kind, matrix, upstream: [], downstream: [] };
       for (const j of joins) {
         const matches = j.index.get(j.shared.map((d) => matrix[d]).join('\u0000'));
+        // An implied need without a node for this one is simply not read (the kind provides for it).
+        if (!matches && j.optional) continue;
         if (!matches) {
           const want = j.shared.map((d) => `${d}=${matrix[d]}`).join(', ');
           diagnostics.push({

@@ -132,7 +132,8 @@ export function freezeOf(target: GraphNode, inputs: ReadonlyMap<string, readonly
     const first = members[0]!;
     exact[`${step}: needs`] = canonicalJson([...new Set(members.flatMap((n) => n.upstream.map((u) => u.step.name)))].sort());
     for (const d of first.step.matrix) {
-      const values = [...new Set(members.map((n) => n.matrix[d.name]!))];
+      // (A checkpoint a step adds, e.g. a calibration per task, need not have every dimension.)
+      const values = [...new Set(members.flatMap((n) => (n.matrix[d.name] === undefined ? [] : [n.matrix[d.name]!])))];
       exact[`${step}: matrix ${d.name}`] = d.repetition ? String(values.length) : canonicalJson(values.sort());
     }
     const order = first.kind.order?.(members.filter((n) => n.kind === first.kind));

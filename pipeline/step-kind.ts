@@ -131,6 +131,12 @@ export interface StepKind {
    * reusing one is an observation, which binds the preregistered versions it reads.
    */
   observes?: boolean;
+  /**
+   * Steps its nodes read whatever `needs` says (joined on shared matrix dimensions like needs,
+   * but a node with no match simply goes without): a guarantee that must not depend on an edge
+   * a user remembers to write (verify reads the canary calibrations of its tasks' certify step).
+   */
+  impliedNeeds?(step: StepConfig, steps: ReadonlyMap<string, StepConfig>): string[];
   /** Checks that need the whole DAG (e.g. an input read from a step that is not in needs). */
   check?(step: StepConfig, steps: ReadonlyMap<string, StepConfig>): Diagnostic[];
   /** The slice of the step's config that decides its result, for this node (encoded as canonical JSON, which checks it). */

@@ -1,4 +1,5 @@
-import { chmod, rm } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
+import { listen } from '../gateway/listen.js';
 import http from 'node:http';
 import net from 'node:net';
 import type { Duplex } from 'node:stream';
@@ -64,9 +65,8 @@ export async function startEgressProxy(options: EgressProxyOptions): Promise<Egr
   });
   server.on('connection', (socket: net.Socket) => track(open, socket));
 
-  await listen(server, options.socket);
-  // Sandboxed clients connect as another uid (docker's forwarder runs as 65534).
-  await chmod(options.socket, 0o666);
+  // Mode 0666: sandboxed clients connect as another uid (docker's forwarder runs as 65534).
+  await listen(server, { socket: options.socket });
 
   let closing: Promise<void> | undefined;
   return {
@@ -80,16 +80,6 @@ export async function startEgressProxy(options: EgressProxyOptions): Promise<Egr
         await rm(options.socket, { force: true });
       })()),
   };
-}
-
-function listen(server: http.Server, socket: string): Promise<void> {
-  return new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(socket, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
 }
 
 function track(open: Set<Duplex>, socket: Duplex): void {

@@ -119,7 +119,7 @@ export const auditStep: StepKind = {
   // 3: verifier-owned writes are out of bounds, out of bounds fails by default, forged verdicts,
   // leakage over the whole trajectory (tool results, reassembled text, agent output, normalised probes).
   // 5: the record names the run and verify nodes it was made from (sources).
-  version: 5,
+  version: 6,
   check: (step) => checkTasks(step),
   keyConfig(node): Json {
     const task = taskOf(node);
@@ -154,7 +154,11 @@ export const auditStep: StepKind = {
       return u ? ctx.artifacts.read(u.outputs[name]!.digest).toString('utf8') : null;
     };
     const run = JSON.parse(read('result.json') ?? 'null') as RunResult | null;
-    const verdict = JSON.parse(read('verdict.json') ?? 'null') as { pass: boolean | null; forgery?: { reason: string; detail: string } | null } | null;
+    const verdict = JSON.parse(read('verdict.json') ?? 'null') as {
+      pass: boolean | null;
+      forgery?: { reason: string; detail: string } | null;
+      no_verdict?: string | null;
+    } | null;
     const changes = JSON.parse(read('changes.json') ?? '{"written":{},"deleted":[]}') as WorkspaceChanges;
     const trajectory = JSON.parse(read('trajectory.json') ?? '{"steps":[]}') as AtifTrajectory;
     const gatewayLog = read('gateway.jsonl') ?? '';
@@ -199,7 +203,7 @@ export const auditStep: StepKind = {
     } else if (verdict === null || verdict.pass === null) {
       admission = 'excluded';
       reason = 'infra-verifier';
-      explanation = 'the verifier did not produce a verdict';
+      explanation = `the verifier did not produce a verdict${verdict?.no_verdict ? `: ${verdict.no_verdict}` : ''}`;
       pass = null;
     } else if (verdict.forgery) {
       reason = 'verdict-forged';
@@ -254,7 +258,11 @@ export const auditStep: StepKind = {
       exit_reason: run.exit_reason,
       infra_error: run.exit_reason === 'infra-error' || reason === 'infra-verifier',
       infra_cause:
-        run.exit_reason === 'infra-error' ? (run.infra_error ?? 'unknown') : reason === 'infra-verifier' ? 'the verifier did not produce a verdict' : null,
+        run.exit_reason === 'infra-error'
+          ? (run.infra_error ?? 'unknown')
+          : reason === 'infra-verifier'
+            ? `the verifier did not produce a verdict${verdict?.no_verdict ? `: ${verdict.no_verdict}` : ''}`
+            : null,
       usage: run.usage,
       cost_usd: run.cost_usd,
       cost_confidence: run.cost_confidence,

@@ -1,23 +1,20 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
-import type { AttemptContext } from '../agents/adapter.js';
-import { oracleAgent } from '../agents/simple.js';
 import { canonicalJson, type JsonEncodable } from '../pipeline/canonical-json.js';
 import type { StepConfig } from '../pipeline/config/load.js';
 import { sha256 } from '../pipeline/digest.js';
 import { err, errorMessage, ok, type Result } from '../pipeline/result.js';
 import type { ExecutionContext, FileInputSpec, GraphNode, StepKind } from '../pipeline/step-kind.js';
 import type { OutputEntry } from '../pipeline/store/cas.js';
-import { sandboxBackend } from '../sandboxes/index.js';
 import { checkTasks, taskOf } from './agent-step-config.js';
 import { allowedBy, bySeverity, failingFindings, policyFromSpec, type AllowEntry, type CertifyPolicy } from './certify/policy.js';
 import type { Finding, Surface } from './certify/scan.js';
 import { sandboxFor, sandboxOf, type ArmSpec } from './run.js';
 import { fileSources, outputsReadFrom, producerSteps, treatmentEntry } from './treatment-files.js';
-import type { Task } from './task.js';
 import type { CanaryCalibrations } from './verifier-canary.js';
 import { runVerifier, scoringOf, verifierSandbox, type VerifierOutcome } from './verifier-run.js';
 import { ENVIRONMENT_OUTPUTS, inEnvironment, networkNote, startingPoint, verifierPhase } from './environment.js';
+import { applySolution, CANARY_OUTPUT, calibrationsOf, unusableCanaries } from './canary-calibration.js';
 import { verifierOwned } from './verifier-owned.js';
 import { diffSnapshots, snapshot } from './workspace.js';
 import { specIf, specOf, type SpecByKind } from './step-spec.js';
@@ -77,77 +74,8 @@ function vendoredNote(f: Finding): string {
   );
 }
 
-/** Applies the reference solution through the oracle agent itself (the same path its attempts take). */
-/** Applies the reference solution to ws; its value is what the solution changed outside the workspace (where the sandbox can tell). */
-async function applySolution(task: Task, ws: string, settings: ReturnType<typeof sandboxOf> & { workdir?: string }): Promise<Result<string[], string>> {
-  if (!task.solution.patch && !task.solution.script) return err('the task has no reference solution (solution.patch or solution.script)');
-  const sandboxed = settings.backend !== 'local';
-  const actx: AttemptContext = {
-    prompt: task.prompt,
-    workdir: sandboxed ? (settings.workdir ?? '/work') : ws,
-    model: 'none',
-    flags: [],
-    limits: { turns: 1, wallSeconds: 600 },
-    home: '/tmp',
-    sandboxed,
-    solution: task.solution,
-  };
-  try {
-    await oracleAgent.beforeRun?.(actx, ws);
-  } catch (e) {
-    return err(errorMessage(e));
-  }
-  const inv = oracleAgent.invocation(actx);
-  if (!inv || !task.solution.script) return ok([]); // a patch is applied on the host
-  const backend = await sandboxBackend(settings.backend);
-  const created = await backend.create({
-    workspace: ws,
-    mounts: inv.mounts,
-    ...(settings.image ? { image: settings.image } : {}),
-    ...(settings.workdir ? { workdir: settings.workdir } : {}),
-    egress: { mode: settings.egress },
-    env: { PATH: '/usr/local/bin:/usr/bin:/bin', HOME: '/tmp', ...inv.env },
-  });
-  if (!created.ok) return err(created.error.message);
-  try {
-    const r = await created.value.exec(inv.argv, { timeoutMs: 600_000 });
-    if (r.exitCode === 0) return ok((await created.value.changedOutsideWorkspace?.()) ?? []);
-    const note = networkNote(task, settings.egress, `${r.stdout}\n${r.stderr}`);
-    // Harbor's agent may write anywhere in its live container; here only the workspace and /tmp are writable.
-    const readOnly = /read-only file system/i.test(r.stderr)
-      ? 'the reference solution writes outside the workspace, where the sandbox is read-only: pairbench verifies the workspace in a fresh container, so state made elsewhere would never reach the verifier (build it into the image, or have the tests make it)'
-      : null;
-    return err(
-      `the reference script exited ${r.exitCode}: ${r.stderr.trim().slice(-400)}${[note, readOnly]
-        .filter(Boolean)
-        .map((n) => ` -- ${n}`)
-        .join('')}`,
-    );
-  } finally {
-    await created.value.close();
-  }
-}
-
 function listed(paths: string[]): string {
   return paths.slice(0, 5).join(', ') + (paths.length > 5 ? ` and ${paths.length - 5} more` : '');
-}
-
-/** A canary is calibrated when, with the reference solution, its test passed and its canary failed. */
-function calibrations(outcome: VerifierOutcome): CanaryCalibrations {
-  const out: CanaryCalibrations = {};
-  for (const [name, t] of Object.entries(outcome.canaryTargets)) {
-    const seen = outcome.canaries[name];
-    const calibrated = seen?.status === 'failed-as-planted';
-    const note = calibrated
-      ? 'fails with the reference solution, as it must'
-      : seen?.status === 'passed'
-        ? 'passes even with the reference solution: the verifier exits 0 before the planted failure runs'
-        : seen?.status === 'not-planted'
-          ? seen.note
-          : 'the test did not pass with the reference solution';
-    out[name] = { targets: t, calibrated, note };
-  }
-  return out;
 }
 
 /**
@@ -164,13 +92,14 @@ export const certifyStep: StepKind = {
   outputs: () => ({
     'certification.json': "the certification: each check's result and the reasons",
     'verdict.json': 'certified or rejected',
-    'canary.json': "the canary planted in the hidden verifier's files (leakage is looked for by it)",
+    [CANARY_OUTPUT]: "each deciding test's canary, calibrated on the reference solution (verify trusts only a calibrated one)",
     'verifier-logs': "the verifier's logs on the starting tree and with the solution",
   }),
   sandboxed: true,
+  // 4: a task whose canary passes even with the reference solution is rejected (no pass of it could be trusted).
   // 3: test runners; findings by severity, an allowlist with reasons, vendored copies named; verifier logs kept.
   // 2: canaries, every arm surface (directories, env, MCP servers), encodings normalised and decoded.
-  version: 3,
+  version: 4,
   check(step, steps) {
     const problems = checkTasks(step);
     // Generated treatment files are scanned like any other surface, so certify must read them.
@@ -370,7 +299,7 @@ export const certifyStep: StepKind = {
             },
           );
           if (!outcome.ok) return err({ reason: 'infra', message: `infrastructure: ${outcome.error}` });
-          if (calibrate) Object.assign(canaries, calibrations(outcome.value));
+          if (calibrate) Object.assign(canaries, calibrationsOf(outcome.value));
           // No verdict (e.g. no reward written) is not a pass, with the reason said.
           checks[agent].push(outcome.value.pass === true);
           if (outcome.value.pass === null) reasons.push(`${agent} check ${i + 1}: the verifier gave no verdict: ${outcome.value.error ?? 'unknown'}`);
@@ -403,6 +332,12 @@ export const certifyStep: StepKind = {
     }
     reasons.push(...flaky);
     reasons.push(...memoryReasons);
+    // A test whose canary passes even with the reference solution can never have a pass trusted (verify excludes them all).
+    const unusable = discriminating ? unusableCanaries(canaries) : [];
+    for (const u of unusable)
+      reasons.push(
+        `canary-unusable: ${u}; no pass of this test could be trusted (the code under test could force its exit code), so verify would exclude every one: end the test without an explicit exit 0`,
+      );
     for (const f of failing.slice(0, 20)) reasons.push(`${f.class} in ${f.surface} ${f.path}:${f.line}: ${f.detail}${vendoredNote(f)}`);
     if (failing.length > 20) reasons.push(`... and ${failing.length - 20} more findings (every finding is in certification.json, most severe first)`);
 
@@ -411,8 +346,9 @@ export const certifyStep: StepKind = {
     const body = {
       schema_version: 1 as const,
       task: task.id,
-      verdict: (discriminating && failing.length === 0 && memoryReasons.length === 0 && !solutionWritesOwned ? 'certified' : 'rejected') as
-        'certified' | 'rejected',
+      verdict: (discriminating && failing.length === 0 && memoryReasons.length === 0 && !solutionWritesOwned && unusable.length === 0
+        ? 'certified'
+        : 'rejected') as 'certified' | 'rejected',
       allowed_paths: { paths: task.allowedPaths, from: task.allowedPathsFrom ?? 'the task file' },
       // task.toml fields this task sets that pairbench does not carry out, each with why.
       ignored_task_fields: task.environment?.ignored ?? [],
@@ -440,7 +376,7 @@ export const certifyStep: StepKind = {
     // repeats do not re-run attempts whose admission did not change.
     writeFileSync(join(out, 'verdict.json'), JSON.stringify({ task: task.id, verdict: receipt.verdict, reasons }, null, 2) + '\n');
     // What verify keys on: which canaries it may trust.
-    writeFileSync(join(out, 'canary.json'), JSON.stringify({ schema_version: 1, task: task.id, tests: canaries }, null, 2) + '\n');
+    writeFileSync(join(out, CANARY_OUTPUT), JSON.stringify({ schema_version: 1, task: task.id, tests: canaries }, null, 2) + '\n');
     for (const [name, c] of Object.entries(canaries)) if (!c.calibrated) log(`canary for ${name}: not usable (${c.note})`);
     log(`${task.id}: ${receipt.verdict}${reasons.length ? ': ' + reasons.join('; ') : ''}`);
     if (receipt.verdict === 'rejected')
@@ -451,7 +387,7 @@ export const certifyStep: StepKind = {
     return ok({
       'certification.json': ctx.artifacts.putPath(join(out, 'certification.json')),
       'verdict.json': ctx.artifacts.putPath(join(out, 'verdict.json')),
-      'canary.json': ctx.artifacts.putPath(join(out, 'canary.json')),
+      [CANARY_OUTPUT]: ctx.artifacts.putPath(join(out, CANARY_OUTPUT)),
       'verifier-logs': ctx.artifacts.putPath(verifierLogs),
     });
   },

@@ -54,15 +54,15 @@ export type TaskSource =
         [k: string]: string;
       };
       /**
-       * With {tests}: one runner invocation for every FAIL_TO_PASS and PASS_TO_PASS id (shell-quoted in its place), each result read from its report (e.g. python -m pytest -rA -p no:cacheprovider {tests}). With {test}: one process per test id.
+       * With {tests}: one runner invocation for every FAIL_TO_PASS and PASS_TO_PASS id (shell-quoted in its place), each result read from its report (e.g. python -m pytest -p no:cacheprovider --junitxml={report} {tests} with report: junit-xml, or python -m pytest -rA -p no:cacheprovider {tests} for SWE-bench's own log rules). With {test}: one process per test id.
        */
       test_command?: string;
       /**
-       * How a {tests} runner's report is read: pytest's -rA summary (default), a JUnit XML file (report_file), TAP, Django's runner (verbosity 2) or sympy's bin/test.
+       * How a {tests} runner's report is read: from a file the runner writes to {report} (a path pairbench owns, outside the workspace): junit-xml or tap, structured, so nothing a test prints is a result; or from its log by SWE-bench's harness rules (fidelity mode, with the harness's exit-code cross-check): pytest's -rA summary (default), Django's runner (verbosity 2) or sympy's bin/test.
        */
       report?: 'pytest-rA' | 'junit-xml' | 'tap' | 'django' | 'sympy';
       /**
-       * Where the runner writes its report in the workspace (junit-xml).
+       * The report file's name in pairbench's report directory ({report} in test_command is its path; default report.xml, or report.tap).
        */
       report_file?: string;
       /**

@@ -5,7 +5,7 @@ import { validateAgainstSchema } from '../pipeline/config/schema-validate.js';
 import { YamlSource } from '../pipeline/config/yaml-source.js';
 import type { Diagnostic } from '../pipeline/diagnostic.js';
 import { err, ok, type Result } from '../pipeline/result.js';
-import type { ReportFormat } from './test-report.js';
+import type { ReportFormat } from '../test-results/index.js';
 
 /** A task as the steps use it: paths resolved, hidden parts separated from what an agent may see. */
 export interface Task {
@@ -90,7 +90,7 @@ export interface TestRunner {
   /** Variables the runner's command reads (e.g. an instance's eval script). */
   env?: Record<string, string>;
   report: ReportFormat;
-  /** Where the runner writes its report in the workspace (JUnit XML); null: its output is the report. */
+  /** The report file's name in pairbench's report directory (`{report}` in the command is its path); null: the default name. */
   reportFile: string | null;
   /** Per-test timeout, handed to the runner as $PAIRBENCH_TEST_TIMEOUT (e.g. pytest-timeout's --timeout). */
   testTimeoutSec: number | null;

@@ -1,12 +1,12 @@
-import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { gitApply } from './git-apply.js';
 import { errorMessage, err, ok, type Result } from '../pipeline/result.js';
 import { sandboxBackend, type BackendName } from '../sandboxes/index.js';
 import type { EgressMode, ExecResult, Mount, Sandbox } from '../sandboxes/sandbox.js';
 import { shellQuote } from './task-sources/swebench.js';
-import type { Task } from './task.js';
-import { graded, parseReport, reportedStatus, type RunnerStatus } from './test-report.js';
+import type { Task, TestRunner } from './task.js';
+import { exitCodeProblem, graded, parseReport, REPORT_CHANNEL, reportedStatus, type RunnerStatus } from '../test-results/index.js';
 import { plant, plantTargets, type CanaryCalibrations, type CanaryOutcome, type PlantTarget } from './verifier-canary.js';
 
 export interface TestEvidence {
@@ -23,7 +23,7 @@ export interface TestEvidence {
 
 /** Why a pass was not believed: the code under test forced the verifier's verdict. */
 export interface Forgery {
-  reason: 'canary-passed' | 'reward-files-disagree';
+  reason: 'canary-passed' | 'reward-files-disagree' | 'report-contradicts-exit-code';
   detail: string;
 }
 
@@ -68,6 +68,8 @@ export type CanaryMode = { mode: 'verify'; calibrations: CanaryCalibrations | nu
 const VERIFIER_INSIDE = '/verifier';
 const CANARY_INSIDE = '/verifier-canary';
 const LOGS_INSIDE = '/logs/verifier';
+/** Where a runner writes its report file (`{report}`): pairbench's, outside the workspace, fresh per invocation. */
+const REPORT_INSIDE = '/pairbench-report';
 
 /** A step's sandbox settings as the verifier takes them. */
 export function verifierSandbox(s: {
@@ -98,7 +100,7 @@ export const RUNNER_TEST = 'runner';
  * the hidden test patch touches and `{test_modules}` the same as Django's runner names them
  * (`tests/` taken off, no `.py`, dots for slashes), as SWE-bench's eval scripts pass them.
  */
-export function runnerCommand(command: string, ids: readonly string[], testPatch: string | null = null): string {
+export function runnerCommand(command: string, ids: readonly string[], testPatch: string | null = null, report: string | null = null): string {
   const files = testPatch ? patchedFiles(testPatch).filter((f) => f !== '/dev/null') : [];
   const modules = files
     .filter((f) => f.endsWith('.py'))
@@ -109,6 +111,7 @@ export function runnerCommand(command: string, ids: readonly string[], testPatch
         .replaceAll('/', '.'),
     );
   return command
+    .replaceAll('{report}', report ? shellQuote(report) : '')
     .replaceAll('{tests}', ids.map(shellQuote).join(' '))
     .replaceAll('{test_files}', files.map(shellQuote).join(' '))
     .replaceAll('{test_modules}', modules.map(shellQuote).join(' '));
@@ -122,13 +125,41 @@ function testOutput(log: string): string {
   return log.slice(log.indexOf('\n', start) + 1, end);
 }
 
-/** A report file the runner wrote in the workspace (JUnit XML); empty when it wrote none. */
-function readReportFile(ws: string, path: string): string {
+/** SWE-bench's eval script records its test command's own exit status after the output markers. */
+const TEST_EXIT_CODE = />>>>> Test Exit Code:\s*(-?\d+)/;
+
+/** The report file the runner wrote at `{report}` (empty when it wrote none). */
+function readReport(dir: string, name: string): string {
   try {
-    return readFileSync(join(ws, path), 'utf8');
+    return readFileSync(join(dir, name), 'utf8');
   } catch {
     return '';
   }
+}
+
+/** A runner invocation's report: each test's status, why there is none (a file missing or not parsing), and a contradiction with its exit code. */
+interface RunnerReport {
+  statuses: Map<string, RunnerStatus>;
+  /** No report to read: every listed test is then unreported, so it fails. */
+  problem: string | null;
+  /** The report names passes and no failure while the test command failed (SWE-bench's exit-code rule). */
+  contradiction: string | null;
+}
+
+function runnerReport(runner: TestRunner, r: ExecResult, reportDir: string): RunnerReport {
+  const file = REPORT_CHANNEL[runner.report] === 'file';
+  const output = `${r.stdout}\n${r.stderr}`;
+  const parsed = parseReport(runner.report, file ? readReport(reportDir, reportName(runner)) : testOutput(output));
+  if (!parsed.ok) return { statuses: new Map(), problem: parsed.error, contradiction: null };
+  // The test command's own exit status: recorded by an eval script, else the runner's.
+  const recorded = TEST_EXIT_CODE.exec(output);
+  const exitCode = recorded ? Number(recorded[1]) : runner.env?.['PAIRBENCH_EVAL_SCRIPT'] ? null : r.exitCode;
+  return { statuses: parsed.value, problem: null, contradiction: exitCodeProblem(parsed.value, exitCode) };
+}
+
+/** The report file's name in pairbench's report directory. */
+function reportName(runner: TestRunner): string {
+  return runner.reportFile ?? (runner.report === 'tap' ? 'report.tap' : 'report.xml');
 }
 
 /** Every verifier process's command, exit and full output, capped so a runaway log cannot fill the store. */
@@ -329,6 +360,21 @@ export async function runVerifier(
     mkdirSync(logs, { recursive: true });
     mounts.push({ host: logs, target: LOGS_INSIDE, readOnly: false });
   }
+  // A runner's report file goes to pairbench's own directory, never the workspace: an attempt
+  // cannot leave one there for a runner that crashes before writing its own.
+  const reportDir = join(scratch, 'runner-report');
+  const reportFileChannel = runner !== undefined && REPORT_CHANNEL[runner.report] === 'file';
+  if (reportFileChannel) {
+    mkdirSync(reportDir, { recursive: true, mode: 0o777 });
+    chmodSync(reportDir, 0o777); // written by the sandbox's unprivileged uid
+    if (sandboxed) mounts.push({ host: reportDir, target: REPORT_INSIDE, readOnly: false });
+  }
+  const reportPath = reportFileChannel && runner ? join(sandboxed ? REPORT_INSIDE : reportDir, reportName(runner)) : null;
+  /** Empties the report directory before an invocation: each one's report is its own. */
+  const freshReport = () => {
+    if (!reportFileChannel) return;
+    for (const f of readdirSync(reportDir)) rmSync(join(reportDir, f), { recursive: true, force: true });
+  };
   let sandbox: Sandbox | undefined;
   try {
     const backend = await sandboxBackend(settings.backend);
@@ -370,12 +416,20 @@ export async function runVerifier(
       return r;
     };
     const evidence: TestEvidence[] = [];
+    let contradicted: string | null = null;
     if (runner) {
       // Every listed test in one invocation; each test's status from the runner's report.
       const ids = [...Object.keys(task.verifier.failToPass), ...Object.keys(task.verifier.passToPass)];
-      const r = await run('runner (every listed test)', runnerCommand(runner.command, ids, task.verifier.patch ?? task.verifier.scanOnlyPatch ?? null));
-      const report = runner.reportFile ? readReportFile(ws, runner.reportFile) : testOutput(`${r.stdout}\n${r.stderr}`);
-      const statuses = parseReport(runner.report, report);
+      freshReport();
+      const r = await run(
+        'runner (every listed test)',
+        runnerCommand(runner.command, ids, task.verifier.patch ?? task.verifier.scanOnlyPatch ?? null, reportPath),
+      );
+      const report = runnerReport(runner, r, reportDir);
+      if (report.problem) transcript.note(`no report: ${report.problem}; every listed test is unreported, so it fails`);
+      // Passes that the test command's own failure contradicts were printed by the code under test: a forged verdict.
+      if (report.contradiction) contradicted = report.contradiction;
+      const statuses = report.statuses;
       for (const [kind, list] of [
         ['fail_to_pass', task.verifier.failToPass],
         ['pass_to_pass', task.verifier.passToPass],
@@ -413,8 +467,11 @@ export async function runVerifier(
 
     // The canaries, after every real test: the workspace's test files get their planted failure now.
     const canaries: Record<string, CanaryOutcome> = {};
-    let forgery: Forgery | null = null;
-    const passed = canaried.filter(([, name]) => evidence.find((e) => e.name === name)?.status === 'pass');
+    let forgery: Forgery | null = contradicted ? { reason: 'report-contradicts-exit-code', detail: contradicted } : null;
+    let unverifiable: string | null = null;
+    // A runner's canary only matters when its FAIL_TO_PASS tests passed (a failing run needs none).
+    const runnerPassed = evidence.filter((e) => e.kind === 'fail_to_pass').every((e) => e.status === 'pass');
+    const passed = canaried.filter(([, name]) => evidence.find((e) => e.name === name)?.status === 'pass' && (name !== RUNNER_TEST || runnerPassed));
     plant(
       [
         ...new Map(
@@ -435,18 +492,37 @@ export async function runVerifier(
       }
       const calibration = canary?.mode === 'verify' ? canary.calibrations?.[name] : undefined;
       if (canary?.mode === 'verify' && !calibration?.calibrated) {
-        canaries[name] = { status: 'uncalibrated', note: calibration?.note ?? 'no certify step upstream calibrated this canary' };
+        // Without a calibrated canary a pass proves nothing: the code under test could have forced it.
+        const note = calibration?.note ?? 'no calibration of this canary reached verify';
+        canaries[name] = { status: 'uncalibrated', note };
+        unverifiable ??= `test ${name} passed, but its canary is not calibrated (${note}): a pass the code under test could have forced is never scored`;
         continue;
       }
       const canaryEnv: Record<string, string> = canaryDir ? { VERIFIER_DIR: sandboxed ? CANARY_INSIDE : canaryDir } : {};
-      const r = await run(`canary of ${name}`, sandboxed && canaryDir ? command.replaceAll(`${VERIFIER_INSIDE}/`, `${CANARY_INSIDE}/`) : command, canaryEnv);
-      // A runner's canary must also show in its report: some listed test no longer passes.
-      const reportedFailure = runner
-        ? [...parseReport(runner.report, runner.reportFile ? readReportFile(ws, runner.reportFile) : testOutput(`${r.stdout}\n${r.stderr}`)).values()].some(
-            (st) => graded(st) === 'fail',
+      const canaryCommand = runner
+        ? runnerCommand(
+            runner.command,
+            [...Object.keys(task.verifier.failToPass), ...Object.keys(task.verifier.passToPass)],
+            task.verifier.patch ?? task.verifier.scanOnlyPatch ?? null,
+            reportPath,
           )
-        : false;
-      if (r.exitCode !== 0 || r.timedOut || reportedFailure) canaries[name] = { status: 'failed-as-planted' };
+        : command;
+      freshReport();
+      const r = await run(
+        `canary of ${name}`,
+        sandboxed && canaryDir ? canaryCommand.replaceAll(`${VERIFIER_INSIDE}/`, `${CANARY_INSIDE}/`) : canaryCommand,
+        canaryEnv,
+      );
+      // A runner's canary is read from its report: with a failure planted in its test files, some
+      // listed test must no longer pass there (a test the report leaves out is not passing). A report
+      // that still passes every one is forged, whatever the exit code says.
+      const planted = runner
+        ? (() => {
+            const rep = runnerReport(runner, r, reportDir);
+            return rep.contradiction === null && Object.keys(task.verifier.failToPass).some((id) => graded(reportedStatus(rep.statuses, id)) !== 'pass');
+          })()
+        : r.exitCode !== 0 || r.timedOut;
+      if (planted) canaries[name] = { status: 'failed-as-planted' };
       else {
         canaries[name] = { status: 'passed', calibrated: canary?.mode === 'verify' };
         if (canary?.mode === 'verify')
@@ -469,9 +545,11 @@ export async function runVerifier(
       task.verifier.result === 'reward-file'
         ? reward !== null && Object.values(reward).every((v) => v >= scoring.rewardThreshold)
         : evidence.length > 0 && evidence.every((e) => e.status === 'pass' || e.status === 'skipped') && evidence.some((e) => e.status === 'pass');
-    // No reward at all is the verifier's failure: no verdict (the attempt is excluded), never a 0.
-    if (rewardError && forgery === null) {
-      transcript.note(`no verdict: ${rewardError}`);
+    // No reward at all is the verifier's failure, and so is a pass no calibrated canary stands behind:
+    // no verdict (the attempt is excluded, an infrastructure-class fault), never a 0 or a 1.
+    const noVerdict = forgery === null ? (rewardError ?? (honestPass ? unverifiable : null)) : null;
+    if (noVerdict) {
+      transcript.note(`no verdict: ${noVerdict}`);
       const rs = sandbox.receipt();
       return ok({
         pass: null,
@@ -482,7 +560,7 @@ export async function runVerifier(
         sandbox: { backend: rs.backend, isolation: rs.isolation, image_id: rs.image_id },
         transcript: transcript.text(),
         canaryTargets: Object.fromEntries(targets),
-        error: rewardError,
+        error: noVerdict,
       });
     }
     const r = sandbox.receipt();

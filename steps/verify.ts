@@ -3,7 +3,11 @@ import { join, relative } from 'node:path';
 import type { JsonEncodable } from '../pipeline/canonical-json.js';
 import type { StepConfig } from '../pipeline/config/load.js';
 import { err, errorMessage, ok } from '../pipeline/result.js';
-import type { ExecutionContext, FileInputSpec, StepKind } from '../pipeline/step-kind.js';
+import type { Checkpoint, ExecutionContext, FileInputSpec, GraphNode, StepKind } from '../pipeline/step-kind.js';
+import { canonicalJson } from '../pipeline/canonical-json.js';
+import { calibrateStep } from './calibrate.js';
+import { CANARY_OUTPUT } from './canary-calibration.js';
+import { certifyStep } from './certify.js';
 import { checkTasks, taskOf } from './agent-step-config.js';
 import { ENVIRONMENT_OUTPUTS, startingPoint, verifierPhase } from './environment.js';
 import { sandboxFor, sandboxOf } from './run.js';
@@ -17,6 +21,12 @@ import { specOf, type SpecByKind } from './step-spec.js';
 type VerifySpec = SpecByKind['verify'];
 
 const spec = (step: StepConfig): VerifySpec => specOf(step, 'verify');
+
+/** Whether two steps read the same task source (a task id names the same task in both). */
+function sameTasks(a: StepConfig, b: StepConfig): boolean {
+  const tasksOf = (s: StepConfig) => canonicalJson((s.spec as { tasks?: unknown }).tasks ?? null);
+  return tasksOf(a) === tasksOf(b);
+}
 /**
  * `verify` (task x arm x rep): the attempt's changes applied to a fresh copy of the
  * tree, in a fresh sandbox the agent never saw, with the hidden verifier files added.
@@ -33,10 +43,36 @@ export const verifyStep: StepKind = {
     ...NOT_RUN_OUTPUT,
   }),
   sandboxed: true,
+  // 4: a pass no calibrated canary stands behind is no verdict (its canaries are calibrated by certify, needed or not, or by calibrate).
   // 3: one test-runner invocation per verification (verifier.runner); the full verifier output kept (verifier.log).
   // 2: verifier-owned files are taken from the pristine tree; canaries.
-  version: 3,
+  version: 4,
   check: (step) => checkTasks(step),
+  // The canaries of its tasks are calibrated by their certify step whatever needs says; a task
+  // no certify step covers gets a calibrate node of its own (checkpoints, below).
+  impliedNeeds: (step, steps) => [...steps.values()].filter((s) => s.kind === certifyStep.name && sameTasks(s, step)).map((s) => s.name),
+  checkpoints(step, nodesOf): Checkpoint[] {
+    const byTask = new Map<string, GraphNode[]>();
+    for (const n of nodesOf(step.name)) {
+      if (n.kind !== verifyStep || n.matrix['task'] === undefined) continue;
+      byTask.set(n.matrix['task'], [...(byTask.get(n.matrix['task']) ?? []), n]);
+    }
+    const out: Checkpoint[] = [];
+    for (const [task, nodes] of byTask) {
+      if (nodes.every((n) => n.upstream.some((u) => CANARY_OUTPUT in u.kind.outputs(u.step)))) continue;
+      // Calibrated on the tree the task starts from: the tree producer its verify nodes read.
+      const trees = [...new Set(nodes.flatMap((n) => n.upstream.filter((u) => 'tree' in u.kind.outputs(u.step) && u.matrix['task'] === task)))];
+      if (!trees.length) continue;
+      out.push({
+        name: `canary/${task}`,
+        kind: calibrateStep,
+        matrix: { task },
+        after: trees,
+        before: nodes.filter((n) => !n.upstream.some((u) => CANARY_OUTPUT in u.kind.outputs(u.step))),
+      });
+    }
+    return out;
+  },
   keyConfig(node): JsonEncodable {
     const task = taskOf(node);
     return {
@@ -70,8 +106,8 @@ export const verifyStep: StepKind = {
         ? ENVIRONMENT_OUTPUTS
         : upstream.kind.name === 'run'
           ? ['changes.json?', 'changed?', `${NOT_RUN}?`]
-          : upstream.kind.name === 'certify'
-            ? ['canary.json']
+          : CANARY_OUTPUT in upstream.kind.outputs(upstream.step)
+            ? [CANARY_OUTPUT]
             : undefined,
   describeConfigField: (path) =>
     path[0] === 'command' || path[0] === 'fail_to_pass' || path[0] === 'pass_to_pass' ? `verifier ${path.join('.')}` : path.join('.'),
@@ -111,16 +147,12 @@ export const verifyStep: StepKind = {
       applyChanges(applied, changedDir, ws);
     } catch (e) {
       // An attempt whose changes would write outside the tree is scored, not applied: it fails.
-      return writeVerdict(
-        ctx,
-        task.id,
-        false,
-        [{ name: 'changes', kind: 'command', status: 'fail', exit_code: null, duration_ms: 0, output_tail: errorMessage(e) }],
-        null,
-        { backend: settings.backend, isolation: 'n/a', image_id: settings.image },
-        {},
-        null,
-      );
+      return writeVerdict(ctx, {
+        task: task.id,
+        pass: false,
+        evidence: [{ name: 'changes', kind: 'command', status: 'fail', exit_code: null, duration_ms: 0, output_tail: errorMessage(e) }],
+        sandbox: { backend: settings.backend, isolation: 'n/a', image_id: settings.image },
+      });
     }
 
     let verifierHost: string | null = null;
@@ -131,7 +163,7 @@ export const verifyStep: StepKind = {
       ctx.artifacts.materialize(staged.entry, verifierHost);
     }
     // The canaries certify calibrated with the reference solution (none without a certify upstream).
-    const calibrationsEntry = ctx.upstream.find((u) => u.outputs['canary.json'])?.outputs['canary.json'];
+    const calibrationsEntry = ctx.upstream.find((u) => u.outputs[CANARY_OUTPUT])?.outputs[CANARY_OUTPUT];
     const calibrations = calibrationsEntry
       ? (JSON.parse(ctx.artifacts.read(calibrationsEntry.digest).toString('utf8')) as { tests: CanaryCalibrations }).tests
       : null;
@@ -155,35 +187,48 @@ export const verifyStep: StepKind = {
       // The verifier could not run: an infrastructure fault. No verdict (audit excludes the
       // attempt), and not cached, so the next run tries again.
       ctx.doNotCache(`infrastructure error: ${outcome.error}`);
-      return writeVerdict(
-        ctx,
-        task.id,
-        null,
-        [{ name: 'verifier', kind: 'command', status: 'fail', exit_code: null, duration_ms: 0, output_tail: outcome.error }],
-        null,
-        { backend: settings.backend, isolation: 'n/a', image_id: settings.image },
-        {},
-        null,
-      );
+      return writeVerdict(ctx, {
+        task: task.id,
+        pass: null,
+        evidence: [{ name: 'verifier', kind: 'command', status: 'fail', exit_code: null, duration_ms: 0, output_tail: outcome.error }],
+        sandbox: { backend: settings.backend, isolation: 'n/a', image_id: settings.image },
+        noVerdict: `the verifier could not run: ${outcome.error}`,
+      });
     }
-    const { pass, evidence, reward, sandbox, canaries, forgery, transcript } = outcome.value;
-    return writeVerdict(ctx, task.id, pass, evidence, reward, sandbox, canaries, forgery, keptPristine, transcript);
+    const v = outcome.value;
+    return writeVerdict(ctx, {
+      task: task.id,
+      pass: v.pass,
+      evidence: v.evidence,
+      reward: v.reward,
+      sandbox: v.sandbox,
+      canaries: v.canaries,
+      forgery: v.forgery,
+      keptPristine,
+      transcript: v.transcript,
+      noVerdict: v.pass === null ? (v.error ?? 'the verifier gave no verdict') : null,
+    });
   },
 };
 
+/** What one verification found. */
+interface Verdict {
+  task: string;
+  pass: boolean | null;
+  evidence: TestEvidence[];
+  reward?: Record<string, number> | null;
+  sandbox: VerifierOutcome['sandbox'];
+  canaries?: VerifierOutcome['canaries'];
+  forgery?: VerifierOutcome['forgery'];
+  keptPristine?: string[];
+  transcript?: string;
+  /** Why there is no verdict (pass null): what audit tells the reader. */
+  noVerdict?: string | null;
+}
+
 /** Writes verdict.json (statuses only: what audit keys on) and evidence.json (logs and timings). */
-function writeVerdict(
-  ctx: ExecutionContext,
-  taskId: string,
-  pass: boolean | null,
-  evidence: TestEvidence[],
-  reward: Record<string, number> | null,
-  sandbox: VerifierOutcome['sandbox'],
-  canaries: VerifierOutcome['canaries'],
-  forgery: VerifierOutcome['forgery'],
-  keptPristine: string[] = [],
-  transcript = '',
-) {
+function writeVerdict(ctx: ExecutionContext, v: Verdict) {
+  const { task: taskId, pass, evidence, reward = null, sandbox, canaries = {}, forgery = null, keptPristine = [], transcript = '', noVerdict = null } = v;
   const outDir = join(ctx.workDir, 'out');
   mkdirSync(outDir, { recursive: true });
   const verdict = {
@@ -200,6 +245,8 @@ function writeVerdict(
     canaries,
     // Verifier-owned files the attempt changed: the verifier ran with the pristine ones.
     verifier_owned_kept_pristine: keptPristine,
+    // Why there is no verdict (an unrunnable verifier, no reward, a pass no calibrated canary stands behind).
+    no_verdict: pass === null ? noVerdict : null,
     sandbox,
   };
   writeFileSync(join(outDir, 'verdict.json'), JSON.stringify(verdict, null, 2) + '\n');

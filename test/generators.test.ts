@@ -10,8 +10,6 @@ import {
   applyStub,
   generateRevertTasks,
   generateStubFunctionTasks,
-  parsePytestSummary,
-  parseTap,
   seededOrder,
   type GenerateReport,
   type StubTaskReport,
@@ -23,6 +21,8 @@ import type { TestResult } from '../generators/types.js';
 import { packageRoot } from '../pipeline/package-root.js';
 import { loadTask } from '../steps/task.js';
 import { makeRepo } from './fixtures.js';
+import { tapTests } from '../test-results/tap.js';
+import { pytestLines } from '../test-results/pytest.js';
 
 const NODE_TEST = 'node --test --test-reporter=tap';
 const ROOT = mkdtempSync(join(tmpdir(), 'pairbench-generators-'));
@@ -122,7 +122,7 @@ describe('parsers and scanners', () => {
       'ok 3 - plain',
       '1..3',
     ].join('\n');
-    expect(parseTap(tap)).toEqual([
+    expect(tapTests(tap)).toEqual([
       { path: ['group', 'inner # one'], selectors: ['inner # one'], status: 'pass' },
       { path: ['parent', 'child'], selectors: ['parent', 'child'], status: 'fail' },
       { path: ['parent', 'other'], selectors: ['parent', 'other'], status: 'skip' },
@@ -141,11 +141,11 @@ describe('parsers and scanners', () => {
       'SKIPPED [1] tests/test_m.py:9: nope',
       '3 passed, 1 failed in 0.02s',
     ].join('\n');
-    expect(parsePytestSummary(out)).toEqual([
-      { id: 'tests/test_m.py::test_add', status: 'pass' },
-      { id: 'tests/test_m.py::test_mul', status: 'fail' },
-      { id: 'tests/test_m.py::test_td', status: 'pass' },
-      { id: 'tests/test_m.py::test_td', status: 'fail' },
+    expect(pytestLines(out).map((l) => ({ id: l.id, status: l.status }))).toEqual([
+      { id: 'tests/test_m.py::test_add', status: 'PASSED' },
+      { id: 'tests/test_m.py::test_mul', status: 'FAILED' },
+      { id: 'tests/test_m.py::test_td', status: 'PASSED' },
+      { id: 'tests/test_m.py::test_td', status: 'ERROR' },
     ]);
   });
 

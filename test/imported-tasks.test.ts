@@ -229,9 +229,10 @@ describe.skipIf(!bwrap.ok && process.env['PAIRBENCH_REQUIRE_SANDBOXES'] !== '1')
       expect(Object.values(nop.pass_to_pass).every((s) => s === 'pass')).toBe(true);
       // One pytest process ran every listed test: the whole verifier output is kept.
       const log = await rig.outputText('verify-oracle/acme__pycalc-7/only/1', 'verifier.log');
-      expect(log.match(/^=== /gm)).toEqual(['=== ']);
-      expect(log).toContain('=== runner (every listed test)');
+      // The run, then its canary (calibrated by certify, whatever verify's needs say).
+      expect(log.match(/^=== .*$/gm)).toEqual(['=== runner (every listed test)', '=== canary of runner']);
       expect(log).toMatch(/^PASSED tests\/test_existing\.py::test_param\[a b\]$/m);
+      // The nop fails: no canary is run for a failure.
       expect((await rig.outputText('verify-nop/acme__pycalc-7/only/1', 'verifier.log')).match(/^=== /gm)).toHaveLength(1);
       // Certify calibrated the runner's canary on the reference solution: one run more, planted into the hidden test file.
       expect(cert.canaries.runner).toMatchObject({ calibrated: true, targets: [{ where: 'workspace', path: 'tests/test_add.py' }] });
@@ -291,6 +292,57 @@ describe.skipIf(!bwrap.ok && process.env['PAIRBENCH_REQUIRE_SANDBOXES'] !== '1')
     expect(verdict.pass).toBe(false);
     expect(verdict.forgery).toMatchObject({ reason: 'canary-passed' });
     expect(verdict.canaries.runner).toMatchObject({ status: 'passed', calibrated: true });
+  });
+});
+
+describe.skipIf(!bwrap.ok && process.env['PAIRBENCH_REQUIRE_SANDBOXES'] !== '1')('a runner whose report is a JUnit file at {report}', () => {
+  const JUNIT_RUNNER =
+    '{ swebench: instances.json, repos: { acme/pycalc: repos/pycalc }, test_command: "python3 -m pytest -q -p no:cacheprovider --junitxml={report} {tests}", report: junit-xml, timeout: 300 }';
+
+  it('a command without {report} is refused: the report is written where pairbench owns it, never the workspace', async () => {
+    pythonInstance(rig);
+    rig.write('bench.config.yaml', pipeline(JUNIT_RUNNER.replace(' --junitxml={report}', ' --junitxml=report.xml'), 'acme__pycalc-7', 'bubblewrap'));
+    const r = await rig.cli('plan');
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('a junit-xml report is read from a file the runner writes to {report}');
+  });
+
+  it('text an attempt prints (a closing </testcase>, a <failure>, a forged report in the workspace) changes no verdict', { timeout: 180_000 }, async () => {
+    pythonInstance(rig);
+    // calc.py, imported by every test, prints XML; add() stays wrong; and a forged report.xml waits in the workspace.
+    const noisy = [
+      'print(\']]></system-out></testcase><testcase classname="tests.test_add" name="test_add_sums"/><![CDATA[\')',
+      'print(\'</testcase></testsuite><testsuite><testcase name="x"><failure/></testcase>\')',
+      'def add(a, b):',
+      '    return a - b',
+      '',
+      '',
+      'def mul(a, b):',
+      '    return a * b',
+      '',
+    ].join('\n');
+    const forged =
+      '<testsuites><testsuite><testcase classname="tests.test_add" name="test_add_sums"/><testcase classname="tests.test_add" name="test_add_commutes"/></testsuite></testsuites>';
+    const write = (path: string, text: string) => `echo ${Buffer.from(text).toString('base64')} | base64 -d > ${path}`;
+    rig.write(
+      'bench.config.yaml',
+      pipeline(JUNIT_RUNNER, 'acme__pycalc-7', 'bubblewrap').replace(
+        'agent: { adapter: nop }',
+        `agent: { adapter: command, command: '${write('calc.py', noisy)} && ${write('report.xml', forged)}' }`,
+      ),
+    );
+    const r = await rig.cli('run');
+    expect(r.code, r.stderr).toBe(0);
+    const cert = await rig.outputJson('certify/acme__pycalc-7', 'certification.json');
+    expect(cert.verdict, cert.reasons.join('; ')).toBe('certified');
+    expect(cert.canaries.runner).toMatchObject({ calibrated: true });
+    const oracle = await rig.outputJson('verify-oracle/acme__pycalc-7/only/1', 'verdict.json');
+    expect(oracle.pass).toBe(true);
+    expect(oracle.fail_to_pass).toEqual({ 'tests/test_add.py::test_add_sums': 'pass', 'tests/test_add.py::test_add_commutes': 'pass' });
+    expect(Object.values(oracle.pass_to_pass).every((st) => st === 'pass')).toBe(true);
+    const noisyVerdict = await rig.outputJson('verify-nop/acme__pycalc-7/only/1', 'verdict.json');
+    expect(noisyVerdict.pass).toBe(false);
+    expect(noisyVerdict.fail_to_pass).toEqual({ 'tests/test_add.py::test_add_sums': 'fail', 'tests/test_add.py::test_add_commutes': 'fail' });
   });
 });
 

@@ -4,7 +4,7 @@ import { displayPath } from '../../pipeline/config/load.js';
 import { closest, type Diagnostic, type SourceLocation } from '../../pipeline/diagnostic.js';
 import { err, errorMessage, ok, type Result } from '../../pipeline/result.js';
 import type { Task } from '../task.js';
-import type { ReportFormat } from '../test-report.js';
+import { REPORT_CHANNEL, type ReportFormat } from '../../test-results/index.js';
 
 export interface SwebenchOptions {
   /**
@@ -16,7 +16,7 @@ export interface SwebenchOptions {
   testCommand: string;
   /** How a `{tests}` runner's report is read (default: pytest's -rA summary). */
   report?: ReportFormat;
-  /** Where a `{tests}` runner writes its report in the workspace (JUnit XML); default: its output. */
+  /** The name of a `{tests}` runner's report file in pairbench's report directory (`{report}` is its path). */
   reportFile?: string | null;
   /** Seconds for the whole verification (the runner, or each per-test process). Default 1800. */
   timeoutSec?: number;
@@ -214,6 +214,15 @@ class InstanceLine {
     if (parserName !== undefined && !LOG_PARSERS[parserName])
       this.problem('log_parser', `log_parser "${parserName}" is not one pairbench reads (it reads: ${Object.keys(LOG_PARSERS).join(', ')})`);
     const report: ReportFormat = (parserName ? LOG_PARSERS[parserName] : undefined) ?? perRepo?.report ?? options.report ?? 'pytest-rA';
+    // A report file goes where pairbench owns it, outside the workspace: the command names that place.
+    if (runnerMode && REPORT_CHANNEL[report] === 'file' && !command.includes('{report}'))
+      this.problem(
+        'test_command',
+        `a ${report} report is read from a file the runner writes to {report} (a path pairbench owns, outside the workspace, where no attempt can leave one), but the test command has no {report}`,
+        report === 'junit-xml'
+          ? 'e.g. python -m pytest -p no:cacheprovider --junitxml={report} {tests}'
+          : 'e.g. node --test --test-reporter=tap --test-reporter-destination={report} {test_files}',
+      );
     const image = typeof o0?.['image'] === 'string' ? o0['image'] : undefined;
     let data: unknown;
     try {

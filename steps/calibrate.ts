@@ -1,0 +1,101 @@
+import { writeFileSync } from 'node:fs';
+import { dirname, join, relative } from 'node:path';
+import type { JsonEncodable } from '../pipeline/canonical-json.js';
+import { err, errorMessage, ok } from '../pipeline/result.js';
+import type { ExecutionContext, FileInputSpec, GraphNode, StepKind } from '../pipeline/step-kind.js';
+import { taskOf } from './agent-step-config.js';
+import { applySolution, CANARY_OUTPUT, calibrationsOf, writeCanaries } from './canary-calibration.js';
+import { ENVIRONMENT_OUTPUTS, inEnvironment, startingPoint, verifierPhase } from './environment.js';
+import { sandboxFor, sandboxOf } from './run.js';
+import { specOf } from './step-spec.js';
+import type { CanaryCalibrations } from './verifier-canary.js';
+import { runVerifier, scoringOf, verifierSandbox } from './verifier-run.js';
+
+/**
+ * `calibrate` (per task, a checkpoint a verify step adds for the tasks no certify step covers):
+ * the canaries of the task's verifier calibrated on the reference solution, so verify's trust in
+ * a pass never depends on a `needs:` line. Its node's step is the verify step (its sandbox, its
+ * scoring); its output is what certify's canary.json is.
+ */
+const verifySpec = (node: GraphNode) => specOf(node.step, 'verify');
+
+export const calibrateStep: StepKind = {
+  name: 'calibrate',
+  title: { one: 'canary calibration', many: 'canary calibrations' },
+  outputs: () => ({ [CANARY_OUTPUT]: "each deciding test's canary, calibrated on the reference solution (verify trusts only a calibrated one)" }),
+  sandboxed: true,
+  version: 1,
+  keyConfig(node): JsonEncodable {
+    const task = taskOf(node);
+    const s = verifySpec(node);
+    return {
+      solution: { patch: task.solution.patch, script: task.solution.script ? relative(node.step.rootDir, task.solution.script) : null },
+      verifier: {
+        command: task.verifier.command,
+        fail_to_pass: task.verifier.failToPass,
+        patch: task.verifier.patch,
+        result: task.verifier.result,
+        timeout: task.verifier.timeoutSec,
+        runner: task.verifier.runner ?? null,
+      },
+      scoring: scoringOf(s),
+      ...(s.strict_verifier ? { strict_verifier: true } : {}),
+      ...(task.environment ? { environment: task.environment } : {}),
+      ...(task.workdir ? { workdir: task.workdir } : {}),
+      sandbox: sandboxOf(s),
+    };
+  },
+  fileInputs(node): FileInputSpec[] {
+    const task = taskOf(node);
+    const out: FileInputSpec[] = [];
+    if (task.verifier.filesDir) out.push({ pattern: relative(node.step.rootDir, task.verifier.filesDir), field: ['tasks'] });
+    if (task.solution.script) out.push({ pattern: relative(node.step.rootDir, dirname(task.solution.script)), field: ['tasks'] });
+    return out;
+  },
+  selectUpstream: (_node, upstream) => (upstream.kind.name === 'environment' ? ENVIRONMENT_OUTPUTS : ['tree']),
+
+  async execute(ctx: ExecutionContext) {
+    const task = taskOf(ctx.node);
+    const s = verifySpec(ctx.node);
+    const point = startingPoint(ctx);
+    if (!point) return err({ reason: 'internal', message: 'calibrate needs the tree the task starts from (a materialize or environment upstream)' });
+    const configured = sandboxFor(ctx.node, s);
+    if (!configured.ok) return err({ reason: 'infra', message: configured.error });
+    const settings = inEnvironment(configured.value, point.environment, task);
+    const verifierSettings = verifierPhase(configured.value, point.environment, task, s.strict_verifier === true);
+    const log = (line: string) => writeFileSync(ctx.logFile, line + '\n', { flag: 'a' });
+    const untrusted = (note: string): CanaryCalibrations =>
+      Object.fromEntries(Object.keys(task.verifier.failToPass).map((name) => [name, { targets: [], calibrated: false, note }]));
+    const ws = join(ctx.workDir, 'ws');
+    ctx.artifacts.materialize(point.tree, ws);
+    const applied = await applySolution(task, ws, settings);
+    if (!applied.ok) {
+      log(`no calibration: ${applied.error}`);
+      return ok(writeCanaries(ctx, task.id, untrusted(`the canary could not be calibrated: ${applied.error}`)));
+    }
+    let verifierDir: string | null = null;
+    const staged = task.verifier.filesDir ? ctx.files.find((f) => f.path === relative(ctx.node.step.rootDir, task.verifier.filesDir!)) : undefined;
+    if (staged) {
+      verifierDir = join(ctx.workDir, 'verifier');
+      ctx.artifacts.materialize(staged.entry, verifierDir);
+    }
+    try {
+      const outcome = await runVerifier(
+        task,
+        ws,
+        verifierDir,
+        ctx.workDir,
+        verifierSandbox(verifierSettings),
+        ctx.signal,
+        { mode: 'calibrate' },
+        { scoring: scoringOf(s) },
+      );
+      if (!outcome.ok) return err({ reason: 'infra', message: `infrastructure: ${outcome.error}` });
+      const tests = calibrationsOf(outcome.value);
+      for (const [name, c] of Object.entries(tests)) log(`canary for ${name}: ${c.calibrated ? 'calibrated' : `not usable (${c.note})`}`);
+      return ok(writeCanaries(ctx, task.id, tests));
+    } catch (e) {
+      return err({ reason: 'infra', message: `calibration could not run: ${errorMessage(e)}` });
+    }
+  },
+};
