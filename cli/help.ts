@@ -29,6 +29,8 @@ export const OPTIONS = {
   repair: { value: false },
   sign: { value: true },
   'harbor-layout': { value: false },
+  public: { value: false },
+  private: { value: false },
   key: { value: true },
   root: { value: true },
   'skip-canary': { value: false },
@@ -301,6 +303,15 @@ digest (the SHA-256 of manifest.json): publish it where the bundle cannot reach 
 CI job log), and anyone can check a bundle is that one.`,
     options: [
       ['out', 'DIR', 'where the bundle is written'],
+      [
+        'public',
+        null,
+        `the form to publish: the hidden verifier, the reference solution
+and every quote of them (any run of 40 bytes) withheld, their
+digests in withheld.json (the default for an export step with
+public: true)`,
+      ],
+      ['private', null, 'everything, for the team (the default otherwise)'],
       ['sign', 'KEY', 'sign manifest.json with this Ed25519 private key (PEM):\nwrites manifest.sig.json (openssl genpkey -algorithm ed25519)'],
       [
         'harbor-layout',

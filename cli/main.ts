@@ -27,6 +27,7 @@ import { formatRunOutcome, runOutcome } from './run-summary.js';
 import { generate } from './generate.js';
 import { printJson as printJsonTo, printJsonErrors } from './json-output.js';
 import { exportStep } from '../steps/export-step.js';
+import { specOf } from '../steps/step-spec.js';
 
 type Out = { write(s: string | Uint8Array): unknown; isTTY?: boolean };
 
@@ -678,7 +679,13 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
         }
       }
       const { rootDigest, signBundle } = await import('../steps/export/bundle.js');
-      const written: { dir: string; root_digest: string; key_id: string | null; harbor_job?: { dir: string; trials: number } }[] = [];
+      const written: {
+        dir: string;
+        visibility: 'public' | 'private';
+        root_digest: string;
+        key_id: string | null;
+        harbor_job?: { dir: string; trials: number };
+      }[] = [];
       // Other configs may share this store and have export nodes of the same name: only the key
       // this config plans, or failing that the last one a run of this config reached, is its bundle.
       const ownKeys = new Set(ctx.store.roots().find((r) => r.name === `config ${config.configFile}`)?.keys ?? []);
@@ -711,14 +718,30 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
         );
         if (remote?.ok) await ensureLocal(ctx.store, remote.value, [found.record.outputs['bundle']!]);
         const bundle = found.record.outputs['bundle']!;
+        // The public form is made from the private one, which is written beside it first (and removed).
+        const visibility = values.private ? 'private' : values.public || specOf(n.step, 'export').public ? 'public' : 'private';
+        const privateDir = visibility === 'public' ? `${bundleDir}.private-${process.pid}` : bundleDir;
+        rmSync(`${bundleDir}.private-${process.pid}`, { recursive: true, force: true });
         const wrote = writeStoredBundle(
           ctx.store,
           bundle,
-          bundleDir,
+          privateDir,
           byteProgress(io.stderr, io.env, json ? 'none' : ((values.progress ?? 'auto') as ProgressMode), `writing ${n.id}`, bundle.size),
         );
         if (!wrote.ok)
           return fail(io, json, [{ message: `${n.id}: ${wrote.error}`, hint: `run 'pairbench run' to rebuild it, then export again` }], EXIT.nodeFailed);
+        if (visibility === 'public') {
+          const { publicBundle } = await import('../steps/export/public-bundle.js');
+          const { writeBundle } = await import('../steps/export/bundle.js');
+          const pub = publicBundle(privateDir);
+          const made = writeBundle(bundleDir, pub.files);
+          rmSync(privateDir, { recursive: true, force: true });
+          if (!made.ok) return fail(io, json, [{ message: `${n.id}: ${made.error}` }], EXIT.nodeFailed);
+          if (!json)
+            io.stderr.write(
+              `public form: ${pub.withheld.length} hidden file(s) withheld, ${pub.scrubbed.length} file(s) with quotes of them scrubbed (digests in withheld.json)\n`,
+            );
+        }
         let dir = dest;
         let job: { dir: string; trials: number } | null = null;
         if (staging) {
@@ -730,7 +753,7 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
         if (signed && !signed.ok) return fail(io, json, [{ message: `${n.id}: ${signed.error}` }]);
         const root = rootDigest(dir);
         if (!root.ok) return fail(io, json, [{ message: root.error }], EXIT.nodeFailed);
-        written.push({ dir, root_digest: root.value, key_id: signed?.ok ? signed.value.key_id : null, ...(job ? { harbor_job: job } : {}) });
+        written.push({ dir, visibility, root_digest: root.value, key_id: signed?.ok ? signed.value.key_id : null, ...(job ? { harbor_job: job } : {}) });
       }
       if (json) printJson(io, { ok: true, bundles: written });
       else
@@ -738,7 +761,7 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
           written
             .map(
               (w) =>
-                `${w.harbor_job ? `wrote Harbor job ${w.harbor_job.dir} (${w.harbor_job.trials} trials; open it with: harbor view ${dirname(w.harbor_job.dir)})\n` : ''}wrote ${w.dir}\nroot digest sha256:${w.root_digest}${w.key_id ? ` (signed, Ed25519 key ${w.key_id.slice(0, 16)})` : ''}\ncheck it with: pairbench verify-bundle ${w.dir} --root sha256:${w.root_digest}`,
+                `${w.harbor_job ? `wrote Harbor job ${w.harbor_job.dir} (${w.harbor_job.trials} trials; open it with: harbor view ${dirname(w.harbor_job.dir)})\n` : ''}wrote ${w.dir} (${w.visibility})\nroot digest sha256:${w.root_digest}${w.key_id ? ` (signed, Ed25519 key ${w.key_id.slice(0, 16)})` : ''}\ncheck it with: pairbench verify-bundle ${w.dir} --root sha256:${w.root_digest}`,
             )
             .join('\n') + '\n',
         );

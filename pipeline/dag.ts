@@ -236,8 +236,19 @@ export function buildGraph(config: BenchConfig, kinds: StepKindRegistry): Result
     for (const n of kind.order ? kind.order(own) : own) nodes.push(n);
     nodesOfStep.set(step.name, own);
     for (const c of kind.checkpoints?.(step, (name) => nodesOfStep.get(name) ?? []) ?? []) {
+      const id = `${step.name}/${c.name}`;
+      // A checkpoint's id may coincide with a matrix node's (an arm named like it): two nodes, one id, is refused.
+      if (byId.has(id)) {
+        diagnostics.push({
+          field: `steps.${step.name}.matrix`,
+          message: `node ${id} is both a node of the matrix and the ${c.kind.title.one} the step adds`,
+          location: step.source.locate([...step.path, 'matrix']),
+          hint: `rename the matrix value that makes ${id}`,
+        });
+        continue;
+      }
       const node: GraphNode = {
-        id: `${step.name}/${c.name}`,
+        id,
         step,
         kind: c.kind,
         matrix: c.matrix,

@@ -676,4 +676,8 @@ export interface ExportStep {
   matrix?: Matrix;
   cohort?: string;
   fixture_note?: string;
+  /**
+   * The bundle is for publication: `pairbench export` writes its public form (the hidden verifier, the reference solution and every quote of them withheld, digests kept) unless given --private.
+   */
+  public?: boolean;
 }

@@ -64,7 +64,7 @@ export const verifyStep: StepKind = {
       const trees = [...new Set(nodes.flatMap((n) => n.upstream.filter((u) => 'tree' in u.kind.outputs(u.step) && u.matrix['task'] === task)))];
       if (!trees.length) continue;
       out.push({
-        name: `canary/${task}`,
+        name: `${task}/canary`,
         kind: calibrateStep,
         matrix: { task },
         after: trees,

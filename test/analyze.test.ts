@@ -209,16 +209,67 @@ describe('analyze: paired comparison', () => {
       expect(c.problems[0]).toMatchObject({ reason: 'insufficient-n', n_units: n, units_needed: 6 });
       expect(c.mde!.value).toBeNull();
     }
-    // At 6 tasks the test can reach alpha, but an interval of zero width is no basis for a claim.
-    const six = only(
+  });
+
+  it('a perfect effect is not called noise: with no spread the interval is the effect itself, and the exact test decides', () => {
+    // 12 tasks, each control 0 of 2 and treatment 2 of 2: every task delta +100 pp, no spread.
+    const twelve = only(
       analyze(
-        grid(6, 2, (arm) => arm === 'treatment'),
+        grid(12, 2, (arm) => arm === 'treatment'),
         spec(),
       ),
     );
-    expect(six.test!.p).toBeCloseTo(2 / 64, 12);
-    expect(six.ci!.high - six.ci!.low).toBe(0);
-    expect(six.verdict).toBe('within-noise');
+    expect(twelve.test!.p).toBeCloseTo(2 / 4096, 12);
+    expect(twelve.ci).toMatchObject({ low: 1, high: 1, degenerate: expect.stringContaining('no spread: all 12 units moved alike') });
+    expect(twelve.verdict).toBe('positive');
+    // At 6 the test just reaches alpha: the same.
+    expect(
+      only(
+        analyze(
+          grid(6, 2, (arm) => arm === 'treatment'),
+          spec(),
+        ),
+      ).verdict,
+    ).toBe('positive');
+    // All flipping the other way: negative.
+    expect(
+      only(
+        analyze(
+          grid(12, 2, (arm) => arm === 'control'),
+          spec(),
+        ),
+      ).verdict,
+    ).toBe('negative');
+    // All equal (no task moved): within noise, and the words say why.
+    const equal = only(
+      analyze(
+        grid(12, 2, () => true),
+        spec(),
+      ),
+    );
+    expect(equal.verdict).toBe('within-noise');
+    expect(equal.problems).toContainEqual(expect.objectContaining({ reason: 'no-claim', condition: 'test' }));
+    // Two tasks that both flip: too few units for any test.
+    expect(
+      only(
+        analyze(
+          grid(2, 2, (arm) => arm === 'treatment'),
+          spec(),
+        ),
+      ).verdict,
+    ).toBe('insufficient-n');
+  });
+
+  it('when no claim is made, the verdict says which condition was not met', () => {
+    // Half the tasks gain, half lose: the test is far from alpha.
+    const c = only(
+      analyze(
+        grid(12, 2, (arm, task) => (task % 2 === 0 ? arm === 'treatment' : arm === 'control')),
+        spec(),
+      ),
+    );
+    expect(c.verdict).toBe('within-noise');
+    expect(c.problems.find((p) => p.reason === 'no-claim')!.message).toMatch(/sign-flip test's adjusted p \S+ is above alpha 0\.05/);
   });
 
   it('the unit of the test is the family: 30 tasks from 3 families are 3 units, so +100 pp is insufficient-n', () => {

@@ -158,15 +158,25 @@ describe('a config with verify and no certify step at all', () => {
     const r = await rig.cli('run', '--json');
     expect(r.code, r.stdout).toBe(0);
     const nodes = JSON.parse(r.stdout).nodes as { node: string; status: string }[];
-    expect(nodes.find((n) => n.node === 'verify/canary/fix-add')?.status).toBe('executed');
-    expect((await rig.outputJson('verify/canary/fix-add', 'canary.json')).tests.add_works).toMatchObject({ calibrated: true });
+    expect(nodes.find((n) => n.node === 'verify/fix-add/canary')?.status).toBe('executed');
+    expect((await rig.outputJson('verify/fix-add/canary', 'canary.json')).tests.add_works).toMatchObject({ calibrated: true });
     expect(await rig.outputJson('verify/fix-add/honest/1', 'verdict.json')).toMatchObject({ pass: true, forgery: null });
     for (const arm of ['exit-at-import', 'exit-overridden', 'exit-handler']) {
       expect(await rig.outputJson(`verify/fix-add/${arm}/1`, 'verdict.json'), arm).toMatchObject({ pass: false, forgery: { reason: 'canary-passed' } });
       expect(await rig.outputJson(`audit/fix-add/${arm}/1`, 'audit.json'), arm).toMatchObject({ reason_code: 'verdict-forged', pass: false });
     }
     // `plan` says what the calibration is, and why it runs.
-    expect((await rig.cli('plan', '--all')).stdout).toContain('cached  verify/canary/fix-add');
+    expect((await rig.cli('plan', '--all')).stdout).toContain('cached  verify/fix-add/canary');
+  });
+
+  it("an arm whose node would have the calibration's id is refused at load, naming both", async () => {
+    rig.write(
+      'bench.config.yaml',
+      config({ control: 'true', canary: 'true' }).replace(/(verify: \{ kind: verify, needs: \[materialize, attempts\], matrix: \{[^}]*), rep: 1 \}/, '$1 }'),
+    );
+    const r = await rig.cli('plan');
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/node verify\/fix-add\/canary is both a node of the matrix and the canary calibration the step adds/);
   });
 
   it('a pass no calibrated canary stands behind is never scored: an infrastructure-class exclusion with its reason, counted per arm', async () => {

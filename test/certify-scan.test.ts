@@ -364,3 +364,66 @@ describe('certify policy', () => {
     expect(failingFindings(findings, policyFromSpec({ fail_on: [] }))).toEqual([]);
   });
 });
+
+describe('certify decodes to a fixed point', () => {
+  // A distinctive line of the reference solution, as an agent would need it.
+  const LINE = 'assertNumber(a, b);';
+  const DOC = (body: string) => `# House rules\n\nKeep functions small.\n\n${body}\n\nThat is all.\n`;
+  const reverse = (s: string) => [...s].reverse().join('');
+  const rot13 = (s: string) => s.replace(/[A-Za-z]/g, (c) => String.fromCharCode(((c.charCodeAt(0) - (c <= 'Z' ? 65 : 97) + 13) % 26) + (c <= 'Z' ? 65 : 97)));
+  const b64 = (s: string | Buffer) => Buffer.from(s).toString('base64');
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { gzipSync, deflateSync } = require('node:zlib') as typeof import('node:zlib');
+  const ENCODINGS: Record<string, { text: string; chain: string | null }> = {
+    plain: { text: LINE, chain: null },
+    base64: { text: b64(LINE), chain: 'base64' },
+    hex: { text: Buffer.from(LINE).toString('hex'), chain: 'hex' },
+    fullwidth: { text: 'ａｓｓｅｒｔＮｕｍｂｅｒ(a, b);', chain: null },
+    cyrillic: { text: 'аssеrtNumbеr(a, b);', chain: null },
+    'zero-width': { text: 'assert\u200BNumber(a,\u200C b);', chain: null },
+    spaced: { text: 'a s s e r t N u m b e r ( a , b ) ;', chain: null },
+    'split across two lines': { text: 'assertNum\nber(a, b);', chain: null },
+    reversed: { text: reverse(LINE), chain: 'reversal' },
+    rot13: { text: rot13(LINE), chain: 'rot13' },
+    'URL-encoded': { text: [...Buffer.from(LINE)].map((b) => `%${b.toString(16).padStart(2, '0')}`).join(''), chain: 'URL escapes' },
+    'gzip+base64': { text: b64(gzipSync(LINE)), chain: 'base64 -> gzip' },
+    'zlib+hex': { text: deflateSync(`${LINE} padding`).toString('hex'), chain: 'hex -> zlib' },
+    'JSON \\u escapes': { text: [...LINE].map((c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`).join(''), chain: 'string escapes' },
+    'base64-of-base64': { text: b64(b64(LINE)), chain: 'base64 -> base64' },
+    'reversed base64': { text: reverse(b64(LINE)), chain: 'reversal -> base64' },
+  };
+
+  for (const [name, { text, chain }] of Object.entries(ENCODINGS)) {
+    it(`the reference solution ${name} in a CLAUDE.md is a solution leak${chain ? `, naming the chain (${chain})` : ''}`, () => {
+      const treatment: Surface = { kind: 'treatment', name: 'treatment:t', files: [{ path: 'CLAUDE.md', text: DOC(text) }] };
+      const leaks = scan([treatment]).filter((f) => f.class === 'solution-leak');
+      expect(leaks.length, name).toBeGreaterThan(0);
+      expect(leaks[0]!.line, name).toBeGreaterThanOrEqual(5);
+      expect(leaks[0]!.line, name).toBeLessThanOrEqual(6);
+      if (chain)
+        expect(
+          leaks.some((f) => f.detail.includes(`(decoded: ${chain})`)),
+          leaks.map((f) => f.detail).join('; '),
+        ).toBe(true);
+    });
+  }
+
+  it('a clean document with words that look encoded is not a leak', () => {
+    const text = DOC('Use the deadbeefcafebabe0123456789abcdef value, see https://example.com/a%20b%20c%20d and \\u0041 for A; ebg13 is rot13.');
+    expect(scan([{ kind: 'treatment', name: 'treatment:t', files: [{ path: 'CLAUDE.md', text }] }])).toEqual([]);
+  });
+
+  it('a 10 MB random treatment file certifies in bounded time', () => {
+    // Random bytes as base64 text (every word decodes to bytes), split into lines.
+    const random = Buffer.alloc(7.5 * 1024 * 1024);
+    for (let i = 0; i < random.length; i += 4) random.writeUInt32LE((Math.imul(i + 1, 2654435761) ^ (i >>> 3)) >>> 0, i);
+    const text = b64(random).replace(/(.{76})/g, '$1\n');
+    expect(text.length).toBeGreaterThan(10 * 1024 * 1024);
+    const t0 = process.hrtime.bigint();
+    const findings = scan([{ kind: 'treatment', name: 'treatment:t', files: [{ path: 'big.txt', text }] }]);
+    const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
+    expect(findings.filter((f) => f.class === 'solution-leak')).toEqual([]);
+    // Bounded, not fast: depth and bytes are capped (decode.ts); generous for a loaded machine.
+    expect(seconds).toBeLessThan(120);
+  });
+});

@@ -188,9 +188,7 @@ describe('certify: every surface an arm adds, whatever its encoding', () => {
     rig.write('bench.config.yaml', armConfig('{ files: { .memory: fixtures/memory } }'));
     const f = await findings('dir');
     expect(f.verdict).toBe('rejected');
-    expect(f.leaks).toEqual([
-      expect.objectContaining({ path: '.memory/nested/blob.txt', detail: 'added line of the reference solution (decoded from base64)' }),
-    ]);
+    expect(f.leaks).toEqual([expect.objectContaining({ path: '.memory/nested/blob.txt', detail: 'added line of the reference solution (decoded: base64)' })]);
   });
 
   it('a base64 copy in an arm env value, and in MCP server arguments, are rejected', async () => {

@@ -110,7 +110,9 @@ describe('sequential stopping in a run', () => {
     expect(analysis.sequential.stopped_at).toBe(10);
     expect(analysis.sequential.attempts_not_run).toBe(4);
     expect(analysis.sequential.looks).toHaveLength(12);
-    expect(analysis.comparisons[0]).toMatchObject({ verdict: 'positive', ci: { method: 'betting-cs' } });
+    // The local backend: the sequence crossed, and no claim is made without isolation.
+    expect(analysis.comparisons[0]).toMatchObject({ verdict: 'unisolated', ci: { method: 'betting-cs' } });
+    expect(analysis.comparisons[0].problems.map((p: { message: string }) => p.message).join('\n')).toMatch(/would be positive, but no claim is made/);
     expect(analysis.comparisons[0].ci.low).toBeGreaterThan(0);
   });
 

@@ -63,7 +63,7 @@ function analyzeValid(attempts: readonly AttemptRecord[], spec: AnalysisSpec): A
   const decided = compared.map((c) => decide(c, m));
   if (factorial) decideFactorial(factorial, m);
   const sequential = spec.stopping ? sequentialAnalysis(attempts, spec) : undefined;
-  const comparisons = sequential ? decided.map((c, i) => (i === 0 ? applySequential(c, sequential) : c)) : decided;
+  const comparisons = sequential ? decided.map((c, i) => (i === 0 ? applySequential(c, sequential, compared[0]!.unisolatedArms) : c)) : decided;
 
   const notes = methodNotes(spec, m);
   const acceptedNullPass = attempts.filter((a) => a.admission === 'accepted' && a.pass === null).length;

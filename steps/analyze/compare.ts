@@ -288,9 +288,34 @@ export function decide(compared: Compared, m: number): Comparison {
   }
   const effect = c.delta;
   const side = effect > 0 ? 1 : -1;
-  const claims = (p: number, ci: Comparison['ci'], e: number) =>
-    p <= alpha + 1e-12 && !degenerate(ci) && (side > 0 ? ci!.low > 0 : ci!.high < 0) && Math.abs(e) > c.envelope!.value + EPS && Math.sign(e) === side;
-  let verdict: Verdict = claims(c.test.p_holm, c.ci, effect) ? (side > 0 ? 'positive' : 'negative') : 'within-noise';
+  // The first condition a claim does not meet, or null. An interval of no width because every unit
+  // moved alike is the effect itself: the exact test decides (it does not turn evidence into noise).
+  const unmet = (p: number, ci: Comparison['ci'], e: number): ComparisonProblem | null => {
+    if (p > alpha + 1e-12)
+      return {
+        reason: 'no-claim',
+        condition: 'test',
+        message: `the ${c.test!.unit}-level sign-flip test's adjusted p ${p.toPrecision(3)} is above alpha ${alpha}`,
+      };
+    const usable = ci !== null && (!degenerate(ci) || ci.degenerate !== undefined);
+    if (!usable || !(side > 0 ? ci!.low > 0 : ci!.high < 0) || Math.sign(e) !== side)
+      return {
+        reason: 'no-claim',
+        condition: 'interval',
+        message: ci ? `its ${Math.round(ci.confidence * 100)}% interval [${pp(ci.low)}, ${pp(ci.high)}] does not exclude 0` : 'no interval could be computed',
+      };
+    if (Math.abs(e) <= c.envelope!.value + EPS)
+      return {
+        reason: 'no-claim',
+        condition: 'envelope',
+        message: `the effect ${pp(e)} is inside the noise envelope ±${pp(c.envelope!.value).replace(/^\+/, '')}`,
+      };
+    return null;
+  };
+  const claims = (p: number, ci: Comparison['ci'], e: number) => unmet(p, ci, e) === null;
+  const first = unmet(c.test.p_holm, c.ci, effect);
+  let verdict: Verdict = first === null ? (side > 0 ? 'positive' : 'negative') : 'within-noise';
+  if (first) problems.push(first);
   if (verdict !== 'within-noise' && compared.worstCase) {
     const w = compared.worstCase(side);
     // Judged at the same Holm step as the observed p: the adjusted/raw ratio carries over.
@@ -306,14 +331,24 @@ export function decide(compared: Compared, m: number): Comparison {
     }
   }
   if ((verdict === 'positive' || verdict === 'negative') && compared.unisolatedArms.length) {
-    problems.push({
-      reason: 'unisolated',
-      arms: compared.unisolatedArms,
-      message: `${compared.unisolatedArms.join(' and ')} ran without isolation (the local backend, or egress open on a shared network): the effect would be ${verdict}, but no claim is made`,
-    });
+    problems.push(unisolatedProblem(compared.unisolatedArms, verdict));
     verdict = 'unisolated';
   }
   return { ...c, verdict, problems: [...c.problems, ...problems] };
+}
+
+/** Why a claim an unisolated arm would make is not made. */
+export function unisolatedProblem(arms: readonly string[], wouldBe: 'positive' | 'negative'): ComparisonProblem {
+  return {
+    reason: 'unisolated',
+    arms: [...arms],
+    message: `${arms.join(' and ')} ran without isolation (the local backend, or egress open on a shared network): the effect would be ${wouldBe}, but no claim is made`,
+  };
+}
+
+/** A difference of rates in percentage points, signed: +12.5 pp. */
+function pp(x: number): string {
+  return `${x >= 0 ? '+' : ''}${(Math.round(x * 1000) / 10).toFixed(1)} pp`;
 }
 
 /** An attempt that ran without a sandbox of its own, or on a network shared with other attempts and the host. */

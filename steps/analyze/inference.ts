@@ -127,10 +127,14 @@ export function clusterTInterval(units: Units, confidence: number, range: readon
   const t = tQuantile(1 - (1 - confidence) / 2, k - 1);
   const low = Math.max(range[0], effect - t * se);
   const high = Math.min(range[1], effect + t * se);
-  return { low, high, confidence, method: 'cluster-t', resamples: null, seed: null, df: k - 1, units: k };
+  const flat = se < 1e-12 ? { degenerate: `no spread: all ${k} units moved alike, so the interval is the effect itself and the exact test decides` } : {};
+  return { low, high, confidence, method: 'cluster-t', resamples: null, seed: null, df: k - 1, units: k, ...flat };
 }
 
-/** An interval of zero width says only that every unit moved alike: never a basis for a claim. */
+/**
+ * An interval of zero width (or none): alone it is no basis for a claim. When it has no width
+ * because every unit moved alike (Interval.degenerate), the exact test decides instead.
+ */
 export function degenerate(ci: Interval | null): boolean {
   return ci === null || ci.high - ci.low < 1e-12;
 }

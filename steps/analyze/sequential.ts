@@ -19,6 +19,7 @@
  * to [0, 1]; it is looked at after every family and stops once it excludes 0.
  */
 import { scored } from './arm-metrics.js';
+import { unisolatedProblem } from './compare.js';
 import { bettingConfidenceSequence } from './confidence-sequence.js';
 import { efficacyBounds, futilityBounds, groupSequentialDesign, type GroupSequentialDesign } from './group-sequential.js';
 import normalQuantile from '@stdlib/stats-base-dists-normal-quantile';
@@ -235,7 +236,7 @@ export function sequentialAnalysis(attempts: readonly AttemptRecord[], spec: Ana
  * envelope, exclusions imputed against it, isolation). The interval becomes the repeated
  * one. Refused, invalid and insufficient-n verdicts stand.
  */
-export function applySequential(c: Comparison, seq: SequentialResult): Comparison {
+export function applySequential(c: Comparison, seq: SequentialResult, unisolatedArms: readonly string[]): Comparison {
   if (c.verdict === 'refused' || c.verdict === 'invalid' || c.verdict === 'insufficient-n' || c.delta === null) return c;
   const ci: Interval | null = seq.interval
     ? { low: seq.interval.low, high: seq.interval.high, confidence: seq.interval.confidence, method: seq.interval.method, resamples: null, seed: null }
@@ -247,7 +248,12 @@ export function applySequential(c: Comparison, seq: SequentialResult): Compariso
   const problems = [...c.problems];
   let verdict: Verdict;
   if (crossed && beyondNoise && survives && ci && ci.high - ci.low > 1e-12) {
-    verdict = c.verdict === 'unisolated' ? 'unisolated' : side === 'efficacy' ? 'positive' : 'negative';
+    verdict = side === 'efficacy' ? 'positive' : 'negative';
+    // Isolation is judged here too, whatever the fixed-N verdict was: a sequential claim needs it as much.
+    if (unisolatedArms.length) {
+      if (!problems.some((p) => p.reason === 'unisolated')) problems.push(unisolatedProblem(unisolatedArms, verdict));
+      verdict = 'unisolated';
+    }
   } else {
     verdict = 'within-noise';
     const why =

@@ -213,6 +213,11 @@ export interface Interval {
   /** cluster-t: degrees of freedom and units. */
   df?: number;
   units?: number;
+  /**
+   * Why the interval has no width: every unit's delta is the same (no spread), so it is the
+   * effect itself. Then the exact test alone decides (the interval is reported, not relied on).
+   */
+  degenerate?: string;
 }
 
 /** The cluster-respecting test a claim rests on. */
@@ -348,7 +353,9 @@ export type ComparisonProblem =
   | { reason: 'insufficient-n'; n_units: number; units_needed: number; message: string }
   | { reason: 'exclusions-against-claim'; message: string }
   | { reason: 'factorial-design'; message: string }
-  | { reason: 'sequential'; message: string };
+  | { reason: 'sequential'; message: string }
+  /** A comparison that makes no claim, and the first condition it did not meet (the verdict's real reason). */
+  | { reason: 'no-claim'; condition: 'test' | 'interval' | 'envelope'; message: string };
 
 export interface PairCounts {
   /** (task, rep) keys present in either arm */

@@ -1,6 +1,7 @@
 import { lstatSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Task } from '../task.js';
+import { decodedVariants } from './decode.js';
 
 /**
  * The static half of `certify`: every agent-visible surface (the prompt, the
@@ -146,32 +147,44 @@ export function scanSurfaces(inputs: ScanInputs): Finding[] {
         if (why) add({ surface: surface.name, path, line: 1, class: 'instructions-survived', match: path, detail: why });
       }
     }
-    // Each file as written, and what obvious encodings in it (base64, hex) decode to.
+    // Each file as written, and everything it decodes to (to a fixed point, bounded: decode.ts).
     for (const { file, encoded } of withDecoded(surface.files)) {
       let rawStarts: number[] | undefined;
       const at = (offset: number) => ({
         surface: surface.name,
         path: file.path,
-        line: encoded?.line ?? lineFromStarts((rawStarts ??= lineStarts(file.text)), offset),
+        line: encoded ? encoded.lineOf(offset) : lineFromStarts((rawStarts ??= lineStarts(file.text)), offset),
       });
-      const how = encoded ? ` (${encoded.how})` : '';
+      const how = encoded ? ` (decoded: ${encoded.chain.join(' -> ')})` : '';
 
       // Solution and verifier lines: substrings of the folded lines (Unicode NFKC, invisible
-      // characters gone, look-alike letters mapped, whitespace collapsed), or of the same with
-      // no whitespace at all (a re-spaced copy).
+      // characters gone, look-alike letters mapped, whitespace collapsed), or of the whole text
+      // with no whitespace at all (a re-spaced copy, or one split across lines).
       if (textNeedles.length) {
-        const lines = file.text.split('\n').map((l) => normalize(fold(l)));
-        const bare = lines.map((l) => l.replace(/\s+/g, ''));
+        const rawLines = file.text.split('\n');
+        const lines = rawLines.map((l) => normalize(fold(l)));
         const norm = lines.join('\n');
         const starts = lineStarts(norm);
+        const rawLineStarts: number[] = [];
+        const bareStarts: number[] = [];
+        let bare = '';
+        let rawOffset = 0;
+        for (let i = 0; i < lines.length; i++) {
+          rawLineStarts.push(rawOffset);
+          rawOffset += rawLines[i]!.length + 1;
+          bareStarts.push(bare.length);
+          bare += lines[i]!.replace(/\s+/g, '');
+        }
+        const lineOfIndex = (i: number) => (encoded ? encoded.lineOf(rawLineStarts[i - 1] ?? 0) : i);
         for (const n of textNeedles) {
           const needle = normalize(fold(n.text));
           const hit = new Set<number>();
           for (let i = norm.indexOf(needle); i !== -1; i = norm.indexOf(needle, i + 1)) hit.add(lineFromStarts(starts, i));
           const bareNeedle = needle.replace(/\s+/g, '');
-          if (bareNeedle.length >= 8) bare.forEach((l, i) => l.includes(bareNeedle) && hit.add(i + 1));
+          if (bareNeedle.length >= 8)
+            for (let i = bare.indexOf(bareNeedle); i !== -1; i = bare.indexOf(bareNeedle, i + 1)) hit.add(lineFromStarts(bareStarts, i));
           for (const line of hit)
-            add({ surface: surface.name, path: file.path, line: encoded?.line ?? line, class: n.class, match: n.text, detail: n.detail + how });
+            add({ surface: surface.name, path: file.path, line: lineOfIndex(line), class: n.class, match: n.text, detail: n.detail + how });
         }
       }
 
@@ -354,33 +367,16 @@ export function fold(s: string): string {
 
 interface Decoded {
   file: SurfaceFile;
-  /** Set for text decoded from an encoding found in the file: where and how. */
-  encoded?: { line: number; how: string };
+  /** Set for text decoded from the file: by which chain, and the line of the file each offset came from. */
+  encoded?: { chain: string[]; lineOf(offset: number): number };
 }
 
-const BASE64_WORD = /[A-Za-z0-9+/_-]{16,}={0,2}/g;
-const HEX_WORD = /\b(?:[0-9a-fA-F]{2}){12,}\b/g;
-
-/** The files, and for each base64 or hex word in them that decodes to text, that text as a file of its own. */
+/** The files, and everything each decodes to (decode.ts), each as a file of its own. */
 function withDecoded(files: SurfaceFile[]): Decoded[] {
   const out: Decoded[] = [];
-  for (const file of files) {
-    out.push({ file });
-    const starts = lineStarts(file.text);
-    const decodedOnce = new Set<string>();
-    const consider = (m: RegExpMatchArray, bytes: Buffer, how: string) => {
-      const text = bytes.toString('utf8');
-      // Text, not noise: printable, mostly letters and punctuation, valid UTF-8.
-      if (text.length < 8 || text.includes('\uFFFD') || !/^[\p{L}\p{N}\p{P}\p{S}\p{Zs}\n\r\t]+$/u.test(text) || decodedOnce.has(text)) return;
-      decodedOnce.add(text);
-      out.push({ file: { path: file.path, text }, encoded: { line: lineFromStarts(starts, m.index ?? 0), how } });
-    };
-    for (const m of file.text.matchAll(BASE64_WORD)) {
-      if (/^[0-9a-fA-F]+$/.test(m[0])) continue; // hex, below
-      consider(m, Buffer.from(m[0].replace(/-/g, '+').replace(/_/g, '/'), 'base64'), 'decoded from base64');
-    }
-    for (const m of file.text.matchAll(HEX_WORD)) consider(m, Buffer.from(m[0], 'hex'), 'decoded from hex');
-  }
+  for (const file of files)
+    for (const v of decodedVariants(file.text))
+      out.push(v.chain.length ? { file: { path: file.path, text: v.text }, encoded: { chain: v.chain, lineOf: v.lineOf } } : { file });
   return out;
 }
 

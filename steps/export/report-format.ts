@@ -168,7 +168,9 @@ export function comparisonMeaning(c: Comparison): string {
     return `no preregistered look crossed its boundary in the direction of the effect: no effect is claimed either way`;
   if (c.verdict !== 'within-noise') return verdictMeaning(c.verdict);
   const mde = c.mde?.value;
-  return `not distinguishable from 0 at this n (${mde !== null && mde !== undefined ? `MDE ${ppWidth(mde)}` : 'MDE not computable at this n'}): no effect is claimed either way`;
+  // The real reason no claim is made: the first condition the comparison did not meet.
+  const why = c.problems.find((p) => p.reason === 'no-claim' || p.reason === 'exclusions-against-claim');
+  return `${why ? `no claim: ${why.message}` : 'not distinguishable from 0 at this n'} (${mde !== null && mde !== undefined ? `MDE ${ppWidth(mde)}` : 'MDE not computable at this n'}); no effect is claimed either way`;
 }
 
 /** One sentence on what the verdict means, so a reader does not have to know the vocabulary. */
@@ -223,6 +225,7 @@ export function problemText(p: ComparisonProblem): string {
     case 'exclusions-against-claim':
     case 'factorial-design':
     case 'sequential':
+    case 'no-claim':
       return `${p.reason}: ${p.message}`;
     default:
       return unreachable(p);

@@ -6,6 +6,7 @@
  */
 import type { AnalysisResult, ArmMetrics, Comparison, ConfigField, FactorialResult, JudgeSummary, SequentialResult, TaskOutcome } from '../analyze/types.js';
 import type { ReportContext, ReportHistory } from './report-context.js';
+import { PRIVATE_NOTICE } from './public-bundle.js';
 import {
   armText,
   timesText,
@@ -140,6 +141,8 @@ export function renderHtml(result: AnalysisResult, ctx: ReportContext): string {
     `<h1>pairbench: ${esc(ctx.cohort)}</h1>`,
     `<p class="sub">${esc(timesText(ctx.times))} · freeze <code>${esc(ctx.freeze_digest)}</code> · report schema_version ${result.schema_version}</p>`,
     ctx.fixture_note ? `<p class="fixture-note" role="note"><strong>Note:</strong> ${esc(ctx.fixture_note)}</p>` : '',
+    // Which form of the bundle this is: the public form replaces this text (public-bundle.ts).
+    `<p class="visibility" role="note">${PRIVATE_NOTICE}</p>`,
     warnings(result),
     summaryPlot(result),
     '<section id="verdicts">',

@@ -5,6 +5,7 @@
  */
 import type { AnalysisResult, ArmMetrics, Comparison, ConfigField, FactorialResult, JudgeSummary, SequentialResult } from '../analyze/types.js';
 import type { ReportContext, ReportHistory } from './report-context.js';
+import { PRIVATE_NOTICE } from './public-bundle.js';
 import {
   armText,
   timesText,
@@ -87,6 +88,9 @@ export function renderMarkdown(result: AnalysisResult, ctx: ReportContext): stri
   );
   line();
   line(`${timesText(ctx.times)} · config ${code(ctx.config_digest)} · freeze ${code(ctx.freeze_digest)}`);
+  line();
+  // Which form of the bundle this is: the public form replaces this line (public-bundle.ts).
+  line(PRIVATE_NOTICE);
   line();
 
   const glance = atAGlance(result);
