@@ -3,8 +3,14 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
-    testTimeout: 60_000,
-    hookTimeout: 60_000,
+    // A test fails when it is wrong, not when the machine is slow: its only time bound is the
+    // suite's own budget (15 minutes), far above ten times any test's quiet duration. Tests
+    // wait on events (a file, a line, a record), never on a fixed time.
+    testTimeout: 900_000,
+    hookTimeout: 900_000,
     pool: 'forks',
+    // Most tests wait on child processes (git, bubblewrap, dockerd, the agent CLI), so two
+    // files at once keep a 2-core machine busy; the default (cores - 1) runs them one by one.
+    maxWorkers: 2,
   },
 });

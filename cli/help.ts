@@ -18,6 +18,8 @@ export const OPTIONS = {
   all: { value: false, short: 'a' },
   'max-size': { value: true },
   'dry-run': { value: false, short: 'n' },
+  'keep-newer-than': { value: true },
+  'if-idle': { value: false },
   repo: { value: true },
   commit: { value: true },
   seed: { value: true },
@@ -174,8 +176,13 @@ verdict.json, ...), a path inside a directory output (tree/src/add.mjs), or its
 log ("log"; for a failed node, the log of its last failure). Without OUTPUT, or
 with a directory, lists the outputs (name, type, size, digest). The record shown
 is the one this config plans for the node; a stale node shows what this config's
-last run built (said on stderr). Exit 1 when the node has not been built.`,
-    options: [['list', null, "list instead of printing (an output file's entry)"]],
+last run built (said on stderr). A record the remote cache supplied has its bytes
+fetched from it when shown. Exit 1 when the node has not been built (or its bytes
+cannot be had).`,
+    options: [
+      ['list', null, "list instead of printing (an output file's entry)"],
+      ['remote-cache', 'URL', 'where to fetch the bytes of a record the remote cache supplied (overrides cache.remote; read only)'],
+    ],
     operands: { min: 1, max: 2, message: 'show takes a NODE and, optionally, one OUTPUT' },
     config: true,
     exits: `0 shown; 1 the node has not been built; ${CONFIG_ERROR}, or no such node or output.`,
@@ -197,13 +204,18 @@ its last failure.`,
     about: `Removes store entries least recently used first until the store fits the size cap,
 never anything the current config reaches, nor what other configs sharing the store
 reached in their last run, nor any attempt a registered cohort version executed.
-Also removes temp files and locks left by killed runs.`,
+Also removes temp files and locks left by killed runs. It never collects beside a live
+run on the store: it waits for the runs under way to end (and runs that start meanwhile
+wait for it), and keeps whatever was used or written within the grace period, so a run
+killed before it finished finds its work on the next run.`,
     options: [
       ['max-size', 'SIZE', 'the cap, with its unit (e.g. 500MB, 2GiB, 4096B; default: store.max_size, 10GB)'],
       ['dry-run', null, 'only report what would be removed'],
+      ['keep-newer-than', 'DURATION', 'the grace period: what was used or written this recently is kept (e.g. 30m, 2h, 0s; default 1h)'],
+      ['if-idle', null, 'collect only if nothing is using the store: with a run under way, exit 1 at once, naming it, instead of waiting for it'],
     ],
     config: true,
-    exits: `0 collected (or, with --dry-run, listed); ${CONFIG_ERROR}.`,
+    exits: `0 collected (or, with --dry-run, listed); 1 a run is under way and --if-idle was given; ${CONFIG_ERROR}.`,
   },
   fsck: {
     synopsis: 'fsck',

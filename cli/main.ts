@@ -1,14 +1,16 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmdirSync, rmSync } from 'node:fs';
 import { dirname, join, resolve as resolvePath } from 'node:path';
 import { buildGraph, withUpstream, type Graph } from '../pipeline/dag.js';
-import { DEFAULT_CONFIG_FILE, loadConfig, parseSize, type BenchConfig } from '../pipeline/config/load.js';
+import { DEFAULT_CONFIG_FILE, loadConfig, parseDuration, parseSize, type BenchConfig } from '../pipeline/config/load.js';
 import { closest, formatDiagnostic, type Diagnostic } from '../pipeline/diagnostic.js';
 import { ensureLocal, lookup, plan, resolveInputs, run, type EngineContext, type Lookup, type PlanEntry } from '../pipeline/engine.js';
 import { parseShard } from '../pipeline/shard.js';
 import { remoteCacheFor } from './remote.js';
 import type { CacheKey } from '../pipeline/digest.js';
 import type { Reporter } from '../pipeline/events.js';
-import { collectGarbage } from '../pipeline/gc.js';
+import type { HeldLock } from '../pipeline/store/lock.js';
+import { CorruptBlobError } from '../pipeline/store/cas.js';
+import { collectGarbage, GC_GRACE_MS } from '../pipeline/gc.js';
 import type { ResolvedInput } from '../pipeline/inputs.js';
 import { PlainReporter } from '../pipeline/reporters/plain.js';
 import { Store } from '../pipeline/store/store.js';
@@ -48,6 +50,8 @@ function optionProblem(command: CommandName, values: OptionValues): string | und
     return `--port takes a port number (0-65535), not "${values.port}"`;
   if (values['max-size'] !== undefined && Number.isNaN(parseSize(values['max-size'])))
     return `--max-size takes a size with its unit, such as 500MB, 2GiB or 4096B, not "${values['max-size']}"`;
+  if (values['keep-newer-than'] !== undefined && Number.isNaN(parseDuration(values['keep-newer-than'])))
+    return `--keep-newer-than takes a duration with its unit, such as 30m, 2h or 0s, not "${values['keep-newer-than']}"`;
   return undefined;
 }
 
@@ -366,6 +370,27 @@ async function runInit(io: CliIO, json: boolean, dir: string, values: OptionValu
 }
 
 export async function main(argv: string[], io: CliIO): Promise<number> {
+  const held: HeldLock[] = [];
+  try {
+    return await runCommand(argv, io, held);
+  } catch (e) {
+    // Whatever went wrong is said in words, never as a stack trace (PAIRBENCH_DEBUG=1 adds it).
+    const hint =
+      e instanceof CorruptBlobError
+        ? "a blob the store needs is missing or damaged: 'pairbench fsck --repair' drops what needs it, and the next run rebuilds it"
+        : 'this is a fault in pairbench itself: please report it, with the command and PAIRBENCH_DEBUG=1 output';
+    if (argv.includes('--json')) printJsonErrors(io.stdout, [{ message: errorMessage(e), hint }]);
+    else io.stderr.write(`pairbench: ${errorMessage(e)}\n${hint}\n${io.env['PAIRBENCH_DEBUG'] === '1' && e instanceof Error ? `${e.stack}\n` : ''}`);
+    return EXIT.nodeFailed;
+  } finally {
+    for (const h of held) h.release();
+  }
+}
+
+/** The commands that read and write records: each is live on the store while it runs, so gc waits for it. */
+const STORE_USERS: ReadonlySet<CommandName> = new Set<CommandName>(['run', 'export', 'probe', 'worker', 'show', 'doctor']);
+
+async function runCommand(argv: string[], io: CliIO, held: HeldLock[]): Promise<number> {
   const [first, ...rest] = argv;
   if (!first || first === '--help' || first === '-h' || first === 'help') {
     io.stdout.write(mainHelp() + '\n');
@@ -399,6 +424,12 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
   const loaded = loadProject(values.config ?? DEFAULT_CONFIG_FILE, values.store, io.env);
   if (!loaded.ok) return fail(io, json, loaded.error);
   const { graph, ctx, inputs, config } = loaded.value;
+  if (STORE_USERS.has(command))
+    held.push(
+      await ctx.store.use.enter(`pairbench ${command} --config ${config.configFile}`, (holder) =>
+        io.stderr.write(`pairbench: waiting for gc to finish with the store (${holder})\n`),
+      ),
+    );
 
   switch (command) {
     case 'view':
@@ -571,8 +602,21 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
       const { showNode, formatListing } = await import('./show.js');
       const entries = plan(ctx, inputs, selectNodes(graph, [id]).nodes, io.env);
       const ownKeys = new Set(ctx.store.roots().find((r) => r.name === `config ${config.configFile}`)?.keys ?? []);
-      const shown = showNode(ctx, node, entries, ownKeys, positionals[1], Boolean(values.list));
-      if (!shown.ok) return fail(io, json, [{ message: shown.message, hint: shown.hint }], shown.code === 'not-built' ? EXIT.nodeFailed : EXIT.usage);
+      let shown = showNode(ctx, node, entries, ownKeys, positionals[1], Boolean(values.list));
+      // A record replayed from the remote cache: its bytes are fetched (read-only) and shown.
+      if (!shown.ok && shown.code === 'not-local') {
+        const remote = remoteCacheFor(config, { url: values['remote-cache'], mode: 'read-only' }, io.env, (m) => io.stderr.write(`warning: ${m}\n`));
+        if (remote && !remote.ok) return fail(io, json, [{ message: remote.error }], EXIT.usage);
+        if (remote && (await ensureLocal(ctx.store, remote.value, shown.outputs)))
+          shown = showNode(ctx, node, entries, ownKeys, positionals[1], Boolean(values.list));
+      }
+      if (!shown.ok)
+        return fail(
+          io,
+          json,
+          [{ message: shown.message, hint: shown.hint }],
+          shown.code === 'not-built' || shown.code === 'not-local' ? EXIT.nodeFailed : EXIT.usage,
+        );
       if (shown.note && !json) io.stderr.write(`note: ${shown.note}\n`);
       if (shown.kind === 'list') {
         if (json) printJson(io, { ok: true, node: shown.node, output: shown.output, entries: shown.entries, note: shown.note });
@@ -795,40 +839,69 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
       return clean ? EXIT.ok : EXIT.nodeFailed;
     }
     case 'gc': {
-      const entries = plan(ctx, inputs, graph.nodes, io.env);
-      const reachable = new Set<string>();
-      for (const e of entries) {
-        if (e.status === 'cached') reachable.add(e.key);
-        const latest = ctx.store.nodes.get(e.node)?.latest;
-        if (latest && lookup(ctx.store, latest.key).status === 'hit') reachable.add(latest.key);
+      // The store alone: no run is live beside gc (runs that start meanwhile wait for it).
+      const taken = await ctx.store.use.exclusive('gc', {
+        wait: !values['if-idle'],
+        onWait: (users) => io.stderr.write(`pairbench gc: waiting for what is using the store to end: ${users.join('; ')}\n`),
+      });
+      if ('busy' in taken)
+        return fail(
+          io,
+          json,
+          [{ message: `the store is in use: ${taken.busy.join('; ')}`, hint: 'run gc when it ends, or without --if-idle to wait for it' }],
+          EXIT.nodeFailed,
+        );
+      try {
+        return gc(io, json, values, loaded.value);
+      } finally {
+        taken.held.release();
       }
-      // What any other config sharing this store reached in its last run, and every attempt a
-      // registered cohort version executed, is kept too (roots of configs that no longer exist are dropped).
-      const roots = ctx.store.roots();
-      const goneRoots = roots.filter((r) => r.about['kind'] === 'config' && r.about['config'] && !existsSync(r.about['config']));
-      for (const r of roots) if (!goneRoots.includes(r)) for (const k of r.keys) reachable.add(k);
-      const maxBytes = values['max-size'] !== undefined ? parseSize(values['max-size']) : config.maxStoreBytes;
-      const report = {
-        ...collectGarbage(ctx.store, { maxBytes, dryRun: Boolean(values['dry-run']), reachable }),
-        roots_kept: roots.length - goneRoots.length,
-        removed_roots: goneRoots.map((r) => r.name),
-      };
-      if (!values['dry-run']) for (const r of goneRoots) rmSync(r.file, { force: true });
-      if (json) {
-        printJson(io, { ok: true, ...report });
-        return EXIT.ok;
-      }
-      const mb = (n: number) => `${(n / 1e6).toFixed(2)} MB`;
-      const verb = report.dry_run ? 'would remove' : 'removed';
-      const lines = [
-        `store ${mb(report.bytes_before)} (cap ${mb(report.max_bytes)}); ${report.records_reachable} of ${report.records_total} records are reached by this config, by ${report.roots_kept} root(s) of other configs and cohorts sharing the store, and kept`,
-        ...report.removed_roots.map((r) => `${verb} the root of ${r} (its config file is gone)`),
-        ...report.removed_records.map((r) => `${verb} ${r.node} ${r.key.slice(0, 12)} (last used ${r.last_used})`),
-        `${verb} ${report.removed_records.length} records and ${report.removed_blobs} blobs (${mb(report.removed_blob_bytes)}); ${report.removed_temp.length} temp entries, ${report.removed_locks.length} stale locks`,
-        `store ${report.dry_run ? 'would be' : 'is now'} ${mb(report.bytes_after)}`,
-      ];
-      io.stdout.write(lines.join('\n') + '\n');
-      return EXIT.ok;
     }
   }
+}
+
+/** `pairbench gc`, with the store held alone. */
+function gc(io: CliIO, json: boolean, values: OptionValues, { graph, ctx, inputs, config }: Loaded): number {
+  const entries = plan(ctx, inputs, graph.nodes, io.env);
+  const reachable = new Set<string>();
+  for (const e of entries) {
+    if (e.status === 'cached') reachable.add(e.key);
+    const latest = ctx.store.nodes.get(e.node)?.latest;
+    if (latest && lookup(ctx.store, latest.key).status === 'hit') reachable.add(latest.key);
+  }
+  // What any other config sharing this store reached in its last run, and every attempt a
+  // registered cohort version executed, is kept too (roots of configs that no longer exist are dropped).
+  const roots = ctx.store.roots();
+  const goneRoots = roots.filter((r) => r.about['kind'] === 'config' && r.about['config'] && !existsSync(r.about['config']));
+  for (const r of roots) if (!goneRoots.includes(r)) for (const k of r.keys) reachable.add(k);
+  const maxBytes = values['max-size'] !== undefined ? parseSize(values['max-size']) : config.maxStoreBytes;
+  const report = {
+    ...collectGarbage(ctx.store, {
+      maxBytes,
+      dryRun: Boolean(values['dry-run']),
+      reachable,
+      keepNewerThanMs: values['keep-newer-than'] !== undefined ? parseDuration(values['keep-newer-than']) : GC_GRACE_MS,
+    }),
+    roots_kept: roots.length - goneRoots.length,
+    removed_roots: goneRoots.map((r) => r.name),
+  };
+  if (!values['dry-run']) for (const r of goneRoots) rmSync(r.file, { force: true });
+  if (json) {
+    printJson(io, { ok: true, ...report });
+    return EXIT.ok;
+  }
+  const mb = (n: number) => `${(n / 1e6).toFixed(2)} MB`;
+  const verb = report.dry_run ? 'would remove' : 'removed';
+  const lines = [
+    `store ${mb(report.bytes_before)} (cap ${mb(report.max_bytes)}); ${report.records_reachable} of ${report.records_total} records are reached by this config, by ${report.roots_kept} root(s) of other configs and cohorts sharing the store, and kept`,
+    ...(report.records_recent || report.blobs_recent
+      ? [`kept ${report.records_recent} records and ${report.blobs_recent} blobs newer than the grace period (--keep-newer-than)`]
+      : []),
+    ...report.removed_roots.map((r) => `${verb} the root of ${r} (its config file is gone)`),
+    ...report.removed_records.map((r) => `${verb} ${r.node} ${r.key.slice(0, 12)} (last used ${r.last_used})`),
+    `${verb} ${report.removed_records.length} records and ${report.removed_blobs} blobs (${mb(report.removed_blob_bytes)}); ${report.removed_temp.length} temp entries, ${report.removed_locks.length} stale locks`,
+    `store ${report.dry_run ? 'would be' : 'is now'} ${mb(report.bytes_after)}`,
+  ];
+  io.stdout.write(lines.join('\n') + '\n');
+  return EXIT.ok;
 }

@@ -6,7 +6,7 @@ import type { GraphNode, StagedFile } from '../pipeline/step-kind.js';
 import type { ActionRecord, OutputManifest } from '../pipeline/store/action-cache.js';
 import { DEFAULT_WEIGHTS } from '../steps/analyze/spec.js';
 import type { CostWeights } from '../steps/analyze/types.js';
-import { armOf, runStep, type RunOutput } from '../steps/run.js';
+import { armOf, BUDGET_EXITS, runStep, type RunOutput } from '../steps/run.js';
 import type { CommandIO, LoadedConfig } from './doctor.js';
 import { EXIT } from './help.js';
 import { specIf, specOf } from '../steps/step-spec.js';
@@ -285,7 +285,7 @@ function project(loaded: LoadedConfig, target: GraphNode, r: AttemptResult, sour
     caveats.push(
       `arm${adding.length === 1 ? '' : 's'} ${adding.join(', ')} add${adding.length === 1 ? 's' : ''} context the probed arm does not have, so ${adding.length === 1 ? 'its' : 'their'} attempts may cost more`,
     );
-  if (['turn-cap', 'time-cap', 'token-cap', 'cost-cap'].includes(r.exit_reason))
+  if (BUDGET_EXITS.has(r.exit_reason))
     caveats.push(`the attempt stopped at its ${r.exit_reason}: its figures are bounded by that limit, and so is the projection`);
   if (r.exit_reason === 'agent-crash' || r.exit_reason === 'infra-error')
     caveats.push(

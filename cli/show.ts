@@ -8,7 +8,7 @@ import type { CacheKey, Sha256 } from '../pipeline/digest.js';
 import { lookup, type EngineContext, type Lookup, type PlanEntry } from '../pipeline/engine.js';
 import { EARLIER_TRIES, type GraphNode } from '../pipeline/step-kind.js';
 import type { ActionRecord, OutputManifest } from '../pipeline/store/action-cache.js';
-import type { OutputEntry, TreeEntry } from '../pipeline/store/cas.js';
+import { CorruptBlobError, type OutputEntry, type TreeEntry } from '../pipeline/store/cas.js';
 
 export interface ShowIO {
   stdout: { write(s: string | Uint8Array): unknown };
@@ -18,7 +18,9 @@ export interface ShowIO {
 export type ShowResult =
   | { ok: true; kind: 'bytes'; node: string; output: string; digest: string; bytes: Buffer; note: string | null }
   | { ok: true; kind: 'list'; node: string; output: string | null; entries: ListedEntry[]; note: string | null }
-  | { ok: false; code: 'not-built' | 'no-such-output'; message: string; hint: string };
+  | { ok: false; code: 'not-built' | 'no-such-output'; message: string; hint: string }
+  /** The record is here, its bytes are not (it came from the remote cache without them): fetch `outputs`, then show again. */
+  | { ok: false; code: 'not-local'; message: string; hint: string; outputs: OutputEntry[] };
 
 export interface ListedEntry {
   name: string;
@@ -65,6 +67,22 @@ export function showNode(
   list: boolean,
 ): ShowResult {
   const found = recordOf(ctx, node, entries, ownKeys);
+  try {
+    return showFound(ctx, node, found, output, list);
+  } catch (e) {
+    if (!(e instanceof CorruptBlobError) || !found) throw e;
+    // A record replayed from the remote cache holds no bytes until something reads them.
+    return {
+      ok: false,
+      code: 'not-local',
+      message: `${node.id}'s ${output ?? 'outputs'}: ${e.message} in this store`,
+      hint: "the record came from the remote cache without its bytes: give --remote-cache URL (or set cache.remote) and show fetches them; 'pairbench fsck --repair' drops a damaged one",
+      outputs: Object.values(found.record.outputs),
+    };
+  }
+}
+
+function showFound(ctx: EngineContext, node: GraphNode, found: ReturnType<typeof recordOf>, output: string | undefined, list: boolean): ShowResult {
   const failure = ctx.store.nodes.get(node.id)?.last_failure;
   const failureLog = failure?.log && ctx.store.cas.has(failure.log as Sha256) ? (failure.log as Sha256) : null;
   if (output === 'log') {

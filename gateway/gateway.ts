@@ -13,14 +13,16 @@ import {
   type ServerResponse,
 } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import type { Readable } from 'node:stream';
+import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
 import { errorMessage } from '../pipeline/result.js';
 import { ExchangeLog, type ExchangeRecord } from './exchange-log.js';
 import { decodeBody } from './http-body.js';
-import { readBody } from '../pipeline/read-body.js';
 import { isObject } from './json.js';
 import { closeServer, listen, type ListenOn } from './listen.js';
 import type { Marker } from './markers.js';
-import { Meter, type GatewayCaps, type GatewaySummary, type Reservation } from './meter.js';
+import { Meter, REMAINING, type GatewayCaps, type GatewaySummary, type Reservation } from './meter.js';
+import { apiOf, boundRequest, withoutServerTools } from './request-bounds.js';
 import type { Price, Prices } from './cost.js';
 import { Redactor, SecretScrub } from './redact.js';
 import { SseParser, type SseEvent } from './sse.js';
@@ -55,7 +57,25 @@ export interface GatewayOptions {
    * `x-api-key` or `authorization`): the credential stays on the host, the agent only ever holds a placeholder.
    */
   upstreamAuth?: Record<string, string>;
+  /**
+   * A request whose cost cannot be bounded before it is sent (server-side state, a source named by
+   * URL or file id, a field pairbench does not know): `refuse` answers 400 and logs why (default);
+   * `serialize` forwards it alone, holding all that is left of the budget, settled from its usage.
+   * Server-side tools are taken out of a request under `refuse` (the rest of it goes on).
+   */
+  unboundedRequests?: UnboundedPolicy;
+  /** A request body larger than this is refused with 413 before it is read (default 32 MiB). */
+  maxRequestBytes?: number;
+  /** A reply larger than this (after decompression) is cut off and recorded as an upstream error (default 64 MiB). */
+  maxReplyBytes?: number;
+  /** The log's budget in bytes: past it, further requests are refused (default 256 MiB). */
+  maxLogBytes?: number;
 }
+
+export type UnboundedPolicy = 'refuse' | 'serialize';
+
+/** The defaults of the size limits, in bytes (documented in the README). */
+export const GATEWAY_LIMITS = { maxRequestBytes: 32 * 1024 * 1024, maxReplyBytes: 64 * 1024 * 1024, maxLogBytes: 256 * 1024 * 1024 } as const;
 
 export interface Gateway {
   /** `http://127.0.0.1:PORT` for TCP; nominal `http://localhost` for a socket. */
@@ -63,6 +83,8 @@ export interface Gateway {
   socket?: string;
   summary(): GatewaySummary;
   records(): ExchangeRecord[];
+  /** Resolves once every exchange received so far is recorded (an event to wait on, not a time). */
+  idle(): Promise<void>;
   /** Stops listening, cuts open connections and flushes the log. */
   close(): Promise<void>;
 }
@@ -87,11 +109,50 @@ const MODEL_ENDPOINTS: Record<Exclude<Provider, 'any'>, string[]> = {
   openai: ['/v1/responses', '/v1/chat/completions'],
 };
 
-function isModelEndpoint(provider: Provider, method: string, path: string): boolean {
+/** Why a request may not go upstream with the host's credential, or null when it may. */
+function endpointProblem(provider: Provider, method: string, path: string): string | null {
   // The raw path, compared exactly: no normalisation an encoded `..` or `//` could slip through.
-  const pathname = path.split('?')[0]!;
+  const q = path.indexOf('?');
+  const pathname = q < 0 ? path : path.slice(0, q);
   const allowed = provider === 'any' ? [...MODEL_ENDPOINTS.anthropic, ...MODEL_ENDPOINTS.openai] : MODEL_ENDPOINTS[provider];
-  return method === 'POST' && allowed.includes(pathname);
+  if (method !== 'POST' || !allowed.includes(pathname)) return `is not a model endpoint of ${provider === 'any' ? 'the model API' : provider}`;
+  if (q >= 0 && !QUERY_ALLOWED.has(path.slice(q + 1)))
+    return `carries a query the model endpoint does not take (only ${[...QUERY_ALLOWED].map((v) => `?${v}`).join(', ')})`;
+  return null;
+}
+
+/** The whole query strings a model endpoint is sent with (Anthropic's SDK adds `?beta=true`). */
+const QUERY_ALLOWED = new Set(['beta=true']);
+
+/**
+ * The request headers forwarded upstream: what the providers' APIs and SDKs read. Everything
+ * else (method overrides, forwarding and cookie headers, anything new) stays here.
+ */
+const FORWARDED_HEADERS = new Set([
+  'content-type',
+  'accept',
+  'user-agent',
+  'anthropic-version',
+  'anthropic-beta',
+  'anthropic-dangerous-direct-browser-access',
+  'x-app',
+  'x-claude-code-session-id',
+  'openai-beta',
+  'originator',
+  'session_id',
+  'session-id',
+  'thread-id',
+  'conversation_id',
+  'version',
+  'idempotency-key',
+  'x-client-request-id',
+]);
+const FORWARDED_PREFIXES = ['x-stainless-', 'x-codex-'];
+/** The agent's own credential headers: forwarded only when the gateway does not set the host's. */
+const CREDENTIAL_HEADERS = new Set(['x-api-key', 'authorization']);
+
+function forwarded(name: string): boolean {
+  return FORWARDED_HEADERS.has(name) || FORWARDED_PREFIXES.some((p) => name.startsWith(p));
 }
 
 /** How long a reply the agent hung up on may still be read, to account what it cost. */
@@ -104,16 +165,33 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const secure = upstream.protocol === 'https:';
   const agent = secure ? new HttpsAgent({ keepAlive: true }) : new HttpAgent({ keepAlive: true });
   const meter = new Meter(options);
-  const log = await ExchangeLog.open(options.logFile);
+  const limits = {
+    ...GATEWAY_LIMITS,
+    ...definedOnly({ maxRequestBytes: options.maxRequestBytes, maxReplyBytes: options.maxReplyBytes, maxLogBytes: options.maxLogBytes }),
+  };
+  const log = await ExchangeLog.open(options.logFile, limits.maxLogBytes);
   const provider = options.provider ?? 'any';
+  const policy = options.unboundedRequests ?? 'refuse';
   // The host's credential must never reach the agent, even if the upstream echoes it.
   const scrub = new SecretScrub(Object.values(options.upstreamAuth ?? {}));
   let seq = 0;
   /** Exchanges still under way: close() records each of them, finished or not. */
   const inFlight = new Set<{ finish: (patch: Partial<ExchangeRecord>) => void; partial: () => Partial<ExchangeRecord>; settled: Promise<void> }>();
+  /** Requests received and not yet recorded, and who waits for there to be none. */
+  let open = 0;
+  let idleWaiters: (() => void)[] = [];
+  const settledOne = () => {
+    if (--open > 0) return;
+    const waiting = idleWaiters;
+    idleWaiters = [];
+    for (const w of waiting) w();
+  };
 
   const server = createServer((req, res) => {
-    void handle(req, res).catch(() => res.destroy());
+    open++;
+    void handle(req, res)
+      .catch(() => res.destroy())
+      .finally(settledOne);
   });
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -121,9 +199,10 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     const at = new Date(started).toISOString();
     const mine = seq++;
     meter.countRequest();
-    const raw = await readBody(req);
-    const body = decodeBody(raw);
     const method = req.method ?? 'GET';
+    const path = req.url ?? '/';
+    // Past the log's budget nothing more is recorded, so nothing more is forwarded.
+    if (log.exhausted()) return refuseUnrecorded(req, res);
     const redactor = new Redactor();
     scrub.teach(redactor);
     const record: ExchangeRecord = {
@@ -133,7 +212,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       method,
       // Headers first: they teach the redactor the credential values to scrub elsewhere.
       request_headers: redactor.headers(req.headers),
-      path: '',
+      path: redactor.path(path),
       request_body: null,
       status: 0,
       response_headers: {},
@@ -142,44 +221,92 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       tool_calls: 0,
       markers: [],
     };
-    record.path = redactor.path(req.url ?? '/');
-    record.request_body = redactor.json(body);
     let recorded = false;
     const finish = (patch: Partial<ExchangeRecord>) => {
       if (recorded) return;
       recorded = true;
-      log.add({ ...record, ...patch, duration_ms: Date.now() - started });
+      if (!log.add({ ...record, ...patch, duration_ms: Date.now() - started })) meter.logFull();
     };
-    const path = req.url ?? '/';
+    const answer = (status: number, body: unknown, patch: Partial<ExchangeRecord>, headers: Record<string, string> = {}) => {
+      const all = { 'content-type': 'application/json', ...headers };
+      if (!res.destroyed && !res.headersSent) res.writeHead(status, all).end(JSON.stringify(body));
+      finish({ status, response_headers: all, response_body: body, ...patch });
+    };
 
     // Claude Code probes `HEAD /` before its first request: answered here, never forwarded.
     if ((method === 'HEAD' || method === 'GET') && path.split('?')[0] === '/') {
+      req.resume();
       res.writeHead(200, { 'content-type': 'text/plain' }).end(method === 'HEAD' ? undefined : 'pairbench gateway\n');
       return finish({ status: 200, local: true });
     }
     // Only the provider's model endpoints go upstream with the host's credential.
-    if (!isModelEndpoint(provider, method, path)) {
-      const error = {
-        type: 'error',
-        error: {
-          type: 'permission_error',
-          message: `pairbench gateway: ${method} ${record.path} is not a model endpoint of ${provider === 'any' ? 'the model API' : provider}; refused`,
-        },
-      };
-      res.writeHead(403, { 'content-type': 'application/json' }).end(JSON.stringify(error));
-      return finish({ status: 403, refused: 'endpoint', response_body: error });
+    const problem = endpointProblem(provider, method, path);
+    if (problem) {
+      closeAfter(req, res);
+      return answer(403, errorBody('permission_error', `pairbench gateway: ${method} ${record.path} ${problem}; refused`), { refused: 'endpoint' });
     }
+    // The body is read only up to its limit: an agent cannot grow the process that runs every attempt.
+    const read = await readBounded(req, limits.maxRequestBytes);
+    if (!read.ok) {
+      closeAfter(req, res);
+      const message = `pairbench gateway: the request body is over the limit of ${limits.maxRequestBytes} bytes (model.max_request_mb); refused`;
+      return answer(413, errorBody('request_too_large', message), { refused: 'body-too-large' });
+    }
+    const raw = read.body;
+    let body = decodeBody(raw);
+    record.request_body = redactor.json(body);
+    const pathname = path.split('?')[0]!;
+    const api = apiOf(pathname)!;
 
-    // Caps are enforced here, before anything is forwarded, so a run cannot overspend whatever the agent does.
-    const requestModel = isObject(body) && typeof body.model === 'string' ? body.model : null;
-    const admitted = await meter.admit(reservationFor(body, raw.length, meter.priceOf(requestModel)));
-    if ('hit' in admitted) {
-      const error = { type: 'error', error: { type: 'budget_exceeded', message: `pairbench gateway: ${admitted.hit} reached; request refused` } };
-      // x-should-retry: false tells the provider SDKs (Claude Code included) not to retry a 429.
-      const headers = { 'content-type': 'application/json', 'x-should-retry': 'false' };
-      if (!res.destroyed) res.writeHead(429, headers).end(JSON.stringify(error));
-      return finish({ status: 429, refused: admitted.hit, response_headers: headers, response_body: error });
+    // What the request can bill, from its structure: the caps hold for any shape of request.
+    let outgoing = raw;
+    let removed: string[] = [];
+    if (policy === 'refuse') {
+      const stripped = withoutServerTools(api, body);
+      if (stripped) {
+        ({ body, removed } = stripped);
+        outgoing = Buffer.from(JSON.stringify(body));
+      }
     }
+    const bound = boundRequest(api, body, outgoing.length, meter.knownResponses(), pathname === '/v1/messages/count_tokens');
+    if (!bound.bounded && (bound.foreign || policy === 'refuse')) {
+      const why = bound.reasons.join('; ');
+      const hint = bound.foreign
+        ? ''
+        : " To allow such requests (forwarded one at a time, with what is left of the budget), set `unbounded_requests: serialize` in the run step's model.";
+      return answer(
+        400,
+        errorBody('invalid_request_error', `pairbench gateway: what this request can bill cannot be bounded before it is sent (${why}); refused.${hint}`),
+        {
+          refused: 'unbounded',
+          ...(removed.length ? { removed } : {}),
+        },
+      );
+    }
+    const requestModel = isObject(body) && typeof body.model === 'string' ? body.model : null;
+    const price = meter.priceOf(requestModel);
+    const estimate: Reservation | typeof REMAINING = !bound.bounded
+      ? REMAINING
+      : bound.free
+        ? { tokens: 0, costUsd: 0 }
+        : {
+            tokens: bound.inputTokens + bound.outputTokens,
+            costUsd: (bound.inputTokens * Math.max(price.input, price.cache_write) + bound.outputTokens * price.output) / 1e6,
+          };
+    // Caps are enforced here, before anything is forwarded, so a run cannot overspend whatever the agent does.
+    const admitted = await meter.admit(estimate);
+    if ('hit' in admitted) {
+      // x-should-retry: false tells the provider SDKs (Claude Code included) not to retry a 429.
+      return answer(
+        429,
+        errorBody('budget_exceeded', `pairbench gateway: ${admitted.hit} reached; request refused`),
+        { refused: admitted.hit },
+        { 'x-should-retry': 'false' },
+      );
+    }
+    const r = admitted.reservation;
+    record.reservation = { tokens: r.tokens, cost_usd: r.costUsd, ...(r.unbounded ? { unbounded: true as const } : {}) };
+    if (removed.length) record.removed = removed;
 
     const markers = meter.sawRequest(body);
     let accounted = false;
@@ -188,12 +315,15 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       if (!accounted) {
         accounted = true;
         if (o.upstreamError !== undefined) meter.upstreamError();
+        if (o.fromUpstream) meter.upstreamStatus(o.status);
         meter.sawReply(facts, requestModel);
       }
+      // What the upstream sent is scrubbed of the host's key in every form before it is logged.
+      const fromUpstream = (v: unknown) => (scrub.active() ? scrub.json(redactor.json(v)) : redactor.json(v));
       return {
         status: o.status,
-        response_headers: redactor.headers(o.headers),
-        ...(o.events ? { response_events: redactor.json(o.events) as SseEvent[] } : { response_body: redactor.json(o.body) }),
+        response_headers: fromUpstream(redactor.headers(o.headers)) as Record<string, string | string[]>,
+        ...(o.events ? { response_events: fromUpstream(o.events) as SseEvent[] } : { response_body: fromUpstream(o.body) }),
         ...(o.upstreamError !== undefined ? { upstream_error: o.upstreamError } : {}),
         ...(o.clientAborted ? { client_aborted: true } : {}),
         model: facts.model ?? requestModel,
@@ -202,7 +332,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
         markers,
       };
     };
-    const exchange = forward(req, raw, res);
+    const exchange = forward(req, outgoing, res);
     const entry = {
       finish,
       // What was seen so far, for close() when the reply has not ended.
@@ -218,6 +348,13 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     }
   }
 
+  /** Past the log's budget: a refusal that is counted, not recorded (the attempt has already failed on it). */
+  function refuseUnrecorded(req: IncomingMessage, res: ServerResponse): void {
+    closeAfter(req, res);
+    const message = `pairbench gateway: this attempt's exchange log reached its budget of ${limits.maxLogBytes} bytes (limits.max_log_mb); request refused`;
+    res.writeHead(429, { 'content-type': 'application/json', 'x-should-retry': 'false' }).end(JSON.stringify(errorBody('budget_exceeded', message)));
+  }
+
   interface Outcome {
     status: number;
     headers: IncomingHttpHeaders;
@@ -227,18 +364,21 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     upstreamError?: string;
     /** The agent hung up before the reply ended; the reply was still read to its end to account it. */
     clientAborted?: boolean;
+    /** The status is the upstream's (not the gateway's own 502). */
+    fromUpstream?: boolean;
   }
 
   /**
-   * Forwards one request and streams the reply back chunk by chunk as it arrives, parsing a
-   * copy. If the agent hangs up, the reply is still read to its end (the provider bills it):
-   * its usage is accounted all the same.
+   * Forwards one request and streams the reply back as it arrives (decompressed, and scrubbed of
+   * the host's key event by event or, for a JSON reply, whole), parsing a copy. If the agent
+   * hangs up, the reply is still read to its end (the provider bills it): its usage is accounted
+   * all the same. A reply over its size limit is cut off there.
    */
   function forward(req: IncomingMessage, raw: Buffer, res: ServerResponse): { done: Promise<Outcome>; soFar: () => Outcome } {
+    let clientGone = false;
     let soFar: () => Outcome = () => ({ status: 0, headers: {}, events: [] });
     const done = new Promise<Outcome>((resolve) => {
       let settled = false;
-      let clientGone = false;
       const done = (o: Outcome) => {
         if (settled) return;
         settled = true;
@@ -249,7 +389,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
         hostname: upstream.hostname,
         port: upstream.port || undefined,
         ...(options.upstreamSocket ? { socketPath: options.upstreamSocket } : {}),
-        method: req.method,
+        method: 'POST',
         path: upstream.pathname.replace(/\/$/, '') + (req.url ?? '/'),
         headers: upstreamHeaders(req.headers, upstream.host, raw.length, options.upstreamAuth),
         agent,
@@ -260,57 +400,91 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
         // Read on, bounded: what the provider generates is billed whether or not the agent listens.
         setTimeout(() => up.destroy(new Error('the agent hung up and the reply did not end')), DRAIN_AFTER_HANGUP_MS).unref();
       });
-      up.on('error', (e) => {
-        const message = errorMessage(e);
+      const fail = (status: number, message: string, upstreamError: string) => {
         if (!res.headersSent && !clientGone) {
-          const error = { type: 'error', error: { type: 'upstream_error', message: `pairbench gateway: upstream unreachable: ${message}` } };
-          res.writeHead(502, { 'content-type': 'application/json' }).end(JSON.stringify(error));
-          done({ status: 502, headers: {}, body: error, upstreamError: message });
+          const error = errorBody('upstream_error', message);
+          res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(error));
+          done({ status, headers: {}, body: error, upstreamError });
         } else {
           res.destroy();
-          done({ ...soFar(), upstreamError: message });
+          done({ ...soFar(), upstreamError });
         }
-      });
+      };
+      up.on('error', (e) => fail(502, `pairbench gateway: upstream unreachable: ${errorMessage(e)}`, errorMessage(e)));
       up.on('response', (upRes) => {
         const status = upRes.statusCode ?? 502;
+        const encoding = String(upRes.headers['content-encoding'] ?? 'identity')
+          .trim()
+          .toLowerCase();
+        const decoder = decoderFor(encoding);
+        if (decoder === undefined) {
+          upRes.destroy();
+          return fail(
+            502,
+            `pairbench gateway: the upstream answered in content-encoding "${encoding}", which the gateway cannot read (it asked for identity)`,
+            `unreadable content-encoding ${encoding}`,
+          );
+        }
+        const source: Readable = decoder ? upRes.pipe(decoder) : upRes;
         const scrubbing = scrub.active();
-        const headers = clientHeaders(upRes.headers, scrub);
-        if (!clientGone) {
+        const sse = /text\/event-stream/i.test(String(upRes.headers['content-type'] ?? ''));
+        // A JSON or text reply that must be scrubbed is sent whole; an SSE stream event by event.
+        const whole = scrubbing && !sse;
+        const headers = clientHeaders(upRes.headers, scrub, Boolean(decoder) || scrubbing);
+        if (!clientGone && !whole) {
           res.writeHead(status, headers);
           res.flushHeaders();
         }
-        const sse = /text\/event-stream/i.test(String(upRes.headers['content-type'] ?? ''));
         const parser = sse ? new SseParser() : null;
         const events: SseEvent[] = [];
         const parts: Buffer[] = [];
-        const toClient = scrubbing ? scrub.stream() : null;
+        let bytes = 0;
+        const toClient = scrubbing && sse ? scrub.events() : null;
         const send = (chunk: Buffer) => {
-          if (clientGone || res.destroyed) return;
+          if (clientGone || res.destroyed || chunk.length === 0) return;
           // Backpressure: never hold more than the agent can take (and never wait on an agent that left).
           if (!res.write(chunk)) {
-            upRes.pause();
-            const resume = () => upRes.resume();
+            source.pause();
+            const resume = () => source.resume();
             res.once('drain', resume);
             res.once('close', resume);
           }
         };
-        soFar = () => {
-          return { status, headers: upRes.headers, ...(parser ? { events: [...events] } : { body: decodeBody(Buffer.concat(parts)) }) };
-        };
-        upRes.on('data', (chunk: Buffer) => {
-          send(toClient ? toClient.push(chunk) : chunk);
-          if (parser) events.push(...parser.feed(chunk));
-          else parts.push(chunk);
+        soFar = () => ({
+          status,
+          headers: upRes.headers,
+          fromUpstream: true,
+          ...(parser ? { events: [...events] } : { body: decodeBody(Buffer.concat(parts)) }),
+          ...(clientGone ? { clientAborted: true } : {}),
         });
         const result = (upstreamError?: string): Outcome => {
           if (parser) events.push(...parser.end());
           return { ...soFar(), ...(upstreamError !== undefined ? { upstreamError } : {}) };
         };
-        upRes.on('end', () => {
-          if (toClient) send(toClient.end());
-          if (!clientGone) res.end();
+        source.on('data', (chunk: Buffer) => {
+          if (settled) return;
+          bytes += chunk.length;
+          if (bytes > limits.maxReplyBytes) {
+            upRes.destroy();
+            res.destroy();
+            return done(result(`the reply is over the limit of ${limits.maxReplyBytes} bytes (model.max_reply_mb): cut off`));
+          }
+          if (!whole) send(toClient ? toClient.push(chunk) : chunk);
+          if (parser) events.push(...parser.feed(chunk));
+          else parts.push(chunk);
+        });
+        source.on('end', () => {
+          if (settled) return;
+          if (whole) {
+            const body = scrub.body(Buffer.concat(parts));
+            if (!clientGone && !res.destroyed) res.writeHead(status, { ...headers, 'content-length': body.length }).end(body);
+          } else {
+            if (toClient) send(toClient.end());
+            if (!clientGone) res.end();
+          }
           done(result());
         });
+        if (decoder) decoder.on('error', (e) => (res.destroy(), done(result(`the reply could not be decoded (${encoding}): ${errorMessage(e)}`))));
         // A reset mid-reply surfaces as 'error' then 'close'; 'close' accounts for it.
         upRes.on('error', () => {});
         upRes.on('close', () => {
@@ -330,6 +504,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     ...bound,
     summary: () => meter.summary(),
     records: () => log.records(),
+    idle: () => (open === 0 ? Promise.resolve() : new Promise<void>((resolve) => idleWaiters.push(resolve))),
     close: () =>
       (closing ??= (async () => {
         // Exchanges still under way get a moment, then are recorded with what they carried.
@@ -343,42 +518,86 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   };
 }
 
-/**
- * The most a request can spend, for the caps: its body's bytes as input tokens (a
- * token is at least one byte of text) plus its output limit. Without an output limit
- * it is unbounded, so it runs alone.
- */
-function reservationFor(body: unknown, bytes: number, price: Price): Reservation {
-  const limit = isObject(body) ? [body.max_tokens, body.max_output_tokens, body.max_completion_tokens].find((v) => typeof v === 'number' && v > 0) : undefined;
-  const output = typeof limit === 'number' ? limit : Number.POSITIVE_INFINITY;
-  return { tokens: bytes + output, costUsd: (bytes * Math.max(price.input, price.cache_write) + output * price.output) / 1e6 };
+/** The error shape both providers' SDKs read (`error.type`, `error.message`). */
+function errorBody(type: string, message: string): Record<string, unknown> {
+  return { type: 'error', error: { type, message } };
+}
+
+/** The request body, read up to `max` bytes; over it (announced or sent), nothing more is read. */
+function readBounded(req: IncomingMessage, max: number): Promise<{ ok: true; body: Buffer } | { ok: false }> {
+  const announced = Number(req.headers['content-length']);
+  if (Number.isFinite(announced) && announced > max) return Promise.resolve({ ok: false });
+  return new Promise((resolve) => {
+    const parts: Buffer[] = [];
+    let size = 0;
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > max) {
+        req.off('data', onData);
+        req.pause();
+        parts.length = 0;
+        return resolve({ ok: false });
+      }
+      parts.push(chunk);
+    };
+    req.on('data', onData);
+    req.on('end', () => resolve({ ok: true, body: Buffer.concat(parts) }));
+    req.on('error', () => resolve({ ok: false }));
+  });
 }
 
 /**
- * What goes upstream: the agent's headers minus hop-by-hop ones, with the upstream's host, the
- * exact body length, and no compression (the gateway must read the reply to account for it).
+ * A refused request's body is never read: when it has one, the connection is closed once the
+ * answer is sent (a request without a body keeps its connection, pipelined or not).
+ */
+function closeAfter(req: IncomingMessage, res: ServerResponse): void {
+  const length = Number(req.headers['content-length'] ?? 0);
+  if (req.complete || (!req.headers['transfer-encoding'] && !(length > 0))) {
+    req.resume();
+    return;
+  }
+  res.shouldKeepAlive = false;
+  res.on('finish', () => req.socket.destroy());
+}
+
+/** A decompressor for a content-encoding, null for identity, undefined for one the gateway cannot read. */
+function decoderFor(encoding: string): ReturnType<typeof createGunzip> | null | undefined {
+  if (encoding === 'identity' || encoding === '') return null;
+  if (encoding === 'gzip' || encoding === 'x-gzip') return createGunzip();
+  if (encoding === 'deflate') return createInflate();
+  if (encoding === 'br') return createBrotliDecompress();
+  return undefined;
+}
+
+function definedOnly<T extends Record<string, number | undefined>>(o: T): Partial<Record<keyof T, number>> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<Record<keyof T, number>>;
+}
+
+/**
+ * What goes upstream: only the headers a model endpoint reads (FORWARDED_HEADERS), the host's
+ * credential in place of the agent's placeholder, the upstream's host, the exact body length, and
+ * no compression (the gateway must read the reply to account for it and scrub it).
  */
 function upstreamHeaders(headers: IncomingHttpHeaders, host: string, length: number, auth: Record<string, string> = {}): OutgoingHttpHeaders {
   const out: OutgoingHttpHeaders = {};
-  const replaced = new Set(Object.keys(auth).map((k) => k.toLowerCase()));
+  const hostCredential = Object.keys(auth).length > 0;
   for (const [name, value] of Object.entries(headers)) {
-    if (value === undefined || HOP_BY_HOP.has(name) || name === 'host' || name === 'content-length' || name === 'accept-encoding') continue;
-    if (replaced.has(name) || (replaced.size && (name === 'x-api-key' || name === 'authorization'))) continue;
-    out[name] = value;
+    if (value === undefined) continue;
+    if (forwarded(name) || (!hostCredential && CREDENTIAL_HEADERS.has(name))) out[name] = value;
   }
   for (const [name, value] of Object.entries(auth)) out[name.toLowerCase()] = value;
   out.host = host;
   out['accept-encoding'] = 'identity';
-  if (length > 0 || headers['content-length'] !== undefined) out['content-length'] = length;
+  out['content-length'] = length;
   return out;
 }
 
-function clientHeaders(headers: IncomingHttpHeaders, scrub: SecretScrub): OutgoingHttpHeaders {
+/** The reply's headers for the agent: hop-by-hop ones dropped, values scrubbed, and no length or encoding once the body is rewritten. */
+function clientHeaders(headers: IncomingHttpHeaders, scrub: SecretScrub, rewritten: boolean): OutgoingHttpHeaders {
   const out: OutgoingHttpHeaders = {};
   for (const [name, value] of Object.entries(headers)) {
     if (value === undefined || HOP_BY_HOP.has(name)) continue;
-    // A scrubbed body may change length: it goes chunked.
-    if (name === 'content-length' && scrub.active()) continue;
+    if (rewritten && (name === 'content-length' || name === 'content-encoding')) continue;
     out[name] = Array.isArray(value) ? value.map((v) => scrub.text(v)) : scrub.text(value);
   }
   return out;

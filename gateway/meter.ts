@@ -28,6 +28,10 @@ export interface GatewaySummary {
   instruction_lines: string[];
   /** Upstream connection failures (infrastructure errors, not the agent's doing). */
   upstream_errors: number;
+  /** HTTP statuses the upstream answered with, and how often (the gateway's own refusals are not here). */
+  upstream_statuses: Record<string, number>;
+  /** The log reached its budget: later requests were refused, and the attempt fails on its budget. */
+  log_budget_exceeded: boolean;
 }
 
 export interface MeterOptions {
@@ -42,7 +46,15 @@ export interface MeterOptions {
 export interface Reservation {
   tokens: number;
   costUsd: number;
+  /** Its cost could not be bounded: it holds all that is left of the budget, so it goes alone. */
+  unbounded?: true;
 }
+
+/** A request whose cost is not known before it is sent: it reserves the rest of the budget. */
+export const REMAINING = 'remaining';
+
+/** Response ids remembered per attempt (a continuation of one forgotten is refused as unknown). */
+const MAX_KNOWN_RESPONSES = 100_000;
 
 export class Meter {
   private requests = 0;
@@ -57,6 +69,10 @@ export class Meter {
   private confidence: CostConfidence | null = null;
   private capHit: CapHit | null = null;
   private upstreamErrors = 0;
+  private readonly upstreamStatuses = new Map<number, number>();
+  private logBudgetExceeded = false;
+  /** The ids of the responses this attempt received (continuing another's is refused). */
+  private readonly responses = new Set<string>();
   private readonly delivered: Record<string, boolean>;
   private readonly instructionLines = new Set<string>();
 
@@ -89,20 +105,30 @@ export class Meter {
    * at most one request: the one admitted alone. Until a reply has been seen requests go
    * one at a time (nothing is known of their size yet).
    */
-  async admit(estimate: Reservation): Promise<{ hit: CapHit } | { reservation: Reservation; release: () => void }> {
+  async admit(estimate: Reservation | typeof REMAINING): Promise<{ hit: CapHit } | { reservation: Reservation; release: () => void }> {
     const { maxTokens, maxCostUsd } = this.options.caps ?? {};
     const capped = maxTokens !== undefined || maxCostUsd !== undefined;
     // Judged again after every wait: what was spent, and the largest reply seen, have changed.
-    const reserve = (): Reservation => ({
-      tokens: Math.max(estimate.tokens, this.largestReply?.tokens ?? 0),
-      costUsd: Math.max(estimate.costUsd, this.largestReply?.costUsd ?? 0),
-    });
+    const reserve = (): Reservation =>
+      estimate === REMAINING
+        ? {
+            tokens: maxTokens === undefined ? Number.POSITIVE_INFINITY : Math.max(0, maxTokens - totalTokens(this.usage)),
+            costUsd: maxCostUsd === undefined || this.cost === null ? Number.POSITIVE_INFINITY : Math.max(0, maxCostUsd - this.cost),
+            unbounded: true,
+          }
+        : {
+            tokens: Math.max(estimate.tokens, this.largestReply?.tokens ?? 0),
+            costUsd: Math.max(estimate.costUsd, this.largestReply?.costUsd ?? 0),
+          };
     let reservation = reserve();
     for (;;) {
       const hit = this.capReached();
       if (hit) return { hit };
       reservation = reserve();
-      if (!capped || this.inFlight.size === 0 || (this.largestReply && this.fits(reservation))) break;
+      // What is unbounded goes alone and keeps the rest out, capped or not: its cost is settled before the next is judged.
+      if (reservation.unbounded || [...this.inFlight].some((r) => r.unbounded)) {
+        if (this.inFlight.size === 0) break;
+      } else if (!capped || this.inFlight.size === 0 || (this.largestReply && this.fits(reservation))) break;
       await new Promise<void>((resolve) => this.waiters.push(resolve));
     }
     this.inFlight.add(reservation);
@@ -149,6 +175,7 @@ export class Meter {
   /** Accounts a model reply; `requestModel` prices it when the reply does not name its model. */
   sawReply(facts: ReplyFacts, requestModel: string | null): void {
     if (!facts.model_reply) return;
+    if (facts.response_id && this.responses.size < MAX_KNOWN_RESPONSES) this.responses.add(facts.response_id);
     this.modelRequests++;
     this.toolCalls += facts.tool_calls;
     if (!facts.usage) return;
@@ -176,6 +203,19 @@ export class Meter {
     this.upstreamErrors++;
   }
 
+  upstreamStatus(status: number): void {
+    this.upstreamStatuses.set(status, (this.upstreamStatuses.get(status) ?? 0) + 1);
+  }
+
+  logFull(): void {
+    this.logBudgetExceeded = true;
+  }
+
+  /** The ids of the responses received so far. */
+  knownResponses(): ReadonlySet<string> {
+    return this.responses;
+  }
+
   summary(): GatewaySummary {
     return {
       requests: this.requests,
@@ -189,6 +229,8 @@ export class Meter {
       delivered: { ...this.delivered },
       instruction_lines: [...this.instructionLines].sort(),
       upstream_errors: this.upstreamErrors,
+      upstream_statuses: Object.fromEntries([...this.upstreamStatuses].sort((a, b) => a[0] - b[0]).map(([k, v]) => [String(k), v])),
+      log_budget_exceeded: this.logBudgetExceeded,
     };
   }
 }

@@ -18,6 +18,8 @@ export interface ReplyFacts {
   model: string | null;
   usage: TokenUsage | null;
   tool_calls: number;
+  /** The provider's id for this response (OpenAI Responses), which a later request may continue. */
+  response_id?: string;
 }
 
 export const ZERO_USAGE: TokenUsage = { input_tokens: 0, output_tokens: 0, cache_write_tokens: 0, cache_read_tokens: 0 };
@@ -77,7 +79,7 @@ export function factsFromEvents(events: SseEvent[]): ReplyFacts {
   if (openaiCompleted) {
     const done = factsFromOpenAiResponse(openaiCompleted);
     // Items streamed one by one are the evidence; the final output list is the fallback.
-    return { model_reply: true, model: facts.model ?? done.model, usage: done.usage, tool_calls: openaiItems || done.tool_calls };
+    return { ...done, model: facts.model ?? done.model, tool_calls: openaiItems || done.tool_calls };
   }
   if (openaiItems > 0) return { ...facts, tool_calls: openaiItems };
   return { ...facts, usage: anthropic.usage() };
@@ -146,7 +148,8 @@ function factsFromOpenAiResponse(r: Record<string, unknown>): ReplyFacts {
       ...(typeof details.reasoning_tokens === 'number' ? { reasoning_tokens: num(details.reasoning_tokens) } : {}),
     };
   }
-  return { model_reply: true, model: str(r.model), usage, tool_calls: output.filter(isToolItem).length };
+  const id = str(r.id);
+  return { model_reply: true, model: str(r.model), usage, tool_calls: output.filter(isToolItem).length, ...(id ? { response_id: id } : {}) };
 }
 
 function isToolItem(item: unknown): boolean {

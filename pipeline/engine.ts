@@ -326,19 +326,24 @@ export async function run(
     if (state.status !== 'failed' || !state.failure.corrupt_blob) return state;
     // A blob an upstream produced was corrupt (its size and mtime had not changed): the engine
     // dropped it with the records that need it; rebuild those upstreams once, then this node.
-    const digest = state.failure.corrupt_blob;
-    // A record taken from the remote tier without its blobs (no stamps) may be the producer too.
-    const producers = node.upstream.filter((u) => {
-      const stamps = records.get(u.id)?.stamps ?? {};
-      return digest in stamps || Object.keys(stamps).length === 0;
-    });
+    const digest = state.failure.corrupt_blob as Sha256;
+    // A record taken from the remote tier without its blobs (no stamps) is found by its outputs; one
+    // whose trees are not local either may be the producer too, when no upstream is known to be.
+    const holds = (u: GraphNode) => producerOf(store, records.get(u.id), digest);
+    const known = node.upstream.filter((u) => holds(u) === 'yes');
+    const producers = known.length ? known : node.upstream.filter((u) => holds(u) === 'maybe');
     emit({ type: 'warning', node: node.id, message: `${state.failure.message}; rebuilding ${producers.map((u) => u.id).join(', ') || 'it'}` });
     for (const u of producers) {
       const uk = computeKey(u, inputs.get(u.id)!, records, hostEnv);
       if (!uk.ok) return { status: 'failed', failure: uk.error };
+      // Its record goes too (one taken from the remote tier would otherwise answer the lookup again,
+      // run after run, without the blob): the producer is built here, now.
+      dropRecord(store, uk.value.key);
       const rebuilt = await execute(u, uk.value);
       if (rebuilt.status !== 'executed' && rebuilt.status !== 'cached')
         return { status: 'failed', failure: { reason: 'store-error', message: `${u.id} could not be rebuilt after its output was found corrupt` } };
+      // Built here: it goes up like any other result (putting right what the server held wrong).
+      if (rebuilt.status === 'executed' && remoteHere) await writeBack(store, remoteHere, rebuilt.record);
       records.set(u.id, rebuilt.record);
       states.set(u.id, rebuilt);
     }
@@ -497,6 +502,24 @@ function isIntact(store: Store, entry: OutputManifest[string]): boolean {
   } catch {
     return false;
   }
+}
+
+/** Whether a record's outputs hold a blob: by its stamps, by its outputs' digests, or (trees not local) maybe. */
+function producerOf(store: Store, record: ActionRecord | undefined, digest: Sha256): 'yes' | 'no' | 'maybe' {
+  if (!record) return 'no';
+  if (digest in record.stamps) return 'yes';
+  if (Object.keys(record.stamps).length) return 'no';
+  let unknown = false;
+  for (const entry of Object.values(record.outputs)) {
+    if (entry.digest === digest) return 'yes';
+    if (entry.type !== 'dir') continue;
+    try {
+      if (store.cas.closure(entry).has(digest)) return 'yes';
+    } catch {
+      unknown = true;
+    }
+  }
+  return unknown ? 'maybe' : 'no';
 }
 
 function dropRecord(store: Store, key: CacheKey): void {

@@ -3,11 +3,21 @@ import { join } from 'node:path';
 import type { CacheKey, Sha256 } from './digest.js';
 import type { Store } from './store/store.js';
 
+/** What was used or written this recently is kept by default (gc --keep-newer-than). */
+export const GC_GRACE_MS = 3_600_000;
+
 export interface GcOptions {
   maxBytes: number;
   dryRun: boolean;
   /** Keys the current config reaches: never removed. */
   reachable: ReadonlySet<string>;
+  /**
+   * Records used or written, and blobs written, this recently (ms) are kept whatever the cap: a
+   * run that was killed before it rooted its results, or one on another machine sharing the store,
+   * finds them on its next run.
+   */
+  keepNewerThanMs: number;
+  now?: number;
 }
 
 export interface GcReport {
@@ -17,6 +27,9 @@ export interface GcReport {
   bytes_after: number;
   records_total: number;
   records_reachable: number;
+  /** Records and blobs kept because they are newer than the grace period. */
+  records_recent: number;
+  blobs_recent: number;
   removed_records: { key: string; node: string; last_used: string; bytes: number }[];
   removed_blobs: number;
   removed_blob_bytes: number;
@@ -27,8 +40,9 @@ export interface GcReport {
 /**
  * Least-recently-used collection down to a size cap. Blobs no record needs go
  * first, then records by last use (their blobs with them when nothing else needs
- * them). What the current config reaches is never removed. Also clears temp files
- * and locks left by killed runs.
+ * them). What the current config reaches is never removed, nor anything newer than
+ * the grace period. Also clears temp files and locks left by killed runs. The caller
+ * holds the store alone (StoreUse.exclusive): no run is live beside it.
  */
 export function collectGarbage(store: Store, options: GcOptions): GcReport {
   const lastAccess = store.lastAccess();
@@ -58,8 +72,14 @@ export function collectGarbage(store: Store, options: GcOptions): GcReport {
       }
     }
   }
+  const cutoff = (options.now ?? Date.now()) - options.keepNewerThanMs;
   const blobSizes = new Map<string, number>();
-  for (const b of store.cas.list()) blobSizes.set(b.digest, b.size);
+  const recentBlobs = new Set<string>();
+  for (const b of store.cas.list()) {
+    blobSizes.set(b.digest, b.size);
+    if (b.mtimeMs >= cutoff) recentBlobs.add(b.digest);
+  }
+  const recent = (r: { lastUsed: number }) => r.lastUsed >= cutoff;
   let total = records.reduce((a, r) => a + r.bytes, 0) + [...blobSizes.values()].reduce((a, b) => a + b, 0);
   const report: GcReport = {
     dry_run: options.dryRun,
@@ -68,6 +88,8 @@ export function collectGarbage(store: Store, options: GcOptions): GcReport {
     bytes_after: total,
     records_total: records.length,
     records_reachable: records.filter((r) => options.reachable.has(r.key)).length,
+    records_recent: records.filter((r) => !options.reachable.has(r.key) && recent(r)).length,
+    blobs_recent: recentBlobs.size,
     removed_records: [],
     removed_blobs: 0,
     removed_blob_bytes: 0,
@@ -76,7 +98,7 @@ export function collectGarbage(store: Store, options: GcOptions): GcReport {
   };
   const removeBlob = (d: string) => {
     const size = blobSizes.get(d);
-    if (size === undefined) return;
+    if (size === undefined || recentBlobs.has(d)) return;
     blobSizes.delete(d);
     total -= size;
     report.removed_blobs++;
@@ -89,7 +111,7 @@ export function collectGarbage(store: Store, options: GcOptions): GcReport {
     if (!refs.has(d)) removeBlob(d);
   }
   // 2. Records the config does not reach, least recently used first.
-  const candidates = records.filter((r) => !options.reachable.has(r.key)).sort((a, b) => a.lastUsed - b.lastUsed);
+  const candidates = records.filter((r) => !options.reachable.has(r.key) && !recent(r)).sort((a, b) => a.lastUsed - b.lastUsed);
   for (const r of candidates) {
     if (total <= options.maxBytes) break;
     total -= r.bytes;

@@ -1,8 +1,8 @@
 import type { SandboxBackend } from './sandbox.js';
+import type { BackendName } from './egress-modes.js';
 import { localBackend } from './local.js';
 
-export const SANDBOX_BACKENDS = ['local', 'bubblewrap', 'docker'] as const;
-export type BackendName = (typeof SANDBOX_BACKENDS)[number];
+export { EGRESS_MODES, SANDBOX_BACKENDS, type BackendName } from './egress-modes.js';
 
 /** Backends by name; the isolating ones are loaded only when used. */
 export async function sandboxBackend(name: BackendName): Promise<SandboxBackend> {

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { err, ok } from '../pipeline/result.js';
 import { runProcess } from './exec-process.js';
 import type { EgressMode, Sandbox, SandboxBackend, SandboxReceipt, SandboxSpec } from './sandbox.js';
+import { EGRESS_MODES } from './egress-modes.js';
 
 /**
  * `local`: the workspace is a host directory and commands are host processes.
@@ -23,7 +24,7 @@ export const localBackend: SandboxBackend = {
     return mode === 'open';
   },
   async create(spec: SandboxSpec) {
-    if (spec.egress.mode !== 'open') {
+    if (!EGRESS_MODES.local.includes(spec.egress.mode)) {
       return err({
         reason: 'egress-unenforceable',
         message: `the local backend cannot enforce egress "${spec.egress.mode}"; use bubblewrap or docker, or egress: open (recorded as not enforced)`,

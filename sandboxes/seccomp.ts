@@ -7,8 +7,10 @@ import { arch } from 'node:os';
  * - setting the setuid or setgid bit, through chmod/fchmod/fchmodat/fchmodat2, or
  *   by creating a file with those bits (open/openat/creat with O_CREAT or
  *   O_TMPFILE, mknod/mknodat): EPERM;
- * - openat2 and io_uring, whose arguments a filter cannot inspect: ENOSYS (libc and
- *   libuv fall back to openat and plain syscalls);
+ * - a new user namespace, through clone or unshare with CLONE_NEWUSER: EPERM (inside
+ *   one a process holds a full capability set: `unshare -Ur` would be root there);
+ * - openat2, io_uring and clone3, whose arguments a filter cannot inspect: ENOSYS (libc
+ *   and libuv fall back to openat, plain syscalls and clone);
  * - any syscall of another ABI (i386 through int 0x80, x32): EPERM, so the checks
  *   above cannot be bypassed by switching ABI.
  *
@@ -20,6 +22,8 @@ import { arch } from 'node:os';
 const S_ISUID_OR_ISGID = 0o6000;
 /** O_CREAT | the O_TMPFILE bit (O_TMPFILE = __O_TMPFILE | O_DIRECTORY): the flags under which open's mode is used. */
 const O_CREAT_OR_TMPFILE = 0o100 | 0o20000000;
+/** clone/unshare's flag for a new user namespace: inside one, a process holds every capability. */
+const CLONE_NEWUSER = 0x10000000;
 const EPERM = 1;
 const ENOSYS = 38;
 
@@ -33,9 +37,16 @@ interface ModeRule {
   flags?: number;
 }
 
+/** A syscall refused when its flags argument asks for a new user namespace. */
+interface NamespaceRule {
+  nr: number;
+  flags: number;
+}
+
 interface AbiTable {
   auditArch: number;
   rules: ModeRule[];
+  namespaces: NamespaceRule[];
   unfilterable: number[];
   /** Syscall numbers at or above this belong to another ABI (x32 on x86_64). */
   foreignFrom?: number;
@@ -55,7 +66,11 @@ const ABIS: Record<string, AbiTable> = {
       { nr: 133, mode: 1 }, // mknod(path, mode, dev)
       { nr: 259, mode: 2 }, // mknodat(dfd, path, mode, dev)
     ],
-    unfilterable: [437, 425, 426, 427], // openat2, io_uring_setup/enter/register
+    namespaces: [
+      { nr: 56, flags: 0 }, // clone(flags, ...)
+      { nr: 272, flags: 0 }, // unshare(flags)
+    ],
+    unfilterable: [437, 425, 426, 427, 435], // openat2, io_uring_setup/enter/register, clone3 (its flags are in memory)
     foreignFrom: 0x40000000,
   },
   arm64: {
@@ -67,7 +82,11 @@ const ABIS: Record<string, AbiTable> = {
       { nr: 56, flags: 2, mode: 3 }, // openat
       { nr: 33, mode: 2 }, // mknodat
     ],
-    unfilterable: [437, 425, 426, 427],
+    namespaces: [
+      { nr: 220, flags: 0 }, // clone(flags, ...)
+      { nr: 97, flags: 0 }, // unshare(flags)
+    ],
+    unfilterable: [437, 425, 426, 427, 435],
   },
 };
 
@@ -100,7 +119,13 @@ export function seccompProgram(machine = arch()): Buffer {
   if (abi.foreignFrom !== undefined) op(JGE_K, abi.foreignFrom, 'deny', 0);
   for (const nr of abi.unfilterable) op(JEQ_K, nr, 'enosys', 0);
   abi.rules.forEach((r, i) => op(JEQ_K, r.nr, `rule${i}`, 0));
+  abi.namespaces.forEach((r, i) => op(JEQ_K, r.nr, `ns${i}`, 0));
   op(RET_K, RET_ALLOW);
+  abi.namespaces.forEach((r, i) => {
+    prog.push({ label: `ns${i}` });
+    op(LD_W_ABS, argLow(r.flags));
+    op(JSET_K, CLONE_NEWUSER, 'deny', 'allow');
+  });
   abi.rules.forEach((r, i) => {
     prog.push({ label: `rule${i}` });
     if (r.flags !== undefined) {

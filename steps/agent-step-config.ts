@@ -9,6 +9,8 @@ import { loadHarborTask } from './task-sources/harbor.js';
 import { loadSwebenchInstancesById } from './task-sources/swebench.js';
 import { anySpecOf } from './step-spec.js';
 import type { TaskSource } from './config-types.generated.js';
+import { EGRESS_MODES, SANDBOX_BACKENDS, type BackendName } from '../sandboxes/egress-modes.js';
+import type { EgressMode } from '../sandboxes/sandbox.js';
 
 /**
  * Where a step finds its tasks (`tasks:` in the step, relative to the config file):
@@ -101,7 +103,7 @@ export function checkTasks(step: StepConfig): Diagnostic[] {
   }
   const missingSource = taskSourceProblem(step);
   if (missingSource) return [missingSource];
-  const out: Diagnostic[] = [];
+  const out: Diagnostic[] = sandboxProblems(step);
   let failing = 0;
   dim.values.forEach((id, i) => {
     if (failing >= 20) return void failing++;
@@ -119,6 +121,28 @@ export function checkTasks(step: StepConfig): Diagnostic[] {
       location: step.source.locate([...step.path, 'matrix', 'task']),
     });
   return out;
+}
+
+/**
+ * A sandbox its backend would refuse to make (the local backend cannot enforce egress none or an
+ * allowlist): refused when the config is loaded, by `plan` as by `run`, for any step with a sandbox.
+ */
+function sandboxProblems(step: StepConfig): Diagnostic[] {
+  const sandbox = step.spec['sandbox'];
+  if (typeof sandbox !== 'object' || sandbox === null) return [];
+  const { backend, egress } = sandbox as { backend?: string; egress?: EgressMode };
+  if (!backend || backend === 'auto' || !egress || !(backend in EGRESS_MODES)) return [];
+  const modes = EGRESS_MODES[backend as BackendName];
+  if (modes.includes(egress)) return [];
+  const others = SANDBOX_BACKENDS.filter((b) => EGRESS_MODES[b].includes(egress));
+  return [
+    {
+      field: `steps.${step.name}.sandbox.egress`,
+      message: `the ${backend} backend cannot run egress "${egress}" (it runs ${modes.join(', ')})`,
+      location: step.source.locate([...step.path, 'sandbox', 'egress']),
+      hint: `use backend ${others.join(' or ')} for egress ${egress}, or egress ${modes.join(' or ')} on ${backend}`,
+    },
+  ];
 }
 
 /** A task source that is not there at all: one error at `tasks`, not one per task. */

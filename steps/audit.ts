@@ -10,7 +10,7 @@ import { scanLeakage, type LeakageFlag } from './leakage.js';
 import type { AttemptRecord, AttemptTry } from './analyze/types.js';
 import type { AtifTrajectory } from '../agents/adapter.js';
 import { checkTasks, taskOf } from './agent-step-config.js';
-import { armOf } from './run.js';
+import { armOf, BUDGET_EXITS } from './run.js';
 import { VERIFIER_OWNED, verifierOwned } from './verifier-owned.js';
 import type { WorkspaceChanges } from './workspace.js';
 import { NOT_RUN, NOT_RUN_OUTPUT, passedNotRun } from './not-run.js';
@@ -51,6 +51,8 @@ interface RunResult {
   agent: { adapter: string; version: string; model: string; provider: string };
   exit_reason: string;
   infra_error: string | null;
+  /** Why what the attempt left was over its budgets (exit output-budget). */
+  over_budget?: string;
   wall_ms: number;
   harness_ms?: number;
   restored?: { path: string; sha256: string }[];
@@ -91,8 +93,6 @@ function earlierTries(ctx: ExecutionContext): AttemptTry[] {
       return { exit_reason: r.exit_reason, infra_error: r.infra_error, started_at: r.started_at, ended_at: r.ended_at };
     });
 }
-
-const NO_ANSWER = new Set(['token-cap', 'cost-cap', 'time-cap', 'turn-cap']);
 
 /** "Used": the agent observably read or called the treatment (its files, or its MCP tools). */
 function usedTreatment(trajectory: AtifTrajectory, files: string[], mcpServers: string[]): boolean {
@@ -209,9 +209,9 @@ export const auditStep: StepKind = {
       reason = 'verdict-forged';
       explanation = `the verdict was forged by the code under test (${verdict.forgery.reason}): ${verdict.forgery.detail}`;
       pass = false;
-    } else if (NO_ANSWER.has(run.exit_reason)) {
+    } else if (BUDGET_EXITS.has(run.exit_reason)) {
       reason = run.exit_reason;
-      explanation = `over budget (${run.exit_reason}): no answer, scored 0`;
+      explanation = `over budget (${run.exit_reason}${run.over_budget ? `: ${run.over_budget}` : ''}): no answer, scored 0`;
       pass = false;
       noAnswer = true;
     } else if (run.exit_reason === 'agent-crash') {

@@ -449,6 +449,18 @@ export interface RunStep {
      * A file the attempt leaves larger than this is refused (recorded, not kept). Default 512.
      */
     max_file_mb?: number;
+    /**
+     * What the attempt leaves in all, by apparent size (a sparse file counts as its length): over it the attempt fails on its budget (output-budget, scored 0) and nothing it wrote is kept. Default 1024.
+     */
+    max_output_mb?: number;
+    /**
+     * How many files the attempt may write or change: over it the attempt fails on its budget (output-budget). Default 100000.
+     */
+    max_output_files?: number;
+    /**
+     * The gateway's record of the attempt's model exchanges (gateway.jsonl): past it, further requests are refused and the attempt fails on its budget (output-budget). Default 256.
+     */
+    max_log_mb?: number;
   };
   sandbox?: Sandbox;
   model?: {
@@ -464,6 +476,18 @@ export interface RunStep {
      * The host environment variable holding the real API key: the gateway adds it to upstream requests; the agent only ever holds a placeholder, and the value is never stored or keyed.
      */
     api_key_env?: string;
+    /**
+     * A model request whose cost cannot be bounded before it is sent (continuing server-side state, an image or file by URL or id, a stored prompt, a field or block type pairbench does not know): refuse (default: the agent gets a 400 saying why, and it is logged) or serialize (forwarded alone, holding all that is left of the budget, settled from its usage). Server-side tools are taken out of a request under refuse. A response or conversation from outside the attempt is refused either way.
+     */
+    unbounded_requests?: 'refuse' | 'serialize';
+    /**
+     * A request body over this is refused with 413 before it is read. Default 32.
+     */
+    max_request_mb?: number;
+    /**
+     * A reply over this (decompressed) is cut off and recorded as an upstream error. Default 64.
+     */
+    max_reply_mb?: number;
   };
   /**
    * Seeds the order in which attempts are queued: pairs (task, rep) in a seeded order, arms interleaved within each pair.

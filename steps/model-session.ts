@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { mkdirSync } from 'node:fs';
 import { startFakeModel, type FakeModel, type FakeScript } from '../gateway/fake-model.js';
-import { startGateway, type GatewaySummary, type Marker, type Provider } from '../gateway/gateway.js';
+import { startGateway, type GatewaySummary, type Marker, type Provider, type UnboundedPolicy } from '../gateway/gateway.js';
 
 /** One attempt's model: the recording gateway, in front of a real upstream or a scripted fake. */
 export interface ModelSession {
@@ -10,8 +10,6 @@ export interface ModelSession {
   /** For sandboxed agents: the gateway's unix socket, forwarded inside. */
   socket?: string;
   summary(): GatewaySummary;
-  /** HTTP statuses of the upstream's replies (a provider's 401/429/5xx is infrastructure, not the agent). */
-  statuses(): number[];
   close(): Promise<void>;
 }
 
@@ -27,6 +25,11 @@ export interface ModelOptions {
   provider: Provider;
   /** When set, the gateway listens on a unix socket in this directory (sandboxed agents). */
   socketDir?: string | undefined;
+  /** The gateway's policy and size limits (its defaults when not set: GATEWAY_LIMITS). */
+  unboundedRequests?: UnboundedPolicy;
+  maxRequestBytes?: number;
+  maxReplyBytes?: number;
+  maxLogBytes?: number;
 }
 
 export async function openModel(options: ModelOptions): Promise<ModelSession> {
@@ -45,13 +48,16 @@ export async function openModel(options: ModelOptions): Promise<ModelSession> {
     provider: options.provider,
     markers: options.markers,
     logFile: options.logFile,
+    unboundedRequests: options.unboundedRequests,
+    maxRequestBytes: options.maxRequestBytes,
+    maxReplyBytes: options.maxReplyBytes,
+    maxLogBytes: options.maxLogBytes,
     ...(options.upstreamAuth ? { upstreamAuth: options.upstreamAuth } : {}),
   });
   return {
     url: gateway.url ?? '',
     ...(socket ? { socket } : {}),
     summary: () => gateway.summary(),
-    statuses: () => gateway.records().map((r) => (r as { status?: number }).status ?? 0),
     close: async () => {
       await gateway.close();
       await fake?.close();

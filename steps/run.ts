@@ -18,7 +18,8 @@ import { checkTasks, taskOf } from './agent-step-config.js';
 import { ENVIRONMENT_OUTPUTS, inEnvironment, startingPoint } from './environment.js';
 import type { ModelSession } from './model-session.js';
 import { upstreamAuth } from '../gateway/upstream-auth.js';
-import { copyWritten, diffSnapshots, snapshot } from './workspace.js';
+import { GATEWAY_LIMITS, type GatewaySummary } from '../gateway/gateway.js';
+import { copyWritten, diffSnapshots, snapshot, type Snapshot, type WorkspaceChanges } from './workspace.js';
 import type { RedactionReceipt } from './materialize.js';
 import { fileSources, isStepOutput, normalizedPath, outputsReadFrom, producerSteps, treatmentEntry, type TreatmentSource } from './treatment-files.js';
 import type { OutputEntry } from '../pipeline/store/cas.js';
@@ -38,7 +39,10 @@ export interface SandboxSettings {
 
 export type RunSpec = SpecByKind['run'];
 
-export type ExitReason = 'done' | 'turn-cap' | 'time-cap' | 'token-cap' | 'cost-cap' | 'agent-crash' | 'infra-error';
+export type ExitReason = 'done' | 'turn-cap' | 'time-cap' | 'token-cap' | 'cost-cap' | 'output-budget' | 'agent-crash' | 'infra-error';
+
+/** The exits at a limit the arms share: the attempt gave no answer within its budget (scored 0, not excluded). */
+export const BUDGET_EXITS: ReadonlySet<string> = new Set<ExitReason>(['turn-cap', 'time-cap', 'token-cap', 'cost-cap', 'output-budget']);
 
 const spec = (step: StepConfig): RunSpec => specOf(step, 'run');
 
@@ -93,6 +97,22 @@ export function limitsOf(s: { limits?: RunSpec['limits'] }) {
     costUsd: s.limits?.cost_usd ?? null,
     // A file the attempt leaves that is larger than this is refused (recorded, not kept).
     maxFileMb: s.limits?.max_file_mb ?? 512,
+    // What the attempt leaves in all, by apparent size (a sparse file counts as what storing it costs), and in files.
+    maxOutputMb: s.limits?.max_output_mb ?? 1024,
+    maxOutputFiles: s.limits?.max_output_files ?? 100_000,
+    // The gateway's record of the attempt's exchanges.
+    maxLogMb: s.limits?.max_log_mb ?? 256,
+  };
+}
+
+/** What the gateway takes of the step's model and limits: its policy for unbounded requests and its size limits. */
+export function gatewayLimitsOf(s: Pick<RunSpec, 'model' | 'limits'>) {
+  const mb = 1024 * 1024;
+  return {
+    unboundedRequests: s.model?.unbounded_requests ?? 'refuse',
+    maxRequestBytes: (s.model?.max_request_mb ?? GATEWAY_LIMITS.maxRequestBytes / mb) * mb,
+    maxReplyBytes: (s.model?.max_reply_mb ?? GATEWAY_LIMITS.maxReplyBytes / mb) * mb,
+    maxLogBytes: limitsOf(s).maxLogMb * mb,
   };
 }
 
@@ -252,9 +272,27 @@ function isProviderFault(status: number): boolean {
   return status === 401 || status === 403 || status === 408 || status === 429 || status >= 500;
 }
 
+/** The provider's own failures in this attempt (the gateway's refusals are the agent's doing, not here). */
+function providerFaults(gw: GatewaySummary): number[] {
+  return Object.keys(gw.upstream_statuses).map(Number).filter(isProviderFault);
+}
+
 /** How each provider takes its key. */
 function upstreamAuthFor(adapter: string, key: string): Record<string, string> {
   return upstreamAuth(adapter === 'codex' || adapter === 'command' ? 'bearer' : 'anthropic', key);
+}
+
+/** Why what an attempt left is over its budgets (total apparent bytes, files written), or null. */
+function outputBudgetProblem(after: Snapshot, changes: WorkspaceChanges, limits: ReturnType<typeof limitsOf>): string | null {
+  const mb = 1024 * 1024;
+  if (after.overBudget)
+    return `the workspace grew past limits.max_output_mb (${limits.maxOutputMb} MB) or limits.max_output_files (${limits.maxOutputFiles}): ${after.overBudget}`;
+  const written = Object.keys(changes.written);
+  const bytes = written.reduce((sum, p) => sum + (after.sizes.get(p) ?? 0), 0);
+  if (bytes > limits.maxOutputMb * mb)
+    return `it wrote ${(bytes / mb).toFixed(1)} MB (apparent size, sparse files counted as their length), over limits.max_output_mb (${limits.maxOutputMb} MB)`;
+  if (written.length > limits.maxOutputFiles) return `it wrote ${written.length} files, over limits.max_output_files (${limits.maxOutputFiles})`;
+  return null;
 }
 
 /** The endpoints the gateway forwards for an adapter: its provider's model API (a user's command: either). */
@@ -290,9 +328,11 @@ export const runStep: StepKind = {
   sandboxed: true,
   // Loaded by doctor only: a run never pays for it.
   preflight: async (steps, ctx) => (await import('./run-preflight.js')).runPreflight(steps, ctx),
+  // 4: budgets on what the attempt leaves (apparent bytes, files, gateway log) and the gateway's request bounds;
+  // a provider fault is judged from the upstream's own statuses (the gateway's refusals are the agent's).
   // 3: an agent that never reached its model is an infrastructure fault; scripted replies are marked and unpriced.
   // 2: the sandbox closed before the workspace is read; delivery by fingerprint and scope.
-  version: 3,
+  version: 4,
 
   check(step, steps) {
     const s = spec(step);
@@ -388,7 +428,12 @@ export const runStep: StepKind = {
       agent: { adapter: adapter.name, version: adapter.version(), model: s.agent.model ?? null, flags: s.agent.flags ?? [], command: s.agent.command ?? null },
       limits: limitsOf(s),
       sandbox: sandboxOf(s),
-      model: { upstream: s.model?.upstream ?? null, fake: Boolean(s.model?.fake_script), api_key_env: s.model?.api_key_env ?? null },
+      model: {
+        upstream: s.model?.upstream ?? null,
+        fake: Boolean(s.model?.fake_script),
+        api_key_env: s.model?.api_key_env ?? null,
+        ...gatewayLimitsOf(s),
+      },
       // The script's bytes are a file input; its path here is relative, so machines share keys.
       solution:
         adapter.name === 'oracle'
@@ -530,6 +575,7 @@ export const runStep: StepKind = {
         markers,
         provider: gatewayProvider(adapter.name),
         logFile: join(outDir, 'gateway.jsonl'),
+        ...gatewayLimitsOf(s),
         socketDir: sandboxed ? join(ctx.workDir, 'gw') : undefined,
       });
     }
@@ -588,25 +634,38 @@ export const runStep: StepKind = {
       const gw = model?.summary();
       // A provider that failed or refused (transport errors, 401/403/429/5xx) while the agent did not
       // finish normally is infrastructure, whatever cap the agent's retries then ran into.
-      const providerFault = Boolean(gw && (gw.upstream_errors > 0 || model!.statuses().some(isProviderFault)) && (result.exitCode !== 0 || result.timedOut));
+      const providerFault = Boolean(gw && (gw.upstream_errors > 0 || providerFaults(gw).length > 0) && (result.exitCode !== 0 || result.timedOut));
       // An agent CLI that ended without one model request never ran: its binary, a library or a
       // path it needs is not there in this sandbox. That is the harness's fault, never the agent's.
       const didNotStart = Boolean(sandbox && gw && adapter.name !== 'command' && gw.model_requests === 0 && !gw.cap_hit);
+      // 3. What the attempt changed (the verifier sees only this, applied to a fresh tree), within its budgets.
+      const mb = 1024 * 1024;
+      const after = await snapshot(ws, {
+        maxFileBytes: limits.maxFileMb * mb,
+        maxTotalBytes: before.bytes + limits.maxOutputMb * mb,
+        maxFiles: before.sizes.size + limits.maxOutputFiles,
+      });
+      let changes = diffSnapshots(before, after);
+      const overBudget =
+        outputBudgetProblem(after, changes, limits) ??
+        (gw?.log_budget_exceeded ? `its model exchanges passed the gateway log's budget of ${limits.maxLogMb} MB (limits.max_log_mb)` : null);
+      // Over budget, nothing the attempt wrote is kept: the store grows by its receipt, not by what it left.
+      if (overBudget) changes = { schema_version: 1, written: {}, deleted: [], refused: changes.refused ?? [], over_budget: overBudget };
       const exitReason: ExitReason = !sandbox
         ? 'infra-error'
-        : gw?.cap_hit
-          ? gw.cap_hit
-          : providerFault || didNotStart
-            ? 'infra-error'
-            : result.timedOut
-              ? 'time-cap'
-              : parsed.hitTurnCap
-                ? 'turn-cap'
-                : result.exitCode !== 0
-                  ? 'agent-crash'
-                  : 'done';
-      // 3. What the attempt changed (the verifier sees only this, applied to a fresh tree).
-      const changes = diffSnapshots(before, await snapshot(ws, { maxFileBytes: limits.maxFileMb * 1024 * 1024 }));
+        : overBudget
+          ? 'output-budget'
+          : gw?.cap_hit
+            ? gw.cap_hit
+            : providerFault || didNotStart
+              ? 'infra-error'
+              : result.timedOut
+                ? 'time-cap'
+                : parsed.hitTurnCap
+                  ? 'turn-cap'
+                  : result.exitCode !== 0
+                    ? 'agent-crash'
+                    : 'done';
       copyWritten(changes, ws, join(outDir, 'changed'));
       writeFileSync(join(outDir, 'changes.json'), JSON.stringify(changes, null, 2) + '\n');
       writeFileSync(join(outDir, 'trajectory.json'), JSON.stringify(parsed.trajectory, null, 2) + '\n');
@@ -625,7 +684,7 @@ export const runStep: StepKind = {
             ? `sandbox failed to start: ${sb.ok ? '' : sb.error.message}`
             : didNotStart
               ? `agent did not start: ${startFailure(result)}`
-              : `model provider: ${gw?.upstream_errors ? 'unreachable' : `HTTP ${model!.statuses().filter(isProviderFault).join(', ')}`}`;
+              : `model provider: ${gw?.upstream_errors ? 'unreachable' : `HTTP ${providerFaults(gw!).join(', ')}`}`;
       if (exitReason === 'infra-error' && sandbox) {
         ctx.doNotCache(didNotStart ? `infrastructure error: ${infraCause}` : 'infrastructure error: the model provider failed or refused (see gateway.jsonl)');
       }
@@ -646,6 +705,7 @@ export const runStep: StepKind = {
         agent: { adapter: adapter.name, version: adapter.version(), model: actx.model, provider: providerOf(adapter.name) },
         exit_reason: exitReason,
         infra_error: infraCause === null ? null : redact(infraCause, { hostPaths }),
+        ...(overBudget ? { over_budget: overBudget } : {}),
         started_at: new Date(started).toISOString(),
         ended_at: new Date(started + (performance.now() - clock)).toISOString(),
         exit_code: result.exitCode,

@@ -39,13 +39,21 @@ export interface Snapshot {
   refused: Refusal[];
   /** Files whose setuid/setgid/sticky bits were dropped (they are never carried over). */
   privilegeBitsDropped: string[];
-  /** Bytes of the regular files seen. */
+  /** Bytes of the regular files seen (apparent sizes: a sparse file counts as its length). */
   bytes: number;
+  /** Apparent size of each regular file listed. */
+  sizes: Map<string, number>;
+  /** Set when the walk stopped at a budget (nothing past it was hashed): why. */
+  overBudget?: string;
 }
 
 export interface SnapshotOptions {
   /** Files larger than this are refused (not hashed, not copied). Default: no limit. */
   maxFileBytes?: number;
+  /** The walk stops, without hashing more, once the regular files seen pass this many bytes (apparent size)... */
+  maxTotalBytes?: number;
+  /** ... or this many files. */
+  maxFiles?: number;
 }
 
 /** Yield to the event loop this often while walking, so timers (lock heartbeats) keep running. */
@@ -56,10 +64,11 @@ const YIELD_EVERY = 256;
  * (no 2 GiB limit) and the walk yields to the event loop as it goes.
  */
 export async function snapshot(root: string, options: SnapshotOptions = {}): Promise<Snapshot> {
-  const out: Snapshot = { entries: new Map(), refused: [], privilegeBitsDropped: [], bytes: 0 };
+  const out: Snapshot = { entries: new Map(), refused: [], privilegeBitsDropped: [], bytes: 0, sizes: new Map() };
   let seen = 0;
   const walk = async (rel: string): Promise<void> => {
     for (const name of readdirSync(join(root, rel)).sort()) {
+      if (out.overBudget) return;
       if (++seen % YIELD_EVERY === 0) await new Promise((r) => setImmediate(r));
       const p = rel ? `${rel}/${name}` : name;
       const st = lstatSync(join(root, p));
@@ -70,9 +79,19 @@ export async function snapshot(root: string, options: SnapshotOptions = {}): Pro
           out.refused.push({ path: p, reason: `file of ${st.size} bytes is over the limit of ${options.maxFileBytes} bytes` });
           continue;
         }
+        // Budgets are checked before hashing: a thousand sparse files cost their listing, not their reading.
+        if (options.maxTotalBytes !== undefined && out.bytes + st.size > options.maxTotalBytes) {
+          out.overBudget = `its files pass ${options.maxTotalBytes} bytes (apparent size) at ${p}`;
+          return;
+        }
+        if (options.maxFiles !== undefined && out.sizes.size + 1 > options.maxFiles) {
+          out.overBudget = `its files pass ${options.maxFiles} files at ${p}`;
+          return;
+        }
         if (st.mode & 0o7000) out.privilegeBitsDropped.push(p);
         out.entries.set(p, `${hashNoFollow(join(root, p), st)}${st.mode & 0o111 ? ':x' : ''}`);
         out.bytes += st.size;
+        out.sizes.set(p, st.size);
       } else out.refused.push({ path: p, reason: `${kindOf(st)} is not a regular file, directory or symlink` });
     }
   };
@@ -142,6 +161,8 @@ export interface WorkspaceChanges {
   refused?: Refusal[];
   /** Files whose setuid/setgid/sticky bits were dropped. */
   privilege_bits_dropped?: string[];
+  /** What the attempt left was over its budgets (limits.max_output_mb / max_output_files / max_log_mb): nothing of it was kept. */
+  over_budget?: string;
 }
 
 export function diffSnapshots(before: Snapshot, after: Snapshot): WorkspaceChanges {

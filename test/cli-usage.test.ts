@@ -211,7 +211,7 @@ describe('pairbench init', () => {
 });
 
 describe('an interrupted run', () => {
-  it('names the nodes Ctrl-C stopped, and exits 130', { timeout: 60_000 }, async () => {
+  it('names the nodes Ctrl-C stopped, and exits 130', async () => {
     rig.write('bench.config.yaml', rig.read('bench.config.yaml').replace("command: 'true'", "command: 'sleep 20'"));
     const child = rig.spawn('run', '--progress', 'plain');
     // Interrupt once the attempt is running.

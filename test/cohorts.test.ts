@@ -146,180 +146,176 @@ describe.skipIf(!existsSync(claudeBinary()))('shipped cohorts, end to end on the
   });
 
   for (const c of CASES) {
-    it(
-      `${c.config}: certifies, runs, verifies, audits, analyses and exports a verifiable bundle with the expected verdicts`,
-      { timeout: 180_000 },
-      async () => {
-        const config = join(ROOT, c.config);
-        const store = mkdtempSync(join(tmpdir(), 'pairbench-cohort-'));
-        stores.push(store);
-        const run = await cli('run', '--config', config, '--store', store);
-        expect(run.code, run.stderr).toBe(0);
-        expect(await undeclaredOutputs(config, store)).toEqual([]);
+    it(`${c.config}: certifies, runs, verifies, audits, analyses and exports a verifiable bundle with the expected verdicts`, async () => {
+      const config = join(ROOT, c.config);
+      const store = mkdtempSync(join(tmpdir(), 'pairbench-cohort-'));
+      stores.push(store);
+      const run = await cli('run', '--config', config, '--store', store);
+      expect(run.code, run.stderr).toBe(0);
+      expect(await undeclaredOutputs(config, store)).toEqual([]);
 
-        const out = join(store, 'bundles');
-        const exp = await cli('export', '--config', config, '--store', store, '--out', out, '--json');
-        expect(exp.code, exp.stderr + exp.stdout).toBe(0);
-        const dirs = (JSON.parse(exp.stdout).bundles as { dir: string }[]).map((b) => b.dir);
-        const bundles: Record<string, Bundle> = {};
-        for (const dir of dirs) {
-          const check = await cli('verify-bundle', dir);
-          expect(check.code, check.stdout + check.stderr).toBe(0);
-          const results = json(join(dir, 'results.json'));
-          // Every field as published in schemas/results.schema.json (generated from the writer's type).
-          expect(resultsProblems(results), `${dir}/results.json`).toBe('');
-          // Each export step's `cohort` is the name of the analyze step it exports.
-          bundles[results.cohort] = { dir, results, report: readFileSync(join(dir, 'report.md'), 'utf8') };
-        }
-        expect(Object.keys(bundles).sort()).toEqual(Object.keys(c.verdicts).sort());
+      const out = join(store, 'bundles');
+      const exp = await cli('export', '--config', config, '--store', store, '--out', out, '--json');
+      expect(exp.code, exp.stderr + exp.stdout).toBe(0);
+      const dirs = (JSON.parse(exp.stdout).bundles as { dir: string }[]).map((b) => b.dir);
+      const bundles: Record<string, Bundle> = {};
+      for (const dir of dirs) {
+        const check = await cli('verify-bundle', dir);
+        expect(check.code, check.stdout + check.stderr).toBe(0);
+        const results = json(join(dir, 'results.json'));
+        // Every field as published in schemas/results.schema.json (generated from the writer's type).
+        expect(resultsProblems(results), `${dir}/results.json`).toBe('');
+        // Each export step's `cohort` is the name of the analyze step it exports.
+        bundles[results.cohort] = { dir, results, report: readFileSync(join(dir, 'report.md'), 'utf8') };
+      }
+      expect(Object.keys(bundles).sort()).toEqual(Object.keys(c.verdicts).sort());
 
-        for (const [cohort, want] of Object.entries(c.verdicts)) {
-          const b = bundles[cohort]!;
-          // Every task certified (the receipts are in the bundle).
-          const certs = readdirSync(join(b.dir, 'nodes', 'certify')).map((t) => json(join(b.dir, 'nodes', 'certify', t, 'certification.json')));
-          expect(certs).toHaveLength(c.tasks);
-          for (const cert of certs) expect(cert.verdict, `${cert.task}: ${cert.reasons.join('; ')}`).toBe('certified');
-          // The verdicts the fixtures are built to give, with the report saying so.
-          const sign = (d: number | null) => (d === null ? null : d > 0 ? '+' : d < 0 ? '-' : '0');
-          const got = Object.fromEntries(
-            b.results.analysis.comparisons.map((x: { treatment: string; control: string; verdict: string; delta: number | null }) => [
-              `${x.treatment} vs ${x.control}`,
-              [x.verdict, sign(x.delta)],
-            ]),
-          );
-          expect(got).toEqual(want);
-          expect(b.report).toContain(NOTE);
-          expect(b.report).toMatch(/^### .+: \*\*(POSITIVE|NEGATIVE|WITHIN NOISE|INSUFFICIENT N|REFUSED|INVALID)\*\*$/m);
-          // Scripted outcomes are disclosed before any verdict.
-          expect(b.report.indexOf('⚠ **Warning:** the outcomes were scripted')).toBeGreaterThan(0);
-          expect(b.report.indexOf('⚠ **Warning:** the outcomes were scripted')).toBeLessThan(b.report.indexOf('## Verdicts'));
-          expect(b.results.attempts.every((a: { scripted?: boolean }) => a.scripted === true)).toBe(true);
-          expect(b.results.attempts.every((a: { admission: string }) => a.admission === 'accepted')).toBe(true);
-        }
+      for (const [cohort, want] of Object.entries(c.verdicts)) {
+        const b = bundles[cohort]!;
+        // Every task certified (the receipts are in the bundle).
+        const certs = readdirSync(join(b.dir, 'nodes', 'certify')).map((t) => json(join(b.dir, 'nodes', 'certify', t, 'certification.json')));
+        expect(certs).toHaveLength(c.tasks);
+        for (const cert of certs) expect(cert.verdict, `${cert.task}: ${cert.reasons.join('; ')}`).toBe('certified');
+        // The verdicts the fixtures are built to give, with the report saying so.
+        const sign = (d: number | null) => (d === null ? null : d > 0 ? '+' : d < 0 ? '-' : '0');
+        const got = Object.fromEntries(
+          b.results.analysis.comparisons.map((x: { treatment: string; control: string; verdict: string; delta: number | null }) => [
+            `${x.treatment} vs ${x.control}`,
+            [x.verdict, sign(x.delta)],
+          ]),
+        );
+        expect(got).toEqual(want);
+        expect(b.report).toContain(NOTE);
+        expect(b.report).toMatch(/^### .+: \*\*(POSITIVE|NEGATIVE|WITHIN NOISE|INSUFFICIENT N|REFUSED|INVALID)\*\*$/m);
+        // Scripted outcomes are disclosed before any verdict.
+        expect(b.report.indexOf('⚠ **Warning:** the outcomes were scripted')).toBeGreaterThan(0);
+        expect(b.report.indexOf('⚠ **Warning:** the outcomes were scripted')).toBeLessThan(b.report.indexOf('## Verdicts'));
+        expect(b.results.attempts.every((a: { scripted?: boolean }) => a.scripted === true)).toBe(true);
+        expect(b.results.attempts.every((a: { admission: string }) => a.admission === 'accepted')).toBe(true);
+      }
 
-        // Per-cohort checks of the mechanism each fixture is built to show.
-        if (c.config.includes('stele')) {
-          // The control fixes every copy, dist/ included: an out-of-bounds write that scores 0.
-          const rows = bundles['stele-memory']!.results.attempts as { task: string; arm: string; reason_code: string; pass: boolean }[];
-          expect(rows.filter((a) => a.task === 'month-off-by-one' && a.arm === 'disabled').map((a) => [a.reason_code, a.pass])).toEqual([
-            ['out-of-bounds', false],
-            ['out-of-bounds', false],
+      // Per-cohort checks of the mechanism each fixture is built to show.
+      if (c.config.includes('stele')) {
+        // The control fixes every copy, dist/ included: an out-of-bounds write that scores 0.
+        const rows = bundles['stele-memory']!.results.attempts as { task: string; arm: string; reason_code: string; pass: boolean }[];
+        expect(rows.filter((a) => a.task === 'month-off-by-one' && a.arm === 'disabled').map((a) => [a.reason_code, a.pass])).toEqual([
+          ['out-of-bounds', false],
+          ['out-of-bounds', false],
+        ]);
+        expect(bundles['stele-memory']!.results.analysis.comparisons[0].mechanism).toMatchObject({ pairs: 6, delivered: 6, used: 6 });
+      }
+      if (c.config.includes('primer')) {
+        const b = bundles['primer-context-file']!;
+        // The context step generated the very CLAUDE.md the with arm received; its cost is overhead, never eval cost.
+        expect(readFileSync(join(b.dir, 'nodes', 'primer-generate', 'CLAUDE.md'), 'utf8')).toBe(
+          readFileSync(join(ROOT, 'examples', 'cohorts', 'primer-context-file', 'context', 'CLAUDE.md'), 'utf8'),
+        );
+        // Scripted generation: its tokens are counted, no price is claimed.
+        expect(b.results.analysis.cost_streams.overhead).toMatchObject({ usd: null, tokens: 4100, model_source: 'scripted' });
+        expect(b.report).toContain('Overhead (separate stream, never added to eval cost): unpriced (its model was scripted), 4100 tokens');
+      }
+      if (c.config.includes('sequential')) {
+        const b = bundles['sequential-stopping']!;
+        const seq = b.results.analysis.sequential;
+        // Look 1 (4 families, all helped: Z 1.53) continues; look 2 (8 families, 7 helped and a tie: Z 2.42) crosses Pocock's 2.29.
+        expect(seq.looks.map((l: { decision: string }) => l.decision)).toEqual(['continue', 'efficacy', 'stopped-earlier']);
+        expect(seq.looks.map((l: { families: number }) => l.families)).toEqual([4, 8, 0]);
+        expect(seq.stopped_at).toBe(2);
+        // The last 4 families' 8 attempts never ran: they are in the bundle as not run, and in no estimate.
+        expect(seq.attempts_not_run).toBe(8);
+        expect(b.results.attempts).toHaveLength(16);
+        const notRun = readdirSync(join(b.dir, 'nodes', 'attempts')).filter((t) =>
+          existsSync(join(b.dir, 'nodes', 'attempts', t, 'control', '1', 'not-run.json')),
+        );
+        expect(notRun).toHaveLength(4);
+        expect(b.results.analysis.comparisons[0].ci.method).toBe('repeated-ci');
+        expect(b.report).toContain('## Sequential stopping (preregistered)');
+        expect(b.report).toMatch(/\| 2 \| 8 of 8 \| 2\.418 \| ±2\.295 \| .+ \| efficacy \|/);
+        expect(b.report).toContain('stopped at look 2 of 3 (efficacy); 8 attempt(s) not run');
+        expect(b.report).toContain('biased away from zero');
+        expect(b.report).toContain('repeated CI at the stopping look');
+      }
+      if (c.config.includes('gortex')) {
+        const cmp = bundles['gortex-mcp']!.results.analysis.comparisons;
+        // (a)/(b)/(c) all reported, the negative row included; the ablation changes nothing on the fixture.
+        for (const x of cmp.slice(0, 2)) expect(x.outcomes.counts).toEqual({ a: 3, b: 1, c: 1, no_answer: 0 });
+        expect(cmp[0].outcomes.tasks.find((t: { task: string }) => t.task === 'bug-discount-total').class).toBe('c');
+        // The ablation's delta is in the headline, beside the treatment it ablates.
+        expect(cmp[2]).toMatchObject({ treatment: 'with-tools-ablated', control: 'with-tools', delta: 0 });
+        const report = bundles['gortex-mcp']!.report;
+        expect(report).toContain('(c) hurt: 1');
+        // The judge beside the verifier: one row per task, per category, with their agreement.
+        const judge = bundles['gortex-mcp']!.results.analysis.judge;
+        expect(judge.counts.judge).toEqual({ a: 3, b: 1, c: 1, unclassified: 0 });
+        expect(judge.rows.find((r: { task: string }) => r.task === 'bug-discount-total')).toMatchObject({
+          judge: 'c',
+          verifier: 'c',
+          category: 'bug-localization',
+        });
+        expect(report).toContain('## Judge and verifier: with-tools vs without-tools');
+        expect(report).toMatch(/\| bug-localization \| 1 \| 0 \| 0 \| 1 \| 0 \|/);
+      }
+      if (c.config.includes('agents-md')) {
+        const repo = join(ROOT, 'examples', 'cohorts', 'fixtures', 'repos', 'inventory');
+        const own = (p: string) =>
+          createHash('sha256')
+            .update(execFileSync('git', ['-C', repo, 'show', `8d901125bff43d763a9d6786c532b111ad883b1e:${p}`]))
+            .digest('hex');
+        for (const [cell, agent] of [
+          ['agents-md-claude-code', 'claude-code'],
+          ['agents-md-codex', 'codex'],
+        ] as const) {
+          const b = bundles[cell]!;
+          // HUMAN received the repository's own files, byte for byte; NONE and LLM did not.
+          const result = (arm: string) => json(join(b.dir, 'nodes', `attempts-${agent}`, 'stub-onHand-110442e3', arm, '1', 'result.json'));
+          expect(result('human').restored).toEqual([
+            { path: 'AGENTS.md', sha256: own('AGENTS.md') },
+            { path: 'CLAUDE.md', sha256: own('CLAUDE.md') },
           ]);
-          expect(bundles['stele-memory']!.results.analysis.comparisons[0].mechanism).toMatchObject({ pairs: 6, delivered: 6, used: 6 });
-        }
-        if (c.config.includes('primer')) {
-          const b = bundles['primer-context-file']!;
-          // The context step generated the very CLAUDE.md the with arm received; its cost is overhead, never eval cost.
-          expect(readFileSync(join(b.dir, 'nodes', 'primer-generate', 'CLAUDE.md'), 'utf8')).toBe(
-            readFileSync(join(ROOT, 'examples', 'cohorts', 'primer-context-file', 'context', 'CLAUDE.md'), 'utf8'),
-          );
-          // Scripted generation: its tokens are counted, no price is claimed.
-          expect(b.results.analysis.cost_streams.overhead).toMatchObject({ usd: null, tokens: 4100, model_source: 'scripted' });
-          expect(b.report).toContain('Overhead (separate stream, never added to eval cost): unpriced (its model was scripted), 4100 tokens');
-        }
-        if (c.config.includes('sequential')) {
-          const b = bundles['sequential-stopping']!;
-          const seq = b.results.analysis.sequential;
-          // Look 1 (4 families, all helped: Z 1.53) continues; look 2 (8 families, 7 helped and a tie: Z 2.42) crosses Pocock's 2.29.
-          expect(seq.looks.map((l: { decision: string }) => l.decision)).toEqual(['continue', 'efficacy', 'stopped-earlier']);
-          expect(seq.looks.map((l: { families: number }) => l.families)).toEqual([4, 8, 0]);
-          expect(seq.stopped_at).toBe(2);
-          // The last 4 families' 8 attempts never ran: they are in the bundle as not run, and in no estimate.
-          expect(seq.attempts_not_run).toBe(8);
-          expect(b.results.attempts).toHaveLength(16);
-          const notRun = readdirSync(join(b.dir, 'nodes', 'attempts')).filter((t) =>
-            existsSync(join(b.dir, 'nodes', 'attempts', t, 'control', '1', 'not-run.json')),
-          );
-          expect(notRun).toHaveLength(4);
-          expect(b.results.analysis.comparisons[0].ci.method).toBe('repeated-ci');
-          expect(b.report).toContain('## Sequential stopping (preregistered)');
-          expect(b.report).toMatch(/\| 2 \| 8 of 8 \| 2\.418 \| ±2\.295 \| .+ \| efficacy \|/);
-          expect(b.report).toContain('stopped at look 2 of 3 (efficacy); 8 attempt(s) not run');
-          expect(b.report).toContain('biased away from zero');
-          expect(b.report).toContain('repeated CI at the stopping look');
-        }
-        if (c.config.includes('gortex')) {
-          const cmp = bundles['gortex-mcp']!.results.analysis.comparisons;
-          // (a)/(b)/(c) all reported, the negative row included; the ablation changes nothing on the fixture.
-          for (const x of cmp.slice(0, 2)) expect(x.outcomes.counts).toEqual({ a: 3, b: 1, c: 1, no_answer: 0 });
-          expect(cmp[0].outcomes.tasks.find((t: { task: string }) => t.task === 'bug-discount-total').class).toBe('c');
-          // The ablation's delta is in the headline, beside the treatment it ablates.
-          expect(cmp[2]).toMatchObject({ treatment: 'with-tools-ablated', control: 'with-tools', delta: 0 });
-          const report = bundles['gortex-mcp']!.report;
-          expect(report).toContain('(c) hurt: 1');
-          // The judge beside the verifier: one row per task, per category, with their agreement.
-          const judge = bundles['gortex-mcp']!.results.analysis.judge;
-          expect(judge.counts.judge).toEqual({ a: 3, b: 1, c: 1, unclassified: 0 });
-          expect(judge.rows.find((r: { task: string }) => r.task === 'bug-discount-total')).toMatchObject({
-            judge: 'c',
-            verifier: 'c',
-            category: 'bug-localization',
-          });
-          expect(report).toContain('## Judge and verifier: with-tools vs without-tools');
-          expect(report).toMatch(/\| bug-localization \| 1 \| 0 \| 0 \| 1 \| 0 \|/);
-        }
-        if (c.config.includes('agents-md')) {
-          const repo = join(ROOT, 'examples', 'cohorts', 'fixtures', 'repos', 'inventory');
-          const own = (p: string) =>
-            createHash('sha256')
-              .update(execFileSync('git', ['-C', repo, 'show', `8d901125bff43d763a9d6786c532b111ad883b1e:${p}`]))
-              .digest('hex');
-          for (const [cell, agent] of [
-            ['agents-md-claude-code', 'claude-code'],
-            ['agents-md-codex', 'codex'],
-          ] as const) {
-            const b = bundles[cell]!;
-            // HUMAN received the repository's own files, byte for byte; NONE and LLM did not.
-            const result = (arm: string) => json(join(b.dir, 'nodes', `attempts-${agent}`, 'stub-onHand-110442e3', arm, '1', 'result.json'));
-            expect(result('human').restored).toEqual([
-              { path: 'AGENTS.md', sha256: own('AGENTS.md') },
-              { path: 'CLAUDE.md', sha256: own('CLAUDE.md') },
-            ]);
-            expect(result('none').restored).toBeUndefined();
-            expect(result('llm').restored).toBeUndefined();
-            // Per cell: each arm's resolution rate, and cost and steps change with intervals.
-            expect(b.results.analysis.arms.map((a: { arm: string; completion_rate: number }) => [a.arm, a.completion_rate])).toEqual([
-              ['none', 0],
-              ['llm', 0],
-              ['human', 1],
-            ]);
-            const human = b.results.analysis.comparisons.find((x: { treatment: string; control: string }) => x.treatment === 'human' && x.control === 'none');
-            expect(human.cost_ratio).toBeGreaterThan(1); // the restored files ride along in every request
-            expect(human.cost_ratio_ci.low).toBeGreaterThan(1);
-            expect(human.paired.turns).toMatchObject({ n_pairs: 6, median: 0 });
-            expect(b.report).toMatch(/- cost change: \+\d+\.\d% \(treatment \/ control weighted cost \d\.\d\dx; 95% CI \+\d+\.\d% to \+\d+\.\d%\)/);
-            expect(b.report).toContain('- steps change, turns: 0 per attempt (paired median over 6 pairs; 95% CI 0 to 0)');
-            expect(b.report).toContain('- steps change, tool calls: 0 per attempt');
-          }
-          // Codex reports reasoning tokens; the paired change is there too.
-          expect(bundles['agents-md-codex']!.report).toContain('- reasoning tokens change:');
-          expect(bundles['agents-md-claude-code']!.report).not.toContain('reasoning tokens change');
-        }
-        if (c.config.includes('factorial')) {
-          const f = bundles['coding-os-factorial']!.results.analysis.factorial;
-          expect(f.status).toBe('ok');
-          expect(f.main_effects.map((e: { name: string; estimate: number }) => [e.name, e.estimate])).toEqual([
-            ['graph', 0.5],
-            ['rules', 0.5],
+          expect(result('none').restored).toBeUndefined();
+          expect(result('llm').restored).toBeUndefined();
+          // Per cell: each arm's resolution rate, and cost and steps change with intervals.
+          expect(b.results.analysis.arms.map((a: { arm: string; completion_rate: number }) => [a.arm, a.completion_rate])).toEqual([
+            ['none', 0],
+            ['llm', 0],
+            ['human', 1],
           ]);
-          expect(f.interaction.name).toBe('graph x rules');
-          expect(f.interaction.estimate).toBeCloseTo(1 / 3, 10);
-          expect(bundles['coding-os-factorial']!.report).toMatch(/^## Factorial \(graph x rules\)$/m);
-          // Staged: the pilot ran raw and full, its gate opened, then the single-lever arms ran.
-          const attempts = bundles['coding-os-factorial']!.results.attempts as { node: string; arm: string }[];
-          expect(new Set(attempts.filter((a) => a.node.startsWith('audit-pilot/')).map((a) => a.arm))).toEqual(new Set(['raw', 'full']));
-          expect(new Set(attempts.filter((a) => a.node.startsWith('audit/')).map((a) => a.arm))).toEqual(new Set(['graph', 'rules']));
-          // The gate is frozen with the cohort (derived from the graph: it is upstream of the second stage).
-          const frozen = json(join(bundles['coding-os-factorial']!.dir, 'config', 'freeze.json')).frozen_fields;
-          expect(frozen['pilot-gate: require.min_effect']).toBe('0.1');
-          expect(frozen['pilot-gate: kind']).toBe('"gate v2"');
+          const human = b.results.analysis.comparisons.find((x: { treatment: string; control: string }) => x.treatment === 'human' && x.control === 'none');
+          expect(human.cost_ratio).toBeGreaterThan(1); // the restored files ride along in every request
+          expect(human.cost_ratio_ci.low).toBeGreaterThan(1);
+          expect(human.paired.turns).toMatchObject({ n_pairs: 6, median: 0 });
+          expect(b.report).toMatch(/- cost change: \+\d+\.\d% \(treatment \/ control weighted cost \d\.\d\dx; 95% CI \+\d+\.\d% to \+\d+\.\d%\)/);
+          expect(b.report).toContain('- steps change, turns: 0 per attempt (paired median over 6 pairs; 95% CI 0 to 0)');
+          expect(b.report).toContain('- steps change, tool calls: 0 per attempt');
         }
+        // Codex reports reasoning tokens; the paired change is there too.
+        expect(bundles['agents-md-codex']!.report).toContain('- reasoning tokens change:');
+        expect(bundles['agents-md-claude-code']!.report).not.toContain('reasoning tokens change');
+      }
+      if (c.config.includes('factorial')) {
+        const f = bundles['coding-os-factorial']!.results.analysis.factorial;
+        expect(f.status).toBe('ok');
+        expect(f.main_effects.map((e: { name: string; estimate: number }) => [e.name, e.estimate])).toEqual([
+          ['graph', 0.5],
+          ['rules', 0.5],
+        ]);
+        expect(f.interaction.name).toBe('graph x rules');
+        expect(f.interaction.estimate).toBeCloseTo(1 / 3, 10);
+        expect(bundles['coding-os-factorial']!.report).toMatch(/^## Factorial \(graph x rules\)$/m);
+        // Staged: the pilot ran raw and full, its gate opened, then the single-lever arms ran.
+        const attempts = bundles['coding-os-factorial']!.results.attempts as { node: string; arm: string }[];
+        expect(new Set(attempts.filter((a) => a.node.startsWith('audit-pilot/')).map((a) => a.arm))).toEqual(new Set(['raw', 'full']));
+        expect(new Set(attempts.filter((a) => a.node.startsWith('audit/')).map((a) => a.arm))).toEqual(new Set(['graph', 'rules']));
+        // The gate is frozen with the cohort (derived from the graph: it is upstream of the second stage).
+        const frozen = json(join(bundles['coding-os-factorial']!.dir, 'config', 'freeze.json')).frozen_fields;
+        expect(frozen['pilot-gate: require.min_effect']).toBe('0.1');
+        expect(frozen['pilot-gate: kind']).toBe('"gate v2"');
+      }
 
-        // A second run executes nothing.
-        const again = await cli('run', '--config', config, '--store', store, '--json');
-        expect(again.code, again.stderr).toBe(0);
-        expect((JSON.parse(again.stdout).nodes as { status: string }[]).filter((n) => n.status === 'executed')).toEqual([]);
-      },
-    );
+      // A second run executes nothing.
+      const again = await cli('run', '--config', config, '--store', store, '--json');
+      expect(again.code, again.stderr).toBe(0);
+      expect((JSON.parse(again.stdout).nodes as { status: string }[]).filter((n) => n.status === 'executed')).toEqual([]);
+    });
   }
 });

@@ -267,5 +267,5 @@ describe('large bundles', () => {
     const bad = verifyBundle(dir);
     expect(bad.ok).toBe(false);
     if (!bad.ok) expect(bad.error.differs).toEqual(['attempts/big.bin']);
-  }, 60_000);
+  });
 });

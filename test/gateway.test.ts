@@ -281,13 +281,12 @@ describe('gateway: records', () => {
     const model = await fake(WRITE_SCRIPT);
     const gw = await gateway({ upstream: model.url, logFile });
     await send(gw, 'HEAD', '/', undefined, CREDS);
-    await send(
-      gw,
-      'POST',
-      '/v1/messages?beta=true&key=sk-test',
-      anthropicRequest([{ role: 'user', content: 'go' }], { metadata: { user_id: 'u1', api_key: 'sk-test' } }),
-      { ...CREDS, 'x-secret-thing': 'hush-hush-123' },
-    );
+    await send(gw, 'POST', '/v1/messages?beta=true', anthropicRequest([{ role: 'user', content: 'go' }], { metadata: { user_id: 'u1', api_key: 'sk-test' } }), {
+      ...CREDS,
+      'x-secret-thing': 'hush-hush-123',
+    });
+    // A query the endpoint does not take is refused, and its credential redacted in the record too.
+    expect((await send(gw, 'POST', '/v1/messages?beta=true&key=sk-test', anthropicRequest([]), CREDS)).status).toBe(403);
     await gw.close();
 
     const text = readFileSync(logFile, 'utf8');
@@ -297,10 +296,11 @@ describe('gateway: records', () => {
       .trim()
       .split('\n')
       .map((l) => JSON.parse(l));
-    expect(lines).toHaveLength(2);
+    expect(lines).toHaveLength(3);
+    expect(lines[2]).toMatchObject({ status: 403, refused: 'endpoint', path: '/v1/messages?beta=true&key=%5Bredacted%5D' });
     const post = lines[1];
     expect(post.request_headers).toMatchObject({ 'x-api-key': '[redacted]', authorization: '[redacted]', 'x-secret-thing': '[redacted]' });
-    expect(post.path).toBe('/v1/messages?beta=true&key=%5Bredacted%5D');
+    expect(post.path).toBe('/v1/messages?beta=true');
     expect(post.request_body).toMatchObject({ max_tokens: 1024, metadata: { user_id: 'u1', api_key: '[redacted]' } });
     expect(post.status).toBe(200);
     expect(post.response_events[0]).toMatchObject({ event: 'message_start', data: { message: { usage: { input_tokens: 100 } } } });
@@ -334,8 +334,8 @@ describe('gateway: a broken upstream stream', () => {
     cleanups.push(() => new Promise<void>((r) => upstream.close(() => r())));
     const gw = await gateway({ upstream: `http://127.0.0.1:${(upstream.address() as AddressInfo).port}` });
     await expect(send(gw, 'POST', '/v1/messages', anthropicRequest([]))).rejects.toThrow();
-    // The client sees the reset about when the gateway does: wait for the record rather than sleep.
-    for (let i = 0; i < 200 && gw.records().length === 0; i++) await new Promise((r) => setTimeout(r, 10));
+    // The client sees the reset about when the gateway does: wait for the record (an event), not a time.
+    await gw.idle();
     expect(gw.summary()).toMatchObject({ upstream_errors: 1, model_requests: 1, usage: { input_tokens: 7, output_tokens: 1 } });
     expect(gw.records()[0]).toMatchObject({ status: 200, upstream_error: 'upstream closed the connection mid-response' });
   });
@@ -600,7 +600,8 @@ describe('gateway: an agent attacking its budget and the host key (each attack p
         req.end(JSON.stringify(anthropicRequest([{ role: 'user', content: 'go' }])));
       });
     }
-    for (let i = 0; i < 200 && gw.records().length < 3; i++) await new Promise((r) => setTimeout(r, 10));
+    // Each exchange is recorded once its reply has been read to the end: wait for that, then close.
+    await gw.idle();
     await gw.close();
     expect(gw.summary()).toMatchObject({ requests: 3, model_requests: 3, usage: { input_tokens: 900, output_tokens: 2100 } });
     const lines = readFileSync(join(dir, 'gateway.jsonl'), 'utf8')
@@ -609,6 +610,34 @@ describe('gateway: an agent attacking its budget and the host key (each attack p
       .map((l) => JSON.parse(l));
     expect(lines).toHaveLength(3);
     for (const l of lines) expect(l).toMatchObject({ client_aborted: true, usage: { input_tokens: 300, output_tokens: 700 } });
+  });
+
+  it('an attempt that ends while a reply the agent hung up on is still streaming: the record says the agent hung up', async () => {
+    // The upstream sends its first event and then nothing: the reply is still being read when the gateway closes.
+    const up = createServer((req, res) => {
+      req.resume();
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write('event: message_start\ndata: {"type":"message_start","message":{"model":"m","usage":{"input_tokens":9,"output_tokens":1}}}\n\n');
+    });
+    await new Promise<void>((r) => up.listen(0, '127.0.0.1', r));
+    cleanups.push(() => new Promise<void>((r) => (up.closeAllConnections(), up.close(() => r()))));
+    const dir = tempDir();
+    const gw = await gateway({ upstream: `http://127.0.0.1:${(up.address() as AddressInfo).port}`, logFile: join(dir, 'gateway.jsonl') });
+    await new Promise<void>((resolve) => {
+      const req = request({ hostname: '127.0.0.1', port: new URL(gw.url).port, method: 'POST', path: '/v1/messages' }, (res) =>
+        res.once('data', () => {
+          req.destroy();
+          resolve();
+        }),
+      );
+      req.end(JSON.stringify(anthropicRequest([{ role: 'user', content: 'go' }])));
+    });
+    await gw.close();
+    const [line] = readFileSync(join(dir, 'gateway.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    expect(line).toMatchObject({ client_aborted: true, upstream_error: 'the attempt ended before the reply did', usage: { input_tokens: 9 } });
   });
 
   it('forwards only the model endpoints; organisation and other paths are refused and logged, unmetered by the key', async () => {

@@ -24,7 +24,7 @@ describe('gc', () => {
     rig.write('bench.config.yaml', step('c'));
     await rig.cli('run');
 
-    const dry = JSON.parse((await rig.cli('gc', '--max-size', '70KB', '--dry-run', '--json')).stdout);
+    const dry = JSON.parse((await rig.cli('gc', '--max-size', '70KB', '--keep-newer-than', '0s', '--dry-run', '--json')).stdout);
     expect(dry.dry_run).toBe(true);
     expect(dry.records_total).toBe(9);
     expect(dry.records_reachable).toBe(3);
@@ -38,7 +38,7 @@ describe('gc', () => {
     expect((await rig.cli('plan')).stdout).toContain('nothing to run');
     rig.write('bench.config.yaml', step('c'));
 
-    const real = JSON.parse((await rig.cli('gc', '--max-size', '70KB', '--json')).stdout);
+    const real = JSON.parse((await rig.cli('gc', '--max-size', '70KB', '--keep-newer-than', '0s', '--json')).stdout);
     expect(real.bytes_after).toBeLessThanOrEqual(70_000);
     // The current config is intact...
     expect((await rig.cli('plan')).stdout).toContain('nothing to run');

@@ -164,7 +164,7 @@ async function certify(outDir: string, ids: string[]): Promise<{ verdict: string
 }
 
 describe('generators on a CommonJS package with a tape suite', () => {
-  it("stub_function: no --test-command (the package's tape script is used), tasks that certify", { timeout: 240_000 }, async () => {
+  it("stub_function: no --test-command (the package's tape script is used), tasks that certify", async () => {
     const { repo, commits } = objkit();
     const out = join(rig.dir, 'generated');
     const r = await generateStubFunctionTasks({ repo, commit: commits.at(-1)!, seed: 1, count: 2, language: 'js', outDir: out, repeats: 1 });
@@ -187,24 +187,20 @@ describe('generators on a CommonJS package with a tape suite', () => {
     for (const c of certs) expect(c.verdict, c.reasons.join('; ')).toBe('certified');
   });
 
-  it(
-    'revert_reimplement: the prototype-pollution fix, whose tape test fails when it is reverted, becomes a task that certifies',
-    { timeout: 240_000 },
-    async () => {
-      const { repo, commits } = objkit();
-      const out = join(rig.dir, 'generated');
-      const r = await generateRevertTasks({ repo, commit: commits.at(-1)!, seed: 0, count: 1, language: 'js', outDir: out, repeats: 1, history: 10 });
-      expect(r.ok, r.ok ? '' : r.error).toBe(true);
-      if (!r.ok) return;
-      const [task] = r.value.tasks;
-      expect(task!.commit).toBe(commits[2]);
-      expect(task!.covering).toEqual(['test/proto.js::merge ignores __proto__']);
-      // The other commits are named with their real cause.
-      const reasons = Object.fromEntries(r.value.dropped.map((d) => [d.candidate, d.reason]));
-      for (const [c, reason] of Object.entries(reasons)) expect(reason, c).not.toMatch(/ambiguous|\/tmp\//);
-      const [cert] = await certify('generated', [task!.id]);
-      expect(cert!.verdict, cert!.reasons.join('; ')).toBe('certified');
-      expect(readdirSync(out)).toEqual([task!.id]);
-    },
-  );
+  it('revert_reimplement: the prototype-pollution fix, whose tape test fails when it is reverted, becomes a task that certifies', async () => {
+    const { repo, commits } = objkit();
+    const out = join(rig.dir, 'generated');
+    const r = await generateRevertTasks({ repo, commit: commits.at(-1)!, seed: 0, count: 1, language: 'js', outDir: out, repeats: 1, history: 10 });
+    expect(r.ok, r.ok ? '' : r.error).toBe(true);
+    if (!r.ok) return;
+    const [task] = r.value.tasks;
+    expect(task!.commit).toBe(commits[2]);
+    expect(task!.covering).toEqual(['test/proto.js::merge ignores __proto__']);
+    // The other commits are named with their real cause.
+    const reasons = Object.fromEntries(r.value.dropped.map((d) => [d.candidate, d.reason]));
+    for (const [c, reason] of Object.entries(reasons)) expect(reason, c).not.toMatch(/ambiguous|\/tmp\//);
+    const [cert] = await certify('generated', [task!.id]);
+    expect(cert!.verdict, cert!.reasons.join('; ')).toBe('certified');
+    expect(readdirSync(out)).toEqual([task!.id]);
+  });
 });

@@ -449,7 +449,7 @@ describe('stub_function on a node:test library', () => {
     firstMs = Date.now() - started;
     if (!r.ok) throw new Error(r.error);
     report = r.value;
-  }, 180_000);
+  });
 
   it('makes three tasks that discriminate, in seeded order', () => {
     expect(report.tasks).toHaveLength(3);
@@ -505,7 +505,7 @@ describe('stub_function on a node:test library', () => {
     expect(r.value.dropped).toEqual(report.dropped);
     expect(filesUnder(join(base, 'out-b'))).toEqual(filesUnder(join(base, 'out-a')));
     expect(Object.keys(filesUnder(join(base, 'out-a')))).toHaveLength(9);
-  }, 180_000);
+  });
 
   it('follows a different order for a different seed', async () => {
     const r = await generateStubFunctionTasks({ repo, commit, seed: otherSeed, count: 2, language: 'js', testCommand: NODE_TEST, outDir: join(base, 'out-c') });
@@ -515,7 +515,7 @@ describe('stub_function on a node:test library', () => {
       .slice(0, 2);
     expect(r.value.tasks.map((t) => `${t.file}#${t.function}`)).toEqual(expected);
     expect(expected[0]).not.toBe(report.tasks.map((t) => `${t.file}#${t.function}`)[0]);
-  }, 180_000);
+  });
 
   it('refuses to make more tasks than the suite supports, naming the counts and the dropped', async () => {
     const out = join(base, 'out-d');
@@ -525,7 +525,7 @@ describe('stub_function on a node:test library', () => {
     expect(r.error).toContain('stub_function: found 4 valid tasks, asked for 5');
     expect(r.error).toContain(`${uncovered}: no test covers it`);
     expect(existsSync(out)).toBe(false);
-  }, 180_000);
+  });
 
   it('refuses a commit that is not a full id', async () => {
     const r = await generateStubFunctionTasks({ repo, commit: 'main', seed, count: 1, language: 'js', testCommand: NODE_TEST, outDir: join(base, 'out-e') });
@@ -595,7 +595,7 @@ describe('revert_reimplement on a node:test library', () => {
     });
     if (!again.ok) throw new Error(again.error);
     expect(filesUnder(join(base, 'out2'))).toEqual(filesUnder(outDir));
-  }, 180_000);
+  });
 
   it('refuses when no commit qualifies, listing why', async () => {
     const r = await generateRevertTasks({ repo, commit: commits[2]!, seed: 1, count: 2, language: 'js', testCommand: NODE_TEST, outDir: join(base, 'none') });
@@ -604,7 +604,7 @@ describe('revert_reimplement on a node:test library', () => {
     expect(r.error).toContain('revert_reimplement: found 1 valid task, asked for 2');
     expect(r.error).toContain(`${commits[0]}: the root commit has no parent`);
     expect(r.error).toContain(`${commits[2]}: changes 0 non-test source files (wants exactly 1)`);
-  }, 180_000);
+  });
 });
 
 const hasPytest = spawnSync('sh', ['-c', 'python -m pytest --version'], { encoding: 'utf8' }).status === 0;
@@ -663,5 +663,5 @@ describe.skipIf(!hasPytest)('stub_function on a pytest library', () => {
       ' def add(a, b):\n     """Adds two numbers."""\n-    return a + b\n+    raise NotImplementedError\n',
     );
     expect(r.value.dropped.every((d) => d.candidate === 'pkg/calc.py#unused' && d.reason === 'no test covers it')).toBe(true);
-  }, 180_000);
+  });
 });

@@ -208,40 +208,36 @@ const PYTEST_RUNNER =
   '{ swebench: instances.json, repos: { acme/pycalc: repos/pycalc }, test_command: "python3 -m pytest -rA -p no:cacheprovider {tests}", timeout: 300 }';
 
 describe.skipIf(!bwrap.ok && process.env['PAIRBENCH_REQUIRE_SANDBOXES'] !== '1')('a SWE-bench instance at a real size, as a JSON array', () => {
-  it(
-    '120 PASS_TO_PASS tests: certifies, oracle passes, nop fails, with one pytest run per verification read from its -rA report',
-    { timeout: 120_000 },
-    async () => {
-      pythonInstance(rig);
-      rig.write('bench.config.yaml', pipeline(PYTEST_RUNNER, 'acme__pycalc-7', 'bubblewrap'));
-      const r = await rig.cli('run');
-      expect(r.code, r.stderr).toBe(0);
-      const cert = await rig.outputJson('certify/acme__pycalc-7', 'certification.json');
-      expect(cert.verdict).toBe('certified');
+  it('120 PASS_TO_PASS tests: certifies, oracle passes, nop fails, with one pytest run per verification read from its -rA report', async () => {
+    pythonInstance(rig);
+    rig.write('bench.config.yaml', pipeline(PYTEST_RUNNER, 'acme__pycalc-7', 'bubblewrap'));
+    const r = await rig.cli('run');
+    expect(r.code, r.stderr).toBe(0);
+    const cert = await rig.outputJson('certify/acme__pycalc-7', 'certification.json');
+    expect(cert.verdict).toBe('certified');
 
-      const oracle = await rig.outputJson('verify-oracle/acme__pycalc-7/only/1', 'verdict.json');
-      expect(oracle.pass).toBe(true);
-      expect(Object.keys(oracle.pass_to_pass)).toHaveLength(120);
-      expect(Object.values(oracle.pass_to_pass).every((s) => s === 'pass')).toBe(true);
-      expect(oracle.pass_to_pass['tests/test_existing.py::test_param[a b]']).toBe('pass');
-      const nop = await rig.outputJson('verify-nop/acme__pycalc-7/only/1', 'verdict.json');
-      expect(nop).toMatchObject({ pass: false, fail_to_pass: { 'tests/test_add.py::test_add_sums': 'fail', 'tests/test_add.py::test_add_commutes': 'fail' } });
-      expect(Object.values(nop.pass_to_pass).every((s) => s === 'pass')).toBe(true);
-      // One pytest process ran every listed test: the whole verifier output is kept.
-      const log = await rig.outputText('verify-oracle/acme__pycalc-7/only/1', 'verifier.log');
-      // The run, then its canary (calibrated by certify, whatever verify's needs say).
-      expect(log.match(/^=== .*$/gm)).toEqual(['=== runner (every listed test)', '=== canary of runner']);
-      expect(log).toMatch(/^PASSED tests\/test_existing\.py::test_param\[a b\]$/m);
-      // The nop fails: no canary is run for a failure.
-      expect((await rig.outputText('verify-nop/acme__pycalc-7/only/1', 'verifier.log')).match(/^=== /gm)).toHaveLength(1);
-      // Certify calibrated the runner's canary on the reference solution: one run more, planted into the hidden test file.
-      expect(cert.canaries.runner).toMatchObject({ calibrated: true, targets: [{ where: 'workspace', path: 'tests/test_add.py' }] });
-      const calibration = (await rig.cli('show', 'certify/acme__pycalc-7', 'verifier-logs/oracle-1.log')).stdout;
-      expect(calibration.match(/^=== .*$/gm)).toEqual(['=== runner (every listed test)', '=== canary of runner']);
-    },
-  );
+    const oracle = await rig.outputJson('verify-oracle/acme__pycalc-7/only/1', 'verdict.json');
+    expect(oracle.pass).toBe(true);
+    expect(Object.keys(oracle.pass_to_pass)).toHaveLength(120);
+    expect(Object.values(oracle.pass_to_pass).every((s) => s === 'pass')).toBe(true);
+    expect(oracle.pass_to_pass['tests/test_existing.py::test_param[a b]']).toBe('pass');
+    const nop = await rig.outputJson('verify-nop/acme__pycalc-7/only/1', 'verdict.json');
+    expect(nop).toMatchObject({ pass: false, fail_to_pass: { 'tests/test_add.py::test_add_sums': 'fail', 'tests/test_add.py::test_add_commutes': 'fail' } });
+    expect(Object.values(nop.pass_to_pass).every((s) => s === 'pass')).toBe(true);
+    // One pytest process ran every listed test: the whole verifier output is kept.
+    const log = await rig.outputText('verify-oracle/acme__pycalc-7/only/1', 'verifier.log');
+    // The run, then its canary (calibrated by certify, whatever verify's needs say).
+    expect(log.match(/^=== .*$/gm)).toEqual(['=== runner (every listed test)', '=== canary of runner']);
+    expect(log).toMatch(/^PASSED tests\/test_existing\.py::test_param\[a b\]$/m);
+    // The nop fails: no canary is run for a failure.
+    expect((await rig.outputText('verify-nop/acme__pycalc-7/only/1', 'verifier.log')).match(/^=== /gm)).toHaveLength(1);
+    // Certify calibrated the runner's canary on the reference solution: one run more, planted into the hidden test file.
+    expect(cert.canaries.runner).toMatchObject({ calibrated: true, targets: [{ where: 'workspace', path: 'tests/test_add.py' }] });
+    const calibration = (await rig.cli('show', 'certify/acme__pycalc-7', 'verifier-logs/oracle-1.log')).stdout;
+    expect(calibration.match(/^=== .*$/gm)).toEqual(['=== runner (every listed test)', '=== canary of runner']);
+  });
 
-  it('an attempt that prints a forged -rA report and exits 0 before any test runs is caught by the runner canary', { timeout: 120_000 }, async () => {
+  it('an attempt that prints a forged -rA report and exits 0 before any test runs is caught by the runner canary', async () => {
     pythonInstance(rig);
     // calc.py, imported by every test module, prints PASSED for every listed id, then ends the process with 0.
     // pytest captures fd 1 while it collects: the forgery finds the verifier's real stdout among the open pipes and sockets.
@@ -307,7 +303,7 @@ describe.skipIf(!bwrap.ok && process.env['PAIRBENCH_REQUIRE_SANDBOXES'] !== '1')
     expect(r.stderr).toContain('a junit-xml report is read from a file the runner writes to {report}');
   });
 
-  it('text an attempt prints (a closing </testcase>, a <failure>, a forged report in the workspace) changes no verdict', { timeout: 180_000 }, async () => {
+  it('text an attempt prints (a closing </testcase>, a <failure>, a forged report in the workspace) changes no verdict', async () => {
     pythonInstance(rig);
     // calc.py, imported by every test, prints XML; add() stays wrong; and a forged report.xml waits in the workspace.
     const noisy = [
@@ -349,31 +345,28 @@ describe.skipIf(!bwrap.ok && process.env['PAIRBENCH_REQUIRE_SANDBOXES'] !== '1')
 const dockerUp = (await dockerBackend().available()).ok;
 
 describe.skipIf(!dockerUp && process.env['PAIRBENCH_REQUIRE_SANDBOXES'] !== '1')('a Harbor task run as Harbor runs it', () => {
-  it(
-    'WORKDIR /app, a bash solve.sh reading /solution, tests reading /app: the image is built, and it certifies on docker (oracle passes, nop fails)',
-    { timeout: 240_000 },
-    async () => {
-      // The base image is built here, offline (busybox + Debian's bash-static), and named by a tag the Dockerfile uses.
-      const base = await ensureTestImage();
-      const baseTag = (await execa('docker', ['image', 'inspect', '--format', '{{index .RepoTags 0}}', base])).stdout.trim();
-      const [commit] = makeRepo(join(rig.dir, 'datasets'), [
-        {
-          'tasks/greet/instruction.md': 'Make /app/greet.sh print exactly "hello".\n',
-          'tasks/greet/task.toml':
-            'version = "1.0"\n\n[metadata]\ncategory = "shell"\n\n[verifier]\ntimeout_sec = 60.0\n\n[verifier.env]\nGREETING = "hello"\n\n[agent]\ntimeout_sec = 120.0\n\n[environment]\nbuild_timeout_sec = 120.0\nallow_internet = false\ncpus = 1\nmemory = "512M"\n',
-          'tasks/greet/environment/Dockerfile': `FROM ${baseTag}\nWORKDIR /app\nCOPY app/ /app/\n`,
-          'tasks/greet/environment/app/greet.sh': 'echo hi\n',
-          // The tests read /app (the image's WORKDIR) and an env var task.toml sets; bash-only syntax.
-          'tasks/greet/tests/test.sh':
-            '#!/bin/bash\nset -euo pipefail\nmkdir -p /logs/verifier\nif [[ "$(bash /app/greet.sh)" == "$GREETING" ]]; then echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi\n',
-          // The reference solution is bash, with pipefail, and reads a file beside it in /solution.
-          'tasks/greet/solution/solve.sh': '#!/bin/bash\nset -euo pipefail\ncat /solution/greet.sh | tee /app/greet.sh > /dev/null\n',
-          'tasks/greet/solution/greet.sh': 'echo hello\n',
-        },
-      ]);
-      const sandbox = '{ backend: docker, egress: none }';
-      const m = '{ task: [greet] }';
-      const attempts = (name: string, adapter: string) => `  ${name}:
+  it('WORKDIR /app, a bash solve.sh reading /solution, tests reading /app: the image is built, and it certifies on docker (oracle passes, nop fails)', async () => {
+    // The base image is built here, offline (busybox + Debian's bash-static), and named by a tag the Dockerfile uses.
+    const base = await ensureTestImage();
+    const baseTag = (await execa('docker', ['image', 'inspect', '--format', '{{index .RepoTags 0}}', base])).stdout.trim();
+    const [commit] = makeRepo(join(rig.dir, 'datasets'), [
+      {
+        'tasks/greet/instruction.md': 'Make /app/greet.sh print exactly "hello".\n',
+        'tasks/greet/task.toml':
+          'version = "1.0"\n\n[metadata]\ncategory = "shell"\n\n[verifier]\ntimeout_sec = 60.0\n\n[verifier.env]\nGREETING = "hello"\n\n[agent]\ntimeout_sec = 120.0\n\n[environment]\nbuild_timeout_sec = 120.0\nallow_internet = false\ncpus = 1\nmemory = "512M"\n',
+        'tasks/greet/environment/Dockerfile': `FROM ${baseTag}\nWORKDIR /app\nCOPY app/ /app/\n`,
+        'tasks/greet/environment/app/greet.sh': 'echo hi\n',
+        // The tests read /app (the image's WORKDIR) and an env var task.toml sets; bash-only syntax.
+        'tasks/greet/tests/test.sh':
+          '#!/bin/bash\nset -euo pipefail\nmkdir -p /logs/verifier\nif [[ "$(bash /app/greet.sh)" == "$GREETING" ]]; then echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi\n',
+        // The reference solution is bash, with pipefail, and reads a file beside it in /solution.
+        'tasks/greet/solution/solve.sh': '#!/bin/bash\nset -euo pipefail\ncat /solution/greet.sh | tee /app/greet.sh > /dev/null\n',
+        'tasks/greet/solution/greet.sh': 'echo hello\n',
+      },
+    ]);
+    const sandbox = '{ backend: docker, egress: none }';
+    const m = '{ task: [greet] }';
+    const attempts = (name: string, adapter: string) => `  ${name}:
     kind: run
     tasks: *tasks
     needs: [materialize, environment, certify]
@@ -388,38 +381,37 @@ describe.skipIf(!dockerUp && process.env['PAIRBENCH_REQUIRE_SANDBOXES'] !== '1')
     matrix: { task: [greet], arm: [only], rep: 1 }
     sandbox: ${sandbox}
 `;
-      rig.write(
-        'bench.config.yaml',
-        `steps:
+    rig.write(
+      'bench.config.yaml',
+      `steps:
   materialize: { kind: materialize, tasks: &tasks { dir: datasets/tasks, repo: datasets, commit: ${commit} }, matrix: ${m} }
   environment: { kind: environment, tasks: *tasks, needs: [materialize], matrix: ${m} }
   certify: { kind: certify, tasks: *tasks, needs: [materialize, environment], matrix: ${m}, sandbox: ${sandbox}, policy: { repeats: 2 } }
 ${attempts('oracle', 'oracle')}${attempts('nop', 'nop')}`,
-      );
-      const r = await rig.cli('run');
-      expect(r.code, r.stderr + (await rig.cli('show', 'certify/greet', 'verifier-logs/oracle-1.log')).stdout).toBe(0);
-      const image = await rig.outputJson('environment/greet', 'image.json');
-      expect(image).toMatchObject({ workdir: '/app', network: 'none', base_images: { [baseTag]: base } });
-      expect(image.image_id).toMatch(/^sha256:[0-9a-f]{64}$/);
-      // The tree an attempt starts from is the image's WORKDIR (the Dockerfile is not in it).
-      expect((await rig.cli('show', 'environment/greet', 'tree/greet.sh')).stdout).toBe('echo hi\n');
-      const cert = await rig.outputJson('certify/greet', 'certification.json');
-      expect(cert, JSON.stringify(cert.reasons)).toMatchObject({ verdict: 'certified', checks: { nop: [false, false], oracle: [true, true] } });
-      const oracle = await rig.outputJson('verify-oracle/greet/only/1', 'verdict.json');
-      expect(oracle).toMatchObject({ pass: true, reward: { reward: 1 }, sandbox: { backend: 'docker', image_id: image.image_id } });
-      expect(await rig.outputJson('verify-nop/greet/only/1', 'verdict.json')).toMatchObject({ pass: false, reward: { reward: 0 } });
-      // The attempt ran in the built image, at /app, with the task's resources.
-      const result = await rig.outputJson('oracle/greet/only/1', 'result.json');
-      expect(result.sandbox).toMatchObject({ backend: 'docker', image_id: image.image_id, egress_mode: 'none', resources: { cpus: 1, memory_mb: 512 } });
-      // A second run builds nothing again.
-      const again = JSON.parse((await rig.cli('run', '--json')).stdout);
-      expect(again.summary.executed).toBe(0);
-    },
-  );
+    );
+    const r = await rig.cli('run');
+    expect(r.code, r.stderr + (await rig.cli('show', 'certify/greet', 'verifier-logs/oracle-1.log')).stdout).toBe(0);
+    const image = await rig.outputJson('environment/greet', 'image.json');
+    expect(image).toMatchObject({ workdir: '/app', network: 'none', base_images: { [baseTag]: base } });
+    expect(image.image_id).toMatch(/^sha256:[0-9a-f]{64}$/);
+    // The tree an attempt starts from is the image's WORKDIR (the Dockerfile is not in it).
+    expect((await rig.cli('show', 'environment/greet', 'tree/greet.sh')).stdout).toBe('echo hi\n');
+    const cert = await rig.outputJson('certify/greet', 'certification.json');
+    expect(cert, JSON.stringify(cert.reasons)).toMatchObject({ verdict: 'certified', checks: { nop: [false, false], oracle: [true, true] } });
+    const oracle = await rig.outputJson('verify-oracle/greet/only/1', 'verdict.json');
+    expect(oracle).toMatchObject({ pass: true, reward: { reward: 1 }, sandbox: { backend: 'docker', image_id: image.image_id } });
+    expect(await rig.outputJson('verify-nop/greet/only/1', 'verdict.json')).toMatchObject({ pass: false, reward: { reward: 0 } });
+    // The attempt ran in the built image, at /app, with the task's resources.
+    const result = await rig.outputJson('oracle/greet/only/1', 'result.json');
+    expect(result.sandbox).toMatchObject({ backend: 'docker', image_id: image.image_id, egress_mode: 'none', resources: { cpus: 1, memory_mb: 512 } });
+    // A second run builds nothing again.
+    const again = JSON.parse((await rig.cli('run', '--json')).stdout);
+    expect(again.summary.executed).toBe(0);
+  });
 });
 
 describe.skipIf(!dockerUp && process.env['PAIRBENCH_REQUIRE_SANDBOXES'] !== '1')('a Harbor task that needs the network', () => {
-  it('certify says so in its reason when the tests download under egress none', { timeout: 240_000 }, async () => {
+  it('certify says so in its reason when the tests download under egress none', async () => {
     const base = await ensureTestImage();
     const baseTag = (await execa('docker', ['image', 'inspect', '--format', '{{index .RepoTags 0}}', base])).stdout.trim();
     const [commit] = makeRepo(join(rig.dir, 'datasets'), [
@@ -456,71 +448,67 @@ describe.skipIf(!dockerUp && process.env['PAIRBENCH_REQUIRE_SANDBOXES'] !== '1')
 });
 
 describe.skipIf(!dockerUp && process.env['PAIRBENCH_REQUIRE_SANDBOXES'] !== '1')('SWE-bench: an image per instance', () => {
-  it(
-    'sandbox.image sweb-style template: each instance runs in its own local image, pinned by ID in the key and the receipt; a missing one is named',
-    { timeout: 240_000 },
-    async () => {
-      const base = await ensureTestImage();
-      // Two instances; only the first has its image built locally (here: tagged from the test image).
-      await execa('docker', ['tag', base, 'pairbench-swe.x86_64.acme__calc-1:latest']);
-      try {
-        const repo = join(rig.dir, 'repos', 'calc');
-        const [commit] = makeRepo(repo, [
-          {
-            'src/add.mjs': 'export const add = (a, b) => a - b;\n',
-            'package.json': '{"type": "module"}\n',
-            'test/add.test.mjs':
-              "import { test } from 'node:test';\nimport assert from 'node:assert/strict';\nimport { add } from '../src/add.mjs';\ntest('add sums', () => assert.equal(add(2, 3), 5));\n",
-          },
-        ]);
-        const gold = [
-          'diff --git a/src/add.mjs b/src/add.mjs',
-          '--- a/src/add.mjs',
-          '+++ b/src/add.mjs',
-          '@@ -1 +1 @@',
-          '-export const add = (a, b) => a - b;',
-          '+export const add = (a, b) => a + b;',
-          '',
-        ].join('\n');
-        const instance = (id: string) => ({
-          repo: 'acme/calc',
-          instance_id: id,
-          base_commit: commit,
-          patch: gold,
-          test_patch: '',
-          problem_statement: 'add subtracts',
-          FAIL_TO_PASS: ['add sums'],
-          PASS_TO_PASS: [],
-        });
-        writeFileSync(join(rig.dir, 'instances.json'), JSON.stringify([instance('acme__calc-1'), instance('acme__calc-2')]));
-        const sandbox = '{ backend: docker, egress: none, image: "pairbench-swe.x86_64.{instance_id}" }';
-        rig.write(
-          'bench.config.yaml',
-          `steps:
+  it('sandbox.image sweb-style template: each instance runs in its own local image, pinned by ID in the key and the receipt; a missing one is named', async () => {
+    const base = await ensureTestImage();
+    // Two instances; only the first has its image built locally (here: tagged from the test image).
+    await execa('docker', ['tag', base, 'pairbench-swe.x86_64.acme__calc-1:latest']);
+    try {
+      const repo = join(rig.dir, 'repos', 'calc');
+      const [commit] = makeRepo(repo, [
+        {
+          'src/add.mjs': 'export const add = (a, b) => a - b;\n',
+          'package.json': '{"type": "module"}\n',
+          'test/add.test.mjs':
+            "import { test } from 'node:test';\nimport assert from 'node:assert/strict';\nimport { add } from '../src/add.mjs';\ntest('add sums', () => assert.equal(add(2, 3), 5));\n",
+        },
+      ]);
+      const gold = [
+        'diff --git a/src/add.mjs b/src/add.mjs',
+        '--- a/src/add.mjs',
+        '+++ b/src/add.mjs',
+        '@@ -1 +1 @@',
+        '-export const add = (a, b) => a - b;',
+        '+export const add = (a, b) => a + b;',
+        '',
+      ].join('\n');
+      const instance = (id: string) => ({
+        repo: 'acme/calc',
+        instance_id: id,
+        base_commit: commit,
+        patch: gold,
+        test_patch: '',
+        problem_statement: 'add subtracts',
+        FAIL_TO_PASS: ['add sums'],
+        PASS_TO_PASS: [],
+      });
+      writeFileSync(join(rig.dir, 'instances.json'), JSON.stringify([instance('acme__calc-1'), instance('acme__calc-2')]));
+      const sandbox = '{ backend: docker, egress: none, image: "pairbench-swe.x86_64.{instance_id}" }';
+      rig.write(
+        'bench.config.yaml',
+        `steps:
   materialize: { kind: materialize, tasks: &tasks { swebench: instances.json, repos: { acme/calc: repos/calc }, test_command: "node --test --test-name-pattern={test} test/" }, matrix: &t { task: [acme__calc-1, acme__calc-2] } }
   attempts: { kind: run, tasks: *tasks, needs: [materialize], matrix: &a { task: [acme__calc-1, acme__calc-2], arm: [only], rep: 1 }, agent: { adapter: oracle }, arms: { only: {} }, sandbox: ${sandbox} }
   verify: { kind: verify, tasks: *tasks, needs: [materialize, attempts], matrix: *a, sandbox: ${sandbox} }
 `,
-        );
-        const doctor = JSON.parse((await rig.cli('doctor', '--json', '--skip-canary')).stdout) as { checks: { name: string; ok: boolean; detail: string }[] };
-        const images = doctor.checks.find((c) => c.name.startsWith('docker images pairbench-swe.x86_64.{instance_id} (step attempts)'));
-        expect(images).toMatchObject({ ok: false, detail: '1 of 2 are not in the engine: pairbench-swe.x86_64.acme__calc-2' });
-        const r = await rig.cli('run');
-        expect(r.code).toBe(1);
-        expect(r.stderr).toContain(
-          'image pairbench-swe.x86_64.acme__calc-2 (from pairbench-swe.x86_64.{instance_id}) is not in the engine: build or load it locally',
-        );
-        const verdict = await rig.outputJson('verify/acme__calc-1/only/1', 'verdict.json');
-        expect(verdict).toMatchObject({ pass: true, sandbox: { backend: 'docker', image_id: base } });
-        expect((await rig.outputJson('attempts/acme__calc-1/only/1', 'result.json')).sandbox.image_id).toBe(base);
-        // The resolved ID is in the node's key.
-        const ex = JSON.parse((await rig.cli('explain', 'verify/acme__calc-1/only/1', '--json')).stdout);
-        expect(ex.preimage.annotation).toEqual({ image: { name: 'pairbench-swe.x86_64.acme__calc-1', id: base } });
-      } finally {
-        await execa('docker', ['rmi', 'pairbench-swe.x86_64.acme__calc-1:latest'], { reject: false });
-      }
-    },
-  );
+      );
+      const doctor = JSON.parse((await rig.cli('doctor', '--json', '--skip-canary')).stdout) as { checks: { name: string; ok: boolean; detail: string }[] };
+      const images = doctor.checks.find((c) => c.name.startsWith('docker images pairbench-swe.x86_64.{instance_id} (step attempts)'));
+      expect(images).toMatchObject({ ok: false, detail: '1 of 2 are not in the engine: pairbench-swe.x86_64.acme__calc-2' });
+      const r = await rig.cli('run');
+      expect(r.code).toBe(1);
+      expect(r.stderr).toContain(
+        'image pairbench-swe.x86_64.acme__calc-2 (from pairbench-swe.x86_64.{instance_id}) is not in the engine: build or load it locally',
+      );
+      const verdict = await rig.outputJson('verify/acme__calc-1/only/1', 'verdict.json');
+      expect(verdict).toMatchObject({ pass: true, sandbox: { backend: 'docker', image_id: base } });
+      expect((await rig.outputJson('attempts/acme__calc-1/only/1', 'result.json')).sandbox.image_id).toBe(base);
+      // The resolved ID is in the node's key.
+      const ex = JSON.parse((await rig.cli('explain', 'verify/acme__calc-1/only/1', '--json')).stdout);
+      expect(ex.preimage.annotation).toEqual({ image: { name: 'pairbench-swe.x86_64.acme__calc-1', id: base } });
+    } finally {
+      await execa('docker', ['rmi', 'pairbench-swe.x86_64.acme__calc-1:latest'], { reject: false });
+    }
+  });
 });
 
 describe.skipIf(!bwrap.ok && process.env['PAIRBENCH_REQUIRE_SANDBOXES'] !== '1')('SWE-bench grading as the harness does it', () => {
@@ -597,94 +585,87 @@ describe.skipIf(!bwrap.ok && process.env['PAIRBENCH_REQUIRE_SANDBOXES'] !== '1')
     return { gold };
   }
 
-  it(
-    'an attempt that also edits a file the test patch changes: its edit is discarded (as SWE-bench resets it to base), and Django-style ids resolve through the Django parser',
-    { timeout: 120_000 },
-    async () => {
-      instanceWithHelper();
-      // The agent fixes ops.add, and "helps" by rewriting the helper the hidden test patch changes.
-      const agent = "sed -i 's/a - b/a + b/' calc/ops.py && echo 'EXPECTED = {(0, 0): 0}' > calc/checks.py";
-      rig.write(
-        'bench.config.yaml',
-        `steps:
+  it('an attempt that also edits a file the test patch changes: its edit is discarded (as SWE-bench resets it to base), and Django-style ids resolve through the Django parser', async () => {
+    instanceWithHelper();
+    // The agent fixes ops.add, and "helps" by rewriting the helper the hidden test patch changes.
+    const agent = "sed -i 's/a - b/a + b/' calc/ops.py && echo 'EXPECTED = {(0, 0): 0}' > calc/checks.py";
+    rig.write(
+      'bench.config.yaml',
+      `steps:
   materialize: { kind: materialize, tasks: &tasks { swebench: instances.json, repos: { acme/pycalc: repos/pycalc }, test_commands: { acme/pycalc: { command: "cd tests && PYTHONPATH=.. python3 -m unittest -v {test_modules}", report: django } } }, matrix: { task: [acme__pycalc-9] } }
   attempts: { kind: run, tasks: *tasks, needs: [materialize], matrix: &a { task: [acme__pycalc-9], arm: [only], rep: 1 }, agent: { adapter: command, command: "${agent}" }, arms: { only: {} }, sandbox: { backend: bubblewrap, egress: none } }
   verify: { kind: verify, tasks: *tasks, needs: [materialize, attempts], matrix: *a, sandbox: { backend: bubblewrap, egress: none } }
 `,
-      );
-      const r = await rig.cli('run');
-      expect(r.code, r.stderr).toBe(0);
-      const verdict = await rig.outputJson('verify/acme__pycalc-9/only/1', 'verdict.json');
-      // Resolved: the test patch applied on the base helper, the agent's version of it gone.
-      expect(verdict.pass, await rig.outputText('verify/acme__pycalc-9/only/1', 'verifier.log')).toBe(true);
-      const entries = Object.entries(verdict.fail_to_pass) as [string, string][];
-      expect(entries).toHaveLength(1);
-      expect(entries[0]![0]).toMatch(/^test_add \(test_calc\.CalcTests(\.test_add)?\)$/);
-      expect(entries[0]![1]).toBe('pass');
-      const log = await rig.outputText('verify/acme__pycalc-9/only/1', 'verifier.log');
-      // The repository's own command, given the test patch's modules as SWE-bench's directives name them.
-      expect(log).toContain('$ cd tests && PYTHONPATH=.. python3 -m unittest -v calc.checks test_calc');
-    },
-  );
+    );
+    const r = await rig.cli('run');
+    expect(r.code, r.stderr).toBe(0);
+    const verdict = await rig.outputJson('verify/acme__pycalc-9/only/1', 'verdict.json');
+    // Resolved: the test patch applied on the base helper, the agent's version of it gone.
+    expect(verdict.pass, await rig.outputText('verify/acme__pycalc-9/only/1', 'verifier.log')).toBe(true);
+    const entries = Object.entries(verdict.fail_to_pass) as [string, string][];
+    expect(entries).toHaveLength(1);
+    expect(entries[0]![0]).toMatch(/^test_add \(test_calc\.CalcTests(\.test_add)?\)$/);
+    expect(entries[0]![1]).toBe('pass');
+    const log = await rig.outputText('verify/acme__pycalc-9/only/1', 'verifier.log');
+    // The repository's own command, given the test patch's modules as SWE-bench's directives name them.
+    expect(log).toContain('$ cd tests && PYTHONPATH=.. python3 -m unittest -v calc.checks test_calc');
+  });
 });
 
 describe.skipIf(!dockerUp && process.env['PAIRBENCH_REQUIRE_SANDBOXES'] !== '1')("Harbor's verifier semantics", () => {
-  it(
-    'partial credit scored by the configured threshold; an empty reward is a verifier error; a verifier that needs the network certifies with the allowlist naming its host',
-    { timeout: 300_000 },
-    async () => {
-      const base = await ensureTestImage();
-      const baseTag = (await execa('docker', ['image', 'inspect', '--format', '{{index .RepoTags 0}}', base])).stdout.trim();
-      // The "internet" the fetch task's verifier needs: a server on the host's loopback, reached only through the proxy.
-      const server = createServer((_req, res) => res.end('tool-ok'));
-      await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-      const port = (server.address() as AddressInfo).port;
-      try {
-        const task = (name: string, toml: string, testSh: string, solve: string, run = '') => ({
-          [`tasks/${name}/instruction.md`]: 'Make /app/greet.sh print "hello".\n',
-          [`tasks/${name}/task.toml`]: toml,
-          [`tasks/${name}/environment/Dockerfile`]: `FROM ${baseTag}\nWORKDIR /app\nCOPY app/ /app/\n${run}`,
-          [`tasks/${name}/environment/app/greet.sh`]: 'echo hi\n',
-          [`tasks/${name}/tests/test.sh`]: `#!/bin/bash\nset -euo pipefail\nmkdir -p /logs/verifier\n${testSh}\n`,
-          [`tasks/${name}/solution/solve.sh`]: `#!/bin/bash\n${solve}\n`,
-        });
-        const [commit] = makeRepo(join(rig.dir, 'datasets'), [
-          {
-            // Two checks; the reference solution meets one: partial credit, written as reward.json.
-            ...task(
-              'partial',
-              '[verifier]\ntimeout_sec = 60.0\n',
-              'n=0\n[[ "$(bash /app/greet.sh)" == hello ]] && n=$((n + 1))\n[[ -f /app/extra.txt ]] && n=$((n + 1))\ncase $n in 2) r=1.0 ;; 1) r=0.5 ;; *) r=0.0 ;; esac\necho "{\\"reward\\": $r}" > /logs/verifier/reward.json',
-              'echo "echo hello" > /app/greet.sh',
-            ),
-            // A verifier that writes an empty reward.
-            ...task('empty', '[verifier]\ntimeout_sec = 60.0\n', ': > /logs/verifier/reward.txt', 'echo "echo hello" > /app/greet.sh'),
-            // Harbor's default network (public): the tests fetch a tool before checking.
-            ...task(
-              'fetch',
-              '[verifier]\ntimeout_sec = 60.0\n',
-              `echo "verifier uid=$(id -u)"\ntool=$(NO_PROXY= no_proxy= wget -q -O- http://127.0.0.1:${port}/tool || true)\nif [[ "$tool" == tool-ok && "$(bash /app/greet.sh)" == hello ]]; then echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi`,
-              'echo "echo hello" > /app/greet.sh',
-            ),
-            // Verifiers that need what the solution left outside the workspace (in Harbor's live container they would pass).
-            ...task(
-              'state',
-              '[verifier]\ntimeout_sec = 60.0\n',
-              'if [[ -f /tmp/state-ready && "$(bash /app/greet.sh)" == hello ]]; then echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi',
-              'echo "echo hello" > /app/greet.sh\necho ready > /tmp/state-ready',
-            ),
-            ...task(
-              'installs',
-              '[verifier]\ntimeout_sec = 60.0\n',
-              'if [[ -f /etc/tool && "$(bash /app/greet.sh)" == hello ]]; then echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi',
-              'echo "echo hello" > /app/greet.sh\necho tool > /etc/tool',
-            ),
-          },
-        ]);
-        const docker = '{ backend: docker, egress: none }';
-        rig.write(
-          'bench.config.yaml',
-          `steps:
+  it('partial credit scored by the configured threshold; an empty reward is a verifier error; a verifier that needs the network certifies with the allowlist naming its host', async () => {
+    const base = await ensureTestImage();
+    const baseTag = (await execa('docker', ['image', 'inspect', '--format', '{{index .RepoTags 0}}', base])).stdout.trim();
+    // The "internet" the fetch task's verifier needs: a server on the host's loopback, reached only through the proxy.
+    const server = createServer((_req, res) => res.end('tool-ok'));
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const port = (server.address() as AddressInfo).port;
+    try {
+      const task = (name: string, toml: string, testSh: string, solve: string, run = '') => ({
+        [`tasks/${name}/instruction.md`]: 'Make /app/greet.sh print "hello".\n',
+        [`tasks/${name}/task.toml`]: toml,
+        [`tasks/${name}/environment/Dockerfile`]: `FROM ${baseTag}\nWORKDIR /app\nCOPY app/ /app/\n${run}`,
+        [`tasks/${name}/environment/app/greet.sh`]: 'echo hi\n',
+        [`tasks/${name}/tests/test.sh`]: `#!/bin/bash\nset -euo pipefail\nmkdir -p /logs/verifier\n${testSh}\n`,
+        [`tasks/${name}/solution/solve.sh`]: `#!/bin/bash\n${solve}\n`,
+      });
+      const [commit] = makeRepo(join(rig.dir, 'datasets'), [
+        {
+          // Two checks; the reference solution meets one: partial credit, written as reward.json.
+          ...task(
+            'partial',
+            '[verifier]\ntimeout_sec = 60.0\n',
+            'n=0\n[[ "$(bash /app/greet.sh)" == hello ]] && n=$((n + 1))\n[[ -f /app/extra.txt ]] && n=$((n + 1))\ncase $n in 2) r=1.0 ;; 1) r=0.5 ;; *) r=0.0 ;; esac\necho "{\\"reward\\": $r}" > /logs/verifier/reward.json',
+            'echo "echo hello" > /app/greet.sh',
+          ),
+          // A verifier that writes an empty reward.
+          ...task('empty', '[verifier]\ntimeout_sec = 60.0\n', ': > /logs/verifier/reward.txt', 'echo "echo hello" > /app/greet.sh'),
+          // Harbor's default network (public): the tests fetch a tool before checking.
+          ...task(
+            'fetch',
+            '[verifier]\ntimeout_sec = 60.0\n',
+            `echo "verifier uid=$(id -u)"\ntool=$(NO_PROXY= no_proxy= wget -q -O- http://127.0.0.1:${port}/tool || true)\nif [[ "$tool" == tool-ok && "$(bash /app/greet.sh)" == hello ]]; then echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi`,
+            'echo "echo hello" > /app/greet.sh',
+          ),
+          // Verifiers that need what the solution left outside the workspace (in Harbor's live container they would pass).
+          ...task(
+            'state',
+            '[verifier]\ntimeout_sec = 60.0\n',
+            'if [[ -f /tmp/state-ready && "$(bash /app/greet.sh)" == hello ]]; then echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi',
+            'echo "echo hello" > /app/greet.sh\necho ready > /tmp/state-ready',
+          ),
+          ...task(
+            'installs',
+            '[verifier]\ntimeout_sec = 60.0\n',
+            'if [[ -f /etc/tool && "$(bash /app/greet.sh)" == hello ]]; then echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi',
+            'echo "echo hello" > /app/greet.sh\necho tool > /etc/tool',
+          ),
+        },
+      ]);
+      const docker = '{ backend: docker, egress: none }';
+      rig.write(
+        'bench.config.yaml',
+        `steps:
   materialize: { kind: materialize, tasks: &tasks { dir: datasets/tasks, repo: datasets, commit: ${commit} }, matrix: { task: [partial, empty, fetch, state, installs] } }
   environment: { kind: environment, tasks: *tasks, needs: [materialize], matrix: { task: [partial, empty, fetch, state, installs] } }
   certify:
@@ -707,46 +688,45 @@ describe.skipIf(!dockerUp && process.env['PAIRBENCH_REQUIRE_SANDBOXES'] !== '1')
   verify: { kind: verify, tasks: *tasks, needs: [materialize, environment, attempts], matrix: *a, sandbox: ${docker}, reward: { threshold: 0.5 } }
   verify-strict: { kind: verify, tasks: *tasks, needs: [materialize, environment, attempts], matrix: { task: [partial], arm: [only], rep: 1 }, sandbox: ${docker} }
 `,
-        );
-        const r = await rig.cli('run');
-        expect(r.code, r.stderr).toBe(0);
-        // Partial credit: 0.5 passes at threshold 0.5, not at the default (all ones).
-        expect(await rig.outputJson('verify/partial/only/1', 'verdict.json')).toMatchObject({ pass: true, reward: { reward: 0.5 } });
-        expect(await rig.outputJson('verify-strict/partial/only/1', 'verdict.json')).toMatchObject({ pass: false, reward: { reward: 0.5 } });
-        // An empty reward file is no verdict (the attempt would be excluded as a verifier fault), never a 0.
-        expect(await rig.outputJson('verify/empty/only/1', 'verdict.json')).toMatchObject({ pass: null, reward: null });
-        expect(await rig.outputText('verify/empty/only/1', 'verifier.log')).toContain('no verdict: reward.txt is empty');
-        // The verifier that needs the network certifies under the cohort's allowlist naming its host.
-        const fetch = await rig.outputJson('certify/fetch', 'certification.json');
-        expect(fetch.verdict, fetch.reasons.join('; ')).toBe('certified');
-        const oracleLog = (await rig.cli('show', 'certify/fetch', 'verifier-logs/oracle-1.log')).stdout;
-        expect(oracleLog).not.toContain('bad address');
-        expect(oracleLog).toContain('verifier uid=0'); // Harbor's default verifier user
-        // The stricter mode, asked for explicitly: offline as uid 1000, so this task cannot certify.
-        const strict = await rig.outputJson('certify-strict/fetch', 'certification.json');
-        expect(strict.verdict).toBe('rejected');
-        expect(strict.reasons.join('; ')).toMatch(
-          /the verifier fails with the reference solution -- task.toml gives the task the network .* and this step runs with egress none/,
-        );
-        expect((await rig.cli('show', 'certify-strict/fetch', 'verifier-logs/oracle-1.log')).stdout).toContain('verifier uid=1000');
-        // A verifier that depends on state the solution made outside the workspace is named.
-        const state = await rig.outputJson('certify/state', 'certification.json');
-        expect(state.verdict).toBe('rejected');
-        expect(state.solution_outside_workspace, JSON.stringify(state.reasons)).toEqual(['/tmp/state-ready']);
-        expect(state.reasons.join('; ')).toContain('the reference solution also changed /tmp/state-ready outside the workspace');
-        const installs = await rig.outputJson('certify/installs', 'certification.json');
-        expect(installs.verdict).toBe('rejected');
-        expect(installs.reasons.join('; ')).toMatch(
-          /oracle: the reference script exited 1: .*Read-only file system -- the reference solution writes outside the workspace/,
-        );
-        const partial = await rig.outputJson('certify/partial', 'certification.json');
-        expect(partial.verdict, partial.reasons.join('; ')).toBe('certified');
-        // The threshold is frozen with the cohort's verify step.
-        const ex = JSON.parse((await rig.cli('explain', 'verify/partial/only/1', '--json')).stdout);
-        expect(ex.preimage.config.scoring).toEqual({ rewardThreshold: 0.5 });
-      } finally {
-        server.close();
-      }
-    },
-  );
+      );
+      const r = await rig.cli('run');
+      expect(r.code, r.stderr).toBe(0);
+      // Partial credit: 0.5 passes at threshold 0.5, not at the default (all ones).
+      expect(await rig.outputJson('verify/partial/only/1', 'verdict.json')).toMatchObject({ pass: true, reward: { reward: 0.5 } });
+      expect(await rig.outputJson('verify-strict/partial/only/1', 'verdict.json')).toMatchObject({ pass: false, reward: { reward: 0.5 } });
+      // An empty reward file is no verdict (the attempt would be excluded as a verifier fault), never a 0.
+      expect(await rig.outputJson('verify/empty/only/1', 'verdict.json')).toMatchObject({ pass: null, reward: null });
+      expect(await rig.outputText('verify/empty/only/1', 'verifier.log')).toContain('no verdict: reward.txt is empty');
+      // The verifier that needs the network certifies under the cohort's allowlist naming its host.
+      const fetch = await rig.outputJson('certify/fetch', 'certification.json');
+      expect(fetch.verdict, fetch.reasons.join('; ')).toBe('certified');
+      const oracleLog = (await rig.cli('show', 'certify/fetch', 'verifier-logs/oracle-1.log')).stdout;
+      expect(oracleLog).not.toContain('bad address');
+      expect(oracleLog).toContain('verifier uid=0'); // Harbor's default verifier user
+      // The stricter mode, asked for explicitly: offline as uid 1000, so this task cannot certify.
+      const strict = await rig.outputJson('certify-strict/fetch', 'certification.json');
+      expect(strict.verdict).toBe('rejected');
+      expect(strict.reasons.join('; ')).toMatch(
+        /the verifier fails with the reference solution -- task.toml gives the task the network .* and this step runs with egress none/,
+      );
+      expect((await rig.cli('show', 'certify-strict/fetch', 'verifier-logs/oracle-1.log')).stdout).toContain('verifier uid=1000');
+      // A verifier that depends on state the solution made outside the workspace is named.
+      const state = await rig.outputJson('certify/state', 'certification.json');
+      expect(state.verdict).toBe('rejected');
+      expect(state.solution_outside_workspace, JSON.stringify(state.reasons)).toEqual(['/tmp/state-ready']);
+      expect(state.reasons.join('; ')).toContain('the reference solution also changed /tmp/state-ready outside the workspace');
+      const installs = await rig.outputJson('certify/installs', 'certification.json');
+      expect(installs.verdict).toBe('rejected');
+      expect(installs.reasons.join('; ')).toMatch(
+        /oracle: the reference script exited 1: .*Read-only file system -- the reference solution writes outside the workspace/,
+      );
+      const partial = await rig.outputJson('certify/partial', 'certification.json');
+      expect(partial.verdict, partial.reasons.join('; ')).toBe('certified');
+      // The threshold is frozen with the cohort's verify step.
+      const ex = JSON.parse((await rig.cli('explain', 'verify/partial/only/1', '--json')).stdout);
+      expect(ex.preimage.config.scoring).toEqual({ rewardThreshold: 0.5 });
+    } finally {
+      server.close();
+    }
+  });
 });

@@ -80,10 +80,10 @@ describe.skipIf(!dockerUp || !existsSync(claudeBinary()))('an agent that cannot 
     rig.write('fixtures/CLAUDE.md', 'House rule: add() uses the plus operator.\n');
     rig.write('fixtures/fix-add.script.json', SCRIPT);
     rig.write('bench.config.yaml', config(`{ backend: docker, egress: none, image: "${image}" }`));
-  }, 300_000);
+  });
   afterAll(() => rig?.cleanup());
 
-  it('doctor runs a canary turn in the configured image and names the missing library before anything is spent', { timeout: 180_000 }, async () => {
+  it('doctor runs a canary turn in the configured image and names the missing library before anything is spent', async () => {
     const r = await rig.cli('doctor', '--json');
     const out = JSON.parse(r.stdout) as { ok: boolean; checks: { name: string; ok: boolean; detail: string; fix: string | null }[] };
     const canary = out.checks.find((c) => c.name.startsWith('agent canary'));
@@ -100,71 +100,65 @@ describe.skipIf(!dockerUp || !existsSync(claudeBinary()))('an agent that cannot 
     expect(plan.nodes.filter((n) => n.node.startsWith('attempts/')).every((n) => n.status === 'run')).toBe(true);
   });
 
-  it(
-    'the cohort excludes every attempt as infrastructure with the cause named, the headline warns, and each retry stays on record',
-    { timeout: 300_000 },
-    async () => {
-      const first = await rig.cli('run');
-      expect(first.code, first.stderr).toBe(0);
-      expect(first.stdout).toMatch(/warning: cohort: arm "control": 2 of 2 tries were infrastructure faults/);
-      expect(first.stdout).toMatch(/cohort: treatment vs control {2}INVALID/);
-      // Nothing was cached (an infrastructure fault is retried): the bundle is read as a user would.
-      const out = mkdtempSync(join(tmpdir(), 'pairbench-infra-bundle-'));
-      const bundleJson = (b: string, path: string) => JSON.parse(readFileSync(join(out, b, path), 'utf8'));
-      try {
-        const ex = await rig.cli('export', '--out', join(out, 'b1'));
-        expect(ex.code, ex.stderr).toBe(0);
-        for (const arm of ['control', 'treatment']) {
-          for (const rep of [1, 2]) {
-            const result = bundleJson('b1', `nodes/attempts/fix-add/${arm}/${rep}/result.json`);
-            expect(result.exit_reason).toBe('infra-error');
-            expect(result.infra_error).toMatch(/^agent did not start: exit code \d+ before its first model request: .*librt\.so\.1/);
-            expect(result.turns).toBe(0);
-            expect(result.cost_confidence).toBe('none');
-            const audit = bundleJson('b1', `nodes/audit/fix-add/${arm}/${rep}/audit.json`);
-            expect(audit).toMatchObject({ admission: 'excluded', reason_code: 'infra-agent-start', pass: null, infra_error: true });
-            expect(audit.infra_cause).toMatch(/librt\.so\.1/);
-          }
+  it('the cohort excludes every attempt as infrastructure with the cause named, the headline warns, and each retry stays on record', async () => {
+    const first = await rig.cli('run');
+    expect(first.code, first.stderr).toBe(0);
+    expect(first.stdout).toMatch(/warning: cohort: arm "control": 2 of 2 tries were infrastructure faults/);
+    expect(first.stdout).toMatch(/cohort: treatment vs control {2}INVALID/);
+    // Nothing was cached (an infrastructure fault is retried): the bundle is read as a user would.
+    const out = mkdtempSync(join(tmpdir(), 'pairbench-infra-bundle-'));
+    const bundleJson = (b: string, path: string) => JSON.parse(readFileSync(join(out, b, path), 'utf8'));
+    try {
+      const ex = await rig.cli('export', '--out', join(out, 'b1'));
+      expect(ex.code, ex.stderr).toBe(0);
+      for (const arm of ['control', 'treatment']) {
+        for (const rep of [1, 2]) {
+          const result = bundleJson('b1', `nodes/attempts/fix-add/${arm}/${rep}/result.json`);
+          expect(result.exit_reason).toBe('infra-error');
+          expect(result.infra_error).toMatch(/^agent did not start: exit code \d+ before its first model request: .*librt\.so\.1/);
+          expect(result.turns).toBe(0);
+          expect(result.cost_confidence).toBe('none');
+          const audit = bundleJson('b1', `nodes/audit/fix-add/${arm}/${rep}/audit.json`);
+          expect(audit).toMatchObject({ admission: 'excluded', reason_code: 'infra-agent-start', pass: null, infra_error: true });
+          expect(audit.infra_cause).toMatch(/librt\.so\.1/);
         }
-        // Never scored: no delta, and the reader is told why before any verdict.
-        const analysis = bundleJson('b1', 'results.json').analysis;
-        expect(analysis.comparisons[0].verdict).toBe('invalid');
-        expect(analysis.comparisons[0].delta).toBeNull();
-        const infra = analysis.warnings.filter((w: { kind: string }) => w.kind === 'infra');
-        expect(infra.map((w: { arm: string }) => w.arm)).toEqual(['control', 'treatment']);
-        expect(infra[0].message).toMatch(
-          /^arm "control": 2 of 2 tries were infrastructure faults \(excluded, never scored\): agent did not start: .*librt\.so\.1/,
-        );
-        const report = readFileSync(join(out, 'b1', 'report.md'), 'utf8');
-        const warning = report.indexOf('⚠ **Warning:** arm "control": 2 of 2 tries were infrastructure faults');
-        expect(warning).toBeGreaterThan(0);
-        expect(warning).toBeLessThan(report.indexOf('## Verdicts'));
-        expect(readFileSync(join(out, 'b1', 'report.html'), 'utf8')).toMatch(
-          /<section class="warnings" role="alert"[^]*librt\.so\.1[^]*<section id="verdicts">/,
-        );
-
-        // The next run retries every attempt and keeps the first try on record.
-        const second = await rig.cli('run', '--json');
-        const nodes = JSON.parse(second.stdout).nodes as { node: string; status: string }[];
-        expect(nodes.filter((n) => n.node.startsWith('attempts/')).map((n) => n.status)).toEqual(['executed', 'executed', 'executed', 'executed']);
-        const ex2 = await rig.cli('export', '--out', join(out, 'b2'));
-        expect(ex2.code, ex2.stderr).toBe(0);
-        const audit = bundleJson('b2', 'nodes/audit/fix-add/control/1/audit.json');
-        expect(audit.tries).toHaveLength(1);
-        expect(audit.tries[0]).toMatchObject({ exit_reason: 'infra-error' });
-        expect(audit.tries[0].infra_error).toMatch(/librt\.so\.1/);
-        // Rates count every try: 2 attempts, 4 tries, 4 infrastructure faults.
-        const control = bundleJson('b2', 'results.json').analysis.arms.find((a: { arm: string }) => a.arm === 'control');
-        expect(control).toMatchObject({ n_attempts: 2, n_tries: 4, n_infra_errors: 4, infra_error_rate: 1 });
-        expect(bundleJson('b2', 'nodes/attempts/fix-add/control/1/earlier-tries/01/result.json').infra_error).toMatch(/librt\.so\.1/);
-        expect((await rig.cli('verify-bundle', join(out, 'b2'))).code).toBe(0);
-      } finally {
-        rmSync(out, { recursive: true, force: true });
       }
-    },
-  );
+      // Never scored: no delta, and the reader is told why before any verdict.
+      const analysis = bundleJson('b1', 'results.json').analysis;
+      expect(analysis.comparisons[0].verdict).toBe('invalid');
+      expect(analysis.comparisons[0].delta).toBeNull();
+      const infra = analysis.warnings.filter((w: { kind: string }) => w.kind === 'infra');
+      expect(infra.map((w: { arm: string }) => w.arm)).toEqual(['control', 'treatment']);
+      expect(infra[0].message).toMatch(
+        /^arm "control": 2 of 2 tries were infrastructure faults \(excluded, never scored\): agent did not start: .*librt\.so\.1/,
+      );
+      const report = readFileSync(join(out, 'b1', 'report.md'), 'utf8');
+      const warning = report.indexOf('⚠ **Warning:** arm "control": 2 of 2 tries were infrastructure faults');
+      expect(warning).toBeGreaterThan(0);
+      expect(warning).toBeLessThan(report.indexOf('## Verdicts'));
+      expect(readFileSync(join(out, 'b1', 'report.html'), 'utf8')).toMatch(/<section class="warnings" role="alert"[^]*librt\.so\.1[^]*<section id="verdicts">/);
 
-  it('the same step in a sandbox where the agent can start passes the canary', { timeout: 180_000 }, async () => {
+      // The next run retries every attempt and keeps the first try on record.
+      const second = await rig.cli('run', '--json');
+      const nodes = JSON.parse(second.stdout).nodes as { node: string; status: string }[];
+      expect(nodes.filter((n) => n.node.startsWith('attempts/')).map((n) => n.status)).toEqual(['executed', 'executed', 'executed', 'executed']);
+      const ex2 = await rig.cli('export', '--out', join(out, 'b2'));
+      expect(ex2.code, ex2.stderr).toBe(0);
+      const audit = bundleJson('b2', 'nodes/audit/fix-add/control/1/audit.json');
+      expect(audit.tries).toHaveLength(1);
+      expect(audit.tries[0]).toMatchObject({ exit_reason: 'infra-error' });
+      expect(audit.tries[0].infra_error).toMatch(/librt\.so\.1/);
+      // Rates count every try: 2 attempts, 4 tries, 4 infrastructure faults.
+      const control = bundleJson('b2', 'results.json').analysis.arms.find((a: { arm: string }) => a.arm === 'control');
+      expect(control).toMatchObject({ n_attempts: 2, n_tries: 4, n_infra_errors: 4, infra_error_rate: 1 });
+      expect(bundleJson('b2', 'nodes/attempts/fix-add/control/1/earlier-tries/01/result.json').infra_error).toMatch(/librt\.so\.1/);
+      expect((await rig.cli('verify-bundle', join(out, 'b2'))).code).toBe(0);
+    } finally {
+      rmSync(out, { recursive: true, force: true });
+    }
+  });
+
+  it('the same step in a sandbox where the agent can start passes the canary', async () => {
     const ok = new Rig();
     try {
       calculatorTask(ok.dir);

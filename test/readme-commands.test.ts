@@ -138,7 +138,7 @@ describe("the README's commands, as written", () => {
 
   // One fresh checkout: the CI workflow first (from a cold cache, as CI runs it), then the Quick start on the store it left.
   let dir: string;
-  it('the CI workflow (bench.yml) runs green from a cold cache, and its summary carries the root digest', { timeout: 300_000 }, async () => {
+  it('the CI workflow (bench.yml) runs green from a cold cache, and its summary carries the root digest', async () => {
     const { workflow } = workflows()[0]!;
     dir = copy();
     const summary = join(dir, 'step-summary.md');
@@ -150,7 +150,7 @@ describe("the README's commands, as written", () => {
     expect(text).toContain('# '); // the Markdown report follows
   });
 
-  it('Quick start: install, run the example, export, verify the bundle; a second plan executes nothing', { timeout: 300_000 }, async () => {
+  it('Quick start: install, run the example, export, verify the bundle; a second plan executes nothing', async () => {
     dir ??= copy();
     const out = '/tmp/pairbench-example';
     rmSync(out, { recursive: true, force: true });
@@ -211,7 +211,7 @@ describe("the README's commands, as written", () => {
     });
     afterAll(async () => nginx?.stop());
 
-    it('four shard jobs and the report job, each on its own fresh checkout, build one bundle from the shards', { timeout: 600_000 }, async () => {
+    it('four shard jobs and the report job, each on its own fresh checkout, build one bundle from the shards', async () => {
       const { workflow } = workflows()[1]!;
       const env = { PAIRBENCH_CACHE_KEYS: 'readme:5e1f0a9c3b7d2e48', CACHE_AUTH: '' };
       const steps = (job: string, vars: Record<string, string> = {}) =>

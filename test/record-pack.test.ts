@@ -197,7 +197,7 @@ describe('the record pack', () => {
     rig.write('bench.config.yaml', config());
     await rig.cli('run');
     expect(packOnDisk()!.count).toBe(2 * NODES);
-    const gc = JSON.parse((await rig.cli('gc', '--max-size', '1B', '--json')).stdout);
+    const gc = JSON.parse((await rig.cli('gc', '--max-size', '1B', '--keep-newer-than', '0s', '--json')).stdout);
     expect(gc.removed_records).toHaveLength(NODES);
     expect(packOnDisk()!.count).toBe(NODES);
     rig.clearExecutions();

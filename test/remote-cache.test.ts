@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, onTestFinished } from 'vitest';
@@ -36,7 +36,7 @@ async function cli(env: Record<string, string>, ...args: string[]) {
 }
 
 describe.skipIf(!hasNginx() && !required)('remote cache (Bazel HTTP protocol, nginx WebDAV)', () => {
-  it('a second store replays the shipped example with 100% remote hits and the same bundle root digest', { timeout: 180_000 }, async () => {
+  it('a second store replays the shipped example with 100% remote hits and the same bundle root digest', async () => {
     const rig = new Rig();
     try {
       const config = join(ROOT, 'bench.config.yaml');
@@ -157,6 +157,65 @@ steps:
       expect(third.code, third.stderr).toBe(0);
       expect((JSON.parse(third.stdout).nodes as Node[]).every((n) => n.status === 'executed')).toBe(true);
       expect(JSON.parse(third.stdout).remote_cache.rejected).toBeGreaterThan(0);
+    });
+
+    it('a blob on the server with the wrong bytes is refused, and the node that made it is rebuilt here in the same run', async () => {
+      const own = await startNginx();
+      onTestFinished(() => own.stop());
+      rig.write('bench.config.yaml', rig.read('bench.config.yaml').replace(nginx.url, own.url));
+      const first = await rig.cli('run', '--json');
+      expect(first.code, first.stderr).toBe(0);
+      // The attempt's changes.json, which its verify reads: same length, other bytes, on the server.
+      const attempt = (JSON.parse(first.stdout).nodes as Node[]).find((n) => n.node === 'attempts/fix-add/treatment/1')!;
+      const record = JSON.parse(readFileSync(join(own.data, 'ac', attempt.key!), 'utf8')).record;
+      const digest = record.outputs['changes.json'].digest as string;
+      const blob = join(own.data, 'cas', digest);
+      const bytes = readFileSync(blob);
+      writeFileSync(blob, Buffer.alloc(bytes.length, 'x'));
+      // Its verify is not on the server: a new store runs it, and it reads that blob.
+      const verify = (JSON.parse(first.stdout).nodes as Node[]).find((n) => n.node === 'verify/fix-add/treatment/1')!;
+      rmSync(join(own.data, 'ac', verify.key!));
+      for (const mode of ['read-only', 'read-write']) {
+        const store = join(rig.dir, `store-${mode}`);
+        const r = await rig.cli('run', '--json', '--store', store, '--cache-mode', mode);
+        expect(r.code, `${mode}: ${r.stdout}`).toBe(0);
+        const nodes = JSON.parse(r.stdout).nodes as Node[];
+        // The attempt is rebuilt (its record came from the server, its output could not), then its verify runs on it.
+        expect(
+          nodes
+            .filter((n) => n.status === 'executed')
+            .map((n) => n.node)
+            .sort(),
+          mode,
+        ).toEqual(['attempts/fix-add/treatment/1', 'verify/fix-add/treatment/1']);
+        const warnings = (JSON.parse(r.stdout).warnings as { message: string }[]).map((w) => w.message).join('\n');
+        expect(warnings).toContain(`remote blob ${digest.slice(0, 12)} has other content`);
+        // And the next run of that store is a no-op.
+        const again = await rig.cli('run', '--json', '--store', store, '--cache-mode', mode);
+        expect(
+          (JSON.parse(again.stdout).nodes as Node[]).filter((n) => n.status !== 'cached'),
+          mode,
+        ).toEqual([]);
+      }
+      // A read-write run put the right bytes back on the server.
+      expect(readFileSync(blob).equals(bytes)).toBe(true);
+    });
+
+    it('show on a record the remote cache supplied fetches its bytes, or says how to; never a stack trace', async () => {
+      expect((await rig.cli('run')).code).toBe(0);
+      const store = join(rig.dir, 'store-replay');
+      const replay = await rig.cli('run', '--json', '--store', store, '--cache-mode', 'read-only');
+      expect((JSON.parse(replay.stdout).nodes as Node[]).every((n) => n.status === 'cached')).toBe(true);
+      // The server is unreachable: the bytes cannot be had, and show says so in words.
+      const offline = await rig.cli('show', 'verify/fix-add/control/1', 'verdict.json', '--store', store, '--remote-cache', 'http://127.0.0.1:9');
+      expect(offline.code).toBe(1);
+      expect(offline.stderr).toMatch(/verify\/fix-add\/control\/1's verdict\.json: stored blob \w{12} is corrupt \(missing\) in this store/);
+      expect(offline.stderr).toContain('--remote-cache URL');
+      expect(offline.stderr).not.toMatch(/\n\s+at /);
+      // With the server (cache.remote, or --remote-cache), show fetches them.
+      const shown = await rig.cli('show', 'verify/fix-add/control/1', 'verdict.json', '--store', store);
+      expect(shown.code, shown.stderr).toBe(0);
+      expect(JSON.parse(shown.stdout)).toMatchObject({ pass: false });
     });
 
     it('what the local store holds and the remote lacks (built offline, or by doctor) goes up on the next read-write run, once', async () => {

@@ -52,7 +52,8 @@ export class Rig {
   /** `args` and this rig's config (for a command that reads one: init, verify-bundle and generate refuse --config). */
   private withConfig(args: string[]): string[] {
     const command = args[0];
-    return command && isCommandName(command) && !COMMANDS[command].config ? args : [...args, '--config', join(this.dir, 'bench.config.yaml')];
+    if (args.includes('--config') || (command && isCommandName(command) && !COMMANDS[command].config)) return args;
+    return [...args, '--config', join(this.dir, 'bench.config.yaml')];
   }
 
   /** The CLI in this process (fast); env is controlled, as CI's would be. */

@@ -123,6 +123,24 @@ describe.skipIf(skip !== undefined)('bubblewrap specifics', () => {
     expect(r.stdout.split('\n').filter(Boolean).sort()).toEqual(['bin', 'dev', 'etc', 'lib', 'lib64', 'proc', 'run', 'sbin', 'tmp', 'usr', 'work']);
   });
 
+  it('no nested user namespace: unshare -Ur and a bwrap inside both fail, and threads and processes still work', async () => {
+    const s = await start();
+    const r = await sh(
+      s,
+      [
+        'unshare -Ur id -u 2>/dev/null && echo NESTED-UNSHARE',
+        'unshare --user --map-root-user --fork grep CapEff /proc/self/status 2>/dev/null && echo NESTED-FORK',
+        'bwrap --unshare-user --uid 0 --ro-bind / / id -u 2>/dev/null && echo NESTED-BWRAP',
+        // What still works: processes, and threads (node's pool; glibc falls back from clone3 to clone).
+        `${JSON.stringify(process.execPath)} -e "require('node:crypto').pbkdf2('a','b',1000,32,'sha256',(e)=>console.log(e?'threads-broken':'threads-ok'))"`,
+        'sh -c "echo child-ok"',
+      ].join('; '),
+    );
+    expect(r.stdout).not.toMatch(/NESTED/);
+    expect(r.stdout).toContain('threads-ok');
+    expect(r.stdout).toContain('child-ok');
+  });
+
   it('runs as an unprivileged named user with a writable HOME and no capabilities', async () => {
     const s = await start();
     const r = await sh(

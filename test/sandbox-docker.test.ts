@@ -224,7 +224,7 @@ describe.skipIf(!availability.ok)('docker sandbox backend (real engine)', () => 
     expect(r.signal).toBe('SIGKILL');
     expect(r.exitCode).toBe(null);
     expect(r.stdout).toBe('started\n');
-    expect(r.durationMs).toBeLessThan(10_000);
+    expect(r.durationMs).toBeLessThan(60_000); // not the 300 s its children would have slept
     const ps = await sb.exec(['ps', '-o', 'user,args']);
     expect(ps.stdout).not.toMatch(/sleep 30[01]/);
     expect((await sb.exec(['echo', 'alive'])).stdout).toBe('alive\n');

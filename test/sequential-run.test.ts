@@ -67,7 +67,7 @@ function config(stopping: string, version = 1): string {
 const POCOCK = '{ rule: group-sequential, looks: 3, spending: pocock, futility: non-binding, power: 0.9 }';
 
 describe('sequential stopping in a run', () => {
-  it('takes each look after its families, stops scheduling when a boundary is crossed, and a warm run is a no-op', { timeout: 120_000 }, async () => {
+  it('takes each look after its families, stops scheduling when a boundary is crossed, and a warm run is a no-op', async () => {
     rig.write('bench.config.yaml', config(POCOCK));
     const plan = await rig.cli('plan', '--json');
     expect(plan.code, plan.stderr).toBe(0);
@@ -98,7 +98,7 @@ describe('sequential stopping in a run', () => {
     expect(rig.read('ran.log').trim().split('\n')).toHaveLength(16);
   });
 
-  it('with a confidence sequence, looks after every family and stops once it excludes 0', { timeout: 120_000 }, async () => {
+  it('with a confidence sequence, looks after every family and stops once it excludes 0', async () => {
     // Every family helped (the tie's verifier is the real one again): the betting sequence's lower end passes 0 at family 10 (-0.007 at 9, +0.057 at 10).
     cpSync(join(rig.dir, 'tasks', 'fix-add', 'verifier'), join(rig.dir, 'tasks', TIE, 'verifier'), { recursive: true });
     rig.write('bench.config.yaml', config('{ rule: confidence-sequence }'));
@@ -116,7 +116,7 @@ describe('sequential stopping in a run', () => {
     expect(analysis.comparisons[0].ci.low).toBeGreaterThan(0);
   });
 
-  it('refuses a changed stopping rule after the first attempt, naming it', { timeout: 120_000 }, async () => {
+  it('refuses a changed stopping rule after the first attempt, naming it', async () => {
     rig.write('bench.config.yaml', config(POCOCK));
     expect((await rig.cli('run')).code).toBe(0);
     rig.write('bench.config.yaml', config(POCOCK.replace('looks: 3', 'looks: 4')));

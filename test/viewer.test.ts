@@ -87,7 +87,7 @@ describe.skipIf(skipBrowser)('pairbench view', () => {
       executablePath: CHROMIUM,
       args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'],
     });
-  }, 240_000);
+  });
 
   afterAll(async () => {
     for (const c of children) c.kill('SIGTERM');
@@ -106,7 +106,7 @@ describe.skipIf(skipBrowser)('pairbench view', () => {
     return { page, errors, requests };
   }
 
-  it('from a verdict to a task to its pair: both diffs and both verifier outputs, no sideways scroll at 1400 or 400 px', { timeout: 120_000 }, async () => {
+  it('from a verdict to a task to its pair: both diffs and both verifier outputs, no sideways scroll at 1400 or 400 px', async () => {
     const { child, url } = await startView([bundle]);
     children.push(child);
     const { page, errors, requests } = await openPage(url);
@@ -146,7 +146,7 @@ describe.skipIf(skipBrowser)('pairbench view', () => {
     await page.close();
   });
 
-  it("over the config's store: the bundle its export node built, and the cohort's version history from the registry", { timeout: 60_000 }, async () => {
+  it("over the config's store: the bundle its export node built, and the cohort's version history from the registry", async () => {
     const { child, url } = await startView(['--store', join(dir, 'store')]);
     children.push(child);
     const { page, errors } = await openPage(url);
@@ -190,7 +190,7 @@ describe.skipIf(skipBrowser)('pairbench view', () => {
     expect(taken.stderr).toBe(`error: port ${new URL(url).port} is in use\n  hint: pass --port N (0 picks a free one)\n`);
   });
 
-  it('markup in an agent trajectory and gateway log is shown as text and runs nothing', { timeout: 60_000 }, async () => {
+  it('markup in an agent trajectory and gateway log is shown as text and runs nothing', async () => {
     const hostile = join(dir, 'hostile');
     cpSync(bundle, hostile, { recursive: true });
     const runDir = join(hostile, 'nodes', 'attempts', 'csv-amount', 'control', '1');
@@ -248,7 +248,7 @@ describe.skipIf(skipBrowser)('pairbench view', () => {
     expect(await statusWithHost(url, new URL(url).host)).toBe(200);
   });
 
-  it('started during a run, it shows nodes completing', { timeout: 120_000 }, async () => {
+  it('started during a run, it shows nodes completing', async () => {
     const live = join(dir, 'live');
     mkdirSync(live);
     // Six nodes of a second each, one at a time: the run takes long enough to be watched.
@@ -281,7 +281,7 @@ describe.skipIf(skipBrowser)('pairbench view', () => {
       [...seen].join(' | '),
     ).toBe(true);
     // Then every node is built: the progress panel gives way to the cohort list.
-    await expect.poll(() => page.getByTestId('progress').count(), { timeout: 10_000 }).toBe(0);
+    await expect.poll(() => page.getByTestId('progress').count(), { timeout: 600_000 }).toBe(0);
     expect(errors).toEqual([]);
     await page.close();
   });

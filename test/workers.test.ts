@@ -62,65 +62,61 @@ function startWorkerProcess(i: number, json = false): ChildProcess & { out: stri
 type Node = { node: string; status: string; key?: string };
 
 describe.skipIf((!hasRedis() || !hasNginx()) && !required)('distributed execution (BullMQ on redis-server)', () => {
-  it(
-    'three workers, one killed with SIGKILL mid-attempt: every attempt completes exactly once; the rerun is all hits; results equal a local run',
-    { timeout: 120_000 },
-    async () => {
-      // The third worker reports in JSON lines (one per job, schemas/cli-output.schema.json worker_job).
-      const w = [startWorkerProcess(1), startWorkerProcess(2), startWorkerProcess(3, true)];
-      await new Promise((r) => setTimeout(r, 1500)); // the workers connect
-      const coordinator = rig.spawn('run', '--executor', redis.url, '--json');
-      // Worker 1 finishes one attempt and starts the next: it is killed 0.7 s into that one.
-      const until = Date.now() + 60_000;
-      while (Date.now() < until && !w[0]!.out.some((l) => l.startsWith('done   attempts/'))) await new Promise((r) => setTimeout(r, 20));
-      await new Promise((r) => setTimeout(r, 700));
-      w[0]!.kill('SIGKILL');
-      const r = await coordinator.done;
-      expect(r.code, r.stderr + r.stdout.slice(0, 2000)).toBe(0);
-      const nodes = JSON.parse(r.stdout).nodes as Node[];
-      const attempts = nodes.filter((n) => n.node.startsWith('attempts/'));
-      expect(attempts).toHaveLength(12);
-      expect(attempts.every((n) => n.status === 'executed')).toBe(true);
-      // The kill cut an attempt short: more attempts started than were recorded, and each recorded one is there once.
-      expect(readdirSync(starts).length).toBeGreaterThan(12);
-      const jobs = w[2]!.out.map((l) => JSON.parse(l) as { node: string; status: string });
-      for (const j of jobs) expect(cliOutputProblems('#/definitions/worker_job', j)).toBe('');
-      const done = [
-        ...w.slice(0, 2).flatMap((x) => x.out.filter((l) => l.startsWith('done   attempts/')).map((l) => l.split(' ')[3]!)),
-        ...jobs.filter((j) => j.status === 'executed' && j.node.startsWith('attempts/')).map((j) => j.node),
-      ];
-      expect(new Set(done).size).toBe(done.length);
-      expect(done.sort()).toEqual(attempts.map((n) => n.node).sort());
-      // Each surviving worker did part of the work.
-      expect(w[1]!.out.length).toBeGreaterThan(0);
-      expect(w[2]!.out.length).toBeGreaterThan(0);
+  it('three workers, one killed with SIGKILL mid-attempt: every attempt completes exactly once; the rerun is all hits; results equal a local run', async () => {
+    // The third worker reports in JSON lines (one per job, schemas/cli-output.schema.json worker_job).
+    const w = [startWorkerProcess(1), startWorkerProcess(2), startWorkerProcess(3, true)];
+    await new Promise((r) => setTimeout(r, 1500)); // the workers connect
+    const coordinator = rig.spawn('run', '--executor', redis.url, '--json');
+    // Worker 1 finishes one attempt and starts the next: it is killed 0.7 s into that one.
+    const until = Date.now() + 60_000;
+    while (Date.now() < until && !w[0]!.out.some((l) => l.startsWith('done   attempts/'))) await new Promise((r) => setTimeout(r, 20));
+    await new Promise((r) => setTimeout(r, 700));
+    w[0]!.kill('SIGKILL');
+    const r = await coordinator.done;
+    expect(r.code, r.stderr + r.stdout.slice(0, 2000)).toBe(0);
+    const nodes = JSON.parse(r.stdout).nodes as Node[];
+    const attempts = nodes.filter((n) => n.node.startsWith('attempts/'));
+    expect(attempts).toHaveLength(12);
+    expect(attempts.every((n) => n.status === 'executed')).toBe(true);
+    // The kill cut an attempt short: more attempts started than were recorded, and each recorded one is there once.
+    expect(readdirSync(starts).length).toBeGreaterThan(12);
+    const jobs = w[2]!.out.map((l) => JSON.parse(l) as { node: string; status: string });
+    for (const j of jobs) expect(cliOutputProblems('#/definitions/worker_job', j)).toBe('');
+    const done = [
+      ...w.slice(0, 2).flatMap((x) => x.out.filter((l) => l.startsWith('done   attempts/')).map((l) => l.split(' ')[3]!)),
+      ...jobs.filter((j) => j.status === 'executed' && j.node.startsWith('attempts/')).map((j) => j.node),
+    ];
+    expect(new Set(done).size).toBe(done.length);
+    expect(done.sort()).toEqual(attempts.map((n) => n.node).sort());
+    // Each surviving worker did part of the work.
+    expect(w[1]!.out.length).toBeGreaterThan(0);
+    expect(w[2]!.out.length).toBeGreaterThan(0);
 
-      // The killed worker's work directory is still there; a worker started on its store removes it first.
-      const leftovers = () => readdirSync(join(rig.dir, 'worker-1', 'tmp')).filter((n) => n.startsWith(`work-${w[0]!.pid}-`));
-      expect(leftovers().length).toBeGreaterThan(0);
-      const restarted = startWorkerProcess(1);
-      const by = Date.now() + 20_000;
-      while (Date.now() < by && !restarted.out.some((l) => l.startsWith('worker '))) await new Promise((r) => setTimeout(r, 20));
-      expect(leftovers()).toEqual([]);
+    // The killed worker's work directory is still there; a worker started on its store removes it first.
+    const leftovers = () => readdirSync(join(rig.dir, 'worker-1', 'tmp')).filter((n) => n.startsWith(`work-${w[0]!.pid}-`));
+    expect(leftovers().length).toBeGreaterThan(0);
+    const restarted = startWorkerProcess(1);
+    const by = Date.now() + 20_000;
+    while (Date.now() < by && !restarted.out.some((l) => l.startsWith('worker '))) await new Promise((r) => setTimeout(r, 20));
+    expect(leftovers()).toEqual([]);
 
-      // A second coordinator run: every node a cache hit, nothing queued.
-      const again = await rig.cli('run', '--executor', redis.url, '--json');
-      expect((JSON.parse(again.stdout).nodes as Node[]).filter((n) => n.status !== 'cached')).toEqual([]);
+    // A second coordinator run: every node a cache hit, nothing queued.
+    const again = await rig.cli('run', '--executor', redis.url, '--json');
+    expect((JSON.parse(again.stdout).nodes as Node[]).filter((n) => n.status !== 'cached')).toEqual([]);
 
-      // The same verdicts as a run on this machine alone.
-      const local = await rig.cli('run', '--json', '--store', join(rig.dir, 'local'), '--remote-cache', 'http://127.0.0.1:9');
-      expect(local.code).toBe(0);
-      const verdicts = async (store?: string) =>
-        (
-          JSON.parse((await rig.cli('show', 'analyze', 'attempts.json', ...(store ? ['--store', store] : []))).stdout) as {
-            node: string;
-            pass: boolean;
-            admission: string;
-          }[]
-        )
-          .map((a) => [a.node, a.pass, a.admission])
-          .sort();
-      expect(await verdicts()).toEqual(await verdicts(join(rig.dir, 'local')));
-    },
-  );
+    // The same verdicts as a run on this machine alone.
+    const local = await rig.cli('run', '--json', '--store', join(rig.dir, 'local'), '--remote-cache', 'http://127.0.0.1:9');
+    expect(local.code).toBe(0);
+    const verdicts = async (store?: string) =>
+      (
+        JSON.parse((await rig.cli('show', 'analyze', 'attempts.json', ...(store ? ['--store', store] : []))).stdout) as {
+          node: string;
+          pass: boolean;
+          admission: string;
+        }[]
+      )
+        .map((a) => [a.node, a.pass, a.admission])
+        .sort();
+    expect(await verdicts()).toEqual(await verdicts(join(rig.dir, 'local')));
+  });
 });

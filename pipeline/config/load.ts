@@ -89,6 +89,14 @@ export function parseSize(v: string): number {
   return Math.round(Number(m[1]) * (m[3] ? 1024 : 1000) ** power);
 }
 
+/** A duration with its unit (ms, s, m, h, d), in milliseconds; NaN when it is not one. */
+export function parseDuration(v: string): number {
+  const m = /^([0-9]+(?:\.[0-9]+)?)\s*(ms|s|m|h|d)$/.exec(v.trim());
+  if (!m) return NaN;
+  const unit = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }[m[2] as 'ms' | 's' | 'm' | 'h' | 'd'];
+  return Math.round(Number(m[1]) * unit);
+}
+
 export function loadConfig(configPath: string, options: LoadOptions = {}): Result<BenchConfig, Diagnostic[]> {
   const configFile = resolve(configPath);
   const rootDir = dirname(configFile);

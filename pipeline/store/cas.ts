@@ -257,14 +257,15 @@ export class Cas {
     return { type: 'dir', digest: walkTree(path, fileDigest, (bytes) => sha256(bytes)).digest };
   }
 
-  /** All blob digests present, with sizes (for gc). */
-  *list(): Generator<{ digest: Sha256; size: number; path: string }> {
+  /** All blob digests present, with sizes and when each was written (for gc). */
+  *list(): Generator<{ digest: Sha256; size: number; path: string; mtimeMs: number }> {
     if (!existsSync(this.dir)) return;
     for (const shard of readdirSync(this.dir)) {
       for (const name of readdirSync(join(this.dir, shard))) {
         const path = join(this.dir, shard, name);
         try {
-          yield { digest: name as Sha256, size: statSync(path).size, path };
+          const st = statSync(path);
+          yield { digest: name as Sha256, size: st.size, path, mtimeMs: st.mtimeMs };
         } catch {
           // removed meanwhile
         }

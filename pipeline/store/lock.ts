@@ -1,4 +1,4 @@
-import { closeSync, openSync, readFileSync, rmSync, statSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readFileSync, rmSync, statSync, writeSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { ensureDir } from '../atomic-write.js';
@@ -102,6 +102,16 @@ export class LockDir {
     if (owner.host === hostname() && !isAlive(owner.pid)) return `holder pid ${owner.pid} is gone`;
     if (age > staleMs) return `no heartbeat from pid ${owner.pid} on ${owner.host} for ${Math.round(age / 1000)} s`;
     return undefined;
+  }
+
+  /** Whether the lock file exists (live or stale: staleReason tells). */
+  isHeld(name: string): boolean {
+    return existsSync(this.pathOf(name));
+  }
+
+  /** What the holder said it holds the lock for. */
+  label(name: string): string {
+    return readOwner(this.pathOf(name))?.label ?? 'unknown';
   }
 
   holder(name: string): string {

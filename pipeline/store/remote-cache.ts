@@ -83,6 +83,8 @@ export class RemoteCache {
   private readonly base: string;
   /** Blobs known to be on the server (HEAD answered or uploaded in this run). */
   private readonly present = new Set<string>();
+  /** Blobs the server answered with other bytes: uploaded again when this run has the right ones. */
+  private readonly wrongOnServer = new Set<string>();
   readonly stats = { records_read: 0, records_written: 0, blobs_read: 0, blobs_written: 0, rejected: 0 };
   private held: HeldRecords | undefined;
 
@@ -208,7 +210,9 @@ export class RemoteCache {
       await pipeline(res.body, hashing, createWriteStream(tmp, { mode: 0o600 }));
       const got = hash.digest('hex');
       if (got !== digest) {
-        this.options.warn(`remote blob ${digest.slice(0, 12)} has other content (${got.slice(0, 12)}): ignored`);
+        this.options.warn(`remote blob ${digest.slice(0, 12)} has other content (${got.slice(0, 12)}): ignored; what needs it is built here`);
+        // A read-write run that builds it again puts the right bytes back (putBlob), whatever HEAD says.
+        this.wrongOnServer.add(digest);
         return false;
       }
       store.cas.adopt(tmp, digest);
@@ -243,10 +247,11 @@ export class RemoteCache {
 
   private async putBlob(store: Store, digest: Sha256): Promise<boolean> {
     if (this.present.has(digest)) return true;
-    const head = await this.request('HEAD', `/cas/${digest}`);
-    if (!head) return false;
-    head.discard();
-    if (head.ok) {
+    const wrong = this.wrongOnServer.has(digest);
+    const head = wrong ? null : await this.request('HEAD', `/cas/${digest}`);
+    if (!head && !wrong) return false;
+    head?.discard();
+    if (head?.ok) {
       this.present.add(digest);
       return true;
     }

@@ -5,6 +5,7 @@ import { ActionCache, NodeIndex } from './action-cache.js';
 import { ensureDir, tempPath, writeFileAtomic } from '../atomic-write.js';
 import { Cas } from './cas.js';
 import { isAlive, LockDir } from './lock.js';
+import { StoreUse } from './store-use.js';
 import { StatCache } from './stat-cache.js';
 import { HeldRecords } from './remote-held.js';
 import { ChainedLog } from './chained-log.js';
@@ -57,6 +58,8 @@ export class Store {
   readonly actions: ActionCache;
   readonly nodes: NodeIndex;
   readonly locks: LockDir;
+  /** Runs and other users of the store, against gc (store-use.ts). */
+  readonly use: StoreUse;
   readonly statCache: StatCache;
   readonly tmpDir: string;
   /** Append-only hash-chained logs (registry/*.chain.jsonl). */
@@ -66,6 +69,7 @@ export class Store {
     this.tmpDir = join(dir, 'tmp');
     this.cas = new Cas(join(dir, 'cas'), this.tmpDir);
     this.locks = new LockDir(join(dir, 'locks'));
+    this.use = new StoreUse(this.locks);
     this.actions = new ActionCache(join(dir, 'ac'), this.tmpDir, this.locks);
     this.nodes = new NodeIndex(join(dir, 'nodes'), this.tmpDir);
     this.statCache = new StatCache(join(dir, 'stat-cache.json'), this.tmpDir);

@@ -1,7 +1,7 @@
 import { lstatSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Task } from '../task.js';
-import { decodedVariants } from './decode.js';
+import { decodedVariants, lineAt, lineStarts } from '../../text/decode.js';
 
 /**
  * The static half of `certify`: every agent-visible surface (the prompt, the
@@ -127,7 +127,11 @@ export function surfaceFromDir(kind: SurfaceKind, name: string, dir: string): Su
 /** All findings over all surfaces, deduplicated, sorted by (surface, path, line, class, match, detail). */
 export function scanSurfaces(inputs: ScanInputs): Finding[] {
   const { task } = inputs;
-  const textNeedles = textNeedlesOf(task, inputs.verifierFiles ?? []);
+  // Each needle as the text is compared: folded, whitespace collapsed, and with no whitespace at all.
+  const textNeedles = textNeedlesOf(task, inputs.verifierFiles ?? []).map((n) => {
+    const needle = normalize(fold(n.text));
+    return { ...n, needle, bare: needle.replaceAll(' ', '') };
+  });
   const names = testNameNeedles(task);
   const words = wordMatchers([...DEFAULT_BENCHMARK_WORDS, ...(inputs.extraWords ?? [])]);
   const canary = task.canary?.trim() ? new RegExp(escapeRegExp(task.canary.trim()), 'gi') : null;
@@ -153,42 +157,40 @@ export function scanSurfaces(inputs: ScanInputs): Finding[] {
       const at = (offset: number) => ({
         surface: surface.name,
         path: file.path,
-        line: encoded ? encoded.lineOf(offset) : lineFromStarts((rawStarts ??= lineStarts(file.text)), offset),
+        line: encoded ? encoded.lineOf(offset) : lineAt((rawStarts ??= lineStarts(file.text)), offset),
       });
       const how = encoded ? ` (decoded: ${encoded.chain.join(' -> ')})` : '';
 
       // Solution and verifier lines: substrings of the folded lines (Unicode NFKC, invisible
       // characters gone, look-alike letters mapped, whitespace collapsed), or of the whole text
       // with no whitespace at all (a re-spaced copy, or one split across lines).
+      // Folded once for the whole text (folding keeps every line break, so line i is line i).
+      const folded = fold(file.text);
       if (textNeedles.length) {
-        const rawLines = file.text.split('\n');
-        const lines = rawLines.map((l) => normalize(fold(l)));
+        const lines = folded.split('\n').map(normalize);
         const norm = lines.join('\n');
         const starts = lineStarts(norm);
-        const rawLineStarts: number[] = [];
+        const rawLineStarts = lineStarts(file.text);
         const bareStarts: number[] = [];
-        let bare = '';
-        let rawOffset = 0;
-        for (let i = 0; i < lines.length; i++) {
-          rawLineStarts.push(rawOffset);
-          rawOffset += rawLines[i]!.length + 1;
-          bareStarts.push(bare.length);
-          bare += lines[i]!.replace(/\s+/g, '');
+        const bareParts: string[] = [];
+        let bareLength = 0;
+        for (const line of lines) {
+          bareStarts.push(bareLength);
+          const b = line.replaceAll(' ', '');
+          bareParts.push(b);
+          bareLength += b.length;
         }
+        const bare = bareParts.join('');
         const lineOfIndex = (i: number) => (encoded ? encoded.lineOf(rawLineStarts[i - 1] ?? 0) : i);
         for (const n of textNeedles) {
-          const needle = normalize(fold(n.text));
           const hit = new Set<number>();
-          for (let i = norm.indexOf(needle); i !== -1; i = norm.indexOf(needle, i + 1)) hit.add(lineFromStarts(starts, i));
-          const bareNeedle = needle.replace(/\s+/g, '');
-          if (bareNeedle.length >= 8)
-            for (let i = bare.indexOf(bareNeedle); i !== -1; i = bare.indexOf(bareNeedle, i + 1)) hit.add(lineFromStarts(bareStarts, i));
+          for (let i = norm.indexOf(n.needle); i !== -1; i = norm.indexOf(n.needle, i + 1)) hit.add(lineAt(starts, i));
+          if (n.bare.length >= 8) for (let i = bare.indexOf(n.bare); i !== -1; i = bare.indexOf(n.bare, i + 1)) hit.add(lineAt(bareStarts, i));
           for (const line of hit)
             add({ surface: surface.name, path: file.path, line: lineOfIndex(line), class: n.class, match: n.text, detail: n.detail + how });
         }
       }
 
-      const folded = fold(file.text);
       for (const n of names) {
         if (n.authoredOnly && !authored) continue;
         if (n.notInTree && surface.kind === 'tree') continue;
@@ -608,21 +610,4 @@ function truncate(s: string): string {
 
 function abbreviate(s: string): string {
   return s.length > 8 ? `${s.slice(0, 8)}...` : s;
-}
-
-function lineStarts(text: string): number[] {
-  const starts = [0];
-  for (let i = text.indexOf('\n'); i !== -1; i = text.indexOf('\n', i + 1)) starts.push(i + 1);
-  return starts;
-}
-
-function lineFromStarts(starts: number[], offset: number): number {
-  let lo = 0;
-  let hi = starts.length - 1;
-  while (lo < hi) {
-    const mid = (lo + hi + 1) >> 1;
-    if (starts[mid]! <= offset) lo = mid;
-    else hi = mid - 1;
-  }
-  return lo + 1;
 }

@@ -25,6 +25,8 @@ const MAX_WHOLE_TEXT = 16 * 1024 * 1024;
 const MAX_INFLATED = 4 * 1024 * 1024;
 /** Words shorter than this are not decoded (too many English words are valid base64). */
 const MIN_WORD = 16;
+/** A word of letters, `_` and `-` only is decoded from this length (below it, it is an identifier). */
+const MIN_LETTERS_ONLY_WORD = 40;
 /**
  * Decompressions tried without a magic number (raw deflate, brotli) per file: each costs tens of
  * microseconds, and a file of random base64 has one word per line.
@@ -52,17 +54,24 @@ function inflate(bytes: Buffer, blind: { left: number }): { text: string; how: s
     ['deflate', (b) => inflateRawSync(b, { maxOutputLength: MAX_INFLATED }), rawDeflate && 'blind'],
     ['brotli', (b) => brotliDecompressSync(b, { maxOutputLength: MAX_INFLATED }), 'blind'],
   ];
-  for (const [how, f, plausible] of tries) {
-    if (!plausible) continue;
-    if (plausible === 'blind' && blind.left-- <= 0) continue;
-    try {
-      const text = f(bytes).toString('utf8');
-      if (isText(text)) return { text, how };
-    } catch {
-      // not this compression
+  // A failed try throws: without a stack to capture, a thousand of them cost microseconds, not seconds.
+  const stackTraceLimit = Error.stackTraceLimit;
+  Error.stackTraceLimit = 0;
+  try {
+    for (const [how, f, plausible] of tries) {
+      if (!plausible) continue;
+      if (plausible === 'blind' && blind.left-- <= 0) continue;
+      try {
+        const text = f(bytes).toString('utf8');
+        if (isText(text)) return { text, how };
+      } catch {
+        // not this compression
+      }
     }
+    return undefined;
+  } finally {
+    Error.stackTraceLimit = stackTraceLimit;
   }
-  return undefined;
 }
 
 /** Bytes decoded from a word: as text, or inflated when they are compressed. */
@@ -87,6 +96,13 @@ function rot13(s: string): string {
   return Buffer.from(out.buffer, out.byteOffset, out.byteLength).toString('utf16le');
 }
 
+/** The string's UTF-16 units in reverse order (a typed array: split('') costs an object per character). */
+function reverseUnits(s: string): string {
+  const units = new Uint16Array(s.length);
+  for (let i = 0, j = s.length - 1; j >= 0; i++, j--) units[i] = s.charCodeAt(j);
+  return Buffer.from(units.buffer, units.byteOffset, units.byteLength).toString('utf16le');
+}
+
 function unescape(s: string): string {
   return s.replace(ESCAPE, (e) => {
     const c = e[1]!;
@@ -97,13 +113,15 @@ function unescape(s: string): string {
   });
 }
 
-function lineStarts(text: string): number[] {
+/** The offset at which each line of `text` starts. */
+export function lineStarts(text: string): number[] {
   const starts = [0];
   for (let i = text.indexOf('\n'); i !== -1; i = text.indexOf('\n', i + 1)) starts.push(i + 1);
   return starts;
 }
 
-function lineAt(starts: readonly number[], offset: number): number {
+/** The 1-based line holding `offset`, given the text's lineStarts. */
+export function lineAt(starts: readonly number[], offset: number): number {
   let lo = 0;
   let hi = starts.length - 1;
   while (lo < hi) {
@@ -138,6 +156,9 @@ export function decodedVariants(original: string): Decoded[] {
       // Words: base64 and hex (their bytes as text, or inflated), each decoded where it stands.
       for (const m of v.text.matchAll(BASE64_WORD)) {
         if (m[0].length < MIN_WORD || /^[0-9a-fA-F]+$/.test(m[0])) continue; // hex, below
+        // An identifier (letters and _ only) is not base64 of anything: base64 of 30 bytes or more
+        // all but always holds a digit, + or / (a short one may not: those are decoded all the same).
+        if (m[0].length < MIN_LETTERS_ONLY_WORD && !/[0-9+/]/.test(m[0])) continue;
         const got = fromBytes(Buffer.from(m[0].replace(/-/g, '+').replace(/_/g, '/'), 'base64'), 'base64', blind);
         const line = at(m.index);
         if (got) add({ text: got.text, chain: [...v.chain, ...got.chain], lineOf: () => line });
@@ -169,7 +190,7 @@ export function decodedVariants(original: string): Decoded[] {
       }
       ESCAPE.lastIndex = 0;
       if (/[A-Za-z]/.test(v.text)) add({ text: rot13(v.text), chain: [...v.chain, 'rot13'], lineOf: v.lineOf });
-      const reversed = v.text.split('').reverse().join(''); // by UTF-16 unit: a reversed copy reverses them too
+      const reversed = reverseUnits(v.text); // by UTF-16 unit: a reversed copy reverses them too
       const total = v.text.length;
       add({ text: reversed, chain: [...v.chain, 'reversal'], lineOf: (o) => v.lineOf(Math.max(0, total - 1 - o)) });
     }
