@@ -89,6 +89,8 @@ export interface AgentAdapter {
   systemPrompt?: boolean;
   /** Version of the agent binary (recorded and part of the run key); memoised by the adapter. */
   version(): string;
+  /** An agent that is an npm package: its name (doctor checks it is installed at the pinned version) and its provider key's variable. */
+  cli?: { package: string; credential: string };
   invocation(ctx: AttemptContext): AgentInvocation | null;
   /** Work done on the host before the sandboxed command (the oracle applies a patch). */
   beforeRun?(ctx: AttemptContext, hostWorkspace: string): Promise<void>;

@@ -3,12 +3,15 @@ import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { packageRoot } from '../pipeline/package-root.js';
 import { binaryVersion } from './binary-version.js';
+import { installedPackageDir } from '../pipeline/installed-package.js';
 import { isRecord, type AgentAdapter, type AtifStep, type AtifTrajectory, type AttemptContext } from './adapter.js';
 import { arrayOf, countOr, countsOr, jsonLines, stringOr } from './untrusted-json.js';
 
-/** The CLI installed as a dev dependency (a native binary inside the npm package). */
+const PACKAGE = '@anthropic-ai/claude-code';
+
+/** The CLI's native binary inside its npm package, wherever Node finds the package from pairbench (or where it would be). */
 export function claudeBinary(): string {
-  return join(packageRoot(), 'node_modules', '@anthropic-ai', 'claude-code', 'bin', 'claude.exe');
+  return join(installedPackageDir(PACKAGE) ?? join(packageRoot(), 'node_modules', PACKAGE), 'bin', 'claude.exe');
 }
 
 const MOUNT = '/run/agent/claude';
@@ -120,6 +123,7 @@ export function toAtif(
 export const claudeCodeAgent: AgentAdapter = {
   name: 'claude-code',
   needsModel: true,
+  cli: { package: PACKAGE, credential: 'ANTHROPIC_API_KEY' },
   systemPrompt: true,
   // Claude Code loads CLAUDE.md (and CLAUDE.local.md) from the project into a <system-reminder>
   // "Contents of /work/CLAUDE.md (project instructions ...)"; any other file is only there to be read.
@@ -136,7 +140,7 @@ export const claudeCodeAgent: AgentAdapter = {
   },
   invocation(ctx) {
     const bin = claudeBinary();
-    if (!existsSync(bin)) throw new Error(`Claude Code is not installed at ${bin}; run npm ci`);
+    if (!existsSync(bin)) throw new Error(`Claude Code is not installed (no ${bin}); 'pairbench doctor' names the command that installs it`);
     const sandboxed = ctx.sandboxed !== false;
     const exe = sandboxed ? `${MOUNT}/claude.exe` : bin;
     return {

@@ -3,12 +3,21 @@ import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { packageRoot } from '../pipeline/package-root.js';
 import { binaryVersion } from './binary-version.js';
+import { installedPackageDir } from '../pipeline/installed-package.js';
 import { isRecord, type AgentAdapter, type AtifStep, type AttemptContext, type ParsedRun } from './adapter.js';
 import { arrayOf, countOr, jsonLines, stringOr } from './untrusted-json.js';
 
-/** The statically linked (musl) binary inside the npm package: it runs in any sandbox as it is. */
+const PACKAGE = '@openai/codex';
+const PLATFORM_PACKAGE = '@openai/codex-linux-x64';
+
+/**
+ * The statically linked (musl) binary inside the platform package @openai/codex installs
+ * beside itself: it runs in any sandbox as it is.
+ */
 export function codexBinary(): string {
-  return join(packageRoot(), 'node_modules', '@openai', 'codex-linux-x64', 'vendor', 'x86_64-unknown-linux-musl', 'bin', 'codex');
+  const codex = installedPackageDir(PACKAGE);
+  const platform = (codex && installedPackageDir(PLATFORM_PACKAGE, codex)) ?? join(packageRoot(), 'node_modules', PLATFORM_PACKAGE);
+  return join(platform, 'vendor', 'x86_64-unknown-linux-musl', 'bin', 'codex');
 }
 
 const MOUNT = '/run/agent/codex';
@@ -187,6 +196,7 @@ function tomlInline(m: { command: string; args?: string[]; env?: Record<string, 
 export const codexAgent: AgentAdapter = {
   name: 'codex',
   needsModel: true,
+  cli: { package: PACKAGE, credential: 'OPENAI_API_KEY' },
   // Codex hands AGENTS.md to the model as a user message "# AGENTS.md instructions for /work".
   deliveryScope: (dest) => (dest.split('/').pop() === 'AGENTS.md' ? { kind: 'instruction-file', file: 'AGENTS.md' } : null),
   version() {
@@ -198,7 +208,7 @@ export const codexAgent: AgentAdapter = {
   },
   invocation(ctx) {
     const bin = codexBinary();
-    if (!existsSync(bin)) throw new Error(`Codex is not installed at ${bin}; run npm ci`);
+    if (!existsSync(bin)) throw new Error(`Codex is not installed (no ${bin}); 'pairbench doctor' names the command that installs it`);
     const sandboxed = ctx.sandboxed !== false;
     const provider = `{name="pairbench",base_url="${ctx.gatewayUrl ?? ''}/v1",env_key="OPENAI_API_KEY",wire_api="responses",request_max_retries=0,stream_max_retries=0}`;
     return {

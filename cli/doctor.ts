@@ -12,7 +12,7 @@ import { checkBubblewrap, findOnPath } from '../sandboxes/bubblewrap.js';
 import { parsePinnedImage, resolvePinnedImage } from '../sandboxes/docker-image.js';
 import { dockerBackend } from '../sandboxes/docker.js';
 import type { BackendName } from '../sandboxes/index.js';
-import { sandboxOf, runStep } from '../steps/run.js';
+import { isolationFallback, sandboxOf, runStep } from '../steps/run.js';
 import { EXIT } from './help.js';
 import type { PreflightCheck, PreflightContext, StepKind } from '../pipeline/step-kind.js';
 import { builtinStepKinds } from '../steps/index.js';
@@ -110,14 +110,14 @@ export async function runDoctor(
   } else {
     const lines: string[] = [];
     for (const c of checks) {
-      lines.push(`${c.ok ? 'ok     ' : 'MISSING'}  ${c.name}: ${c.detail}`);
+      lines.push(`${!c.ok ? 'MISSING' : c.fix ? 'WARNING' : 'ok     '}  ${c.name}: ${c.detail}`);
       if (c.fix) lines.push(`         fix: ${c.fix}`);
     }
     const bad = checks.filter((c) => !c.ok).length;
     lines.push(
       bad
         ? `doctor: ${bad} of ${checks.length} prerequisites missing; no attempt was started${options.canary !== false && !checks.some((c) => c.name.startsWith('agent canary')) ? ' (the agent canary runs once the rest passes)' : ''}`
-        : `doctor: all ${checks.length} prerequisites ok`,
+        : `doctor: all ${checks.length} prerequisites ok${checks.some((c) => c.fix) ? ` (${checks.filter((c) => c.fix).length} warning: see WARNING above)` : ''}`,
     );
     io.stdout.write(lines.join('\n') + '\n');
   }
@@ -332,12 +332,12 @@ async function sandboxChecks(
   for (const [backend, list] of byBackend) {
     const name = `sandbox ${backend} (${stepList(list.map((u) => u.step))})`;
     if (backend === 'local') {
-      const auto = list.filter((u) => u.configured === 'auto').map((u) => u.step);
+      const auto = list.filter((u) => u.configured === undefined || u.configured === 'auto').map((u) => u.step);
+      const fallback = auto.length ? isolationFallback() : null;
+      const detail = `no isolation: runs as this user on this machine (recorded as such; a verdict from it is UNISOLATED)`;
+      // Passes (a run works), but says why it is not isolated and what isolates it here.
       out.push(
-        pass(
-          name,
-          `no isolation: runs as this user on this machine (recorded as such)${auto.length ? `; ${stepList(auto)} chose it by backend auto because bwrap cannot make a sandbox here` : ''}`,
-        ),
+        fallback ? { ...pass(name, `${detail}; ${stepList(auto)} chose it by backend auto: ${fallback.cause}`), fix: fallback.fix } : pass(name, detail),
       );
     } else if (backend === 'bubblewrap') {
       const r = await checkBubblewrap(pathVar || undefined);

@@ -1,4 +1,6 @@
+import { spawnSync } from 'node:child_process';
 import { resolve } from 'node:path';
+import { addTasksToConfig, type AddToOutcome } from './generate-add-to.js';
 import type { GenerateOptions, GenerateReport, Language } from '../generators/index.js';
 
 export interface GenerateArgs {
@@ -11,12 +13,20 @@ export interface GenerateArgs {
   testCommand?: string | undefined;
   out?: string | undefined;
   repeats?: string | undefined;
+  addTo?: string | undefined;
 }
 
 export type GenerateOutcome =
   | { status: 'usage'; message: string }
   | { status: 'refused'; message: string }
-  | { status: 'ok'; report: GenerateReport<{ id: string; dir: string; file: string; covering: string[] }> };
+  | {
+      status: 'ok';
+      /** The revision as given, and the commit it froze to. */
+      commit: { given: string; id: string };
+      asked: number;
+      report: GenerateReport<{ id: string; dir: string; file: string; covering: string[] }>;
+      added: AddToOutcome | null;
+    };
 
 const KINDS = ['stub_function', 'revert_reimplement'] as const;
 
@@ -26,7 +36,11 @@ export async function generate(args: GenerateArgs, log: (line: string) => void):
     return { status: 'usage', message: `generate takes a kind: ${KINDS.join(' or ')}, not "${args.kind}"` };
   const missing = (['repo', 'commit', 'out'] as const).filter((k) => !args[k]);
   if (missing.length) return { status: 'usage', message: `generate needs ${missing.map((m) => `--${m}`).join(', ')}` };
-  if (!/^[0-9a-f]{40}$/.test(args.commit!)) return { status: 'usage', message: `--commit takes the full 40-hex commit id, not "${args.commit}"` };
+  // A revision (HEAD, a branch, a tag, a short id) is frozen here to its full id: the tasks record that.
+  const rev = spawnSync('git', ['-C', resolve(args.repo!), 'rev-parse', '--verify', '--quiet', `${args.commit!}^{commit}`], { encoding: 'utf8' });
+  if (rev.status !== 0)
+    return { status: 'usage', message: `--commit ${args.commit}: ${resolve(args.repo!)} has no such revision (give a commit, branch or tag of it)` };
+  const commit = rev.stdout.trim();
   const language = (args.language ?? 'js') as Language;
   if (language !== 'js' && language !== 'python') return { status: 'usage', message: `--language takes js or python, not "${args.language}"` };
   const num = (v: string | undefined, name: string, dflt: number) => {
@@ -40,7 +54,7 @@ export async function generate(args: GenerateArgs, log: (line: string) => void):
     return { status: 'usage', message: '--seed, --count and --repeats take whole numbers (count and repeats >= 1)' };
   const options: GenerateOptions = {
     repo: resolve(args.repo!),
-    commit: args.commit!,
+    commit,
     seed,
     count,
     language,
@@ -52,5 +66,13 @@ export async function generate(args: GenerateArgs, log: (line: string) => void):
   };
   const { generateRevertTasks, generateStubFunctionTasks } = await import('../generators/index.js');
   const r = args.kind === 'stub_function' ? await generateStubFunctionTasks(options) : await generateRevertTasks(options);
-  return r.ok ? { status: 'ok', report: r.value } : { status: 'refused', message: r.error };
+  if (!r.ok) return { status: 'refused', message: r.error };
+  const added = args.addTo
+    ? addTasksToConfig(
+        args.addTo,
+        options.outDir,
+        r.value.tasks.map((t) => t.id),
+      )
+    : null;
+  return { status: 'ok', commit: { given: args.commit!, id: commit }, asked: count, report: r.value, added };
 }

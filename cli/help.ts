@@ -27,6 +27,8 @@ export const OPTIONS = {
   language: { value: true },
   'test-command': { value: true },
   out: { value: true },
+  'add-to': { value: true },
+  'fake-model': { value: false },
   repeats: { value: true },
   repair: { value: false },
   sign: { value: true },
@@ -102,6 +104,7 @@ marked in place. Never overwrites a file.`,
       ['repo', 'PATH', "a local git repository: the first task's starting point"],
       ['commit', 'REV', 'the commit (default HEAD), recorded as its full id'],
       ['test-command', 'CMD', "the first task's verifier (default: npm test when package.json\nhas a test script, python -m pytest -q for a Python project)"],
+      ['fake-model', null, 'a scripted model (model/fake-model.json) instead of a provider:\ndoctor, probe and run work end to end before any key is set'],
       ['json', null, 'machine-readable output'],
       ['help', null, 'this help'],
     ],
@@ -368,7 +371,7 @@ or --key (the public key of an export --sign).`,
   generate: {
     synopsis: 'generate KIND',
     summary: "derive tasks from a repo's own test suite (stub_function, revert_reimplement)",
-    usage: 'pairbench generate stub_function|revert_reimplement --repo DIR --commit SHA --out DIR [options]',
+    usage: 'pairbench generate stub_function|revert_reimplement --repo DIR --commit REV --out DIR [options]',
     about: `Derives tasks from a repository's own test suite, deterministically for (commit,
 seed), and writes each as a task directory (task.yaml, setup.patch, solution.patch)
 a person can read and freeze. stub_function replaces an exported function's body
@@ -376,14 +379,17 @@ with a throw (JS/TS) or raise NotImplementedError (Python); revert_reimplement p
 a file recently changed by a small commit back to its parent version. The covering
 tests are found by running the suite. Every candidate goes through the
 discrimination check (its verifier fails on the starting tree and passes with the
-solution); failures are dropped with a reason. Fewer valid tasks than --count is a
-refusal (exit 1) that names the counts.`,
+solution) and certify's static scan (nothing of the solution left in the tree);
+failures are dropped with a reason. --count is an upper bound: what was found is
+written. With --add-to CONFIG the new task ids join the task matrix of every step of
+CONFIG that reads its tasks from --out (init's unwritten placeholder task leaves it).`,
     options: [
       ['repo', 'DIR', 'a local git repository (read from git objects, never its working tree)'],
-      ['commit', 'SHA', 'the full 40-hex commit'],
+      ['commit', 'REV', 'a commit, branch or tag (HEAD too), frozen to its full id in the tasks'],
       ['out', 'DIR', 'where task directories are written'],
       ['seed', 'N', 'orders the candidates (default 0)'],
-      ['count', 'N', 'how many tasks (default 5)'],
+      ['count', 'N', 'at most how many tasks (default 5)'],
+      ['add-to', 'CONFIG', "add the new task ids to CONFIG's task matrix (edited in place, comments kept)"],
       ['language', 'js|python', '(default js)'],
       [
         'test-command',
@@ -396,7 +402,7 @@ refusal (exit 1) that names the counts.`,
     ],
     operands: { min: 1, max: 1, message: 'generate takes exactly one KIND: stub_function or revert_reimplement' },
     config: false,
-    exits: '0 tasks written; 1 refused (fewer valid tasks than --count, said why); 2 usage error.',
+    exits: '0 tasks written (up to --count); 1 refused (no valid task, or --add-to could not add them; said why); 2 usage error.',
   },
   worker: {
     synopsis: 'worker',

@@ -14,9 +14,12 @@ export interface InitOptions {
   repo: string | undefined;
   commit: string | undefined;
   testCommand: string | undefined;
+  /** Scaffold a scripted model (model/fake-model.json) instead of a provider: doctor, probe and run work before any key is set. */
+  fakeModel?: boolean;
 }
 
-export type InitOutcome = { status: 'usage' | 'refused'; message: string; hint?: string } | { status: 'ok'; dir: string; files: string[]; commit: string };
+export type InitOutcome =
+  { status: 'usage' | 'refused'; message: string; hint?: string } | { status: 'ok'; dir: string; files: string[]; commit: string; repo: string };
 
 /** The repository's own test command, when it says one: npm's test script, else pytest for a Python project. */
 function guessTestCommand(repo: string, commit: string): string | undefined {
@@ -35,7 +38,36 @@ function guessTestCommand(repo: string, commit: string): string | undefined {
 
 const yamlString = (s: string) => JSON.stringify(s);
 
-function configText(schema: string, repoFromTask: string, commit: string): string {
+const PROVIDER_LINES = `    # The provider, through pairbench's recording gateway; the key is read from this variable.
+    model: { upstream: https://api.anthropic.com, api_key_env: ANTHROPIC_API_KEY }`;
+
+const FAKE_MODEL_LINES = `    # A scripted model on this machine (model/fake-model.json; its format: schemas/fake-model.schema.json):
+    # the real agent CLI runs against it, with no key and no network. For a real model, replace
+    # this line with: model: { upstream: https://api.anthropic.com, api_key_env: ANTHROPIC_API_KEY }
+    model: { fake_script: model/fake-model.json }`;
+
+/** A first scripted model: it reads the instructions and the file list, then stops without a change. */
+export const FAKE_MODEL_SCRIPT = {
+  $schema: '',
+  turns: [
+    {
+      text: "Reading the project's instructions and its files first.",
+      tool_calls: [
+        {
+          name: 'Bash',
+          input: { command: 'cat CLAUDE.md 2>/dev/null; git ls-files 2>/dev/null | head -50 || ls', description: 'Read the instructions and list the files' },
+        },
+      ],
+      usage: { input_tokens: 1500, output_tokens: 40 },
+    },
+    {
+      text: 'Done. (A scripted model: it changes nothing. Write turns that do in model/fake-model.json, or point the run step at a real provider.)',
+      usage: { input_tokens: 1800, output_tokens: 30 },
+    },
+  ],
+};
+
+function configText(schema: string, repoFromTask: string, commit: string, fakeModel: boolean): string {
   return `# yaml-language-server: $schema=${schema}
 #
 # A cohort: the same tasks through the same agent in two arms, with and without the
@@ -80,8 +112,7 @@ steps:
       claude-md: { files: { CLAUDE.md: context/CLAUDE.md } }
     limits: { turns: 30, wall_seconds: 900, tokens: 400000, cost_usd: 2 }
     sandbox: { backend: auto }
-    # The provider, through pairbench's recording gateway; the key is read from this variable.
-    model: { upstream: https://api.anthropic.com, api_key_env: ANTHROPIC_API_KEY }
+${fakeModel ? FAKE_MODEL_LINES : PROVIDER_LINES}
     order_seed: 1
 
   verify:
@@ -115,8 +146,12 @@ steps:
 `;
 }
 
+/** Marks init's first task until a person edits it: 'generate --add-to' then replaces it in the matrix. */
+export const INIT_PLACEHOLDER_MARK = '# pairbench init: a placeholder task (delete this line once you write it)';
+
 function taskText(schema: string, repoFromTask: string, commit: string, testCommand: string | undefined): string {
   return `# yaml-language-server: $schema=${schema}
+${INIT_PLACEHOLDER_MARK}
 id: first-task
 family: first-task          # tasks of one family are dependent: the unit of the test is the family
 category: bugfix
@@ -163,12 +198,20 @@ export function init(o: InitOptions): InitOutcome {
   // The editor's schema: the installed package's, relative to each file.
   const schema = (from: string, name: string) => relative(from, join(packageRoot(), 'schemas', name));
   const files = [
-    [configFile, configText(schema(dir, 'bench.config.schema.json'), relative(dir, repo) || '.', commit)],
+    [configFile, configText(schema(dir, 'bench.config.schema.json'), relative(dir, repo) || '.', commit, o.fakeModel === true)],
     [
       join(taskDir, 'task.yaml'),
       taskText(schema(taskDir, 'task.schema.json'), relative(taskDir, repo), commit, o.testCommand ?? guessTestCommand(repo, commit)),
     ],
     [join(dir, 'context', 'CLAUDE.md'), CONTEXT],
+    ...(o.fakeModel
+      ? ([
+          [
+            join(dir, 'model', 'fake-model.json'),
+            JSON.stringify({ ...FAKE_MODEL_SCRIPT, $schema: schema(join(dir, 'model'), 'fake-model.schema.json') }, null, 2) + '\n',
+          ],
+        ] as const)
+      : []),
   ] as const;
   const taken = files.filter(([f]) => existsSync(f)).map(([f]) => f);
   if (taken.length) return { status: 'refused', message: `${taken.join(', ')} exist: init never overwrites a file`, hint: 'give init an empty directory' };
@@ -179,5 +222,5 @@ export function init(o: InitOptions): InitOutcome {
   // The store stays out of version control.
   const ignore = join(dir, '.gitignore');
   if (!existsSync(ignore) || !readFileSync(ignore, 'utf8').split('\n').includes('.pairbench/')) writeFileSync(ignore, '.pairbench/\n', { flag: 'a' });
-  return { status: 'ok', dir, files: files.map(([f]) => f), commit };
+  return { status: 'ok', dir, files: files.map(([f]) => f), commit, repo };
 }

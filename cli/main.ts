@@ -30,6 +30,7 @@ import { generate } from './generate.js';
 import { printJson as printJsonTo, printJsonErrors } from './json-output.js';
 import { exportStep } from '../steps/export-step.js';
 import { specOf } from '../steps/step-spec.js';
+import { isolationFallback } from '../steps/run.js';
 
 type Out = { write(s: string | Uint8Array): unknown; isTTY?: boolean };
 
@@ -300,6 +301,7 @@ async function runGenerate(io: CliIO, json: boolean, kind: string, values: Optio
       testCommand: values['test-command'],
       out: values.out,
       repeats: values.repeats,
+      addTo: values['add-to'],
     },
     (line) => {
       if (!json) io.stderr.write(line + '\n');
@@ -313,13 +315,29 @@ async function runGenerate(io: CliIO, json: boolean, kind: string, values: Optio
       else io.stderr.write(`pairbench generate: ${outcome.message}\n`);
       return EXIT.nodeFailed;
     case 'ok': {
-      const { tasks, dropped } = outcome.report;
-      if (json) printJson(io, { ok: true, tasks, dropped });
+      const { report, asked, commit, added } = outcome;
+      const { tasks, dropped } = report;
+      if (json) printJson(io, { ok: true, commit: commit.id, asked, tasks, dropped, added_to: added });
       else {
-        const lines = tasks.map((t) => `wrote ${t.dir}  (${t.file}; fail_to_pass: ${t.covering.join(', ')})`);
+        const lines = commit.given === commit.id ? [] : [`${commit.given} is commit ${commit.id} (the tasks are pinned to it)`];
+        lines.push(...tasks.map((t) => `wrote ${t.dir}  (${t.file}; fail_to_pass: ${t.covering.join(', ')})`));
         for (const d of dropped) lines.push(`dropped ${d.candidate}: ${d.reason}`);
-        lines.push(`${tasks.length} tasks written, ${dropped.length} candidates dropped`);
+        lines.push(`${tasks.length} task${tasks.length === 1 ? '' : 's'} written (up to ${asked} asked for), ${dropped.length} candidates dropped`);
+        if (added?.ok) {
+          if (added.removedPlaceholders.length)
+            lines.push(`removed ${added.removedPlaceholders.join(', ')} from the matrix (init's placeholder, never written; its files are kept)`);
+          lines.push(
+            added.added.length
+              ? `added ${added.added.join(', ')} to ${values['add-to']} (steps ${added.steps.join(', ')})`
+              : `${values['add-to']} already lists every task`,
+          );
+          lines.push('next: pairbench doctor && pairbench plan');
+        } else if (!added) lines.push("next: add the task ids to your config's task matrix (or run again with --add-to bench.config.yaml)");
         io.stdout.write(lines.join('\n') + '\n');
+      }
+      if (added && !added.ok) {
+        if (!json) io.stderr.write(`pairbench generate: the tasks are written, but ${added.message}\n  hint: ${added.hint}\n`);
+        return EXIT.nodeFailed;
       }
       return EXIT.ok;
     }
@@ -351,7 +369,7 @@ async function runView(io: CliIO, json: boolean, values: OptionValues, source: s
 
 async function runInit(io: CliIO, json: boolean, dir: string, values: OptionValues): Promise<number> {
   const { init } = await import('./init.js');
-  const outcome = init({ dir, repo: values.repo, commit: values.commit, testCommand: values['test-command'] });
+  const outcome = init({ dir, repo: values.repo, commit: values.commit, testCommand: values['test-command'], fakeModel: values['fake-model'] === true });
   if (outcome.status !== 'ok') {
     return outcome.status === 'usage'
       ? usageError(io, json, 'init', outcome.message)
@@ -362,7 +380,9 @@ async function runInit(io: CliIO, json: boolean, dir: string, values: OptionValu
     io.stdout.write(
       [
         ...outcome.files.map((f) => `wrote ${f}`),
-        `next: write the prompt and verifier in tasks/first-task/task.yaml and the context in context/CLAUDE.md, add tasks, then (in ${outcome.dir}) pairbench doctor && pairbench plan`,
+        `next: write the context in context/CLAUDE.md and the tasks: tasks/first-task/task.yaml by hand, or derived from the repository's tests with`,
+        `  pairbench generate stub_function --repo ${outcome.repo} --commit ${outcome.commit} --out ${join(outcome.dir, 'tasks')} --add-to ${join(outcome.dir, 'bench.config.yaml')}`,
+        `then (in ${outcome.dir}) pairbench doctor && pairbench plan`,
       ].join('\n') + '\n',
     );
   }
@@ -538,6 +558,12 @@ async function runCommand(argv: string[], io: CliIO, held: HeldLock[]): Promise<
         if (!json) for (const line of reuse) io.stderr.write(`${line}\n`);
         const outcome = runOutcome(ctx, states, values.config ? ` --config ${values.config}` : '');
         if (!json) for (const line of formatRunOutcome(outcome)) io.stdout.write(`${line}\n`);
+        // Beside the verdict: why these attempts ran unisolated, and how to isolate them on this machine.
+        const fallback = isolationFallback();
+        if (fallback && !json)
+          io.stdout.write(
+            `warning: sandbox backend auto ran unisolated (local): ${fallback.cause}\n  fix: ${fallback.fix}; then bump each analysis' version (the sandbox is frozen with it), or use a new store\n`,
+          );
         if (json) {
           printJson(io, {
             ok: summary.failed === 0 && summary.skipped === 0,

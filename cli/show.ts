@@ -87,6 +87,17 @@ function showFound(ctx: EngineContext, node: GraphNode, found: ReturnType<typeof
   const failureLog = failure?.log && ctx.store.cas.has(failure.log as Sha256) ? (failure.log as Sha256) : null;
   if (output === 'log') {
     const log = found?.record.log ?? failureLog;
+    // A node that failed before it wrote a log (an exception in the step) still has its failure.
+    if (!log && failure && !found)
+      return {
+        ok: true,
+        kind: 'bytes',
+        node: node.id,
+        output: 'log',
+        digest: '',
+        bytes: Buffer.from(`${failure.message}\n`),
+        note: `${node.id} failed (${failure.at}) before it wrote a log: this is its failure`,
+      };
     if (!log)
       return {
         ok: false,

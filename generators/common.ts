@@ -93,9 +93,9 @@ export function failToPass(good: SuiteResult, bad: SuiteResult): string[] {
     .sort(compare);
 }
 
-/** The refusal when fewer valid tasks than asked were found. */
+/** The refusal when no valid task was found. */
 export function refusal(kind: string, found: number, asked: number, dropped: DroppedCandidate[], where: string): string {
-  const lines = [`${kind}: found ${found} valid task${found === 1 ? '' : 's'}, asked for ${asked} (${where})`];
+  const lines = [`${kind}: found ${found} valid task${found === 1 ? '' : 's'} (of up to ${asked} asked for) at ${where}`];
   // When every candidate fell for one reason, that is the cause: say it first.
   const reasons = new Set(dropped.map((d) => d.reason));
   if (dropped.length && reasons.size === 1) {

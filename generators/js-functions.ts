@@ -1,4 +1,8 @@
-import ts from 'typescript';
+import type TS from 'typescript';
+import { requireOptional } from '../pipeline/installed-package.js';
+
+// TypeScript's parser (23 MB) is an optional dependency, loaded by the first generator that parses JavaScript.
+let ts: typeof TS;
 /** An exported function found in a source file, and how to stub it: replace [start, end) with `replacement`. */
 export interface FunctionSpan {
   name: string;
@@ -20,22 +24,23 @@ export const JS_STUB_BODY = "{ throw new Error('not implemented'); }";
  * the dialect (TypeScript, JSX) by its extension.
  */
 export function findJsFunctions(src: string, file = 'module.ts'): FunctionSpan[] {
+  ts ??= requireOptional<typeof TS>('typescript', 'generate (for JavaScript and TypeScript repositories)');
   const sf = ts.createSourceFile(file, src, ts.ScriptTarget.Latest, false, scriptKind(file));
   const found = new Map<string, FunctionSpan>();
-  const add = (name: string, fn: ts.Node | undefined) => {
+  const add = (name: string, fn: TS.Node | undefined) => {
     const body = fn ? bodyOf(fn) : undefined;
     if (!body || found.has(name)) return;
     found.set(name, { name, start: body.getStart(sf), end: body.end, replacement: JS_STUB_BODY });
   };
   // Top-level functions by name, for CommonJS exports that name them.
-  const topLevel = new Map<string, ts.Node>();
+  const topLevel = new Map<string, TS.Node>();
   for (const st of sf.statements) {
     if (ts.isFunctionDeclaration(st) && st.name && st.body) topLevel.set(st.name.text, st);
     if (ts.isVariableStatement(st))
       for (const d of st.declarationList.declarations)
         if (ts.isIdentifier(d.name) && isFunctionLike(d.initializer)) topLevel.set(d.name.text, unwrap(d.initializer!)!);
   }
-  const byName = (e: ts.Expression | undefined) => (e && ts.isIdentifier(e) ? topLevel.get(e.text) : undefined);
+  const byName = (e: TS.Expression | undefined) => (e && ts.isIdentifier(e) ? topLevel.get(e.text) : undefined);
   for (const st of sf.statements) {
     const exported = ts.canHaveModifiers(st) && (ts.getModifiers(st) ?? []).some((m) => m.kind === ts.SyntaxKind.ExportKeyword);
     if (ts.isFunctionDeclaration(st) && exported && st.body) {
@@ -68,7 +73,7 @@ export function findJsFunctions(src: string, file = 'module.ts'): FunctionSpan[]
   return [...found.values()].filter((f) => f.name).sort((a, b) => a.start - b.start);
 }
 
-function scriptKind(file: string): ts.ScriptKind {
+function scriptKind(file: string): TS.ScriptKind {
   if (/\.tsx$/.test(file)) return ts.ScriptKind.TSX;
   if (/\.jsx$/.test(file)) return ts.ScriptKind.JSX;
   if (/\.[cm]?js$/.test(file)) return ts.ScriptKind.JS;
@@ -76,8 +81,8 @@ function scriptKind(file: string): ts.ScriptKind {
 }
 
 /** `module.exports` -> 'module.exports'; `module.exports.f` or `exports.f` -> 'f'; anything else null. */
-function commonJsTarget(e: ts.Expression): string | null {
-  const isModuleExports = (x: ts.Expression) =>
+function commonJsTarget(e: TS.Expression): string | null {
+  const isModuleExports = (x: TS.Expression) =>
     ts.isPropertyAccessExpression(x) && ts.isIdentifier(x.expression) && x.expression.text === 'module' && x.name.text === 'exports';
   if (isModuleExports(e)) return 'module.exports';
   if (ts.isPropertyAccessExpression(e) && (isModuleExports(e.expression) || (ts.isIdentifier(e.expression) && e.expression.text === 'exports')))
@@ -86,23 +91,23 @@ function commonJsTarget(e: ts.Expression): string | null {
 }
 
 /** A function or arrow expression, possibly parenthesized or asserted (`(() => 1) as F`). */
-function isFunctionLike(e: ts.Expression | undefined): boolean {
+function isFunctionLike(e: TS.Expression | undefined): boolean {
   const u = unwrap(e);
   return Boolean(u && (ts.isFunctionExpression(u) || ts.isArrowFunction(u)));
 }
 
-function unwrap(e: ts.Expression | undefined): ts.Expression | undefined {
+function unwrap(e: TS.Expression | undefined): TS.Expression | undefined {
   let x = e;
   while (x && (ts.isParenthesizedExpression(x) || ts.isAsExpression(x) || ts.isSatisfiesExpression(x) || ts.isTypeAssertionExpression(x))) x = x.expression;
   return x;
 }
 
-function functionName(e: ts.Node | undefined): string | undefined {
+function functionName(e: TS.Node | undefined): string | undefined {
   return e && (ts.isFunctionExpression(e) || ts.isFunctionDeclaration(e)) && e.name ? e.name.text : undefined;
 }
 
 /** The body to replace: a block, or an arrow's expression body. */
-function bodyOf(fn: ts.Node): ts.Node | undefined {
+function bodyOf(fn: TS.Node): TS.Node | undefined {
   if (ts.isFunctionDeclaration(fn) || ts.isFunctionExpression(fn) || ts.isMethodDeclaration(fn) || ts.isArrowFunction(fn)) return fn.body;
   return undefined;
 }

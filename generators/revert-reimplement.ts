@@ -44,7 +44,7 @@ export async function generateRevertTasks(options: RevertOptions): Promise<Resul
       (c, i) => evaluate(s, options, c, join(work, `c${i}`)),
       s.log,
     );
-    if (accepted.length < s.count) return err(refusal(KIND, accepted.length, s.count, dropped, where));
+    if (!accepted.length) return err(refusal(KIND, accepted.length, s.count, dropped, where));
     const tasks = accepted.map(({ task, files }) => ({ ...task, dir: writeTaskDir(options.outDir, s.repo, options.taskRepoPath, files) }));
     return ok({ tasks, dropped });
   } catch (e) {

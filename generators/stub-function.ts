@@ -26,8 +26,8 @@ const KIND = 'stub_function';
  * Tasks that stub one exported function of the repo (its body throws / raises) and ask for it
  * back, verified by the repo's own tests that the stub breaks. Deterministic for (commit, seed):
  * candidates are tried in sha256(`${seed}:${file}#${name}`) order and every file written depends
- * only on the repo's content and the options. Fewer valid tasks than `count` is an error, and
- * then nothing is written.
+ * only on the repo's content and the options. `count` is an upper bound: what was found is
+ * written, with why each other candidate was dropped; none found is an error.
  */
 export async function generateStubFunctionTasks(options: StubFunctionOptions): Promise<Result<GenerateReport<StubTaskReport>, string>> {
   const checked = checkOptions(KIND, options);
@@ -75,7 +75,7 @@ async function generate(s: Setup, options: StubFunctionOptions, work: string): P
     (c, i) => evaluate(s, c, base, baseline.value, join(work, `c${i}`)),
     s.log,
   );
-  if (accepted.length < s.count) return err(refusal(KIND, accepted.length, s.count, dropped, where));
+  if (!accepted.length) return err(refusal(KIND, accepted.length, s.count, dropped, where));
   const tasks = accepted.map(({ task, files: f }) => ({ ...task, dir: writeTaskDir(options.outDir, s.repo, options.taskRepoPath, f) }));
   return ok({ tasks, dropped });
 }

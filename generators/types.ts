@@ -9,7 +9,7 @@ export interface GenerateOptions {
   commit: string;
   /** Orders candidates: sha256(`${seed}:${candidate id}`). */
   seed: number;
-  /** How many valid tasks to produce; fewer is an error. */
+  /** At most how many valid tasks to produce (none found is an error). */
   count: number;
   language: Language;
   /**

@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, lchownSync, lstatSync, readdirSync, readlinkSync, realpathSync, statSync } from 'node:fs';
+import { chmodSync, existsSync, lchownSync, lstatSync, readFileSync, readdirSync, readlinkSync, realpathSync, statSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, delimiter, dirname, join, posix } from 'node:path';
@@ -134,11 +134,52 @@ export async function checkBubblewrap(pathVar = process.env['PATH'] ?? DEFAULT_P
   const r = await runProbe(tools.value);
   if (r.exitCode === 0) return ok(undefined);
   return err(
-    `bwrap is installed (${tools.value.bwrap}) but cannot create a sandbox here: ${r.stderr.trim() || `exit ${r.exitCode ?? r.signal}`}. ` +
-      'It needs unprivileged namespaces: check that `sysctl user.max_user_namespaces` is above 0 and, on Ubuntu 24.04+, ' +
-      '`kernel.apparmor_restrict_unprivileged_userns`; inside a container, allow unshare/mount (e.g. --privileged). ' +
-      'Or use the docker backend.',
+    `bwrap is installed (${tools.value.bwrap}) but cannot create a sandbox here: ${r.stderr.trim() || `exit ${r.exitCode ?? r.signal}`}; ${namespaceFix()}`,
   );
+}
+
+/** Reads a sysctl under /proc/sys (`kernel/foo`), or null where this kernel has none. */
+function sysctl(path: string): string | null {
+  try {
+    return readFileSync(join('/proc/sys', path), 'utf8').trim();
+  } catch {
+    return null;
+  }
+}
+
+/** What to do on this machine when bwrap cannot make its namespaces: the setting that blocks them, by name. */
+export function namespaceFix(): string {
+  if (sysctl('kernel/apparmor_restrict_unprivileged_userns') === '1')
+    return (
+      'AppArmor blocks unprivileged user namespaces here (kernel.apparmor_restrict_unprivileged_userns = 1, as on Ubuntu 24.04+ and ' +
+      "GitHub's ubuntu-latest): run `sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0`, or use the docker backend"
+    );
+  if (sysctl('kernel/unprivileged_userns_clone') === '0')
+    return 'unprivileged user namespaces are off (kernel.unprivileged_userns_clone = 0): run `sudo sysctl -w kernel.unprivileged_userns_clone=1`, or use the docker backend';
+  if (sysctl('user/max_user_namespaces') === '0')
+    return 'user namespaces are off (user.max_user_namespaces = 0): run `sudo sysctl -w user.max_user_namespaces=15000`, or use the docker backend';
+  return 'bwrap needs unprivileged namespaces: inside a container, allow unshare and mount (e.g. docker run --privileged); or use the docker backend';
+}
+
+/** Why bubblewrap cannot make a sandbox here and what to do (null when it can), synchronously: `backend: auto` chooses with it. */
+export function bubblewrapProblemSync(pathVar = process.env['PATH'] ?? DEFAULT_PATH): { cause: string; fix: string } | null {
+  const tools = findTools(pathVar);
+  if (!tools.ok)
+    return { cause: tools.error.split(';')[0]!, fix: tools.error.includes(';') ? tools.error.slice(tools.error.indexOf(';') + 1).trim() : tools.error };
+  if (!seccompSupported()) return { cause: `no seccomp filter for this architecture (${process.arch})`, fix: 'use the docker backend' };
+  const args = [...namespaceArgs('none'), ...withParentDirs([...systemArgs(), ...scratchArgs()]), '--', ...dropArgv(tools.value), 'true'];
+  const r = spawnSync(tools.value.bwrap, args, {
+    cwd: tmpdir(),
+    env: { PATH: DEFAULT_PATH },
+    encoding: 'utf8',
+    stdio: ['ignore', 'ignore', 'pipe'],
+    timeout: 10_000,
+  });
+  if (r.status === 0) return null;
+  return {
+    cause: `bwrap (${tools.value.bwrap}) cannot create a sandbox here: ${String(r.stderr ?? '').trim() || `exit ${r.status ?? r.signal}`}`,
+    fix: namespaceFix(),
+  };
 }
 
 function runProbe(tools: Tools) {
@@ -158,10 +199,7 @@ function probeInvocation(tools: Tools): { argv: string[]; options: Buffer } {
  * cannot feed extra descriptors); the asynchronous check runs before any sandbox starts.
  */
 export function bubblewrapWorksSync(pathVar = process.env['PATH'] ?? DEFAULT_PATH): boolean {
-  const tools = findTools(pathVar);
-  if (!tools.ok || !seccompSupported()) return false;
-  const args = [...namespaceArgs('none'), ...withParentDirs([...systemArgs(), ...scratchArgs()]), '--', ...dropArgv(tools.value), 'true'];
-  return spawnSync(tools.value.bwrap, args, { cwd: tmpdir(), env: { PATH: DEFAULT_PATH }, stdio: 'ignore', timeout: 10_000 }).status === 0;
+  return bubblewrapProblemSync(pathVar) === null;
 }
 
 async function create(spec: SandboxSpec): Promise<Result<Sandbox, SandboxFailure>> {

@@ -4,7 +4,7 @@
 // one by one at every start; bin/code-cache.js then keeps V8's compiled code of each chunk
 // (Node 20 caches no compiled code for ES modules). Lazily imported parts stay lazy (their own
 // chunks). Left outside, loaded from node_modules when used: typescript (the generators'
-// parser, 9 MB), dockerode (optional native add-ons) and bullmq/ioredis (the worker queue).
+// parser, 9 MB), dockerode (optional native add-ons) and bullmq (the worker queue).
 // bin/pairbench.js runs the bundle only while it is newer than dist/cli/index.js: a `tsc`
 // since then rewrites dist/ and the compiled modules run until this script runs again.
 import { existsSync, renameSync, rmSync } from 'node:fs';
@@ -16,7 +16,7 @@ const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 // main.js, not index.js: CommonJS has no top-level await (bin/pairbench.js calls main).
 const ENTRY = join(ROOT, 'dist', 'cli', 'main.js');
 const OUT = join(ROOT, 'dist', 'bundle');
-const EXTERNAL = /^(typescript|dockerode|bullmq|ioredis)(\/|$)/;
+const EXTERNAL = /^(typescript|dockerode|bullmq)(\/|$)/;
 
 if (!existsSync(ENTRY)) {
   console.error(`bundle-cli: ${ENTRY} is missing; run tsc -p tsconfig.json first`);
@@ -36,6 +36,11 @@ await build({
   output: {
     dir: tmp,
     format: 'cjs',
+    // import() of a package left outside becomes require() in a promise: a script compiled from
+    // V8's code cache (bin/code-cache.js) has no dynamic-import callback on Node 20, so an
+    // import() there fails on every start but the first ("A dynamic import callback was not
+    // specified").
+    dynamicImportInCjs: false,
     entryFileNames: '[name].cjs',
     chunkFileNames: '[name]-[hash].cjs',
     // What every start loads (the entry's static imports, all the way down) in one chunk, not ~40.

@@ -256,8 +256,10 @@ export const certifyStep: StepKind = {
     let solutionWritesOwned = false;
     // What the reference solution changed outside the workspace: verify carries the workspace only.
     let solutionOutside: string[] = [];
+    // The static scan rejects a task at once: the discrimination check (minutes of verifier runs) is not run for it.
+    const scanRejects = failing.length > 0;
     try {
-      for (let i = 0; i < policy.repeats; i++) {
+      for (let i = 0; i < (scanRejects ? 0 : policy.repeats); i++) {
         for (const agent of ['nop', 'oracle'] as const) {
           const scratch = join(ctx.workDir, `check-${agent}-${i}`);
           const ws = join(scratch, 'ws');
@@ -320,8 +322,8 @@ export const certifyStep: StepKind = {
     if (oraclePasses > 0 && oraclePasses < policy.repeats)
       flaky.push(`flaky verifier: passed ${oraclePasses} of ${policy.repeats} times with the reference solution`);
     const discriminating = nopPasses === 0 && oraclePasses === policy.repeats;
-    if (nopPasses === policy.repeats) reasons.push('non-discriminating: the verifier passes on the untouched tree');
-    if (oraclePasses === 0 && !reasons.some((r) => r.startsWith('oracle:'))) {
+    if (!scanRejects && nopPasses === policy.repeats) reasons.push('non-discriminating: the verifier passes on the untouched tree');
+    if (!scanRejects && oraclePasses === 0 && !reasons.some((r) => r.startsWith('oracle:'))) {
       const note = networkNote(task, verifierSettings.egress, oracleOutput);
       const outside = solutionOutside.length
         ? `the reference solution also changed ${listed(solutionOutside)} outside the workspace, which a fresh verifier container does not have: a verifier that depends on state made outside the workspace cannot score attempts (build that state into the image, or have the tests make it)`
@@ -340,6 +342,7 @@ export const certifyStep: StepKind = {
       );
     for (const f of failing.slice(0, 20)) reasons.push(`${f.class} in ${f.surface} ${f.path}:${f.line}: ${f.detail}${vendoredNote(f)}`);
     if (failing.length > 20) reasons.push(`... and ${failing.length - 20} more findings (every finding is in certification.json, most severe first)`);
+    if (scanRejects) reasons.push('the discrimination check was not run: the static scan rejects the task first');
 
     const count: Record<string, number> = {};
     for (const f of findings) count[f.class] = (count[f.class] ?? 0) + 1;

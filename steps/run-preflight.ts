@@ -1,8 +1,6 @@
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { agentAdapters } from '../agents/index.js';
+import { installCommand, pinnedSpec, pinnedVersion } from '../pipeline/installed-package.js';
 import type { StepConfig } from '../pipeline/config/load.js';
-import { packageRoot } from '../pipeline/package-root.js';
 import type { HostEnv, PreflightCheck, PreflightContext } from '../pipeline/step-kind.js';
 import { missing, pass, stepList } from './preflight.js';
 import { specOf } from './step-spec.js';
@@ -16,38 +14,21 @@ export function runPreflight(steps: readonly StepConfig[], ctx: PreflightContext
   return [...agentChecks(steps), ...credentialChecks(steps, ctx.env)];
 }
 
-/** Agent CLIs installed as npm packages, and the environment variable holding their provider's key. */
-const AGENT_PACKAGES: Record<string, { pkg: string; credential: string }> = {
-  'claude-code': { pkg: '@anthropic-ai/claude-code', credential: 'ANTHROPIC_API_KEY' },
-  codex: { pkg: '@openai/codex', credential: 'OPENAI_API_KEY' },
-};
-
-function pinnedVersion(pkg: string): string | null {
-  try {
-    const json = JSON.parse(readFileSync(join(packageRoot(), 'package.json'), 'utf8')) as {
-      dependencies?: Record<string, string>;
-      devDependencies?: Record<string, string>;
-    };
-    return json.devDependencies?.[pkg] ?? json.dependencies?.[pkg] ?? null;
-  } catch {
-    return null;
-  }
-}
-
 function agentChecks(steps: readonly StepConfig[]): PreflightCheck[] {
   const byAdapter = new Map<string, string[]>();
   for (const s of steps) {
     const a = specOf(s, 'run').agent.adapter;
-    if (a && AGENT_PACKAGES[a]) byAdapter.set(a, [...(byAdapter.get(a) ?? []), s.name]);
+    if (a && agentAdapters.get(a)?.cli) byAdapter.set(a, [...(byAdapter.get(a) ?? []), s.name]);
   }
   const out: PreflightCheck[] = [];
   for (const [name, stepNames] of byAdapter) {
-    const pkg = AGENT_PACKAGES[name]!.pkg;
+    const adapter = agentAdapters.get(name)!;
+    const pkg = adapter.cli!.package;
     const label = `agent ${name} (${stepList(stepNames)})`;
-    const version = agentAdapters.get(name)!.version();
+    const version = adapter.version();
     const pinned = pinnedVersion(pkg);
-    const install = `run npm ci in ${packageRoot()} (installs ${pkg}${pinned ? `@${pinned}` : ''})`;
-    if (version === 'not-installed') out.push(missing(label, `the ${name} CLI is not installed (or does not run: --version failed)`, install));
+    const install = installCommand(pinnedSpec(pkg));
+    if (version === 'not-installed') out.push(missing(label, `the ${name} CLI (${pkg}) is not installed (or does not run: --version failed)`, install));
     else if (pinned && version !== pinned)
       out.push(missing(label, `installed ${version}, but package.json pins ${pkg}@${pinned}; the version is part of every attempt's key`, install));
     else out.push(pass(label, `${pkg} ${version} installed${pinned ? ' (the pinned version)' : ''}`));
@@ -74,7 +55,7 @@ function credentialChecks(steps: readonly StepConfig[], env: HostEnv): Preflight
     const adapter = spec.agent.adapter;
     const upstream = spec.model?.upstream;
     if (!upstream || spec.model?.fake_script || isLocalUpstream(upstream)) continue;
-    const variable = AGENT_PACKAGES[adapter]?.credential;
+    const variable = agentAdapters.get(adapter)?.cli?.credential;
     if (!variable) continue;
     const n = needs.get(variable) ?? { upstreams: new Set<string>(), steps: [], adapter };
     n.upstreams.add(upstream);

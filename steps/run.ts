@@ -11,7 +11,7 @@ import { sha256 } from '../pipeline/digest.js';
 import { err, errorMessage, ok, type Result } from '../pipeline/result.js';
 import type { ExecutionContext, FileInputSpec, GraphNode, StepKind } from '../pipeline/step-kind.js';
 import type { OutputManifest } from '../pipeline/store/action-cache.js';
-import { bubblewrapWorksSync } from '../sandboxes/bubblewrap.js';
+import { bubblewrapProblemSync } from '../sandboxes/bubblewrap.js';
 import { sandboxBackend, type BackendName } from '../sandboxes/index.js';
 import type { EgressMode, Mount, Sandbox } from '../sandboxes/sandbox.js';
 import { checkTasks, taskOf } from './agent-step-config.js';
@@ -117,6 +117,7 @@ export function gatewayLimitsOf(s: Pick<RunSpec, 'model' | 'limits'>) {
 }
 
 let autoBackend: 'bubblewrap' | 'local' | undefined;
+let autoProblem: { cause: string; fix: string } | null = null;
 
 /**
  * `backend: auto` (the shipped example's default): bubblewrap when it can make a
@@ -124,8 +125,20 @@ let autoBackend: 'bubblewrap' | 'local' | undefined;
  * The resolved backend is what the key and the receipts record.
  */
 function resolveAuto(): 'bubblewrap' | 'local' {
-  autoBackend ??= bubblewrapWorksSync() ? 'bubblewrap' : 'local';
+  if (!autoBackend) {
+    autoProblem = bubblewrapProblemSync();
+    autoBackend = autoProblem ? 'local' : 'bubblewrap';
+  }
   return autoBackend;
+}
+
+/**
+ * When `backend: auto` had to fall back to local in this process: why bubblewrap could not
+ * isolate here, and the fix for this machine (null when nothing fell back). Run and doctor
+ * print it, so an unisolated run is never silent.
+ */
+export function isolationFallback(): { cause: string; fix: string } | null {
+  return autoBackend === 'local' ? autoProblem : null;
 }
 
 export function sandboxOf(s: { sandbox?: SandboxSettings }) {
@@ -529,7 +542,13 @@ export const runStep: StepKind = {
     if (cert) {
       const receipt = JSON.parse(ctx.artifacts.read(cert.digest).toString('utf8')) as { verdict: string; reasons: string[] };
       if (receipt.verdict !== 'certified') {
-        return err({ reason: 'refused', message: `task ${task.id} failed certification: ${receipt.reasons.join('; ')}` });
+        // The first reason, shortened: every attempt of the task says it, and certify's receipt has them all.
+        const first = receipt.reasons[0] ?? 'rejected';
+        const more = receipt.reasons.length > 1 ? ` (+${receipt.reasons.length - 1} more)` : '';
+        return err({
+          reason: 'refused',
+          message: `task ${task.id} failed certification: ${first.length > 160 ? `${first.slice(0, 157)}...` : first}${more}; every reason: pairbench show ${cert ? [...certifyIds][0] : 'certify'} certification.json`,
+        });
       }
     }
 

@@ -333,6 +333,57 @@ describe('certify static scan', () => {
   });
 });
 
+describe('a solution line the starting tree keeps elsewhere in the same file', () => {
+  // minimist's shape: setKey is stubbed; its body shares a line with hasKey, which the stub keeps.
+  const START = [
+    'function hasKey(obj, keys) {',
+    '  var o = obj;',
+    '  var key = keys[keys.length - 1];',
+    '  return Object.prototype.hasOwnProperty.call(o, key);',
+    '}',
+    'function setKey(obj, keys, value) {',
+    "  throw new Error('not implemented');",
+    '}',
+    'module.exports = { hasKey, setKey };',
+    '',
+  ].join('\n');
+  const BODY = [
+    '  var o = obj;',
+    '  var key = keys[keys.length - 1];',
+    '  keys.slice(0, -1).forEach(function (k) { o = o[k] = o[k] || {}; });',
+    '  o[key] = value;',
+  ];
+  const PATCH = `diff --git a/index.js b/index.js
+--- a/index.js
++++ b/index.js
+@@ -6,3 +6,6 @@
+ function setKey(obj, keys, value) {
+-  throw new Error('not implemented');
++${BODY.join('\n+')}
+ }
+`;
+  const task = makeTask({
+    solution: { patch: PATCH, script: null },
+    verifier: { ...makeTask().verifier, patch: null, failToPass: { t: 'tape' }, passToPass: {} },
+  });
+  const findingsIn = (files: Record<string, string>) =>
+    scanSurfaces({ task, surfaces: [surfaceFromDir('tree', 'tree', writeDir(`t${Object.keys(files).length}-${Math.random()}`, files))] }).filter(
+      (f) => f.class === 'solution-leak',
+    );
+
+  it('is not a leak (a repeated idiom of the file); a copy of the solution elsewhere still is, and so is a stub that left a line', () => {
+    expect(findingsIn({ 'index.js': START })).toEqual([]);
+    // The package vendored under node_modules (its test runner depends on it): the answer is there.
+    const solved = START.replace("  throw new Error('not implemented');", BODY.join('\n'));
+    const vendored = findingsIn({ 'index.js': START, 'node_modules/objset/index.js': solved });
+    expect(new Set(vendored.map((f) => f.path))).toEqual(new Set(['node_modules/objset/index.js']));
+    expect(vendored.map((f) => f.match)).toContain('o[key] = value;');
+    // A stub that kept a line of the body (in the lines the solution replaces) leaks it.
+    const leftover = START.replace("  throw new Error('not implemented');", "  throw new Error('not implemented'); // o[key] = value;");
+    expect(findingsIn({ 'index.js': leftover }).map((f) => `${f.path}:${f.line}:${f.match}`)).toEqual(['index.js:7:o[key] = value;']);
+  });
+});
+
 describe('certify policy', () => {
   const findings: Finding[] = [
     { surface: 'prompt', path: 'prompt', line: 1, class: 'benchmark-awareness', match: 'benchmark', detail: 'benchmark word "benchmark"' },

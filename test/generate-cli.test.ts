@@ -78,7 +78,7 @@ describe('pairbench generate', () => {
     }
   });
 
-  it('refuses when fewer valid tasks exist than asked, naming the counts', async () => {
+  it('--count is an upper bound: writes what it found, says so and what was dropped; --commit takes a revision', async () => {
     const commit = library();
     const r = await rig.cli(
       'generate',
@@ -86,16 +86,21 @@ describe('pairbench generate', () => {
       '--repo',
       join(rig.dir, 'repos', 'lib'),
       '--commit',
-      commit,
+      'HEAD',
       '--out',
       join(rig.dir, 'tasks'),
       '--count',
       '5',
     );
-    expect(r.code).toBe(1);
-    expect(r.stderr).toMatch(/found 2 valid tasks, asked for 5/);
-    const usage = await rig.cli('generate', 'stub_function', '--repo', '.', '--commit', 'main', '--out', 'x');
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain(`HEAD is commit ${commit} (the tasks are pinned to it)`);
+    expect(r.stdout).toMatch(/^2 tasks written \(up to 5 asked for\), \d+ candidates dropped$/m);
+    expect(r.stdout).toMatch(/^next: add the task ids to your config's task matrix/m);
+    for (const dir of readdirSync(join(rig.dir, 'tasks')))
+      expect(readFileSync(join(rig.dir, 'tasks', dir, 'task.yaml'), 'utf8')).toContain(`commit: ${commit}`);
+    const usage = await rig.cli('generate', 'stub_function', '--repo', join(rig.dir, 'repos', 'lib'), '--commit', 'no-such-branch', '--out', 'x');
     expect(usage.code).toBe(2);
-    expect(usage.stderr).toContain('--commit takes the full 40-hex commit id');
+    expect(usage.stderr).toContain('--commit no-such-branch: ');
+    expect(usage.stderr).toContain('has no such revision');
   });
 });

@@ -142,6 +142,12 @@ export function scanSurfaces(inputs: ScanInputs): Finding[] {
     found.set(JSON.stringify([g.surface, g.path, g.line, g.class, g.match, g.detail]), g);
   };
 
+  // Lines of the starting tree the reference solution keeps as they are: a solution line found
+  // there is the file's own code (a repeated idiom, a helper the stub left alone), not a leak.
+  const kept = task.solution.patch ? keptLines(task.solution.patch) : new Map<string, Set<number>>();
+  const keptInTree = (surface: Surface, path: string, line: number, cls: string, encoded: boolean) =>
+    surface.kind === 'tree' && cls === 'solution-leak' && !encoded && kept.has(path) && !kept.get(path)!.has(line);
+
   for (const surface of inputs.surfaces) {
     const authored = surface.kind !== 'tree';
     if (surface.kind === 'tree') {
@@ -186,8 +192,10 @@ export function scanSurfaces(inputs: ScanInputs): Finding[] {
           const hit = new Set<number>();
           for (let i = norm.indexOf(n.needle); i !== -1; i = norm.indexOf(n.needle, i + 1)) hit.add(lineAt(starts, i));
           if (n.bare.length >= 8) for (let i = bare.indexOf(n.bare); i !== -1; i = bare.indexOf(n.bare, i + 1)) hit.add(lineAt(bareStarts, i));
-          for (const line of hit)
+          for (const line of hit) {
+            if (keptInTree(surface, file.path, lineOfIndex(line), n.class, Boolean(encoded))) continue;
             add({ surface: surface.name, path: file.path, line: lineOfIndex(line), class: n.class, match: n.text, detail: n.detail + how });
+          }
         }
       }
 
@@ -230,6 +238,47 @@ export function compareFindings(a: Finding, b: Finding): number {
 
 // ---------------------------------------------------------------------------
 // Unified diffs
+
+/**
+ * For each file a patch modifies (by its path in the old tree): the old file's lines the patch
+ * removes. A line of such a file not in its set is one the patch keeps (in a map, a file the
+ * patch only adds is absent; so is a file it does not touch, where every line is a possible copy).
+ */
+export function keptLines(patch: string): Map<string, Set<number>> {
+  const out = new Map<string, Set<number>>();
+  let removed: Set<number> | undefined;
+  let oldLine = 0;
+  let oldLeft = 0;
+  let newLeft = 0;
+  for (const line of patch.split(/\r?\n/)) {
+    const hunk = /^@@ -(\d+)(?:,(\d+))? \+\d+(?:,(\d+))? @@/.exec(line);
+    if (hunk) {
+      oldLine = Number(hunk[1]);
+      oldLeft = hunk[2] === undefined ? 1 : Number(hunk[2]);
+      newLeft = hunk[3] === undefined ? 1 : Number(hunk[3]);
+      continue;
+    }
+    if (oldLeft > 0 || newLeft > 0) {
+      const c = line[0];
+      if (c === '-' && oldLeft > 0) {
+        removed?.add(oldLine++);
+        oldLeft--;
+      } else if (c === '+' && newLeft > 0) newLeft--;
+      else if (c === ' ' || line === '') {
+        oldLine++;
+        oldLeft--;
+        newLeft--;
+      }
+      continue;
+    }
+    const from = /^--- (?:a\/)?(.+?)\s*$/.exec(line);
+    if (from) {
+      removed = from[1] === '/dev/null' ? undefined : new Set<number>();
+      if (removed) out.set(from[1]!, removed);
+    }
+  }
+  return out;
+}
 
 export interface DiffLines {
   added: string[];
