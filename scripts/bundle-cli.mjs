@@ -4,7 +4,7 @@
 // one by one at every start; bin/code-cache.js then keeps V8's compiled code of each chunk
 // (Node 20 caches no compiled code for ES modules). Lazily imported parts stay lazy (their own
 // chunks). Left outside, loaded from node_modules when used: typescript (the generators'
-// parser, 9 MB), dockerode (optional native add-ons) and bullmq (the worker queue).
+// parser, 9 MB), dockerode (optional native add-ons) and bullmq (the worker queue; its Redis client, ioredis, is a dependency of ours: bullmq 6 loads it as an optional peer).
 // bin/pairbench.js runs the bundle only while it is newer than dist/cli/index.js: a `tsc`
 // since then rewrites dist/ and the compiled modules run until this script runs again.
 import { existsSync, renameSync, rmSync } from 'node:fs';
