@@ -41,7 +41,7 @@ export function addTasksToConfig(configFile: string, outDir: string, ids: readon
   const deref = (n: unknown): unknown => (isAlias(n) ? n.resolve(doc) : n);
   const matrices = new Set<YAMLSeq>();
   const names: string[] = [];
-  let otherDirs = new Set<string>();
+  const otherDirs = new Set<string>();
   for (const pair of steps.items) {
     const step = pair.value;
     if (!isMap(step)) continue;
@@ -51,7 +51,7 @@ export function addTasksToConfig(configFile: string, outDir: string, ids: readon
     const from = tasksDirOf(step, dirname(file), deref);
     if (from === null) continue;
     if (from !== dir) {
-      otherDirs = new Set([...otherDirs, from]);
+      otherDirs.add(from);
       continue;
     }
     matrices.add(resolved);

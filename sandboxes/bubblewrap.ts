@@ -161,11 +161,19 @@ export function namespaceFix(): string {
   return 'bwrap needs unprivileged namespaces: inside a container, allow unshare and mount (e.g. docker run --privileged); or use the docker backend';
 }
 
-/** Why bubblewrap cannot make a sandbox here and what to do (null when it can), synchronously: `backend: auto` chooses with it. */
+/**
+ * Why bubblewrap cannot make a sandbox here and what to do (null when it can), synchronously:
+ * `backend: auto` chooses with it while a key is computed. The probe's options go on the command
+ * line and no seccomp program is given (spawnSync cannot feed extra descriptors); the
+ * asynchronous check (checkBubblewrap) runs before any sandbox starts.
+ */
 export function bubblewrapProblemSync(pathVar = process.env['PATH'] ?? DEFAULT_PATH): { cause: string; fix: string } | null {
   const tools = findTools(pathVar);
-  if (!tools.ok)
-    return { cause: tools.error.split(';')[0]!, fix: tools.error.includes(';') ? tools.error.slice(tools.error.indexOf(';') + 1).trim() : tools.error };
+  if (!tools.ok) {
+    // findTools says what is missing, then (after '; ') what to do.
+    const [cause, ...fix] = tools.error.split('; ');
+    return { cause: cause!, fix: fix.join('; ') || tools.error };
+  }
   if (!seccompSupported()) return { cause: `no seccomp filter for this architecture (${process.arch})`, fix: 'use the docker backend' };
   const args = [...namespaceArgs('none'), ...withParentDirs([...systemArgs(), ...scratchArgs()]), '--', ...dropArgv(tools.value), 'true'];
   const r = spawnSync(tools.value.bwrap, args, {
@@ -191,15 +199,6 @@ function runProbe(tools: Tools) {
 function probeInvocation(tools: Tools): { argv: string[]; options: Buffer } {
   const options = nulArgs([...namespaceArgs('none'), ...withParentDirs([...systemArgs(), ...scratchArgs()]), '--seccomp', '4']);
   return { argv: [tools.bwrap, '--args', '3', '--', ...dropArgv(tools), 'true'], options };
-}
-
-/**
- * The same probe, synchronously (for choosing `backend: auto` while a key is computed):
- * the options on the command line instead of fd 3, and no seccomp program (spawnSync
- * cannot feed extra descriptors); the asynchronous check runs before any sandbox starts.
- */
-export function bubblewrapWorksSync(pathVar = process.env['PATH'] ?? DEFAULT_PATH): boolean {
-  return bubblewrapProblemSync(pathVar) === null;
 }
 
 async function create(spec: SandboxSpec): Promise<Result<Sandbox, SandboxFailure>> {

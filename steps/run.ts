@@ -538,7 +538,8 @@ export const runStep: StepKind = {
 
     // 0. A task that failed certification is never run.
     const certifyIds = new Set(ctx.node.upstream.filter((u) => u.kind.name === 'certify').map((u) => u.id));
-    const cert = ctx.upstream.find((u) => certifyIds.has(u.node))?.outputs['verdict.json'];
+    const certifier = ctx.upstream.find((u) => certifyIds.has(u.node));
+    const cert = certifier?.outputs['verdict.json'];
     if (cert) {
       const receipt = JSON.parse(ctx.artifacts.read(cert.digest).toString('utf8')) as { verdict: string; reasons: string[] };
       if (receipt.verdict !== 'certified') {
@@ -547,7 +548,7 @@ export const runStep: StepKind = {
         const more = receipt.reasons.length > 1 ? ` (+${receipt.reasons.length - 1} more)` : '';
         return err({
           reason: 'refused',
-          message: `task ${task.id} failed certification: ${first.length > 160 ? `${first.slice(0, 157)}...` : first}${more}; every reason: pairbench show ${cert ? [...certifyIds][0] : 'certify'} certification.json`,
+          message: `task ${task.id} failed certification: ${first.length > 160 ? `${first.slice(0, 157)}...` : first}${more}; every reason: pairbench show ${certifier!.node} certification.json`,
         });
       }
     }
