@@ -1,7 +1,8 @@
 import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
-import { lookup, plan } from '../pipeline/engine.js';
+import { lookup, plan, type PlanEntry } from '../pipeline/engine.js';
+import { etaMs } from '../pipeline/progress.js';
 import { packageRoot } from '../pipeline/package-root.js';
 import { Store } from '../pipeline/store/store.js';
 import { exportStep } from '../steps/export-step.js';
@@ -72,14 +73,7 @@ export function storeData(loaded: LoadedConfig, env: CommandIO['env']): ViewerDa
     const store = new Store(loaded.config.storeDir);
     const ctx = { ...loaded.ctx, store };
     const entries = plan(ctx, loaded.inputs, loaded.graph.nodes, env);
-    const cached = entries.filter((e) => e.status === 'cached').length;
-    progress = {
-      total: entries.length,
-      cached,
-      to_run: entries.length - cached,
-      nodes: entries.map((e) => ({ id: e.node, status: e.status })),
-      at: new Date().toISOString(),
-    };
+    progress = progressOf(store, entries);
     const next: typeof cohorts = [];
     for (const node of loaded.graph.nodes.filter((n) => n.kind === exportStep)) {
       const e = entries.find((x) => x.node === node.id);
@@ -103,6 +97,50 @@ export function storeData(loaded: LoadedConfig, env: CommandIO['env']): ViewerDa
     progress: () => (refresh(), progress),
     history: (cohort) => historyLines(registryOf(loaded.ctx).get(cohort)),
     dispose: () => rmSync(scratch, { recursive: true, force: true }),
+  };
+}
+
+/**
+ * The run's progress as the store shows it: built nodes (their records' durations estimate each
+ * step's time left), running ones (a live run holds their lock), and the rest, queued.
+ */
+function progressOf(store: Store, entries: PlanEntry[]): Progress {
+  const now = Date.now();
+  const running: Progress['running'] = [];
+  const steps = new Map<string, { built: number; total: number; finishedMs: number[]; runningMs: number[]; queued: number }>();
+  const nodes = entries.map((e) => {
+    const step = e.node.split('/')[0]!;
+    const s = steps.get(step) ?? { built: 0, total: 0, finishedMs: [], runningMs: [], queued: 0 };
+    steps.set(step, s);
+    s.total++;
+    if (e.status === 'cached') {
+      s.built++;
+      const found = lookup(store, e.key);
+      if (found.status === 'hit') s.finishedMs.push(found.record.duration_ms);
+      return { id: e.node, status: 'cached' as const };
+    }
+    const since = e.key ? store.locks.liveSince(e.key) : null;
+    if (since) {
+      const elapsed = Math.max(0, now - Date.parse(since));
+      running.push({ id: e.node, since, elapsed_ms: elapsed });
+      s.runningMs.push(elapsed);
+      return { id: e.node, status: 'running' as const };
+    }
+    s.queued++;
+    return { id: e.node, status: 'run' as const };
+  });
+  const cached = nodes.filter((n) => n.status === 'cached').length;
+  return {
+    total: entries.length,
+    cached,
+    to_run: entries.length - cached,
+    nodes,
+    running: running.sort((a, b) => b.elapsed_ms - a.elapsed_ms),
+    queued: nodes.filter((n) => n.status === 'run').length,
+    steps: [...steps]
+      .filter(([, s]) => s.built < s.total)
+      .map(([name, s]) => ({ name, built: s.built, total: s.total, eta_ms: etaMs({ finishedMs: s.finishedMs, runningMs: s.runningMs, queued: s.queued }) })),
+    at: new Date(now).toISOString(),
   };
 }
 

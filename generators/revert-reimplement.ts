@@ -1,11 +1,13 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { err, errorMessage, ok, type Result } from '../pipeline/result.js';
 import { checkOptions, choosePassToPass, failToPass, firstValid, refusal, type Setup } from './common.js';
 import { discriminationFailure } from './discrimination.js';
 import { seededOrder } from './seeded-order.js';
 import { prepareTrees } from './stub-function.js';
+import { surfaceFromDir } from '../steps/certify/scan.js';
+import { CandidateScanner } from './pre-certify.js';
+import { scratchDir } from './work-dir.js';
 import { writeTaskDir, type TaskFiles } from './task-files.js';
 import { exportCommit, fileAt, listCommitFiles, numstat, parentsOf, recentCommits, resolveCommit, subjectOf, unifiedDiff } from './tree.js';
 import type { GenerateOptions, GenerateReport, RevertTaskReport } from './types.js';
@@ -31,17 +33,19 @@ export async function generateRevertTasks(options: RevertOptions): Promise<Resul
   const checked = checkOptions(KIND, options);
   if (!checked.ok) return checked;
   const s = checked.value;
-  const work = mkdtempSync(join(tmpdir(), 'pairbench-gen-revert-'));
+  const scratch = scratchDir('pairbench-gen-revert-');
+  const work = scratch.dir;
   try {
     const where = `${s.repo}@${s.commit.slice(0, 12)}`;
     if ((await resolveCommit(s.repo, s.commit)) !== s.commit) return err(`${KIND}: ${s.commit} is not a commit of ${s.repo}`);
     const commits = await recentCommits(s.repo, s.commit, options.history ?? 50);
     const ordered = seededOrder(s.seed, commits, (c) => c);
+    const scanner = new CandidateScanner(s.repo, s.log);
     const { accepted, dropped } = await firstValid(
       ordered,
       s.count,
       (c) => c,
-      (c, i) => evaluate(s, options, c, join(work, `c${i}`)),
+      (c, i) => evaluate(s, options, c, scanner, join(work, `c${i}`)),
       s.log,
     );
     if (!accepted.length) return err(refusal(KIND, accepted.length, s.count, dropped, where));
@@ -50,13 +54,13 @@ export async function generateRevertTasks(options: RevertOptions): Promise<Resul
   } catch (e) {
     return err(`${KIND}: ${errorMessage(e)}`);
   } finally {
-    rmSync(work, { recursive: true, force: true });
+    scratch.dispose();
   }
 }
 
 type Evaluated = { task: Omit<RevertTaskReport, 'dir'>; files: TaskFiles };
 
-async function evaluate(s: Setup, o: RevertOptions, commit: string, dir: string): Promise<Result<Evaluated, string>> {
+async function evaluate(s: Setup, o: RevertOptions, commit: string, scanner: CandidateScanner, dir: string): Promise<Result<Evaluated, string>> {
   const maxLines = o.maxChangedLines ?? 40;
   try {
     const parents = await parentsOf(s.repo, commit);
@@ -77,8 +81,35 @@ async function evaluate(s: Setup, o: RevertOptions, commit: string, dir: string)
     const base = join(dir, 'base');
     await exportCommit(s.repo, commit, base);
     if (readFileSync(join(base, src.path), 'utf8') !== after) return err(`${src.path} differs in git archive (export-subst?)`);
-    const setupPatch = await unifiedDiff(src.path, after, before, mode);
     const solutionPatch = await unifiedDiff(src.path, before, after, mode);
+    const id = `revert-${commit.slice(0, 12)}`;
+    const subject = await subjectOf(s.repo, commit);
+    // The prompt names no test: the tests that decide the task are the verifier's, and
+    // naming them would be verifier leakage (certify rejects it).
+    const prompt = [
+      `\`${src.path}\` is missing a change that the repository's tests expect (the change's commit message: "${subject}").`,
+      `Make that change in \`${src.path}\`, without breaking the other tests.`,
+    ].join('\n');
+    const draft: TaskFiles = {
+      id,
+      family: src.path,
+      category: KIND,
+      commit,
+      prompt,
+      allowedPaths: [src.path],
+      failToPass: {},
+      passToPass: {},
+      timeoutSec: s.timeoutSec,
+      setupPatch: await unifiedDiff(src.path, after, before, mode),
+      solutionPatch,
+    };
+    // certify's static scan before any test runs: a vendored copy of the answer is redacted, any other leak drops it.
+    const scanned = await scanner.prepare(draft, { dir: base, surface: surfaceFromDir('tree', 'tree', base) }, new Map([[src.path, before]]), {
+      path: src.path,
+      text: after,
+    });
+    if (!scanned.ok) return scanned;
+    const { setupPatch, redactions, tree } = scanned.value;
     const trees = await prepareTrees(base, dir, setupPatch, solutionPatch);
     const atCommit = await s.adapter.runSuite(base);
     if (!atCommit.ok) return err(`the suite does not run at the commit: ${atCommit.error}`);
@@ -91,33 +122,20 @@ async function evaluate(s: Setup, o: RevertOptions, commit: string, dir: string)
       failToPass: new Map(f2p.map((id) => [id, atCommit.value.get(id)!])),
       passToPass: new Map(p2p.map((id) => [id, atCommit.value.get(id)!])),
     };
+    const command = (t: string) => s.adapter.commandFor(t, atCommit.value.get(t)!);
+    const files: TaskFiles = {
+      ...draft,
+      failToPass: Object.fromEntries(f2p.map((t) => [t, command(t)])),
+      passToPass: Object.fromEntries(p2p.map((t) => [t, command(t)])),
+      setupPatch,
+      ...(redactions.length ? { redactions } : {}),
+    };
+    // The scan again, with the tests chosen (a test's name in the prompt is a verifier leak).
+    const rejected = scanner.check(files, tree);
+    if (rejected) return err(rejected);
     const failure = await discriminationFailure(s.adapter, s.ctx, plan, trees, s.repeats);
     if (failure) return err(failure);
-    const subject = await subjectOf(s.repo, commit);
-    const id = `revert-${commit.slice(0, 12)}`;
-    const command = (t: string) => s.adapter.commandFor(t, atCommit.value.get(t)!);
-    // The prompt names no test: the tests that decide the task are the verifier's, and
-    // naming them would be verifier leakage (certify rejects it).
-    const prompt = [
-      `\`${src.path}\` is missing a change that the repository's tests expect (the change's commit message: "${subject}").`,
-      `Make that change in \`${src.path}\`, without breaking the other tests.`,
-    ].join('\n');
-    return ok({
-      task: { id, commit, file: src.path, covering: f2p },
-      files: {
-        id,
-        family: src.path,
-        category: KIND,
-        commit,
-        prompt,
-        allowedPaths: [src.path],
-        failToPass: Object.fromEntries(f2p.map((t) => [t, command(t)])),
-        passToPass: Object.fromEntries(p2p.map((t) => [t, command(t)])),
-        timeoutSec: s.timeoutSec,
-        setupPatch,
-        solutionPatch,
-      },
-    });
+    return ok({ task: { id, commit, file: src.path, covering: f2p }, files });
   } catch (e) {
     return err(`cannot be evaluated: ${errorMessage(e).split('\n')[0]}`);
   } finally {

@@ -1,11 +1,13 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { err, errorMessage, ok, type Result } from '../pipeline/result.js';
 import { checkOptions, choosePassToPass, failToPass, firstValid, refusal, type Setup } from './common.js';
+import { surfaceFromDir, type Surface } from '../steps/certify/scan.js';
 import { discriminationFailure } from './discrimination.js';
+import { CandidateScanner } from './pre-certify.js';
 import { applyStub, type FunctionSpan } from './js-functions.js';
 import { seededOrder, shortHash } from './seeded-order.js';
+import { scratchDir } from './work-dir.js';
 import { writeTaskDir, type TaskFiles } from './task-files.js';
 import { applyPatch, copyTree, exportCommit, listCommitFiles, resolveCommit, unifiedDiff } from './tree.js';
 import type { GenerateOptions, GenerateReport, StubTaskReport, SuiteResult } from './types.js';
@@ -33,13 +35,14 @@ export async function generateStubFunctionTasks(options: StubFunctionOptions): P
   const checked = checkOptions(KIND, options);
   if (!checked.ok) return checked;
   const s = checked.value;
-  const work = mkdtempSync(join(tmpdir(), 'pairbench-gen-stub-'));
+  const scratch = scratchDir('pairbench-gen-stub-');
+  const work = scratch.dir;
   try {
     return await generate(s, options, work);
   } catch (e) {
     return err(`${KIND}: ${errorMessage(e)}`);
   } finally {
-    rmSync(work, { recursive: true, force: true });
+    scratch.dispose();
   }
 }
 
@@ -48,6 +51,8 @@ async function generate(s: Setup, options: StubFunctionOptions, work: string): P
   if ((await resolveCommit(s.repo, s.commit)) !== s.commit) return err(`${KIND}: ${s.commit} is not a commit of ${s.repo}`);
   const base = join(work, 'base');
   await exportCommit(s.repo, s.commit, base);
+  // The tree every candidate starts from, as certify's scan reads it (before a test run writes into it): walked once.
+  const tree = { dir: base, surface: surfaceFromDir('tree', 'tree', base) };
   s.log(`running the suite at ${where}`);
   const baseline = await s.adapter.runSuite(base);
   if (!baseline.ok) return err(`${KIND}: ${where}: ${baseline.error}`);
@@ -68,11 +73,12 @@ async function generate(s: Setup, options: StubFunctionOptions, work: string): P
   }
   if (!candidates.length) return err(`${KIND}: ${where}: no exported functions in its source files`);
   const ordered = seededOrder(s.seed, candidates, (c) => c.id);
+  const scanner = new CandidateScanner(s.repo, s.log);
   const { accepted, dropped } = await firstValid(
     ordered,
     s.count,
     (c) => c.id,
-    (c, i) => evaluate(s, c, base, baseline.value, join(work, `c${i}`)),
+    (c, i) => evaluate(s, c, tree, scanner, baseline.value, join(work, `c${i}`)),
     s.log,
   );
   if (!accepted.length) return err(refusal(KIND, accepted.length, s.count, dropped, where));
@@ -82,14 +88,38 @@ async function generate(s: Setup, options: StubFunctionOptions, work: string): P
 
 type Evaluated = { task: Omit<StubTaskReport, 'dir'>; files: TaskFiles };
 
-async function evaluate(s: Setup, c: Candidate, base: string, baseline: SuiteResult, dir: string): Promise<Result<Evaluated, string>> {
+async function evaluate(
+  s: Setup,
+  c: Candidate,
+  base: { dir: string; surface: Surface },
+  scanner: CandidateScanner,
+  baseline: SuiteResult,
+  dir: string,
+): Promise<Result<Evaluated, string>> {
   try {
-    const original = readFileSync(join(base, c.file), 'utf8');
+    const original = readFileSync(join(base.dir, c.file), 'utf8');
     const stubbed = applyStub(original, c.span);
     if (stubbed === original) return err('it is already a stub');
-    const setupPatch = await unifiedDiff(c.file, original, stubbed, c.mode);
     const solutionPatch = await unifiedDiff(c.file, stubbed, original, c.mode);
-    const trees = await prepareTrees(base, dir, setupPatch, solutionPatch);
+    const id = `stub-${c.span.name.replace(/[^A-Za-z0-9_.-]/g, '_')}-${shortHash(`${s.commit}:${c.file}:${c.span.name}`)}`;
+    const draft: TaskFiles = {
+      id,
+      family: c.file,
+      category: KIND,
+      commit: s.commit,
+      prompt: `Implement \`${c.span.name}\` in ${c.file}: ${s.adapter.stubBehaviour}. Keep its signature.`,
+      allowedPaths: [c.file],
+      failToPass: {},
+      passToPass: {},
+      timeoutSec: s.timeoutSec,
+      setupPatch: await unifiedDiff(c.file, original, stubbed, c.mode),
+      solutionPatch,
+    };
+    // certify's static scan before any test runs: a vendored copy of the answer is redacted, any other leak drops it.
+    const scanned = await scanner.prepare(draft, base, new Map([[c.file, stubbed]]), { path: c.file, text: original });
+    if (!scanned.ok) return scanned;
+    const { setupPatch, redactions, tree } = scanned.value;
+    const trees = await prepareTrees(base.dir, dir, setupPatch, solutionPatch);
     if (readFileSync(join(trees.solved, c.file), 'utf8') !== original) return err('solution.patch does not restore the file');
     const syntax = await s.adapter.syntaxError(trees.suite, c.file);
     if (syntax) return err(`the stubbed file does not parse: ${syntax}`);
@@ -102,26 +132,20 @@ async function evaluate(s: Setup, c: Candidate, base: string, baseline: SuiteRes
       failToPass: new Map(covering.map((id) => [id, baseline.get(id)!])),
       passToPass: new Map(p2p.map((id) => [id, baseline.get(id)!])),
     };
+    const command = (tid: string) => s.adapter.commandFor(tid, baseline.get(tid)!);
+    const files: TaskFiles = {
+      ...draft,
+      failToPass: Object.fromEntries(covering.map((t) => [t, command(t)])),
+      passToPass: Object.fromEntries(p2p.map((t) => [t, command(t)])),
+      setupPatch,
+      ...(redactions.length ? { redactions } : {}),
+    };
+    // The scan again, with the tests chosen (a test's name in the prompt is a verifier leak).
+    const rejected = scanner.check(files, tree);
+    if (rejected) return err(rejected);
     const failure = await discriminationFailure(s.adapter, s.ctx, plan, trees, s.repeats);
     if (failure) return err(failure);
-    const id = `stub-${c.span.name.replace(/[^A-Za-z0-9_.-]/g, '_')}-${shortHash(`${s.commit}:${c.file}:${c.span.name}`)}`;
-    const command = (tid: string) => s.adapter.commandFor(tid, baseline.get(tid)!);
-    return ok({
-      task: { id, function: c.span.name, file: c.file, covering },
-      files: {
-        id,
-        family: c.file,
-        category: KIND,
-        commit: s.commit,
-        prompt: `Implement \`${c.span.name}\` in ${c.file}: ${s.adapter.stubBehaviour}. Keep its signature.`,
-        allowedPaths: [c.file],
-        failToPass: Object.fromEntries(covering.map((t) => [t, command(t)])),
-        passToPass: Object.fromEntries(p2p.map((t) => [t, command(t)])),
-        timeoutSec: s.timeoutSec,
-        setupPatch,
-        solutionPatch,
-      },
-    });
+    return ok({ task: { id, function: c.span.name, file: c.file, covering }, files });
   } catch (e) {
     return err(`cannot be evaluated: ${errorMessage(e).split('\n')[0]}`);
   } finally {

@@ -16,10 +16,26 @@ export interface TaskFiles {
   timeoutSec: number;
   setupPatch: string;
   solutionPatch: string;
+  /** What the setup patch removes from the tree beyond the task's own change, and why (written as redactions.json). */
+  redactions?: VendoredRedaction[];
 }
 
+/** A vendored copy of the package under test that the setup patch takes out of the tree. */
+export interface VendoredRedaction {
+  /** The directory, with a trailing slash (node_modules/minimist/). */
+  path: string;
+  replaced_by: string;
+  reason: string;
+  /** Every file removed, with its sha256. */
+  files: { path: string; sha256: string }[];
+}
+
+/** The receipt of what a generated task's setup patch redacts (beside task.yaml). */
+export const REDACTIONS_FILE = 'redactions.json';
+
 /**
- * Writes `<outDir>/<id>/` (task.yaml, setup.patch, solution.patch), replacing what was there.
+ * Writes `<outDir>/<id>/` (task.yaml, setup.patch, solution.patch, and redactions.json when the
+ * setup patch redacts a vendored copy), replacing what was there.
  * Nothing in the files depends on time or on anything but the arguments.
  */
 export function writeTaskDir(outDir: string, repo: string, taskRepoPath: string | undefined, t: TaskFiles): string {
@@ -45,5 +61,7 @@ export function writeTaskDir(outDir: string, repo: string, taskRepoPath: string 
   writeFileSync(join(dir, 'task.yaml'), yaml);
   writeFileSync(join(dir, 'setup.patch'), t.setupPatch);
   writeFileSync(join(dir, 'solution.patch'), t.solutionPatch);
+  if (t.redactions?.length)
+    writeFileSync(join(dir, REDACTIONS_FILE), JSON.stringify({ schema_version: 1, setup_patch: 'setup.patch', redacted: t.redactions }, null, 2) + '\n');
   return dir;
 }

@@ -184,6 +184,9 @@ function tapeAdapter(ctx: RunnerContext): LanguageAdapter {
       const runs = await Promise.all(files.map((f) => runShell(ctx, tree, run(f)).then((r) => [f, r] as const)));
       const suite: SuiteResult = new Map();
       for (const [file, r] of runs) for (const [id, t] of parseTapeSections(file, `${r.stdout}\n${r.stderr}`)) suite.set(id, t);
+      // Every file crashed before a test ran (a change broke what the runner itself loads, as a
+      // stubbed minimist breaks tape): no test passed, which is a result, not unreadable output.
+      if (suite.size === 0 && runs.every(([, r]) => r.exitCode !== 0 && !r.timedOut)) return ok(suite);
       if (suite.size === 0) {
         const last = runs.map(([, r]) => (r.stdout + r.stderr).trim().split('\n').slice(-2).join(' | ')).find(Boolean) ?? '';
         return err(`runner output not understood: ${bin} printed no "# test" sections${last ? ` (last lines: ${last})` : ''}`);

@@ -121,6 +121,30 @@ export async function unifiedDiff(path: string, before: string, after: string, m
   }
 }
 
+/**
+ * A binary-safe patch that turns the tree `before` into the tree `after` (paths relative to
+ * each; symlinks and deletions included), as `git apply` reads it: both trees are staged into
+ * a scratch repository (ignored files too) and compared there.
+ */
+export async function treeDiff(before: string, after: string): Promise<string> {
+  const gitDir = mkdtempSync(join(tmpdir(), 'pairbench-treediff-'));
+  try {
+    await git(['init', '-q', '--bare', gitDir]);
+    let trees = 0;
+    const treeOf = async (workTree: string) => {
+      const env = { GIT_DIR: gitDir, GIT_WORK_TREE: workTree, GIT_INDEX_FILE: join(gitDir, `index-${trees++}`) };
+      await git(['add', '-A', '-f', '.'], { cwd: workTree, env });
+      return (await git(['write-tree'], { cwd: workTree, env })).trim();
+    };
+    mkdirSync(before, { recursive: true });
+    mkdirSync(after, { recursive: true });
+    const [a, b] = [await treeOf(before), await treeOf(after)];
+    return await git(['diff-tree', '-r', '-p', '--binary', '--full-index', '--no-renames', a, b], { env: { GIT_DIR: gitDir } });
+  } finally {
+    rmSync(gitDir, { recursive: true, force: true });
+  }
+}
+
 /** Applies a patch to a plain (git-less) tree the way materialize does: `git apply`. */
 export async function applyPatch(tree: string, patch: string): Promise<void> {
   // The ceiling keeps git from taking an enclosing repository as the root of the paths.

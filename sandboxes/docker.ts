@@ -236,6 +236,9 @@ async function createSandbox(docker: Docker, spec: SandboxSpec, options: Resolve
     const mounts: Docker.MountSettings[] = [
       { Type: 'bind', Source: workspace, Target: workdir, ReadOnly: false },
       ...(spec.mounts ?? []).map((m) => ({ Type: 'bind' as const, Source: resolve(m.host), Target: m.target, ReadOnly: m.readOnly })),
+      // A root verifier's HOME is /root, writable, holding what the image put there (Harbor's is):
+      // an anonymous volume starts as a copy of the image's /root, and goes with the container.
+      ...(spec.user === 'root' ? [{ Type: 'volume' as const, Source: '', Target: '/root', ReadOnly: false }] : []),
     ];
     const pairs: string[] = [];
     const env: Record<string, string> = {};
@@ -661,11 +664,13 @@ function connectableByOthers(socket: string): Result<void, string> {
 function prepareWorkspace(dir: string, owner: number = AGENT_UID): Result<'chown' | 'chmod' | 'none', string> {
   const uid = process.getuid?.();
   try {
-    if (uid === owner) return ok('none');
+    // As root, every file is given to the owner, even when that is root: an attempt's files
+    // (uid 1000) must be writable by a capability-less root verifier, as Harbor's root can.
     if (uid === 0) {
       walk(dir, (p) => lchownSync(p, owner, owner));
       return ok('chown');
     }
+    if (uid === owner) return ok('none');
     walk(dir, (p, st) => {
       if (!st.isSymbolicLink()) chmodSync(p, st.mode | (st.isDirectory() || st.mode & 0o111 ? 0o777 : 0o666));
     });

@@ -9,6 +9,7 @@ import type { OutputEntry } from '../pipeline/store/cas.js';
 import { checkTasks, taskOf } from './agent-step-config.js';
 import { allowedBy, bySeverity, failingFindings, policyFromSpec, type AllowEntry, type CertifyPolicy } from './certify/policy.js';
 import type { Finding, Surface } from './certify/scan.js';
+import { vendoredPackageDir } from './certify/vendored.js';
 import { sandboxFor, sandboxOf, type ArmSpec } from './run.js';
 import { fileSources, outputsReadFrom, producerSteps, treatmentEntry } from './treatment-files.js';
 import type { CanaryCalibrations } from './verifier-canary.js';
@@ -57,17 +58,10 @@ export interface CertificationReceipt {
   receipt_digest: string;
 }
 
-/** Where a package manager or a vendoring tool keeps copies of code. */
-const VENDORED = /(^|\/)(node_modules|vendor|third_party|site-packages|bower_components)\//;
-
 /** A leak found in a vendored copy of the repository's own code is named as such, with the fix. */
 function vendoredNote(f: Finding): string {
-  const m = f.class === 'solution-leak' || f.class === 'verifier-leak' ? VENDORED.exec(f.path) : null;
-  if (!m) return '';
-  // The vendored package's directory: node_modules/<name>/ (or <scope>/<name>/).
-  const rest = f.path.slice(m.index + m[0].length).split('/');
-  const name = rest[0]?.startsWith('@') ? rest.slice(0, 2).join('/') : rest[0];
-  const dir = `${f.path.slice(0, m.index + m[0].length)}${name}/`;
+  const dir = f.class === 'solution-leak' || f.class === 'verifier-leak' ? vendoredPackageDir(f.path) : null;
+  if (!dir) return '';
   return (
     ` -- a vendored copy (under ${dir}) of the repository's own code: it holds the answer. ` +
     `Remove it in the task's setup patch, or redact it (materialize redact: [..., "${dir}**"]), or, if it is not the code under test, allow it (policy.allow with a reason)`
@@ -251,6 +245,8 @@ export const certifyStep: StepKind = {
     const verifierLogs = join(ctx.workDir, 'verifier-logs');
     mkdirSync(verifierLogs, { recursive: true });
     let oracleOutput = '';
+    // The tests that failed with the reference solution (first check), named in the reason.
+    let oracleFailing: string[] = [];
     const reasons: string[] = [];
     const canaries: CanaryCalibrations = {};
     let solutionWritesOwned = false;
@@ -307,6 +303,10 @@ export const certifyStep: StepKind = {
           if (outcome.value.pass === null) reasons.push(`${agent} check ${i + 1}: the verifier gave no verdict: ${outcome.value.error ?? 'unknown'}`);
           writeFileSync(join(verifierLogs, `${agent}-${i + 1}.log`), outcome.value.transcript);
           if (agent === 'oracle') oracleOutput += outcome.value.transcript;
+          if (agent === 'oracle' && i === 0)
+            oracleFailing = outcome.value.evidence
+              .filter((e) => e.status === 'fail' || e.status === 'timeout')
+              .map((e) => `${e.kind} ${e.name}${e.status === 'timeout' ? ' (timed out)' : ''}`);
           log(
             `check ${i + 1}/${policy.repeats} ${agent}: verifier ${outcome.value.pass ? 'passes' : 'fails'} (${outcome.value.evidence.map((e) => `${e.name}=${e.status}`).join(', ')})`,
           );
@@ -328,8 +328,9 @@ export const certifyStep: StepKind = {
       const outside = solutionOutside.length
         ? `the reference solution also changed ${listed(solutionOutside)} outside the workspace, which a fresh verifier container does not have: a verifier that depends on state made outside the workspace cannot score attempts (build that state into the image, or have the tests make it)`
         : null;
+      const failedTests = oracleFailing.length ? `: ${oracleFailing.length} failed (${listed(oracleFailing)})` : '';
       reasons.push(
-        `the verifier fails with the reference solution${note ? ` -- ${note}` : ''}${outside ? ` -- ${outside}` : ''} (its output: pairbench show ${ctx.node.id} verifier-logs/oracle-1.log)`,
+        `the verifier fails with the reference solution${failedTests}${note ? ` -- ${note}` : ''}${outside ? ` -- ${outside}` : ''} (its output: pairbench show ${ctx.node.id} verifier-logs/oracle-1.log)`,
       );
     }
     reasons.push(...flaky);

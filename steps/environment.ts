@@ -133,7 +133,7 @@ export interface BuiltEnvironment {
 
 /** The engine's words for a build or a test that tried to reach the network without one. */
 export const NETWORK_ERROR =
-  /could not resolve|bad address|temporary failure in name resolution|network is unreachable|name or service not known|failed to establish a new connection|no route to host|getaddrinfo|ENOTFOUND|EAI_AGAIN/i;
+  /could not resolve|bad address|temporary failure in name resolution|network is unreachable|name or service not known|failed to establish a new connection|no route to host|getaddrinfo|ENOTFOUND|EAI_AGAIN|fetch failed/i;
 
 function plannedBaseImages(node: GraphNode): Record<string, string | null> | null {
   const a = node.annotation as { base_images?: Record<string, string | null> } | undefined;

@@ -1,3 +1,4 @@
+import { atifModelProblems } from '../agents/atif-rules.js';
 import { lstatSync, mkdirSync, mkdtempSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
@@ -689,6 +690,9 @@ export const runStep: StepKind = {
       copyWritten(changes, ws, join(outDir, 'changed'));
       writeFileSync(join(outDir, 'changes.json'), JSON.stringify(changes, null, 2) + '\n');
       writeFileSync(join(outDir, 'trajectory.json'), JSON.stringify(parsed.trajectory, null, 2) + '\n');
+      // Harbor's models reject a trajectory that breaks their cross-field rules: kept as written, and said.
+      for (const problem of atifModelProblems(parsed.trajectory))
+        writeFileSync(ctx.logFile, `trajectory.json: ${problem} (Harbor's ATIF models reject this)\n`, { flag: 'a' });
       // Host paths (this attempt's work directory, the store, the project) are redacted before the
       // logs are stored: they differ per machine and per run, and say nothing about the agent.
       const hostPaths = [

@@ -1,4 +1,4 @@
-import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, copyFileSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { gitApply } from './git-apply.js';
 import { errorMessage, err, ok, type Result } from '../pipeline/result.js';
@@ -33,6 +33,8 @@ export interface VerifierOutcome {
   evidence: TestEvidence[];
   /** Harbor tasks: what the verifier wrote to /logs/verifier/reward.txt|json. */
   reward: Record<string, number> | null;
+  /** Which of the two files it wrote (reward.json when both, agreeing): an export writes the same one. */
+  rewardFile?: RewardFile | null;
   /** Per test that passed and was canaried: what its canary did. */
   canaries: Record<string, CanaryOutcome>;
   /** Set when the verdict was forged (then `pass` is false). */
@@ -213,7 +215,9 @@ function tail(s: string, n = 40): string {
   return s.trimEnd().split('\n').slice(-n).join('\n');
 }
 
-type RewardRead = { ok: true; reward: Record<string, number> } | { ok: false; forgery: Forgery } | { ok: false; error: string };
+export type RewardFile = 'reward.txt' | 'reward.json';
+
+type RewardRead = { ok: true; reward: Record<string, number>; file: RewardFile } | { ok: false; forgery: Forgery } | { ok: false; error: string };
 
 /**
  * The Harbor reward, as Harbor reads it: reward.txt holds one number, reward.json an object
@@ -264,7 +268,7 @@ function readReward(dir: string): RewardRead {
       };
     }
   }
-  return { ok: true, reward: (fromJson ?? fromTxt)! };
+  return fromJson ? { ok: true, reward: fromJson, file: 'reward.json' } : { ok: true, reward: fromTxt!, file: 'reward.txt' };
 }
 
 /** How a verdict is scored beyond exit codes: the reward every value must reach (Harbor; default 1, all-ones). */
@@ -353,8 +357,13 @@ export async function runVerifier(
   const mounts: Mount[] = [];
   if (verifierFiles && sandboxed) mounts.push({ host: verifierFiles, target: VERIFIER_INSIDE, readOnly: true });
   if (canaryDir && sandboxed) mounts.push({ host: canaryDir, target: CANARY_INSIDE, readOnly: true });
-  // Harbor's test scripts expect their tests/ directory at /tests.
-  if (verifierFiles && sandboxed && task.verifier.result === 'reward-file') mounts.push({ host: verifierFiles, target: '/tests', readOnly: true });
+  // Harbor's test scripts expect their tests/ directory at /tests, a copy they may write into
+  // (Harbor uploads one per trial): this run's own, so the hidden files stay as they are.
+  if (verifierFiles && sandboxed && task.verifier.result === 'reward-file') {
+    const tests = join(scratch, 'tests');
+    cpSync(verifierFiles, tests, { recursive: true });
+    mounts.push({ host: tests, target: '/tests', readOnly: false });
+  }
   const logs = join(scratch, 'verifier-logs');
   if (task.verifier.result === 'reward-file') {
     mkdirSync(logs, { recursive: true });
@@ -395,7 +404,8 @@ export async function runVerifier(
         PATH: '/usr/local/bin:/usr/bin:/bin',
         LANG: 'C.UTF-8',
         VERIFIER_DIR: verifierFiles ? (sandboxed ? VERIFIER_INSIDE : verifierFiles) : '',
-        HOME: sandboxed ? '/tmp' : scratch,
+        // Harbor's root verifier has HOME=/root (the docker backend makes it writable); anyone else /tmp.
+        HOME: sandboxed ? (settings.user === 'root' ? '/root' : '/tmp') : scratch,
       },
       labels: { 'pairbench.role': 'verifier' },
     });
@@ -534,10 +544,11 @@ export async function runVerifier(
     }
 
     let reward: Record<string, number> | null = null;
+    let rewardFile: RewardFile | null = null;
     let rewardError: string | null = null;
     if (task.verifier.result === 'reward-file') {
       const read = readReward(logs);
-      if (read.ok) reward = read.reward;
+      if (read.ok) ({ reward, file: rewardFile } = read);
       else if ('forgery' in read) forgery ??= read.forgery;
       else rewardError = read.error;
     }
@@ -568,6 +579,7 @@ export async function runVerifier(
       pass: honestPass && forgery === null,
       evidence,
       reward,
+      rewardFile,
       canaries,
       forgery,
       sandbox: { backend: r.backend, isolation: r.isolation, image_id: r.image_id },

@@ -201,6 +201,7 @@ export const verifyStep: StepKind = {
       pass: v.pass,
       evidence: v.evidence,
       reward: v.reward,
+      rewardFile: v.rewardFile ?? null,
       sandbox: v.sandbox,
       canaries: v.canaries,
       forgery: v.forgery,
@@ -217,6 +218,7 @@ interface Verdict {
   pass: boolean | null;
   evidence: TestEvidence[];
   reward?: Record<string, number> | null;
+  rewardFile?: VerifierOutcome['rewardFile'];
   sandbox: VerifierOutcome['sandbox'];
   canaries?: VerifierOutcome['canaries'];
   forgery?: VerifierOutcome['forgery'];
@@ -228,7 +230,19 @@ interface Verdict {
 
 /** Writes verdict.json (statuses only: what audit keys on) and evidence.json (logs and timings). */
 function writeVerdict(ctx: ExecutionContext, v: Verdict) {
-  const { task: taskId, pass, evidence, reward = null, sandbox, canaries = {}, forgery = null, keptPristine = [], transcript = '', noVerdict = null } = v;
+  const {
+    task: taskId,
+    pass,
+    evidence,
+    reward = null,
+    rewardFile = null,
+    sandbox,
+    canaries = {},
+    forgery = null,
+    keptPristine = [],
+    transcript = '',
+    noVerdict = null,
+  } = v;
   const outDir = join(ctx.workDir, 'out');
   mkdirSync(outDir, { recursive: true });
   const verdict = {
@@ -240,6 +254,8 @@ function writeVerdict(ctx: ExecutionContext, v: Verdict) {
     pass_to_pass: Object.fromEntries(evidence.filter((e) => e.kind === 'pass_to_pass').map((e) => [e.name, e.status])),
     command: evidence.find((e) => e.kind === 'command')?.status ?? null,
     reward,
+    // The file the reward came from (Harbor: reward.txt or reward.json), as the task wrote it.
+    reward_file: rewardFile,
     // A pass the code under test forced (a canary that passed, reward files that disagree): failed.
     forgery,
     canaries,

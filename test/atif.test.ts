@@ -113,5 +113,11 @@ describe('ATIF v1.7 trajectories', () => {
         steps: [{ step_id: 1, source: 'agent', message: '', tool_calls: [{ tool_call_id: 'a', function_name: 'f', arguments: 'ls' }] }],
       }).join(),
     ).toMatch(/arguments must be object/);
+    // Timestamps pydantic cannot read as a datetime, and embedded subagents without unique ids.
+    for (const timestamp of ['yesterday', '12/01/2026 10:00', '2026-13-45T99:00:00Z'])
+      expect(atifProblems({ ...good, steps: [{ step_id: 1, source: 'user', message: 'hi', timestamp }] }).join(), timestamp).toMatch(
+        /is not an ISO 8601 date-time/,
+      );
+    expect(atifProblems({ ...good, steps: [{ step_id: 1, source: 'user', message: 'hi', timestamp: '2026-12-01T10:00:00.123Z' }] })).toEqual([]);
   });
 });

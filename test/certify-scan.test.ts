@@ -382,6 +382,18 @@ describe('a solution line the starting tree keeps elsewhere in the same file', (
     const leftover = START.replace("  throw new Error('not implemented');", "  throw new Error('not implemented'); // o[key] = value;");
     expect(findingsIn({ 'index.js': leftover }).map((f) => `${f.path}:${f.line}:${f.match}`)).toEqual(['index.js:7:o[key] = value;']);
   });
+
+  it("one of the solution's lines in third-party code is an idiom, not a leak; half of them in one package is a copy; in the repository's own files one line is a leak", () => {
+    const idiom = "'use strict';\nvar results = [];\nfunction put(o, key, value) {\n  o[key] = value;\n}\n";
+    expect(findingsIn({ 'index.js': START, 'node_modules/tape/lib/results.js': idiom })).toEqual([]);
+    // Half of the body, split across two files of one package: a copy in part, still a leak.
+    const half: Record<string, string>[] = [
+      { 'node_modules/objset/a.js': `${BODY[1]}\n`, 'node_modules/objset/b.js': `${BODY[2]}\n` },
+      { 'node_modules/objset/lib/deep/a.js': `${BODY[1]}\n${BODY[2]}\n` },
+    ];
+    for (const files of half) expect(findingsIn({ 'index.js': START, ...files }).length, JSON.stringify(files)).toBeGreaterThan(0);
+    expect(findingsIn({ 'index.js': START, 'docs/notes.md': idiom }).map((f) => `${f.path}:${f.match}`)).toEqual(['docs/notes.md:o[key] = value;']);
+  });
 });
 
 describe('certify policy', () => {
@@ -476,5 +488,41 @@ describe('certify decodes to a fixed point', () => {
     expect(findings.filter((f) => f.class === 'solution-leak')).toEqual([]);
     // Bounded, not fast: depth and bytes are capped (decode.ts); generous for a loaded machine.
     expect(seconds).toBeLessThan(120);
+  });
+});
+
+describe('a test named after the code the task asks for', () => {
+  const task = makeTask({
+    prompt: 'Implement `capitalize` in src/strings.mjs: it throws; make it return the string with its first letter upper-cased.',
+    allowedPaths: ['src/strings.mjs'],
+    verifier: {
+      ...makeTask().verifier,
+      patch: null,
+      failToPass: { 'test/strings.test.mjs::capitalize': 'node --test', 'test/strings.test.mjs::keeps the rest as it is': 'node --test' },
+      passToPass: {},
+    },
+  });
+  const tree: Surface = {
+    kind: 'tree',
+    name: 'tree',
+    files: [{ path: 'src/strings.mjs', text: "export function capitalize(s) {\n  throw new Error('not implemented');\n}\n" }],
+  };
+  const leaks = (prompt: string) =>
+    scanSurfaces({ task: { ...task, prompt }, surfaces: [{ kind: 'prompt', name: 'prompt', files: [{ path: 'prompt', text: prompt }] }, tree] })
+      .filter((f) => f.class === 'verifier-leak')
+      .map((f) => f.match);
+
+  it('is not a verifier leak when the prompt names that code; any other test name in the prompt still is', () => {
+    expect(leaks(task.prompt)).toEqual([]);
+    expect(leaks(`${task.prompt} It keeps the rest as it is.`)).toEqual(['keeps the rest as it is']);
+    // Outside the allowed paths the identifier names no code the task asks for.
+    expect(
+      scanSurfaces({
+        task: { ...task, allowedPaths: ['lib/**'] },
+        surfaces: [{ kind: 'prompt', name: 'prompt', files: [{ path: 'prompt', text: task.prompt }] }, tree],
+      })
+        .filter((f) => f.class === 'verifier-leak')
+        .map((f) => f.match),
+    ).toEqual(['capitalize']);
   });
 });

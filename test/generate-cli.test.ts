@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { makeRepo } from './fixtures.js';
@@ -102,5 +102,35 @@ describe('pairbench generate', () => {
     expect(usage.code).toBe(2);
     expect(usage.stderr).toContain('--commit no-such-branch: ');
     expect(usage.stderr).toContain('has no such revision');
+  });
+});
+
+describe('pairbench generate, interrupted', () => {
+  it.each(['SIGINT', 'SIGTERM'] as const)('%s mid-run leaves no scratch directory behind', async (signal) => {
+    // The suite's one test waits for a file the test never writes: generate is mid-run when signalled.
+    const hold = join(rig.dir, 'never');
+    const [commit] = makeRepo(join(rig.dir, 'repos', 'held'), [
+      {
+        'package.json': '{ "type": "module" }\n',
+        'src/math.mjs': 'export function add(a, b) {\n  return a + b;\n}\n',
+        'test/math.test.mjs': `import { test } from 'node:test';\nimport { existsSync } from 'node:fs';\nimport { add } from '../src/math.mjs';\ntest('add', async () => {\n  while (!existsSync(${JSON.stringify(hold)})) await new Promise((r) => setTimeout(r, 50));\n  if (add(2, 3) !== 5) throw new Error('no');\n});\n`,
+      },
+    ]);
+    const tmp = join(rig.dir, 'tmp');
+    mkdirSync(tmp);
+    rig.env = { TMPDIR: tmp };
+    const child = rig.spawn('generate', 'stub_function', '--repo', join(rig.dir, 'repos', 'held'), '--commit', commit!, '--out', join(rig.dir, 'out'));
+    let stderr = '';
+    await new Promise<void>((resolve) =>
+      child.stderr!.on('data', (d) => {
+        stderr += d;
+        if (stderr.includes('running the suite at')) resolve();
+      }),
+    );
+    expect(readdirSync(tmp).filter((d) => d.startsWith('pairbench-gen-'))).not.toEqual([]);
+    child.kill(signal);
+    await child.done;
+    expect(child.signalCode ?? child.exitCode).toBe(signal);
+    expect(readdirSync(tmp).filter((d) => d.startsWith('pairbench-gen-'))).toEqual([]);
   });
 });

@@ -204,3 +204,67 @@ describe('generators on a CommonJS package with a tape suite', () => {
     expect(readdirSync(out)).toEqual([task!.id]);
   });
 });
+
+/**
+ * minimist 1.2.8 as its repository holds it (its own index.js and tape tests, copied from this
+ * project's install), with tape vendored in node_modules: tape depends on minimist, so the
+ * answer to "implement minimist" sits in node_modules/minimist/index.js.
+ */
+function minimistRepo(extra: Record<string, string> = {}): { repo: string; commit: string } {
+  const repo = join(rig.dir, 'repos', 'minimist');
+  mkdirSync(repo, { recursive: true });
+  git(repo, 'init', '-q', '-b', 'main');
+  const real = join(ROOT, 'node_modules', 'minimist');
+  const pkg = JSON.parse(readFileSync(join(real, 'package.json'), 'utf8')) as Record<string, unknown>;
+  // Its test script runs nyc and eslint first; the tests themselves are `tape test/*.js`.
+  pkg['scripts'] = { test: 'tape test/*.js' };
+  const files: Record<string, string> = { 'package.json': JSON.stringify(pkg, null, 2) + '\n', ...extra };
+  for (const f of ['index.js', 'README.md', 'LICENSE', 'test/proto.js', 'test/dotted.js', 'test/num.js', 'test/long.js'])
+    files[f] = readFileSync(join(real, f), 'utf8');
+  write(repo, files);
+  const modules = join(repo, 'node_modules');
+  copyClosure('tape', join(ROOT, 'node_modules'), modules);
+  expect(existsSync(join(modules, 'minimist', 'index.js')), 'tape vendors minimist').toBe(true);
+  mkdirSync(join(modules, '.bin'), { recursive: true });
+  symlinkSync('../tape/bin/tape', join(modules, '.bin', 'tape'));
+  git(repo, 'add', '-A', '-f');
+  git(repo, 'commit', '-q', '-m', 'minimist 1.2.8');
+  return { repo, commit: git(repo, 'rev-parse', 'HEAD') };
+}
+
+describe('a repository whose test runner vendors the package itself (minimist and tape)', () => {
+  it('stub_function redacts the vendored copy in the setup patch, with a receipt, and the task certifies', async () => {
+    const { repo, commit } = minimistRepo();
+    const out = join(rig.dir, 'generated');
+    const lines: string[] = [];
+    const r = await generateStubFunctionTasks({ repo, commit, seed: 1, count: 1, language: 'js', outDir: out, repeats: 1, log: (l) => lines.push(l) });
+    expect(r.ok, r.ok ? '' : r.error).toBe(true);
+    if (!r.ok) return;
+    const [task] = r.value.tasks;
+    expect(task!.file).toBe('index.js');
+    const receipt = JSON.parse(readFileSync(join(task!.dir, 'redactions.json'), 'utf8')) as {
+      redacted: { path: string; reason: string; files: { path: string; sha256: string }[] }[];
+    };
+    expect(receipt.redacted.map((x) => x.path)).toEqual(['node_modules/minimist/']);
+    expect(receipt.redacted[0]!.reason).toMatch(/package under test \(minimist\).*solution-leak at node_modules\/minimist\/index\.js/);
+    expect(receipt.redacted[0]!.files.map((f) => f.path)).toContain('node_modules/minimist/index.js');
+    expect(lines.join('\n')).toMatch(/redacting node_modules\/minimist\//);
+    const setup = readFileSync(join(task!.dir, 'setup.patch'), 'utf8');
+    expect(setup).toContain('deleted file mode 100644');
+    expect(setup).toMatch(/new file mode 120000/);
+    const [cert] = await certify('generated', [task!.id]);
+    expect(cert!.verdict, cert!.reasons.join('; ')).toBe('certified');
+  });
+
+  it('a real copy of the answer elsewhere in the tree drops the candidate before its tests run, in certify words', async () => {
+    const body = readFileSync(join(ROOT, 'node_modules', 'minimist', 'index.js'), 'utf8');
+    const { repo, commit } = minimistRepo({ 'docs/internals.md': `# How parsing works\n\n\`\`\`js\n${body}\`\`\`\n` });
+    const out = join(rig.dir, 'generated');
+    const lines: string[] = [];
+    const r = await generateStubFunctionTasks({ repo, commit, seed: 1, count: 1, language: 'js', outDir: out, repeats: 1, log: (l) => lines.push(l) });
+    expect(r.ok).toBe(false);
+    if (r.ok) return;
+    expect(r.error).toMatch(/index\.js#module\.exports: certify would reject it: solution-leak in tree docs\/internals\.md:\d+/);
+    expect(existsSync(out) ? readdirSync(out) : []).toEqual([]);
+  });
+});

@@ -521,7 +521,7 @@ describe('stub_function on a node:test library', () => {
     const out = join(base, 'out-d');
     const r = await generateStubFunctionTasks({ repo, commit, seed, count: 5, language: 'js', testCommand: NODE_TEST, outDir: out });
     if (!r.ok) throw new Error(r.error);
-    expect(r.value.tasks).toHaveLength(4);
+    expect(r.value.tasks, JSON.stringify(r.value.dropped)).toHaveLength(4);
     expect(r.value.dropped).toContainEqual({ candidate: uncovered, reason: 'no test covers it' });
     expect(readdirSync(out)).toHaveLength(4);
   });

@@ -1,7 +1,7 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { spawnSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { execa } from 'execa';
@@ -80,6 +80,68 @@ describe.skipIf(!bwrap.ok && process.env['PAIRBENCH_REQUIRE_SANDBOXES'] !== '1')
 });
 
 describe('a SWE-bench JSONL instance', () => {
+  it.skipIf(!bwrap.ok && process.env['PAIRBENCH_REQUIRE_SANDBOXES'] !== '1')(
+    'rejected with the reference solution: the reason names the failing tests and the likely cause (their downloads, under egress none)',
+    async () => {
+      const repo = join(rig.dir, 'repos', 'data');
+      const [base] = makeRepo(repo, [{ 'src/add.mjs': 'export const add = (a, b) => a - b;\n', 'package.json': '{"type": "module"}\n' }]);
+      const body = [
+        "+import { test } from 'node:test';",
+        "+import assert from 'node:assert/strict';",
+        "+import { add } from '../src/add.mjs';",
+        "+test('add sums two numbers', () => assert.equal(add(2, 3), 5));",
+        // As a PASS_TO_PASS test that fetches its fixture data does (offline, it fails).
+        "+test('loads the reference table', async () => { const r = await fetch('http://data.example.com/table.json'); assert.ok(r.ok); });",
+      ];
+      const testPatch = [
+        'diff --git a/test/add.test.mjs b/test/add.test.mjs',
+        'new file mode 100644',
+        '--- /dev/null',
+        '+++ b/test/add.test.mjs',
+        `@@ -0,0 +1,${body.length} @@`,
+        ...body,
+        '',
+      ].join('\n');
+      const gold = [
+        'diff --git a/src/add.mjs b/src/add.mjs',
+        '--- a/src/add.mjs',
+        '+++ b/src/add.mjs',
+        '@@ -1 +1 @@',
+        '-export const add = (a, b) => a - b;',
+        '+export const add = (a, b) => a + b;',
+        '',
+      ].join('\n');
+      const instance = {
+        repo: 'acme/data',
+        instance_id: 'acme__data-1',
+        base_commit: base,
+        patch: gold,
+        test_patch: testPatch,
+        problem_statement: 'add() returns a - b instead of the sum.',
+        hints_text: '',
+        created_at: '2026-01-01T00:00:00Z',
+        version: '1.0',
+        FAIL_TO_PASS: JSON.stringify(['add sums two numbers']),
+        PASS_TO_PASS: JSON.stringify(['loads the reference table']),
+        environment_setup_commit: base,
+      };
+      writeFileSync(join(rig.dir, 'instances.jsonl'), JSON.stringify(instance) + '\n');
+      const tasks = '{ swebench: instances.jsonl, repos: { acme/data: repos/data }, test_command: "node --test --test-name-pattern={test} test/" }';
+      rig.write(
+        'bench.config.yaml',
+        `steps:\n  materialize: { kind: materialize, tasks: &tasks ${tasks}, matrix: { task: [acme__data-1] } }\n  certify: { kind: certify, tasks: *tasks, needs: [materialize], matrix: { task: [acme__data-1] }, sandbox: { backend: bubblewrap, egress: none }, policy: { repeats: 1 } }\n`,
+      );
+      const r = await rig.cli('run');
+      expect(r.code, r.stderr).toBe(0);
+      const cert = await rig.outputJson('certify/acme__data-1', 'certification.json');
+      expect(cert.verdict).toBe('rejected');
+      const reason = (cert.reasons as string[]).find((x) => x.startsWith('the verifier fails with the reference solution'));
+      expect(reason, JSON.stringify(cert.reasons)).toMatch(/: 1 failed \(pass_to_pass loads the reference table\)/);
+      expect(reason, reason).toMatch(/network under egress none/);
+      expect(reason).not.toMatch(/add sums two numbers/);
+    },
+  );
+
   it('imports, certifies, and runs: oracle passes, nop fails (FAIL_TO_PASS and PASS_TO_PASS from the hidden test patch)', async () => {
     const repo = join(rig.dir, 'repos', 'calc');
     const [base] = makeRepo(repo, [{ 'src/add.mjs': 'export const add = (a, b) => a - b;\n', 'package.json': '{"type": "module"}\n' }]);
@@ -354,11 +416,25 @@ describe.skipIf(!dockerUp && process.env['PAIRBENCH_REQUIRE_SANDBOXES'] !== '1')
         'tasks/greet/instruction.md': 'Make /app/greet.sh print exactly "hello".\n',
         'tasks/greet/task.toml':
           'version = "1.0"\n\n[metadata]\ncategory = "shell"\n\n[verifier]\ntimeout_sec = 60.0\n\n[verifier.env]\nGREETING = "hello"\n\n[agent]\ntimeout_sec = 120.0\n\n[environment]\nbuild_timeout_sec = 120.0\nallow_internet = false\ncpus = 1\nmemory = "512M"\n',
-        'tasks/greet/environment/Dockerfile': `FROM ${baseTag}\nWORKDIR /app\nCOPY app/ /app/\n`,
+        'tasks/greet/environment/Dockerfile': `FROM ${baseTag}\nWORKDIR /app\nCOPY app/ /app/\nCOPY marker /root/.marker\n`,
         'tasks/greet/environment/app/greet.sh': 'echo hi\n',
+        'tasks/greet/environment/marker': 'image-home\n',
         // The tests read /app (the image's WORKDIR) and an env var task.toml sets; bash-only syntax.
-        'tasks/greet/tests/test.sh':
-          '#!/bin/bash\nset -euo pipefail\nmkdir -p /logs/verifier\nif [[ "$(bash /app/greet.sh)" == "$GREETING" ]]; then echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi\n',
+        // As Harbor runs them: as root with HOME=/root (writable, holding the image's /root), in a
+        // /tests they may write into, and an /app they may write whatever the attempt changed
+        // there. Any of these failing ends the script (set -e) before a reward: no verdict.
+        'tasks/greet/tests/test.sh': [
+          '#!/bin/bash',
+          'set -euo pipefail',
+          'mkdir -p /logs/verifier',
+          '[[ "$(id -u)" == 0 && "$HOME" == /root ]] || { echo "uid $(id -u), HOME $HOME"; exit 3; }',
+          'grep -q image-home "$HOME/.marker"',
+          'echo probe > "$HOME/.probe"',
+          'echo probe > /tests/probe',
+          'if [[ "$(bash /app/greet.sh)" == "$GREETING" ]]; then echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi',
+          'echo "# checked" >> /app/greet.sh',
+          '',
+        ].join('\n'),
         // The reference solution is bash, with pipefail, and reads a file beside it in /solution.
         'tasks/greet/solution/solve.sh': '#!/bin/bash\nset -euo pipefail\ncat /solution/greet.sh | tee /app/greet.sh > /dev/null\n',
         'tasks/greet/solution/greet.sh': 'echo hello\n',
@@ -399,7 +475,9 @@ ${attempts('oracle', 'oracle')}${attempts('nop', 'nop')}`,
     const cert = await rig.outputJson('certify/greet', 'certification.json');
     expect(cert, JSON.stringify(cert.reasons)).toMatchObject({ verdict: 'certified', checks: { nop: [false, false], oracle: [true, true] } });
     const oracle = await rig.outputJson('verify-oracle/greet/only/1', 'verdict.json');
-    expect(oracle).toMatchObject({ pass: true, reward: { reward: 1 }, sandbox: { backend: 'docker', image_id: image.image_id } });
+    expect(oracle).toMatchObject({ pass: true, reward: { reward: 1 }, reward_file: 'reward.txt', sandbox: { backend: 'docker', image_id: image.image_id } });
+    // The hidden tests the verifier wrote into were a copy: the task's own stay as they were.
+    expect(existsSync(join(rig.dir, 'datasets', 'tasks', 'greet', 'tests', 'probe'))).toBe(false);
     expect(await rig.outputJson('verify-nop/greet/only/1', 'verdict.json')).toMatchObject({ pass: false, reward: { reward: 0 } });
     // The attempt ran in the built image, at /app, with the task's resources.
     const result = await rig.outputJson('oracle/greet/only/1', 'result.json');
@@ -439,7 +517,7 @@ describe.skipIf(!dockerUp && process.env['PAIRBENCH_REQUIRE_SANDBOXES'] !== '1')
     const cert = await rig.outputJson('certify/fetch', 'certification.json');
     expect(cert.verdict).toBe('rejected');
     expect(cert.reasons.join('\n')).toMatch(
-      /the verifier fails with the reference solution -- task\.toml gives the task the network \(network mode public\) and this step runs with egress none, and the output shows a network failure/,
+      /the verifier fails with the reference solution: 1 failed \(command verifier\) -- task\.toml gives the task the network \(network mode public\) and this step runs with egress none, and the output shows a network failure/,
     );
     expect(r.stderr).toMatch(/^rejected certify\/fetch /m);
     // What the verifier printed is kept: the reason can be checked.

@@ -41,8 +41,18 @@ function pathWithoutBwrap(dir: string): string {
 
 const TASKS = ['t1', 't2', 't3', 't4', 't5', 't6'];
 
-/** The paired cohort with no sandbox settings: every sandboxed step takes the default, backend auto. */
-const config = () => pairedCohortConfig(TASKS).replaceAll('    sandbox: { backend: local, egress: open }\n', '');
+/**
+ * The paired cohort, certified first, with no sandbox settings: every sandboxed step (certify,
+ * the attempts, verify) takes the default, backend auto.
+ */
+const config = () =>
+  pairedCohortConfig(TASKS)
+    .replaceAll('    sandbox: { backend: local, egress: open }\n', '')
+    .replace(
+      '  attempts:\n',
+      `  certify: { kind: certify, needs: [materialize], matrix: { task: [${TASKS.join(', ')}] }, policy: { repeats: 1 } }\n  attempts:\n`,
+    )
+    .replace('    needs: [materialize]\n', '    needs: [materialize, certify]\n');
 
 describe.skipIf(!bwrap.ok && !required)('backend auto without bubblewrap', () => {
   it('the run and doctor say why and how to isolate; with bubblewrap afterwards, the refusal names only the sandbox', async () => {
@@ -73,6 +83,9 @@ describe.skipIf(!bwrap.ok && !required)('backend auto without bubblewrap', () =>
     expect(again.code).toBe(2);
     const refusal = again.stderr;
     expect(refusal, refusal).toMatch(/sandbox/);
+    // Only the sandbox changed: no other field of any step (the verifier, the tree, the agent) is named.
+    const changed = [...refusal.matchAll(/^ {2}- (\S+): ([a-z_]+)[.:]/gm)].map((m) => `${m[1]} ${m[2]}`);
+    expect(new Set(changed), refusal).toEqual(new Set(['attempts sandbox', 'certify sandbox', 'verify sandbox']));
     expect(refusal).not.toMatch(/verifier/);
     expect(refusal).toMatch(/bump .*version|new store/);
   });

@@ -8,6 +8,7 @@ import { analyze, defaultSpec } from '../steps/analyze/index.js';
 import type { AnalysisResult, AttemptRecord } from '../steps/analyze/types.js';
 import { renderCsv, renderHtml, renderMarkdown, CSV_COLUMNS, type ReportContext } from '../steps/export/report.js';
 import { pct } from '../steps/export/report-format.js';
+import { clippingProblems } from './browser-layout.js';
 
 // ---------------------------------------------------------------- fixtures
 
@@ -133,6 +134,20 @@ beforeAll(() => {
 });
 
 // ---------------------------------------------------------------- Markdown
+
+describe('the Methods section', () => {
+  it('names the interval and the test each figure actually used, never a default no figure used', () => {
+    const c = positive.comparisons[0]!;
+    expect(c.ci!.method).toBe('cluster-t');
+    for (const text of [renderMarkdown(positive, context(false)), renderHtml(positive, context(false))]) {
+      const methods = text.slice(text.search(/## Method|<section id="methods"/));
+      expect(methods).toMatch(/interval: 95% CI, cluster t over 8 units, 7 df \(treatment vs control\)/);
+      expect(methods).toMatch(/test: sign-flip over tasks, exact, Holm-adjusted over the cohort/);
+      // The pass-rate interval is not the bootstrap the spec configures (cost medians use that, and say so).
+      expect(methods).not.toMatch(/CI by hierarchical bootstrap|^- Bootstrap:/m);
+    }
+  });
+});
 
 describe('renderMarkdown', () => {
   it('a positive verdict: effect, CI, envelope, all three counts, cost-ratio labels, overhead on its own line', () => {
@@ -423,7 +438,7 @@ describe.skipIf(skipBrowser)('renderHtml in headless Chromium', () => {
     return { page, errors, requests, url };
   }
 
-  it('no page scrolls sideways at 400 or 1400 px (tables scroll inside themselves); the summary plot is on top', async () => {
+  it('at 400 and 1400 px every plot mark is on screen, every table fits or scrolls in its own box with a cue; the summary plot is on top', async () => {
     const reports = {
       positive: renderHtml(positive, context(false)),
       refused: renderHtml(refused, context(false)),
@@ -437,7 +452,9 @@ describe.skipIf(skipBrowser)('renderHtml in headless Chromium', () => {
           await page.setViewportSize({ width, height: 900 });
           const widths = (await page.evaluate('[document.documentElement.scrollWidth, window.innerWidth]')) as [number, number];
           expect(widths[0], `${name} at ${width} px: the page is ${widths[0]} px wide`).toBeLessThanOrEqual(widths[1]);
-          const shot = join(dir, `${name}-${width}.png`);
+          // Element by element: no plot mark beyond the visible edge, no table scrolling without a cue.
+          expect(await clippingProblems(page), `${name} at ${width} px`).toEqual([]);
+          const shot = join(process.env['PAIRBENCH_SCREENSHOTS'] ?? dir, `report-${name}-${width}.png`);
           await page.screenshot({ path: shot, fullPage: true });
           expect(readFileSync(shot).subarray(1, 4).toString()).toBe('PNG');
         }

@@ -35,3 +35,45 @@ describe('reporters', () => {
     expect(out).toBe('done    a/2 (1.50 s)\n');
   });
 });
+
+describe('signs of life on long work', () => {
+  it('a plain log ends each built line with its step and an ETA from the nodes that finished, and names what still runs', () => {
+    let t = 0;
+    let out = '';
+    const r = new PlainReporter({ write: (s: string) => (out += s) }, { color: false, heartbeatMs: 0, now: () => t });
+    r.event({ type: 'start', total: 4, steps: [{ name: 'certify', nodes: 4 }] });
+    r.event({ type: 'running', node: 'certify/a' });
+    r.event({ type: 'running', node: 'certify/b' });
+    expect(r.heartbeat()).toBe('still running: certify/a (1s), certify/b (1s); 2 queued · certify 0/4');
+    t = 60_000;
+    r.event({ type: 'done', node: 'certify/a', key, durationMs: 60_000, recorded: true });
+    // b has run 60 s of a 60 s mean; c and d wait: 2 x 60 s over the one still running.
+    expect(out.split('\n').at(-2)).toBe('done    certify/a (60.00 s) · certify 1/4, ETA ~2m00s');
+    t = 90_000;
+    expect(r.heartbeat()).toBe('still running: certify/b (1m30s); 2 queued · certify 1/4, ETA ~2m00s');
+    r.event({ type: 'done', node: 'certify/b', key, durationMs: 90_000, recorded: true });
+    expect(r.heartbeat()).toBeUndefined();
+  });
+
+  it('the heartbeat is written on its own while a node runs, and stops at the end', async () => {
+    const lines: string[] = [];
+    let seen!: () => void;
+    const beat = new Promise<void>((resolve) => (seen = resolve));
+    const r = new PlainReporter(
+      {
+        write: (s: string) => {
+          lines.push(s);
+          if (s.startsWith('still running: slow/1')) seen();
+        },
+      },
+      { color: false, heartbeatMs: 20 },
+    );
+    r.event({ type: 'start', total: 1, steps: [{ name: 'slow', nodes: 1 }] });
+    r.event({ type: 'running', node: 'slow/1' });
+    await beat;
+    r.event({ type: 'end', summary: { total: 1, cached: 0, executed: 1, failed: 0, skipped: 0, durationMs: 1 } });
+    const after = lines.length;
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(lines.length).toBe(after);
+  });
+});

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium, type Browser, type Page } from 'playwright-core';
+import { clippingProblems } from './browser-layout.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cliOutputProblems } from './cli-schema.js';
 
@@ -55,13 +56,15 @@ function statusWithHost(url: string, host: string): Promise<number> {
   });
 }
 
-/** The page is no wider than the window (nothing scrolls sideways), at 1400 and 400 px; a screenshot of each. */
+/** The page is no wider than the window, nothing in it is clipped (browser-layout.ts), at 1400 and 400 px; a screenshot of each. */
 async function noOverflow(page: Page, dir: string, name: string): Promise<void> {
   for (const width of [1400, 400]) {
     await page.setViewportSize({ width, height: 900 });
     const [scroll, inner] = (await page.evaluate('[document.documentElement.scrollWidth, window.innerWidth]')) as [number, number];
     expect(scroll, `${name} at ${width} px is ${scroll} px wide`).toBeLessThanOrEqual(inner);
-    const shot = join(dir, `${name}-${width}.png`);
+    // Element by element: no plot mark beyond the visible edge, no table scrolling without a cue.
+    expect(await clippingProblems(page), `${name} at ${width} px`).toEqual([]);
+    const shot = join(process.env['PAIRBENCH_SCREENSHOTS'] ?? dir, `viewer-${name}-${width}.png`);
     await page.screenshot({ path: shot, fullPage: true });
     expect(readFileSync(shot).subarray(1, 4).toString()).toBe('PNG');
   }
@@ -248,13 +251,15 @@ describe.skipIf(skipBrowser)('pairbench view', () => {
     expect(await statusWithHost(url, new URL(url).host)).toBe(200);
   });
 
-  it('started during a run, it shows nodes completing', async () => {
+  it('started during a run, it shows nodes completing, which one runs and for how long, what is queued, and an ETA', async () => {
     const live = join(dir, 'live');
     mkdirSync(live);
-    // Six nodes of a second each, one at a time: the run takes long enough to be watched.
+    const release = join(live, 'release');
+    // Six nodes, one at a time; the second waits until the test releases it, so the page is
+    // watched while a node is running (an event, not a sleep, decides when it ends).
     writeFileSync(
       join(live, 'bench.config.yaml'),
-      'steps:\n  slow:\n    kind: command\n    matrix: { n: 6 }\n    cmd: sleep 1 && echo "{{matrix.n}}" > out\n    outs: [out]\n',
+      `steps:\n  slow:\n    kind: command\n    matrix: { n: 6 }\n    cmd: 'if [ "{{matrix.n}}" = 2 ]; then while [ ! -f ${release} ]; do sleep 0.05; done; fi; echo "{{matrix.n}}" > out'\n    outs: [out]\n`,
     );
     const { child, url } = await startView(['--config', join(live, 'bench.config.yaml')]);
     children.push(child);
@@ -265,21 +270,26 @@ describe.skipIf(skipBrowser)('pairbench view', () => {
       env: ENV,
       stdio: 'ignore',
     });
-    const seen = new Set<string>();
     const done = new Promise<number | null>((resolve) => run.on('exit', resolve));
-    let finished = false;
-    void done.then(() => (finished = true));
-    while (!finished) {
-      const text = await heading.textContent().catch(() => null);
-      if (text) seen.add(text);
-      await new Promise((r) => setTimeout(r, 150));
+    try {
+      // While slow/2 holds the run: it is named as running, with its time so far; the rest are queued; the step has an ETA from slow/1.
+      await expect
+        .poll(
+          () =>
+            page
+              .getByTestId('running')
+              .textContent()
+              .catch(() => ''),
+          { timeout: 120_000 },
+        )
+        .toMatch(/^running \d+s · slow\/2$/);
+      expect(await heading.textContent()).toBe('Run in progress: 1 of 6 nodes built');
+      expect(await page.getByTestId('progress-split').textContent()).toMatch(/^1 running, 4 queued /);
+      expect(await page.getByTestId('steps').textContent()).toMatch(/^slow: 1 of 6 built, about \d+s left$/);
+    } finally {
+      writeFileSync(release, '');
     }
     expect(await done).toBe(0);
-    // Some node finished while others still ran: the page filled in as they did.
-    expect(
-      [...seen].some((t) => /Run in progress: [1-5] of 6 nodes built/.test(t)),
-      [...seen].join(' | '),
-    ).toBe(true);
     // Then every node is built: the progress panel gives way to the cohort list.
     await expect.poll(() => page.getByTestId('progress').count(), { timeout: 600_000 }).toBe(0);
     expect(errors).toEqual([]);

@@ -21,6 +21,8 @@ export const MAX_DEPTH = 4;
 export const MAX_DECODED_BYTES = 32 * 1024 * 1024;
 /** The largest text a whole-text transform (rot13, reversal, escapes) is applied to. */
 const MAX_WHOLE_TEXT = 16 * 1024 * 1024;
+const WHOLE_TEXT: ReadonlySet<string> = new Set(['string escapes', 'rot13', 'reversal']);
+export const MAX_WHOLE_TEXT_TRANSFORMS = 2;
 /** The most an inflated blob may grow to (a zip bomb stops here). */
 const MAX_INFLATED = 4 * 1024 * 1024;
 /** Words shorter than this are not decoded (too many English words are valid base64). */
@@ -181,6 +183,10 @@ export function decodedVariants(original: string): Decoded[] {
         if (isText(text)) add({ text, chain: [...v.chain, 'URL escapes'], lineOf: () => line });
       }
       if (v.text.length > MAX_WHOLE_TEXT) continue;
+      // At most two whole-text transforms in a chain: a third (rot13 of a reversed unescaped
+      // text) hides nothing a person writing a file would, and made every ordinary JavaScript
+      // file decode into dozens of full-size copies (tape's 4,300 vendored files: 16 s a scan).
+      if (v.chain.filter((c) => WHOLE_TEXT.has(c)).length >= MAX_WHOLE_TEXT_TRANSFORMS) continue;
       // The whole text: string escapes decoded, rot13, reversed (each line read backwards, last line first).
       if (ESCAPE.test(v.text)) {
         ESCAPE.lastIndex = 0;

@@ -3,6 +3,7 @@
 import htm from 'htm';
 import { h, render, type VNode } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
+import { shortDuration } from '../pipeline/progress.js';
 import { totalTokens, type AttemptRow, type AttemptView, type CohortView, type TaskRow, type ViewerState } from '../viewer/view-types.js';
 
 // htm gives an array for several top-level elements; preact renders either as a child.
@@ -78,11 +79,26 @@ function ProgressView({ progress }: { progress: NonNullable<ViewerState['progres
   return html`<section class="card" data-testid="progress">
     <h2>Run in progress: ${done} of ${progress.total} nodes built</h2>
     <div class="progress"><div style=${{ width: `${(100 * done) / Math.max(1, progress.total)}%` }}></div></div>
-    <p>${progress.to_run} still to run (as of ${progress.at}).</p>
+    <p data-testid="progress-split">${`${progress.running.length} running, ${progress.queued} queued (as of ${progress.at}).`}</p>
+    ${
+      progress.running.length
+        ? html`<ul data-testid="running">
+            ${progress.running.map((r) => html`<li key=${r.id}>${`running ${shortDuration(r.elapsed_ms)} · ${r.id}`}</li>`)}
+          </ul>`
+        : null
+    }
+    <ul data-testid="steps">
+      ${progress.steps.map(
+        (st) =>
+          html`<li key=${st.name}>
+            ${`${st.name}: ${st.built} of ${st.total} built${st.eta_ms !== null ? `, about ${shortDuration(st.eta_ms)} left` : ', no estimate until one is built'}`}
+          </li>`,
+      )}
+    </ul>
     <details>
       <summary>nodes</summary>
       <ul>
-        ${progress.nodes.map((n) => html`<li key=${n.id}>${n.status === 'cached' ? 'built' : 'to run'} · ${n.id}</li>`)}
+        ${progress.nodes.map((n) => html`<li key=${n.id}>${n.status === 'cached' ? 'built' : n.status === 'running' ? 'running' : 'queued'} · ${n.id}</li>`)}
       </ul>
     </details>
   </section>`;
@@ -166,15 +182,16 @@ function CohortPage({ id, cohort, query }: { id: string; cohort: CohortView; que
           >`,
       )}
     </div>
+    <!-- The outcome first: on a phone what was decided is on screen; the rest scrolls, with a shadow. -->
     <div class="scroll">
       <table data-testid="tasks">
         <thead>
           <tr>
             <th>task</th>
-            <th>family</th>
-            <th>category</th>
             <th>outcome (a/b/c)</th>
             <th>attempts (arm: pass/fail/excluded)</th>
+            <th>family</th>
+            <th>category</th>
           </tr>
         </thead>
         <tbody>
@@ -182,8 +199,6 @@ function CohortPage({ id, cohort, query }: { id: string; cohort: CohortView; que
             (t) =>
               html`<tr key=${t.task}>
                 <td><a href=${link('c', id, 'task', t.task)}>${t.task}</a></td>
-                <td>${t.family}</td>
-                <td>${t.category}</td>
                 <td>${outcomesText(t) || '—'}</td>
                 <td>
                   ${t.attempts
@@ -191,6 +206,8 @@ function CohortPage({ id, cohort, query }: { id: string; cohort: CohortView; que
                     .map((a) => `${a.arm}#${a.rep} ${outcomeOf(a)}`)
                     .join(', ')}
                 </td>
+                <td>${t.family}</td>
+                <td>${t.category}</td>
               </tr>`,
           )}
         </tbody>

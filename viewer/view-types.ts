@@ -20,8 +20,14 @@ export interface Progress {
   total: number;
   cached: number;
   to_run: number;
-  /** Every node: cached (built) or still to run. */
-  nodes: { id: string; status: 'cached' | 'run' }[];
+  /** Every node: cached (built), running now (a live run holds its lock), or still to run. */
+  nodes: { id: string; status: 'cached' | 'running' | 'run' }[];
+  /** The running nodes, longest first, with how long each has run. */
+  running: { id: string; since: string; elapsed_ms: number }[];
+  /** Nodes neither built nor running. */
+  queued: number;
+  /** Per step with nodes left: how many are built, and the time left estimated from its built nodes (null: none built yet). */
+  steps: { name: string; built: number; total: number; eta_ms: number | null }[];
   at: string;
 }
 

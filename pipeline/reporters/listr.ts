@@ -1,5 +1,6 @@
 import { Listr, type ListrTaskWrapper } from 'listr2';
 import type { EngineEvent, Reporter } from '../events.js';
+import { ProgressTracker, shortDuration } from '../progress.js';
 import { PlainReporter, summaryLine, type Writer } from './plain.js';
 
 interface StepProgress {
@@ -21,6 +22,8 @@ export class ListrReporter implements Reporter {
   private readonly after: string[] = [];
   private listr?: Promise<unknown>;
   private readonly plain: PlainReporter;
+  private readonly progress = new ProgressTracker();
+  private timer: ReturnType<typeof setInterval> | undefined;
 
   constructor(private readonly out: Writer) {
     this.plain = new PlainReporter({ write: (t: string) => this.after.push(t) }, { color: !process.env['NO_COLOR'] });
@@ -34,6 +37,11 @@ export class ListrReporter implements Reporter {
     if (p.running) parts.push(`${p.running} running`);
     if (p.failed) parts.push(`${p.failed} failed`);
     if (p.skipped) parts.push(`${p.skipped} skipped`);
+    // The longest-running node of the step, how long it has run, and when the step should end.
+    const longest = this.progress.runningNodes().find((r) => ProgressTracker.stepOf(r.node) === name);
+    if (longest) parts.push(`${longest.node} ${shortDuration(longest.ms)}`);
+    const eta = this.progress.etaOf(name);
+    if (eta !== null && settled < p.total) parts.push(`ETA ~${shortDuration(eta)}`);
     return `${name}  ${parts.join(', ')}`;
   }
 
@@ -52,9 +60,20 @@ export class ListrReporter implements Reporter {
     else p.finish?.();
   }
 
+  /** Elapsed times and ETAs change with the clock: the titles of steps with running nodes, once a second. */
+  private tick(): void {
+    for (const [name, p] of this.steps) if (p.running && p.task) p.task.title = this.title(name, p);
+  }
+
   event(e: EngineEvent): void {
+    if (e.type === 'start') this.progress.start(e.steps);
+    else if (e.type === 'running') this.progress.running(e.node);
+    else if (e.type === 'done') this.progress.settled(e.node, e.durationMs);
+    else if (e.type === 'cached' || e.type === 'failed' || e.type === 'skipped') this.progress.settled(e.node);
     switch (e.type) {
       case 'start': {
+        this.timer = setInterval(() => this.tick(), 1000);
+        this.timer.unref();
         for (const s of e.steps) this.steps.set(s.name, { total: s.nodes, cached: 0, done: 0, failed: 0, skipped: 0, running: 0 });
         const tasks = [...this.steps].map(([name, p]) => ({
           title: this.title(name, p),
@@ -102,12 +121,14 @@ export class ListrReporter implements Reporter {
         this.plain.event(e);
         return;
       case 'end':
+        clearInterval(this.timer);
         this.after.push(summaryLine(e.summary) + '\n');
         return;
     }
   }
 
   async close(): Promise<void> {
+    clearInterval(this.timer);
     await this.listr;
     for (const line of this.after) this.out.write(line);
   }

@@ -1,5 +1,6 @@
 import { styleText } from 'node:util';
 import type { EngineEvent, Reporter, RunSummary } from '../events.js';
+import { ProgressTracker, shortDuration } from '../progress.js';
 
 export interface Writer {
   write(text: string): unknown;
@@ -17,15 +18,77 @@ function indent(text: string): string {
     .join('\n');
 }
 
-/** One line per event, for CI logs and pipes. Cached nodes are counted, not listed, unless verbose. */
+/** How often a plain log says what is still running, when something is (a long certify is not silence). */
+export const HEARTBEAT_MS = 30_000;
+
+/**
+ * One line per event, for CI logs and pipes. Cached nodes are counted, not listed, unless verbose.
+ * A built node's line ends with its step's progress and ETA; while nodes run, a line every
+ * `heartbeatMs` names them with how long each has run.
+ */
 export class PlainReporter implements Reporter {
   private readonly color: boolean;
+  private readonly progress: ProgressTracker;
+  private timer: ReturnType<typeof setInterval> | undefined;
 
   constructor(
     private readonly out: Writer,
-    private readonly options: { verbose?: boolean; color?: boolean } = {},
+    private readonly options: { verbose?: boolean; color?: boolean; heartbeatMs?: number; now?: () => number } = {},
   ) {
     this.color = options.color ?? (Boolean(out.isTTY) && !process.env['NO_COLOR']);
+    this.progress = new ProgressTracker(options.now);
+  }
+
+  /** The heartbeat line: what runs, for how long, what waits, and each running step's ETA. */
+  heartbeat(): string | undefined {
+    const running = this.progress.runningNodes();
+    if (!running.length) return undefined;
+    const shown = running.slice(0, 4).map((r) => `${r.node} (${shortDuration(r.ms)})`);
+    const steps = [...new Set(running.map((r) => ProgressTracker.stepOf(r.node)))].map((st) => this.progress.stepLine(st));
+    return this.paint(
+      'dim',
+      `still running: ${shown.join(', ')}${running.length > 4 ? `, and ${running.length - 4} more` : ''}; ${this.progress.queued()} queued · ${steps.join(' · ')}`,
+    );
+  }
+
+  private track(e: EngineEvent): void {
+    switch (e.type) {
+      case 'start':
+        this.progress.start(e.steps);
+        if (this.options.heartbeatMs !== 0) {
+          this.timer = setInterval(() => {
+            const line = this.heartbeat();
+            if (line) this.out.write(line + '\n');
+          }, this.options.heartbeatMs ?? HEARTBEAT_MS);
+          this.timer.unref();
+        }
+        return;
+      case 'running':
+        return this.progress.running(e.node);
+      case 'done':
+        return this.progress.settled(e.node, e.durationMs);
+      case 'cached':
+      case 'failed':
+      case 'skipped':
+        return this.progress.settled(e.node);
+      case 'end':
+        return this.stop();
+    }
+  }
+
+  private stepSuffix(node: string): string {
+    const line = this.progress.stepLine(ProgressTracker.stepOf(node));
+    return line ? ` · ${line}` : '';
+  }
+
+  private stop(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+  }
+
+  close(): Promise<void> {
+    this.stop();
+    return Promise.resolve();
   }
 
   private paint(style: 'red' | 'green' | 'yellow' | 'dim', text: string): string {
@@ -33,6 +96,7 @@ export class PlainReporter implements Reporter {
   }
 
   event(e: EngineEvent): void {
+    this.track(e);
     const line = this.format(e);
     if (line !== undefined) this.out.write(line + '\n');
   }
@@ -56,7 +120,7 @@ export class PlainReporter implements Reporter {
           );
         return this.paint(
           'green',
-          `done    ${e.node} (${(e.durationMs / 1000).toFixed(2)} s${e.worker ? `, on ${e.worker}` : ''})${e.recorded ? '' : ' [not cached]'}`,
+          `done    ${e.node} (${(e.durationMs / 1000).toFixed(2)} s${e.worker ? `, on ${e.worker}` : ''})${e.recorded ? '' : ' [not cached]'}${this.stepSuffix(e.node)}`,
         );
       case 'failed':
         return this.paint('red', `FAILED  ${e.node}: ${e.failure.message}`) + (e.logTail ? `\n${indent(e.logTail)}` : '');

@@ -104,6 +104,12 @@ export class LockDir {
     return undefined;
   }
 
+  /** When the live holder took the lock (ISO time): null when the lock is free, or stale. */
+  liveSince(name: string, staleMs = DEFAULT_STALE_MS): string | null {
+    if (!this.isHeld(name) || this.staleReason(name, staleMs) !== undefined) return null;
+    return readOwner(this.pathOf(name))?.since ?? null;
+  }
+
   /** Whether the lock file exists (live or stale: staleReason tells). */
   isHeld(name: string): boolean {
     return existsSync(this.pathOf(name));

@@ -1,7 +1,10 @@
 import { lstatSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import picomatch from 'picomatch';
 import type { Task } from '../task.js';
 import { decodedVariants, lineAt, lineStarts } from '../../text/decode.js';
+import { MultiSearch } from '../../text/multi-search.js';
+import { vendoredPackageDir } from './vendored.js';
 
 /**
  * The static half of `certify`: every agent-visible surface (the prompt, the
@@ -132,7 +135,7 @@ export function scanSurfaces(inputs: ScanInputs): Finding[] {
     const needle = normalize(fold(n.text));
     return { ...n, needle, bare: needle.replaceAll(' ', '') };
   });
-  const names = testNameNeedles(task);
+  const names = testNameNeedles(task).filter(notTheCodeAskedFor(task, inputs.surfaces));
   const words = wordMatchers([...DEFAULT_BENCHMARK_WORDS, ...(inputs.extraWords ?? [])]);
   const canary = task.canary?.trim() ? new RegExp(escapeRegExp(task.canary.trim()), 'gi') : null;
 
@@ -148,6 +151,11 @@ export function scanSurfaces(inputs: ScanInputs): Finding[] {
   const keptInTree = (surface: Surface, path: string, line: number, cls: string, encoded: boolean) =>
     surface.kind === 'tree' && cls === 'solution-leak' && !encoded && kept.has(path) && !kept.get(path)!.has(line);
 
+  // Every needle in one pass over each text (the folded lines, and the text with no whitespace).
+  const lineSearch = new MultiSearch(textNeedles.map((n) => n.needle));
+  const bareIndex = textNeedles.map((_, i) => i).filter((i) => textNeedles[i]!.bare.length >= 8);
+  const bareSearch = new MultiSearch(bareIndex.map((i) => textNeedles[i]!.bare));
+
   for (const surface of inputs.surfaces) {
     const authored = surface.kind !== 'tree';
     if (surface.kind === 'tree') {
@@ -158,7 +166,7 @@ export function scanSurfaces(inputs: ScanInputs): Finding[] {
       }
     }
     // Each file as written, and everything it decodes to (to a fixed point, bounded: decode.ts).
-    for (const { file, encoded } of withDecoded(surface.files)) {
+    for (const { file, encoded, folded, searchable } of surface.files.flatMap(preparedVariants)) {
       let rawStarts: number[] | undefined;
       const at = (offset: number) => ({
         surface: surface.name,
@@ -170,33 +178,18 @@ export function scanSurfaces(inputs: ScanInputs): Finding[] {
       // Solution and verifier lines: substrings of the folded lines (Unicode NFKC, invisible
       // characters gone, look-alike letters mapped, whitespace collapsed), or of the whole text
       // with no whitespace at all (a re-spaced copy, or one split across lines).
-      // Folded once for the whole text (folding keeps every line break, so line i is line i).
-      const folded = fold(file.text);
       if (textNeedles.length) {
-        const lines = folded.split('\n').map(normalize);
-        const norm = lines.join('\n');
-        const starts = lineStarts(norm);
-        const rawLineStarts = lineStarts(file.text);
-        const bareStarts: number[] = [];
-        const bareParts: string[] = [];
-        let bareLength = 0;
-        for (const line of lines) {
-          bareStarts.push(bareLength);
-          const b = line.replaceAll(' ', '');
-          bareParts.push(b);
-          bareLength += b.length;
-        }
-        const bare = bareParts.join('');
-        const lineOfIndex = (i: number) => (encoded ? encoded.lineOf(rawLineStarts[i - 1] ?? 0) : i);
-        for (const n of textNeedles) {
-          const hit = new Set<number>();
-          for (let i = norm.indexOf(n.needle); i !== -1; i = norm.indexOf(n.needle, i + 1)) hit.add(lineAt(starts, i));
-          if (n.bare.length >= 8) for (let i = bare.indexOf(n.bare); i !== -1; i = bare.indexOf(n.bare, i + 1)) hit.add(lineAt(bareStarts, i));
-          for (const line of hit) {
+        const t = searchable();
+        const hits = textNeedles.map(() => new Set<number>());
+        lineSearch.search(t.norm, (n, start) => hits[n]!.add(lineAt(t.starts, start)));
+        bareSearch.search(t.bare, (k, start) => hits[bareIndex[k]!]!.add(lineAt(t.bareStarts, start)));
+        const lineOfIndex = (i: number) => (encoded ? encoded.lineOf(t.rawLineStarts[i - 1] ?? 0) : i);
+        textNeedles.forEach((n, k) => {
+          for (const line of hits[k]!) {
             if (keptInTree(surface, file.path, lineOfIndex(line), n.class, Boolean(encoded))) continue;
             add({ surface: surface.name, path: file.path, line: lineOfIndex(line), class: n.class, match: n.text, detail: n.detail + how });
           }
-        }
+        });
       }
 
       for (const n of names) {
@@ -222,7 +215,32 @@ export function scanSurfaces(inputs: ScanInputs): Finding[] {
       }
     }
   }
-  return [...found.values()].sort(compareFindings);
+  const solutionLines = new Set(textNeedles.filter((n) => n.class === 'solution-leak').map((n) => n.text)).size;
+  return withoutVendoredIdioms([...found.values()], solutionLines, inputs.surfaces).sort(compareFindings);
+}
+
+/**
+ * Third-party code under node_modules (vendor/, site-packages/, ...) shares idioms with any
+ * solution (`if (!opts) { opts = {}; }` is in tape and in minimist): there, solution lines are
+ * a leak only when one vendored package holds at least half of the solution's distinctive lines
+ * (a copy of the answer, whole or in part), counted over the package so that a copy split across
+ * files is still one. In the repository's own files every solution line is a leak.
+ */
+function withoutVendoredIdioms(findings: Finding[], solutionLines: number, surfaces: readonly Surface[]): Finding[] {
+  const trees = new Set(surfaces.filter((s) => s.kind === 'tree').map((s) => s.name));
+  const packageOf = (f: Finding) => {
+    const dir = f.class === 'solution-leak' && trees.has(f.surface) ? vendoredPackageDir(f.path) : null;
+    return dir === null ? null : `${f.surface}\0${dir}`;
+  };
+  const held = new Map<string, Set<string>>();
+  for (const f of findings) {
+    const p = packageOf(f);
+    if (p !== null) held.set(p, (held.get(p) ?? new Set()).add(f.match));
+  }
+  return findings.filter((f) => {
+    const p = packageOf(f);
+    return p === null || held.get(p)!.size * 2 >= solutionLines;
+  });
 }
 
 export function compareFindings(a: Finding, b: Finding): number {
@@ -422,13 +440,58 @@ interface Decoded {
   encoded?: { chain: string[]; lineOf(offset: number): number };
 }
 
-/** The files, and everything each decodes to (decode.ts), each as a file of its own. */
-function withDecoded(files: SurfaceFile[]): Decoded[] {
-  const out: Decoded[] = [];
-  for (const file of files)
-    for (const v of decodedVariants(file.text))
-      out.push(v.chain.length ? { file: { path: file.path, text: v.text }, encoded: { chain: v.chain, lineOf: v.lineOf } } : { file });
-  return out;
+/** A file or a text decoded from it, with the forms the scan compares needles against. */
+interface Prepared extends Decoded {
+  folded: string;
+  /** The folded lines normalised (and their starts), and the same with no whitespace at all: made on first use. */
+  searchable(): { norm: string; starts: number[]; bare: string; bareStarts: number[]; rawLineStarts: number[] };
+}
+
+// A file's decoded variants and folded forms depend on its text alone: kept by text (up to a
+// bound), so scanning one tree again -- a generator's next candidate, certify's next task of the
+// same repository -- decodes none of its files twice.
+const PREPARED_CACHE_CHARS = 64 * 1024 * 1024;
+type PreparedText = Omit<Prepared, 'file'> & { text: string };
+const preparedCache = new Map<string, PreparedText[]>();
+let preparedChars = 0;
+
+/** The file, and everything it decodes to (decode.ts), each as a text of its own. */
+function preparedVariants(file: SurfaceFile): Prepared[] {
+  let variants: PreparedText[] | undefined = preparedCache.get(file.text);
+  if (!variants) {
+    variants = decodedVariants(file.text).map((v): PreparedText => {
+      const folded = fold(v.text);
+      let forms: ReturnType<Prepared['searchable']> | undefined;
+      const searchable = () => {
+        if (forms) return forms;
+        const lines = folded.split('\n').map(normalize);
+        const bareStarts: number[] = [];
+        const bareParts: string[] = [];
+        let bareLength = 0;
+        for (const line of lines) {
+          bareStarts.push(bareLength);
+          const b = line.replaceAll(' ', '');
+          bareParts.push(b);
+          bareLength += b.length;
+        }
+        const norm = lines.join('\n');
+        return (forms = { norm, starts: lineStarts(norm), bare: bareParts.join(''), bareStarts, rawLineStarts: lineStarts(v.text) });
+      };
+      return { text: v.text, ...(v.chain.length ? { encoded: { chain: v.chain, lineOf: v.lineOf } } : {}), folded, searchable };
+    });
+    const chars = variants.reduce((n, v) => n + v.text.length, 0);
+    if (chars <= PREPARED_CACHE_CHARS) {
+      // Oldest first out (a Map iterates in insertion order) until the new entry fits.
+      for (const [text, old] of preparedCache) {
+        if (preparedChars + chars <= PREPARED_CACHE_CHARS) break;
+        preparedCache.delete(text);
+        preparedChars -= old.reduce((n, v) => n + v.text.length, 0);
+      }
+      preparedCache.set(file.text, variants);
+      preparedChars += chars;
+    }
+  }
+  return variants.map(({ text, ...rest }): Prepared => ({ ...rest, file: rest.encoded ? { path: file.path, text } : file }));
 }
 
 /** Whitespace runs collapsed to one space, trimmed. */
@@ -573,6 +636,18 @@ function testNameNeedles(task: Task): NameNeedle[] {
     }
   }
   return [...out.values()].sort((a, b) => compare(a.name, b.name));
+}
+
+/**
+ * A test named by one identifier that the code the task asks for defines or uses (a test
+ * `capitalize` of a function `capitalize` in an allowed path) names that code, not the test:
+ * a prompt must be able to say what to implement. Any other test name stays a needle.
+ */
+function notTheCodeAskedFor(task: Task, surfaces: readonly Surface[]): (n: NameNeedle) => boolean {
+  const allowed = picomatch(task.allowedPaths, { dot: true });
+  const code = surfaces.filter((s) => s.kind === 'tree').flatMap((s) => s.files.filter((f) => allowed(f.path)));
+  const identifiers = new Set(code.flatMap((f) => f.text.match(/[A-Za-z_$][\w$]*/g) ?? []));
+  return (n) => !(n.authoredOnly && /^[A-Za-z_$][\w$]*$/.test(n.name) && identifiers.has(n.name));
 }
 
 const WORD_CHAR = /[\p{L}\p{N}_]/u;

@@ -3,7 +3,7 @@
  * Harbor's viewer (`harbor view`) scans: `<job>/config.json` (JobConfig), `<job>/result.json`
  * (JobResult with its JobStats), and per attempt a trial directory with `config.json`
  * (TrialConfig), `result.json` (TrialResult), `agent/trajectory.json` (ATIF) and
- * `verifier/test-stdout.txt` (+ `reward.json` for a Harbor task). Shapes follow Harbor's
+ * `verifier/test-stdout.txt` (+ `reward.txt` or `reward.json`, as the Harbor task wrote it). Shapes follow Harbor's
  * pydantic models (models/job, models/trial); every value comes from the bundle.
  *
  * Where pairbench's notions differ: a trial's `source` (Harbor's dataset) is the arm, so
@@ -33,6 +33,8 @@ interface BundleResults {
 interface Verdict {
   pass: boolean | null;
   reward: Record<string, number> | null;
+  /** Absent in verdicts from before it was recorded: those export reward.json. */
+  reward_file?: 'reward.txt' | 'reward.json' | null;
 }
 
 /** The job's directory name: the cohort and its registered version. */
@@ -124,7 +126,12 @@ export function writeHarborJob(bundleDir: string, jobDir: string, finalDir = job
     if (trajectory) write(`${trialName}/agent/trajectory.json`, trajectory);
     const verifierLog = readNode(verifyNode, 'verifier.log');
     if (verifierLog !== null) write(`${trialName}/verifier/test-stdout.txt`, verifierLog);
-    if (verdict?.reward) write(`${trialName}/verifier/reward.json`, json(verdict.reward));
+    // The reward as the task's verifier wrote it: reward.txt (one number) or reward.json.
+    if (verdict?.reward) {
+      if (verdict.reward_file === 'reward.txt' && verdict.reward['reward'] !== undefined)
+        write(`${trialName}/verifier/reward.txt`, `${verdict.reward['reward']}\n`);
+      else write(`${trialName}/verifier/reward.json`, json(verdict.reward));
+    }
     if (result.exception_info) write(`${trialName}/exception.txt`, `${result.exception_info.exception_type}: ${result.exception_info.exception_message}\n`);
   }
 

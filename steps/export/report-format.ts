@@ -75,6 +75,26 @@ export function intervalMethod(ci: Interval): string {
   return `${fixed(ci.confidence * 100, 0)}% CI, ${ci.method}, ${ci.resamples} resamples, seed ${ci.seed}`;
 }
 
+/**
+ * The interval and test methods the figures actually used, each once with the comparisons that
+ * used it: the Methods section names what the verdicts rest on, never a configured default
+ * that no figure used (a cluster t interval is not "by hierarchical bootstrap").
+ */
+export function methodsUsed(result: { comparisons: readonly Comparison[] }): string[] {
+  const uses = new Map<string, string[]>();
+  const add = (what: string, who: string) => uses.set(what, [...(uses.get(what) ?? []), who]);
+  for (const c of result.comparisons) {
+    const who = comparisonTitle(c);
+    if (c.ci) add(`interval: ${intervalMethod(c.ci)}`, who);
+    if (c.test) {
+      const units = c.test.unit === 'family' ? 'families' : 'tasks';
+      add(`test: ${c.test.method} over ${units}, ${c.test.exact ? 'exact' : 'seeded samples'}, Holm-adjusted over the cohort`, who);
+    }
+    if (c.mcnemar) add('also reported: McNemar exact test on paired attempts (Holm-adjusted)', who);
+  }
+  return [...uses].map(([what, who]) => `${what} (${who.join('; ')})`);
+}
+
 /** "sign-flip test over 8 tasks: p=0.0078 (Holm p=0.0078), exact", the test the verdict rests on. */
 export function testText(t: RandomizationTest): string {
   const units = t.unit === 'family' ? counted(t.n_units, 'family', 'families') : counted(t.n_units, 'task');

@@ -42,6 +42,7 @@ import {
   escapeHtml as esc,
   interval,
   intervalMethod,
+  methodsUsed,
   num,
   outcomeName,
   pct,
@@ -120,9 +121,17 @@ svg .muted { fill: var(--muted); }
 .charts { display: flex; flex-direction: column; gap: 4px; }
 .bar-chart { margin: 6px 0; max-width: 620px; }
 .abc-counts { display: flex; flex-wrap: wrap; gap: 6px 22px; font-weight: 700; margin: 10px 0 4px; }
-.table-wrap, .plot-wrap { overflow-x: auto; }
-.plot-wrap svg { min-width: 520px; }
-.plot-wrap svg.summary-plot { min-width: 340px; }
+/* A plot scales to the width it has (viewBox, max-width 100%): on a phone every mark stays on screen. */
+.plot-wrap { max-width: 100%; }
+/* A table wider than its box scrolls inside it, with a shadow on each side that has more columns
+   (the covers scroll with the content; the shadows stay at the box's edges). */
+.table-wrap { overflow-x: auto;
+  background: linear-gradient(to right, var(--bg) 30%, rgba(255,255,255,0)) left / 24px 100% no-repeat local,
+    linear-gradient(to left, var(--bg) 30%, rgba(255,255,255,0)) right / 24px 100% no-repeat local,
+    radial-gradient(farthest-side at 0 50%, rgba(0,0,0,.28), rgba(0,0,0,0)) left / 10px 100% no-repeat scroll,
+    radial-gradient(farthest-side at 100% 50%, rgba(0,0,0,.28), rgba(0,0,0,0)) right / 10px 100% no-repeat scroll; }
+.table-wrap table { background: transparent; }
+@media (max-width: 640px) { main { padding: 8px 10px 32px; } th, td { padding: 3px 5px; } }
 svg .summary-label { font-size: 14px; }
 svg .abc-segment.outcome-a { fill: var(--a); } svg .abc-segment.outcome-b { fill: #c3cad1; }
 svg .abc-segment.outcome-c { fill: var(--c); } svg .abc-segment.outcome-no-answer { fill: var(--na); }
@@ -182,8 +191,8 @@ export function renderHtml(result: AnalysisResult, ctx: ReportContext): string {
 }
 
 /**
- * Every table and plot in a wrapper that scrolls sideways itself, so a narrow screen never
- * scrolls the page, and a plot keeps legible text (it shrinks no further than its min-width).
+ * Every table and plot in a wrapper, so a narrow screen never scrolls the page: a table wider
+ * than the screen scrolls inside its own box (with a shadow as the cue), a plot scales to fit.
  */
 function wrapTables(html: string): string {
   return html
@@ -804,8 +813,7 @@ function methods(result: AnalysisResult, ctx: ReportContext): string {
   const analysis = [
     `control ${esc(s.control)} vs ${s.treatments.map(esc).join(', ')}`,
     `paired per-task deltas (same task, same rep), effect = mean of task deltas`,
-    `${esc(pct(s.confidence))} CI by hierarchical bootstrap (families, then tasks), ${s.bootstrap.resamples} resamples, seed ${s.bootstrap.seed}`,
-    `McNemar exact test on paired attempts (Holm-adjusted)`,
+    ...methodsUsed(result).map(esc),
     `power ${esc(pct(s.power))} for the minimum detectable effect`,
     `validity floor ${esc(pct(s.validity_floor))} accepted per arm`,
     `refused when infra-error rates differ by more than ${esc(ppWidth(s.infra_error_threshold))} or the arms differ in model, provider, isolation, egress or resources`,

@@ -13,6 +13,7 @@ import {
   lostTasksText,
   mdeText,
   testText,
+  methodsUsed,
   worstCaseText,
   isolationText,
   scriptedText,
@@ -192,9 +193,8 @@ export function renderMarkdown(result: AnalysisResult, ctx: ReportContext): stri
   line(
     `- Cost weights: input ${result.spec.weights.input}, cache write ${result.spec.weights.cache_write}, cache read ${result.spec.weights.cache_read}, output ${result.spec.weights.output}`,
   );
-  line(
-    `- Bootstrap: ${result.spec.bootstrap.resamples} resamples, seed ${result.spec.bootstrap.seed}, families then tasks; validity floor ${pct(result.spec.validity_floor)}; infra-error threshold ${ppWidth(result.spec.infra_error_threshold)}`,
-  );
+  for (const m of methodsUsed(result)) line(`- ${md(m)}`);
+  line(`- Validity floor ${pct(result.spec.validity_floor)}; infra-error threshold ${ppWidth(result.spec.infra_error_threshold)}`);
   // The analyzer's method notes (the envelope formula, already printed above, is not repeated).
   for (const n of result.notes) if (!formulas.some((f) => n.includes(f))) line(`- ${md(n)}`);
   line();
