@@ -3,8 +3,12 @@ import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 import pLimit from 'p-limit';
 import { err, ok, type Result } from '../pipeline/result.js';
+import type { Surface } from '../steps/certify/scan.js';
 import { compare, seededOrder } from './seeded-order.js';
 import { adapterFor, defaultTestCommand, type JsRunner, type LanguageAdapter, type RunnerContext } from './test-suite.js';
+import { discriminationFailure } from './discrimination.js';
+import type { CandidateScanner } from './pre-certify.js';
+import type { TaskFiles, VendoredRedaction } from './task-files.js';
 import type { DroppedCandidate, GenerateOptions, SuiteResult } from './types.js';
 
 export const DEFAULT_REPEATS = 2;
@@ -146,4 +150,37 @@ function packageJsonAt(repo: string, commit: string): string | null {
   } catch {
     return null;
   }
+}
+
+/**
+ * The last checks of a candidate, the same for every generator: the task as it would be written
+ * (its tests chosen, each with its command) is scanned again (a test's name in the prompt is a
+ * verifier leak), then discrimination-checked on its trees.
+ */
+export async function checkedTask(
+  s: Setup,
+  scanner: CandidateScanner,
+  draft: TaskFiles,
+  scanned: { setupPatch: string; redactions: VendoredRedaction[]; tree: Surface },
+  trees: { starting: string; solved: string },
+  suite: SuiteResult,
+  f2p: string[],
+  p2p: string[],
+): Promise<Result<TaskFiles, string>> {
+  const command = (id: string) => s.adapter.commandFor(id, suite.get(id)!);
+  const files: TaskFiles = {
+    ...draft,
+    failToPass: Object.fromEntries(f2p.map((t) => [t, command(t)])),
+    passToPass: Object.fromEntries(p2p.map((t) => [t, command(t)])),
+    setupPatch: scanned.setupPatch,
+    ...(scanned.redactions.length ? { redactions: scanned.redactions } : {}),
+  };
+  const rejected = scanner.check(files, scanned.tree);
+  if (rejected) return err(rejected);
+  const plan = {
+    failToPass: new Map(f2p.map((id) => [id, suite.get(id)!])),
+    passToPass: new Map(p2p.map((id) => [id, suite.get(id)!])),
+  };
+  const failure = await discriminationFailure(s.adapter, s.ctx, plan, trees, s.repeats);
+  return failure ? err(failure) : ok(files);
 }

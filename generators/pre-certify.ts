@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
+import { bySeverity } from '../steps/certify/policy.js';
 import { scanSurfaces, type Finding, type Surface } from '../steps/certify/scan.js';
 import { vendoredPackageDir } from '../steps/certify/vendored.js';
 import { loadTask } from '../steps/task.js';
@@ -43,7 +44,7 @@ export function scanCandidate(files: TaskFiles, repo: string, tree: Surface): Fi
 
 /** The findings that would reject this candidate (its own), most severe first. */
 export function candidateFindings(findings: readonly Finding[]): Finding[] {
-  return findings.filter((f) => CANDIDATE_CLASSES.has(f.class)).sort((a, b) => (a.class === b.class ? 0 : a.class === 'solution-leak' ? -1 : 1));
+  return bySeverity(findings.filter((f) => CANDIDATE_CLASSES.has(f.class)));
 }
 
 /** Why a candidate is dropped: certify's own words for its first findings. */
@@ -74,18 +75,16 @@ export class CandidateScanner {
   ): Promise<{ ok: true; value: { setupPatch: string; redactions: VendoredRedaction[]; tree: Surface } } | { ok: false; error: string }> {
     const all = scanCandidate(draft, this.repo, startingSurface(base.surface, changed));
     this.reportShared(all);
-    const { patch, redactions } = await redactVendoredSelf(base.dir, answer, candidateFindings(all));
+    const own = candidateFindings(all);
+    const { patch, redactions } = await redactVendoredSelf(base.dir, answer, own);
     const tree = startingSurface(
       base.surface,
       changed,
       redactions.map((r) => r.path),
     );
     const setupPatch = draft.setupPatch + patch;
-    const left = redactions.length
-      ? this.check({ ...draft, setupPatch, redactions }, tree)
-      : candidateFindings(all).length
-        ? rejection(candidateFindings(all))
-        : null;
+    // With nothing redacted the first scan's findings stand; otherwise the redacted tree is scanned again.
+    const left = redactions.length ? this.check({ ...draft, setupPatch, redactions }, tree) : own.length ? rejection(own) : null;
     if (left) return { ok: false, error: left };
     for (const r of redactions) this.log(`${draft.id}: redacting ${r.path} (${r.files.length} files): ${r.reason}`);
     return { ok: true, value: { setupPatch, redactions, tree } };

@@ -1,8 +1,7 @@
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { err, errorMessage, ok, type Result } from '../pipeline/result.js';
-import { checkOptions, choosePassToPass, failToPass, firstValid, refusal, type Setup } from './common.js';
-import { discriminationFailure } from './discrimination.js';
+import { checkedTask, checkOptions, choosePassToPass, failToPass, firstValid, refusal, type Setup } from './common.js';
 import { seededOrder } from './seeded-order.js';
 import { prepareTrees } from './stub-function.js';
 import { surfaceFromDir } from '../steps/certify/scan.js';
@@ -109,8 +108,7 @@ async function evaluate(s: Setup, o: RevertOptions, commit: string, scanner: Can
       text: after,
     });
     if (!scanned.ok) return scanned;
-    const { setupPatch, redactions, tree } = scanned.value;
-    const trees = await prepareTrees(base, dir, setupPatch, solutionPatch);
+    const trees = await prepareTrees(base, dir, scanned.value.setupPatch, solutionPatch);
     const atCommit = await s.adapter.runSuite(base);
     if (!atCommit.ok) return err(`the suite does not run at the commit: ${atCommit.error}`);
     const reverted = await s.adapter.runSuite(trees.suite);
@@ -118,24 +116,9 @@ async function evaluate(s: Setup, o: RevertOptions, commit: string, scanner: Can
     const f2p = failToPass(atCommit.value, reverted.value);
     if (!f2p.length) return err('no test fails without the change');
     const p2p = choosePassToPass(s.seed, atCommit.value, reverted.value, new Set(f2p));
-    const plan = {
-      failToPass: new Map(f2p.map((id) => [id, atCommit.value.get(id)!])),
-      passToPass: new Map(p2p.map((id) => [id, atCommit.value.get(id)!])),
-    };
-    const command = (t: string) => s.adapter.commandFor(t, atCommit.value.get(t)!);
-    const files: TaskFiles = {
-      ...draft,
-      failToPass: Object.fromEntries(f2p.map((t) => [t, command(t)])),
-      passToPass: Object.fromEntries(p2p.map((t) => [t, command(t)])),
-      setupPatch,
-      ...(redactions.length ? { redactions } : {}),
-    };
-    // The scan again, with the tests chosen (a test's name in the prompt is a verifier leak).
-    const rejected = scanner.check(files, tree);
-    if (rejected) return err(rejected);
-    const failure = await discriminationFailure(s.adapter, s.ctx, plan, trees, s.repeats);
-    if (failure) return err(failure);
-    return ok({ task: { id, commit, file: src.path, covering: f2p }, files });
+    const files = await checkedTask(s, scanner, draft, scanned.value, trees, atCommit.value, f2p, p2p);
+    if (!files.ok) return files;
+    return ok({ task: { id, commit, file: src.path, covering: f2p }, files: files.value });
   } catch (e) {
     return err(`cannot be evaluated: ${errorMessage(e).split('\n')[0]}`);
   } finally {

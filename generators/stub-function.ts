@@ -1,9 +1,8 @@
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { err, errorMessage, ok, type Result } from '../pipeline/result.js';
-import { checkOptions, choosePassToPass, failToPass, firstValid, refusal, type Setup } from './common.js';
+import { checkedTask, checkOptions, choosePassToPass, failToPass, firstValid, refusal, type Setup } from './common.js';
 import { surfaceFromDir, type Surface } from '../steps/certify/scan.js';
-import { discriminationFailure } from './discrimination.js';
 import { CandidateScanner } from './pre-certify.js';
 import { applyStub, type FunctionSpan } from './js-functions.js';
 import { seededOrder, shortHash } from './seeded-order.js';
@@ -118,8 +117,7 @@ async function evaluate(
     // certify's static scan before any test runs: a vendored copy of the answer is redacted, any other leak drops it.
     const scanned = await scanner.prepare(draft, base, new Map([[c.file, stubbed]]), { path: c.file, text: original });
     if (!scanned.ok) return scanned;
-    const { setupPatch, redactions, tree } = scanned.value;
-    const trees = await prepareTrees(base.dir, dir, setupPatch, solutionPatch);
+    const trees = await prepareTrees(base.dir, dir, scanned.value.setupPatch, solutionPatch);
     if (readFileSync(join(trees.solved, c.file), 'utf8') !== original) return err('solution.patch does not restore the file');
     const syntax = await s.adapter.syntaxError(trees.suite, c.file);
     if (syntax) return err(`the stubbed file does not parse: ${syntax}`);
@@ -128,24 +126,9 @@ async function evaluate(
     const covering = failToPass(baseline, after.value);
     if (!covering.length) return err('no test covers it');
     const p2p = choosePassToPass(s.seed, baseline, after.value, new Set(covering));
-    const plan = {
-      failToPass: new Map(covering.map((id) => [id, baseline.get(id)!])),
-      passToPass: new Map(p2p.map((id) => [id, baseline.get(id)!])),
-    };
-    const command = (tid: string) => s.adapter.commandFor(tid, baseline.get(tid)!);
-    const files: TaskFiles = {
-      ...draft,
-      failToPass: Object.fromEntries(covering.map((t) => [t, command(t)])),
-      passToPass: Object.fromEntries(p2p.map((t) => [t, command(t)])),
-      setupPatch,
-      ...(redactions.length ? { redactions } : {}),
-    };
-    // The scan again, with the tests chosen (a test's name in the prompt is a verifier leak).
-    const rejected = scanner.check(files, tree);
-    if (rejected) return err(rejected);
-    const failure = await discriminationFailure(s.adapter, s.ctx, plan, trees, s.repeats);
-    if (failure) return err(failure);
-    return ok({ task: { id, function: c.span.name, file: c.file, covering }, files });
+    const files = await checkedTask(s, scanner, draft, scanned.value, trees, baseline, covering, p2p);
+    if (!files.ok) return files;
+    return ok({ task: { id, function: c.span.name, file: c.file, covering }, files: files.value });
   } catch (e) {
     return err(`cannot be evaluated: ${errorMessage(e).split('\n')[0]}`);
   } finally {
