@@ -2,6 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 import pLimit from 'p-limit';
+import { etaMs, shortDuration } from '../pipeline/progress.js';
 import { err, ok, type Result } from '../pipeline/result.js';
 import type { Surface } from '../steps/certify/scan.js';
 import { compare, seededOrder } from './seeded-order.js';
@@ -119,25 +120,37 @@ export function refusal(kind: string, found: number, asked: number, dropped: Dro
   return lines.join('\n');
 }
 
-/** Evaluates candidates one at a time, in the given (seeded) order, until `count` are valid. */
+/**
+ * Evaluates candidates one at a time, in the given (seeded) order, until `count` are valid,
+ * logging each one's start (its place among the candidates) and its end (how long it took, and
+ * the most the rest can take at the mean so far: evaluation stops early once `count` are valid).
+ */
 export async function firstValid<C, T>(
   candidates: readonly C[],
   count: number,
   idOf: (c: C) => string,
   evaluate: (c: C, index: number) => Promise<{ ok: true; value: T } | { ok: false; error: string }>,
   log: (line: string) => void,
+  now: () => number = Date.now,
 ): Promise<{ accepted: T[]; dropped: DroppedCandidate[] }> {
   const accepted: T[] = [];
   const dropped: DroppedCandidate[] = [];
+  const tookMs: number[] = [];
   for (const [i, c] of candidates.entries()) {
     if (accepted.length >= count) break;
+    log(`candidate ${i + 1} of ${candidates.length}: ${idOf(c)}`);
+    const started = now();
     const r = await evaluate(c, i);
+    tookMs.push(now() - started);
+    const left = candidates.length - i - 1;
+    const eta = accepted.length + (r.ok ? 1 : 0) < count ? etaMs({ finishedMs: tookMs, runningMs: [], queued: left }) : null;
+    const timing = `${shortDuration(tookMs.at(-1)!)}${eta === null ? '' : `; at most ${shortDuration(eta)} for the ${left} left`}`;
     if (r.ok) {
       accepted.push(r.value);
-      log(`accepted ${idOf(c)}`);
+      log(`accepted ${idOf(c)} (${accepted.length} of up to ${count}; ${timing})`);
     } else {
       dropped.push({ candidate: idOf(c), reason: r.error });
-      log(`dropped ${idOf(c)}: ${r.error}`);
+      log(`dropped ${idOf(c)}: ${r.error} (${timing})`);
     }
   }
   return { accepted, dropped };

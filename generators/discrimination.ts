@@ -1,3 +1,5 @@
+import { runProcess } from '../sandboxes/exec-process.js';
+import type { ExecResult } from '../sandboxes/sandbox.js';
 import { runShell, type LanguageAdapter, type RunnerContext } from './test-suite.js';
 import { compare } from './seeded-order.js';
 import type { TestResult } from './types.js';
@@ -26,15 +28,12 @@ export async function discriminationFailure(
     ...[...plan.failToPass].map(([id, t]) => ({ id, t, kind: 'fail_to_pass' as const })),
     ...[...plan.passToPass].map(([id, t]) => ({ id, t, kind: 'pass_to_pass' as const })),
   ].sort((a, b) => (a.kind === b.kind ? compare(a.id, b.id) : a.kind === 'fail_to_pass' ? -1 : 1));
+  const shared: SharedRuns = new Map();
   const runs = await Promise.all(
     tests.map(async (test) => {
-      const command = adapter.commandFor(test.id, test.t);
-      const one = async (tree: string) => {
-        const r = await runShell(ctx, tree, command);
-        return { pass: r.exitCode === 0 && !r.timedOut, ran: r.exitCode === 0 && adapter.ranAndPassed(test.id, test.t, r.stdout) };
-      };
-      const starting = await Promise.all(Array.from({ length: repeats }, () => one(trees.starting)));
-      const solved = await Promise.all(Array.from({ length: repeats }, () => one(trees.solved)));
+      const one = (tree: string) => outcome(adapter, ctx, shared, test, tree);
+      const starting = await Promise.all(Array.from({ length: repeats }, (_, i) => one(trees.starting)(i)));
+      const solved = await Promise.all(Array.from({ length: repeats }, (_, i) => one(trees.solved)(i)));
       return { ...test, starting, solved };
     }),
   );
@@ -56,4 +55,52 @@ export async function discriminationFailure(
     if (passedSolved < repeats) return `flaky: passed ${passedSolved} of ${repeats} with the solution: ${what}`;
   }
   return null;
+}
+
+interface Outcome {
+  /** The verifier command exited 0. */
+  pass: boolean;
+  /** ...and its output shows the test ran and passed. */
+  ran: boolean;
+}
+
+/**
+ * One test's outcome on `tree` in repeat i. A test whose command is `run 2>&1 | check` (tape) is
+ * judged by its check over a run shared with every test of the same file in that tree and
+ * repeat: the file runs once, not once per test, and the outcome is the command's own (the
+ * check reads exactly what the pipe would have fed it).
+ */
+function outcome(
+  adapter: LanguageAdapter,
+  ctx: RunnerContext,
+  shared: SharedRuns,
+  test: { id: string; t: TestResult },
+  tree: string,
+): (i: number) => Promise<Outcome> {
+  const halves = adapter.verifierHalves?.(test.id, test.t);
+  if (!halves) {
+    const command = adapter.commandFor(test.id, test.t);
+    return async () => {
+      const r = await runShell(ctx, tree, command);
+      return { pass: r.exitCode === 0 && !r.timedOut, ran: r.exitCode === 0 && adapter.ranAndPassed(test.id, test.t, r.stdout) };
+    };
+  }
+  return async (i) => {
+    const r = await sharedRun(ctx, shared, tree, halves.run, i);
+    if (r.timedOut) return { pass: false, ran: false };
+    const c = await ctx.limit(() => runProcess(['sh', '-c', halves.check], { cwd: tree, env: ctx.env, timeoutMs: ctx.timeoutMs, stdin: r.stdout }));
+    const pass = c.exitCode === 0 && !c.timedOut;
+    return { pass, ran: pass && adapter.ranAndPassed(test.id, test.t, c.stdout) };
+  };
+}
+
+/** The runs one discrimination check shares, by tree, command and repeat. */
+type SharedRuns = Map<string, Promise<ExecResult>>;
+
+/** One run of `command 2>&1` per tree and repeat, however many tests read it. */
+function sharedRun(ctx: RunnerContext, runs: SharedRuns, tree: string, command: string, repeat: number): Promise<ExecResult> {
+  const key = JSON.stringify([tree, command, repeat]);
+  let r = runs.get(key);
+  if (!r) runs.set(key, (r = runShell(ctx, tree, `${command} 2>&1`)));
+  return r;
 }

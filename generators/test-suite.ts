@@ -29,6 +29,13 @@ export interface LanguageAdapter {
   commandFor(id: string, test: TestResult): string;
   /** Whether the output of commandFor(id) shows the test ran and passed (not merely that nothing failed). */
   ranAndPassed(id: string, test: TestResult, output: string): boolean;
+  /**
+   * For a runner whose per-test command runs a whole file and then reads what it printed (tape):
+   * the two halves, with commandFor(id) exactly `${run} 2>&1 | ${check}`. Tests that share a
+   * `run` can then be checked from one run of it (the discrimination check runs each file once
+   * per tree and repeat, not once per test).
+   */
+  verifierHalves?(id: string, test: TestResult): { run: string; check: string };
 }
 
 export interface RunnerContext {
@@ -173,6 +180,14 @@ function tapeAdapter(ctx: RunnerContext): LanguageAdapter {
   const matches = picomatch(globs.length ? globs : ['test/**/*.js'], { dot: false });
   const isTestFile = (path: string) => matches(path) && !hiddenOrVendored(path);
   const run = (file: string) => `PATH="$PWD/node_modules/.bin:$PATH" ${bin} ${shellQuote(file)}`;
+  const halves = (id: string, test: TestResult) => {
+    // Runs the test's file and passes only when that test's section holds an "ok" and no "not ok".
+    const { name, nth } = sectionOf(id, test.file);
+    // The TAP passes through (what ran stays visible in the verifier's output).
+    const awk =
+      'BEGIN{w=ENVIRON["PAIRBENCH_TAPE_TEST"];n=ENVIRON["PAIRBENCH_TAPE_NTH"]+0} {print} /^# /{if($0==w){c++;inside=(c==n)}else inside=0;next} inside&&/^not ok /{bad=1} inside&&/^ok /{good=1} END{exit !(good&&!bad)}';
+    return { run: run(test.file), check: `PAIRBENCH_TAPE_TEST=${shellQuote(`# ${name}`)} PAIRBENCH_TAPE_NTH=${nth} awk ${shellQuote(awk)}` };
+  };
   return {
     ...base,
     isTestFile,
@@ -193,13 +208,10 @@ function tapeAdapter(ctx: RunnerContext): LanguageAdapter {
       }
       return ok(suite);
     },
+    verifierHalves: halves,
     commandFor(id, test) {
-      // Runs the test's file and passes only when that test's section holds an "ok" and no "not ok".
-      const { name, nth } = sectionOf(id, test.file);
-      // The TAP passes through (what ran stays visible in the verifier's output).
-      const check =
-        'BEGIN{w=ENVIRON["PAIRBENCH_TAPE_TEST"];n=ENVIRON["PAIRBENCH_TAPE_NTH"]+0} {print} /^# /{if($0==w){c++;inside=(c==n)}else inside=0;next} inside&&/^not ok /{bad=1} inside&&/^ok /{good=1} END{exit !(good&&!bad)}';
-      return `${run(test.file)} 2>&1 | PAIRBENCH_TAPE_TEST=${shellQuote(`# ${name}`)} PAIRBENCH_TAPE_NTH=${nth} awk ${shellQuote(check)}`;
+      const { run: produce, check } = halves(id, test);
+      return `${produce} 2>&1 | ${check}`;
     },
     ranAndPassed(id, test, output) {
       return parseTapeSections(test.file, output).get(id)?.status === 'pass';

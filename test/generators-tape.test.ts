@@ -3,6 +3,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { generateRevertTasks, generateStubFunctionTasks } from '../generators/index.js';
+import { defaultTestEnv } from '../generators/common.js';
 import { git } from './fixtures.js';
 import { Rig } from './rig.js';
 
@@ -112,7 +113,10 @@ function write(root: string, files: Record<string, string>): void {
   }
 }
 
-/** The package's history: base; a docs commit; the __proto__ fix with its test; a version bump. */
+/**
+ * The package's history: base; a docs commit; the __proto__ fix with its test; a version bump.
+ * Its node_modules/.bin/tape appends each run (directory and file) to $OBJKIT_TAPE_LOG when set.
+ */
 function objkit(): { repo: string; commits: string[] } {
   const repo = join(rig.dir, 'repos', 'objkit');
   mkdirSync(repo, { recursive: true });
@@ -122,7 +126,11 @@ function objkit(): { repo: string; commits: string[] } {
   const modules = join(repo, 'node_modules');
   copyClosure('tape', join(ROOT, 'node_modules'), modules);
   mkdirSync(join(modules, '.bin'), { recursive: true });
-  symlinkSync('../tape/bin/tape', join(modules, '.bin', 'tape'));
+  writeFileSync(
+    join(modules, '.bin', 'tape'),
+    '#!/bin/sh\n[ -n "$OBJKIT_TAPE_LOG" ] && echo "$PWD $*" >> "$OBJKIT_TAPE_LOG"\nexec node "$(dirname "$0")/../tape/bin/tape" "$@"\n',
+    { mode: 0o755 },
+  );
   const commits: string[] = [];
   const commit = (message: string) => {
     git(repo, 'add', '-A', '-f');
@@ -164,13 +172,38 @@ async function certify(outDir: string, ids: string[]): Promise<{ verdict: string
 }
 
 describe('generators on a CommonJS package with a tape suite', () => {
-  it("stub_function: no --test-command (the package's tape script is used), tasks that certify", async () => {
+  it("stub_function: no --test-command (the package's tape script is used), each test file run once per tree, tasks that certify", async () => {
     const { repo, commits } = objkit();
     const out = join(rig.dir, 'generated');
-    const r = await generateStubFunctionTasks({ repo, commit: commits.at(-1)!, seed: 1, count: 2, language: 'js', outDir: out, repeats: 1 });
+    const tapeLog = join(rig.dir, 'tape-runs.log');
+    const lines: string[] = [];
+    const r = await generateStubFunctionTasks({
+      repo,
+      commit: commits.at(-1)!,
+      seed: 1,
+      count: 2,
+      language: 'js',
+      outDir: out,
+      repeats: 2,
+      env: { ...defaultTestEnv(), OBJKIT_TAPE_LOG: tapeLog },
+      log: (l) => lines.push(l),
+    });
     expect(r.ok, r.ok ? '' : r.error).toBe(true);
     if (!r.ok) return;
     expect(r.value.tasks).toHaveLength(2);
+    // Batched: every (tree, test file) ran at most once per repeat, although several of a
+    // task's tests share a file (merge.js holds three): the discrimination check shares each
+    // file's run among the tests it holds.
+    const runs = new Map<string, number>();
+    for (const line of readFileSync(tapeLog, 'utf8').trim().split('\n')) runs.set(line, (runs.get(line) ?? 0) + 1);
+    const perTree = [...runs].filter(([line]) => /\/(starting|solved) /.test(line));
+    expect(perTree.length).toBeGreaterThan(0);
+    for (const [line, n] of perTree) expect(n, line).toBe(2);
+    const files = r.value.tasks.flatMap((t) => t.covering.map((id) => id.split('::')[0]!));
+    expect(files.length, 'some covering tests share a file').toBeGreaterThan(new Set(files).size);
+    // Progress per candidate: its place, then how long it took and the most the rest can take.
+    expect(lines).toContainEqual(expect.stringMatching(/^candidate 1 of \d+: index\.js#\w+$/));
+    expect(lines).toContainEqual(expect.stringMatching(/^accepted index\.js#\w+ \(1 of up to 2; \d+s; at most \S+ for the \d+ left\)$/));
     for (const t of r.value.tasks) {
       expect(t.file).toBe('index.js');
       expect(['merge', 'clone', 'keys', 'isObject']).toContain(t.function);
