@@ -225,6 +225,15 @@ export const codexAgent: AgentAdapter = {
         'approval_policy="never"',
         '-c',
         'sandbox_mode="danger-full-access"', // pairbench's sandbox is the boundary
+        // Nothing but the model is called: release builds flush usage metrics to OpenAI at exit
+        // (with no egress the flush waits ~5 s for nothing) and sync a plugin catalogue from
+        // chatgpt.com and GitHub at start. A step's own flags come after these and win.
+        '-c',
+        'otel.metrics_exporter="none"',
+        '-c',
+        'analytics.enabled=false',
+        '-c',
+        'features.plugins=false',
         '-c',
         `model_providers.pairbench=${provider}`,
         ...Object.entries(ctx.mcpServers ?? {}).flatMap(([name, m]) => ['-c', `mcp_servers.${name}=${tomlInline(m)}`]),

@@ -27,8 +27,7 @@ beforeEach(() => {
 });
 afterEach(() => rig.cleanup());
 
-function config(backend: string): string {
-  const sandbox = backend === 'local' ? '{ backend: local, egress: open }' : `{ backend: ${backend}, egress: none }`;
+function config(backend: string, sandbox = backend === 'local' ? '{ backend: local, egress: open }' : `{ backend: ${backend}, egress: none }`): string {
   return `steps:
   materialize: { kind: materialize, matrix: { task: [fix-add] } }
   attempts:
@@ -74,4 +73,18 @@ describe.skipIf(!existsSync(codexBinary()))('Codex end to end', () => {
       }
     });
   }
+
+  it('calls out to nothing but the model: under an allowlist its egress log is empty (no metrics flush to OpenAI at exit)', async () => {
+    // The proxy logs every connection the sandbox tries. A release build of Codex flushes usage
+    // metrics to OpenAI when it exits; with egress none that flush waits ~5 s for nothing.
+    rig.write('bench.config.yaml', config('bubblewrap', '{ backend: bubblewrap, egress: allowlist, allow: ["example.invalid:443"] }'));
+    const r = await rig.cli('run');
+    expect(r.code, r.stderr).toBe(0);
+    for (const arm of ['control', 'treatment']) {
+      const result = JSON.parse(await rig.outputText(`attempts/fix-add/${arm}/1`, 'result.json'));
+      expect(result.exit_reason).toBe('done');
+      expect(result.sandbox.egress_mode).toBe('allowlist');
+      expect(result.sandbox.egress_log).toEqual([]);
+    }
+  });
 });
