@@ -8,7 +8,8 @@ import type { GraphNode, StagedFile } from '../pipeline/step-kind.js';
 import { agentAdapters } from '../agents/index.js';
 import { sandboxOf, runStep } from '../steps/run.js';
 import { specOf } from '../steps/step-spec.js';
-import type { CommandIO, DoctorCheck, LoadedConfig } from './doctor.js';
+import type { PreflightCheck as DoctorCheck } from '../pipeline/step-kind.js';
+import type { CliIO, LoadedConfig } from './command-context.js';
 import { buildUpstream, executeUnrecorded, firstAsListed, readText } from './probe.js';
 
 /** Staged beside the step's inputs; the run step finds its fake script by this path. */
@@ -17,7 +18,7 @@ const CANARY_SCRIPT = '.pairbench-doctor/canary-model.json';
 const SCRIPT = { turns: [{ text: 'pairbench doctor canary: done', usage: { input_tokens: 1, output_tokens: 1 } }] };
 const CANARY_WALL_SECONDS = 120;
 
-export async function canaryChecks(loaded: LoadedConfig, io: CommandIO, signal?: AbortSignal): Promise<DoctorCheck[]> {
+export async function canaryChecks(loaded: LoadedConfig, io: CliIO, signal?: AbortSignal): Promise<DoctorCheck[]> {
   const steps = [...new Set(loaded.graph.nodes.filter((n) => n.kind === runStep).map((n) => n.step))];
   const out: DoctorCheck[] = [];
   for (const step of steps) {
@@ -32,7 +33,7 @@ export async function canaryChecks(loaded: LoadedConfig, io: CommandIO, signal?:
   return out;
 }
 
-async function canary(loaded: LoadedConfig, io: CommandIO, target: GraphNode, name: string, signal: AbortSignal | undefined): Promise<DoctorCheck> {
+async function canary(loaded: LoadedConfig, io: CliIO, target: GraphNode, name: string, signal: AbortSignal | undefined): Promise<DoctorCheck> {
   const fail = (detail: string, fix: string): DoctorCheck => ({ name, ok: false, detail, fix });
   const built = await buildUpstream(loaded, target, io, signal);
   if (!built.ok)

@@ -5,8 +5,6 @@ import { dirname } from 'node:path';
 import Docker from 'dockerode';
 import type { BenchConfig, StepConfig } from '../pipeline/config/load.js';
 import type { Graph } from '../pipeline/dag.js';
-import type { EngineContext } from '../pipeline/engine.js';
-import type { ResolvedInput } from '../pipeline/inputs.js';
 import { errorMessage } from '../pipeline/result.js';
 import { checkBubblewrap, findOnPath } from '../sandboxes/bubblewrap.js';
 import { parsePinnedImage, resolvePinnedImage } from '../sandboxes/docker-image.js';
@@ -14,6 +12,7 @@ import { dockerBackend } from '../sandboxes/docker.js';
 import type { BackendName } from '../sandboxes/index.js';
 import { isolationFallback, sandboxOf, runStep } from '../steps/run.js';
 import { EXIT } from './help.js';
+import type { CliIO, LoadedConfig } from './command-context.js';
 import type { PreflightCheck, PreflightContext, StepKind } from '../pipeline/step-kind.js';
 import { builtinStepKinds } from '../steps/index.js';
 import { missing, pass, stepList } from '../steps/preflight.js';
@@ -31,18 +30,6 @@ import { environmentStep } from '../steps/environment.js';
  */
 
 /** What a command gets from the CLI: the loaded config (as cli/main.ts's `load()` returns it). */
-export interface LoadedConfig {
-  config: BenchConfig;
-  graph: Graph;
-  ctx: EngineContext;
-  inputs: Map<string, ResolvedInput[]>;
-}
-
-export interface CommandIO {
-  stdout: { write(s: string): unknown };
-  stderr: { write(s: string): unknown };
-  env: Record<string, string | undefined>;
-}
 
 /** A prerequisite and whether it is met (a kind's preflight gives the same shape). */
 export type DoctorCheck = PreflightCheck;
@@ -64,7 +51,7 @@ export function formatBytes(n: number): string {
 }
 
 /** Runs every check; the order of the result is stable (it does not depend on timing). */
-export async function doctorChecks(loaded: LoadedConfig, env: CommandIO['env'], floors: DoctorFloors = DEFAULT_FLOORS): Promise<DoctorCheck[]> {
+export async function doctorChecks(loaded: LoadedConfig, env: CliIO['env'], floors: DoctorFloors = DEFAULT_FLOORS): Promise<DoctorCheck[]> {
   const { config, graph } = loaded;
   const pathVar = env['PATH'] ?? '';
   const docker = dockerClient(env);
@@ -93,7 +80,7 @@ function kindPreflights(steps: readonly StepConfig[], ctx: PreflightContext): Pr
 /** The command: one line per check, or `{ok, checks}` with --json; exit 0 only when every check passes. */
 export async function runDoctor(
   loaded: LoadedConfig,
-  io: CommandIO,
+  io: CliIO,
   json: boolean,
   floors: DoctorFloors = DEFAULT_FLOORS,
   options: { canary?: boolean } = {},
@@ -256,7 +243,7 @@ function sandboxUses(steps: readonly StepConfig[]): SandboxUse[] {
 }
 
 /** The engine pairbench's docker backend will talk to: DOCKER_HOST (unix://) or the default socket. */
-function dockerClient(env: CommandIO['env']): { client: Docker; socketPath?: string } {
+function dockerClient(env: CliIO['env']): { client: Docker; socketPath?: string } {
   const host = env['DOCKER_HOST'];
   if (host?.startsWith('unix://')) {
     const socketPath = host.slice('unix://'.length);
@@ -320,7 +307,7 @@ function normalizeArch(a: string): string {
 
 async function sandboxChecks(
   uses: SandboxUse[],
-  env: CommandIO['env'],
+  env: CliIO['env'],
   pathVar: string,
   docker: ReturnType<typeof dockerClient>,
   engine: EngineState | undefined,

@@ -31,14 +31,7 @@ import { printJson as printJsonTo, printJsonErrors } from './json-output.js';
 import { exportStep } from '../steps/export-step.js';
 import { specOf } from '../steps/step-spec.js';
 import { isolationFallback } from '../steps/run.js';
-
-type Out = { write(s: string | Uint8Array): unknown; isTTY?: boolean };
-
-export interface CliIO {
-  stdout: Out;
-  stderr: Out;
-  env: Record<string, string | undefined>;
-}
+import type { CliIO, Out } from './command-context.js';
 
 /** What is wrong with an option's value (or a required option missing), in words. */
 function optionProblem(command: CommandName, values: OptionValues): string | undefined {

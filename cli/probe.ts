@@ -7,7 +7,7 @@ import type { ActionRecord, OutputManifest } from '../pipeline/store/action-cach
 import { DEFAULT_WEIGHTS } from '../steps/analyze/spec.js';
 import type { CostWeights } from '../steps/analyze/types.js';
 import { armOf, BUDGET_EXITS, runStep, type RunOutput } from '../steps/run.js';
-import type { CommandIO, LoadedConfig } from './doctor.js';
+import type { CliIO, LoadedConfig } from './command-context.js';
 import { EXIT } from './help.js';
 import { specIf, specOf } from '../steps/step-spec.js';
 import { certifyStep } from '../steps/certify.js';
@@ -81,7 +81,7 @@ export interface ProbeOptions {
 
 const silent = { event: () => undefined };
 
-export async function runProbe(loaded: LoadedConfig, io: CommandIO, json: boolean, node?: string, options: ProbeOptions = {}): Promise<number> {
+export async function runProbe(loaded: LoadedConfig, io: CliIO, json: boolean, node?: string, options: ProbeOptions = {}): Promise<number> {
   const usage = (message: string, hint: string) => {
     if (json) printJsonErrors(io.stdout, [{ message, ...(hint ? { hint } : {}) }]);
     else io.stderr.write(`pairbench probe: ${message}\n${hint}\n`);
@@ -140,7 +140,7 @@ export async function runProbe(loaded: LoadedConfig, io: CommandIO, json: boolea
 export async function buildUpstream(
   loaded: LoadedConfig,
   target: GraphNode,
-  io: CommandIO,
+  io: CliIO,
   signal: AbortSignal | undefined,
   note: (line: string) => void = () => undefined,
 ): Promise<{ ok: true; records: Map<string, ActionRecord> } | { ok: false; message: string }> {
@@ -214,7 +214,7 @@ export async function executeUnrecorded(
   loaded: LoadedConfig,
   node: GraphNode,
   records: ReadonlyMap<string, ActionRecord>,
-  io: CommandIO,
+  io: CliIO,
   signal: AbortSignal | undefined,
   doNotCache: (reason: string) => void,
   /** Files staged besides the node's inputs (already in the store). */

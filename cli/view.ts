@@ -9,7 +9,7 @@ import { exportStep } from '../steps/export-step.js';
 import { BundleReader } from '../viewer/bundle-reader.js';
 import { startViewer, type ViewerData } from '../viewer/server.js';
 import type { Progress } from '../viewer/view-types.js';
-import type { CommandIO, LoadedConfig } from './doctor.js';
+import type { CliIO, LoadedConfig } from './command-context.js';
 import { registryOf } from './cohorts.js';
 import { historyLines } from '../steps/preregistration.js';
 import { writeStoredBundle } from './stored-bundle.js';
@@ -60,7 +60,7 @@ export function bundleData(dir: string): ViewerData {
  * once per bundle digest) and, while nodes remain to run, the progress. It only reads the store
  * (a plan, as `pairbench plan` makes): the run writing it is the only writer.
  */
-export function storeData(loaded: LoadedConfig, env: CommandIO['env']): ViewerData & { dispose(): void } {
+export function storeData(loaded: LoadedConfig, env: CliIO['env']): ViewerData & { dispose(): void } {
   const scratch = mkdtempSync(join(tmpdir(), 'pairbench-view-'));
   const bundles = new Map<string, BundleReader>();
   let cohorts: { id: string; reader: BundleReader }[] = [];
@@ -145,7 +145,7 @@ function progressOf(store: Store, entries: PlanEntry[]): Progress {
 }
 
 /** Serves `data` until the signal; prints where (a URL, or one JSON line). */
-export async function serveView(data: ViewerData, io: CommandIO, options: ViewOptions): Promise<number> {
+export async function serveView(data: ViewerData, io: CliIO, options: ViewOptions): Promise<number> {
   let viewer: Awaited<ReturnType<typeof startViewer>>;
   try {
     viewer = await startViewer(data, { host: options.host, port: options.port, appDir: join(packageRoot(), 'dist', 'viewer-app') });

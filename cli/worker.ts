@@ -7,7 +7,7 @@ import { err, ok, type Result } from '../pipeline/result.js';
 import type { GraphNode } from '../pipeline/step-kind.js';
 import type { RemoteCache } from '../pipeline/store/remote-cache.js';
 import type { RedisExecutor } from '../pipeline/queue/redis-executor.js';
-import type { CliIO } from './main.js';
+import type { CliIO } from './command-context.js';
 import { remoteCacheFor } from './remote.js';
 
 const EXIT = { ok: 0, usage: 2 };

@@ -6,7 +6,7 @@ import { err, ok } from '../pipeline/result.js';
 import type { ExecutionContext, GraphNode, StepKind, UpstreamOutputs } from '../pipeline/step-kind.js';
 import type { OutputEntry } from '../pipeline/store/cas.js';
 import { checkTasks, taskOf } from './agent-step-config.js';
-import type { SandboxSettings } from './run.js';
+import type { SandboxSettings } from './sandbox-settings.js';
 import type { Task } from './task.js';
 
 /**

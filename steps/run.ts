@@ -14,8 +14,9 @@ import type { ExecutionContext, FileInputSpec, GraphNode, StepKind } from '../pi
 import type { OutputManifest } from '../pipeline/store/action-cache.js';
 import { bubblewrapProblemSync } from '../sandboxes/bubblewrap.js';
 import { sandboxBackend, type BackendName } from '../sandboxes/index.js';
-import type { EgressMode, Mount, Sandbox } from '../sandboxes/sandbox.js';
+import type { Mount, Sandbox } from '../sandboxes/sandbox.js';
 import { checkTasks, taskOf } from './agent-step-config.js';
+import type { SandboxSettings } from './sandbox-settings.js';
 import { ENVIRONMENT_OUTPUTS, inEnvironment, startingPoint } from './environment.js';
 import type { ModelSession } from './model-session.js';
 import { upstreamAuth } from '../gateway/upstream-auth.js';
@@ -29,14 +30,6 @@ import { specOf, type SpecByKind } from './step-spec.js';
 
 /** An arm's treatment (arms differ only here); an ablation arm is another arm's treatment with its steering lines removed. */
 export type ArmSpec = RunSpec['arms'][string];
-
-export interface SandboxSettings {
-  backend?: BackendName | 'auto';
-  egress?: EgressMode;
-  allow?: string[];
-  image?: string;
-  resources?: { cpus?: number; memory_mb?: number; pids?: number };
-}
 
 export type RunSpec = SpecByKind['run'];
 

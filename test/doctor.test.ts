@@ -1,7 +1,8 @@
 import { mkdirSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { runDoctor, type DoctorCheck, type LoadedConfig } from '../cli/doctor.js';
+import { runDoctor, type DoctorCheck } from '../cli/doctor.js';
+import type { LoadedConfig } from '../cli/command-context.js';
 import { buildGraph } from '../pipeline/dag.js';
 import { loadConfig } from '../pipeline/config/load.js';
 import { resolveInputs, type EngineContext } from '../pipeline/engine.js';

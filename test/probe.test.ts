@@ -2,7 +2,7 @@ import { cpSync, existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { claudeBinary } from '../agents/claude-code.js';
-import type { LoadedConfig } from '../cli/doctor.js';
+import type { LoadedConfig } from '../cli/command-context.js';
 import { runProbe, type ProbeReport } from '../cli/probe.js';
 import { buildGraph } from '../pipeline/dag.js';
 import { loadConfig } from '../pipeline/config/load.js';

@@ -1,0 +1,101 @@
+// The shape of the code, read from its own imports: every relative import of every TypeScript
+// source (static, type-only and dynamic `import()` alike) is an edge. A cycle, or pipeline/
+// reaching above itself, fails here whatever file it is added in.
+import { readdirSync, readFileSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import ts from 'typescript';
+import { describe, expect, it } from 'vitest';
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
+const SKIP = new Set(['node_modules', 'dist', '.git', '.ci']);
+
+function sources(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+    if (e.name.startsWith('.') || SKIP.has(e.name)) return [];
+    const p = join(dir, e.name);
+    if (e.isDirectory()) return sources(p);
+    return /\.tsx?$/.test(e.name) && !e.name.endsWith('.d.ts') ? [relative(ROOT, p)] : [];
+  });
+}
+
+/** File -> the files it imports (relative specifiers only; `.js` written for `.ts`, as ESM TypeScript does). */
+function importGraph(): Map<string, string[]> {
+  const files = sources(ROOT);
+  const known = new Set(files);
+  const graph = new Map<string, string[]>();
+  for (const file of files) {
+    const info = ts.preProcessFile(readFileSync(join(ROOT, file), 'utf8'), true, true);
+    const targets = info.importedFiles
+      .map((f) => f.fileName)
+      .filter((s) => s.startsWith('.'))
+      .map((s) => relative(ROOT, resolve(ROOT, dirname(file), s)).replace(/\.js$/, '.ts'))
+      .map((t) => (known.has(t) ? t : known.has(t.replace(/\.ts$/, '.tsx')) ? t.replace(/\.ts$/, '.tsx') : t));
+    graph.set(
+      file,
+      [...new Set(targets)].filter((t) => known.has(t)),
+    );
+  }
+  return graph;
+}
+
+/** Each strongly connected component of more than one file (Tarjan), or a file importing itself. */
+function cycles(graph: Map<string, string[]>): string[][] {
+  let index = 0;
+  const indexOf = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const out: string[][] = [];
+  const visit = (v: string) => {
+    indexOf.set(v, index);
+    low.set(v, index++);
+    stack.push(v);
+    onStack.add(v);
+    for (const w of graph.get(v) ?? []) {
+      if (!indexOf.has(w)) {
+        visit(w);
+        low.set(v, Math.min(low.get(v)!, low.get(w)!));
+      } else if (onStack.has(w)) low.set(v, Math.min(low.get(v)!, indexOf.get(w)!));
+    }
+    if (low.get(v) === indexOf.get(v)) {
+      const scc: string[] = [];
+      let w: string;
+      do {
+        w = stack.pop()!;
+        onStack.delete(w);
+        scc.push(w);
+      } while (w !== v);
+      if (scc.length > 1 || (graph.get(v) ?? []).includes(v)) out.push(scc.sort());
+    }
+  };
+  for (const v of graph.keys()) if (!indexOf.has(v)) visit(v);
+  return out;
+}
+
+describe('the module graph', () => {
+  const graph = importGraph();
+
+  it('is read from the sources (the CLI reaches the engine, a kind reaches the pipeline)', () => {
+    expect(graph.size).toBeGreaterThan(150);
+    expect(graph.get('cli/main.ts')).toContain('pipeline/engine.ts');
+    expect(graph.get('steps/run.ts')).toContain('pipeline/step-kind.ts');
+  });
+
+  it('has no import cycle: a type two modules share lives in a types-only module both import', () => {
+    expect(cycles(graph)).toEqual([]);
+  });
+
+  it('the test finds a cycle when there is one', () => {
+    const planted = new Map(graph);
+    planted.set('pipeline/engine.ts', [...(graph.get('pipeline/engine.ts') ?? []), 'cli/main.ts']);
+    expect(cycles(planted).some((c) => c.includes('cli/main.ts') && c.includes('pipeline/engine.ts'))).toBe(true);
+  });
+
+  it('pipeline/ imports nothing above it: it knows nothing of agents, sandboxes, steps or statistics', () => {
+    const upward = [...graph]
+      .filter(([file]) => file.startsWith('pipeline/'))
+      .flatMap(([file, targets]) => targets.filter((t) => !t.startsWith('pipeline/')).map((t) => `${file} -> ${t}`));
+    expect(upward).toEqual([]);
+  });
+});
