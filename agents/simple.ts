@@ -1,5 +1,5 @@
 import { basename, dirname } from 'node:path';
-import { gitApply } from '../steps/git-apply.js';
+import { gitApply } from '../sandboxes/git-apply.js';
 import { minimalTrajectory, type AgentAdapter } from './adapter.js';
 
 /** `nop`: does nothing; the untouched tree must fail a discriminating verifier. */

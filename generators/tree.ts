@@ -1,16 +1,8 @@
 import { chmodSync, cpSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
+import { gitApply, HERMETIC_GIT_ENV as GIT_ENV } from '../sandboxes/git-apply.js';
 import { loadExeca } from '../sandboxes/lazy-execa.js';
-
-/** Git without the user's or the system's configuration, so that diffs look the same everywhere. */
-const GIT_ENV = {
-  PATH: process.env['PATH'] ?? '/usr/local/bin:/usr/bin:/bin',
-  HOME: '/nonexistent',
-  GIT_CONFIG_NOSYSTEM: '1',
-  GIT_CONFIG_GLOBAL: '/dev/null',
-  LANG: 'C',
-};
 
 async function git(args: string[], options: { cwd?: string; input?: string; env?: Record<string, string> } = {}): Promise<string> {
   const r = await (
@@ -147,8 +139,8 @@ export async function treeDiff(before: string, after: string): Promise<string> {
 
 /** Applies a patch to a plain (git-less) tree the way materialize does: `git apply`. */
 export async function applyPatch(tree: string, patch: string): Promise<void> {
-  // The ceiling keeps git from taking an enclosing repository as the root of the paths.
-  await git(['apply', '--whitespace=nowarn', '-'], { cwd: tree, input: patch, env: { GIT_CEILING_DIRECTORIES: dirname(tree) } });
+  const r = await gitApply(tree, patch);
+  if (!r.ok) throw new Error(`git apply --whitespace=nowarn -: ${r.stderr || 'failed'}`);
 }
 
 export function copyTree(from: string, to: string): void {

@@ -10,7 +10,7 @@ import type { ExecutionContext, StepKind } from '../pipeline/step-kind.js';
 import type { StepConfig } from '../pipeline/config/load.js';
 import { Cas } from '../pipeline/store/cas.js';
 import { checkTasks, taskOf } from './agent-step-config.js';
-import { gitApply } from './git-apply.js';
+import { gitApply } from '../sandboxes/git-apply.js';
 import { extractTree } from './git-archive.js';
 import { specOf } from './step-spec.js';
 

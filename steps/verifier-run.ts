@@ -1,6 +1,6 @@
 import { chmodSync, copyFileSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { gitApply } from './git-apply.js';
+import { gitApply } from '../sandboxes/git-apply.js';
 import { errorMessage, err, ok, type Result } from '../pipeline/result.js';
 import { sandboxBackend, type BackendName } from '../sandboxes/index.js';
 import type { EgressMode, ExecResult, Mount, Sandbox } from '../sandboxes/sandbox.js';

@@ -436,7 +436,9 @@ describe('certify decodes to a fixed point', () => {
   const rot13 = (s: string) => s.replace(/[A-Za-z]/g, (c) => String.fromCharCode(((c.charCodeAt(0) - (c <= 'Z' ? 65 : 97) + 13) % 26) + (c <= 'Z' ? 65 : 97)));
   const b64 = (s: string | Buffer) => Buffer.from(s).toString('base64');
   // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const { gzipSync, deflateSync } = require('node:zlib') as typeof import('node:zlib');
+  const { gzipSync, deflateSync, deflateRawSync, brotliCompressSync } = require('node:zlib') as typeof import('node:zlib');
+  // Inflated, this is far longer than one output chunk of the decompressor (decode.ts): it grows to fit.
+  const LONG = `${'Keep it simple. '.repeat(300)}${LINE}`;
   const ENCODINGS: Record<string, { text: string; chain: string | null }> = {
     plain: { text: LINE, chain: null },
     base64: { text: b64(LINE), chain: 'base64' },
@@ -451,6 +453,11 @@ describe('certify decodes to a fixed point', () => {
     'URL-encoded': { text: [...Buffer.from(LINE)].map((b) => `%${b.toString(16).padStart(2, '0')}`).join(''), chain: 'URL escapes' },
     'gzip+base64': { text: b64(gzipSync(LINE)), chain: 'base64 -> gzip' },
     'zlib+hex': { text: deflateSync(`${LINE} padding`).toString('hex'), chain: 'hex -> zlib' },
+    // No magic number: found by trying (a bounded number of blind tries per file).
+    'raw deflate+base64': { text: b64(deflateRawSync(`${LINE} padding`)), chain: 'base64 -> deflate' },
+    'brotli+base64': { text: b64(brotliCompressSync(`${LINE} padding`)), chain: 'base64 -> brotli' },
+    'brotli+base64, inflating to 4.8 KB': { text: b64(brotliCompressSync(LONG)), chain: 'base64 -> brotli' },
+    'gzip+base64, inflating to 4.8 KB': { text: b64(gzipSync(LONG)), chain: 'base64 -> gzip' },
     'JSON \\u escapes': { text: [...LINE].map((c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`).join(''), chain: 'string escapes' },
     'base64-of-base64': { text: b64(b64(LINE)), chain: 'base64 -> base64' },
     'reversed base64': { text: reverse(b64(LINE)), chain: 'reversal -> base64' },

@@ -98,4 +98,13 @@ describe('the module graph', () => {
       .flatMap(([file, targets]) => targets.filter((t) => !t.startsWith('pipeline/')).map((t) => `${file} -> ${t}`));
     expect(upward).toEqual([]);
   });
+
+  it('the floors under the steps (agents, sandboxes, gateway, text, test results) import no step, command, generator or viewer', () => {
+    const floors = ['agents/', 'sandboxes/', 'gateway/', 'text/', 'test-results/'];
+    const above = ['steps/', 'cli/', 'generators/', 'viewer/', 'viewer-app/'];
+    const upward = [...graph]
+      .filter(([file]) => floors.some((f) => file.startsWith(f)))
+      .flatMap(([file, targets]) => targets.filter((t) => above.some((a) => t.startsWith(a))).map((t) => `${file} -> ${t}`));
+    expect(upward).toEqual([]);
+  });
 });
