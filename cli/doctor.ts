@@ -29,8 +29,6 @@ import { environmentStep } from '../steps/environment.js';
  * materialize's task repositories and commits).
  */
 
-/** What a command gets from the CLI: the loaded config (as cli/main.ts's `load()` returns it). */
-
 /** A prerequisite and whether it is met (a kind's preflight gives the same shape). */
 export type DoctorCheck = PreflightCheck;
 

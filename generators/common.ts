@@ -131,7 +131,6 @@ export async function firstValid<C, T>(
   idOf: (c: C) => string,
   evaluate: (c: C, index: number) => Promise<{ ok: true; value: T } | { ok: false; error: string }>,
   log: (line: string) => void,
-  now: () => number = Date.now,
 ): Promise<{ accepted: T[]; dropped: DroppedCandidate[] }> {
   const accepted: T[] = [];
   const dropped: DroppedCandidate[] = [];
@@ -139,9 +138,9 @@ export async function firstValid<C, T>(
   for (const [i, c] of candidates.entries()) {
     if (accepted.length >= count) break;
     log(`candidate ${i + 1} of ${candidates.length}: ${idOf(c)}`);
-    const started = now();
+    const started = Date.now();
     const r = await evaluate(c, i);
-    tookMs.push(now() - started);
+    tookMs.push(Date.now() - started);
     const left = candidates.length - i - 1;
     const eta = accepted.length + (r.ok ? 1 : 0) < count ? etaMs({ finishedMs: tookMs, runningMs: [], queued: left }) : null;
     const timing = `${shortDuration(tookMs.at(-1)!)}${eta === null ? '' : `; at most ${shortDuration(eta)} for the ${left} left`}`;

@@ -31,9 +31,9 @@ export async function discriminationFailure(
   const shared: SharedRuns = new Map();
   const runs = await Promise.all(
     tests.map(async (test) => {
-      const one = (tree: string) => outcome(adapter, ctx, shared, test, tree);
-      const starting = await Promise.all(Array.from({ length: repeats }, (_, i) => one(trees.starting)(i)));
-      const solved = await Promise.all(Array.from({ length: repeats }, (_, i) => one(trees.solved)(i)));
+      const on = (tree: string) => Promise.all(Array.from({ length: repeats }, (_, repeat) => outcome(adapter, ctx, shared, test, tree, repeat)));
+      const starting = await on(trees.starting);
+      const solved = await on(trees.solved);
       return { ...test, starting, solved };
     }),
   );
@@ -65,33 +65,29 @@ interface Outcome {
 }
 
 /**
- * One test's outcome on `tree` in repeat i. A test whose command is `run 2>&1 | check` (tape) is
+ * One test's outcome on `tree` in one repeat. A test whose command is `run 2>&1 | check` (tape) is
  * judged by its check over a run shared with every test of the same file in that tree and
  * repeat: the file runs once, not once per test, and the outcome is the command's own (the
  * check reads exactly what the pipe would have fed it).
  */
-function outcome(
+async function outcome(
   adapter: LanguageAdapter,
   ctx: RunnerContext,
   shared: SharedRuns,
   test: { id: string; t: TestResult },
   tree: string,
-): (i: number) => Promise<Outcome> {
+  repeat: number,
+): Promise<Outcome> {
   const halves = adapter.verifierHalves?.(test.id, test.t);
   if (!halves) {
-    const command = adapter.commandFor(test.id, test.t);
-    return async () => {
-      const r = await runShell(ctx, tree, command);
-      return { pass: r.exitCode === 0 && !r.timedOut, ran: r.exitCode === 0 && adapter.ranAndPassed(test.id, test.t, r.stdout) };
-    };
+    const r = await runShell(ctx, tree, adapter.commandFor(test.id, test.t));
+    return { pass: r.exitCode === 0 && !r.timedOut, ran: r.exitCode === 0 && adapter.ranAndPassed(test.id, test.t, r.stdout) };
   }
-  return async (i) => {
-    const r = await sharedRun(ctx, shared, tree, halves.run, i);
-    if (r.timedOut) return { pass: false, ran: false };
-    const c = await ctx.limit(() => runProcess(['sh', '-c', halves.check], { cwd: tree, env: ctx.env, timeoutMs: ctx.timeoutMs, stdin: r.stdout }));
-    const pass = c.exitCode === 0 && !c.timedOut;
-    return { pass, ran: pass && adapter.ranAndPassed(test.id, test.t, c.stdout) };
-  };
+  const r = await sharedRun(ctx, shared, tree, halves.run, repeat);
+  if (r.timedOut) return { pass: false, ran: false };
+  const c = await ctx.limit(() => runProcess(['sh', '-c', halves.check], { cwd: tree, env: ctx.env, timeoutMs: ctx.timeoutMs, stdin: r.stdout }));
+  const pass = c.exitCode === 0 && !c.timedOut;
+  return { pass, ran: pass && adapter.ranAndPassed(test.id, test.t, c.stdout) };
 }
 
 /** The runs one discrimination check shares, by tree, command and repeat. */
