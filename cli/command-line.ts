@@ -1,7 +1,9 @@
 import { Command, CommanderError, Option } from 'commander';
 import { closest } from '../pipeline/diagnostic.js';
 import { err, ok, type Result } from '../pipeline/result.js';
-import { COMMANDS, isOptionName, OPTIONS, optionsOf, type CommandName, type OptionName, type OptionValues } from './help.js';
+import { COMMANDS, type CommandName } from './commands/index.js';
+import { optionsOf } from './help.js';
+import { isOptionName, OPTIONS, type OptionName, type OptionValues } from './options.js';
 
 export interface CommandLine {
   values: OptionValues;
@@ -11,12 +13,12 @@ export interface CommandLine {
 /** commander's name for an option's value (`max-size` -> `maxSize`). */
 const attributeOf = (name: string): string => name.replace(/-([a-z])/g, (_, c: string) => c.toUpperCase());
 
-/** `command`'s parser: exactly the options help.ts documents for it; operands are checked by the caller. */
+/** `command`'s parser: exactly the options its help documents; operands are checked by the caller. */
 function parserFor(command: CommandName): Command {
   const parser = new Command(command)
     .exitOverride()
     .configureOutput({ writeOut: () => undefined, writeErr: () => undefined, outputError: () => undefined })
-    .helpOption(false) // --help is an option like the others: the caller prints help.ts's text
+    .helpOption(false) // --help is an option like the others: the caller prints the command's own help
     .allowExcessArguments(true)
     .argument('[operands...]');
   for (const name of optionsOf(command)) {

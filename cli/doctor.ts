@@ -11,7 +11,7 @@ import { parsePinnedImage, resolvePinnedImage } from '../sandboxes/docker-image.
 import { dockerBackend } from '../sandboxes/docker.js';
 import type { BackendName } from '../sandboxes/index.js';
 import { isolationFallback, sandboxOf, runStep } from '../steps/run.js';
-import { EXIT } from './help.js';
+import { EXIT } from './command.js';
 import type { CliIO, LoadedConfig } from './command-context.js';
 import type { PreflightCheck, PreflightContext, StepKind } from '../pipeline/step-kind.js';
 import { builtinStepKinds } from '../steps/index.js';

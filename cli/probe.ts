@@ -8,7 +8,7 @@ import { DEFAULT_WEIGHTS } from '../steps/analyze/spec.js';
 import type { CostWeights } from '../steps/analyze/types.js';
 import { armOf, BUDGET_EXITS, runStep, type RunOutput } from '../steps/run.js';
 import type { CliIO, LoadedConfig } from './command-context.js';
-import { EXIT } from './help.js';
+import { EXIT } from './command.js';
 import { specIf, specOf } from '../steps/step-spec.js';
 import { certifyStep } from '../steps/certify.js';
 

@@ -5,7 +5,7 @@ import { lookup, plan, type PlanEntry } from '../pipeline/engine.js';
 import { etaMs } from '../pipeline/progress.js';
 import { packageRoot } from '../pipeline/package-root.js';
 import { Store } from '../pipeline/store/store.js';
-import { exportStep } from '../steps/export-step.js';
+import { BUNDLE_OUTPUT, exportStep } from '../steps/export-step.js';
 import { BundleReader } from '../viewer/bundle-reader.js';
 import { startViewer, type ViewerData } from '../viewer/server.js';
 import type { Progress } from '../viewer/view-types.js';
@@ -13,7 +13,7 @@ import type { CliIO, LoadedConfig } from './command-context.js';
 import { registryOf } from './cohorts.js';
 import { historyLines } from '../steps/preregistration.js';
 import { writeStoredBundle } from './stored-bundle.js';
-import { EXIT } from './help.js';
+import { EXIT } from './command.js';
 import { printJsonErrors, printJsonLine } from './json-output.js';
 
 export interface ViewOptions {
@@ -78,7 +78,7 @@ export function storeData(loaded: LoadedConfig, env: CliIO['env']): ViewerData &
     for (const node of loaded.graph.nodes.filter((n) => n.kind === exportStep)) {
       const e = entries.find((x) => x.node === node.id);
       const found = e?.status === 'cached' && e.key ? lookup(store, e.key) : undefined;
-      const entry = found?.status === 'hit' ? found.record.outputs['bundle'] : undefined;
+      const entry = found?.status === 'hit' ? found.record.outputs[BUNDLE_OUTPUT] : undefined;
       if (!entry) continue;
       let reader = bundles.get(entry.digest);
       if (!reader) {

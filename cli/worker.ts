@@ -9,8 +9,7 @@ import type { RemoteCache } from '../pipeline/store/remote-cache.js';
 import type { RedisExecutor } from '../pipeline/queue/redis-executor.js';
 import type { CliIO } from './command-context.js';
 import { remoteCacheFor } from './remote.js';
-
-const EXIT = { ok: 0, usage: 2 };
+import { EXIT, usageError } from './command.js';
 
 /** The coordinator's executor: `--executor redis://HOST:PORT/DB`, which needs the remote cache (outputs travel through it). */
 export async function queueExecutor(
@@ -35,7 +34,7 @@ export async function runWorker(
   inputs: ReadonlyMap<string, ResolvedInput[]>,
   flags: { redis?: string | undefined; concurrency?: string | undefined; remoteCache?: string | undefined },
 ): Promise<number> {
-  const usage = (message: string) => (io.stderr.write(`pairbench worker: ${message}\nRun 'pairbench worker --help' for its options.\n`), EXIT.usage);
+  const usage = (message: string) => usageError(io, json, 'worker', message);
   if (!flags.redis) return usage('--redis redis://HOST:PORT/DB is required (the queue the coordinator fills)');
   const target = parseRedisUrl(flags.redis);
   if (!target.ok) return usage(target.error);

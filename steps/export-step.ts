@@ -277,11 +277,14 @@ function taskFiles(ctx: ExecutionContext): BundleFile[] {
   return out;
 }
 
+/** The name of an export node's one output: the bundle directory. */
+export const BUNDLE_OUTPUT = 'bundle';
+
 export const exportStep: StepKind = {
   name: 'export',
   observes: true,
   title: { one: 'bundle', many: 'bundles' },
-  outputs: () => ({ bundle: 'the verifiable bundle: results, report, evidence, manifest.json' }),
+  outputs: () => ({ [BUNDLE_OUTPUT]: 'the verifiable bundle: results, report, evidence, manifest.json' }),
   // 6: the cohort's preregistration history (earlier versions, observations, reused attempts); time stamps named; arms by role.
   // 5: the report draws (a)/(b)/(c) as bars, a factorial's interaction plot (and its cells as a table), cost against pass rate.
   // 4: the report opens on every comparison at a glance; its tables scroll inside the page; the sequential section.
@@ -372,9 +375,9 @@ export const exportStep: StepKind = {
       { path: 'report.html', bytes: renderHtml(analysis, context) },
       { path: 'attempts.csv', bytes: renderCsv(attempts) },
     );
-    const dir = join(ctx.workDir, 'bundle');
+    const dir = join(ctx.workDir, BUNDLE_OUTPUT);
     const written = writeBundle(dir, files);
     if (!written.ok) return err({ reason: 'internal', message: `cannot write the bundle: ${written.error}` });
-    return ok({ bundle: ctx.artifacts.putPath(dir) });
+    return ok({ [BUNDLE_OUTPUT]: ctx.artifacts.putPath(dir) });
   },
 };

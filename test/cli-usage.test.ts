@@ -1,5 +1,5 @@
 import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -74,7 +74,9 @@ describe('the CLI, misused', () => {
     expect(generate.code).toBe(2);
     expect(valid('#/definitions/error', JSON.parse(generate.stdout))).toBe('');
     // One table makes the parser and the help: every option a command accepts is in its help, and no other.
-    const { COMMANDS, OPTIONS, helpFor, optionsOf } = await import('../cli/help.js');
+    const { COMMANDS } = await import('../cli/commands/index.js');
+    const { OPTIONS } = await import('../cli/options.js');
+    const { helpFor, optionsOf } = await import('../cli/help.js');
     for (const command of Object.keys(COMMANDS) as (keyof typeof COMMANDS)[]) {
       const help = helpFor(command);
       const accepted = optionsOf(command);
@@ -85,6 +87,23 @@ describe('the CLI, misused', () => {
         expect((await cli(command, `--${name}`)).stderr, `${command} --${name}`).toContain(`option --${name} does not apply to "${command}"`);
       }
     }
+  });
+
+  it('every command module in cli/commands is in the registry, under the name of its file', async () => {
+    const { COMMANDS } = await import('../cli/commands/index.js');
+    const dir = join(ROOT, 'cli', 'commands');
+    const declared: string[] = [];
+    for (const file of readdirSync(dir).filter((f) => f.endsWith('.ts') && f !== 'index.ts')) {
+      const module: Record<string, unknown> = await import(join(dir, file));
+      for (const value of Object.values(module)) {
+        if (typeof value !== 'object' || value === null || typeof (value as { run?: unknown }).run !== 'function') continue;
+        const { name } = value as { name: string };
+        declared.push(name);
+        expect(file, `the command ${name} is declared in cli/commands/${name}.ts`).toBe(`${name}.ts`);
+        expect(COMMANDS[name as keyof typeof COMMANDS], `${name} is registered in cli/commands/index.ts`).toBe(value);
+      }
+    }
+    expect(declared.sort()).toEqual(Object.keys(COMMANDS).sort());
   });
 
   it('usage errors are JSON under --json, in the one error shape', async () => {

@@ -9,7 +9,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml, stringify } from 'yaml';
-import { loadProject } from '../cli/main.js';
+import { loadProject } from '../cli/project.js';
 import { cohortsOf } from '../cli/cohorts.js';
 import { ALWAYS_UNFROZEN, describeFreezeChange, type Freeze } from '../pipeline/freeze.js';
 import { builtinStepKinds } from '../steps/index.js';

@@ -78,7 +78,7 @@ describe('the module graph', () => {
 
   it('is read from the sources (the CLI reaches the engine, a kind reaches the pipeline)', () => {
     expect(graph.size).toBeGreaterThan(150);
-    expect(graph.get('cli/main.ts')).toContain('pipeline/engine.ts');
+    expect(graph.get('cli/commands/run.ts')).toContain('pipeline/engine.ts');
     expect(graph.get('steps/run.ts')).toContain('pipeline/step-kind.ts');
   });
 

@@ -4,7 +4,7 @@ import { dirname, join } from 'node:path';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { main } from '../cli/main.js';
-import { COMMANDS, isCommandName } from '../cli/help.js';
+import { COMMANDS, isCommandName } from '../cli/commands/index.js';
 import type { CacheKey } from '../pipeline/digest.js';
 import { Store } from '../pipeline/store/store.js';
 
