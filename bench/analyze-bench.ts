@@ -4,9 +4,9 @@
  * bootstrap resamples. Goal: under 2 s.
  */
 import { performance } from 'node:perf_hooks';
-import { analyze } from '../steps/analyze/analyze.js';
-import { defaultSpec } from '../steps/analyze/spec.js';
-import { syntheticCohort } from '../steps/analyze/synthetic.js';
+import { analyze } from '../stats/analyze.js';
+import { defaultSpec } from '../stats/spec.js';
+import { syntheticCohort } from '../stats/synthetic.js';
 
 const TASKS = 500;
 const REPS = 5;

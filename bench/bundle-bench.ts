@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { writeStoredBundle } from '../cli/stored-bundle.js';
-import { writeBundle } from '../steps/export/bundle.js';
+import { writeBundle } from '../report/bundle.js';
 import { Store } from '../pipeline/store/store.js';
 import { median } from './measure.js';
 

@@ -15,12 +15,12 @@
  * shared shift per family when tasks are grouped); each attempt passes at random.
  * Exits 1 if any goal is missed. COHORTS=N sets the cohorts per row (default 1000).
  */
-import { analyze } from '../steps/analyze/analyze.js';
-import { groupSequentialDesign, type SpendingFunction } from '../steps/analyze/group-sequential.js';
-import { lookSchedule } from '../steps/analyze/look-schedule.js';
-import { defaultSpec } from '../steps/analyze/spec.js';
-import { makeAttempt, syntheticCohort, type SyntheticOptions } from '../steps/analyze/synthetic.js';
-import type { AnalysisResult } from '../steps/analyze/types.js';
+import { analyze } from '../stats/analyze.js';
+import { groupSequentialDesign, type SpendingFunction } from '../stats/group-sequential.js';
+import { lookSchedule } from '../stats/look-schedule.js';
+import { defaultSpec } from '../stats/spec.js';
+import { makeAttempt, syntheticCohort, type SyntheticOptions } from '../stats/synthetic.js';
+import type { AnalysisResult } from '../stats/types.js';
 
 const COHORTS = Number(process.env['COHORTS'] ?? 1000);
 const BASELINE = { low: 0.1, high: 0.6 };

@@ -1,24 +1,14 @@
 import type { EngineContext, NodeState } from '../pipeline/engine.js';
 import type { Json } from '../pipeline/canonical-json.js';
 import type { EngineEvent } from '../pipeline/events.js';
-import { describeFreezeChange, freezeOf, type Freeze } from '../pipeline/freeze.js';
+import { freezeOf, type Freeze } from '../pipeline/freeze.js';
 import type { ResolvedInput } from '../pipeline/inputs.js';
 import { withUpstream } from '../pipeline/dag.js';
 import type { GraphNode, HostEnv } from '../pipeline/step-kind.js';
 import type { ActionRecord } from '../pipeline/store/action-cache.js';
-import type { Store } from '../pipeline/store/store.js';
-import {
-  checkFreeze,
-  FREEZE_FORMAT,
-  Registry,
-  type CohortEntry,
-  type CohortRecord,
-  type FreezeAnnotation,
-  type ResetRecord,
-} from '../steps/preregistration.js';
+import { checkFreeze, FREEZE_FORMAT, Registry, type CohortEntry, type CohortRecord, type ResetRecord } from '../steps/preregistration.js';
 import { specOf } from '../steps/step-spec.js';
 import { analyzeStep } from '../steps/analyze-step.js';
-import { exportStep } from '../steps/export-step.js';
 import { gateStep } from '../steps/gate.js';
 import { runStep } from '../steps/run.js';
 
@@ -62,51 +52,6 @@ export function cohortsOf(nodes: readonly GraphNode[], inputs: ReadonlyMap<strin
       observers: observersOf(node),
       freeze: freezeOf(node, inputs, env),
     }));
-}
-
-/**
- * Gives each export node the freeze of the cohort it exports and the cohort's record before
- * this version (earlier versions, their freezes, what each observed and which attempts each
- * executed), so its bundle and report tell the whole history. Part of the export node's key.
- */
-export function annotateExports(nodes: readonly GraphNode[], inputs: ReadonlyMap<string, ResolvedInput[]>, env: HostEnv, store: Store): void {
-  const registry = new Registry(store);
-  for (const node of nodes) {
-    if (node.kind !== exportStep) continue;
-    const named = specOf(node.step, 'export').cohort;
-    const analyses = withUpstream(node.upstream).filter((n) => n.kind === analyzeStep);
-    const analyze = analyses.find((n) => n.step.name === named) ?? analyses[0];
-    if (!analyze) continue;
-    const freeze = freezeOf(analyze, inputs, env);
-    const version = specOf(analyze.step, 'analyze').version ?? 1;
-    const read = registry.read(analyze.step.name);
-    const versions = read.ok ? read.record.versions : [];
-    // Earlier: every other version registered before this one first was (all of them while it is not yet).
-    const own = versions.find((v) => v.version === version);
-    const firstOwn = own ? (own.refrozen.length ? [own.frozen_at, ...own.refrozen.map((r) => r.at)].sort()[0]! : own.frozen_at) : undefined;
-    const earlier = versions.filter((v) => v.version !== version && (!firstOwn || v.frozen_at <= firstOwn));
-    const annotation: FreezeAnnotation = {
-      cohort: analyze.step.name,
-      version,
-      freeze_digest: freeze.digest,
-      fields: freeze.fields,
-      history: {
-        first_registration_in_store: earlier.length === 0,
-        earlier: earlier.map((v, i) => ({
-          version: v.version,
-          freeze_digest: v.freeze_digest,
-          frozen_at: v.frozen_at,
-          bound_at: v.bound_at,
-          changes_to_next: describeFreezeChange(v.fields, (earlier[i + 1] ?? { fields: freeze.fields }).fields),
-          observations: v.observations,
-          executed: v.executed,
-        })),
-        resets: read.ok ? read.record.resets : [],
-        registry_problem: read.ok ? null : read.problem,
-      },
-    };
-    node.annotation = { ...asObject(node.annotation), freeze: annotation as unknown as Json };
-  }
 }
 
 export function registryOf(ctx: EngineContext): Registry {
@@ -400,8 +345,4 @@ export async function recordCohorts(ctx: EngineContext, cohorts: readonly Cohort
     for (const [version, n] of reused) lines.push(`cohort ${c.name} version ${c.version}: reused ${n} attempt(s) first produced by version ${version}`);
   }
   return lines;
-}
-
-function asObject(a: unknown): Record<string, unknown> {
-  return a && typeof a === 'object' && !Array.isArray(a) ? (a as Record<string, unknown>) : {};
 }

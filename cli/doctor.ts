@@ -2,7 +2,8 @@ import { printJson } from './json-output.js';
 import { existsSync, readFileSync, statfsSync } from 'node:fs';
 import { freemem } from 'node:os';
 import { dirname } from 'node:path';
-import Docker from 'dockerode';
+import type Docker from 'dockerode';
+import { describeEndpoint, dockerClient, dockerEndpoint } from '../sandboxes/docker-client.js';
 import type { BenchConfig, StepConfig } from '../pipeline/config/load.js';
 import type { Graph } from '../pipeline/dag.js';
 import { errorMessage } from '../pipeline/result.js';
@@ -52,7 +53,7 @@ export function formatBytes(n: number): string {
 export async function doctorChecks(loaded: LoadedConfig, env: CliIO['env'], floors: DoctorFloors = DEFAULT_FLOORS): Promise<DoctorCheck[]> {
   const { config, graph } = loaded;
   const pathVar = env['PATH'] ?? '';
-  const docker = dockerClient(env);
+  const docker = engineOf(env);
   const uses = sandboxUses(config.steps);
   const usesDocker = uses.some((u) => u.settings.backend === 'docker');
   const engine = usesDocker ? await engineState(docker) : undefined;
@@ -241,13 +242,9 @@ function sandboxUses(steps: readonly StepConfig[]): SandboxUse[] {
 }
 
 /** The engine pairbench's docker backend will talk to: DOCKER_HOST (unix://) or the default socket. */
-function dockerClient(env: CliIO['env']): { client: Docker; socketPath?: string } {
-  const host = env['DOCKER_HOST'];
-  if (host?.startsWith('unix://')) {
-    const socketPath = host.slice('unix://'.length);
-    return { client: new Docker({ socketPath }), socketPath };
-  }
-  return { client: new Docker() };
+function engineOf(env: CliIO['env']): { client: Docker; socketPath?: string } {
+  const endpoint = dockerEndpoint(env);
+  return { client: dockerClient(endpoint), ...endpoint };
 }
 
 type EngineState = { ok: false; error: string } | { ok: true; memTotal: number; arch: string; committed: Committed };
@@ -261,7 +258,7 @@ interface Committed {
   unlimited: number;
 }
 
-async function engineState(docker: ReturnType<typeof dockerClient>): Promise<EngineState> {
+async function engineState(docker: ReturnType<typeof engineOf>): Promise<EngineState> {
   const up = await dockerBackend(docker.socketPath ? { socketPath: docker.socketPath } : {}).available();
   if (!up.ok) return { ok: false, error: up.error };
   try {
@@ -307,7 +304,7 @@ async function sandboxChecks(
   uses: SandboxUse[],
   env: CliIO['env'],
   pathVar: string,
-  docker: ReturnType<typeof dockerClient>,
+  docker: ReturnType<typeof engineOf>,
   engine: EngineState | undefined,
   graph: Graph,
 ): Promise<DoctorCheck[]> {
@@ -328,7 +325,7 @@ async function sandboxChecks(
       const r = await checkBubblewrap(pathVar || undefined);
       out.push(r.ok ? pass(name, `bwrap at ${findOnPath('bwrap', pathVar)} builds a sandbox here`) : missing(name, ...splitHint(r.error)));
     } else {
-      const where = docker.socketPath ?? env['DOCKER_HOST'] ?? '/var/run/docker.sock';
+      const where = describeEndpoint(docker, env);
       out.push(
         engine?.ok
           ? pass(name, `the Docker engine answers at ${where}`)
@@ -358,7 +355,7 @@ function splitHint(message: string): [string, string] {
 
 async function egressProblem(
   u: SandboxUse,
-  docker: ReturnType<typeof dockerClient>,
+  docker: ReturnType<typeof engineOf>,
   engine: EngineState | undefined,
 ): Promise<{ detail: string; fix: string } | undefined> {
   const { backend, egress } = u.settings;
@@ -387,7 +384,7 @@ async function egressProblem(
   return undefined;
 }
 
-async function imageChecks(uses: SandboxUse[], docker: ReturnType<typeof dockerClient>, engine: EngineState | undefined, graph: Graph): Promise<DoctorCheck[]> {
+async function imageChecks(uses: SandboxUse[], docker: ReturnType<typeof engineOf>, engine: EngineState | undefined, graph: Graph): Promise<DoctorCheck[]> {
   const dockerUses = uses.filter((u) => u.settings.backend === 'docker');
   const byImage = new Map<string, string[]>();
   const unpinned: string[] = [];

@@ -65,7 +65,7 @@ async function runCommand(argv: string[], io: CliIO, held: HeldLock[]): Promise<
   if (!command.config) return command.run(inv);
   const standalone = command.withoutProject?.(inv);
   if (standalone) return standalone;
-  const loaded = loadProject(values.config ?? DEFAULT_CONFIG_FILE, values.store, io.env);
+  const loaded = await loadProject(values.config ?? DEFAULT_CONFIG_FILE, values.store, io.env);
   if (!loaded.ok) return fail(io, inv.json, loaded.error);
   const { ctx, config } = loaded.value;
   if (command.usesStore)

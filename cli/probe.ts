@@ -4,8 +4,8 @@ import { executeUnrecorded as executeUnrecordedNode, lookup, plan, run } from '.
 import { withUpstream } from '../pipeline/dag.js';
 import type { GraphNode, StagedFile } from '../pipeline/step-kind.js';
 import type { ActionRecord, OutputManifest } from '../pipeline/store/action-cache.js';
-import { DEFAULT_WEIGHTS } from '../steps/analyze/spec.js';
-import type { CostWeights } from '../steps/analyze/types.js';
+import { DEFAULT_WEIGHTS } from '../stats/spec.js';
+import type { CostWeights } from '../stats/types.js';
 import { armOf, BUDGET_EXITS, runStep, type RunOutput } from '../steps/run.js';
 import type { CliIO, LoadedConfig } from './command-context.js';
 import { EXIT } from './command.js';

@@ -1,5 +1,6 @@
 import { existsSync } from 'node:fs';
 import { dirname, resolve as resolvePath } from 'node:path';
+import { annotateNodes } from '../pipeline/annotate.js';
 import { buildGraph } from '../pipeline/dag.js';
 import { DEFAULT_CONFIG_FILE, loadConfig } from '../pipeline/config/load.js';
 import type { Diagnostic } from '../pipeline/diagnostic.js';
@@ -7,20 +8,18 @@ import { resolveInputs, type EngineContext } from '../pipeline/engine.js';
 import type { HostEnv } from '../pipeline/step-kind.js';
 import { Store } from '../pipeline/store/store.js';
 import { builtinStepKinds } from '../steps/index.js';
-import { annotateExports } from './cohorts.js';
 import type { LoadedConfig } from './command-context.js';
-import { annotateEnvironments, annotateImageTemplates } from './image-annotations.js';
 
 /**
  * A config as every command sees it: loaded, expanded, its inputs hashed, and each node given
- * the facts its key needs (a cohort's freeze and history for its exports, image IDs). A library
- * caller that loads a config this way gets the keys the CLI gets.
+ * the facts its kind adds to its key (StepKind.annotate: a cohort's freeze and history for its
+ * exports, image IDs). A library caller that loads a config this way gets the keys the CLI gets.
  */
-export function loadProject(
+export async function loadProject(
   configPath: string,
   storeDir: string | undefined,
   env: HostEnv,
-): { ok: true; value: LoadedConfig } | { ok: false; error: Diagnostic[] } {
+): Promise<{ ok: true; value: LoadedConfig } | { ok: false; error: Diagnostic[] }> {
   if (!existsSync(configPath)) {
     const where = resolvePath(configPath);
     return {
@@ -39,9 +38,7 @@ export function loadProject(
   const ctx: EngineContext = { config: config.value, graph: graph.value, store: new Store(config.value.storeDir) };
   const inputs = resolveInputs(ctx, graph.value.nodes);
   if (!inputs.ok) return inputs;
-  annotateExports(graph.value.nodes, inputs.value, env, ctx.store);
-  annotateEnvironments(graph.value.nodes, env);
-  annotateImageTemplates(graph.value.nodes, env);
+  await annotateNodes(graph.value.nodes, { env, store: ctx.store, inputs: inputs.value });
   return { ok: true, value: { config: config.value, graph: graph.value, ctx, inputs: inputs.value } };
 }
 

@@ -3,8 +3,8 @@
  * verdict, effect, interval, n -- each headline warning, and where the report is.
  */
 import type { EngineContext, NodeState } from '../pipeline/engine.js';
-import type { AnalysisResult, Verdict } from '../steps/analyze/types.js';
-import { pp, verdictWord } from '../steps/export/report-format.js';
+import type { AnalysisResult, Verdict } from '../stats/types.js';
+import { pp, verdictWord } from '../report/report-format.js';
 import { analyzeStep } from '../steps/analyze-step.js';
 import { exportStep } from '../steps/export-step.js';
 

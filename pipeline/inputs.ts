@@ -5,17 +5,11 @@ import { sha256File, type Sha256 } from './digest.js';
 import type { Diagnostic } from './diagnostic.js';
 import { fieldName } from './config/yaml-source.js';
 import { err, errorMessage, ok, type Result } from './result.js';
-import type { GraphNode } from './step-kind.js';
+import type { GraphNode, ResolvedInput } from './step-kind.js';
 import { Cas } from './store/cas.js';
 import type { StatCache } from './store/stat-cache.js';
 
-export interface ResolvedInput {
-  /** Relative to the project root, forward slashes. */
-  path: string;
-  abs: string;
-  type: 'file' | 'dir';
-  digest: Sha256;
-}
+export type { ResolvedInput } from './step-kind.js';
 
 /**
  * Expands a node's declared file inputs and hashes them. Globs and digests are

@@ -3,7 +3,7 @@ import type { BenchConfig, StepConfig } from './config/load.js';
 import type { FieldPath } from './config/yaml-source.js';
 import type { Diagnostic } from './diagnostic.js';
 import type { Result } from './result.js';
-import type { CacheKey } from './digest.js';
+import type { CacheKey, Sha256 } from './digest.js';
 import type { OutputManifest } from './store/action-cache.js';
 import type { Cas, OutputEntry } from './store/cas.js';
 import type { Store } from './store/store.js';
@@ -85,7 +85,6 @@ export interface StepFailure {
   corrupt_blob?: string;
 }
 
-/** A step kind: a pure description of inputs -> key -> outputs. Registered by name. */
 /** One prerequisite of a step kind, checked before any node runs (`pairbench doctor` lists them all). */
 export interface PreflightCheck {
   name: string;
@@ -104,6 +103,24 @@ export interface PreflightContext {
   store: Store;
 }
 
+/** A file input of a node, found and hashed (pipeline/inputs.ts resolves them). */
+export interface ResolvedInput {
+  /** Relative to the project root, forward slashes. */
+  path: string;
+  abs: string;
+  type: 'file' | 'dir';
+  digest: Sha256;
+}
+
+/** What a kind's annotate hook may read. */
+export interface AnnotationContext {
+  env: HostEnv;
+  store: Store;
+  /** Each node's resolved file inputs, by node id. */
+  inputs: ReadonlyMap<string, ResolvedInput[]>;
+}
+
+/** A step kind: a pure description of inputs -> key -> outputs. Registered by name. */
 export interface StepKind {
   name: string;
   /** What one of its nodes is, and several, in a person's words ("agent attempt", "agent attempts"). */
@@ -139,6 +156,13 @@ export interface StepKind {
   impliedNeeds?(step: StepConfig, steps: ReadonlyMap<string, StepConfig>): string[];
   /** Checks that need the whole DAG (e.g. an input read from a step that is not in needs). */
   check?(step: StepConfig, steps: ReadonlyMap<string, StepConfig>): Diagnostic[];
+  /**
+   * Facts from outside the config that its nodes' keys hold (the image IDs the engine has now,
+   * a cohort's registered history), put on each node's `annotation`. Called once with all of
+   * the kind's nodes by pipeline/annotate.ts wherever a graph is loaded, so every caller of the
+   * library computes the keys the CLI computes.
+   */
+  annotate?(nodes: readonly GraphNode[], ctx: AnnotationContext): Promise<void>;
   /** The slice of the step's config that decides its result, for this node (encoded as canonical JSON, which checks it). */
   keyConfig(node: GraphNode, hostEnv: HostEnv): JsonEncodable;
   /** Declared file inputs for this node. */

@@ -16,7 +16,8 @@ import { hostname, tmpdir } from 'node:os';
 import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
 import { Writable } from 'node:stream';
 import type { Duplex } from 'node:stream';
-import Docker from 'dockerode';
+import type Docker from 'dockerode';
+import { describeEndpoint, dockerClient } from './docker-client.js';
 import { packageVersion } from '../pipeline/package-root.js';
 import { err, errorMessage, ok, type Result } from '../pipeline/result.js';
 import { parsePinnedImage, resolvePinnedImage, type ImageId } from './docker-image.js';
@@ -109,8 +110,9 @@ const HOW_TO_START =
   '(Debian package docker.io; needs root)';
 
 export function dockerBackend(options: DockerBackendOptions = {}): SandboxBackend {
-  const docker = new Docker(options.socketPath ? { socketPath: options.socketPath } : undefined);
-  const where = options.socketPath ?? process.env['DOCKER_HOST'] ?? '/var/run/docker.sock';
+  const endpoint = options.socketPath ? { socketPath: options.socketPath } : {};
+  const docker = dockerClient(endpoint);
+  const where = describeEndpoint(endpoint);
   const forwarderScript = options.forwarderScript ?? forwarderScriptPath();
 
   const ping = async (): Promise<Result<void, string>> => {
@@ -565,7 +567,7 @@ export interface ReapOptions {
  * it at start (create() does).
  */
 export async function reapLeftovers(labelFilter: Record<string, string> = {}, options: ReapOptions = {}): Promise<Result<string[], string>> {
-  const docker = options.docker ?? new Docker(options.socketPath ? { socketPath: options.socketPath } : undefined);
+  const docker = options.docker ?? dockerClient(options.socketPath ? { socketPath: options.socketPath } : {});
   const label = [`${LABEL.tool}=1`, ...Object.entries(labelFilter).map(([k, v]) => `${k}=${v}`)];
   let list: Docker.ContainerInfo[];
   try {

@@ -9,7 +9,7 @@
 //                                      step kind's spec is typed by what the schema accepts
 // and, the other way round for what pairbench writes,
 //   schemas/results.schema.json        the published schema of a bundle's results.json,
-//                                      generated from its type (steps/export/results-file.ts)
+//                                      generated from its type (report/results-file.ts)
 // The validator module records the SHA-256 of the schemas it was made from: a schema edited
 // without running this again is noticed at load time (pipeline falls back to compiling at run
 // time) and by the test suite (test/schema-validators.test.ts), which also runs --check.
@@ -70,7 +70,7 @@ async function types() {
 
 function resultsSchema() {
   const schema = createGenerator({
-    path: join(ROOT, 'steps', 'export', 'results-file.ts'),
+    path: join(ROOT, 'report', 'results-file.ts'),
     tsconfig: join(ROOT, 'tsconfig.json'),
     type: 'ResultsFile',
     skipTypeCheck: true, // tsc checks the sources; this reads their types
@@ -81,7 +81,7 @@ function resultsSchema() {
   const doc = {
     $schema: 'http://json-schema.org/draft-07/schema#',
     $id: 'https://pairbench.dev/schemas/results.schema.json',
-    title: 'pairbench bundle results.json (generated from steps/export/results-file.ts by scripts/compile-schemas.mjs: do not edit)',
+    title: 'pairbench bundle results.json (generated from report/results-file.ts by scripts/compile-schemas.mjs: do not edit)',
     ...Object.fromEntries(Object.entries(schema).filter(([k]) => k !== '$schema')),
   };
   return JSON.stringify(doc, null, 2) + '\n';

@@ -8,10 +8,10 @@ import { fieldName } from '../pipeline/config/yaml-source.js';
 import { err, ok } from '../pipeline/result.js';
 import type { Checkpoint, ExecutionContext, GraphNode, StepKind } from '../pipeline/step-kind.js';
 import { taskOf } from './agent-step-config.js';
-import { checkSpec, defaultSpec } from './analyze/spec.js';
-import { lookSchedule } from './analyze/look-schedule.js';
+import { checkSpec, defaultSpec } from '../stats/spec.js';
+import { lookSchedule } from '../stats/look-schedule.js';
 import { LOOK_DECISION, NOT_RUN, notRunReason } from './not-run.js';
-import type { AnalysisSpec, AttemptRecord, JudgementRecord, StoppingSpec } from './analyze/types.js';
+import type { AnalysisSpec, AttemptRecord, JudgementRecord, StoppingSpec } from '../stats/types.js';
 import { specOf, type SpecByKind } from './step-spec.js';
 
 type AnalyzeConfig = SpecByKind['analyze'];
@@ -230,7 +230,7 @@ export const analyzeStep: StepKind = {
     attempts.sort((a, b) => (a.node < b.node ? -1 : a.node > b.node ? 1 : 0));
     const spec: AnalysisSpec = { ...cohortSpec(ctx.node), overhead };
     // Loaded when a cohort is analysed, not when the config is (a no-op run stays fast).
-    const { analyze } = await import('./analyze/analyze.js');
+    const { analyze } = await import('../stats/analyze.js');
     const result = analyze(attempts, spec);
     if (result.sequential) {
       result.sequential.attempts_not_run = notRun;
@@ -239,7 +239,7 @@ export const analyzeStep: StepKind = {
       for (const [why, n] of notRunWhy) result.warnings.push({ kind: 'not-run', arm: null, message: `${n} attempt(s) were not run, as preregistered: ${why}` });
     const judgeStepName = cfg(ctx.node.step).judge;
     if (judgeStepName) {
-      const { judgeSummary } = await import('./analyze/judge-summary.js');
+      const { judgeSummary } = await import('../stats/judge-summary.js');
       const j = judgeSummary(judgeStepName, judgements, result.comparisons);
       result.judge = j.summary;
       result.warnings.push(...j.warnings);
@@ -277,7 +277,7 @@ export const lookStep: StepKind = {
       if (audit) attempts.push(JSON.parse(ctx.artifacts.read(audit.digest).toString('utf8')) as AttemptRecord);
     }
     const spec = lookSpec(ctx.node);
-    const { sequentialAnalysis } = await import('./analyze/sequential.js');
+    const { sequentialAnalysis } = await import('../stats/sequential.js');
     const result = sequentialAnalysis(attempts, spec, k);
     const look = result.looks[k - 1]!;
     if (look.decision !== 'stopped-earlier' && look.pending_families.length > 0) {

@@ -6,8 +6,8 @@ import type { StepConfig } from '../pipeline/config/load.js';
 import { ok } from '../pipeline/result.js';
 import { EARLIER_TRIES, type ExecutionContext, type FileInputSpec, type StepKind } from '../pipeline/step-kind.js';
 import { surfaceFromDir } from './certify/scan.js';
-import { scanLeakage, type LeakageFlag } from './leakage.js';
-import type { AttemptRecord, AttemptTry } from './analyze/types.js';
+import { scanLeakage } from './leakage.js';
+import type { AttemptRecord, AttemptTry, AuditedAttempt } from '../stats/types.js';
 import type { AtifTrajectory } from '../agents/adapter.js';
 import { checkTasks, taskOf } from './agent-step-config.js';
 import { armOf, BUDGET_EXITS } from './run.js';
@@ -31,17 +31,6 @@ function policyOf(step: StepConfig): { out_of_bounds: Consequence; leakage: Cons
   const p = spec(step).policy ?? {};
   return { out_of_bounds: p.out_of_bounds ?? 'score-zero', leakage: p.leakage ?? 'score-zero' };
 }
-
-/** What the attempt's changes touched, against what it was allowed to. */
-export interface MutationAudit {
-  touched: string[];
-  out_of_bounds: string[];
-  verifier_owned: string[];
-  allowed_paths: string[];
-}
-
-/** audit.json: the attempt's record as analyze reads it, with the evidence behind its integrity flags. */
-export type AuditedAttempt = AttemptRecord & { mutation: MutationAudit; leakage: LeakageFlag[] };
 
 /** The run step's result.json (the fields audit reads). */
 interface RunResult {

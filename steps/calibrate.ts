@@ -10,6 +10,7 @@ import { sandboxFor, sandboxOf } from './run.js';
 import { specOf } from './step-spec.js';
 import type { CanaryCalibrations } from './verifier-canary.js';
 import { runVerifier, scoringOf, verifierSandbox } from './verifier-run.js';
+import { annotateImageTemplates } from './image-annotations.js';
 
 /**
  * `calibrate` (per task, a checkpoint a verify step adds for the tasks no certify step covers):
@@ -24,6 +25,8 @@ export const calibrateStep: StepKind = {
   title: { one: 'canary calibration', many: 'canary calibrations' },
   outputs: () => ({ [CANARY_OUTPUT]: "each deciding test's canary, calibrated on the reference solution (verify trusts only a calibrated one)" }),
   sandboxed: true,
+  // Its sandbox is its verify step's: the image a per-task template names is part of the key.
+  annotate: annotateImageTemplates,
   version: 1,
   keyConfig(node): JsonEncodable {
     const task = taskOf(node);

@@ -19,6 +19,7 @@ import { applySolution, CANARY_OUTPUT, calibrationsOf, unusableCanaries } from '
 import { verifierOwned } from './verifier-owned.js';
 import { diffSnapshots, snapshot } from './workspace.js';
 import { specIf, specOf, type SpecByKind } from './step-spec.js';
+import { annotateImageTemplates } from './image-annotations.js';
 
 type CertifySpec = SpecByKind['certify'];
 
@@ -90,6 +91,8 @@ export const certifyStep: StepKind = {
     'verifier-logs': "the verifier's logs on the starting tree and with the solution",
   }),
   sandboxed: true,
+  // The image a per-task template names is part of the key (as the engine has it now).
+  annotate: annotateImageTemplates,
   // 4: a task whose canary passes even with the reference solution is rejected (no pass of it could be trusted).
   // 3: test runners; findings by severity, an allowlist with reasons, vendored copies named; verifier logs kept.
   // 2: canaries, every arm surface (directories, env, MCP servers), encodings normalised and decoded.

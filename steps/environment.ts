@@ -8,6 +8,7 @@ import type { OutputEntry } from '../pipeline/store/cas.js';
 import { checkTasks, taskOf } from './agent-step-config.js';
 import type { SandboxSettings } from './sandbox-settings.js';
 import type { Task } from './task.js';
+import { annotateBaseImages } from './image-annotations.js';
 
 /**
  * `environment` (per task): the image a task's environment/Dockerfile describes, built by
@@ -20,6 +21,8 @@ import type { Task } from './task.js';
 export const environmentStep: StepKind = {
   name: 'environment',
   title: { one: 'environment image', many: 'environment images' },
+  // The IDs of the base images its Dockerfile builds FROM are part of the key.
+  annotate: annotateBaseImages,
   outputs: () => ({
     'image.json': 'the image built for the task: its id and WORKDIR',
     tree: "the image's WORKDIR, as the task's starting tree",
@@ -54,8 +57,11 @@ export const environmentStep: StepKind = {
       return err({ reason: 'refused', message: `task ${task.id}: no ${env.dockerfile} in its environment tree` });
     }
     const log = (line: string) => writeFileSync(ctx.logFile, line + '\n', { flag: 'a' });
-    const [{ default: Docker }, { baseImages, buildImage, copyFromImage }] = await Promise.all([import('dockerode'), import('../sandboxes/docker-build.js')]);
-    const docker = new Docker(ctx.hostEnv['DOCKER_HOST']?.startsWith('unix://') ? { socketPath: ctx.hostEnv['DOCKER_HOST'].slice('unix://'.length) } : {});
+    const [{ dockerClient, dockerEndpoint }, { baseImages, buildImage, copyFromImage }] = await Promise.all([
+      import('../sandboxes/docker-client.js'),
+      import('../sandboxes/docker-build.js'),
+    ]);
+    const docker = dockerClient(dockerEndpoint(ctx.hostEnv));
 
     // The base images must be the ones the plan keyed on: a moved tag is a new key, never a silent rebuild.
     const planned = plannedBaseImages(ctx.node);

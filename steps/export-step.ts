@@ -8,12 +8,11 @@ import { err, ok } from '../pipeline/result.js';
 import { withUpstream } from '../pipeline/dag.js';
 import { EARLIER_TRIES, type ExecutionContext, type GraphNode, type StepKind } from '../pipeline/step-kind.js';
 import type { OutputEntry } from '../pipeline/store/cas.js';
-import type { AnalysisResult, AttemptRecord } from './analyze/types.js';
-import type { AuditedAttempt } from './audit.js';
-import type { ResultsFile } from './export/results-file.js';
+import type { AnalysisResult, AttemptRecord, AuditedAttempt } from '../stats/types.js';
+import type { ResultsFile } from '../report/results-file.js';
 import { taskOf } from './agent-step-config.js';
-import type { BundleFile } from './export/bundle.js';
-import type { ReportContext, ReportHistory } from './export/report-context.js';
+import type { BundleFile } from '../report/bundle.js';
+import type { ReportContext, ReportHistory } from '../report/report-context.js';
 import { observationWords, type FreezeAnnotation } from './preregistration.js';
 import { armOf, limitsOf, sandboxOf, type ArmSpec } from './run.js';
 import { isStepOutput } from './treatment-files.js';
@@ -22,6 +21,7 @@ import { attemptDiff } from './attempt-diff.js';
 import type { Task } from './task.js';
 import type { WorkspaceChanges } from './workspace.js';
 import { specIf, specOf, type SpecByKind } from './step-spec.js';
+import { annotateExports } from './export-annotation.js';
 
 type ExportConfig = SpecByKind['export'];
 
@@ -283,6 +283,8 @@ export const BUNDLE_OUTPUT = 'bundle';
 export const exportStep: StepKind = {
   name: 'export',
   observes: true,
+  // The cohort's freeze and registered history are part of the key.
+  annotate: annotateExports,
   title: { one: 'bundle', many: 'bundles' },
   outputs: () => ({ [BUNDLE_OUTPUT]: 'the verifiable bundle: results, report, evidence, manifest.json' }),
   // 6: the cohort's preregistration history (earlier versions, observations, reused attempts); time stamps named; arms by role.
@@ -316,10 +318,10 @@ export const exportStep: StepKind = {
   async execute(ctx: ExecutionContext) {
     // Loaded when a bundle is made, not when the config is.
     const [{ redact, writeBundle }, { renderCsv }, { renderHtml }, { renderMarkdown }] = await Promise.all([
-      import('./export/bundle.js'),
-      import('./export/report-csv.js'),
-      import('./export/report-html.js'),
-      import('./export/report-markdown.js'),
+      import('../report/bundle.js'),
+      import('../report/report-csv.js'),
+      import('../report/report-html.js'),
+      import('../report/report-markdown.js'),
     ]);
     const files: BundleFile[] = [];
     const hostPaths = [

@@ -6,7 +6,7 @@ import type { Diagnostic } from '../pipeline/diagnostic.js';
 import { err, ok } from '../pipeline/result.js';
 import { LOOK_DECISION } from './not-run.js';
 import type { ExecutionContext, StepKind } from '../pipeline/step-kind.js';
-import type { AnalysisResult } from './analyze/types.js';
+import type { AnalysisResult } from '../stats/types.js';
 import { specOf, type SpecByKind } from './step-spec.js';
 
 /**

@@ -1,5 +1,6 @@
 import { basename } from 'node:path';
 import type { AtifTrajectory } from '../agents/adapter.js';
+import type { LeakageFlag } from '../stats/types.js';
 import { distinctiveVerifierLines } from './certify/scan.js';
 import type { Task } from './task.js';
 
@@ -18,11 +19,6 @@ import type { Task } from './task.js';
  * `d=/ver; ls ${d}ifier` is a probe of /verifier. A glob that can only mean a hidden
  * file (`find / -name check.m*`) is one too.
  */
-export interface LeakageFlag {
-  kind: 'hidden-path' | 'hidden-content' | 'version-history' | 'canary';
-  where: string; // e.g. "trajectory step 4" or "gateway exchange 2 (tool result)"
-  evidence: string;
-}
 
 export interface LeakageInputs {
   task: Task;

@@ -27,6 +27,7 @@ import { fileSources, isStepOutput, normalizedPath, outputsReadFrom, producerSte
 import type { OutputEntry } from '../pipeline/store/cas.js';
 import { LOOK_DECISION, NOT_RUN_OUTPUT, notRunOutputs, stoppedBy } from './not-run.js';
 import { specOf, type SpecByKind } from './step-spec.js';
+import { annotateImageTemplates } from './image-annotations.js';
 
 /** An arm's treatment (arms differ only here); an ablation arm is another arm's treatment with its steering lines removed. */
 export type ArmSpec = RunSpec['arms'][string];
@@ -333,6 +334,8 @@ export const runStep: StepKind = {
   title: { one: 'agent attempt', many: 'agent attempts' },
   outputs: () => ({ ...RUN_OUTPUTS, ...NOT_RUN_OUTPUT }),
   sandboxed: true,
+  // The image a per-task template names is part of the key (as the engine has it now).
+  annotate: annotateImageTemplates,
   // Loaded by doctor only: a run never pays for it.
   preflight: async (steps, ctx) => (await import('./run-preflight.js')).runPreflight(steps, ctx),
   // 4: budgets on what the attempt leaves (apparent bytes, files, gateway log) and the gateway's request bounds;
@@ -693,7 +696,7 @@ export const runStep: StepKind = {
         { path: ctx.config.storeDir, as: '<store>' },
         { path: ctx.config.rootDir, as: '<project>' },
       ];
-      const { redact } = await import('./export/bundle.js');
+      const { redact } = await import('../report/bundle.js');
       const infraCause =
         exitReason !== 'infra-error'
           ? null

@@ -17,6 +17,7 @@ import { VERIFIER_OWNED, verifierOwned } from './verifier-owned.js';
 import { applyChanges, type WorkspaceChanges } from './workspace.js';
 import { NOT_RUN, NOT_RUN_OUTPUT, passedNotRun } from './not-run.js';
 import { specOf, type SpecByKind } from './step-spec.js';
+import { annotateImageTemplates } from './image-annotations.js';
 
 type VerifySpec = SpecByKind['verify'];
 
@@ -43,6 +44,8 @@ export const verifyStep: StepKind = {
     ...NOT_RUN_OUTPUT,
   }),
   sandboxed: true,
+  // The image a per-task template names is part of the key (as the engine has it now).
+  annotate: annotateImageTemplates,
   // 4: a pass no calibrated canary stands behind is no verdict (its canaries are calibrated by certify, needed or not, or by calibrate).
   // 3: one test-runner invocation per verification (verifier.runner); the full verifier output kept (verifier.log).
   // 2: verifier-owned files are taken from the pristine tree; canaries.

@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { clusterBootstrap, clusteredMedian, familiesOf, weightedMean } from '../steps/analyze/bootstrap.js';
-import { clusterTInterval, minimumP, signFlipTest, unitsNeeded, unitsOf } from '../steps/analyze/inference.js';
-import { median } from '../steps/analyze/describe.js';
-import { minimumDetectableEffect, noiseEnvelope, zTwoSided } from '../steps/analyze/envelope.js';
-import { holm, mcnemarExactP, signTestP } from '../steps/analyze/exact-tests.js';
-import { passAtK, passHatK } from '../steps/analyze/pass-at-k.js';
+import { clusterBootstrap, clusteredMedian, familiesOf, weightedMean } from '../stats/bootstrap.js';
+import { clusterTInterval, minimumP, signFlipTest, unitsNeeded, unitsOf } from '../stats/inference.js';
+import { median } from '../stats/describe.js';
+import { minimumDetectableEffect, noiseEnvelope, zTwoSided } from '../stats/envelope.js';
+import { holm, mcnemarExactP, signTestP } from '../stats/exact-tests.js';
+import { passAtK, passHatK } from '../stats/pass-at-k.js';
 
 describe('McNemar exact test', () => {
   // p = min(1, 2 * sum_{i<=min(b,c)} C(b+c, i) / 2^(b+c))

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { analyze, analyzeChecked } from '../steps/analyze/analyze.js';
-import { checkSpec, defaultSpec } from '../steps/analyze/spec.js';
-import { makeAttempt, syntheticCohort } from '../steps/analyze/synthetic.js';
-import type { AnalysisSpec, AttemptRecord, Comparison } from '../steps/analyze/types.js';
+import { analyze, analyzeChecked } from '../stats/analyze.js';
+import { checkSpec, defaultSpec } from '../stats/spec.js';
+import { makeAttempt, syntheticCohort } from '../stats/synthetic.js';
+import type { AnalysisSpec, AttemptRecord, Comparison } from '../stats/types.js';
 
 const spec = (overrides: Partial<AnalysisSpec> = {}): AnalysisSpec =>
   defaultSpec('control', ['treatment'], { bootstrap: { resamples: 1000, seed: 1 }, ...overrides });

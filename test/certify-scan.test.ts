@@ -7,7 +7,6 @@ import { bySeverity, DEFAULT_POLICY, failingFindings, policyFromSpec } from '../
 const SEVERITY_ORDER = ['solution-leak', 'verifier-leak', 'canary', 'instructions-survived', 'benchmark-awareness'];
 import {
   DEFAULT_BENCHMARK_WORDS,
-  diffLines,
   isDistinctive,
   promptSurface,
   scanSurfaces,
@@ -17,6 +16,7 @@ import {
   type Surface,
 } from '../steps/certify/scan.js';
 import type { Task } from '../steps/task.js';
+import { diffLines } from '../text/diff-lines.js';
 
 const CANARY = '1b2c3d4e-5f60-4a7b-8c9d-0e1f2a3b4c5d';
 

@@ -3,7 +3,7 @@ import { appendFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlink
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createHash } from 'node:crypto';
-import { redact, verifyBundle, writeBundle, REDACTED, type BundleFile } from '../steps/export/bundle.js';
+import { redact, verifyBundle, writeBundle, REDACTED, type BundleFile } from '../report/bundle.js';
 import { canonicalJson } from '../pipeline/canonical-json.js';
 
 let dir: string;

@@ -116,10 +116,10 @@ beforeAll(() => {
 afterAll(() => rig.cleanup());
 
 /** The cohort's freeze for a config, or the config's problems. */
-function freezeFor(config: unknown): { ok: true; freeze: Freeze } | { ok: false; problem: string } {
+async function freezeFor(config: unknown): Promise<{ ok: true; freeze: Freeze } | { ok: false; problem: string }> {
   const file = join(rig.dir, 'bench.config.yaml');
   writeFileSync(file, stringify(config));
-  const loaded = loadProject(file, join(rig.dir, '.pairbench'), ENV);
+  const loaded = await loadProject(file, join(rig.dir, '.pairbench'), ENV);
   if (!loaded.ok) return { ok: false, problem: loaded.error.map((d) => d.message).join('; ') };
   const cohort = cohortsOf(loaded.value.graph.nodes, loaded.value.inputs, ENV).find((c) => c.name === 'cohort');
   return cohort ? { ok: true, freeze: cohort.freeze } : { ok: false, problem: 'no cohort' };
@@ -276,17 +276,17 @@ const NOT_GENERATED: Record<string, string> = {
 };
 
 describe('the freeze, generated from the schema for every kind in the registry', () => {
-  it('the base config has a step of every kind, and freezes', () => {
+  it('the base config has a step of every kind, and freezes', async () => {
     const kinds = new Set(Object.values(base.steps).map((s) => s['kind']));
     for (const k of builtinStepKinds.keys()) if (k !== 'environment') expect(kinds, `the base config has no ${k} step`).toContain(k);
-    const f = freezeFor(base);
+    const f = await freezeFor(base);
     expect(f.ok, f.ok ? '' : f.problem).toBe(true);
   });
 
   for (const [kindName, kind] of builtinStepKinds) {
     if (kindName === 'environment') continue; // no field of its own: its image comes from the task's Dockerfile, frozen with the tree (materialize)
-    it(`${kindName}: every field changes the freeze, unless the kind declares it unfrozen`, () => {
-      const baseline = freezeFor(base);
+    it(`${kindName}: every field changes the freeze, unless the kind declares it unfrozen`, async () => {
+      const baseline = await freezeFor(base);
       if (!baseline.ok) throw new Error(baseline.problem);
       const [stepName, spec] = Object.entries(base.steps).find(([, s]) => s['kind'] === kindName)!;
       const def = DEFS[`${kindName}Step`]!;
@@ -306,7 +306,7 @@ describe('the freeze, generated from the schema for every kind in the registry',
         for (const value of values) {
           const config = structuredClone(base);
           setAt(config.steps[stepName]!, field.path, value);
-          const f = freezeFor(config);
+          const f = await freezeFor(config);
           if (f.ok) loaded.push({ value, digest: f.freeze.digest, fields: f.freeze.fields });
           else failures.push(`${JSON.stringify(value)}: ${f.problem.slice(0, 160)}`);
         }
@@ -354,21 +354,21 @@ describe('the freeze, generated from the schema for every kind in the registry',
     });
   }
 
-  it('the graph fields every kind has: needs, the matrix (repetitions by their count), the task source', () => {
-    const baseline = freezeFor(base);
+  it('the graph fields every kind has: needs, the matrix (repetitions by their count), the task source', async () => {
+    const baseline = await freezeFor(base);
     if (!baseline.ok) throw new Error(baseline.problem);
-    const changes = (mutate: (c: typeof base) => void): string[] => {
+    const changes = async (mutate: (c: typeof base) => void): Promise<string[]> => {
       const c = structuredClone(base);
       mutate(c);
-      const f = freezeFor(c);
+      const f = await freezeFor(c);
       if (!f.ok) throw new Error(f.problem);
       return describeFreezeChange(baseline.freeze.fields, f.freeze.fields);
     };
     // (verify reads its tasks' certify step whatever its needs say: the canary calibrations.)
-    expect(changes((c) => (c.steps['verify']!['needs'] = ['materialize', 'attempts', 'ctx']))).toContain(
+    expect(await changes((c) => (c.steps['verify']!['needs'] = ['materialize', 'attempts', 'ctx']))).toContain(
       'verify: needs: ["attempts","certify","materialize"] -> ["attempts","certify","ctx","materialize"]',
     );
-    const reps = changes((c) => {
+    const reps = await changes((c) => {
       for (const s of ['attempts', 'verify', 'audit']) (c.steps[s]!['matrix'] as { rep: number }).rep = 3;
     });
     expect(reps).toEqual(expect.arrayContaining(['attempts: matrix rep: 2 -> 3', 'verify: matrix rep: 2 -> 3', 'audit: matrix rep: 2 -> 3']));
@@ -376,14 +376,14 @@ describe('the freeze, generated from the schema for every kind in the registry',
     // A task source with other tasks: the prompt, the commit, the verifier all move.
     rig.write('tasks-b/fix-add/task.yaml', rig.read('tasks/fix-add/task.yaml').replace(/prompt: .*/, 'prompt: Something else entirely.'));
     for (const f of ['verifier/test_add.mjs', 'solution.patch']) rig.write(`tasks-b/fix-add/${f}`, rig.read(`tasks/fix-add/${f}`));
-    const tasks = changes((c) => (c.steps['attempts']!['tasks'] = 'tasks-b'));
+    const tasks = await changes((c) => (c.steps['attempts']!['tasks'] = 'tasks-b'));
     expect(tasks.some((x) => x.startsWith('attempts') && x.includes('task.prompt'))).toBe(true);
     // The description is never frozen.
-    expect(changes((c) => (c.steps['attempts']!['description'] = 'new words'))).toEqual([]);
+    expect(await changes((c) => (c.steps['attempts']!['description'] = 'new words'))).toEqual([]);
   });
 
-  it('the rep index folds out: the reps of one attempt are one group; their count is the matrix', () => {
-    const f = freezeFor(base);
+  it('the rep index folds out: the reps of one attempt are one group; their count is the matrix', async () => {
+    const f = await freezeFor(base);
     if (!f.ok) throw new Error(f.problem);
     const keys = Object.keys(f.freeze.fields);
     expect(keys.some((k) => /\/[12]:/.test(k))).toBe(false);

@@ -99,6 +99,31 @@ describe('the module graph', () => {
     expect(upward).toEqual([]);
   });
 
+  it('one Docker client: only sandboxes/docker-client.ts loads dockerode or runs the docker CLI (others import its types at most)', () => {
+    const product = ['agents/', 'cli/', 'gateway/', 'generators/', 'pipeline/', 'sandboxes/', 'steps/', 'text/', 'test-results/', 'viewer/'];
+    const clients = [...graph.keys()]
+      .filter((file) => product.some((d) => file.startsWith(d)))
+      .filter((file) => {
+        const text = readFileSync(join(ROOT, file), 'utf8');
+        const loadsDockerode = /^import (?!type )[^;]*from 'dockerode'/m.test(text) || /import\('dockerode'\)/.test(text);
+        const runsDockerCli = /\b(spawn|spawnSync|execFile|execFileSync|execa|execaSync)\(\s*'docker'/.test(text);
+        return loadsDockerode || runsDockerCli;
+      });
+    expect(clients).toEqual(['sandboxes/docker-client.ts']);
+  });
+
+  it('stats/ and report/ are libraries under the step kinds: pipeline/ and text/ below them, stats/ under report/, the config types, nothing else', () => {
+    const allowed: Record<string, string[]> = {
+      'stats/': ['stats/', 'pipeline/', 'text/', 'steps/config-types.generated.ts'],
+      'report/': ['report/', 'stats/', 'pipeline/', 'text/'],
+    };
+    const outside = [...graph].flatMap(([file, targets]) => {
+      const floor = Object.keys(allowed).find((f) => file.startsWith(f));
+      return floor ? targets.filter((t) => !allowed[floor]!.some((a) => t.startsWith(a))).map((t) => `${file} -> ${t}`) : [];
+    });
+    expect(outside).toEqual([]);
+  });
+
   it('the floors under the steps (agents, sandboxes, gateway, text, test results) import no step, command, generator or viewer', () => {
     const floors = ['agents/', 'sandboxes/', 'gateway/', 'text/', 'test-results/'];
     const above = ['steps/', 'cli/', 'generators/', 'viewer/', 'viewer-app/'];

@@ -4,10 +4,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { chromium, type Browser, type Page } from 'playwright-core';
-import { analyze, defaultSpec } from '../steps/analyze/index.js';
-import type { AnalysisResult, AttemptRecord } from '../steps/analyze/types.js';
-import { renderCsv, renderHtml, renderMarkdown, CSV_COLUMNS, type ReportContext } from '../steps/export/report.js';
-import { pct } from '../steps/export/report-format.js';
+import { analyze, defaultSpec } from '../stats/index.js';
+import type { AnalysisResult, AttemptRecord } from '../stats/types.js';
+import { renderCsv, renderHtml, renderMarkdown, CSV_COLUMNS, type ReportContext } from '../report/report.js';
+import { pct } from '../report/report-format.js';
 import { clippingProblems } from './browser-layout.js';
 
 // ---------------------------------------------------------------- fixtures

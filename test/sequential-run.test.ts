@@ -136,7 +136,7 @@ describe('a look and infrastructure faults', () => {
     const { tmpdir } = await import('node:os');
     const { Store } = await import('../pipeline/store/store.js');
     const { lookStep } = await import('../steps/analyze-step.js');
-    const { makeAttempt } = await import('../steps/analyze/synthetic.js');
+    const { makeAttempt } = await import('../stats/synthetic.js');
     const dir = mkdtempSync(join(tmpdir(), 'pairbench-look-'));
     try {
       const store = new Store(join(dir, 'store'));

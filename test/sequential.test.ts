@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { analyze } from '../steps/analyze/analyze.js';
-import { bettingConfidenceSequence } from '../steps/analyze/confidence-sequence.js';
-import { crossingProbabilities, efficacyBounds, groupSequentialDesign, spent } from '../steps/analyze/group-sequential.js';
-import { lookSchedule, plannedFamilies } from '../steps/analyze/look-schedule.js';
-import { sequentialAnalysis } from '../steps/analyze/sequential.js';
-import { checkSpec, defaultSpec } from '../steps/analyze/spec.js';
-import { makeAttempt } from '../steps/analyze/synthetic.js';
-import type { AnalysisSpec, AttemptRecord, StoppingSpec } from '../steps/analyze/types.js';
+import { analyze } from '../stats/analyze.js';
+import { bettingConfidenceSequence } from '../stats/confidence-sequence.js';
+import { crossingProbabilities, efficacyBounds, groupSequentialDesign, spent } from '../stats/group-sequential.js';
+import { lookSchedule, plannedFamilies } from '../stats/look-schedule.js';
+import { sequentialAnalysis } from '../stats/sequential.js';
+import { checkSpec, defaultSpec } from '../stats/spec.js';
+import { makeAttempt } from '../stats/synthetic.js';
+import type { AnalysisSpec, AttemptRecord, StoppingSpec } from '../stats/types.js';
 
 const equally = (k: number) => Array.from({ length: k }, (_, i) => (i + 1) / k);
 

@@ -1,11 +1,10 @@
 import { existsSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import { isAbsolute, join, relative } from 'node:path';
 import { foldLine, lineDigest } from '../gateway/markers.js';
-import type { AnalysisResult } from '../steps/analyze/types.js';
-import type { AuditedAttempt } from '../steps/audit.js';
-import type { ResultsFile } from '../steps/export/results-file.js';
+import type { AnalysisResult, AuditedAttempt } from '../stats/types.js';
+import type { ResultsFile } from '../report/results-file.js';
 import { totalTokens, type AtifStepView, type AttemptView, type CohortView, type TaskRow } from './view-types.js';
-import { comparisonMeaning, comparisonTitle, interval, pp, pValue, verdictWord } from '../steps/export/report-format.js';
+import { comparisonMeaning, comparisonTitle, interval, pp, pValue, verdictWord } from '../report/report-format.js';
 
 /**
  * One exported bundle, read for the viewer: read-only, and never outside its directory (a

@@ -18,7 +18,7 @@ import { writeStoredBundle } from '../stored-bundle.js';
  * `dest`: `dest/<job>/` holds the trials, and the bundle itself at `dest/<job>/pairbench`.
  */
 async function harborLayout(staging: string, dest: string): Promise<Result<{ bundle: string; job: { dir: string; trials: number } }, string>> {
-  const { BUNDLE_SUBDIR, harborJobName, writeHarborJob } = await import('../../steps/export/harbor-layout.js');
+  const { BUNDLE_SUBDIR, harborJobName, writeHarborJob } = await import('../../report/harbor-layout.js');
   const name = harborJobName(join(staging, 'bundle'));
   if (!name.ok) return name;
   const jobDir = join(staging, name.value);
@@ -121,7 +121,7 @@ DIR/<cohort>/pairbench/ (what verify-bundle checks)`,
         return fail(io, json, [{ message: `cannot read the signing key ${values.sign}: ${(e as Error).message}` }]);
       }
     }
-    const { rootDigest, signBundle } = await import('../../steps/export/bundle.js');
+    const { rootDigest, signBundle } = await import('../../report/bundle.js');
     const written: Written[] = [];
     // Other configs may share this store and have export nodes of the same name: only the key
     // this config plans, or failing that the last one a run of this config reached, is its bundle.
@@ -162,8 +162,8 @@ DIR/<cohort>/pairbench/ (what verify-bundle checks)`,
       if (!wrote.ok)
         return fail(io, json, [{ message: `${n.id}: ${wrote.error}`, hint: `run 'pairbench run' to rebuild it, then export again` }], EXIT.nodeFailed);
       if (visibility === 'public') {
-        const { publicBundle } = await import('../../steps/export/public-bundle.js');
-        const { writeBundle } = await import('../../steps/export/bundle.js');
+        const { publicBundle } = await import('../../report/public-bundle.js');
+        const { writeBundle } = await import('../../report/bundle.js');
         const pub = publicBundle(privateDir);
         const made = writeBundle(bundleDir, pub.files);
         rmSync(privateDir, { recursive: true, force: true });

@@ -27,7 +27,7 @@ or --key (the public key of an export --sign).`,
   async run({ io, json, values, operands }) {
     const dir = operands[0]!;
     const expectedRoot = values.root;
-    const { checkSignature, rootDigest, verifyBundle } = await import('../../steps/export/bundle.js');
+    const { checkSignature, rootDigest, verifyBundle } = await import('../../report/bundle.js');
     if (!existsSync(dir)) return fail(io, json, [{ message: `${dir} does not exist`, hint: 'give the directory pairbench export --out wrote' }]);
     if (!existsSync(join(dir, 'manifest.json')))
       return fail(io, json, [{ message: `${dir} is not a bundle: it has no manifest.json`, hint: 'give the directory pairbench export --out wrote' }]);

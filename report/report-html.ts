@@ -4,7 +4,7 @@
  * meta tag forbids every fetch, so opening the file cannot touch the network.
  * Every string that comes from the data passes through escapeHtml.
  */
-import type { AnalysisResult, ArmMetrics, Comparison, ConfigField, FactorialResult, JudgeSummary, SequentialResult, TaskOutcome } from '../analyze/types.js';
+import type { AnalysisResult, ArmMetrics, Comparison, ConfigField, FactorialResult, JudgeSummary, SequentialResult, TaskOutcome } from '../stats/types.js';
 import type { ReportContext, ReportHistory } from './report-context.js';
 import { PRIVATE_NOTICE } from './public-bundle.js';
 import {

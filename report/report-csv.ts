@@ -5,7 +5,7 @@
  * an empty field. Rows are sorted (task, arm, rep, node) so the bytes do not
  * depend on the order the attempts were read in.
  */
-import type { AttemptRecord } from '../analyze/types.js';
+import type { AttemptRecord } from '../stats/types.js';
 
 type Cell = string | number | boolean | null;
 

@@ -17,8 +17,8 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 
 import { dirname, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { createHash } from 'node:crypto';
-import type { AttemptRecord } from '../analyze/types.js';
-import { err, ok, type Result } from '../../pipeline/result.js';
+import type { AttemptRecord } from '../stats/types.js';
+import { err, ok, type Result } from '../pipeline/result.js';
 
 /** Where the pairbench bundle goes inside the job directory (no result.json: the viewer does not list it as a trial). */
 export const BUNDLE_SUBDIR = 'pairbench';

@@ -1,5 +1,5 @@
 /** The analyze step's entry point: audited attempts + spec -> AnalysisResult. */
-import { err, ok, type Result } from '../../pipeline/result.js';
+import { err, ok, type Result } from '../pipeline/result.js';
 import { armMetrics } from './arm-metrics.js';
 import { compareArms, decide, type ArmInput } from './compare.js';
 import { evalCost } from './cost.js';

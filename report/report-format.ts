@@ -19,9 +19,9 @@ import type {
   SequentialResult,
   Spread,
   Verdict,
-} from '../analyze/types.js';
-import { ENVELOPE_FORMULA } from '../analyze/envelope.js';
-import { unreachable } from '../../pipeline/result.js';
+} from '../stats/types.js';
+import { ENVELOPE_FORMULA } from '../stats/envelope.js';
+import { unreachable } from '../pipeline/result.js';
 import type { ReportContext } from './report-context.js';
 
 export const NONE = '—';

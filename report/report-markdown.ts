@@ -3,7 +3,7 @@
  * (a)/(b)/(c) counts in full, the arms, the two cost streams on separate lines,
  * infrastructure errors, exclusions, and the scope of the claim.
  */
-import type { AnalysisResult, ArmMetrics, Comparison, ConfigField, FactorialResult, JudgeSummary, SequentialResult } from '../analyze/types.js';
+import type { AnalysisResult, ArmMetrics, Comparison, ConfigField, FactorialResult, JudgeSummary, SequentialResult } from '../stats/types.js';
 import type { ReportContext, ReportHistory } from './report-context.js';
 import { PRIVATE_NOTICE } from './public-bundle.js';
 import {

@@ -9,8 +9,8 @@
  */
 import { lstatSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { sha256 } from '../../pipeline/digest.js';
-import { diffLines } from '../certify/scan.js';
+import { sha256 } from '../pipeline/digest.js';
+import { diffLines } from '../text/diff-lines.js';
 import { MANIFEST_FILE, SIGNATURE_FILE, type BundleFile } from './bundle.js';
 
 /** The longest run of a secret's bytes a public bundle may still hold. */

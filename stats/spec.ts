@@ -1,5 +1,5 @@
 /** Defaults and the check of an analysis spec. */
-import { err, ok, type Result } from '../../pipeline/result.js';
+import { err, ok, type Result } from '../pipeline/result.js';
 import type { AnalysisSpec, CostWeights } from './types.js';
 
 /** input + 1.25 x cache_write + 0.1 x cache_read + 5 x output */

@@ -1,5 +1,5 @@
 /** The noise envelope and the minimum detectable effect of a paired comparison. */
-import { lazyRequire } from '../../pipeline/lazy-require.js';
+import { lazyRequire } from '../pipeline/lazy-require.js';
 
 // Loaded on first use (about a hundred small modules): a plan or a no-op run never computes a quantile.
 const quantile = lazyRequire<(p: number, mu: number, sigma: number) => number>('@stdlib/stats-base-dists-normal-quantile');

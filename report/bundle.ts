@@ -7,10 +7,10 @@
 import { lstatSync, readdirSync, readFileSync } from 'node:fs';
 import { createPrivateKey, createPublicKey, sign as cryptoSign, verify as cryptoVerify, type KeyObject } from 'node:crypto';
 import { join } from 'node:path';
-import { canonicalJson } from '../../pipeline/canonical-json.js';
-import { sha256, sha256File, isSha256, type Sha256 } from '../../pipeline/digest.js';
-import { err, errorMessage, ok, type Result } from '../../pipeline/result.js';
-import { writeFileAtomic } from '../../pipeline/atomic-write.js';
+import { canonicalJson } from '../pipeline/canonical-json.js';
+import { sha256, sha256File, isSha256, type Sha256 } from '../pipeline/digest.js';
+import { err, errorMessage, ok, type Result } from '../pipeline/result.js';
+import { writeFileAtomic } from '../pipeline/atomic-write.js';
 
 export const MANIFEST_FILE = 'manifest.json';
 /** The Ed25519 signature of manifest.json (outside the manifest: it signs it). */

@@ -1,5 +1,4 @@
-import type { AnalysisResult } from '../analyze/types.js';
-import type { AuditedAttempt } from '../audit.js';
+import type { AnalysisResult, AuditedAttempt } from '../stats/types.js';
 
 /**
  * A bundle's results.json: the cohort's analysis and every attempt's record. Its JSON Schema,

@@ -2,7 +2,7 @@
  * Input and output types of the analyze step. The result is plain JSON (no
  * undefined, no NaN, no Infinity): a missing figure is `null`.
  */
-import type { AnalyzeStep } from '../config-types.generated.js';
+import type { AnalyzeStep } from '../steps/config-types.generated.js';
 
 /** One audited attempt (produced by the audit step). */
 export interface AttemptRecord {
@@ -576,3 +576,21 @@ export interface HeadlineWarning {
   arm: string | null;
   message: string;
 }
+
+/** A finding that the attempt reached what it must not see (the hidden verifier, the history, a canary). */
+export interface LeakageFlag {
+  kind: 'hidden-path' | 'hidden-content' | 'version-history' | 'canary';
+  where: string; // e.g. "trajectory step 4" or "gateway exchange 2 (tool result)"
+  evidence: string;
+}
+
+/** What the attempt's changes touched, against what it was allowed to. */
+export interface MutationAudit {
+  touched: string[];
+  out_of_bounds: string[];
+  verifier_owned: string[];
+  allowed_paths: string[];
+}
+
+/** audit.json: the attempt's record as analyze reads it, with the evidence behind its integrity flags. */
+export type AuditedAttempt = AttemptRecord & { mutation: MutationAudit; leakage: LeakageFlag[] };
