@@ -8,8 +8,9 @@ import type { GraphNode, HostEnv } from '../pipeline/step-kind.js';
 import type { ActionRecord } from '../pipeline/store/action-cache.js';
 import { checkFreeze, FREEZE_FORMAT, Registry, type CohortEntry, type CohortRecord, type ResetRecord } from '../steps/preregistration.js';
 import { specOf } from '../steps/step-spec.js';
-import { analyzeStep } from '../steps/analyze-step.js';
-import { gateStep } from '../steps/gate.js';
+import { readJsonArtifact } from '../pipeline/artifact.js';
+import { ANALYSIS, analyzeStep } from '../steps/analyze-step.js';
+import { GATE_DECISION, gateStep } from '../steps/gate.js';
 import { runStep } from '../steps/run.js';
 
 /** A cohort: an analyze node, its version, its attempts, what observes it, and its freeze. */
@@ -251,13 +252,10 @@ export function observationBinder(
 
 /** The verdicts of an analysis output, each checked as it is read. */
 function verdictsIn(ctx: EngineContext, record: ActionRecord): Record<string, string> {
-  const entry = record.outputs['analysis.json'];
   const out: Record<string, string> = {};
-  if (!entry) return out;
-  const comparisons = (JSON.parse(ctx.store.cas.read(entry.digest).toString('utf8')) as { comparisons?: unknown }).comparisons;
-  if (!Array.isArray(comparisons)) return out;
-  for (const c of comparisons as { control?: unknown; treatment?: unknown; verdict?: unknown }[])
-    if (typeof c.control === 'string' && typeof c.treatment === 'string' && typeof c.verdict === 'string') out[`${c.treatment} vs ${c.control}`] = c.verdict;
+  const read = readJsonArtifact(ANALYSIS, record.outputs, (d) => ctx.store.cas.read(d), record.node);
+  if (!read?.ok) return out; // none, or not an analysis: no verdict is recorded from it
+  for (const c of read.value.comparisons) out[`${c.treatment} vs ${c.control}`] = c.verdict;
   return out;
 }
 
@@ -265,10 +263,8 @@ function verdictsIn(ctx: EngineContext, record: ActionRecord): Record<string, st
 function gateDecision(ctx: EngineContext, s: NodeState): { pass: boolean; because: string } | undefined {
   if (s.status === 'failed') return s.failure.reason === 'refused' ? { pass: false, because: s.failure.message } : undefined;
   if (s.status !== 'executed' && s.status !== 'cached') return undefined;
-  const entry = s.record.outputs['gate.json'];
-  if (!entry) return undefined;
-  const g = JSON.parse(ctx.store.cas.read(entry.digest).toString('utf8')) as { pass?: unknown; because?: unknown };
-  return typeof g.pass === 'boolean' ? { pass: g.pass, because: typeof g.because === 'string' ? g.because : '' } : undefined;
+  const read = readJsonArtifact(GATE_DECISION, s.record.outputs, (d) => ctx.store.cas.read(d), s.record.node);
+  return read?.ok ? { pass: read.value.pass, because: read.value.because } : undefined;
 }
 
 /**

@@ -3,9 +3,10 @@
  * verdict, effect, interval, n -- each headline warning, and where the report is.
  */
 import type { EngineContext, NodeState } from '../pipeline/engine.js';
-import type { AnalysisResult, Verdict } from '../stats/types.js';
+import type { Verdict } from '../stats/types.js';
 import { pp, verdictWord } from '../report/report-format.js';
-import { analyzeStep } from '../steps/analyze-step.js';
+import { readJsonArtifact } from '../pipeline/artifact.js';
+import { ANALYSIS, analyzeStep } from '../steps/analyze-step.js';
 import { exportStep } from '../steps/export-step.js';
 
 export interface ComparisonLine {
@@ -39,9 +40,13 @@ export function runOutcome(ctx: EngineContext, states: ReadonlyMap<string, NodeS
       continue;
     }
     if (node.kind !== analyzeStep) continue;
-    const entry = s.record.outputs['analysis.json'];
-    if (!entry) continue;
-    const result = JSON.parse(ctx.store.cas.read(entry.digest).toString('utf8')) as AnalysisResult;
+    const read = readJsonArtifact(ANALYSIS, s.record.outputs, (d) => ctx.store.cas.read(d), node.id);
+    if (!read) continue;
+    if (!read.ok) {
+      out.warnings.push({ cohort: node.step.name, message: `no verdicts: ${read.error}; 'pairbench fsck' checks the store` });
+      continue;
+    }
+    const result = read.value;
     const seq = result.sequential;
     const stop = seq
       ? seq.stopped_at !== null

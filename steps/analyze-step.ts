@@ -13,6 +13,15 @@ import { lookSchedule } from '../stats/look-schedule.js';
 import { LOOK_DECISION, NOT_RUN, notRunReason } from './not-run.js';
 import type { AnalysisSpec, AttemptRecord, JudgementRecord, StoppingSpec } from '../stats/types.js';
 import { specOf, type SpecByKind } from './step-spec.js';
+import { describeOutputs, jsonArtifact, readJsonArtifact } from '../pipeline/artifact.js';
+import { analysisProblems, auditedAttemptsProblems } from '../stats/output-checks.js';
+import type { AnalysisResult, AuditedAttempt } from '../stats/types.js';
+import { AUDIT_RECORD, auditStep } from './audit.js';
+
+/** analysis.json: the cohort's analysis, what gate, export and the run's summary read. */
+export const ANALYSIS = jsonArtifact<AnalysisResult>('analysis.json', "the cohort's paired statistics and verdicts", analysisProblems);
+/** attempts.json: the audited attempts the analysis read, in node order (what the bundle lists). */
+export const ANALYZED_ATTEMPTS = jsonArtifact<AuditedAttempt[]>('attempts.json', 'every attempt record the analysis read', auditedAttemptsProblems);
 
 type AnalyzeConfig = SpecByKind['analyze'];
 
@@ -102,7 +111,7 @@ export const analyzeStep: StepKind = {
   // The version number names the preregistration; bumping it changes nothing the analysis reads.
   unfrozen: ['version'],
   title: { one: 'paired analysis', many: 'paired analyses' },
-  outputs: () => ({ 'analysis.json': "the cohort's paired statistics and verdicts", 'attempts.json': 'every attempt record the analysis read' }),
+  outputs: () => describeOutputs(ANALYSIS, ANALYZED_ATTEMPTS),
   // 3: the verifier's own zero-(c) red flag, judge or not.
   // 2: the verdict rests on a Holm-adjusted family-level sign-flip test, a cluster t interval
   // and worst-case exclusions; insufficient-n; infra rates over every try by Fisher's exact test.
@@ -202,8 +211,9 @@ export const analyzeStep: StepKind = {
     const judgements: JudgementRecord[] = [];
     const o = cfg(ctx.node.step).overhead;
     for (const u of ctx.upstream) {
-      const audit = u.outputs['audit.json'];
-      if (audit) attempts.push(JSON.parse(ctx.artifacts.read(audit.digest).toString('utf8')) as AttemptRecord);
+      const audit = readJsonArtifact(AUDIT_RECORD, u.outputs, (d) => ctx.artifacts.read(d), u.node);
+      if (audit && !audit.ok) return err({ reason: 'store-error', message: audit.error });
+      if (audit) attempts.push(audit.value);
       if (u.outputs[NOT_RUN]) {
         notRun++;
         const why = notRunReason(ctx.artifacts.read(u.outputs[NOT_RUN].digest).toString('utf8'));
@@ -246,9 +256,12 @@ export const analyzeStep: StepKind = {
     }
     const out = join(ctx.workDir, 'out');
     mkdirSync(out, { recursive: true });
-    writeFileSync(join(out, 'analysis.json'), JSON.stringify(result, null, 2) + '\n');
-    writeFileSync(join(out, 'attempts.json'), JSON.stringify(attempts, null, 2) + '\n');
-    return ok({ 'analysis.json': ctx.artifacts.putPath(join(out, 'analysis.json')), 'attempts.json': ctx.artifacts.putPath(join(out, 'attempts.json')) });
+    writeFileSync(join(out, ANALYSIS.name), JSON.stringify(result, null, 2) + '\n');
+    writeFileSync(join(out, ANALYZED_ATTEMPTS.name), JSON.stringify(attempts, null, 2) + '\n');
+    return ok({
+      [ANALYSIS.name]: ctx.artifacts.putPath(join(out, ANALYSIS.name)),
+      [ANALYZED_ATTEMPTS.name]: ctx.artifacts.putPath(join(out, ANALYZED_ATTEMPTS.name)),
+    });
   },
 };
 
@@ -267,14 +280,15 @@ export const lookStep: StepKind = {
   version: 1,
   keyConfig: (node): JsonEncodable => ({ look: Number(node.matrix['look']), spec: lookSpec(node) }),
   fileInputs: () => [],
-  selectUpstream: (_node, upstream) => (upstream.kind.name === 'audit' ? ['audit.json?', NOT_RUN + '?'] : []),
+  selectUpstream: (_node, upstream) => (upstream.kind === auditStep ? [`${AUDIT_RECORD.name}?`, NOT_RUN + '?'] : []),
 
   async execute(ctx: ExecutionContext) {
     const k = Number(ctx.node.matrix['look']);
     const attempts: AttemptRecord[] = [];
     for (const u of ctx.upstream) {
-      const audit = u.outputs['audit.json'];
-      if (audit) attempts.push(JSON.parse(ctx.artifacts.read(audit.digest).toString('utf8')) as AttemptRecord);
+      const audit = readJsonArtifact(AUDIT_RECORD, u.outputs, (d) => ctx.artifacts.read(d), u.node);
+      if (audit && !audit.ok) return err({ reason: 'store-error', message: audit.error });
+      if (audit) attempts.push(audit.value);
     }
     const spec = lookSpec(ctx.node);
     const { sequentialAnalysis } = await import('../stats/sequential.js');

@@ -15,6 +15,15 @@ import { VERIFIER_OWNED, verifierOwned } from './verifier-owned.js';
 import type { WorkspaceChanges } from './workspace.js';
 import { NOT_RUN, NOT_RUN_OUTPUT, passedNotRun } from './not-run.js';
 import { specIf, specOf, type SpecByKind } from './step-spec.js';
+import { describeOutputs, jsonArtifact } from '../pipeline/artifact.js';
+import { auditedAttemptProblems } from '../stats/output-checks.js';
+
+/** audit.json: the attempt's record as analyze reads it (checked against its generated schema by every reader). */
+export const AUDIT_RECORD = jsonArtifact<AuditedAttempt>(
+  'audit.json',
+  "the attempt's record: admission and reason code, outcome, cost, integrity findings",
+  auditedAttemptProblems,
+);
 
 /** What the admission policy does with an attempt that is flagged. */
 type Consequence = 'flag' | 'score-zero' | 'exclude';
@@ -103,7 +112,7 @@ function usedTreatment(trajectory: AtifTrajectory, files: string[], mcpServers: 
 export const auditStep: StepKind = {
   name: 'audit',
   title: { one: 'admission audit', many: 'admission audits' },
-  outputs: () => ({ 'audit.json': "the attempt's record: admission and reason code, outcome, cost, integrity findings", ...NOT_RUN_OUTPUT }),
+  outputs: () => ({ ...describeOutputs(AUDIT_RECORD), ...NOT_RUN_OUTPUT }),
   // 4: earlier tries of the attempt (retried infrastructure faults) are on its record.
   // 3: verifier-owned writes are out of bounds, out of bounds fails by default, forged verdicts,
   // leakage over the whole trajectory (tool results, reassembled text, agent output, normalised probes).
@@ -284,8 +293,8 @@ export const auditStep: StepKind = {
     };
     const out = join(ctx.workDir, 'out');
     mkdirSync(out, { recursive: true });
-    writeFileSync(join(out, 'audit.json'), JSON.stringify(record, null, 2) + '\n');
+    writeFileSync(join(out, AUDIT_RECORD.name), JSON.stringify(record, null, 2) + '\n');
     writeFileSync(ctx.logFile, `${ctx.node.id}: ${admission} (${reason}) ${explanation}\n`, { flag: 'a' });
-    return ok({ 'audit.json': ctx.artifacts.putPath(join(out, 'audit.json')) });
+    return ok({ [AUDIT_RECORD.name]: ctx.artifacts.putPath(join(out, AUDIT_RECORD.name)) });
   },
 };

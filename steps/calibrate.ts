@@ -9,7 +9,7 @@ import { ENVIRONMENT_OUTPUTS, inEnvironment, startingPoint, verifierPhase } from
 import { sandboxFor, sandboxOf } from './run.js';
 import { specOf } from './step-spec.js';
 import type { CanaryCalibrations } from './verifier-canary.js';
-import { runVerifier, scoringOf, verifierSandbox } from './verifier-run.js';
+import { describeVerifierFault, runVerifier, scoringOf, verifierSandbox } from './verifier-run.js';
 import { annotateImageTemplates } from './image-annotations.js';
 
 /**
@@ -83,17 +83,17 @@ export const calibrateStep: StepKind = {
       ctx.artifacts.materialize(staged.entry, verifierDir);
     }
     try {
-      const outcome = await runVerifier(
+      const outcome = await runVerifier({
         task,
-        ws,
-        verifierDir,
-        ctx.workDir,
-        verifierSandbox(verifierSettings),
-        ctx.signal,
-        { mode: 'calibrate' },
-        { scoring: scoringOf(s) },
-      );
-      if (!outcome.ok) return err({ reason: 'infra', message: `infrastructure: ${outcome.error}` });
+        workspace: ws,
+        verifierFiles: verifierDir,
+        scratch: ctx.workDir,
+        sandbox: verifierSandbox(verifierSettings),
+        signal: ctx.signal,
+        canary: { mode: 'calibrate' },
+        scoring: scoringOf(s),
+      });
+      if (!outcome.ok) return err({ reason: 'infra', message: `infrastructure: ${describeVerifierFault(outcome.error)}` });
       const tests = calibrationsOf(outcome.value);
       for (const [name, c] of Object.entries(tests)) log(`canary for ${name}: ${c.calibrated ? 'calibrated' : `not usable (${c.note})`}`);
       return ok(writeCanaries(ctx, task.id, tests));

@@ -3,7 +3,7 @@ import { dirname, join, relative } from 'node:path';
 import { canonicalJson, type JsonEncodable } from '../pipeline/canonical-json.js';
 import type { StepConfig } from '../pipeline/config/load.js';
 import { sha256 } from '../pipeline/digest.js';
-import { err, errorMessage, ok, type Result } from '../pipeline/result.js';
+import { err, errorMessage, ok } from '../pipeline/result.js';
 import type { ExecutionContext, FileInputSpec, GraphNode, StepKind } from '../pipeline/step-kind.js';
 import type { OutputEntry } from '../pipeline/store/cas.js';
 import { checkTasks, taskOf } from './agent-step-config.js';
@@ -13,7 +13,7 @@ import { vendoredPackageDir } from './certify/vendored.js';
 import { sandboxFor, sandboxOf, type ArmSpec } from './run.js';
 import { fileSources, outputsReadFrom, producerSteps, treatmentEntry } from './treatment-files.js';
 import type { CanaryCalibrations } from './verifier-canary.js';
-import { runVerifier, scoringOf, verifierSandbox, type VerifierOutcome } from './verifier-run.js';
+import { describeVerifierFault, runVerifier, scoringOf, verifierSandbox } from './verifier-run.js';
 import { ENVIRONMENT_OUTPUTS, inEnvironment, networkNote, startingPoint, verifierPhase } from './environment.js';
 import { applySolution, CANARY_OUTPUT, calibrationsOf, unusableCanaries } from './canary-calibration.js';
 import { verifierOwned } from './verifier-owned.js';
@@ -286,20 +286,18 @@ export const certifyStep: StepKind = {
           }
           // The first run with the reference solution also calibrates the canaries: each must fail there.
           const calibrate = agent === 'oracle' && i === 0;
-          const outcome: Result<VerifierOutcome, string> = await runVerifier(
+          const outcome = await runVerifier({
             task,
-            ws,
-            verifierDir,
+            workspace: ws,
+            verifierFiles: verifierDir,
             scratch,
-            verifierSandbox(verifierSettings),
-            ctx.signal,
-            calibrate ? { mode: 'calibrate' } : undefined,
-            {
-              scoring: scoringOf(spec(ctx.node.step)),
-              pristine: treeDir,
-            },
-          );
-          if (!outcome.ok) return err({ reason: 'infra', message: `infrastructure: ${outcome.error}` });
+            sandbox: verifierSandbox(verifierSettings),
+            signal: ctx.signal,
+            canary: calibrate ? { mode: 'calibrate' } : undefined,
+            scoring: scoringOf(spec(ctx.node.step)),
+            pristine: treeDir,
+          });
+          if (!outcome.ok) return err({ reason: 'infra', message: `infrastructure: ${describeVerifierFault(outcome.error)}` });
           if (calibrate) Object.assign(canaries, calibrationsOf(outcome.value));
           // No verdict (e.g. no reward written) is not a pass, with the reason said.
           checks[agent].push(outcome.value.pass === true);

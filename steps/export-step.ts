@@ -22,6 +22,8 @@ import type { Task } from './task.js';
 import type { WorkspaceChanges } from './workspace.js';
 import { specIf, specOf, type SpecByKind } from './step-spec.js';
 import { annotateExports } from './export-annotation.js';
+import { parseJsonArtifact } from '../pipeline/artifact.js';
+import { ANALYSIS, ANALYZED_ATTEMPTS } from './analyze-step.js';
 
 type ExportConfig = SpecByKind['export'];
 
@@ -340,13 +342,21 @@ export const exportStep: StepKind = {
         }
         if (entry.type !== 'file') continue; // directories (trees, changed files) stay in the store: their digests are in the receipts
         let text = ctx.artifacts.read(entry.digest).toString('utf8');
-        if (name === 'analysis.json') analysis = JSON.parse(text) as AnalysisResult;
-        if (name === 'attempts.json') attempts = JSON.parse(text) as AuditedAttempt[]; // audit.json records, as analyze gathered them
+        if (name === ANALYSIS.name) {
+          const read = parseJsonArtifact(ANALYSIS, text, u.node);
+          if (!read.ok) return err({ reason: 'store-error', message: read.error });
+          analysis = read.value;
+        }
+        if (name === ANALYZED_ATTEMPTS.name) {
+          const read = parseJsonArtifact(ANALYZED_ATTEMPTS, text, u.node); // audit.json records, as analyze gathered them
+          if (!read.ok) return err({ reason: 'store-error', message: read.error });
+          attempts = read.value;
+        }
         if (REDACTED_OUTPUTS.has(name)) text = redact(text, { hostPaths });
         files.push({ path: `nodes/${u.node}/${name}`, bytes: text });
       }
     }
-    if (!analysis) return err({ reason: 'internal', message: 'export needs an analyze upstream (analysis.json)' });
+    if (!analysis) return err({ reason: 'internal', message: `export needs an analyze upstream (${ANALYSIS.name})` });
     files.push(...(await attemptPatches(ctx)), ...taskFiles(ctx));
     const configText = ctx.artifacts.read(ctx.files[0]!.entry.digest).toString('utf8');
     const configDigest = sha256(configText);

@@ -7,6 +7,8 @@ import { err, ok } from '../pipeline/result.js';
 import { LOOK_DECISION } from './not-run.js';
 import type { ExecutionContext, StepKind } from '../pipeline/step-kind.js';
 import type { AnalysisResult } from '../stats/types.js';
+import { describeOutputs, jsonArtifact, readJsonArtifact } from '../pipeline/artifact.js';
+import { ANALYSIS } from './analyze-step.js';
 import { specOf, type SpecByKind } from './step-spec.js';
 
 /**
@@ -34,11 +36,31 @@ export function evaluateGate(g: GateSpec['require'], a: AnalysisResult): { pass:
   return failed.length ? { pass: false, because: `${facts}: ${failed.join('; ')}` } : { pass: true, because: facts };
 }
 
+/** gate.json: the gate's decision (open or closed) and why, as the run's summary and the registry read it. */
+export interface GateDecision {
+  schema_version: 1;
+  gate: string;
+  analysis: string;
+  require: unknown;
+  pass: boolean;
+  because: string;
+}
+
+export const GATE_DECISION = jsonArtifact<GateDecision>('gate.json', "the gate's decision and the evidence for it", (v) => {
+  const g = v as Partial<GateDecision> | null;
+  if (!g || typeof g !== 'object') return ['/ must be an object'];
+  return [
+    ...(typeof g.pass === 'boolean' ? [] : ['/pass must be a boolean']),
+    ...(typeof g.because === 'string' ? [] : ['/because must be a string']),
+    ...(typeof g.gate === 'string' ? [] : ['/gate must be a string']),
+  ];
+});
+
 export const gateStep: StepKind = {
   name: 'gate',
   observes: true,
   title: { one: 'gate', many: 'gates' },
-  outputs: () => ({ 'gate.json': "the gate's decision and the evidence for it", [LOOK_DECISION]: 'whether the steps after the gate run, and why' }),
+  outputs: () => ({ ...describeOutputs(GATE_DECISION), [LOOK_DECISION]: 'whether the steps after the gate run, and why' }),
   // 2: a closed gate is a result (gate.json pass: false), not a failure: the attempts after it are
   // marked not run (decision.json), so what was observed -- the pilot and the gate -- still exports.
   version: 2,
@@ -69,14 +91,16 @@ export const gateStep: StepKind = {
   },
   keyConfig: (node): JsonEncodable => ({ analysis: spec(node.step).analysis, require: spec(node.step).require }),
   fileInputs: () => [],
-  selectUpstream: (node, upstream) => (upstream.step.name === spec(node.step).analysis ? ['analysis.json'] : []),
+  selectUpstream: (node, upstream) => (upstream.step.name === spec(node.step).analysis ? [ANALYSIS.name] : []),
   describeConfigField: (path) => (path[0] === 'require' ? 'gate condition' : path.join('.')),
 
   async execute(ctx: ExecutionContext) {
     const s = spec(ctx.node.step);
-    const entry = ctx.upstream.find((u) => u.outputs['analysis.json'])?.outputs['analysis.json'];
-    if (!entry) return err({ reason: 'internal', message: `gate ${ctx.node.step.name}: the pilot ${s.analysis} produced no analysis.json` });
-    const analysis = JSON.parse(ctx.artifacts.read(entry.digest).toString('utf8')) as AnalysisResult;
+    const pilot = ctx.upstream.find((u) => u.outputs[ANALYSIS.name]);
+    const read = pilot && readJsonArtifact(ANALYSIS, pilot.outputs, (d) => ctx.artifacts.read(d), pilot.node);
+    if (!read) return err({ reason: 'internal', message: `gate ${ctx.node.step.name}: the pilot ${s.analysis} produced no ${ANALYSIS.name}` });
+    if (!read.ok) return err({ reason: 'store-error', message: `gate ${ctx.node.step.name}: ${read.error}` });
+    const analysis = read.value;
     const result = evaluateGate(s.require, analysis);
     writeFileSync(ctx.logFile, `${result.pass ? 'PASS' : 'CLOSED'}: ${result.because}\n`, { flag: 'a' });
     const decision = result.pass
@@ -86,7 +110,7 @@ export const gateStep: StepKind = {
     const out = join(ctx.workDir, 'out');
     mkdirSync(out);
     writeFileSync(
-      join(out, 'gate.json'),
+      join(out, GATE_DECISION.name),
       JSON.stringify(
         { schema_version: 1, gate: ctx.node.step.name, analysis: s.analysis, require: s.require, pass: result.pass, because: result.because },
         null,
@@ -98,6 +122,6 @@ export const gateStep: StepKind = {
       join(out, LOOK_DECISION),
       JSON.stringify({ schema_version: 1, cohort: s.analysis, stop: !result.pass, stopped_at: null, decision }, null, 2) + '\n',
     );
-    return ok({ 'gate.json': ctx.artifacts.putPath(join(out, 'gate.json')), [LOOK_DECISION]: ctx.artifacts.putPath(join(out, LOOK_DECISION)) });
+    return ok({ [GATE_DECISION.name]: ctx.artifacts.putPath(join(out, GATE_DECISION.name)), [LOOK_DECISION]: ctx.artifacts.putPath(join(out, LOOK_DECISION)) });
   },
 };

@@ -1,7 +1,7 @@
 import { chmodSync, copyFileSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { gitApply } from '../sandboxes/git-apply.js';
-import { errorMessage, err, ok, type Result } from '../pipeline/result.js';
+import { errorMessage, err, ok, unreachable, type Result } from '../pipeline/result.js';
 import { sandboxBackend, type BackendName } from '../sandboxes/index.js';
 import type { EgressMode, ExecResult, Mount, Sandbox } from '../sandboxes/sandbox.js';
 import { shellQuote } from './task-sources/swebench.js';
@@ -283,6 +283,47 @@ export function scoringOf(spec: { reward?: { threshold?: number } }): Scoring {
   return { rewardThreshold: spec.reward?.threshold ?? DEFAULT_SCORING.rewardThreshold };
 }
 
+/** One run of a task's hidden verifier: what it runs on, where, and how it is scored. */
+export interface VerifierRequest {
+  task: Task;
+  /** The prepared workspace (the tree with the attempt's changes, or the reference solution). */
+  workspace: string;
+  /** The hidden verifier files on the host (mounted at $VERIFIER_DIR), or null when the task has none. */
+  verifierFiles: string | null;
+  /** A host directory this run may use. */
+  scratch: string;
+  sandbox: VerifierSandbox;
+  signal?: AbortSignal | undefined;
+  /** Calibrate the canaries (certify, calibrate) or check them (verify); absent: no canary. */
+  canary?: CanaryMode | undefined;
+  scoring?: Scoring;
+  /** The base tree, for the files a hidden test patch resets (as SWE-bench's harness does). */
+  pristine?: string | null;
+}
+
+/** Why the verifier could not run at all (no verdict; an infrastructure fault, never the attempt's). */
+export type VerifierFault =
+  /** The task writes its verdict to a file only a sandbox separates from the code under test. */
+  | { reason: 'needs-isolation'; task: string; backend: BackendName }
+  /** The sandbox for the verifier did not start. */
+  | { reason: 'sandbox'; backend: BackendName; message: string }
+  /** Something failed while it ran (the message says what). */
+  | { reason: 'crashed'; message: string };
+
+/** A fault in words, for a log, a receipt or a verdict's no-verdict reason. */
+export function describeVerifierFault(f: VerifierFault): string {
+  switch (f.reason) {
+    case 'needs-isolation':
+      return `task ${f.task} writes its verdict to ${LOGS_INSIDE}: verify it with the bubblewrap or docker backend (not ${f.backend})`;
+    case 'sandbox':
+      return `verifier sandbox (${f.backend}): ${f.message}`;
+    case 'crashed':
+      return `verifier could not run: ${f.message}`;
+    default:
+      return unreachable(f);
+  }
+}
+
 /**
  * Runs a task's hidden verifier on a prepared workspace, in a fresh sandbox: the
  * hidden files at /verifier ($VERIFIER_DIR), the hidden patch (SWE-bench's
@@ -291,26 +332,18 @@ export function scoringOf(spec: { reward?: { threshold?: number } }): Scoring {
  * and a test that passed must have its canary fail (verifier-canary.ts).
  * `scratch` is a host directory this call may use.
  */
-export async function runVerifier(
-  task: Task,
-  ws: string,
-  verifierFiles: string | null,
-  scratch: string,
-  settings: VerifierSandbox,
-  signal?: AbortSignal,
-  canary?: CanaryMode,
-  options: { scoring?: Scoring; pristine?: string | null } = {},
-): Promise<Result<VerifierOutcome, string>> {
-  const scoring = options.scoring ?? DEFAULT_SCORING;
+export async function runVerifier(request: VerifierRequest): Promise<Result<VerifierOutcome, VerifierFault>> {
+  const { task, workspace: ws, verifierFiles, scratch, sandbox: settings, signal, canary } = request;
+  const scoring = request.scoring ?? DEFAULT_SCORING;
   const sandboxed = settings.backend !== 'local';
   const noSandbox = { backend: settings.backend, isolation: 'n/a', image_id: settings.image };
   if (task.verifier.result === 'reward-file' && !sandboxed) {
-    return err(`task ${task.id} writes its verdict to ${LOGS_INSIDE}: verify it with the bubblewrap or docker backend`);
+    return err({ reason: 'needs-isolation', task: task.id, backend: settings.backend });
   }
   if (task.verifier.patch) {
     // As SWE-bench's harness does: the files the hidden patch touches are put back as the
     // base commit has them first, so an attempt's edits to them are discarded, not merged.
-    if (options.pristine) resetToBase(ws, options.pristine, patchedFiles(task.verifier.patch));
+    if (request.pristine) resetToBase(ws, request.pristine, patchedFiles(task.verifier.patch));
     const applied = await gitApply(ws, task.verifier.patch);
     if (!applied.ok) {
       // The attempt's changes conflict with the hidden tests: not resolved (as SWE-bench scores it), not an infrastructure fault.
@@ -409,7 +442,7 @@ export async function runVerifier(
       },
       labels: { 'pairbench.role': 'verifier' },
     });
-    if (!created.ok) return err(`verifier sandbox: ${created.error.message}`);
+    if (!created.ok) return err({ reason: 'sandbox', backend: settings.backend, message: created.error.message });
     sandbox = created.value;
     const transcript = new Transcript();
     const runEnv: Record<string, string> = {
@@ -587,7 +620,7 @@ export async function runVerifier(
       canaryTargets: Object.fromEntries(targets),
     });
   } catch (e) {
-    return err(`verifier could not run: ${errorMessage(e)}`);
+    return err({ reason: 'crashed', message: errorMessage(e) });
   } finally {
     await sandbox?.close();
   }

@@ -12,7 +12,7 @@ import { checkTasks, taskOf } from './agent-step-config.js';
 import { ENVIRONMENT_OUTPUTS, startingPoint, verifierPhase } from './environment.js';
 import { sandboxFor, sandboxOf } from './run.js';
 import type { CanaryCalibrations } from './verifier-canary.js';
-import { runVerifier, scoringOf, verifierSandbox, type TestEvidence, type VerifierOutcome } from './verifier-run.js';
+import { describeVerifierFault, runVerifier, scoringOf, verifierSandbox, type TestEvidence, type VerifierOutcome } from './verifier-run.js';
 import { VERIFIER_OWNED, verifierOwned } from './verifier-owned.js';
 import { applyChanges, type WorkspaceChanges } from './workspace.js';
 import { NOT_RUN, NOT_RUN_OUTPUT, passedNotRun } from './not-run.js';
@@ -176,26 +176,28 @@ export const verifyStep: StepKind = {
       pristine = join(ctx.workDir, 'pristine');
       ctx.artifacts.materialize(tree, pristine);
     }
-    const outcome = await runVerifier(
+    const outcome = await runVerifier({
       task,
-      ws,
-      verifierHost,
-      ctx.workDir,
-      verifierSandbox(settings),
-      ctx.signal,
-      { mode: 'verify', calibrations },
-      { scoring: scoringOf(spec(ctx.node.step)), pristine },
-    );
+      workspace: ws,
+      verifierFiles: verifierHost,
+      scratch: ctx.workDir,
+      sandbox: verifierSandbox(settings),
+      signal: ctx.signal,
+      canary: { mode: 'verify', calibrations },
+      scoring: scoringOf(spec(ctx.node.step)),
+      pristine,
+    });
     if (!outcome.ok) {
+      const fault = describeVerifierFault(outcome.error);
       // The verifier could not run: an infrastructure fault. No verdict (audit excludes the
       // attempt), and not cached, so the next run tries again.
-      ctx.doNotCache(`infrastructure error: ${outcome.error}`);
+      ctx.doNotCache(`infrastructure error: ${fault}`);
       return writeVerdict(ctx, {
         task: task.id,
         pass: null,
-        evidence: [{ name: 'verifier', kind: 'command', status: 'fail', exit_code: null, duration_ms: 0, output_tail: outcome.error }],
+        evidence: [{ name: 'verifier', kind: 'command', status: 'fail', exit_code: null, duration_ms: 0, output_tail: fault }],
         sandbox: { backend: settings.backend, isolation: 'n/a', image_id: settings.image },
-        noVerdict: `the verifier could not run: ${outcome.error}`,
+        noVerdict: `the verifier could not run: ${fault}`,
       });
     }
     const v = outcome.value;

@@ -79,6 +79,27 @@ describe.skipIf(!bwrap.ok && process.env['PAIRBENCH_REQUIRE_SANDBOXES'] !== '1')
   });
 });
 
+describe('a Harbor task on the local backend', () => {
+  it('certify says the verifier cannot run there, as an infrastructure fault naming the backends that can (its verdict file needs a sandbox)', async () => {
+    const [commit] = makeRepo(join(rig.dir, 'datasets'), [
+      {
+        'tasks/greet/instruction.md': 'Make app/greet.sh print exactly "hello".\n',
+        'tasks/greet/task.toml': '[task]\nname = "greet"\n\n[verifier]\ntimeout_sec = 60.0\n',
+        'tasks/greet/environment/Dockerfile': 'FROM busybox\nCOPY app /app\n',
+        'tasks/greet/environment/app/greet.sh': 'echo hi\n',
+        'tasks/greet/tests/test.sh': '#!/bin/bash\nmkdir -p /logs/verifier\necho 1 > /logs/verifier/reward.txt\n',
+        'tasks/greet/solution/solve.sh': "#!/bin/sh\nprintf 'echo hello\\n' > app/greet.sh\n",
+      },
+    ]);
+    rig.write('bench.config.yaml', pipeline(`{ dir: datasets/tasks, repo: datasets, commit: ${commit} }`, 'greet', 'local'));
+    const r = await rig.cli('run', 'certify');
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain(
+      'FAILED  certify/greet: infrastructure: task greet writes its verdict to /logs/verifier: verify it with the bubblewrap or docker backend (not local)',
+    );
+  });
+});
+
 describe('a SWE-bench JSONL instance', () => {
   it.skipIf(!bwrap.ok && process.env['PAIRBENCH_REQUIRE_SANDBOXES'] !== '1')(
     'rejected with the reference solution: the reason names the failing tests and the likely cause (their downloads, under egress none)',

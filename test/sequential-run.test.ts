@@ -154,7 +154,9 @@ describe('a look and infrastructure faults', () => {
             ...(i === 5 && arm === 'treatment' ? { admission: 'excluded' as const, pass: null, infra_error: true } : {}),
           });
           const file = join(dir, `${family}-${arm}.json`);
-          writeFileSync(file, JSON.stringify(record));
+          // As audit writes it: the record with the evidence behind its integrity flags.
+          const mutation = { touched: [], out_of_bounds: [], verifier_owned: [], allowed_paths: ['src/**'] };
+          writeFileSync(file, JSON.stringify({ ...record, mutation, leakage: [] }));
           return {
             node: `audit/${family}/${arm}/1`,
             key: createHash('sha256').update(`audit/${family}/${arm}/1`).digest('hex') as CacheKey,

@@ -1,0 +1,63 @@
+/**
+ * A step's output as its kind declares it: its name, what it is, and for a JSON file, how a
+ * reader checks what it parsed. A consumer reads another kind's output through the producer's
+ * descriptor, so neither the name nor the shape is restated outside the kind that writes it.
+ */
+import type { Sha256 } from './digest.js';
+import { err, ok, type Result } from './result.js';
+import type { OutputManifest } from './store/action-cache.js';
+
+export interface Artifact {
+  /** The output's name in a node's record. */
+  readonly name: string;
+  /** What it is, in a person's words (`show` says it). */
+  readonly about: string;
+}
+
+/** A JSON output holding a T: `problems` says what is wrong with a parsed value ([] when it is a T). */
+export interface JsonArtifact<T> extends Artifact {
+  readonly problems: (value: unknown) => string[];
+  /** Carries T for the type checker only. */
+  readonly type?: T;
+}
+
+export function artifact(name: string, about: string): Artifact {
+  return { name, about };
+}
+
+export function jsonArtifact<T>(name: string, about: string, problems: (value: unknown) => string[]): JsonArtifact<T> {
+  return { name, about, problems };
+}
+
+/** A kind's `outputs()` from its descriptors: name -> what it is. */
+export function describeOutputs(...artifacts: readonly Artifact[]): Record<string, string> {
+  return Object.fromEntries(artifacts.map((a) => [a.name, a.about]));
+}
+
+/**
+ * The T in a node's JSON output, parsed and checked: undefined when the node has no such output,
+ * an error (naming the output and what is wrong) when its bytes are not JSON or not a T.
+ */
+export function readJsonArtifact<T>(
+  a: JsonArtifact<T>,
+  outputs: OutputManifest,
+  read: (digest: Sha256) => Buffer,
+  node: string,
+): Result<T, string> | undefined {
+  const entry = outputs[a.name];
+  return entry ? parseJsonArtifact(a, read(entry.digest).toString('utf8'), node) : undefined;
+}
+
+/** The T in the text of `node`'s output `a`, parsed and checked (an error names the output and what is wrong). */
+export function parseJsonArtifact<T>(a: JsonArtifact<T>, text: string, node: string): Result<T, string> {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (e) {
+    return err(`${node}'s ${a.name} is not JSON (${(e as Error).message})`);
+  }
+  const problems = a.problems(value);
+  return problems.length
+    ? err(`${node}'s ${a.name} is not ${a.about}: ${problems.slice(0, 3).join('; ')}${problems.length > 3 ? ` (and ${problems.length - 3} more)` : ''}`)
+    : ok(value as T);
+}
