@@ -11,6 +11,7 @@ import type { CliIO, LoadedConfig } from './command-context.js';
 import { EXIT } from './command.js';
 import { specIf, specOf } from '../steps/step-spec.js';
 import { certifyStep } from '../steps/certify.js';
+import { analyzeStep } from '../steps/analyze-step.js';
 
 /**
  * `pairbench probe [NODE]`: prices a cohort from ONE real attempt before it is funded.
@@ -245,7 +246,7 @@ function tail(text: string, lines: number): string {
 
 /** The cost weights of the config's analyze step, if it sets them; else the defaults. */
 function weightsOf(loaded: LoadedConfig): CostWeights {
-  const analyze = loaded.config.steps.find((s) => s.kind === 'analyze');
+  const analyze = loaded.config.steps.find((s) => s.kind === analyzeStep.name);
   const w: Partial<CostWeights> = specIf(analyze, 'analyze')?.weights ?? {};
   return { ...DEFAULT_WEIGHTS, ...w };
 }

@@ -17,6 +17,8 @@ import { describeOutputs, jsonArtifact, readJsonArtifact } from '../pipeline/art
 import { analysisProblems, auditedAttemptsProblems } from '../stats/output-checks.js';
 import type { AnalysisResult, AuditedAttempt } from '../stats/types.js';
 import { AUDIT_RECORD, auditStep } from './audit.js';
+import { runStep } from './run.js';
+import { JUDGEMENT, judgeStep } from './judge.js';
 
 /** analysis.json: the cohort's analysis, what gate, export and the run's summary read. */
 export const ANALYSIS = jsonArtifact<AnalysisResult>('analysis.json', "the cohort's paired statistics and verdicts", analysisProblems);
@@ -38,7 +40,7 @@ function upstreamArms(step: StepConfig, steps: ReadonlyMap<string, StepConfig>):
     seen.add(name);
     const s = steps.get(name);
     if (!s) continue;
-    if (s.kind === 'run') for (const v of s.matrix.find((d) => d.name === 'arm')?.values ?? []) arms.add(v);
+    if (s.kind === runStep.name) for (const v of s.matrix.find((d) => d.name === 'arm')?.values ?? []) arms.add(v);
     stack.push(...s.needs);
   }
   return arms;
@@ -49,15 +51,15 @@ function runStepsUpstream(step: StepConfig, steps: ReadonlyMap<string, StepConfi
   const runs = new Set<string>();
   for (const need of step.needs) {
     const audit = steps.get(need);
-    if (audit?.kind !== 'audit') continue;
-    for (const n of audit.needs) if (steps.get(n)?.kind === 'run') runs.add(n);
+    if (audit?.kind !== auditStep.name) continue;
+    for (const n of audit.needs) if (steps.get(n)?.kind === runStep.name) runs.add(n);
   }
   return runs;
 }
 
 /** The audit nodes a cohort analyses (its attempts, one per task x arm x rep). */
 function auditsOf(nodes: readonly GraphNode[]): GraphNode[] {
-  return nodes.filter((n) => n.kind.name === 'audit');
+  return nodes.filter((n) => n.kind === auditStep);
 }
 
 /**
@@ -69,7 +71,7 @@ function scheduleOf(audits: readonly GraphNode[], stopping: Omit<StoppingSpec, '
   let seed = '0';
   for (const a of audits) {
     families.add(taskOf(a).family);
-    const run = a.upstream.find((u) => u.kind.name === 'run');
+    const run = a.upstream.find((u) => u.kind === runStep);
     if (run) seed = String(specOf(run.step, 'run').order_seed ?? 0);
   }
   const rank = (f: string) => sha256(`${seed}:family:${f}`);
@@ -146,7 +148,7 @@ export const analyzeStep: StepKind = {
       for (const p of spec.error) problems.push({ field: `steps.${step.name}`, message: p.message, location: step.source.locate(step.path) });
     }
     const j = cfg(step).judge;
-    if (j !== undefined && (steps.get(j)?.kind !== 'judge' || !step.needs.includes(j))) {
+    if (j !== undefined && (steps.get(j)?.kind !== judgeStep.name || !step.needs.includes(j))) {
       problems.push({
         field: `steps.${step.name}.judge`,
         message: `judge "${j}" must be a judge step in needs`,
@@ -179,8 +181,8 @@ export const analyzeStep: StepKind = {
   fileInputs: () => [],
   selectUpstream(node, upstream) {
     // An attempt a stopping rule or a closed gate did not run has no audit record.
-    if (upstream.kind.name === 'audit') return ['audit.json?', NOT_RUN + '?'];
-    if (upstream.kind.name === 'judge' && upstream.step.name === cfg(node.step).judge) return ['judgement.json'];
+    if (upstream.kind === auditStep) return [`${AUDIT_RECORD.name}?`, NOT_RUN + '?'];
+    if (upstream.kind === judgeStep && upstream.step.name === cfg(node.step).judge) return [JUDGEMENT.name];
     const o = cfg(node.step).overhead;
     return o && upstream.step.name === o.step ? [o.out] : [];
   },
@@ -199,7 +201,7 @@ export const analyzeStep: StepKind = {
       matrix: { look: String(i + 1) },
       annotation: { schedule },
       after: audits.filter((a) => group(a) <= i),
-      before: audits.filter((a) => group(a) === i + 1).flatMap((a) => a.upstream.filter((u) => u.kind.name === 'run')),
+      before: audits.filter((a) => group(a) === i + 1).flatMap((a) => a.upstream.filter((u) => u.kind === runStep)),
     }));
   },
 
@@ -219,7 +221,7 @@ export const analyzeStep: StepKind = {
         const why = notRunReason(ctx.artifacts.read(u.outputs[NOT_RUN].digest).toString('utf8'));
         notRunWhy.set(why, (notRunWhy.get(why) ?? 0) + 1);
       }
-      const judgement = u.outputs['judgement.json'];
+      const judgement = u.outputs[JUDGEMENT.name];
       if (judgement) judgements.push(JSON.parse(ctx.artifacts.read(judgement.digest).toString('utf8')) as JudgementRecord);
       if (o && u.node.split('/')[0] === o.step && u.outputs[o.out]) {
         const v = JSON.parse(ctx.artifacts.read(u.outputs[o.out]!.digest).toString('utf8')) as {

@@ -10,13 +10,14 @@ import { scanLeakage } from './leakage.js';
 import type { AttemptRecord, AttemptTry, AuditedAttempt } from '../stats/types.js';
 import type { AtifTrajectory } from '../agents/adapter.js';
 import { checkTasks, taskOf } from './agent-step-config.js';
-import { armOf, BUDGET_EXITS } from './run.js';
+import { armOf, BUDGET_EXITS, runStep } from './run.js';
 import { VERIFIER_OWNED, verifierOwned } from './verifier-owned.js';
 import type { WorkspaceChanges } from './workspace.js';
 import { NOT_RUN, NOT_RUN_OUTPUT, passedNotRun } from './not-run.js';
 import { specIf, specOf, type SpecByKind } from './step-spec.js';
 import { describeOutputs, jsonArtifact } from '../pipeline/artifact.js';
 import { auditedAttemptProblems } from '../stats/output-checks.js';
+import { verifyStep } from './verify.js';
 
 /** audit.json: the attempt's record as analyze reads it (checked against its generated schema by every reader). */
 export const AUDIT_RECORD = jsonArtifact<AuditedAttempt>(
@@ -136,9 +137,9 @@ export const auditStep: StepKind = {
     return task.verifier.filesDir ? [{ pattern: relative(node.step.rootDir, task.verifier.filesDir), field: ['tasks'] }] : [];
   },
   selectUpstream: (_node, upstream) =>
-    upstream.kind.name === 'run'
+    upstream.kind === runStep
       ? ['result.json?', 'changes.json?', 'trajectory.json?', 'gateway.jsonl?', 'agent.log?', `${EARLIER_TRIES}?`, `${NOT_RUN}?`]
-      : upstream.kind.name === 'verify'
+      : upstream.kind === verifyStep
         ? ['verdict.json?', `${NOT_RUN}?`]
         : undefined,
 
@@ -177,7 +178,7 @@ export const auditStep: StepKind = {
     const leakage = scanLeakage({ task, trajectory, gatewayLog, agentLog: read('agent.log') ?? '', hiddenFiles });
 
     // Mechanism evidence: delivered (gateway), used (trajectory). "Changed" is per pair: analyze.
-    const arms = specIf(ctx.node.upstream.find((u) => u.kind.name === 'run')?.step, 'run')?.arms ?? {};
+    const arms = specIf(ctx.node.upstream.find((u) => u.kind === runStep)?.step, 'run')?.arms ?? {};
     const arm = armOf({ arms }, run.arm);
     // An arm's treatment: its files, the repository's own files it restored, its MCP servers.
     const treatmentFiles = [...Object.keys(arm.files ?? {}), ...(run.restored ?? []).map((r) => r.path)];

@@ -5,7 +5,7 @@ import { err, errorMessage, ok } from '../pipeline/result.js';
 import type { ExecutionContext, FileInputSpec, GraphNode, StepKind } from '../pipeline/step-kind.js';
 import { taskOf } from './agent-step-config.js';
 import { applySolution, CANARY_OUTPUT, calibrationsOf, writeCanaries } from './canary-calibration.js';
-import { ENVIRONMENT_OUTPUTS, inEnvironment, startingPoint, verifierPhase } from './environment.js';
+import { ENVIRONMENT_OUTPUTS, environmentStep, inEnvironment, startingPoint, verifierPhase } from './environment.js';
 import { sandboxFor, sandboxOf } from './run.js';
 import { specOf } from './step-spec.js';
 import type { CanaryCalibrations } from './verifier-canary.js';
@@ -55,7 +55,7 @@ export const calibrateStep: StepKind = {
     if (task.solution.script) out.push({ pattern: relative(node.step.rootDir, dirname(task.solution.script)), field: ['tasks'] });
     return out;
   },
-  selectUpstream: (_node, upstream) => (upstream.kind.name === 'environment' ? ENVIRONMENT_OUTPUTS : ['tree']),
+  selectUpstream: (_node, upstream) => (upstream.kind === environmentStep ? ENVIRONMENT_OUTPUTS : ['tree']),
 
   async execute(ctx: ExecutionContext) {
     const task = taskOf(ctx.node);

@@ -10,16 +10,19 @@ import { checkTasks, taskOf } from './agent-step-config.js';
 import { allowedBy, bySeverity, failingFindings, policyFromSpec, type AllowEntry, type CertifyPolicy } from './certify/policy.js';
 import type { Finding, Surface } from './certify/scan.js';
 import { vendoredPackageDir } from './certify/vendored.js';
-import { sandboxFor, sandboxOf, type ArmSpec } from './run.js';
+import { runStep, sandboxFor, sandboxOf, type ArmSpec } from './run.js';
 import { fileSources, outputsReadFrom, producerSteps, treatmentEntry } from './treatment-files.js';
 import type { CanaryCalibrations } from './verifier-canary.js';
 import { describeVerifierFault, runVerifier, scoringOf, verifierSandbox } from './verifier-run.js';
-import { ENVIRONMENT_OUTPUTS, inEnvironment, networkNote, startingPoint, verifierPhase } from './environment.js';
+import { ENVIRONMENT_OUTPUTS, environmentStep, inEnvironment, networkNote, startingPoint, verifierPhase } from './environment.js';
 import { applySolution, CANARY_OUTPUT, calibrationsOf, unusableCanaries } from './canary-calibration.js';
 import { verifierOwned } from './verifier-owned.js';
 import { diffSnapshots, snapshot } from './workspace.js';
 import { specIf, specOf, type SpecByKind } from './step-spec.js';
 import { annotateImageTemplates } from './image-annotations.js';
+import { CERTIFICATION_VERDICT, CERTIFY_KIND, type CertificationVerdict } from './certification.js';
+import { describeOutputs } from '../pipeline/artifact.js';
+import { materializeStep } from './materialize.js';
 
 type CertifySpec = SpecByKind['certify'];
 
@@ -30,7 +33,7 @@ function armsOf(node: GraphNode): Record<string, ArmSpec> {
   const arms: Record<string, ArmSpec> = {};
   const seen = new Set<string>();
   for (const d of node.downstream) {
-    if (d.kind.name !== 'run' || seen.has(d.step.name)) continue;
+    if (d.kind !== runStep || seen.has(d.step.name)) continue;
     seen.add(d.step.name);
     for (const [name, arm] of Object.entries(specIf(d.step, 'run')?.arms ?? {})) arms[`${d.step.name}:${name}`] = arm;
   }
@@ -82,11 +85,11 @@ function listed(paths: string[]): string {
  * is never run: the run step refuses it with these reasons.
  */
 export const certifyStep: StepKind = {
-  name: 'certify',
+  name: CERTIFY_KIND,
   title: { one: 'task certification', many: 'task certifications' },
   outputs: () => ({
     'certification.json': "the certification: each check's result and the reasons",
-    'verdict.json': 'certified or rejected',
+    ...describeOutputs(CERTIFICATION_VERDICT),
     [CANARY_OUTPUT]: "each deciding test's canary, calibrated on the reference solution (verify trusts only a calibrated one)",
     'verifier-logs': "the verifier's logs on the starting tree and with the solution",
   }),
@@ -101,7 +104,7 @@ export const certifyStep: StepKind = {
     const problems = checkTasks(step);
     // Generated treatment files are scanned like any other surface, so certify must read them.
     for (const run of steps.values()) {
-      if (run.kind !== 'run' || !run.needs.includes(step.name)) continue;
+      if (run.kind !== runStep.name || !run.needs.includes(step.name)) continue;
       for (const producer of producerSteps(Object.values(specIf(run, 'run')?.arms ?? {}))) {
         if (!step.needs.includes(producer)) {
           problems.push({
@@ -164,8 +167,8 @@ export const certifyStep: StepKind = {
   },
   selectUpstream(node, upstream) {
     // An arm that restores the repository's own instruction files adds them as a surface.
-    if (upstream.kind.name === 'materialize') return Object.values(armsOf(node)).some((a) => a.restore) ? ['tree', 'redacted'] : ['tree'];
-    if (upstream.kind.name === 'environment') return ENVIRONMENT_OUTPUTS;
+    if (upstream.kind === materializeStep) return Object.values(armsOf(node)).some((a) => a.restore) ? ['tree', 'redacted'] : ['tree'];
+    if (upstream.kind === environmentStep) return ENVIRONMENT_OUTPUTS;
     // A step that generates an arm's files (a context step): the generated files are a surface to scan.
     const arms = Object.values(armsOf(node));
     return producerSteps(arms).has(upstream.step.name) ? outputsReadFrom(arms, upstream.step.name) : undefined;
@@ -379,7 +382,8 @@ export const certifyStep: StepKind = {
     writeFileSync(join(out, 'certification.json'), JSON.stringify(receipt, null, 2) + '\n');
     // What run keys on: the verdict alone, so another arm's surfaces or the policy's
     // repeats do not re-run attempts whose admission did not change.
-    writeFileSync(join(out, 'verdict.json'), JSON.stringify({ task: task.id, verdict: receipt.verdict, reasons }, null, 2) + '\n');
+    const verdict: CertificationVerdict = { task: task.id, verdict: receipt.verdict, reasons };
+    writeFileSync(join(out, CERTIFICATION_VERDICT.name), JSON.stringify(verdict, null, 2) + '\n');
     // What verify keys on: which canaries it may trust.
     writeFileSync(join(out, CANARY_OUTPUT), JSON.stringify({ schema_version: 1, task: task.id, tests: canaries }, null, 2) + '\n');
     for (const [name, c] of Object.entries(canaries)) if (!c.calibrated) log(`canary for ${name}: not usable (${c.note})`);
@@ -391,7 +395,7 @@ export const certifyStep: StepKind = {
       );
     return ok({
       'certification.json': ctx.artifacts.putPath(join(out, 'certification.json')),
-      'verdict.json': ctx.artifacts.putPath(join(out, 'verdict.json')),
+      [CERTIFICATION_VERDICT.name]: ctx.artifacts.putPath(join(out, CERTIFICATION_VERDICT.name)),
       [CANARY_OUTPUT]: ctx.artifacts.putPath(join(out, CANARY_OUTPUT)),
       'verifier-logs': ctx.artifacts.putPath(verifierLogs),
     });

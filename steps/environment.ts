@@ -9,6 +9,7 @@ import { checkTasks, taskOf } from './agent-step-config.js';
 import type { SandboxSettings } from './sandbox-settings.js';
 import type { Task } from './task.js';
 import { annotateBaseImages } from './image-annotations.js';
+import { materializeStep } from './materialize.js';
 
 /**
  * `environment` (per task): the image a task's environment/Dockerfile describes, built by
@@ -35,7 +36,7 @@ export const environmentStep: StepKind = {
     return { dockerfile: env?.dockerfile ?? null, allow_internet: env?.allowInternet ?? false, build_timeout: env?.buildTimeoutSec ?? null };
   },
   fileInputs: () => [],
-  selectUpstream: (_node, upstream) => (upstream.kind.name === 'materialize' ? ['tree'] : undefined),
+  selectUpstream: (_node, upstream) => (upstream.kind === materializeStep ? ['tree'] : undefined),
   describeConfigField: (path) => path.join('.'),
 
   async execute(ctx: ExecutionContext) {

@@ -14,9 +14,10 @@ import { taskOf } from './agent-step-config.js';
 import type { BundleFile } from '../report/bundle.js';
 import type { ReportContext, ReportHistory } from '../report/report-context.js';
 import { observationWords, type FreezeAnnotation } from './preregistration.js';
-import { armOf, limitsOf, sandboxOf, type ArmSpec } from './run.js';
+import { armOf, limitsOf, runStep, sandboxOf, type ArmSpec } from './run.js';
 import { isStepOutput } from './treatment-files.js';
-import { treeEntries } from './materialize.js';
+import { materializeStep, treeEntries } from './materialize.js';
+import { environmentStep } from './environment.js';
 import { attemptDiff } from './attempt-diff.js';
 import type { Task } from './task.js';
 import type { WorkspaceChanges } from './workspace.js';
@@ -33,13 +34,13 @@ const cfg = (step: StepConfig): ExportConfig => specOf(step, 'export');
 const REDACTED_OUTPUTS = new Set(['trajectory.json', 'gateway.jsonl', 'agent.log', 'result.json', 'evidence.json', 'verifier.log']);
 
 function runStepOf(node: GraphNode): GraphNode | undefined {
-  return withUpstream(node.upstream).find((n) => n.kind.name === 'run');
+  return withUpstream(node.upstream).find((n) => n.kind === runStep);
 }
 
 /** One run node per task the cohort ran (its task is loaded from that run's task source). */
 function taskNodes(node: GraphNode): GraphNode[] {
   const byTask = new Map<string, GraphNode>();
-  for (const n of withUpstream(node.upstream)) if (n.kind.name === 'run' && n.matrix['task'] && !byTask.has(n.matrix['task'])) byTask.set(n.matrix['task'], n);
+  for (const n of withUpstream(node.upstream)) if (n.kind === runStep && n.matrix['task'] && !byTask.has(n.matrix['task'])) byTask.set(n.matrix['task'], n);
   return [...byTask.values()].sort((a, b) => (a.matrix['task']! < b.matrix['task']! ? -1 : 1));
 }
 
@@ -78,7 +79,7 @@ function reusedFrom(node: GraphNode, upstream: ExecutionContext['upstream']): Re
   for (const v of earlier) for (const k of v.executed) if (!firstBy.has(k)) firstBy.set(k, v.version);
   const runs = new Set(
     withUpstream(node.upstream)
-      .filter((n) => n.kind.name === 'run')
+      .filter((n) => n.kind === runStep)
       .map((n) => n.id),
   );
   const out: Record<string, string> = {};
@@ -251,10 +252,10 @@ function earlierTriesFiles(ctx: ExecutionContext, node: string, entry: OutputEnt
 async function attemptPatches(ctx: ExecutionContext): Promise<BundleFile[]> {
   const out: BundleFile[] = [];
   const outputsOf = new Map(ctx.upstream.map((u) => [u.node, u.outputs]));
-  for (const run of ctx.node.upstream.filter((u) => u.kind.name === 'run')) {
+  for (const run of ctx.node.upstream.filter((u) => u.kind === runStep)) {
     const outs = outputsOf.get(run.id);
     if (!outs?.['changes.json'] || !outs['changed']) continue;
-    const start = run.upstream.find((u) => u.kind.name === 'materialize' || u.kind.name === 'environment');
+    const start = run.upstream.find((u) => u.kind === materializeStep || u.kind === environmentStep);
     const tree = start ? outputsOf.get(start.id)?.['tree'] : undefined;
     const changes = JSON.parse(ctx.artifacts.read(outs['changes.json'].digest).toString('utf8')) as WorkspaceChanges;
     out.push({ path: `nodes/${run.id}/patch.diff`, bytes: await attemptDiff(ctx, tree, outs['changed'], changes, run.id) });

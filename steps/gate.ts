@@ -8,7 +8,7 @@ import { LOOK_DECISION } from './not-run.js';
 import type { ExecutionContext, StepKind } from '../pipeline/step-kind.js';
 import type { AnalysisResult } from '../stats/types.js';
 import { describeOutputs, jsonArtifact, readJsonArtifact } from '../pipeline/artifact.js';
-import { ANALYSIS } from './analyze-step.js';
+import { ANALYSIS, analyzeStep } from './analyze-step.js';
 import { specOf, type SpecByKind } from './step-spec.js';
 
 /**
@@ -70,7 +70,7 @@ export const gateStep: StepKind = {
     const problems: Diagnostic[] = [];
     const at = (f: string[]) => ({ field: `steps.${step.name}.${f.join('.')}`, location: step.source.locate([...step.path, ...f]) });
     const pilot = steps.get(s.analysis);
-    if (!pilot || pilot.kind !== 'analyze' || !step.needs.includes(s.analysis)) {
+    if (!pilot || pilot.kind !== analyzeStep.name || !step.needs.includes(s.analysis)) {
       problems.push({
         ...at(['analysis']),
         message: `analysis "${s.analysis}" must be an analyze step in needs (the pilot cohort whose result the gate reads)`,

@@ -11,6 +11,10 @@ import { callModel, checkModelSpec, modelInputs, modelKey } from './model-call.j
 import type { WorkspaceChanges } from './workspace.js';
 import { attemptDiff } from './attempt-diff.js';
 import { specOf, type SpecByKind } from './step-spec.js';
+import { runStep } from './run.js';
+import { verifyStep } from './verify.js';
+import { materializeStep } from './materialize.js';
+import { artifact, describeOutputs } from '../pipeline/artifact.js';
 
 /**
  * `judge` (per task): a model with a frozen rubric reads both arms' attempts of a
@@ -58,11 +62,14 @@ export function parseJudgement(text: string): { classification: JudgeClass | nul
 
 const armOfNode = (n: GraphNode) => n.matrix['arm'];
 
+/** judgement.json: the judge model's classification of one task's pair, what analyze gathers. */
+export const JUDGEMENT = artifact('judgement.json', "the judge model's (a)/(b)/(c) classification and its reason");
+
 export const judgeStep: StepKind = {
   name: 'judge',
   title: { one: 'judge verdict', many: 'judge verdicts' },
   outputs: () => ({
-    'judgement.json': "the judge model's (a)/(b)/(c) classification and its reason",
+    ...describeOutputs(JUDGEMENT),
     'request.md': 'what the judge was asked',
     'exchange.jsonl': 'the model exchange (credentials redacted)',
   }),
@@ -77,8 +84,8 @@ export const judgeStep: StepKind = {
         ...at('rubric'),
         message: 'a judge step needs rubric: what (a) helped, (b) no difference and (c) hurt mean for these tasks (frozen with the cohort)',
       });
-    const runs = step.needs.map((n) => steps.get(n)).filter((x) => x?.kind === 'run');
-    if (!runs.length || !step.needs.some((n) => steps.get(n)?.kind === 'verify'))
+    const runs = step.needs.map((n) => steps.get(n)).filter((x) => x?.kind === runStep.name);
+    if (!runs.length || !step.needs.some((n) => steps.get(n)?.kind === verifyStep.name))
       problems.push({
         ...at('needs'),
         message: "a judge step reads the attempts and the verifiers' runs: give it needs: [RUN, VERIFY] (and materialize for the diffs)",
@@ -111,9 +118,9 @@ export const judgeStep: StepKind = {
   selectUpstream(node, upstream) {
     const s = spec(node.step);
     const mine = (n: GraphNode) => [s.control, s.treatment].includes(armOfNode(n) ?? '');
-    if (upstream.kind.name === 'materialize') return ['tree'];
-    if (upstream.kind.name === 'run') return mine(upstream) ? ['changes.json', 'changed', 'result.json'] : [];
-    if (upstream.kind.name === 'verify') return mine(upstream) ? ['verdict.json'] : [];
+    if (upstream.kind === materializeStep) return ['tree'];
+    if (upstream.kind === runStep) return mine(upstream) ? ['changes.json', 'changed', 'result.json'] : [];
+    if (upstream.kind === verifyStep) return mine(upstream) ? ['verdict.json'] : [];
     return [];
   },
 
@@ -122,7 +129,7 @@ export const judgeStep: StepKind = {
     const task = taskOf(ctx.node);
     const work = ctx.workDir;
     const treeEntry = ctx.upstream.find((u) => u.outputs['tree'])?.outputs['tree'];
-    const runs = ctx.node.upstream.filter((u) => u.kind.name === 'run' && [s.control, s.treatment].includes(armOfNode(u) ?? ''));
+    const runs = ctx.node.upstream.filter((u) => u.kind === runStep && [s.control, s.treatment].includes(armOfNode(u) ?? ''));
     const sections: string[] = [
       s.rubric.trim(),
       '',
@@ -177,10 +184,10 @@ export const judgeStep: StepKind = {
       usage: reply.value.usage,
       cost_usd: reply.value.cost_usd,
     };
-    writeFileSync(join(out, 'judgement.json'), JSON.stringify(judgement, null, 2) + '\n');
+    writeFileSync(join(out, JUDGEMENT.name), JSON.stringify(judgement, null, 2) + '\n');
     writeFileSync(ctx.logFile, `${task.id}: ${parsed.classification ? `(${parsed.classification})` : 'unclassified'} ${parsed.reason.split('\n')[0]}\n`, {
       flag: 'a',
     });
-    return ok(Object.fromEntries(['judgement.json', 'request.md', 'exchange.jsonl'].map((n) => [n, ctx.artifacts.putPath(join(out, n))])));
+    return ok(Object.fromEntries([JUDGEMENT.name, 'request.md', 'exchange.jsonl'].map((n) => [n, ctx.artifacts.putPath(join(out, n))])));
   },
 };

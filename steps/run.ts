@@ -17,17 +17,19 @@ import { sandboxBackend, type BackendName } from '../sandboxes/index.js';
 import type { Mount, Sandbox } from '../sandboxes/sandbox.js';
 import { checkTasks, taskOf } from './agent-step-config.js';
 import type { SandboxSettings } from './sandbox-settings.js';
-import { ENVIRONMENT_OUTPUTS, inEnvironment, startingPoint } from './environment.js';
+import { ENVIRONMENT_OUTPUTS, environmentStep, inEnvironment, startingPoint } from './environment.js';
 import type { ModelSession } from './model-session.js';
 import { upstreamAuth } from '../gateway/upstream-auth.js';
 import { GATEWAY_LIMITS, type GatewaySummary } from '../gateway/gateway.js';
 import { copyWritten, diffSnapshots, snapshot, type Snapshot, type WorkspaceChanges } from './workspace.js';
-import type { RedactionReceipt } from './materialize.js';
+import { materializeStep, type RedactionReceipt } from './materialize.js';
 import { fileSources, isStepOutput, normalizedPath, outputsReadFrom, producerSteps, treatmentEntry, type TreatmentSource } from './treatment-files.js';
 import type { OutputEntry } from '../pipeline/store/cas.js';
 import { LOOK_DECISION, NOT_RUN_OUTPUT, notRunOutputs, stoppedBy } from './not-run.js';
 import { specOf, type SpecByKind } from './step-spec.js';
 import { annotateImageTemplates } from './image-annotations.js';
+import { CERTIFICATION_VERDICT, CERTIFY_KIND } from './certification.js';
+import { readJsonArtifact } from '../pipeline/artifact.js';
 
 /** An arm's treatment (arms differ only here); an ablation arm is another arm's treatment with its steering lines removed. */
 export type ArmSpec = RunSpec['arms'][string];
@@ -395,7 +397,7 @@ export const runStep: StepKind = {
       });
     }
     for (const [name, a] of Object.entries(s.arms)) {
-      if (a.restore && !step.needs.some((n) => steps.get(n)?.kind === 'materialize')) {
+      if (a.restore && !step.needs.some((n) => steps.get(n)?.kind === materializeStep.name)) {
         problems.push({
           ...at(['arms', name, 'restore']),
           message: `arm "${name}" restores the repository's own instruction files, which only a materialize step keeps: add one to needs (an environment image has no redaction to undo)`,
@@ -486,9 +488,9 @@ export const runStep: StepKind = {
 
   selectUpstream(node, upstream) {
     // Only an arm that restores the repository's own instruction files reads them (and the receipt that lists them).
-    if (upstream.kind.name === 'materialize') return armOf(spec(node.step), node.matrix['arm']!).restore ? ['tree', 'redacted', 'redaction.json'] : ['tree'];
-    if (upstream.kind.name === 'environment') return ENVIRONMENT_OUTPUTS;
-    if (upstream.kind.name === 'certify') return ['verdict.json'];
+    if (upstream.kind === materializeStep) return armOf(spec(node.step), node.matrix['arm']!).restore ? ['tree', 'redacted', 'redaction.json'] : ['tree'];
+    if (upstream.kind === environmentStep) return ENVIRONMENT_OUTPUTS;
+    if (upstream.kind.name === CERTIFY_KIND) return [CERTIFICATION_VERDICT.name];
     // A look or a gate before it: only its decision (the attempt's key does not move with the statistic).
     if (LOOK_DECISION in upstream.kind.outputs(upstream.step)) return [LOOK_DECISION];
     // A step whose outputs some arm receives: this attempt reads only what its own arm takes,
@@ -534,11 +536,12 @@ export const runStep: StepKind = {
     };
 
     // 0. A task that failed certification is never run.
-    const certifyIds = new Set(ctx.node.upstream.filter((u) => u.kind.name === 'certify').map((u) => u.id));
+    const certifyIds = new Set(ctx.node.upstream.filter((u) => u.kind.name === CERTIFY_KIND).map((u) => u.id));
     const certifier = ctx.upstream.find((u) => certifyIds.has(u.node));
-    const cert = certifier?.outputs['verdict.json'];
+    const cert = certifier && readJsonArtifact(CERTIFICATION_VERDICT, certifier.outputs, (d) => ctx.artifacts.read(d), certifier.node);
+    if (cert && !cert.ok) return err({ reason: 'store-error', message: cert.error });
     if (cert) {
-      const receipt = JSON.parse(ctx.artifacts.read(cert.digest).toString('utf8')) as { verdict: string; reasons: string[] };
+      const receipt = cert.value;
       if (receipt.verdict !== 'certified') {
         // The first reason, shortened: every attempt of the task says it, and certify's receipt has them all.
         const first = receipt.reasons[0] ?? 'rejected';

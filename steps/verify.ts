@@ -9,8 +9,9 @@ import { calibrateStep } from './calibrate.js';
 import { CANARY_OUTPUT } from './canary-calibration.js';
 import { certifyStep } from './certify.js';
 import { checkTasks, taskOf } from './agent-step-config.js';
-import { ENVIRONMENT_OUTPUTS, startingPoint, verifierPhase } from './environment.js';
-import { sandboxFor, sandboxOf } from './run.js';
+import { ENVIRONMENT_OUTPUTS, environmentStep, startingPoint, verifierPhase } from './environment.js';
+import { materializeStep } from './materialize.js';
+import { runStep, sandboxFor, sandboxOf } from './run.js';
 import type { CanaryCalibrations } from './verifier-canary.js';
 import { describeVerifierFault, runVerifier, scoringOf, verifierSandbox, type TestEvidence, type VerifierOutcome } from './verifier-run.js';
 import { VERIFIER_OWNED, verifierOwned } from './verifier-owned.js';
@@ -103,11 +104,11 @@ export const verifyStep: StepKind = {
     return [{ pattern: relative(node.step.rootDir, task.verifier.filesDir), field: ['tasks'] }];
   },
   selectUpstream: (_node, upstream) =>
-    upstream.kind.name === 'materialize'
+    upstream.kind === materializeStep
       ? ['tree']
-      : upstream.kind.name === 'environment'
+      : upstream.kind === environmentStep
         ? ENVIRONMENT_OUTPUTS
-        : upstream.kind.name === 'run'
+        : upstream.kind === runStep
           ? ['changes.json?', 'changed?', `${NOT_RUN}?`]
           : CANARY_OUTPUT in upstream.kind.outputs(upstream.step)
             ? [CANARY_OUTPUT]

@@ -124,6 +124,21 @@ describe('the module graph', () => {
     expect(outside).toEqual([]);
   });
 
+  it("no step kind is matched by its name as a string: a node by its kind (identity), a step config by the kind's own name", () => {
+    const product = ['agents/', 'cli/', 'gateway/', 'generators/', 'pipeline/', 'sandboxes/', 'steps/', 'stats/', 'report/', 'viewer/'];
+    const byName = [
+      /\.kind\.name\s*[!=]==?\s*'[a-z-]+'/g, // a GraphNode's kind: compare the kind itself
+      /steps\.get\([^)]*\)\??\.kind\s*[!=]==?\s*'[a-z-]+'/g, // a StepConfig: compare with the kind's exported name
+    ];
+    const found = [...graph.keys()]
+      .filter((file) => product.some((d) => file.startsWith(d)))
+      .flatMap((file) => {
+        const text = readFileSync(join(ROOT, file), 'utf8');
+        return byName.flatMap((re) => [...text.matchAll(re)].map((m) => `${file}: ${m[0]}`));
+      });
+    expect(found).toEqual([]);
+  });
+
   it('the floors under the steps (agents, sandboxes, gateway, text, test results) import no step, command, generator or viewer', () => {
     const floors = ['agents/', 'sandboxes/', 'gateway/', 'text/', 'test-results/'];
     const above = ['steps/', 'cli/', 'generators/', 'viewer/', 'viewer-app/'];

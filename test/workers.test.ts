@@ -34,8 +34,8 @@ beforeEach(() => {
   rig.write('fixtures/CLAUDE.md', 'Use + in add().\n');
   starts = join(rig.dir, 'starts');
   mkdirSync(starts);
-  // Each attempt leaves a mark when it starts, then works for 2 s.
-  const agent = `touch ${starts}/$(date +%s%N)-$$; sleep 2; ${READS_CLAUDE_MD}`;
+  // Each attempt leaves a mark when it starts (named by its workspace, which is in its worker's store), then works for 2 s.
+  const agent = `touch ${starts}/$(date +%s%N)-$$-$(pwd | tr / _); sleep 2; ${READS_CLAUDE_MD}`;
   rig.write('bench.config.yaml', pairedCohortConfig(TASKS, agent, `cache: { remote: "${nginx?.url}", key_env: CACHE_KEYS }\n`));
   rig.env = { CACHE_KEYS: KEYS, PAIRBENCH_WORKER_LOCK_MS: '3000' };
 });
@@ -67,10 +67,13 @@ describe.skipIf((!hasRedis() || !hasNginx()) && !required)('distributed executio
     const w = [startWorkerProcess(1), startWorkerProcess(2), startWorkerProcess(3, true)];
     await new Promise((r) => setTimeout(r, 1500)); // the workers connect
     const coordinator = rig.spawn('run', '--executor', redis.url, '--json');
-    // Worker 1 finishes one attempt and starts the next: it is killed 0.7 s into that one.
+    // Worker 1 finishes one attempt and starts the next: it is killed once that one has started
+    // (its mark is there, its "done" line is not), whatever the machine's load.
+    const started = () => readdirSync(starts).filter((f) => f.includes('_worker-1_')).length;
+    const finished = () => w[0]!.out.filter((l) => l.startsWith('done   attempts/')).length;
     const until = Date.now() + 60_000;
-    while (Date.now() < until && !w[0]!.out.some((l) => l.startsWith('done   attempts/'))) await new Promise((r) => setTimeout(r, 20));
-    await new Promise((r) => setTimeout(r, 700));
+    while (Date.now() < until && !(finished() >= 1 && started() > finished())) await new Promise((r) => setTimeout(r, 20));
+    expect(started(), 'worker 1 started a second attempt').toBeGreaterThan(finished());
     w[0]!.kill('SIGKILL');
     const r = await coordinator.done;
     expect(r.code, r.stderr + r.stdout.slice(0, 2000)).toBe(0);
