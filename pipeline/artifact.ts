@@ -7,25 +7,25 @@ import type { Sha256 } from './digest.js';
 import { err, ok, type Result } from './result.js';
 import type { OutputManifest } from './store/action-cache.js';
 
-export interface Artifact {
+export interface Artifact<N extends string = string> {
   /** The output's name in a node's record. */
-  readonly name: string;
+  readonly name: N;
   /** What it is, in a person's words (`show` says it). */
   readonly about: string;
 }
 
 /** A JSON output holding a T: `problems` says what is wrong with a parsed value ([] when it is a T). */
-export interface JsonArtifact<T> extends Artifact {
+export interface JsonArtifact<T, N extends string = string> extends Artifact<N> {
   readonly problems: (value: unknown) => string[];
   /** Carries T for the type checker only. */
   readonly type?: T;
 }
 
-export function artifact(name: string, about: string): Artifact {
+export function artifact<const N extends string>(name: N, about: string): Artifact<N> {
   return { name, about };
 }
 
-export function jsonArtifact<T>(name: string, about: string, problems: (value: unknown) => string[]): JsonArtifact<T> {
+export function jsonArtifact<T, const N extends string = string>(name: N, about: string, problems: (value: unknown) => string[]): JsonArtifact<T, N> {
   return { name, about, problems };
 }
 

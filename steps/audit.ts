@@ -3,7 +3,7 @@ import { join, relative } from 'node:path';
 import picomatch from 'picomatch';
 import type { Json } from '../pipeline/canonical-json.js';
 import type { StepConfig } from '../pipeline/config/load.js';
-import { ok } from '../pipeline/result.js';
+import { err, ok } from '../pipeline/result.js';
 import { EARLIER_TRIES, type ExecutionContext, type FileInputSpec, type StepKind } from '../pipeline/step-kind.js';
 import { surfaceFromDir } from './certify/scan.js';
 import { scanLeakage } from './leakage.js';
@@ -12,10 +12,10 @@ import type { AtifTrajectory } from '../agents/adapter.js';
 import { checkTasks, taskOf } from './agent-step-config.js';
 import { armOf, BUDGET_EXITS, runStep } from './run.js';
 import { VERIFIER_OWNED, verifierOwned } from './verifier-owned.js';
-import type { WorkspaceChanges } from './workspace.js';
+import { CHANGES, type WorkspaceChanges } from './workspace.js';
 import { NOT_RUN, NOT_RUN_OUTPUT, passedNotRun } from './not-run.js';
 import { specIf, specOf, type SpecByKind } from './step-spec.js';
-import { describeOutputs, jsonArtifact } from '../pipeline/artifact.js';
+import { describeOutputs, jsonArtifact, readJsonArtifact } from '../pipeline/artifact.js';
 import { auditedAttemptProblems } from '../stats/output-checks.js';
 import { verifyStep } from './verify.js';
 
@@ -138,7 +138,7 @@ export const auditStep: StepKind = {
   },
   selectUpstream: (_node, upstream) =>
     upstream.kind === runStep
-      ? ['result.json?', 'changes.json?', 'trajectory.json?', 'gateway.jsonl?', 'agent.log?', `${EARLIER_TRIES}?`, `${NOT_RUN}?`]
+      ? ['result.json?', `${CHANGES.name}?`, 'trajectory.json?', 'gateway.jsonl?', 'agent.log?', `${EARLIER_TRIES}?`, `${NOT_RUN}?`]
       : upstream.kind === verifyStep
         ? ['verdict.json?', `${NOT_RUN}?`]
         : undefined,
@@ -158,7 +158,10 @@ export const auditStep: StepKind = {
       forgery?: { reason: string; detail: string } | null;
       no_verdict?: string | null;
     } | null;
-    const changes = JSON.parse(read('changes.json') ?? '{"written":{},"deleted":[]}') as WorkspaceChanges;
+    const withChanges = ctx.upstream.find((u) => u.outputs[CHANGES.name]);
+    const readChanges = withChanges && readJsonArtifact(CHANGES, withChanges.outputs, (d) => ctx.artifacts.read(d), withChanges.node);
+    if (readChanges && !readChanges.ok) return err({ reason: 'store-error', message: readChanges.error });
+    const changes: WorkspaceChanges = readChanges?.value ?? { schema_version: 1, written: {}, deleted: [] };
     const trajectory = JSON.parse(read('trajectory.json') ?? '{"steps":[]}') as AtifTrajectory;
     const gatewayLog = read('gateway.jsonl') ?? '';
     if (!run) return ok({});

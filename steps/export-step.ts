@@ -4,7 +4,7 @@ import { join, relative } from 'node:path';
 import type { Json, JsonEncodable } from '../pipeline/canonical-json.js';
 import type { StepConfig } from '../pipeline/config/load.js';
 import { sha256 } from '../pipeline/digest.js';
-import { err, ok } from '../pipeline/result.js';
+import { err, ok, type Result } from '../pipeline/result.js';
 import { withUpstream } from '../pipeline/dag.js';
 import { EARLIER_TRIES, type ExecutionContext, type GraphNode, type StepKind } from '../pipeline/step-kind.js';
 import type { OutputEntry } from '../pipeline/store/cas.js';
@@ -20,10 +20,10 @@ import { materializeStep, treeEntries } from './materialize.js';
 import { environmentStep } from './environment.js';
 import { attemptDiff } from './attempt-diff.js';
 import type { Task } from './task.js';
-import type { WorkspaceChanges } from './workspace.js';
+import { CHANGED, CHANGES } from './workspace.js';
 import { specIf, specOf, type SpecByKind } from './step-spec.js';
 import { annotateExports } from './export-annotation.js';
-import { parseJsonArtifact } from '../pipeline/artifact.js';
+import { parseJsonArtifact, readJsonArtifact } from '../pipeline/artifact.js';
 import { ANALYSIS, ANALYZED_ATTEMPTS } from './analyze-step.js';
 
 type ExportConfig = SpecByKind['export'];
@@ -249,18 +249,20 @@ function earlierTriesFiles(ctx: ExecutionContext, node: string, entry: OutputEnt
 }
 
 /** `nodes/<run node>/patch.diff`: what each attempt changed, against the tree it started from. */
-async function attemptPatches(ctx: ExecutionContext): Promise<BundleFile[]> {
+async function attemptPatches(ctx: ExecutionContext): Promise<Result<BundleFile[], string>> {
   const out: BundleFile[] = [];
   const outputsOf = new Map(ctx.upstream.map((u) => [u.node, u.outputs]));
   for (const run of ctx.node.upstream.filter((u) => u.kind === runStep)) {
     const outs = outputsOf.get(run.id);
-    if (!outs?.['changes.json'] || !outs['changed']) continue;
+    const changed = outs?.[CHANGED.name];
+    if (!outs?.[CHANGES.name] || !changed) continue;
     const start = run.upstream.find((u) => u.kind === materializeStep || u.kind === environmentStep);
     const tree = start ? outputsOf.get(start.id)?.['tree'] : undefined;
-    const changes = JSON.parse(ctx.artifacts.read(outs['changes.json'].digest).toString('utf8')) as WorkspaceChanges;
-    out.push({ path: `nodes/${run.id}/patch.diff`, bytes: await attemptDiff(ctx, tree, outs['changed'], changes, run.id) });
+    const changes = readJsonArtifact(CHANGES, outs, (d) => ctx.artifacts.read(d), run.id)!;
+    if (!changes.ok) return changes;
+    out.push({ path: `nodes/${run.id}/patch.diff`, bytes: await attemptDiff(ctx, tree, changed, changes.value, run.id) });
   }
-  return out;
+  return ok(out);
 }
 
 /** `tasks/<id>/task.json` (the spec as the steps used it) and `tasks/<id>/verifier/...` (the hidden verifier's bytes). */
@@ -358,7 +360,9 @@ export const exportStep: StepKind = {
       }
     }
     if (!analysis) return err({ reason: 'internal', message: `export needs an analyze upstream (${ANALYSIS.name})` });
-    files.push(...(await attemptPatches(ctx)), ...taskFiles(ctx));
+    const patches = await attemptPatches(ctx);
+    if (!patches.ok) return err({ reason: 'store-error', message: patches.error });
+    files.push(...patches.value, ...taskFiles(ctx));
     const configText = ctx.artifacts.read(ctx.files[0]!.entry.digest).toString('utf8');
     const configDigest = sha256(configText);
     const reused = reusedFrom(ctx.node, ctx.upstream);

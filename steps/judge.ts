@@ -4,17 +4,17 @@ import type { Json } from '../pipeline/canonical-json.js';
 import type { StepConfig } from '../pipeline/config/load.js';
 import type { Diagnostic } from '../pipeline/diagnostic.js';
 import { sha256 } from '../pipeline/digest.js';
-import { ok } from '../pipeline/result.js';
+import { err, ok } from '../pipeline/result.js';
 import type { ExecutionContext, GraphNode, StepKind } from '../pipeline/step-kind.js';
 import { checkTasks, taskOf } from './agent-step-config.js';
 import { callModel, checkModelSpec, modelInputs, modelKey } from './model-call.js';
-import type { WorkspaceChanges } from './workspace.js';
+import { CHANGED, CHANGES } from './workspace.js';
 import { attemptDiff } from './attempt-diff.js';
 import { specOf, type SpecByKind } from './step-spec.js';
 import { runStep } from './run.js';
 import { verifyStep } from './verify.js';
 import { materializeStep } from './materialize.js';
-import { artifact, describeOutputs } from '../pipeline/artifact.js';
+import { artifact, describeOutputs, readJsonArtifact } from '../pipeline/artifact.js';
 
 /**
  * `judge` (per task): a model with a frozen rubric reads both arms' attempts of a
@@ -119,7 +119,7 @@ export const judgeStep: StepKind = {
     const s = spec(node.step);
     const mine = (n: GraphNode) => [s.control, s.treatment].includes(armOfNode(n) ?? '');
     if (upstream.kind === materializeStep) return ['tree'];
-    if (upstream.kind === runStep) return mine(upstream) ? ['changes.json', 'changed', 'result.json'] : [];
+    if (upstream.kind === runStep) return mine(upstream) ? [CHANGES.name, CHANGED.name, 'result.json'] : [];
     if (upstream.kind === verifyStep) return mine(upstream) ? ['verdict.json'] : [];
     return [];
   },
@@ -145,11 +145,12 @@ export const judgeStep: StepKind = {
       sections.push('', `# Arm ${label} (${arm === s.control ? 'control' : 'treatment'}: ${arm})`);
       for (const run of runs.filter((r) => armOfNode(r) === arm).sort((a, b) => Number(a.matrix['rep']) - Number(b.matrix['rep']))) {
         const outs = ctx.upstream.find((u) => u.node === run.id)?.outputs;
-        if (!outs?.['changes.json']) continue;
+        if (!outs?.[CHANGES.name]) continue;
         attempts.push({ arm, rep: run.matrix['rep']!, node: run.id });
         const result = JSON.parse(ctx.artifacts.read(outs['result.json']!.digest).toString('utf8')) as { exit_reason: string; turns: number };
-        const changes = JSON.parse(ctx.artifacts.read(outs['changes.json']!.digest).toString('utf8')) as WorkspaceChanges;
-        const diff = await attemptDiff(ctx, treeEntry, outs['changed']!, changes, run.id);
+        const changes = readJsonArtifact(CHANGES, outs, (d) => ctx.artifacts.read(d), run.id)!;
+        if (!changes.ok) return err({ reason: 'store-error', message: changes.error });
+        const diff = await attemptDiff(ctx, treeEntry, outs[CHANGED.name]!, changes.value, run.id);
         const shown = diff.length > MAX_DIFF_BYTES ? `${diff.slice(0, MAX_DIFF_BYTES)}\n... (diff cut at ${MAX_DIFF_BYTES} bytes)` : diff;
         // The diff is the agent's text: fenced longer than any backtick run in it, so it cannot close its block.
         const fence = '`'.repeat(Math.max(3, ...[...shown.matchAll(/`+/g)].map((m) => m[0].length + 1)));

@@ -21,7 +21,7 @@ import { ENVIRONMENT_OUTPUTS, environmentStep, inEnvironment, startingPoint } fr
 import type { ModelSession } from './model-session.js';
 import { upstreamAuth } from '../gateway/upstream-auth.js';
 import { GATEWAY_LIMITS, type GatewaySummary } from '../gateway/gateway.js';
-import { copyWritten, diffSnapshots, snapshot, type Snapshot, type WorkspaceChanges } from './workspace.js';
+import { CHANGED, CHANGES, copyWritten, diffSnapshots, snapshot, type Snapshot, type WorkspaceChanges } from './workspace.js';
 import { materializeStep, type RedactionReceipt } from './materialize.js';
 import { fileSources, isStepOutput, normalizedPath, outputsReadFrom, producerSteps, treatmentEntry, type TreatmentSource } from './treatment-files.js';
 import type { OutputEntry } from '../pipeline/store/cas.js';
@@ -326,8 +326,8 @@ export const RUN_OUTPUTS = {
   'trajectory.json': 'the agent trajectory (ATIF)',
   'gateway.jsonl': 'every model exchange through the recording gateway (credentials redacted)',
   'agent.log': 'what the agent process printed',
-  'changes.json': 'the paths the attempt changed in the workspace',
-  changed: 'the changed files themselves',
+  [CHANGES.name]: CHANGES.about,
+  [CHANGED.name]: CHANGED.about,
 } as const;
 export type RunOutput = keyof typeof RUN_OUTPUTS;
 
@@ -686,8 +686,8 @@ export const runStep: StepKind = {
                   : result.exitCode !== 0
                     ? 'agent-crash'
                     : 'done';
-      copyWritten(changes, ws, join(outDir, 'changed'));
-      writeFileSync(join(outDir, 'changes.json'), JSON.stringify(changes, null, 2) + '\n');
+      copyWritten(changes, ws, join(outDir, CHANGED.name));
+      writeFileSync(join(outDir, CHANGES.name), JSON.stringify(changes, null, 2) + '\n');
       writeFileSync(join(outDir, 'trajectory.json'), JSON.stringify(parsed.trajectory, null, 2) + '\n');
       // Harbor's models reject a trajectory that breaks their cross-field rules: kept as written, and said.
       for (const problem of atifModelProblems(parsed.trajectory))
@@ -761,7 +761,7 @@ export const runStep: StepKind = {
         writeFileSync(file, redact(readFileSync(file, 'utf8'), { hostPaths }));
       }
       const outputs: OutputManifest = {};
-      for (const name of ['changes.json', 'changed', 'result.json', 'trajectory.json', 'gateway.jsonl', 'agent.log']) {
+      for (const name of [CHANGES.name, CHANGED.name, 'result.json', 'trajectory.json', 'gateway.jsonl', 'agent.log']) {
         outputs[name] = ctx.artifacts.putPath(join(outDir, name));
       }
       return ok(outputs);

@@ -15,10 +15,11 @@ import { runStep, sandboxFor, sandboxOf } from './run.js';
 import type { CanaryCalibrations } from './verifier-canary.js';
 import { describeVerifierFault, runVerifier, scoringOf, verifierSandbox, type TestEvidence, type VerifierOutcome } from './verifier-run.js';
 import { VERIFIER_OWNED, verifierOwned } from './verifier-owned.js';
-import { applyChanges, type WorkspaceChanges } from './workspace.js';
+import { applyChanges, CHANGED, CHANGES, type WorkspaceChanges } from './workspace.js';
 import { NOT_RUN, NOT_RUN_OUTPUT, passedNotRun } from './not-run.js';
 import { specOf, type SpecByKind } from './step-spec.js';
 import { annotateImageTemplates } from './image-annotations.js';
+import { parseJsonArtifact } from '../pipeline/artifact.js';
 
 type VerifySpec = SpecByKind['verify'];
 
@@ -109,7 +110,7 @@ export const verifyStep: StepKind = {
       : upstream.kind === environmentStep
         ? ENVIRONMENT_OUTPUTS
         : upstream.kind === runStep
-          ? ['changes.json?', 'changed?', `${NOT_RUN}?`]
+          ? [`${CHANGES.name}?`, `${CHANGED.name}?`, `${NOT_RUN}?`]
           : CANARY_OUTPUT in upstream.kind.outputs(upstream.step)
             ? [CANARY_OUTPUT]
             : undefined,
@@ -126,7 +127,7 @@ export const verifyStep: StepKind = {
     if (!configured.ok) return err({ reason: 'infra', message: configured.error });
     const settings = verifierPhase(configured.value, point?.environment ?? null, task, spec(ctx.node.step).strict_verifier === true);
     const tree = point?.tree;
-    const run = ctx.upstream.find((u) => u.outputs['changes.json']);
+    const run = ctx.upstream.find((u) => u.outputs[CHANGES.name]);
     if (!tree || !run) return err({ reason: 'internal', message: 'verify needs a materialize (or environment) upstream (tree) and a run upstream (changes)' });
     if (point?.environment && settings.backend !== 'docker') {
       return err({
@@ -136,9 +137,11 @@ export const verifyStep: StepKind = {
     }
     const ws = join(ctx.workDir, 'ws');
     ctx.artifacts.materialize(tree, ws);
-    const changes = JSON.parse(ctx.artifacts.read(run.outputs['changes.json']!.digest).toString('utf8')) as WorkspaceChanges;
-    const changedDir = join(ctx.workDir, 'changed');
-    ctx.artifacts.materialize(run.outputs['changed']!, changedDir);
+    const read = parseJsonArtifact(CHANGES, ctx.artifacts.read(run.outputs[CHANGES.name]!.digest).toString('utf8'), run.node);
+    if (!read.ok) return err({ reason: 'store-error', message: read.error });
+    const changes = read.value;
+    const changedDir = join(ctx.workDir, CHANGED.name);
+    ctx.artifacts.materialize(run.outputs[CHANGED.name]!, changedDir);
     // The verifier's own files (tests, runner settings, manifests) stay as the pristine tree has them.
     const owned = verifierOwned(task);
     const keptPristine = [...Object.keys(changes.written), ...changes.deleted].filter(owned).sort();

@@ -17,6 +17,7 @@ import {
 } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { ioBuffer } from '../pipeline/digest.js';
+import { artifact, jsonArtifact } from '../pipeline/artifact.js';
 
 /**
  * Reading what an attempt left in its workspace. The workspace is the agent's: it is
@@ -164,6 +165,25 @@ export interface WorkspaceChanges {
   /** What the attempt left was over its budgets (limits.max_output_mb / max_output_files / max_log_mb): nothing of it was kept. */
   over_budget?: string;
 }
+
+/** changes.json: what an attempt changed in its workspace (verify applies it to a fresh tree; audit, judge and export read it). */
+export const CHANGES = jsonArtifact<WorkspaceChanges, 'changes.json'>('changes.json', 'the paths the attempt changed in the workspace', (v) => {
+  const c = v as Partial<WorkspaceChanges> | null;
+  if (!c || typeof c !== 'object' || Array.isArray(c)) return ['/ must be an object'];
+  const strings = (x: unknown) => Array.isArray(x) && x.every((e) => typeof e === 'string');
+  return [
+    ...(c.written && typeof c.written === 'object' && !Array.isArray(c.written) && Object.values(c.written).every((d) => typeof d === 'string')
+      ? []
+      : ['/written must map each path to a string']),
+    ...(strings(c.deleted) ? [] : ['/deleted must be a list of paths']),
+    ...(c.refused === undefined || Array.isArray(c.refused) ? [] : ['/refused must be a list']),
+    ...(c.privilege_bits_dropped === undefined || strings(c.privilege_bits_dropped) ? [] : ['/privilege_bits_dropped must be a list of paths']),
+    ...(c.over_budget === undefined || typeof c.over_budget === 'string' ? [] : ['/over_budget must be a string']),
+  ];
+});
+
+/** changed: the changed files themselves, beside changes.json. */
+export const CHANGED = artifact('changed', 'the changed files themselves');
 
 export function diffSnapshots(before: Snapshot, after: Snapshot): WorkspaceChanges {
   const written: Record<string, string> = {};

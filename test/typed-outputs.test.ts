@@ -11,6 +11,7 @@ import { makeAttempt } from '../stats/synthetic.js';
 import { ANALYSIS, ANALYZED_ATTEMPTS } from '../steps/analyze-step.js';
 import { AUDIT_RECORD } from '../steps/audit.js';
 import { GATE_DECISION } from '../steps/gate.js';
+import { CHANGES } from '../steps/workspace.js';
 
 const attempts = ['control', 'treatment'].flatMap((arm) =>
   [0, 1, 2, 3].map((t) => ({
@@ -49,6 +50,16 @@ describe('typed step outputs', () => {
     expect(parseJsonArtifact(AUDIT_RECORD, text(noAdmission), 'audit/t2/control/1').ok).toBe(false);
     const list = parseJsonArtifact(ANALYZED_ATTEMPTS, text([attempts[0], noAdmission]), 'cohort');
     expect(list.ok === false && list.error).toMatch(/\/1 must have required property 'admission'/);
+  });
+
+  it("an attempt's changes.json whose written map or deleted list is not what run writes is refused before verify applies it", () => {
+    const good = { schema_version: 1, written: { 'src/add.mjs': 'a'.repeat(64) }, deleted: ['old.txt'] };
+    expect(parseJsonArtifact(CHANGES, text(good), 'attempts/t/a/1')).toMatchObject({ ok: true, value: good });
+    expect(parseJsonArtifact(CHANGES, text({ ...good, deleted: '../../etc' }), 'attempts/t/a/1')).toEqual({
+      ok: false,
+      error: "attempts/t/a/1's changes.json is not the paths the attempt changed in the workspace: /deleted must be a list of paths",
+    });
+    expect(parseJsonArtifact(CHANGES, text({ ...good, written: ['src/add.mjs'] }), 'attempts/t/a/1').ok).toBe(false);
   });
 
   it('read from a record: absent when the node has no such output, the value or the refusal otherwise', () => {
