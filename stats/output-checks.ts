@@ -6,11 +6,11 @@
  */
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import type { ValidateFunction } from 'ajv';
 import { lazyRequire } from '../pipeline/lazy-require.js';
 import { packageRoot } from '../pipeline/package-root.js';
+import { prebuiltValidators, validationProblems } from '../pipeline/prebuilt-validators.js';
 
 type Definition = 'AnalysisResult' | 'AuditedAttempt';
 
@@ -25,15 +25,10 @@ function resultsSchemaText(): string {
 function validatorOf(definition: Definition): ValidateFunction {
   const known = validators.get(definition);
   if (known) return known;
-  if (prebuilt === undefined) {
-    try {
-      const mod = createRequire(import.meta.url)(join(packageRoot(), 'schemas', 'output-validators.generated.cjs')) as Record<string, unknown>;
-      const digest = createHash('sha256').update(resultsSchemaText()).digest('hex');
-      prebuilt = mod['resultsSchemaDigest'] === digest ? (mod as Partial<Record<Definition, ValidateFunction>>) : null;
-    } catch {
-      prebuilt = null;
-    }
-  }
+  if (prebuilt === undefined)
+    prebuilt = prebuiltValidators('output-validators.generated.cjs', 'resultsSchemaDigest', () =>
+      createHash('sha256').update(resultsSchemaText()).digest('hex'),
+    );
   let v = prebuilt?.[definition];
   if (!v) {
     const { Ajv } = loadAjv();
@@ -45,11 +40,7 @@ function validatorOf(definition: Definition): ValidateFunction {
   return v;
 }
 
-function problemsOf(definition: Definition, value: unknown): string[] {
-  const validate = validatorOf(definition);
-  if (validate(value)) return [];
-  return (validate.errors ?? []).map((e) => `${e.instancePath || '/'} ${e.message ?? 'is invalid'}`);
-}
+const problemsOf = (definition: Definition, value: unknown): string[] => validationProblems(validatorOf(definition), value);
 
 /** What is wrong with a parsed analysis.json ([] when it is an AnalysisResult). */
 export const analysisProblems = (value: unknown): string[] => problemsOf('AnalysisResult', value);

@@ -109,14 +109,15 @@ export const gateStep: StepKind = {
     if (!result.pass) ctx.outcome?.('closed', decision);
     const out = join(ctx.workDir, 'out');
     mkdirSync(out);
-    writeFileSync(
-      join(out, GATE_DECISION.name),
-      JSON.stringify(
-        { schema_version: 1, gate: ctx.node.step.name, analysis: s.analysis, require: s.require, pass: result.pass, because: result.because },
-        null,
-        2,
-      ) + '\n',
-    );
+    const gate: GateDecision = {
+      schema_version: 1,
+      gate: ctx.node.step.name,
+      analysis: s.analysis,
+      require: s.require,
+      pass: result.pass,
+      because: result.because,
+    };
+    writeFileSync(join(out, GATE_DECISION.name), JSON.stringify(gate, null, 2) + '\n');
     // What the attempts after the gate read (as they read an interim look's): stop, or go on.
     writeFileSync(
       join(out, LOOK_DECISION),

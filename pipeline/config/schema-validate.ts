@@ -1,11 +1,11 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import type { Ajv, ErrorObject, ValidateFunction } from 'ajv';
 import { closest, type Diagnostic } from '../diagnostic.js';
 import { lazyRequire } from '../lazy-require.js';
 import { packageRoot } from '../package-root.js';
+import { prebuiltValidators, validationProblems } from '../prebuilt-validators.js';
 import { fieldName, type YamlSource } from './yaml-source.js';
 
 const SCHEMA_FILES = ['bench.config.schema.json', 'steps.schema.json', 'task.schema.json'] as const;
@@ -32,14 +32,8 @@ export function schemasDigest(): string {
  * when they were made from these very files; otherwise null, and ajv compiles them here
  * (~170 ms). A definition (of a step built by code, not loaded) is always compiled here.
  */
-function prebuiltValidators(): Partial<Record<string, ValidateFunction>> | null {
-  if (prebuilt !== undefined) return prebuilt;
-  try {
-    const mod = createRequire(import.meta.url)(join(packageRoot(), 'schemas', 'validators.generated.cjs')) as Record<string, unknown>;
-    prebuilt = mod['schemasDigest'] === schemasDigest() ? (mod as Partial<Record<string, ValidateFunction>>) : null;
-  } catch {
-    prebuilt = null;
-  }
+function configValidators(): Partial<Record<string, ValidateFunction>> | null {
+  if (prebuilt === undefined) prebuilt = prebuiltValidators('validators.generated.cjs', 'schemasDigest', schemasDigest);
   return prebuilt;
 }
 
@@ -47,7 +41,7 @@ function prebuiltValidators(): Partial<Record<string, ValidateFunction>> | null 
 function validatorFor(ref: string): ValidateFunction {
   let v = compiled.get(ref);
   if (v) return v;
-  const fast = prebuiltValidators()?.[ref];
+  const fast = configValidators()?.[ref];
   if (fast) {
     compiled.set(ref, fast);
     return fast;
@@ -84,9 +78,7 @@ export function wasValidatedWithFile(spec: object): boolean {
  * guard for the type generated from that definition. Returns what is wrong, or [] when valid.
  */
 export function definitionProblems(schema: SchemaName, definition: string, data: unknown): string[] {
-  const validate = validatorFor(`${schema}#/definitions/${definition}`);
-  if (validate(data)) return [];
-  return (validate.errors ?? []).map((e) => `${e.instancePath || '/'} ${e.message ?? 'is invalid'}`);
+  return validationProblems(validatorFor(`${schema}#/definitions/${definition}`), data);
 }
 
 /** Validates the parsed data of `source` against a shipped schema; errors point at the YAML. */
