@@ -6,11 +6,11 @@
  */
 import type { GraphNode, StagedFile } from '../pipeline/step-kind.js';
 import { agentAdapters } from '../agents/index.js';
-import { sandboxOf, runStep } from '../steps/run.js';
+import { AGENT_LOG, sandboxOf, runStep } from '../steps/run.js';
 import { specOf } from '../steps/step-spec.js';
 import type { PreflightCheck as DoctorCheck } from '../pipeline/step-kind.js';
 import type { CliIO, LoadedConfig } from './command-context.js';
-import { buildUpstream, executeUnrecorded, firstAsListed, readText } from './probe.js';
+import { buildUpstream, executeUnrecorded, firstAsListed, readRunResult, readText } from './probe.js';
 
 /** Staged beside the step's inputs; the run step finds its fake script by this path. */
 const CANARY_SCRIPT = '.pairbench-doctor/canary-model.json';
@@ -61,13 +61,10 @@ async function canary(loaded: LoadedConfig, io: CliIO, target: GraphNode, name: 
   const attempt = await executeUnrecorded(loaded, node, built.records, io, signal, () => undefined, [script]);
   if (!attempt.ok)
     return fail(`the canary attempt could not run: ${attempt.message}`, 'see the message above; pairbench probe runs one full attempt with its log');
-  const result = JSON.parse(readText(loaded.ctx, attempt.outputs, 'result.json') ?? 'null') as {
-    exit_reason: string;
-    infra_error: string | null;
-    turns: number;
-  } | null;
+  const read = readRunResult(loaded.ctx, attempt.outputs, node.id);
   const seconds = ((Date.now() - started) / 1000).toFixed(1);
-  if (!result) return fail('the canary attempt wrote no result', 'run pairbench probe for the full log');
+  if (!read.ok) return fail(`the canary attempt left no usable result: ${read.error}`, 'run pairbench probe for the full log');
+  const result = read.value;
   if (result.exit_reason === 'done' && result.turns > 0)
     return {
       name,
@@ -75,7 +72,7 @@ async function canary(loaded: LoadedConfig, io: CliIO, target: GraphNode, name: 
       detail: `started, reached the scripted model (${result.turns} request${result.turns === 1 ? '' : 's'}) and ended in ${seconds} s`,
       fix: null,
     };
-  const log = readText(loaded.ctx, attempt.outputs, 'agent.log') ?? '';
+  const log = readText(loaded.ctx, attempt.outputs, AGENT_LOG.name) ?? '';
   const tail = log.trimEnd().split('\n').slice(-3).join(' | ');
   return fail(
     result.infra_error

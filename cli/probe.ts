@@ -1,3 +1,4 @@
+import { err, type Result } from '../pipeline/result.js';
 import { printJson, printJsonErrors } from './json-output.js';
 import { closest, diagnosticToJson } from '../pipeline/diagnostic.js';
 import { executeUnrecorded as executeUnrecordedNode, lookup, plan, run } from '../pipeline/engine.js';
@@ -6,7 +7,9 @@ import type { GraphNode, StagedFile } from '../pipeline/step-kind.js';
 import type { ActionRecord, OutputManifest } from '../pipeline/store/action-cache.js';
 import { DEFAULT_WEIGHTS } from '../stats/spec.js';
 import type { CostWeights } from '../stats/types.js';
-import { armOf, BUDGET_EXITS, runStep, type RunOutput } from '../steps/run.js';
+import { AGENT_LOG, armOf, BUDGET_EXITS, RUN_RESULT, runStep, type RunOutput } from '../steps/run.js';
+import type { RunResult } from '../steps/run-result.js';
+import { readJsonArtifact } from '../pipeline/artifact.js';
 import type { CliIO, LoadedConfig } from './command-context.js';
 import { EXIT } from './command.js';
 import { specIf, specOf } from '../steps/step-spec.js';
@@ -30,15 +33,7 @@ import { analyzeStep } from '../steps/analyze-step.js';
 type TokenUsage = { input_tokens: number; output_tokens: number; cache_write_tokens: number; cache_read_tokens: number };
 
 /** The fields of a run's result.json the probe reads. */
-interface AttemptResult {
-  exit_reason: string;
-  usage: TokenUsage | null;
-  cost_usd: number | null;
-  cost_confidence: string;
-  wall_ms: number;
-  turns: number;
-  agent: { adapter: string; version: string; model: string };
-}
+type AttemptResult = Pick<RunResult, 'exit_reason' | 'usage' | 'cost_usd' | 'cost_confidence' | 'wall_ms' | 'turns' | 'agent'>;
 
 export interface ProbeFigures {
   usage: TokenUsage | null;
@@ -111,7 +106,9 @@ export async function runProbe(loaded: LoadedConfig, io: CliIO, json: boolean, n
   if (own?.status === 'cached') {
     const found = lookup(ctx.store, own.key);
     if (found.status !== 'hit') return failed(`the record of ${target.id} could not be read`);
-    result = readJson<AttemptResult>(ctx, found.record.outputs, 'result.json');
+    const read = readRunResult(ctx, found.record.outputs, target.id);
+    if (!read.ok) return failed(read.error);
+    result = read.value;
     source = 'recorded';
     note(`${target.id} already has a recorded attempt; pricing from it (nothing new is run)`);
   } else {
@@ -123,10 +120,12 @@ export async function runProbe(loaded: LoadedConfig, io: CliIO, json: boolean, n
     // 2. The attempt, as engine.executeNode would run it, minus the record.
     const attempt = await executeUnrecorded(loaded, target, records, io, options.signal, (reason) => transient.push(reason));
     if (!attempt.ok) return failed(`the probe attempt ${target.id} failed: ${attempt.message}`, attempt.logTail);
-    result = readJson<AttemptResult>(ctx, attempt.outputs, 'result.json');
+    const read = readRunResult(ctx, attempt.outputs, target.id);
+    if (!read.ok) return failed(read.error);
+    result = read.value;
     source = 'probe';
     if (result.exit_reason !== 'done') {
-      const log = readText(ctx, attempt.outputs, 'agent.log');
+      const log = readText(ctx, attempt.outputs, AGENT_LOG.name);
       if (log && !json) note(`--- agent.log (tail)\n${tail(log, 15)}`);
     }
   }
@@ -236,8 +235,9 @@ export function readText(ctx: LoadedConfig['ctx'], outputs: OutputManifest, name
   return e ? ctx.store.cas.read(e.digest).toString('utf8') : undefined;
 }
 
-function readJson<T>(ctx: LoadedConfig['ctx'], outputs: OutputManifest, name: RunOutput): T {
-  return JSON.parse(readText(ctx, outputs, name) ?? 'null') as T;
+/** An attempt's result.json, checked (an error says which node's record does not hold). */
+export function readRunResult(ctx: LoadedConfig['ctx'], outputs: OutputManifest, node: string): Result<RunResult, string> {
+  return readJsonArtifact(RUN_RESULT, outputs, (d) => ctx.store.cas.read(d), node) ?? err(`${node} wrote no ${RUN_RESULT.name}`);
 }
 
 function tail(text: string, lines: number): string {

@@ -29,6 +29,11 @@ export function jsonArtifact<T, const N extends string = string>(name: N, about:
   return { name, about, problems };
 }
 
+/** How a consumer's `selectUpstream` names an output its upstream may not have (`name?`). */
+export function optional(a: Artifact | string): string {
+  return `${typeof a === 'string' ? a : a.name}?`;
+}
+
 /** A kind's `outputs()` from its descriptors: name -> what it is. */
 export function describeOutputs(...artifacts: readonly Artifact[]): Record<string, string> {
   return Object.fromEntries(artifacts.map((a) => [a.name, a.about]));

@@ -5,15 +5,15 @@ import type { StepConfig } from '../pipeline/config/load.js';
 import { closest, type Diagnostic } from '../pipeline/diagnostic.js';
 import { sha256 } from '../pipeline/digest.js';
 import { fieldName } from '../pipeline/config/yaml-source.js';
-import { err, ok } from '../pipeline/result.js';
+import { err, errorMessage, ok, type Result } from '../pipeline/result.js';
 import type { Checkpoint, ExecutionContext, GraphNode, StepKind } from '../pipeline/step-kind.js';
 import { taskOf } from './agent-step-config.js';
 import { checkSpec, defaultSpec } from '../stats/spec.js';
 import { lookSchedule } from '../stats/look-schedule.js';
-import { LOOK_DECISION, NOT_RUN, notRunReason } from './not-run.js';
+import { LOOK_DECISION, NOT_RUN, notRunReason, type LookDecision } from './not-run.js';
 import type { AnalysisSpec, AttemptRecord, JudgementRecord, StoppingSpec } from '../stats/types.js';
 import { specOf, type SpecByKind } from './step-spec.js';
-import { describeOutputs, jsonArtifact, readJsonArtifact } from '../pipeline/artifact.js';
+import { describeOutputs, jsonArtifact, optional, readJsonArtifact } from '../pipeline/artifact.js';
 import { analysisProblems, auditedAttemptsProblems } from '../stats/output-checks.js';
 import type { AnalysisResult, AuditedAttempt } from '../stats/types.js';
 import { AUDIT_RECORD, auditStep } from './audit.js';
@@ -181,7 +181,7 @@ export const analyzeStep: StepKind = {
   fileInputs: () => [],
   selectUpstream(node, upstream) {
     // An attempt a stopping rule or a closed gate did not run has no audit record.
-    if (upstream.kind === auditStep) return [`${AUDIT_RECORD.name}?`, NOT_RUN + '?'];
+    if (upstream.kind === auditStep) return [optional(AUDIT_RECORD), optional(NOT_RUN)];
     if (upstream.kind === judgeStep && upstream.step.name === cfg(node.step).judge) return [JUDGEMENT.name];
     const o = cfg(node.step).overhead;
     return o && upstream.step.name === o.step ? [o.out] : [];
@@ -216,20 +216,20 @@ export const analyzeStep: StepKind = {
       const audit = readJsonArtifact(AUDIT_RECORD, u.outputs, (d) => ctx.artifacts.read(d), u.node);
       if (audit && !audit.ok) return err({ reason: 'store-error', message: audit.error });
       if (audit) attempts.push(audit.value);
-      if (u.outputs[NOT_RUN]) {
+      const skipped = u.outputs[NOT_RUN.name];
+      if (skipped) {
         notRun++;
-        const why = notRunReason(ctx.artifacts.read(u.outputs[NOT_RUN].digest).toString('utf8'));
-        notRunWhy.set(why, (notRunWhy.get(why) ?? 0) + 1);
+        const why = notRunReason(ctx.artifacts.read(skipped.digest).toString('utf8'), u.node);
+        if (!why.ok) return err({ reason: 'store-error', message: why.error });
+        notRunWhy.set(why.value, (notRunWhy.get(why.value) ?? 0) + 1);
       }
-      const judgement = u.outputs[JUDGEMENT.name];
-      if (judgement) judgements.push(JSON.parse(ctx.artifacts.read(judgement.digest).toString('utf8')) as JudgementRecord);
+      const judgement = readJsonArtifact(JUDGEMENT, u.outputs, (d) => ctx.artifacts.read(d), u.node);
+      if (judgement && !judgement.ok) return err({ reason: 'store-error', message: judgement.error });
+      if (judgement) judgements.push(judgement.value);
       if (o && u.node.split('/')[0] === o.step && u.outputs[o.out]) {
-        const v = JSON.parse(ctx.artifacts.read(u.outputs[o.out]!.digest).toString('utf8')) as {
-          usd?: number;
-          tokens?: number;
-          confidence?: string;
-          model_source?: string;
-        };
+        const read = overheadOf(ctx.artifacts.read(u.outputs[o.out]!.digest).toString('utf8'), `${u.node}'s ${o.out}`);
+        if (!read.ok) return err({ reason: 'refused', message: read.error });
+        const v = read.value;
         overhead = {
           usd: v.usd ?? null,
           tokens: v.tokens ?? null,
@@ -278,11 +278,11 @@ export const lookStep: StepKind = {
   name: 'look',
   observes: true,
   title: { one: 'interim look', many: 'interim looks' },
-  outputs: () => ({ 'look.json': 'the interim analysis at this look', [LOOK_DECISION]: 'stop or continue, and why' }),
+  outputs: () => ({ 'look.json': 'the interim analysis at this look', ...describeOutputs(LOOK_DECISION) }),
   version: 1,
   keyConfig: (node): JsonEncodable => ({ look: Number(node.matrix['look']), spec: lookSpec(node) }),
   fileInputs: () => [],
-  selectUpstream: (_node, upstream) => (upstream.kind === auditStep ? [`${AUDIT_RECORD.name}?`, NOT_RUN + '?'] : []),
+  selectUpstream: (_node, upstream) => (upstream.kind === auditStep ? [optional(AUDIT_RECORD), optional(NOT_RUN)] : []),
 
   async execute(ctx: ExecutionContext) {
     const k = Number(ctx.node.matrix['look']);
@@ -318,15 +318,33 @@ export const lookStep: StepKind = {
     mkdirSync(out, { recursive: true });
     writeFileSync(join(out, 'look.json'), JSON.stringify(result, null, 2) + '\n');
     // Only the decision reaches the attempts: their keys do not move with the statistic.
-    writeFileSync(
-      join(out, LOOK_DECISION),
-      JSON.stringify({ schema_version: 1, cohort: ctx.node.step.name, stop, stopped_at: result.stopped_at, decision: result.decision }, null, 2) + '\n',
-    );
-    return ok({ 'look.json': ctx.artifacts.putPath(join(out, 'look.json')), [LOOK_DECISION]: ctx.artifacts.putPath(join(out, LOOK_DECISION)) });
+    const next: LookDecision = { schema_version: 1, cohort: ctx.node.step.name, stop, stopped_at: result.stopped_at, decision: result.decision };
+    writeFileSync(join(out, LOOK_DECISION.name), JSON.stringify(next, null, 2) + '\n');
+    return ok({ 'look.json': ctx.artifacts.putPath(join(out, 'look.json')), [LOOK_DECISION.name]: ctx.artifacts.putPath(join(out, LOOK_DECISION.name)) });
   },
 };
 
 /** A look's schedule: the cohort's, which its analyze step gave it when it made the look (annotation). */
 function lookSpec(look: GraphNode): AnalysisSpec {
   return analysisSpecOf(look.step, (look.annotation as { schedule: string[][] }).schedule);
+}
+
+/** What a generation step's cost file (`overhead: {step, out}`) says, checked field by field: it is the user's command's output. */
+function overheadOf(text: string, what: string): Result<{ usd?: number; tokens?: number; confidence?: string; model_source?: string }, string> {
+  let v: unknown;
+  try {
+    v = JSON.parse(text);
+  } catch (e) {
+    return err(`${what} is not JSON (${errorMessage(e)}): the overhead file must be an object such as {"usd": 0.12, "tokens": 3400}`);
+  }
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) return err(`${what} must be a JSON object such as {"usd": 0.12, "tokens": 3400}`);
+  const o = v as Record<string, unknown>;
+  const bad = [
+    ...(['usd', 'tokens'] as const).filter((k) => o[k] !== undefined && o[k] !== null && typeof o[k] !== 'number').map((k) => `${k} must be a number`),
+    ...(['confidence', 'model_source'] as const).filter((k) => o[k] !== undefined && typeof o[k] !== 'string').map((k) => `${k} must be a string`),
+  ];
+  if (bad.length) return err(`${what}: ${bad.join('; ')}`);
+  const num = (k: string) => (typeof o[k] === 'number' ? { [k]: o[k] } : {});
+  const str = (k: string) => (typeof o[k] === 'string' ? { [k]: o[k] } : {});
+  return ok({ ...num('usd'), ...num('tokens'), ...str('confidence'), ...str('model_source') });
 }

@@ -3,21 +3,21 @@ import { join, relative } from 'node:path';
 import picomatch from 'picomatch';
 import type { Json } from '../pipeline/canonical-json.js';
 import type { StepConfig } from '../pipeline/config/load.js';
-import { err, ok } from '../pipeline/result.js';
+import { err, ok, type Result } from '../pipeline/result.js';
 import { EARLIER_TRIES, type ExecutionContext, type FileInputSpec, type StepKind } from '../pipeline/step-kind.js';
 import { surfaceFromDir } from './certify/scan.js';
 import { scanLeakage } from './leakage.js';
 import type { AttemptRecord, AttemptTry, AuditedAttempt } from '../stats/types.js';
 import type { AtifTrajectory } from '../agents/adapter.js';
 import { checkTasks, taskOf } from './agent-step-config.js';
-import { armOf, BUDGET_EXITS, runStep } from './run.js';
+import { AGENT_LOG, armOf, BUDGET_EXITS, GATEWAY_LOG, RUN_RESULT, runStep, TRAJECTORY } from './run.js';
 import { VERIFIER_OWNED, verifierOwned } from './verifier-owned.js';
 import { CHANGES, type WorkspaceChanges } from './workspace.js';
 import { NOT_RUN, NOT_RUN_OUTPUT, passedNotRun } from './not-run.js';
 import { specIf, specOf, type SpecByKind } from './step-spec.js';
-import { describeOutputs, jsonArtifact, readJsonArtifact } from '../pipeline/artifact.js';
+import { describeOutputs, jsonArtifact, optional, parseJsonArtifact, readJsonArtifact, type Artifact, type JsonArtifact } from '../pipeline/artifact.js';
 import { auditedAttemptProblems } from '../stats/output-checks.js';
-import { verifyStep } from './verify.js';
+import { VERIFIER_VERDICT, verifyStep } from './verify.js';
 
 /** audit.json: the attempt's record as analyze reads it (checked against its generated schema by every reader). */
 export const AUDIT_RECORD = jsonArtifact<AuditedAttempt>(
@@ -42,59 +42,40 @@ function policyOf(step: StepConfig): { out_of_bounds: Consequence; leakage: Cons
   return { out_of_bounds: p.out_of_bounds ?? 'score-zero', leakage: p.leakage ?? 'score-zero' };
 }
 
-/** The run step's result.json (the fields audit reads). */
-interface RunResult {
-  task: string;
-  arm: string;
-  rep: number;
-  agent: { adapter: string; version: string; model: string; provider: string };
-  exit_reason: string;
-  infra_error: string | null;
-  /** Why what the attempt left was over its budgets (exit output-budget). */
-  over_budget?: string;
-  wall_ms: number;
-  harness_ms?: number;
-  restored?: { path: string; sha256: string }[];
-  turns: number;
-  tool_calls: number;
-  usage: AttemptRecord['usage'];
-  cost_usd: number | null;
-  cost_confidence: AttemptRecord['cost_confidence'];
-  model_source?: 'scripted' | 'provider' | 'none';
-  delivered: Record<string, boolean>;
-  delivery?: { marker: { lines: string[] } | null; instruction_lines: string[] };
-  files_changed: number;
-  started_at: string;
-  ended_at: string;
-  sandbox: {
-    backend: string;
-    isolation: string;
-    egress_mode: string;
-    egress_enforced: boolean;
-    image_id: string | null;
-    resources: { cpus: number | null; memory_mb: number | null; pids: number | null };
-  };
-}
-
 /**
  * The tries of this attempt before the one audited (infrastructure faults the engine kept
  * when it retried the attempt), oldest first: the infra-error rate counts every try.
  */
-function earlierTries(ctx: ExecutionContext): AttemptTry[] {
-  const entry = ctx.upstream.find((u) => u.outputs[EARLIER_TRIES])?.outputs[EARLIER_TRIES];
-  if (!entry) return [];
+function earlierTries(ctx: ExecutionContext): Result<AttemptTry[], string> {
+  const from = ctx.upstream.find((u) => u.outputs[EARLIER_TRIES]);
+  if (!from) return ok([]);
   const dir = join(ctx.workDir, EARLIER_TRIES);
-  ctx.artifacts.materialize(entry, dir);
-  return readdirSync(dir)
-    .sort()
-    .map((name) => {
-      const r = JSON.parse(readFileSync(join(dir, name, 'result.json'), 'utf8')) as RunResult;
-      return { exit_reason: r.exit_reason, infra_error: r.infra_error, started_at: r.started_at, ended_at: r.ended_at };
-    });
+  ctx.artifacts.materialize(from.outputs[EARLIER_TRIES]!, dir);
+  const tries: AttemptTry[] = [];
+  for (const name of readdirSync(dir).sort()) {
+    const r = parseJsonArtifact(RUN_RESULT, readFileSync(join(dir, name, RUN_RESULT.name), 'utf8'), `${from.node} (try ${name})`);
+    if (!r.ok) return r;
+    tries.push({ exit_reason: r.value.exit_reason, infra_error: r.value.infra_error, started_at: r.value.started_at, ended_at: r.value.ended_at });
+  }
+  return ok(tries);
 }
 
+/** The upstream output `a` holds (the first upstream that has it), checked: undefined when none has it. */
+function upstreamJson<T>(ctx: ExecutionContext, a: JsonArtifact<T>): Result<T, string> | undefined {
+  const u = ctx.upstream.find((x) => x.outputs[a.name]);
+  return u && readJsonArtifact(a, u.outputs, (d) => ctx.artifacts.read(d), u.node);
+}
+
+/** The text of upstream output `a`, or null when no upstream has it. */
+function upstreamText(ctx: ExecutionContext, a: Artifact): string | null {
+  const entry = ctx.upstream.find((x) => x.outputs[a.name])?.outputs[a.name];
+  return entry ? ctx.artifacts.read(entry.digest).toString('utf8') : null;
+}
+
+const producerOf = (ctx: ExecutionContext, a: Artifact): string | undefined => ctx.upstream.find((u) => u.outputs[a.name])?.node;
+
 /** "Used": the agent observably read or called the treatment (its files, or its MCP tools). */
-function usedTreatment(trajectory: AtifTrajectory, files: string[], mcpServers: string[]): boolean {
+function usedTreatment(trajectory: Pick<AtifTrajectory, 'steps'>, files: string[], mcpServers: string[]): boolean {
   return trajectory.steps.some((s) =>
     (s.tool_calls ?? []).some((c) => {
       if (mcpServers.some((m) => c.function_name.startsWith(`mcp__${m}__`))) return true;
@@ -138,9 +119,9 @@ export const auditStep: StepKind = {
   },
   selectUpstream: (_node, upstream) =>
     upstream.kind === runStep
-      ? ['result.json?', `${CHANGES.name}?`, 'trajectory.json?', 'gateway.jsonl?', 'agent.log?', `${EARLIER_TRIES}?`, `${NOT_RUN}?`]
+      ? [RUN_RESULT, CHANGES, TRAJECTORY, GATEWAY_LOG, AGENT_LOG, EARLIER_TRIES, NOT_RUN].map(optional)
       : upstream.kind === verifyStep
-        ? ['verdict.json?', `${NOT_RUN}?`]
+        ? [optional(VERIFIER_VERDICT), optional(NOT_RUN)]
         : undefined,
 
   async execute(ctx: ExecutionContext) {
@@ -148,23 +129,23 @@ export const auditStep: StepKind = {
     if (notRun) return ok(notRun);
     const task = taskOf(ctx.node);
     const policy = policyOf(ctx.node.step);
-    const read = (name: string) => {
-      const u = ctx.upstream.find((x) => x.outputs[name]);
-      return u ? ctx.artifacts.read(u.outputs[name]!.digest).toString('utf8') : null;
-    };
-    const run = JSON.parse(read('result.json') ?? 'null') as RunResult | null;
-    const verdict = JSON.parse(read('verdict.json') ?? 'null') as {
-      pass: boolean | null;
-      forgery?: { reason: string; detail: string } | null;
-      no_verdict?: string | null;
-    } | null;
+    const readRun = upstreamJson(ctx, RUN_RESULT);
+    if (readRun && !readRun.ok) return err({ reason: 'store-error', message: readRun.error });
+    const run = readRun?.value ?? null;
+    const readVerdict = upstreamJson(ctx, VERIFIER_VERDICT);
+    if (readVerdict && !readVerdict.ok) return err({ reason: 'store-error', message: readVerdict.error });
+    const verdict = readVerdict?.value ?? null;
     const withChanges = ctx.upstream.find((u) => u.outputs[CHANGES.name]);
     const readChanges = withChanges && readJsonArtifact(CHANGES, withChanges.outputs, (d) => ctx.artifacts.read(d), withChanges.node);
     if (readChanges && !readChanges.ok) return err({ reason: 'store-error', message: readChanges.error });
     const changes: WorkspaceChanges = readChanges?.value ?? { schema_version: 1, written: {}, deleted: [] };
-    const trajectory = JSON.parse(read('trajectory.json') ?? '{"steps":[]}') as AtifTrajectory;
-    const gatewayLog = read('gateway.jsonl') ?? '';
+    const readTrajectory = upstreamJson(ctx, TRAJECTORY);
+    if (readTrajectory && !readTrajectory.ok) return err({ reason: 'store-error', message: readTrajectory.error });
+    const trajectory: Pick<AtifTrajectory, 'steps'> = readTrajectory?.value ?? { steps: [] };
+    const gatewayLog = upstreamText(ctx, GATEWAY_LOG) ?? '';
     if (!run) return ok({});
+    const tries = earlierTries(ctx);
+    if (!tries.ok) return err({ reason: 'store-error', message: tries.error });
 
     // Mutation audit: outside the allowed paths, or a file the verifier owns (tests, runner settings).
     const allowed = picomatch(task.allowedPaths, { dot: true });
@@ -178,7 +159,7 @@ export const auditStep: StepKind = {
       ctx.artifacts.materialize(ctx.files[0].entry, dir);
       hiddenFiles.push(...surfaceFromDir('tree', 'verifier', dir).files);
     }
-    const leakage = scanLeakage({ task, trajectory, gatewayLog, agentLog: read('agent.log') ?? '', hiddenFiles });
+    const leakage = scanLeakage({ task, trajectory, gatewayLog, agentLog: upstreamText(ctx, AGENT_LOG) ?? '', hiddenFiles });
 
     // Mechanism evidence: delivered (gateway), used (trajectory). "Changed" is per pair: analyze.
     const arms = specIf(ctx.node.upstream.find((u) => u.kind === runStep)?.step, 'run')?.arms ?? {};
@@ -246,7 +227,7 @@ export const auditStep: StepKind = {
 
     const record: AuditedAttempt = {
       node: ctx.node.id,
-      sources: { run: ctx.upstream.find((u) => u.outputs['result.json'])!.node, verify: ctx.upstream.find((u) => u.outputs['verdict.json'])?.node ?? null },
+      sources: { run: producerOf(ctx, RUN_RESULT)!, verify: producerOf(ctx, VERIFIER_VERDICT) ?? null },
       task: task.id,
       family: task.family,
       category: task.category,
@@ -291,7 +272,7 @@ export const auditStep: StepKind = {
       delivery: { marker_lines: run.delivery?.marker?.lines ?? [], instruction_lines: run.delivery?.instruction_lines ?? [] },
       started_at: run.started_at,
       ended_at: run.ended_at,
-      tries: earlierTries(ctx),
+      tries: tries.value,
       mutation: { touched, out_of_bounds: outOfBounds, verifier_owned: verifierFiles, allowed_paths: task.allowedPaths },
       leakage,
     };

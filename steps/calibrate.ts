@@ -4,9 +4,11 @@ import type { JsonEncodable } from '../pipeline/canonical-json.js';
 import { err, errorMessage, ok } from '../pipeline/result.js';
 import type { ExecutionContext, FileInputSpec, GraphNode, StepKind } from '../pipeline/step-kind.js';
 import { taskOf } from './agent-step-config.js';
-import { applySolution, CANARY_OUTPUT, calibrationsOf, writeCanaries } from './canary-calibration.js';
+import { applySolution, CANARY, calibrationsOf, writeCanaries } from './canary-calibration.js';
 import { ENVIRONMENT_OUTPUTS, environmentStep, inEnvironment, startingPoint, verifierPhase } from './environment.js';
 import { sandboxFor, sandboxOf } from './run.js';
+import { TREE } from './materialize.js';
+import { describeOutputs } from '../pipeline/artifact.js';
 import { specOf } from './step-spec.js';
 import type { CanaryCalibrations } from './verifier-canary.js';
 import { describeVerifierFault, runVerifier, scoringOf, verifierSandbox } from './verifier-run.js';
@@ -23,7 +25,7 @@ const verifySpec = (node: GraphNode) => specOf(node.step, 'verify');
 export const calibrateStep: StepKind = {
   name: 'calibrate',
   title: { one: 'canary calibration', many: 'canary calibrations' },
-  outputs: () => ({ [CANARY_OUTPUT]: "each deciding test's canary, calibrated on the reference solution (verify trusts only a calibrated one)" }),
+  outputs: () => describeOutputs(CANARY),
   sandboxed: true,
   // Its sandbox is its verify step's: the image a per-task template names is part of the key.
   annotate: annotateImageTemplates,
@@ -55,13 +57,14 @@ export const calibrateStep: StepKind = {
     if (task.solution.script) out.push({ pattern: relative(node.step.rootDir, dirname(task.solution.script)), field: ['tasks'] });
     return out;
   },
-  selectUpstream: (_node, upstream) => (upstream.kind === environmentStep ? ENVIRONMENT_OUTPUTS : ['tree']),
+  selectUpstream: (_node, upstream) => (upstream.kind === environmentStep ? ENVIRONMENT_OUTPUTS : [TREE.name]),
 
   async execute(ctx: ExecutionContext) {
     const task = taskOf(ctx.node);
     const s = verifySpec(ctx.node);
-    const point = startingPoint(ctx);
-    if (!point) return err({ reason: 'internal', message: 'calibrate needs the tree the task starts from (a materialize or environment upstream)' });
+    const start = startingPoint(ctx);
+    if (!start.ok) return start;
+    const point = start.value;
     const configured = sandboxFor(ctx.node, s);
     if (!configured.ok) return err({ reason: 'infra', message: configured.error });
     const settings = inEnvironment(configured.value, point.environment, task);

@@ -9,7 +9,9 @@ import { sandboxBackend } from '../sandboxes/index.js';
 import { networkNote } from './environment.js';
 import type { sandboxOf } from './run.js';
 import type { Task } from './task.js';
-import type { CanaryCalibrations } from './verifier-canary.js';
+import type { CanaryCalibrations, CanaryRecord } from './verifier-canary.js';
+import { jsonArtifact } from '../pipeline/artifact.js';
+import { stepOutputProblems } from './step-output-checks.js';
 import type { VerifierOutcome } from './verifier-run.js';
 
 /**
@@ -19,7 +21,11 @@ import type { VerifierOutcome } from './verifier-run.js';
  */
 
 /** The output that carries a task's calibrations (certify's and calibrate's): what verify reads. */
-export const CANARY_OUTPUT = 'canary.json';
+export const CANARY = jsonArtifact<CanaryRecord, 'canary.json'>(
+  'canary.json',
+  "each deciding test's canary, calibrated on the reference solution (verify trusts only a calibrated one)",
+  stepOutputProblems('CanaryRecord'),
+);
 
 /** Applies the reference solution through the oracle agent itself (the same path its attempts take). */
 /** Applies the reference solution to ws; its value is what the solution changed outside the workspace (where the sandbox can tell). */
@@ -101,6 +107,7 @@ export function unusableCanaries(calibrations: CanaryCalibrations): string[] {
 export function writeCanaries(ctx: ExecutionContext, task: string, tests: CanaryCalibrations): OutputManifest {
   const out = join(ctx.workDir, 'canary-out');
   mkdirSync(out, { recursive: true });
-  writeFileSync(join(out, CANARY_OUTPUT), JSON.stringify({ schema_version: 1, task, tests }, null, 2) + '\n');
-  return { [CANARY_OUTPUT]: ctx.artifacts.putPath(join(out, CANARY_OUTPUT)) };
+  const record: CanaryRecord = { schema_version: 1, task, tests };
+  writeFileSync(join(out, CANARY.name), JSON.stringify(record, null, 2) + '\n');
+  return { [CANARY.name]: ctx.artifacts.putPath(join(out, CANARY.name)) };
 }

@@ -15,14 +15,15 @@ import { fileSources, outputsReadFrom, producerSteps, treatmentEntry } from './t
 import type { CanaryCalibrations } from './verifier-canary.js';
 import { describeVerifierFault, runVerifier, scoringOf, verifierSandbox } from './verifier-run.js';
 import { ENVIRONMENT_OUTPUTS, environmentStep, inEnvironment, networkNote, startingPoint, verifierPhase } from './environment.js';
-import { applySolution, CANARY_OUTPUT, calibrationsOf, unusableCanaries } from './canary-calibration.js';
+import { applySolution, CANARY, calibrationsOf, unusableCanaries } from './canary-calibration.js';
 import { verifierOwned } from './verifier-owned.js';
 import { diffSnapshots, snapshot } from './workspace.js';
 import { specIf, specOf, type SpecByKind } from './step-spec.js';
 import { annotateImageTemplates } from './image-annotations.js';
 import { CERTIFICATION_VERDICT, CERTIFY_KIND, type CertificationVerdict } from './certification.js';
 import { describeOutputs } from '../pipeline/artifact.js';
-import { materializeStep } from './materialize.js';
+import { materializeStep, REDACTED, TREE } from './materialize.js';
+import type { CanaryRecord } from './verifier-canary.js';
 
 type CertifySpec = SpecByKind['certify'];
 
@@ -90,7 +91,7 @@ export const certifyStep: StepKind = {
   outputs: () => ({
     'certification.json': "the certification: each check's result and the reasons",
     ...describeOutputs(CERTIFICATION_VERDICT),
-    [CANARY_OUTPUT]: "each deciding test's canary, calibrated on the reference solution (verify trusts only a calibrated one)",
+    [CANARY.name]: CANARY.about,
     'verifier-logs': "the verifier's logs on the starting tree and with the solution",
   }),
   sandboxed: true,
@@ -167,7 +168,7 @@ export const certifyStep: StepKind = {
   },
   selectUpstream(node, upstream) {
     // An arm that restores the repository's own instruction files adds them as a surface.
-    if (upstream.kind === materializeStep) return Object.values(armsOf(node)).some((a) => a.restore) ? ['tree', 'redacted'] : ['tree'];
+    if (upstream.kind === materializeStep) return Object.values(armsOf(node)).some((a) => a.restore) ? [TREE.name, REDACTED.name] : [TREE.name];
     if (upstream.kind === environmentStep) return ENVIRONMENT_OUTPUTS;
     // A step that generates an arm's files (a context step): the generated files are a surface to scan.
     const arms = Object.values(armsOf(node));
@@ -179,8 +180,9 @@ export const certifyStep: StepKind = {
     const task = taskOf(ctx.node);
     const policy = policyFromSpec(spec(ctx.node.step).policy);
     // A task with its own environment is certified in its image, on the tree an attempt starts from.
-    const point = startingPoint(ctx);
-    if (!point) return err({ reason: 'internal', message: 'certify needs a materialize (or environment) upstream (tree)' });
+    const start = startingPoint(ctx);
+    if (!start.ok) return start;
+    const point = start.value;
     const tree = point.tree;
     const configured = sandboxFor(ctx.node, spec(ctx.node.step));
     if (!configured.ok) return err({ reason: 'infra', message: configured.error });
@@ -215,7 +217,7 @@ export const certifyStep: StepKind = {
           for (const f of surfaceFromDir('treatment', name, dir).files) files.push({ path: `${dest}/${f.path}`, text: f.text });
         }
       }
-      const redacted = arm.restore ? ctx.upstream.find((u) => u.outputs['redacted'])?.outputs['redacted'] : undefined;
+      const redacted = arm.restore ? ctx.upstream.find((u) => u.outputs[REDACTED.name])?.outputs[REDACTED.name] : undefined;
       if (redacted) {
         const dir = join(ctx.workDir, 'restored', name.replace(/[^A-Za-z0-9_.-]/g, '_'));
         ctx.artifacts.materialize(redacted, dir);
@@ -385,7 +387,8 @@ export const certifyStep: StepKind = {
     const verdict: CertificationVerdict = { task: task.id, verdict: receipt.verdict, reasons };
     writeFileSync(join(out, CERTIFICATION_VERDICT.name), JSON.stringify(verdict, null, 2) + '\n');
     // What verify keys on: which canaries it may trust.
-    writeFileSync(join(out, CANARY_OUTPUT), JSON.stringify({ schema_version: 1, task: task.id, tests: canaries }, null, 2) + '\n');
+    const canaryRecord: CanaryRecord = { schema_version: 1, task: task.id, tests: canaries };
+    writeFileSync(join(out, CANARY.name), JSON.stringify(canaryRecord, null, 2) + '\n');
     for (const [name, c] of Object.entries(canaries)) if (!c.calibrated) log(`canary for ${name}: not usable (${c.note})`);
     log(`${task.id}: ${receipt.verdict}${reasons.length ? ': ' + reasons.join('; ') : ''}`);
     if (receipt.verdict === 'rejected')
@@ -396,7 +399,7 @@ export const certifyStep: StepKind = {
     return ok({
       'certification.json': ctx.artifacts.putPath(join(out, 'certification.json')),
       [CERTIFICATION_VERDICT.name]: ctx.artifacts.putPath(join(out, CERTIFICATION_VERDICT.name)),
-      [CANARY_OUTPUT]: ctx.artifacts.putPath(join(out, CANARY_OUTPUT)),
+      [CANARY.name]: ctx.artifacts.putPath(join(out, CANARY.name)),
       'verifier-logs': ctx.artifacts.putPath(verifierLogs),
     });
   },

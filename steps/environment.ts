@@ -2,14 +2,25 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Json } from '../pipeline/canonical-json.js';
 import { sha256 } from '../pipeline/digest.js';
-import { err, ok } from '../pipeline/result.js';
-import type { ExecutionContext, GraphNode, StepKind, UpstreamOutputs } from '../pipeline/step-kind.js';
+import { err, ok, type Result } from '../pipeline/result.js';
+import type { ExecutionContext, GraphNode, StepFailure, StepKind } from '../pipeline/step-kind.js';
+import { artifact, describeOutputs, jsonArtifact, readJsonArtifact } from '../pipeline/artifact.js';
 import type { OutputEntry } from '../pipeline/store/cas.js';
 import { checkTasks, taskOf } from './agent-step-config.js';
 import type { SandboxSettings } from './sandbox-settings.js';
 import type { Task } from './task.js';
 import { annotateBaseImages } from './image-annotations.js';
-import { materializeStep } from './materialize.js';
+import { materializeStep, TREE } from './materialize.js';
+import { stepOutputProblems } from './step-output-checks.js';
+
+export const IMAGE = jsonArtifact<BuiltEnvironment, 'image.json'>(
+  'image.json',
+  'the image built for the task: its id and WORKDIR',
+  stepOutputProblems('BuiltEnvironment'),
+);
+/** The image's WORKDIR: what an attempt starts from (materialize's output of the same name and meaning). */
+const WORKDIR_TREE = artifact(TREE.name, "the image's WORKDIR, as the task's starting tree");
+const BUILD_LOG = artifact('build.log', "the image build's log");
 
 /**
  * `environment` (per task): the image a task's environment/Dockerfile describes, built by
@@ -24,11 +35,7 @@ export const environmentStep: StepKind = {
   title: { one: 'environment image', many: 'environment images' },
   // The IDs of the base images its Dockerfile builds FROM are part of the key.
   annotate: annotateBaseImages,
-  outputs: () => ({
-    'image.json': 'the image built for the task: its id and WORKDIR',
-    tree: "the image's WORKDIR, as the task's starting tree",
-    'build.log': "the image build's log",
-  }),
+  outputs: () => describeOutputs(IMAGE, WORKDIR_TREE, BUILD_LOG),
   version: 1,
   check: (step) => checkTasks(step),
   keyConfig(node): Json {
@@ -36,7 +43,7 @@ export const environmentStep: StepKind = {
     return { dockerfile: env?.dockerfile ?? null, allow_internet: env?.allowInternet ?? false, build_timeout: env?.buildTimeoutSec ?? null };
   },
   fileInputs: () => [],
-  selectUpstream: (_node, upstream) => (upstream.kind === materializeStep ? ['tree'] : undefined),
+  selectUpstream: (_node, upstream) => (upstream.kind === materializeStep ? [TREE.name] : undefined),
   describeConfigField: (path) => path.join('.'),
 
   async execute(ctx: ExecutionContext) {
@@ -47,7 +54,7 @@ export const environmentStep: StepKind = {
         reason: 'refused',
         message: `task ${task.id} has no environment/Dockerfile: an environment step builds the image of a Harbor task; remove it from this task's steps`,
       });
-    const tree = ctx.upstream.find((u) => u.outputs['tree'])?.outputs['tree'];
+    const tree = ctx.upstream.find((u) => u.outputs[TREE.name])?.outputs[TREE.name];
     if (!tree) return err({ reason: 'internal', message: 'environment needs a materialize upstream (tree)' });
     const context = join(ctx.workDir, 'context');
     ctx.artifacts.materialize(tree, context);
@@ -118,13 +125,13 @@ export const environmentStep: StepKind = {
       dockerfile_sha256: sha256(dockerfile),
       network: env.allowInternet ? 'default' : 'none',
     };
-    writeFileSync(join(out, 'image.json'), JSON.stringify(image, null, 2) + '\n');
-    writeFileSync(join(out, 'build.log'), built.value.log);
+    writeFileSync(join(out, IMAGE.name), JSON.stringify(image, null, 2) + '\n');
+    writeFileSync(join(out, BUILD_LOG.name), built.value.log);
     log(`${task.id}: built ${built.value.imageId} (WORKDIR ${built.value.workdir})`);
     return ok({
-      'image.json': ctx.artifacts.putPath(join(out, 'image.json')),
-      tree: ctx.artifacts.putPath(workdirTree),
-      'build.log': ctx.artifacts.putPath(join(out, 'build.log')),
+      [IMAGE.name]: ctx.artifacts.putPath(join(out, IMAGE.name)),
+      [WORKDIR_TREE.name]: ctx.artifacts.putPath(workdirTree),
+      [BUILD_LOG.name]: ctx.artifacts.putPath(join(out, BUILD_LOG.name)),
     });
   },
 };
@@ -148,20 +155,29 @@ function plannedBaseImages(node: GraphNode): Record<string, string | null> | nul
 }
 
 /** The outputs a step that runs in a task's environment selects from it. */
-export const ENVIRONMENT_OUTPUTS = ['tree', 'image.json'];
+export const ENVIRONMENT_OUTPUTS = [WORKDIR_TREE.name, IMAGE.name];
+
+/** Where an attempt or a verification starts: a tree, and the image built for it when there is one. */
+export interface StartingPoint {
+  tree: OutputEntry;
+  environment: BuiltEnvironment | null;
+}
 
 /**
  * Where an attempt (or a verification) starts: the environment's tree and image when the
  * step has an environment upstream, else materialize's tree in the configured sandbox.
  */
-export function startingPoint(ctx: Pick<ExecutionContext, 'upstream' | 'artifacts'>): { tree: OutputEntry; environment: BuiltEnvironment | null } | undefined {
-  const withImage = ctx.upstream.find((u: UpstreamOutputs) => u.outputs['image.json'] && u.outputs['tree']);
+export function startingPoint(ctx: Pick<ExecutionContext, 'node' | 'upstream' | 'artifacts'>): Result<StartingPoint, StepFailure> {
+  const withImage = ctx.upstream.find((u) => u.outputs[IMAGE.name] && u.outputs[WORKDIR_TREE.name]);
   if (withImage) {
-    const environment = JSON.parse(ctx.artifacts.read(withImage.outputs['image.json']!.digest).toString('utf8')) as BuiltEnvironment;
-    return { tree: withImage.outputs['tree']!, environment };
+    const environment = readJsonArtifact(IMAGE, withImage.outputs, (d) => ctx.artifacts.read(d), withImage.node)!;
+    if (!environment.ok) return err({ reason: 'store-error', message: environment.error });
+    return ok({ tree: withImage.outputs[WORKDIR_TREE.name]!, environment: environment.value });
   }
-  const tree = ctx.upstream.find((u) => u.outputs['tree'])?.outputs['tree'];
-  return tree ? { tree, environment: null } : undefined;
+  const tree = ctx.upstream.find((u) => u.outputs[TREE.name])?.outputs[TREE.name];
+  return tree
+    ? ok({ tree, environment: null })
+    : err({ reason: 'internal', message: `${ctx.node.step.name} needs a materialize (or environment) upstream with the task's tree` });
 }
 
 /** A step's sandbox with the task's environment applied: its image, its WORKDIR, and what task.toml sets that the step leaves open. */

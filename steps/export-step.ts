@@ -14,9 +14,10 @@ import { taskOf } from './agent-step-config.js';
 import type { BundleFile } from '../report/bundle.js';
 import type { ReportContext, ReportHistory } from '../report/report-context.js';
 import { observationWords, type FreezeAnnotation } from './preregistration.js';
-import { armOf, limitsOf, runStep, sandboxOf, type ArmSpec } from './run.js';
+import { AGENT_LOG, armOf, GATEWAY_LOG, limitsOf, RUN_RESULT, runStep, sandboxOf, TRAJECTORY, type ArmSpec } from './run.js';
 import { isStepOutput } from './treatment-files.js';
-import { materializeStep, treeEntries } from './materialize.js';
+import { materializeStep, TREE, treeEntries } from './materialize.js';
+import { EVIDENCE, VERIFIER_LOG } from './verify.js';
 import { environmentStep } from './environment.js';
 import { attemptDiff } from './attempt-diff.js';
 import type { Task } from './task.js';
@@ -31,7 +32,7 @@ type ExportConfig = SpecByKind['export'];
 const cfg = (step: StepConfig): ExportConfig => specOf(step, 'export');
 
 /** Text outputs that may hold host paths or credentials: redacted before they enter the bundle. */
-const REDACTED_OUTPUTS = new Set(['trajectory.json', 'gateway.jsonl', 'agent.log', 'result.json', 'evidence.json', 'verifier.log']);
+const REDACTED_OUTPUTS = new Set<string>([TRAJECTORY, GATEWAY_LOG, AGENT_LOG, RUN_RESULT, EVIDENCE, VERIFIER_LOG].map((a) => a.name));
 
 function runStepOf(node: GraphNode): GraphNode | undefined {
   return withUpstream(node.upstream).find((n) => n.kind === runStep);
@@ -257,7 +258,7 @@ async function attemptPatches(ctx: ExecutionContext): Promise<Result<BundleFile[
     const changed = outs?.[CHANGED.name];
     if (!outs?.[CHANGES.name] || !changed) continue;
     const start = run.upstream.find((u) => u.kind === materializeStep || u.kind === environmentStep);
-    const tree = start ? outputsOf.get(start.id)?.['tree'] : undefined;
+    const tree = start ? outputsOf.get(start.id)?.[TREE.name] : undefined;
     const changes = readJsonArtifact(CHANGES, outs, (d) => ctx.artifacts.read(d), run.id)!;
     if (!changes.ok) return changes;
     out.push({ path: `nodes/${run.id}/patch.diff`, bytes: await attemptDiff(ctx, tree, changed, changes.value, run.id) });

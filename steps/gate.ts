@@ -4,7 +4,7 @@ import type { JsonEncodable } from '../pipeline/canonical-json.js';
 import type { StepConfig } from '../pipeline/config/load.js';
 import type { Diagnostic } from '../pipeline/diagnostic.js';
 import { err, ok } from '../pipeline/result.js';
-import { LOOK_DECISION } from './not-run.js';
+import { LOOK_DECISION, type LookDecision } from './not-run.js';
 import type { ExecutionContext, StepKind } from '../pipeline/step-kind.js';
 import type { AnalysisResult } from '../stats/types.js';
 import { describeOutputs, jsonArtifact, readJsonArtifact } from '../pipeline/artifact.js';
@@ -60,7 +60,7 @@ export const gateStep: StepKind = {
   name: 'gate',
   observes: true,
   title: { one: 'gate', many: 'gates' },
-  outputs: () => ({ ...describeOutputs(GATE_DECISION), [LOOK_DECISION]: 'whether the steps after the gate run, and why' }),
+  outputs: () => describeOutputs(GATE_DECISION, LOOK_DECISION),
   // 2: a closed gate is a result (gate.json pass: false), not a failure: the attempts after it are
   // marked not run (decision.json), so what was observed -- the pilot and the gate -- still exports.
   version: 2,
@@ -119,10 +119,11 @@ export const gateStep: StepKind = {
     };
     writeFileSync(join(out, GATE_DECISION.name), JSON.stringify(gate, null, 2) + '\n');
     // What the attempts after the gate read (as they read an interim look's): stop, or go on.
-    writeFileSync(
-      join(out, LOOK_DECISION),
-      JSON.stringify({ schema_version: 1, cohort: s.analysis, stop: !result.pass, stopped_at: null, decision }, null, 2) + '\n',
-    );
-    return ok({ [GATE_DECISION.name]: ctx.artifacts.putPath(join(out, GATE_DECISION.name)), [LOOK_DECISION]: ctx.artifacts.putPath(join(out, LOOK_DECISION)) });
+    const next: LookDecision = { schema_version: 1, cohort: s.analysis, stop: !result.pass, stopped_at: null, decision };
+    writeFileSync(join(out, LOOK_DECISION.name), JSON.stringify(next, null, 2) + '\n');
+    return ok({
+      [GATE_DECISION.name]: ctx.artifacts.putPath(join(out, GATE_DECISION.name)),
+      [LOOK_DECISION.name]: ctx.artifacts.putPath(join(out, LOOK_DECISION.name)),
+    });
   },
 };

@@ -11,10 +11,11 @@ import { callModel, checkModelSpec, modelInputs, modelKey } from './model-call.j
 import { CHANGED, CHANGES } from './workspace.js';
 import { attemptDiff } from './attempt-diff.js';
 import { specOf, type SpecByKind } from './step-spec.js';
-import { runStep } from './run.js';
-import { verifyStep } from './verify.js';
-import { materializeStep } from './materialize.js';
-import { artifact, describeOutputs, readJsonArtifact } from '../pipeline/artifact.js';
+import { RUN_RESULT, runStep } from './run.js';
+import { VERIFIER_VERDICT, verifyStep } from './verify.js';
+import { materializeStep, TREE } from './materialize.js';
+import { describeOutputs, jsonArtifact, readJsonArtifact } from '../pipeline/artifact.js';
+import { stepOutputProblems } from './step-output-checks.js';
 
 /**
  * `judge` (per task): a model with a frozen rubric reads both arms' attempts of a
@@ -63,7 +64,11 @@ export function parseJudgement(text: string): { classification: JudgeClass | nul
 const armOfNode = (n: GraphNode) => n.matrix['arm'];
 
 /** judgement.json: the judge model's classification of one task's pair, what analyze gathers. */
-export const JUDGEMENT = artifact('judgement.json', "the judge model's (a)/(b)/(c) classification and its reason");
+export const JUDGEMENT = jsonArtifact<Judgement, 'judgement.json'>(
+  'judgement.json',
+  "the judge model's (a)/(b)/(c) classification and its reason",
+  stepOutputProblems('Judgement'),
+);
 
 export const judgeStep: StepKind = {
   name: 'judge',
@@ -118,9 +123,9 @@ export const judgeStep: StepKind = {
   selectUpstream(node, upstream) {
     const s = spec(node.step);
     const mine = (n: GraphNode) => [s.control, s.treatment].includes(armOfNode(n) ?? '');
-    if (upstream.kind === materializeStep) return ['tree'];
-    if (upstream.kind === runStep) return mine(upstream) ? [CHANGES.name, CHANGED.name, 'result.json'] : [];
-    if (upstream.kind === verifyStep) return mine(upstream) ? ['verdict.json'] : [];
+    if (upstream.kind === materializeStep) return [TREE.name];
+    if (upstream.kind === runStep) return mine(upstream) ? [CHANGES.name, CHANGED.name, RUN_RESULT.name] : [];
+    if (upstream.kind === verifyStep) return mine(upstream) ? [VERIFIER_VERDICT.name] : [];
     return [];
   },
 
@@ -128,7 +133,7 @@ export const judgeStep: StepKind = {
     const s = spec(ctx.node.step);
     const task = taskOf(ctx.node);
     const work = ctx.workDir;
-    const treeEntry = ctx.upstream.find((u) => u.outputs['tree'])?.outputs['tree'];
+    const treeEntry = ctx.upstream.find((u) => u.outputs[TREE.name])?.outputs[TREE.name];
     const runs = ctx.node.upstream.filter((u) => u.kind === runStep && [s.control, s.treatment].includes(armOfNode(u) ?? ''));
     const sections: string[] = [
       s.rubric.trim(),
@@ -147,7 +152,9 @@ export const judgeStep: StepKind = {
         const outs = ctx.upstream.find((u) => u.node === run.id)?.outputs;
         if (!outs?.[CHANGES.name]) continue;
         attempts.push({ arm, rep: run.matrix['rep']!, node: run.id });
-        const result = JSON.parse(ctx.artifacts.read(outs['result.json']!.digest).toString('utf8')) as { exit_reason: string; turns: number };
+        const read = readJsonArtifact(RUN_RESULT, outs, (d) => ctx.artifacts.read(d), run.id);
+        if (!read?.ok) return err({ reason: 'store-error', message: read?.error ?? `${run.id} has no ${RUN_RESULT.name}` });
+        const result = read.value;
         const changes = readJsonArtifact(CHANGES, outs, (d) => ctx.artifacts.read(d), run.id)!;
         if (!changes.ok) return err({ reason: 'store-error', message: changes.error });
         const diff = await attemptDiff(ctx, treeEntry, outs[CHANGED.name]!, changes.value, run.id);

@@ -22,7 +22,7 @@ import type { Task } from './task.js';
 
 export interface LeakageInputs {
   task: Task;
-  trajectory: AtifTrajectory;
+  trajectory: Pick<AtifTrajectory, 'steps'>;
   /** gateway.jsonl: one exchange record per line. */
   gatewayLog: string;
   /** agent.log: what the agent process printed. */

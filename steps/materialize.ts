@@ -7,12 +7,14 @@ import { canonicalJson, type Json } from '../pipeline/canonical-json.js';
 import { sha256 } from '../pipeline/digest.js';
 import { err, errorMessage, ok } from '../pipeline/result.js';
 import type { ExecutionContext, StepKind } from '../pipeline/step-kind.js';
+import { artifact, describeOutputs, jsonArtifact } from '../pipeline/artifact.js';
 import type { StepConfig } from '../pipeline/config/load.js';
 import { Cas } from '../pipeline/store/cas.js';
 import { checkTasks, taskOf } from './agent-step-config.js';
 import { gitApply } from '../sandboxes/git-apply.js';
 import { extractTree } from './git-archive.js';
 import { specOf } from './step-spec.js';
+import { stepOutputProblems } from './step-output-checks.js';
 
 /** Auto-loaded agent instructions and bindings, removed identically for every arm. */
 export const DEFAULT_REDACTION = [
@@ -98,6 +100,15 @@ export async function ensureMirror(mirror: string, source: string, commit: strin
   return mirror;
 }
 
+/** A task's starting tree (an environment step's tree, its WORKDIR's contents, has the same name and meaning). */
+export const TREE = artifact('tree', "the task's starting tree (the commit, its setup patch applied, instruction files redacted as configured)");
+export const REDACTION_RECEIPT = jsonArtifact<RedactionReceipt, 'redaction.json'>(
+  'redaction.json',
+  'what was redacted from the tree, with digests',
+  stepOutputProblems('RedactionReceipt'),
+);
+export const REDACTED = artifact('redacted', 'the redacted instruction files, kept for an arm that restores them');
+
 /**
  * `materialize` (per task): the pinned commit, read from git objects of a mirror in
  * the store, written as a git-less tree; auto-loaded instruction files removed by
@@ -106,11 +117,7 @@ export async function ensureMirror(mirror: string, source: string, commit: strin
 export const materializeStep: StepKind = {
   name: 'materialize',
   title: { one: 'task tree', many: 'task trees' },
-  outputs: () => ({
-    tree: "the task's starting tree (the commit, its setup patch applied, instruction files redacted as configured)",
-    'redaction.json': 'what was redacted from the tree, with digests',
-    redacted: 'the redacted instruction files, kept for an arm that restores them',
-  }),
+  outputs: () => describeOutputs(TREE, REDACTION_RECEIPT, REDACTED),
   // Loaded by doctor only: a run never pays for it.
   preflight: async (steps, ctx) => (await import('./materialize-preflight.js')).materializePreflight(steps, ctx),
   // 3: the removed instruction files kept as an output (`redacted`, for an arm that restores them); documentation removal.
@@ -213,6 +220,6 @@ export const materializeStep: StepKind = {
     const receiptFile = join(ctx.workDir, 'redaction.json');
     writeFileSync(receiptFile, JSON.stringify(receipt, null, 2) + '\n');
     writeFileSync(ctx.logFile, `materialized ${task.id} at ${task.repo.commit}; redacted ${removed.length} file(s)\n`, { flag: 'a' });
-    return ok({ tree: stored, 'redaction.json': ctx.artifacts.putPath(receiptFile), redacted: ctx.artifacts.putPath(kept) });
+    return ok({ [TREE.name]: stored, [REDACTION_RECEIPT.name]: ctx.artifacts.putPath(receiptFile), [REDACTED.name]: ctx.artifacts.putPath(kept) });
   },
 };

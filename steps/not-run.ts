@@ -8,13 +8,23 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { OutputManifest } from '../pipeline/store/action-cache.js';
 import type { ExecutionContext } from '../pipeline/step-kind.js';
+import { describeOutputs, jsonArtifact, parseJsonArtifact, readJsonArtifact } from '../pipeline/artifact.js';
+import type { Result } from '../pipeline/result.js';
+import { stepOutputProblems } from './step-output-checks.js';
 
-export const NOT_RUN = 'not-run.json';
+export const NOT_RUN = jsonArtifact<NotRunRecord, 'not-run.json'>(
+  'not-run.json',
+  "written instead of the rest when the cohort's stopping rule stopped it before this node",
+  stepOutputProblems('NotRunRecord'),
+);
 /** How the kinds whose nodes a stop skips (run, verify, audit) declare that output. */
-export const NOT_RUN_OUTPUT = { [NOT_RUN]: "written instead of the rest when the cohort's stopping rule stopped it before this node" } as const;
-export const LOOK_DECISION = 'decision.json';
+export const NOT_RUN_OUTPUT = describeOutputs(NOT_RUN);
+/** A look's or a gate's decision (both kinds write it; the run nodes after them read it). */
+export const LOOK_DECISION = jsonArtifact<LookDecision, 'decision.json'>('decision.json', 'stop or continue, and why', stepOutputProblems('LookDecision'));
 
-interface LookDecision {
+/** A look's or a gate's decision.json: whether the nodes after it run. */
+export interface LookDecision {
+  schema_version: 1;
   cohort: string;
   stop: boolean;
   /** The look that stopped the cohort; null for a gate (its decision says it all). */
@@ -22,18 +32,27 @@ interface LookDecision {
   decision: string;
 }
 
-/** Why an attempt was not run, from its not-run.json. */
-export function notRunReason(text: string): string {
-  const v = (JSON.parse(text) as { not_run?: unknown }).not_run;
-  return typeof v === 'string' ? v : 'not run';
+/** An attempt's not-run.json. */
+export interface NotRunRecord {
+  schema_version: 1;
+  node: string;
+  not_run: string;
+}
+
+/** Why an attempt was not run, from the text of `node`'s not-run.json. */
+export function notRunReason(text: string, node: string): Result<string, string> {
+  const r = parseJsonArtifact(NOT_RUN, text, node);
+  return r.ok ? { ok: true, value: r.value.not_run } : r;
 }
 
 /** Why this attempt must not run (a look upstream stopped the cohort), or null. */
 export function stoppedBy(ctx: ExecutionContext): string | null {
   for (const u of ctx.upstream) {
-    const entry = u.outputs[LOOK_DECISION];
-    if (!entry) continue;
-    const d = JSON.parse(ctx.artifacts.read(entry.digest).toString('utf8')) as LookDecision;
+    const read = readJsonArtifact(LOOK_DECISION, u.outputs, (digest) => ctx.artifacts.read(digest), u.node);
+    if (!read) continue;
+    // A decision that cannot be read stops the attempt: running it could break the preregistered rule.
+    if (!read.ok) return `the decision before it cannot be read (${read.error})`;
+    const d = read.value;
     if (d.stop)
       return d.stopped_at === null ? d.decision : `cohort ${d.cohort} stopped at look ${d.stopped_at} (${d.decision}): its preregistered stopping rule`;
   }
@@ -44,16 +63,17 @@ export function stoppedBy(ctx: ExecutionContext): string | null {
 export function notRunOutputs(ctx: ExecutionContext, because: string): OutputManifest {
   const out = join(ctx.workDir, 'out');
   mkdirSync(out, { recursive: true });
-  writeFileSync(join(out, NOT_RUN), JSON.stringify({ schema_version: 1, node: ctx.node.id, not_run: because }, null, 2) + '\n');
+  const record: NotRunRecord = { schema_version: 1, node: ctx.node.id, not_run: because };
+  writeFileSync(join(out, NOT_RUN.name), JSON.stringify(record, null, 2) + '\n');
   writeFileSync(ctx.logFile, `${ctx.node.id}: not run: ${because}\n`, { flag: 'a' });
   ctx.outcome?.('not run', because);
-  return { [NOT_RUN]: ctx.artifacts.putPath(join(out, NOT_RUN)) };
+  return { [NOT_RUN.name]: ctx.artifacts.putPath(join(out, NOT_RUN.name)) };
 }
 
 /** An upstream attempt that did not run: this node passes that on instead of doing its work. */
 export function passedNotRun(ctx: ExecutionContext): OutputManifest | null {
-  const u = ctx.upstream.find((x) => x.outputs[NOT_RUN]);
+  const u = ctx.upstream.find((x) => x.outputs[NOT_RUN.name]);
   if (!u) return null;
   ctx.outcome?.('not run', `${u.node} was not run`);
-  return { [NOT_RUN]: u.outputs[NOT_RUN]! };
+  return { [NOT_RUN.name]: u.outputs[NOT_RUN.name]! };
 }

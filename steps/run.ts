@@ -2,7 +2,7 @@ import { atifModelProblems } from '../agents/atif-rules.js';
 import { lstatSync, mkdirSync, mkdtempSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
-import type { AgentAdapter, AttemptContext } from '../agents/adapter.js';
+import type { AgentAdapter, AtifTrajectory, AttemptContext } from '../agents/adapter.js';
 import { fingerprintLines, foldLine, lineDigest, type Marker } from '../gateway/markers.js';
 import { agentAdapters } from '../agents/index.js';
 import type { JsonEncodable } from '../pipeline/canonical-json.js';
@@ -22,21 +22,23 @@ import type { ModelSession } from './model-session.js';
 import { upstreamAuth } from '../gateway/upstream-auth.js';
 import { GATEWAY_LIMITS, type GatewaySummary } from '../gateway/gateway.js';
 import { CHANGED, CHANGES, copyWritten, diffSnapshots, snapshot, type Snapshot, type WorkspaceChanges } from './workspace.js';
-import { materializeStep, type RedactionReceipt } from './materialize.js';
+import { materializeStep, REDACTED, REDACTION_RECEIPT, TREE } from './materialize.js';
+import type { ExitReason, RunResult } from './run-result.js';
+import { stepOutputProblems } from './step-output-checks.js';
 import { fileSources, isStepOutput, normalizedPath, outputsReadFrom, producerSteps, treatmentEntry, type TreatmentSource } from './treatment-files.js';
 import type { OutputEntry } from '../pipeline/store/cas.js';
 import { LOOK_DECISION, NOT_RUN_OUTPUT, notRunOutputs, stoppedBy } from './not-run.js';
 import { specOf, type SpecByKind } from './step-spec.js';
 import { annotateImageTemplates } from './image-annotations.js';
 import { CERTIFICATION_VERDICT, CERTIFY_KIND } from './certification.js';
-import { readJsonArtifact } from '../pipeline/artifact.js';
+import { artifact, jsonArtifact, readJsonArtifact } from '../pipeline/artifact.js';
 
 /** An arm's treatment (arms differ only here); an ablation arm is another arm's treatment with its steering lines removed. */
 export type ArmSpec = RunSpec['arms'][string];
 
 export type RunSpec = SpecByKind['run'];
 
-export type ExitReason = 'done' | 'turn-cap' | 'time-cap' | 'token-cap' | 'cost-cap' | 'output-budget' | 'agent-crash' | 'infra-error';
+export type { ExitReason } from './run-result.js';
 
 /** The exits at a limit the arms share: the attempt gave no answer within its budget (scored 0, not excluded). */
 export const BUDGET_EXITS: ReadonlySet<string> = new Set<ExitReason>(['turn-cap', 'time-cap', 'token-cap', 'cost-cap', 'output-budget']);
@@ -207,10 +209,12 @@ type StagedDigest = ExecutionContext['files'][number]['entry']['digest'];
  * against the redaction receipt (path and SHA-256). Returns what was restored.
  */
 function restoreRedacted(ctx: ExecutionContext, ws: string): Result<{ path: string; sha256: string }[], string> {
-  const from = ctx.upstream.find((u) => u.outputs['redacted'] && u.outputs['redaction.json']);
+  const from = ctx.upstream.find((u) => u.outputs[REDACTED.name] && u.outputs[REDACTION_RECEIPT.name]);
   if (!from) return err('restore: redacted needs a materialize upstream that keeps what it removed (materialize version 3 or later)');
-  const receipt = JSON.parse(ctx.artifacts.read(from.outputs['redaction.json']!.digest).toString('utf8')) as RedactionReceipt;
-  ctx.artifacts.materialize(from.outputs['redacted']!, ws);
+  const read = readJsonArtifact(REDACTION_RECEIPT, from.outputs, (d) => ctx.artifacts.read(d), from.node)!;
+  if (!read.ok) return read;
+  const receipt = read.value;
+  ctx.artifacts.materialize(from.outputs[REDACTED.name]!, ws);
   const out: { path: string; sha256: string }[] = [];
   for (const r of receipt.removed.filter((x) => x.class !== 'documentation')) {
     const p = join(ws, r.path);
@@ -320,12 +324,25 @@ function providerOf(adapter: string): string {
  * the arm's treatment, in a fresh sandbox, talking to its model only through the
  * recording gateway. Never sees the verifier or the solution (but for `oracle`).
  */
+export const RUN_RESULT = jsonArtifact<RunResult, 'result.json'>(
+  'result.json',
+  "the attempt's result: exit reason, turns, tool calls, usage and cost, delivery, sandbox",
+  stepOutputProblems('RunResult'),
+);
+export const TRAJECTORY = jsonArtifact<AtifTrajectory, 'trajectory.json'>(
+  'trajectory.json',
+  'the agent trajectory (ATIF)',
+  stepOutputProblems('AtifTrajectory'),
+);
+export const GATEWAY_LOG = artifact('gateway.jsonl', 'every model exchange through the recording gateway (credentials redacted)');
+export const AGENT_LOG = artifact('agent.log', 'what the agent process printed');
+
 /** What an attempt leaves (canary and probe read them by these names: a typo is a compile error). */
 export const RUN_OUTPUTS = {
-  'result.json': "the attempt's result: exit reason, turns, tool calls, usage and cost, delivery, sandbox",
-  'trajectory.json': 'the agent trajectory (ATIF)',
-  'gateway.jsonl': 'every model exchange through the recording gateway (credentials redacted)',
-  'agent.log': 'what the agent process printed',
+  [RUN_RESULT.name]: RUN_RESULT.about,
+  [TRAJECTORY.name]: TRAJECTORY.about,
+  [GATEWAY_LOG.name]: GATEWAY_LOG.about,
+  [AGENT_LOG.name]: AGENT_LOG.about,
   [CHANGES.name]: CHANGES.about,
   [CHANGED.name]: CHANGED.about,
 } as const;
@@ -488,11 +505,12 @@ export const runStep: StepKind = {
 
   selectUpstream(node, upstream) {
     // Only an arm that restores the repository's own instruction files reads them (and the receipt that lists them).
-    if (upstream.kind === materializeStep) return armOf(spec(node.step), node.matrix['arm']!).restore ? ['tree', 'redacted', 'redaction.json'] : ['tree'];
+    if (upstream.kind === materializeStep)
+      return armOf(spec(node.step), node.matrix['arm']!).restore ? [TREE.name, REDACTED.name, REDACTION_RECEIPT.name] : [TREE.name];
     if (upstream.kind === environmentStep) return ENVIRONMENT_OUTPUTS;
     if (upstream.kind.name === CERTIFY_KIND) return [CERTIFICATION_VERDICT.name];
     // A look or a gate before it: only its decision (the attempt's key does not move with the statistic).
-    if (LOOK_DECISION in upstream.kind.outputs(upstream.step)) return [LOOK_DECISION];
+    if (LOOK_DECISION.name in upstream.kind.outputs(upstream.step)) return [LOOK_DECISION.name];
     // A step whose outputs some arm receives: this attempt reads only what its own arm takes,
     // so a control arm's key never depends on the treatment's generated files.
     const s = spec(node.step);
@@ -518,8 +536,9 @@ export const runStep: StepKind = {
     const adapter = agentAdapters.get(s.agent.adapter)!;
     const log = (line: string) => writeFileSync(ctx.logFile, line + '\n', { flag: 'a' });
     // The task's own environment (a Harbor task's image, at its WORKDIR) when the step has one.
-    const point = startingPoint(ctx);
-    if (!point) return err({ reason: 'internal', message: 'run needs a materialize (or environment) upstream with a tree' });
+    const start = startingPoint(ctx);
+    if (!start.ok) return start;
+    const point = start.value;
     const configured = sandboxFor(ctx.node, s);
     if (!configured.ok) return err({ reason: 'infra', message: configured.error });
     const settings = inEnvironment(configured.value, point.environment, task);
@@ -594,7 +613,7 @@ export const runStep: StepKind = {
         ...(s.model?.api_key_env && !fake ? { upstreamAuth: upstreamAuthFor(adapter.name, ctx.hostEnv[s.model.api_key_env] ?? '') } : {}),
         markers,
         provider: gatewayProvider(adapter.name),
-        logFile: join(outDir, 'gateway.jsonl'),
+        logFile: join(outDir, GATEWAY_LOG.name),
         ...gatewayLimitsOf(s),
         socketDir: sandboxed ? join(ctx.workDir, 'gw') : undefined,
       });
@@ -649,7 +668,7 @@ export const runStep: StepKind = {
       // behind could otherwise swap a directory for a link to /etc while it is copied.
       const receipt = sandbox?.receipt();
       await sandbox?.close();
-      writeFileSync(join(outDir, 'agent.log'), `$ ${inv?.argv.join(' ') ?? '(nothing)'}\n--- stdout\n${result.stdout}\n--- stderr\n${result.stderr}\n`);
+      writeFileSync(join(outDir, AGENT_LOG.name), `$ ${inv?.argv.join(' ') ?? '(nothing)'}\n--- stdout\n${result.stdout}\n--- stderr\n${result.stderr}\n`);
       const parsed = adapter.parse(result, actx, adapter.version());
       const gw = model?.summary();
       // A provider that failed or refused (transport errors, 401/403/429/5xx) while the agent did not
@@ -688,7 +707,7 @@ export const runStep: StepKind = {
                     : 'done';
       copyWritten(changes, ws, join(outDir, CHANGED.name));
       writeFileSync(join(outDir, CHANGES.name), JSON.stringify(changes, null, 2) + '\n');
-      writeFileSync(join(outDir, 'trajectory.json'), JSON.stringify(parsed.trajectory, null, 2) + '\n');
+      writeFileSync(join(outDir, TRAJECTORY.name), JSON.stringify(parsed.trajectory, null, 2) + '\n');
       // Harbor's models reject a trajectory that breaks their cross-field rules: kept as written, and said.
       for (const problem of atifModelProblems(parsed.trajectory))
         writeFileSync(ctx.logFile, `trajectory.json: ${problem} (Harbor's ATIF models reject this)\n`, { flag: 'a' });
@@ -720,7 +739,7 @@ export const runStep: StepKind = {
         image_id: settings.image,
         resources: { cpus: settings.resources.cpus ?? null, memory_mb: settings.resources.memory_mb ?? null, pids: settings.resources.pids ?? null },
       };
-      const resultJson = {
+      const resultJson: RunResult = {
         schema_version: 1,
         task: task.id,
         arm: armName,
@@ -753,15 +772,15 @@ export const runStep: StepKind = {
         ...(arm.restore ? { restored: restored.value } : {}),
         sandbox: sandboxReceipt,
       };
-      writeFileSync(join(outDir, 'result.json'), JSON.stringify(resultJson, null, 2) + '\n');
+      writeFileSync(join(outDir, RUN_RESULT.name), JSON.stringify(resultJson, null, 2) + '\n');
       log(`${ctx.node.id}: ${exitReason} in ${(wallMs / 1000).toFixed(2)} s, ${resultJson.files_changed} file(s) changed`);
-      if (!model) writeFileSync(join(outDir, 'gateway.jsonl'), '');
-      for (const name of ['trajectory.json', 'gateway.jsonl', 'agent.log']) {
+      if (!model) writeFileSync(join(outDir, GATEWAY_LOG.name), '');
+      for (const name of [TRAJECTORY.name, GATEWAY_LOG.name, AGENT_LOG.name]) {
         const file = join(outDir, name);
         writeFileSync(file, redact(readFileSync(file, 'utf8'), { hostPaths }));
       }
       const outputs: OutputManifest = {};
-      for (const name of [CHANGES.name, CHANGED.name, 'result.json', 'trajectory.json', 'gateway.jsonl', 'agent.log']) {
+      for (const name of Object.keys(RUN_OUTPUTS)) {
         outputs[name] = ctx.artifacts.putPath(join(outDir, name));
       }
       return ok(outputs);

@@ -56,6 +56,13 @@ export interface CanaryCalibration {
 
 export type CanaryCalibrations = Record<string, CanaryCalibration>;
 
+/** A task's canary.json (certify's or calibrate's): what verify reads its calibrations from. */
+export interface CanaryRecord {
+  schema_version: 1;
+  task: string;
+  tests: CanaryCalibrations;
+}
+
 /** What verify saw of one test's canary on the attempt's tree. */
 export type CanaryOutcome =
   | { status: 'failed-as-planted' }

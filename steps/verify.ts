@@ -6,20 +6,21 @@ import { err, errorMessage, ok } from '../pipeline/result.js';
 import type { Checkpoint, ExecutionContext, FileInputSpec, GraphNode, StepKind } from '../pipeline/step-kind.js';
 import { canonicalJson } from '../pipeline/canonical-json.js';
 import { calibrateStep } from './calibrate.js';
-import { CANARY_OUTPUT } from './canary-calibration.js';
+import { CANARY } from './canary-calibration.js';
 import { certifyStep } from './certify.js';
 import { checkTasks, taskOf } from './agent-step-config.js';
 import { ENVIRONMENT_OUTPUTS, environmentStep, startingPoint, verifierPhase } from './environment.js';
-import { materializeStep } from './materialize.js';
+import { materializeStep, TREE } from './materialize.js';
 import { runStep, sandboxFor, sandboxOf } from './run.js';
-import type { CanaryCalibrations } from './verifier-canary.js';
 import { describeVerifierFault, runVerifier, scoringOf, verifierSandbox, type TestEvidence, type VerifierOutcome } from './verifier-run.js';
 import { VERIFIER_OWNED, verifierOwned } from './verifier-owned.js';
 import { applyChanges, CHANGED, CHANGES, type WorkspaceChanges } from './workspace.js';
 import { NOT_RUN, NOT_RUN_OUTPUT, passedNotRun } from './not-run.js';
 import { specOf, type SpecByKind } from './step-spec.js';
 import { annotateImageTemplates } from './image-annotations.js';
-import { parseJsonArtifact } from '../pipeline/artifact.js';
+import { artifact, describeOutputs, jsonArtifact, optional, parseJsonArtifact, readJsonArtifact } from '../pipeline/artifact.js';
+import { stepOutputProblems } from './step-output-checks.js';
+import type { VerifierVerdict } from './verifier-verdict.js';
 
 type VerifySpec = SpecByKind['verify'];
 
@@ -30,6 +31,14 @@ function sameTasks(a: StepConfig, b: StepConfig): boolean {
   const tasksOf = (s: StepConfig) => canonicalJson((s.spec as { tasks?: unknown }).tasks ?? null);
   return tasksOf(a) === tasksOf(b);
 }
+export const VERIFIER_VERDICT = jsonArtifact<VerifierVerdict, 'verdict.json'>(
+  'verdict.json',
+  "the hidden verifier's verdict (pass, fail or an infrastructure fault)",
+  stepOutputProblems('VerifierVerdict'),
+);
+export const EVIDENCE = artifact('evidence.json', 'the tests that ran and what each gave');
+export const VERIFIER_LOG = artifact('verifier.log', "the verifier's output");
+
 /**
  * `verify` (task x arm x rep): the attempt's changes applied to a fresh copy of the
  * tree, in a fresh sandbox the agent never saw, with the hidden verifier files added.
@@ -39,12 +48,7 @@ function sameTasks(a: StepConfig, b: StepConfig): boolean {
 export const verifyStep: StepKind = {
   name: 'verify',
   title: { one: 'verification', many: 'verifications' },
-  outputs: () => ({
-    'verdict.json': "the hidden verifier's verdict (pass, fail or an infrastructure fault)",
-    'evidence.json': 'the tests that ran and what each gave',
-    'verifier.log': "the verifier's output",
-    ...NOT_RUN_OUTPUT,
-  }),
+  outputs: () => ({ ...describeOutputs(VERIFIER_VERDICT, EVIDENCE, VERIFIER_LOG), ...NOT_RUN_OUTPUT }),
   sandboxed: true,
   // The image a per-task template names is part of the key (as the engine has it now).
   annotate: annotateImageTemplates,
@@ -64,16 +68,16 @@ export const verifyStep: StepKind = {
     }
     const out: Checkpoint[] = [];
     for (const [task, nodes] of byTask) {
-      if (nodes.every((n) => n.upstream.some((u) => CANARY_OUTPUT in u.kind.outputs(u.step)))) continue;
+      if (nodes.every((n) => n.upstream.some((u) => CANARY.name in u.kind.outputs(u.step)))) continue;
       // Calibrated on the tree the task starts from: the tree producer its verify nodes read.
-      const trees = [...new Set(nodes.flatMap((n) => n.upstream.filter((u) => 'tree' in u.kind.outputs(u.step) && u.matrix['task'] === task)))];
+      const trees = [...new Set(nodes.flatMap((n) => n.upstream.filter((u) => TREE.name in u.kind.outputs(u.step) && u.matrix['task'] === task)))];
       if (!trees.length) continue;
       out.push({
         name: `${task}/canary`,
         kind: calibrateStep,
         matrix: { task },
         after: trees,
-        before: nodes.filter((n) => !n.upstream.some((u) => CANARY_OUTPUT in u.kind.outputs(u.step))),
+        before: nodes.filter((n) => !n.upstream.some((u) => CANARY.name in u.kind.outputs(u.step))),
       });
     }
     return out;
@@ -106,13 +110,13 @@ export const verifyStep: StepKind = {
   },
   selectUpstream: (_node, upstream) =>
     upstream.kind === materializeStep
-      ? ['tree']
+      ? [TREE.name]
       : upstream.kind === environmentStep
         ? ENVIRONMENT_OUTPUTS
         : upstream.kind === runStep
-          ? [`${CHANGES.name}?`, `${CHANGED.name}?`, `${NOT_RUN}?`]
-          : CANARY_OUTPUT in upstream.kind.outputs(upstream.step)
-            ? [CANARY_OUTPUT]
+          ? [optional(CHANGES), optional(CHANGED), optional(NOT_RUN)]
+          : CANARY.name in upstream.kind.outputs(upstream.step)
+            ? [CANARY.name]
             : undefined,
   describeConfigField: (path) =>
     path[0] === 'command' || path[0] === 'fail_to_pass' || path[0] === 'pass_to_pass' ? `verifier ${path.join('.')}` : path.join('.'),
@@ -122,14 +126,16 @@ export const verifyStep: StepKind = {
     if (notRun) return ok(notRun);
     const task = taskOf(ctx.node);
     // A task with its own environment is verified in its image, on the tree its attempts started from.
-    const point = startingPoint(ctx);
+    const start = startingPoint(ctx);
+    if (!start.ok) return start;
+    const point = start.value;
     const configured = sandboxFor(ctx.node, spec(ctx.node.step));
     if (!configured.ok) return err({ reason: 'infra', message: configured.error });
-    const settings = verifierPhase(configured.value, point?.environment ?? null, task, spec(ctx.node.step).strict_verifier === true);
-    const tree = point?.tree;
+    const settings = verifierPhase(configured.value, point.environment, task, spec(ctx.node.step).strict_verifier === true);
+    const tree = point.tree;
     const run = ctx.upstream.find((u) => u.outputs[CHANGES.name]);
-    if (!tree || !run) return err({ reason: 'internal', message: 'verify needs a materialize (or environment) upstream (tree) and a run upstream (changes)' });
-    if (point?.environment && settings.backend !== 'docker') {
+    if (!run) return err({ reason: 'internal', message: 'verify needs a run upstream (changes)' });
+    if (point.environment && settings.backend !== 'docker') {
       return err({
         reason: 'refused',
         message: `task ${task.id} is verified in the image its environment step built: give step ${ctx.node.step.name} sandbox: { backend: docker }`,
@@ -170,10 +176,10 @@ export const verifyStep: StepKind = {
       ctx.artifacts.materialize(staged.entry, verifierHost);
     }
     // The canaries certify calibrated with the reference solution (none without a certify upstream).
-    const calibrationsEntry = ctx.upstream.find((u) => u.outputs[CANARY_OUTPUT])?.outputs[CANARY_OUTPUT];
-    const calibrations = calibrationsEntry
-      ? (JSON.parse(ctx.artifacts.read(calibrationsEntry.digest).toString('utf8')) as { tests: CanaryCalibrations }).tests
-      : null;
+    const withCanaries = ctx.upstream.find((u) => u.outputs[CANARY.name]);
+    const canaries = withCanaries && readJsonArtifact(CANARY, withCanaries.outputs, (d) => ctx.artifacts.read(d), withCanaries.node)!;
+    if (canaries && !canaries.ok) return err({ reason: 'store-error', message: canaries.error });
+    const calibrations = canaries ? canaries.value.tests : null;
     // The pristine tree, for the files a hidden test patch resets to base (as SWE-bench's harness does).
     let pristine: string | null = null;
     if (task.verifier.patch) {
@@ -254,7 +260,7 @@ function writeVerdict(ctx: ExecutionContext, v: Verdict) {
   } = v;
   const outDir = join(ctx.workDir, 'out');
   mkdirSync(outDir, { recursive: true });
-  const verdict = {
+  const verdict: VerifierVerdict = {
     schema_version: 1,
     task: taskId,
     node: ctx.node.id,
@@ -274,18 +280,14 @@ function writeVerdict(ctx: ExecutionContext, v: Verdict) {
     no_verdict: pass === null ? noVerdict : null,
     sandbox,
   };
-  writeFileSync(join(outDir, 'verdict.json'), JSON.stringify(verdict, null, 2) + '\n');
-  writeFileSync(join(outDir, 'evidence.json'), JSON.stringify(evidence, null, 2) + '\n');
+  writeFileSync(join(outDir, VERIFIER_VERDICT.name), JSON.stringify(verdict, null, 2) + '\n');
+  writeFileSync(join(outDir, EVIDENCE.name), JSON.stringify(evidence, null, 2) + '\n');
   writeFileSync(
     ctx.logFile,
     `${ctx.node.id}: ${pass === null ? 'NO VERDICT' : pass ? 'PASS' : forgery ? `FAIL (forged: ${forgery.detail})` : 'FAIL'} (${evidence.map((e) => `${e.name}=${e.status}`).join(', ')})\n`,
     { flag: 'a' },
   );
   // Every verifier process's full output: what a person reads to see why.
-  writeFileSync(join(outDir, 'verifier.log'), transcript);
-  return ok({
-    'verdict.json': ctx.artifacts.putPath(join(outDir, 'verdict.json')),
-    'evidence.json': ctx.artifacts.putPath(join(outDir, 'evidence.json')),
-    'verifier.log': ctx.artifacts.putPath(join(outDir, 'verifier.log')),
-  });
+  writeFileSync(join(outDir, VERIFIER_LOG.name), transcript);
+  return ok(Object.fromEntries([VERIFIER_VERDICT, EVIDENCE, VERIFIER_LOG].map((a) => [a.name, ctx.artifacts.putPath(join(outDir, a.name))])));
 }

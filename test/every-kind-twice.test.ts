@@ -17,7 +17,7 @@ import { parse } from 'yaml';
 import { dockerBackend } from '../sandboxes/docker.js';
 import { builtinStepKinds } from '../steps/index.js';
 import { ensureTestImage } from './docker-image.js';
-import { calculatorTask, makeRepo } from './fixtures.js';
+import { calculatorTask, everyLocalKindConfig, makeRepo } from './fixtures.js';
 import { Rig } from './rig.js';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -47,53 +47,6 @@ function bin(install: string, cwd: string, args: string[]): Promise<{ code: numb
     child.stderr.on('data', (d: Buffer) => (output += d.toString()));
     child.on('close', (code) => resolve({ code: code ?? 1, output }));
   });
-}
-
-const READS_CONTEXT = `if grep -q "use +" CLAUDE.md 2>/dev/null; then sed -i "s/a - b/a + b/" src/add.mjs; fi`;
-
-/** Every kind but environment, on the local backend. */
-function localConfig(commit: string): string {
-  const m = 'matrix: { task: [fix-add], arm: [without, with], rep: 2 }';
-  const local = 'sandbox: { backend: local, egress: open }';
-  return `steps:
-  notes: { kind: command, cmd: 'printf "use +\\n" > notes.md', outs: [notes.md] }
-  generate-context:
-    kind: context
-    repo: repos/calc
-    commit: ${commit}
-    prompt: Write a CLAUDE.md.
-    model: { name: claude-fake-1, fake_script: generator.json }
-  materialize: { kind: materialize, matrix: { task: [fix-add] } }
-  certify: { kind: certify, needs: [materialize, notes], matrix: { task: [fix-add] }, ${local}, policy: { repeats: 1 } }
-  attempts:
-    kind: run
-    needs: [materialize, certify, notes]
-    ${m}
-    agent: { adapter: command, command: '${READS_CONTEXT.replace(/'/g, "''")}' }
-    arms:
-      without: {}
-      with: { files: { CLAUDE.md: { from: notes, out: notes.md } } }
-    ${local}
-  verify: { kind: verify, needs: [materialize, attempts], ${m}, ${local} }
-  audit: { kind: audit, needs: [attempts, verify], ${m} }
-  judge:
-    kind: judge
-    needs: [materialize, attempts, verify]
-    matrix: { task: [fix-add] }
-    control: without
-    treatment: with
-    rubric: (a) helped (b) no difference (c) hurt
-    model: { name: judge-fake-1, fake_script: judge.json }
-  study:
-    kind: analyze
-    needs: [audit, judge]
-    control: without
-    treatments: [with]
-    judge: judge
-    bootstrap: { resamples: 200, seed: 1 }
-  study-gate: { kind: gate, needs: [study], analysis: study, require: { treatment: with, min_effect: 0.5 } }
-  export: { kind: export, needs: [materialize, certify, attempts, verify, audit, judge, study] }
-`;
 }
 
 /** A Harbor task: its image built by the environment step, attempts and verifier in docker. */
@@ -140,7 +93,7 @@ describe.skipIf(!dockerUp && !requireDocker)('every step kind, twice, through bi
     const { commit } = calculatorTask(rig.dir);
     rig.write('generator.json', JSON.stringify({ turns: [], completions: [{ text: 'use +\n' }] }));
     rig.write('judge.json', JSON.stringify({ turns: [], completions: [{ text: '(a) Arm B fixed add().' }] }));
-    const configs = { 'local.yaml': localConfig(commit), 'docker.yaml': await dockerConfig(rig.dir) };
+    const configs = { 'local.yaml': everyLocalKindConfig(commit), 'docker.yaml': await dockerConfig(rig.dir) };
     // Derived from the registry: a kind no config here uses fails this line, not silently passes.
     expect(new Set(Object.values(configs).flatMap(kindsOf))).toEqual(new Set(builtinStepKinds.keys()));
     for (const [name, text] of Object.entries(configs)) rig.write(name, text);

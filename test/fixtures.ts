@@ -139,3 +139,54 @@ export function pairedCohortConfig(tasks: readonly string[], agent = READS_CLAUD
     bootstrap: { resamples: 200, seed: 1 }
 `;
 }
+
+const READS_CONTEXT = `if grep -q "use +" CLAUDE.md 2>/dev/null; then sed -i "s/a - b/a + b/" src/add.mjs; fi`;
+
+/**
+ * Every kind but environment, on the local backend: a cohort of one task (fix-add, calculatorTask)
+ * whose treatment arm receives a generated notes file that makes its attempts pass. Needs
+ * generator.json and judge.json (fake model scripts) beside it.
+ */
+export function everyLocalKindConfig(commit: string): string {
+  const m = 'matrix: { task: [fix-add], arm: [without, with], rep: 2 }';
+  const local = 'sandbox: { backend: local, egress: open }';
+  return `steps:
+  notes: { kind: command, cmd: 'printf "use +\\n" > notes.md', outs: [notes.md] }
+  generate-context:
+    kind: context
+    repo: repos/calc
+    commit: ${commit}
+    prompt: Write a CLAUDE.md.
+    model: { name: claude-fake-1, fake_script: generator.json }
+  materialize: { kind: materialize, matrix: { task: [fix-add] } }
+  certify: { kind: certify, needs: [materialize, notes], matrix: { task: [fix-add] }, ${local}, policy: { repeats: 1 } }
+  attempts:
+    kind: run
+    needs: [materialize, certify, notes]
+    ${m}
+    agent: { adapter: command, command: '${READS_CONTEXT.replace(/'/g, "''")}' }
+    arms:
+      without: {}
+      with: { files: { CLAUDE.md: { from: notes, out: notes.md } } }
+    ${local}
+  verify: { kind: verify, needs: [materialize, attempts], ${m}, ${local} }
+  audit: { kind: audit, needs: [attempts, verify], ${m} }
+  judge:
+    kind: judge
+    needs: [materialize, attempts, verify]
+    matrix: { task: [fix-add] }
+    control: without
+    treatment: with
+    rubric: (a) helped (b) no difference (c) hurt
+    model: { name: judge-fake-1, fake_script: judge.json }
+  study:
+    kind: analyze
+    needs: [audit, judge]
+    control: without
+    treatments: [with]
+    judge: judge
+    bootstrap: { resamples: 200, seed: 1 }
+  study-gate: { kind: gate, needs: [study], analysis: study, require: { treatment: with, min_effect: 0.5 } }
+  export: { kind: export, needs: [materialize, certify, attempts, verify, audit, judge, study] }
+`;
+}
