@@ -1,5 +1,6 @@
 import { canonicalJson } from '../pipeline/canonical-json.js';
-import { computeKey, lookup, whyMiss, type EngineContext, type PlanEntry } from '../pipeline/engine.js';
+import { computeKey, whyMiss, type EngineContext, type PlanEntry } from '../pipeline/engine.js';
+import { lookup } from '../pipeline/caching/local-cache.js';
 import type { ResolvedInput } from '../pipeline/inputs.js';
 import type { KeyPreimage } from '../pipeline/key.js';
 import type { GraphNode, HostEnv } from '../pipeline/step-kind.js';

@@ -1,7 +1,8 @@
 import { err, type Result } from '../pipeline/result.js';
 import { printJson, printJsonErrors } from './json-output.js';
 import { closest, diagnosticToJson } from '../pipeline/diagnostic.js';
-import { executeUnrecorded as executeUnrecordedNode, lookup, plan, run } from '../pipeline/engine.js';
+import { executeUnrecorded as executeUnrecordedNode, plan, run } from '../pipeline/engine.js';
+import { lookup } from '../pipeline/caching/local-cache.js';
 import { withUpstream } from '../pipeline/dag.js';
 import type { GraphNode, StagedFile } from '../pipeline/step-kind.js';
 import type { ActionRecord, OutputManifest } from '../pipeline/store/action-cache.js';

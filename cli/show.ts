@@ -5,7 +5,8 @@
  * stale node shows what this config's last run built; a failed node shows its log.
  */
 import type { CacheKey, Sha256 } from '../pipeline/digest.js';
-import { lookup, type EngineContext, type Lookup, type PlanEntry } from '../pipeline/engine.js';
+import type { EngineContext, PlanEntry } from '../pipeline/engine.js';
+import { lookup, type Lookup } from '../pipeline/caching/local-cache.js';
 import { EARLIER_TRIES, type GraphNode } from '../pipeline/step-kind.js';
 import type { ActionRecord, OutputManifest } from '../pipeline/store/action-cache.js';
 import { CorruptBlobError, type OutputEntry, type TreeEntry } from '../pipeline/store/cas.js';

@@ -1,7 +1,8 @@
 import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
-import { lookup, plan, type PlanEntry } from '../pipeline/engine.js';
+import { plan, type PlanEntry } from '../pipeline/engine.js';
+import { lookup } from '../pipeline/caching/local-cache.js';
 import { etaMs } from '../pipeline/progress.js';
 import { packageRoot } from '../pipeline/package-root.js';
 import { Store } from '../pipeline/store/store.js';

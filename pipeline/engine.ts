@@ -18,6 +18,10 @@ import { tempPath } from './atomic-write.js';
 import { CorruptBlobError } from './store/cas.js';
 import type { Store } from './store/store.js';
 import type { RemoteCache } from './store/remote-cache.js';
+import { settledNow, type Cache, type CacheHit, type CacheLookup } from './caching/cache.js';
+import { dropRecord, LocalCache, lookup } from './caching/local-cache.js';
+import { RemoteTier } from './caching/remote-tier.js';
+import { TieredCache } from './caching/tiered-cache.js';
 import { ownership, type Shard } from './shard.js';
 
 export interface EngineContext {
@@ -97,22 +101,6 @@ export function computeKey(
   }
   const preimage = buildPreimage(node, inputs, digests, hostEnv);
   return ok({ ...keyOf(preimage), preimage });
-}
-
-export type Lookup = { status: 'hit'; record: ActionRecord } | { status: 'miss' } | { status: 'corrupt'; reason: string };
-
-/** A record is a hit only if it verifies and every blob it names is intact. */
-export function lookup(store: Store, key: CacheKey, preimage?: string): Lookup {
-  const found = store.actions.get(key, preimage);
-  if (found.status !== 'hit') return found;
-  const stamps = found.stampPairs ?? Object.entries(found.record.stamps).flat();
-  for (let i = 0; i < stamps.length; i += 2) {
-    const digest = stamps[i]!;
-    if (!store.cas.isIntact(digest as Sha256, stamps[i + 1])) {
-      return { status: 'corrupt', reason: `stored output blob ${digest.slice(0, 12)} is missing or does not match its digest` };
-    }
-  }
-  return found;
 }
 
 /** Why a node with no record for its key must run, in words. */
@@ -268,19 +256,21 @@ export async function run(
 
   // Cached nodes settle synchronously (no promise per node on a no-op run); the others wait for their upstreams.
   const promiseOf = (id: string): Promise<NodeState> => promises.get(id) ?? Promise.resolve(states.get(id)!);
-  // The remote tier as nodes executing here use it (a remote executor's workers talk to it themselves).
-  const remoteHere = options.remote && !options.executor ? options.remote : undefined;
-  // Local hits the remote tier is not known to hold: uploaded once the run is done, so every job sharing it finds them.
-  const unpublished: ActionRecord[] = [];
-  const keyAndLookup = (node: GraphNode): Result<{ key: NodeKey; found: Lookup }, StepFailure> => {
+  // Where records are found and kept: the local store, and the remote tier behind it when there is one
+  // (whose local hits are published at the end, unless a remote executor's workers write it themselves).
+  const cache = cacheFor(store, options.remote, { publishLocalHits: !options.executor });
+  // The hits this run used, by node: a node executing here makes what it reads of them local first.
+  const hits = new Map<string, CacheHit>();
+  const noteHit = (node: GraphNode, hit: CacheHit) => {
+    emit({ type: 'cached', node: node.id, key: hit.record.key, builtElsewhere: hit.tier !== 'local', ...(hit.tier === 'remote' ? { remote: true } : {}) });
+    used.push(hit.record.key);
+    hits.set(node.id, hit);
+  };
+  const keyAndLookup = (node: GraphNode): Result<{ key: NodeKey; found: CacheLookup | Promise<CacheLookup> }, StepFailure> => {
     const k = computeKey(node, inputs.get(node.id)!, records, hostEnv);
     if (!k.ok) return k;
-    const found = lookup(store, k.value.key, k.value.json);
-    if (found.status === 'hit') {
-      emit({ type: 'cached', node: node.id, key: k.value.key, builtElsewhere: false });
-      used.push(k.value.key);
-      if (remoteHere?.writable && !remoteHere.knownToHold(store, k.value.key)) unpublished.push(found.record);
-    }
+    const found = cache.get(k.value.key, k.value.json);
+    if (settledNow(found) && found.status === 'hit') noteHit(node, found);
     return ok({ key: k.value, found });
   };
   const settle = async (node: GraphNode): Promise<NodeState> => {
@@ -291,38 +281,31 @@ export async function run(
     const looked = keyAndLookup(node);
     return looked.ok ? afterLookup(node, looked.value.key, looked.value.found) : { status: 'failed', failure: looked.error };
   };
-  const afterLookup = async (node: GraphNode, key: NodeKey, found: Lookup): Promise<NodeState> => {
-    if (found.status === 'hit') return { status: 'cached', record: found.record };
-    if (found.status === 'corrupt') {
-      emit({ type: 'warning', node: node.id, message: `${found.reason}; dropped the entry, rebuilding` });
-      dropRecord(store, key.key);
-    }
-    // Only the record: a node that reads its outputs fetches them below, so a replay of cache hits moves records, not trees.
-    const fromRemote = options.remote?.active ? await readThrough(store, options.remote, key.key, 'lazy') : undefined;
-    if (fromRemote) {
-      emit({ type: 'cached', node: node.id, key: key.key, builtElsewhere: true, remote: true });
-      used.push(key.key);
-      return { status: 'cached', record: fromRemote };
+  const afterLookup = async (node: GraphNode, key: NodeKey, lookingUp: CacheLookup | Promise<CacheLookup>): Promise<NodeState> => {
+    const found = settledNow(lookingUp) ? lookingUp : await lookingUp;
+    if (found.dropped) emit({ type: 'warning', node: node.id, message: `${found.dropped}; dropped the entry, rebuilding` });
+    if (found.status === 'hit') {
+      if (!settledNow(lookingUp)) noteHit(node, found);
+      return { status: 'cached', record: found.record };
     }
     if (options.shard) {
       const own = ownership(node, options.shard);
       if (!own.owned) return { status: 'skipped', because: `not in shard ${options.shard.index}/${options.shard.count}: ${own.because}` };
     }
-    // What this node reads of its upstreams' outputs is local before it runs (lazily fetched records).
-    if (remoteHere?.active) {
+    // What this node reads of its upstreams' outputs is local before it runs (a record read
+    // lazily from the remote tier names blobs not fetched yet). A remote executor's workers fetch their own.
+    if (!options.executor) {
       for (const u of node.upstream) {
-        const rec = records.get(u.id);
-        const sel = rec ? selectedOutputs(node, u, rec) : undefined;
-        if (sel?.ok) await ensureLocal(store, remoteHere, Object.values(sel.value));
+        const hit = hits.get(u.id);
+        const sel = hit ? selectedOutputs(node, u, hit.record) : undefined;
+        if (sel?.ok) await hit!.apply(Object.values(sel.value));
       }
     }
     const execute = (n: GraphNode, nk: NodeKey) =>
       options.executor
         ? options.executor.execute(n, nk, records, emit).then((s) => (s.status === 'executed' && used.push(s.record.key), withProvenance(store, options, n, s)))
-        : limitFor(n.kind.name)(() => global(() => executeLocked(ctx, n, nk, inputs.get(n.id)!, records, options, emit, used)));
+        : limitFor(n.kind.name)(() => global(() => executeLocked(ctx, n, nk, inputs.get(n.id)!, records, options, emit, used, cache)));
     const state = await execute(node, key);
-    // A remote executor's worker uploaded its result itself.
-    if (state.status === 'executed' && remoteHere) await writeBack(store, remoteHere, state.record);
     if (state.status !== 'failed' || !state.failure.corrupt_blob) return state;
     // A blob an upstream produced was corrupt (its size and mtime had not changed): the engine
     // dropped it with the records that need it; rebuild those upstreams once, then this node.
@@ -342,8 +325,9 @@ export async function run(
       const rebuilt = await execute(u, uk.value);
       if (rebuilt.status !== 'executed' && rebuilt.status !== 'cached')
         return { status: 'failed', failure: { reason: 'store-error', message: `${u.id} could not be rebuilt after its output was found corrupt` } };
-      // Built here: it goes up like any other result (putting right what the server held wrong).
-      if (rebuilt.status === 'executed' && remoteHere) await writeBack(store, remoteHere, rebuilt.record);
+      // Built here, it went into every tier like any other result (putting right what the server held wrong).
+      if (rebuilt.status === 'executed') hits.delete(u.id);
+      else hits.set(u.id, { status: 'hit', record: rebuilt.record, tier: 'local', apply: () => Promise.resolve(true) });
       records.set(u.id, rebuilt.record);
       states.set(u.id, rebuilt);
     }
@@ -380,8 +364,9 @@ export async function run(
         settled(node, { status: 'failed', failure: looked.error });
         continue;
       }
-      if (looked.value.found.status === 'hit') {
-        settled(node, { status: 'cached', record: looked.value.found.record });
+      const found = looked.value.found;
+      if (settledNow(found) && found.status === 'hit') {
+        settled(node, { status: 'cached', record: found.record });
         continue;
       }
       p = afterLookup(node, looked.value.key, looked.value.found);
@@ -397,10 +382,7 @@ export async function run(
     );
   }
   await Promise.all(promises.values());
-  if (remoteHere && unpublished.length) {
-    const upload = pLimit(8);
-    await Promise.all(unpublished.map((r) => upload(() => writeBack(store, remoteHere, r))));
-  }
+  await cache.flush?.();
   await settleRemovals();
   if (store.actions.packProblem) emit({ type: 'warning', message: `${store.actions.packProblem}: the records it held are rebuilt` });
   try {
@@ -417,54 +399,6 @@ export async function run(
   for (const s of states.values()) summary[s.status === 'cached' ? 'cached' : s.status === 'executed' ? 'executed' : s.status]++;
   emit({ type: 'end', summary });
   return { summary, states };
-}
-
-/**
- * A record from the remote tier, made local. `eager`: every blob of its outputs fetched and
- * verified first (trees, then what they name), the record stored with fresh local stamps.
- * `lazy`: the record alone (no stamps); its blobs come when a node or a command reads them
- * (ensureLocal). Undefined when the remote has none, or (eager) cannot supply all of it.
- */
-export async function readThrough(store: Store, remote: RemoteCache, key: CacheKey, blobs: 'eager' | 'lazy' = 'eager'): Promise<ActionRecord | undefined> {
-  const got = await remote.getRecord(store, key);
-  if (got.status !== 'hit') return undefined;
-  if (blobs === 'lazy') {
-    const record: ActionRecord = { ...got.record, stamps: {}, log: null };
-    // Written when the run packs its records (run() ends with packLoose): one file, not one per record.
-    store.actions.putFetched(record);
-    return record;
-  }
-  if (!(await ensureLocal(store, remote, Object.values(got.record.outputs)))) return undefined;
-  if (got.record.log) await remote.fetchBlobs(store, [got.record.log]);
-  const stamps: Record<string, string> = {};
-  for (const entry of Object.values(got.record.outputs)) for (const d of store.cas.closure(entry)) stamps[d] = store.cas.stamp(d)!;
-  const record: ActionRecord = { ...got.record, stamps, log: got.record.log && store.cas.has(got.record.log) ? got.record.log : null };
-  store.actions.put(record, { durable: false });
-  return record;
-}
-
-/** Fetches whatever the local store lacks of these outputs from the remote tier (trees first, then what they name). */
-export async function ensureLocal(store: Store, remote: RemoteCache, entries: readonly { type: string; digest: Sha256 }[]): Promise<boolean> {
-  let level = entries;
-  while (level.length) {
-    if (
-      !(await remote.fetchBlobs(
-        store,
-        level.map((e) => e.digest),
-      ))
-    )
-      return false;
-    level = level.flatMap((e) => (e.type === 'dir' ? store.cas.readTree(e.digest).entries.flatMap((c) => (c.type === 'symlink' ? [] : [c])) : []));
-  }
-  return true;
-}
-
-/** Uploads a node's outputs (its blobs first, then the signed record) when the remote tier takes writes. */
-export async function writeBack(store: Store, remote: RemoteCache, record: ActionRecord): Promise<void> {
-  if (!remote.active || store.actions.get(record.key).status !== 'hit') return; // transient results are not cached anywhere
-  const blobs = new Set<Sha256>(Object.keys(record.stamps) as Sha256[]);
-  if (record.log) blobs.add(record.log);
-  await remote.putRecord(store, record, blobs);
 }
 
 function provenanceField(options: Pick<RunOptions, 'provenanceOf'>, node: GraphNode): { provenance?: Json } {
@@ -522,20 +456,6 @@ function producerOf(store: Store, record: ActionRecord | undefined, digest: Sha2
   return unknown ? 'maybe' : 'no';
 }
 
-function dropRecord(store: Store, key: CacheKey): void {
-  const found = store.actions.get(key);
-  if (found.status === 'hit') {
-    for (const d of Object.keys(found.record.stamps)) {
-      try {
-        store.cas.read(d as Sha256);
-      } catch {
-        store.cas.remove(d as Sha256);
-      }
-    }
-  }
-  store.actions.remove(key);
-}
-
 /** Executes one node here (what a worker does with a job): under the store's per-key lock, recorded locally. */
 export async function executeHere(
   ctx: EngineContext,
@@ -547,9 +467,13 @@ export async function executeHere(
 ): Promise<NodeState> {
   const emit = (e: EngineEvent) => options.reporter.event(e);
   const used: CacheKey[] = [];
-  const state = await executeLocked(ctx, node, key, inputs, records, options, emit, used);
-  if (state.status === 'executed' && options.remote) await writeBack(ctx.store, options.remote, state.record);
-  return state;
+  return executeLocked(ctx, node, key, inputs, records, options, emit, used, cacheFor(ctx.store, options.remote, { publishLocalHits: false }));
+}
+
+/** The local store, with the remote tier behind it when there is one. */
+export function cacheFor(store: Store, remote: RemoteCache | undefined, options: { publishLocalHits: boolean }): Cache {
+  const local = new LocalCache(store);
+  return remote ? new TieredCache(local, new RemoteTier(store, remote), options) : local;
 }
 
 async function executeLocked(
@@ -561,6 +485,8 @@ async function executeLocked(
   options: RunOptions,
   emit: (e: EngineEvent) => void,
   used: CacheKey[],
+  /** Where the result is recorded: the local store, and the remote tier when there is one. */
+  cache: Cache,
 ): Promise<NodeState> {
   const { store } = ctx;
   const lock = await store.locks.acquire(key.key, node.id, {
@@ -656,7 +582,7 @@ async function executeLocked(
       const attempt: NodeTry = { key: key.key, at: startedAt.toISOString(), reason: transient, outputs: result.value };
       store.nodes.update(node.id, (h) => ({ ...h, tries: [...(h.tries ?? []).filter((t) => t.key === key.key), attempt].slice(-MAX_TRIES) }));
     } else {
-      store.actions.put(record);
+      await cache.set(record);
       store.nodes.recordBuilt(node.id, key.key, startedAt.toISOString());
       used.push(key.key);
     }

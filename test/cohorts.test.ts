@@ -10,7 +10,7 @@ import { main } from '../cli/main.js';
 import { loadConfig } from '../pipeline/config/load.js';
 import { buildGraph } from '../pipeline/dag.js';
 import type { CacheKey } from '../pipeline/digest.js';
-import { lookup } from '../pipeline/engine.js';
+import { lookup } from '../pipeline/caching/local-cache.js';
 import { EARLIER_TRIES } from '../pipeline/step-kind.js';
 import { Store } from '../pipeline/store/store.js';
 import { builtinStepKinds } from '../steps/index.js';

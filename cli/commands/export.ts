@@ -1,7 +1,9 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmdirSync, rmSync } from 'node:fs';
 import { dirname, join, resolve as resolvePath } from 'node:path';
 import type { CacheKey } from '../../pipeline/digest.js';
-import { ensureLocal, lookup, plan, type EngineContext, type Lookup } from '../../pipeline/engine.js';
+import { plan, type EngineContext } from '../../pipeline/engine.js';
+import { lookup, type Lookup } from '../../pipeline/caching/local-cache.js';
+import { ensureLocal } from '../../pipeline/caching/remote-tier.js';
 import { ok, type Result } from '../../pipeline/result.js';
 import { BUNDLE_OUTPUT, exportStep } from '../../steps/export-step.js';
 import { specOf } from '../../steps/step-spec.js';

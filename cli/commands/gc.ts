@@ -1,6 +1,7 @@
 import { existsSync, rmSync } from 'node:fs';
 import { parseDuration, parseSize } from '../../pipeline/config/load.js';
-import { lookup, plan } from '../../pipeline/engine.js';
+import { plan } from '../../pipeline/engine.js';
+import { lookup } from '../../pipeline/caching/local-cache.js';
 import { collectGarbage, GC_GRACE_MS } from '../../pipeline/gc.js';
 import { CONFIG_ERROR, defineCommand, EXIT, fail, type ProjectInvocation } from '../command.js';
 import { printJson } from '../json-output.js';

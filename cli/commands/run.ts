@@ -1,4 +1,5 @@
-import { ensureLocal, run, type NodeState } from '../../pipeline/engine.js';
+import { run, type NodeState } from '../../pipeline/engine.js';
+import { ensureLocal } from '../../pipeline/caching/remote-tier.js';
 import type { Reporter, RunSummary } from '../../pipeline/events.js';
 import { parseShard } from '../../pipeline/shard.js';
 import { analyzeStep } from '../../steps/analyze-step.js';

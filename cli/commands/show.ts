@@ -1,4 +1,5 @@
-import { ensureLocal, plan } from '../../pipeline/engine.js';
+import { plan } from '../../pipeline/engine.js';
+import { ensureLocal } from '../../pipeline/caching/remote-tier.js';
 import { CONFIG_ERROR, defineCommand, EXIT, fail } from '../command.js';
 import { printJson } from '../json-output.js';
 import { oneNode, selectNodes } from '../node-selection.js';

@@ -6,7 +6,8 @@
  */
 import { Queue, QueueEvents } from 'bullmq';
 import type { EngineEvent } from '../events.js';
-import { readThrough, writeBack, type NodeExecutor, type NodeKey, type NodeState } from '../engine.js';
+import type { NodeExecutor, NodeKey, NodeState } from '../engine.js';
+import { readThrough, writeBack } from '../caching/remote-tier.js';
 import type { ActionRecord } from '../store/action-cache.js';
 import type { RemoteCache } from '../store/remote-cache.js';
 import type { Store } from '../store/store.js';
