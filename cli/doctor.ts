@@ -2,21 +2,18 @@ import { printJson } from './json-output.js';
 import { existsSync, readFileSync, statfsSync } from 'node:fs';
 import { freemem } from 'node:os';
 import { dirname } from 'node:path';
-import type Docker from 'dockerode';
-import { describeEndpoint, dockerClient, dockerEndpoint } from '../sandboxes/docker-client.js';
 import type { BenchConfig, StepConfig } from '../pipeline/config/load.js';
 import type { Graph } from '../pipeline/dag.js';
 import { errorMessage } from '../pipeline/result.js';
-import { checkBubblewrap, findOnPath } from '../sandboxes/bubblewrap.js';
-import { parsePinnedImage, resolvePinnedImage } from '../sandboxes/docker-image.js';
-import { dockerBackend } from '../sandboxes/docker.js';
-import type { BackendName } from '../sandboxes/index.js';
+import { findOnPath } from '../sandboxes/bubblewrap.js';
+import { backendDoctor, SANDBOX_BACKENDS, type BackendName } from '../sandboxes/index.js';
+import type { BackendReport, BackendUse } from '../sandboxes/backend-doctor.js';
 import { isolationFallback, sandboxOf, runStep } from '../steps/run.js';
 import { EXIT } from './command.js';
 import type { CliIO, LoadedConfig } from './command-context.js';
-import type { PreflightCheck, PreflightContext, StepKind } from '../pipeline/step-kind.js';
+import type { PreflightCheck, PreflightContext } from '../pipeline/step-kind.js';
 import { builtinStepKinds } from '../steps/index.js';
-import { missing, pass, stepList } from '../steps/preflight.js';
+import { formatBytes, missing, pass } from '../pipeline/preflight.js';
 import { anySpecOf } from '../steps/step-spec.js';
 import { environmentStep } from '../steps/environment.js';
 
@@ -42,27 +39,17 @@ export interface DoctorFloors {
 
 const GiB = 1024 ** 3;
 export const DEFAULT_FLOORS: DoctorFloors = { diskBytes: 2 * GiB, memoryPerRunBytes: 1 * GiB };
-/** The docker backend's container memory limit when a step sets none (sandboxes/docker.ts). */
-const DOCKER_DEFAULT_MEMORY_MB = 1024;
-
-export function formatBytes(n: number): string {
-  return n >= GiB ? `${(n / GiB).toFixed(1)} GiB` : `${Math.round(n / 1024 ** 2)} MiB`;
-}
 
 /** Runs every check; the order of the result is stable (it does not depend on timing). */
 export async function doctorChecks(loaded: LoadedConfig, env: CliIO['env'], floors: DoctorFloors = DEFAULT_FLOORS): Promise<DoctorCheck[]> {
   const { config, graph } = loaded;
   const pathVar = env['PATH'] ?? '';
-  const docker = engineOf(env);
-  const uses = sandboxUses(config.steps);
-  const usesDocker = uses.some((u) => u.settings.backend === 'docker');
-  const engine = usesDocker ? await engineState(docker) : undefined;
-
+  const backends = await backendReports(sandboxUses(config.steps, graph), env);
   const groups = await Promise.all([
     Promise.resolve(toolChecks(pathVar)),
     Promise.resolve([diskCheck(config.storeDir, floors)]),
-    memoryCheck(config, graph, uses, engine, floors).then((c) => [c]),
-    sandboxChecks(uses, env, pathVar, docker, engine, graph),
+    Promise.resolve([memoryCheck(config, graph, backends, floors)]),
+    Promise.resolve(backends.flatMap((b) => b.checks)),
     ...kindPreflights(config.steps, { env, store: loaded.ctx.store }),
   ]);
   return groups.flat();
@@ -164,23 +151,24 @@ function readMeminfo(): { available: number; total: number | null; source: strin
   return { available: freemem(), total: null, source: 'os.freemem()' };
 }
 
-async function memoryCheck(config: BenchConfig, graph: Graph, uses: SandboxUse[], engine: EngineState | undefined, floors: DoctorFloors): Promise<DoctorCheck> {
+function memoryCheck(config: BenchConfig, graph: Graph, backends: readonly BackendReport[], floors: DoctorFloors): DoctorCheck {
   const runNodes = graph.nodes.filter((n) => n.kind === runStep).length;
   const runLimit = Math.min(config.concurrency.global, config.concurrency.kinds[runStep.name] ?? config.concurrency.global);
   const concurrent = Math.max(1, Math.min(runLimit, runNodes || 1));
-  // A docker run reserves its container's memory limit; never count less than the floor.
-  const perRunMb = Math.max(
-    floors.memoryPerRunBytes / 1024 ** 2,
-    ...uses.filter((u) => u.kind === runStep && u.settings.backend === 'docker').map((u) => u.settings.resources.memory_mb ?? DOCKER_DEFAULT_MEMORY_MB),
-  );
+  // A backend may reserve more per run (a container's memory limit); never count less than the floor.
+  const perRunMb = Math.max(floors.memoryPerRunBytes / 1024 ** 2, ...backends.flatMap((b) => (b.memory?.perRunMb === undefined ? [] : [b.memory.perRunMb])));
   const need = concurrent * perRunMb * 1024 ** 2;
   const name = `free memory for ${concurrent} concurrent agent run${concurrent === 1 ? '' : 's'}`;
 
   const host = readMeminfo();
   let free = host.available;
   const parts = [`${host.source} ${formatBytes(host.available)}`];
-  if (engine?.ok) {
-    const c = engine.committed;
+  for (const engine of backends.flatMap((b) => (b.memory?.engine ? [b.memory.engine] : []))) {
+    const c = engine.memory;
+    if (!c) {
+      parts.push(`running containers not counted: ${engine.name} does not answer`);
+      continue;
+    }
     if (c.reservedBytes > 0) {
       free -= c.reservedBytes;
       parts.push(
@@ -192,15 +180,13 @@ async function memoryCheck(config: BenchConfig, graph: Graph, uses: SandboxUse[]
         `${c.unlimited} running container${c.unlimited === 1 ? ' has' : 's have'} no memory limit (not counted beyond what ${c.unlimited === 1 ? 'it uses' : 'they use'})`,
       );
     // An engine in a VM (Docker Desktop, colima) has its own memory: what its containers do not hold.
-    if (engine.memTotal > 0 && host.total !== null && Math.abs(engine.memTotal - host.total) > host.total * 0.05) {
-      const engineFree = engine.memTotal - c.heldBytes;
+    if (c.totalBytes > 0 && host.total !== null && Math.abs(c.totalBytes - host.total) > host.total * 0.05) {
+      const engineFree = c.totalBytes - c.heldBytes;
       parts.push(
-        `the Docker engine runs in a VM with ${formatBytes(engine.memTotal)}, of which its running containers hold or may claim ${formatBytes(c.heldBytes)}`,
+        `${engine.name} runs in a VM with ${formatBytes(c.totalBytes)}, of which its running containers hold or may claim ${formatBytes(c.heldBytes)}`,
       );
       free = Math.min(free, engineFree);
     }
-  } else if (engine && !engine.ok) {
-    parts.push('running containers not counted: the Docker engine does not answer');
   }
   const detail = `${formatBytes(Math.max(0, free))} free after what is committed (${parts.join('; ')}); need ${formatBytes(need)} (${concurrent} x ${formatBytes(perRunMb * 1024 ** 2)})`;
   return free >= need
@@ -215,256 +201,44 @@ async function memoryCheck(config: BenchConfig, graph: Graph, uses: SandboxUse[]
 // ---------------------------------------------------------------------------
 // Sandboxes
 
-interface SandboxUse {
-  step: string;
-  kind: StepKind;
-  /** As the step resolves them (`backend: auto` already resolved to the backend that will run). */
-  settings: Omit<ReturnType<typeof sandboxOf>, 'backend'> & { backend: BackendName };
-  /** The backend as written (undefined: not written). */
-  configured: string | undefined;
-}
-
-function sandboxUses(steps: readonly StepConfig[]): SandboxUse[] {
-  return steps.flatMap((s) => {
+/** Each sandboxed step's use of its backend, as the backends' doctors take it. */
+function sandboxUses(steps: readonly StepConfig[], graph: Graph): (BackendUse & { backend: BackendName })[] {
+  return steps.flatMap((s): (BackendUse & { backend: BackendName })[] => {
     const kind = builtinStepKinds.get(s.kind);
     if (!kind?.sandboxed) return [];
     const spec = anySpecOf(s);
     const settings = sandboxOf('sandbox' in spec ? spec : {});
+    const configured = 'sandbox' in spec ? spec.sandbox?.backend : undefined;
+    const nodes = graph.nodes.filter((n) => n.step.name === s.name);
     return [
       {
+        backend: settings.backend as BackendName,
         step: s.name,
-        kind,
-        settings: { ...settings, backend: settings.backend as BackendName },
-        configured: 'sandbox' in spec ? spec.sandbox?.backend : undefined,
+        egress: settings.egress,
+        image: settings.image,
+        resources: settings.resources,
+        auto: configured === undefined || configured === 'auto',
+        attempts: kind === runStep,
+        builtImage: nodes.some((n) => n.upstream.some((x) => x.kind === environmentStep)),
+        templateImages: nodes
+          .map((n) => (n.annotation as { image?: { name: string; id: string | null } } | undefined)?.image)
+          .filter((x): x is { name: string; id: string | null } => Boolean(x)),
       },
     ];
   });
 }
 
-/** The engine pairbench's docker backend will talk to: DOCKER_HOST (unix://) or the default socket. */
-function engineOf(env: CliIO['env']): { client: Docker; socketPath?: string } {
-  const endpoint = dockerEndpoint(env);
-  return { client: dockerClient(endpoint), ...endpoint };
-}
-
-type EngineState = { ok: false; error: string } | { ok: true; memTotal: number; arch: string; committed: Committed };
-
-interface Committed {
-  /** Limit minus current use, summed over running containers that have a limit. */
-  reservedBytes: number;
-  /** Per container max(limit, use), summed: what the engine's memory already holds or promised. */
-  heldBytes: number;
-  limited: number;
-  unlimited: number;
-}
-
-async function engineState(docker: ReturnType<typeof engineOf>): Promise<EngineState> {
-  const up = await dockerBackend(docker.socketPath ? { socketPath: docker.socketPath } : {}).available();
-  if (!up.ok) return { ok: false, error: up.error };
-  try {
-    const info = (await docker.client.info()) as { MemTotal?: number; Architecture?: string };
-    const committed: Committed = { reservedBytes: 0, heldBytes: 0, limited: 0, unlimited: 0 };
-    const running = await docker.client.listContainers();
-    await Promise.all(
-      running.map(async (c) => {
-        const container = docker.client.getContainer(c.Id);
-        const [inspect, stats] = await Promise.all([
-          container.inspect().catch(() => undefined),
-          container.stats({ stream: false, 'one-shot': true }).catch(() => undefined),
-        ]);
-        if (!inspect) return; // it stopped meanwhile
-        const limit = inspect.HostConfig.Memory ?? 0;
-        const m = stats?.memory_stats;
-        const inactive =
-          (m?.stats as Record<string, number> | undefined)?.['inactive_file'] ?? (m?.stats as Record<string, number> | undefined)?.['total_inactive_file'] ?? 0;
-        const used = m?.usage ? Math.max(0, m.usage - inactive) : 0;
-        if (limit > 0) {
-          committed.limited++;
-          // Without a usage figure, the whole limit counts (the cautious reading).
-          committed.reservedBytes += stats ? Math.max(0, limit - used) : limit;
-          committed.heldBytes += Math.max(limit, used);
-        } else {
-          committed.unlimited++;
-          committed.heldBytes += used;
-        }
-      }),
-    );
-    return { ok: true, memTotal: info.MemTotal ?? 0, arch: normalizeArch(info.Architecture ?? ''), committed };
-  } catch (e) {
-    return { ok: false, error: `the Docker engine answered but could not be queried: ${errorMessage(e)}` };
-  }
-}
-
-/** uname -m / Go architecture names to Go's (what image configs use). */
-function normalizeArch(a: string): string {
-  return ({ x86_64: 'amd64', aarch64: 'arm64', armv7l: 'arm', i686: 'i386', i386: '386' } as Record<string, string>)[a] ?? a;
-}
-
-async function sandboxChecks(
-  uses: SandboxUse[],
-  env: CliIO['env'],
-  pathVar: string,
-  docker: ReturnType<typeof engineOf>,
-  engine: EngineState | undefined,
-  graph: Graph,
-): Promise<DoctorCheck[]> {
-  const byBackend = new Map<BackendName, SandboxUse[]>();
-  for (const u of uses) byBackend.set(u.settings.backend, [...(byBackend.get(u.settings.backend) ?? []), u]);
-  const out: DoctorCheck[] = [];
-  for (const [backend, list] of byBackend) {
-    const name = `sandbox ${backend} (${stepList(list.map((u) => u.step))})`;
-    if (backend === 'local') {
-      const auto = list.filter((u) => u.configured === undefined || u.configured === 'auto').map((u) => u.step);
-      const fallback = auto.length ? isolationFallback() : null;
-      const detail = `no isolation: runs as this user on this machine (recorded as such; a verdict from it is UNISOLATED)`;
-      // Passes (a run works), but says why it is not isolated and what isolates it here.
-      out.push(
-        fallback ? { ...pass(name, `${detail}; ${stepList(auto)} chose it by backend auto: ${fallback.cause}`), fix: fallback.fix } : pass(name, detail),
-      );
-    } else if (backend === 'bubblewrap') {
-      const r = await checkBubblewrap(pathVar || undefined);
-      out.push(r.ok ? pass(name, `bwrap at ${findOnPath('bwrap', pathVar)} builds a sandbox here`) : missing(name, ...splitHint(r.error)));
-    } else {
-      const where = describeEndpoint(docker, env);
-      out.push(
-        engine?.ok
-          ? pass(name, `the Docker engine answers at ${where}`)
-          : missing(
-              name,
-              ...(engine && !engine.ok
-                ? splitHint(engine.error)
-                : ([`the Docker engine does not answer at ${where}`, 'start the Docker engine'] as [string, string])),
-            ),
-      );
-    }
-    // A backend that cannot give the egress a step asks for refuses to start.
-    for (const u of list) {
-      const problem = await egressProblem(u, docker, engine);
-      if (problem) out.push(missing(`sandbox ${backend} egress ${u.settings.egress} (step ${u.step})`, problem.detail, problem.fix));
-    }
-  }
-  out.push(...(await imageChecks(uses, docker, engine, graph)));
-  return out;
-}
-
-/** The backend's message is "what is wrong; what to do": split it into detail and fix. */
-function splitHint(message: string): [string, string] {
-  const m = /^(.*?)(?:; | \. |\. )((?:install|It needs|start|use) .*)$/s.exec(message);
-  return m ? [m[1]!, m[2]!] : [message, 'see the message above'];
-}
-
-async function egressProblem(
-  u: SandboxUse,
-  docker: ReturnType<typeof engineOf>,
-  engine: EngineState | undefined,
-): Promise<{ detail: string; fix: string } | undefined> {
-  const { backend, egress } = u.settings;
-  if (backend === 'local' && egress !== 'open') {
-    return {
-      detail: `the local backend cannot enforce egress "${egress}" and refuses to start`,
-      fix: `use sandbox.backend bubblewrap or docker, or egress: open (recorded as not enforced)`,
-    };
-  }
-  if (backend === 'docker' && egress === 'allowlist' && !dockerBackend().canEnforce('allowlist')) {
-    return {
-      detail: 'the forwarder script (sandboxes/forwarder.mjs) the allowlist proxy needs is missing',
-      fix: 'reinstall pairbench (npm ci): the package is incomplete',
-    };
-  }
-  if (backend === 'docker' && egress === 'open' && engine?.ok) {
-    try {
-      await docker.client.getNetwork('bridge').inspect();
-    } catch {
-      return {
-        detail: 'egress open needs the engine\'s "bridge" network, which it does not have (dockerd --bridge=none)',
-        fix: 'use egress none or allowlist, or start dockerd with a bridge',
-      };
-    }
-  }
-  return undefined;
-}
-
-async function imageChecks(uses: SandboxUse[], docker: ReturnType<typeof engineOf>, engine: EngineState | undefined, graph: Graph): Promise<DoctorCheck[]> {
-  const dockerUses = uses.filter((u) => u.settings.backend === 'docker');
-  const byImage = new Map<string, string[]>();
-  const unpinned: string[] = [];
-  const out: DoctorCheck[] = [];
-  for (const u of dockerUses) {
-    const nodes = graph.nodes.filter((n) => n.step.name === u.step);
-    // A task's own image: its environment step builds it (and says what fails when it cannot).
-    if (nodes.some((n) => n.upstream.some((x) => x.kind === environmentStep))) continue;
-    if (u.settings.image?.includes('{')) {
-      // A per-task template: every task's image must be in the engine.
-      const images = nodes
-        .map((n) => (n.annotation as { image?: { name: string; id: string | null } } | undefined)?.image)
-        .filter((x): x is { name: string; id: string | null } => Boolean(x));
-      const absent = [...new Set(images.filter((i) => !i.id).map((i) => i.name))];
-      const name = `docker images ${u.settings.image} (step ${u.step})`;
-      out.push(
-        absent.length
-          ? missing(
-              name,
-              `${absent.length} of ${new Set(images.map((i) => i.name)).size} are not in the engine: ${absent.slice(0, 5).join(', ')}${absent.length > 5 ? ', ...' : ''}`,
-              'build or load them locally (docker build / docker load / docker import); pairbench never pulls',
-            )
-          : pass(name, `all ${new Set(images.map((i) => i.name)).size} present, each pinned by its ID for the run`),
-      );
-      continue;
-    }
-    if (!u.settings.image) unpinned.push(u.step);
-    else byImage.set(u.settings.image, [...(byImage.get(u.settings.image) ?? []), u.step]);
-  }
-  if (unpinned.length) {
-    out.push(
-      missing(
-        `docker image (${stepList(unpinned)})`,
-        'the docker backend needs sandbox.image and none is set',
-        "set sandbox.image to an image ID: docker image inspect --format '{{.Id}}' IMAGE",
+/** Each backend some step uses, asked what it checks (in the registry's order of backends). */
+async function backendReports(uses: readonly (BackendUse & { backend: BackendName })[], env: CliIO['env']): Promise<BackendReport[]> {
+  const fallback = isolationFallback();
+  return Promise.all(
+    SANDBOX_BACKENDS.filter((b) => uses.some((u) => u.backend === b)).map(async (b) =>
+      (await backendDoctor(b))(
+        uses.filter((u) => u.backend === b),
+        { env, fallback },
       ),
-    );
-  }
-  for (const [image, steps] of byImage) {
-    const name = `docker image ${image} (${stepList(steps)})`;
-    const pinned = parsePinnedImage(image);
-    if (!pinned.ok) {
-      out.push(missing(name, 'not pinned', pinned.error));
-      continue;
-    }
-    if (!engine?.ok) {
-      out.push(
-        missing(name, 'cannot be looked up: the Docker engine does not answer', 'start the Docker engine (see the sandbox docker line), then run doctor again'),
-      );
-      continue;
-    }
-    const found = await resolvePinnedImage(docker.client, pinned.value);
-    if (!found.ok) {
-      out.push(
-        missing(
-          name,
-          found.error.split(';')[0]!,
-          found.error.includes('not in the engine')
-            ? 'build or load the image locally (docker build / docker load / docker import); pairbench never pulls'
-            : found.error,
-        ),
-      );
-      continue;
-    }
-    const info = await docker.client
-      .getImage(found.value)
-      .inspect()
-      .catch(() => undefined);
-    const arch = info?.Architecture ?? 'unknown';
-    if (engine.arch && arch !== 'unknown' && arch !== engine.arch) {
-      out.push(
-        missing(
-          name,
-          `present, but built for ${arch} while the engine runs ${engine.arch}: it would run emulated, and wall time would measure the emulator, not the agent`,
-          `use an image built for ${engine.arch} (e.g. docker build --platform linux/${engine.arch})`,
-        ),
-      );
-    } else out.push(pass(name, `present in the engine (${arch}${info ? `, ${formatBytes(info.Size)}` : ''})`));
-  }
-  return out;
+    ),
+  );
 }
 
 // ---------------------------------------------------------------------------

@@ -92,7 +92,8 @@ const AGENT_HOME = '/tmp/home';
 const HELPER_USER = '65534:65534';
 const RUN_DIR = '/run/pairbench';
 const PROXY_PORT = 3128;
-const DEFAULTS = { cpus: 1, memoryMb: 1024, pids: 512 } as const;
+/** A container's resources when the step sets none (doctor counts the memory limit per run). */
+export const DEFAULTS = { cpus: 1, memoryMb: 1024, pids: 512 } as const;
 const FORWARDER_READY_MS = 15_000;
 const KILL_GRACE_MS = 5_000;
 const MAX_OUTPUT = 64 * 1024 * 1024;

@@ -7,7 +7,7 @@ import type { Store } from '../pipeline/store/store.js';
 import { findOnPath } from '../sandboxes/bubblewrap.js';
 import { loadExeca } from '../sandboxes/lazy-execa.js';
 import { loadStepTask } from './agent-step-config.js';
-import { missing, pass } from './preflight.js';
+import { missing, pass } from '../pipeline/preflight.js';
 
 /** scheme://... or scp-like user@host:path: a remote; anything else is a local path. */
 const URL_LIKE = /^(?:[a-z][a-z0-9+.-]*:\/\/|[^/@\s]+@[^/:\s]+:)/i;

@@ -2,7 +2,7 @@ import { agentAdapters } from '../agents/index.js';
 import { installCommand, pinnedSpec, pinnedVersion } from '../pipeline/installed-package.js';
 import type { StepConfig } from '../pipeline/config/load.js';
 import type { HostEnv, PreflightCheck, PreflightContext } from '../pipeline/step-kind.js';
-import { missing, pass, stepList } from './preflight.js';
+import { missing, pass, stepList } from '../pipeline/preflight.js';
 import { specOf } from './step-spec.js';
 
 /**
