@@ -23,6 +23,7 @@ import { dropRecord, LocalCache, lookup } from './caching/local-cache.js';
 import { RemoteTier } from './caching/remote-tier.js';
 import { TieredCache } from './caching/tiered-cache.js';
 import { ownership, type Shard } from './shard.js';
+import { isOwnFailure } from './step-failure.js';
 
 export interface EngineContext {
   config: BenchConfig;
@@ -74,6 +75,8 @@ function pickOutputs(upstream: GraphNode, record: ActionRecord, wanted: readonly
       return err({
         reason: 'missing-output',
         message: `upstream ${upstream.id} has no output "${name}" (it produced: ${Object.keys(outputs).join(', ') || 'nothing'})`,
+        output: name,
+        upstream: upstream.id,
       });
     out[name] = e;
   }
@@ -306,10 +309,10 @@ export async function run(
         ? options.executor.execute(n, nk, records, emit).then((s) => (s.status === 'executed' && used.push(s.record.key), withProvenance(store, options, n, s)))
         : limitFor(n.kind.name)(() => global(() => executeLocked(ctx, n, nk, inputs.get(n.id)!, records, options, emit, used, cache)));
     const state = await execute(node, key);
-    if (state.status !== 'failed' || !state.failure.corrupt_blob) return state;
+    if (state.status !== 'failed' || state.failure.reason !== 'corrupt-blob') return state;
     // A blob an upstream produced was corrupt (its size and mtime had not changed): the engine
     // dropped it with the records that need it; rebuild those upstreams once, then this node.
-    const digest = state.failure.corrupt_blob as Sha256;
+    const digest = state.failure.digest;
     // A record taken from the remote tier without its blobs (no stamps) is found by its outputs; one
     // whose trees are not local either may be the producer too, when no upstream is known to be.
     const holds = (u: GraphNode) => producerOf(store, records.get(u.id), digest);
@@ -334,7 +337,8 @@ export async function run(
     const again = computeKey(node, inputs.get(node.id)!, records, hostEnv);
     if (!again.ok) return { status: 'failed', failure: again.error };
     const retried = await execute(node, again.value);
-    if (retried.status === 'failed' && retried.failure.corrupt_blob) emit({ type: 'failed', node: node.id, failure: retried.failure, logTail: '' });
+    if (retried.status === 'failed' && retried.failure.reason === 'corrupt-blob')
+      emit({ type: 'failed', node: node.id, failure: retried.failure, logTail: '' });
     return retried;
   };
 
@@ -535,8 +539,8 @@ async function executeLocked(
       // no log
     }
     if (!result.ok) {
-      // A corrupt upstream blob is not this node's failure: the caller rebuilds the producer and retries.
-      if (result.error.corrupt_blob) return { status: 'failed', failure: result.error };
+      // A corrupt upstream blob is not this node's failure (the caller rebuilds the producer and retries), nor an interrupt.
+      if (!isOwnFailure(result.error)) return { status: 'failed', failure: result.error };
       // The failure's log stays in the store (gc keeps it while the failure is the node's last): `explain` and `show` read it.
       store.nodes.update(node.id, (h) => ({
         ...h,
@@ -688,10 +692,10 @@ async function executeNode(
     try {
       entry = store.cas.putPath(i.abs);
     } catch (e) {
-      return err({ reason: 'input-changed', message: `cannot read input ${i.path}: ${errorMessage(e)}` });
+      return err({ reason: 'input-changed', message: `cannot read input ${i.path}: ${errorMessage(e)}`, input: i.path });
     }
     if (entry.digest !== i.digest) {
-      return err({ reason: 'input-changed', message: `input ${i.path} changed after it was hashed; run again` });
+      return err({ reason: 'input-changed', message: `input ${i.path} changed after it was hashed; run again`, input: i.path });
     }
     files.push({ path: i.path, entry });
   }
@@ -722,11 +726,12 @@ async function executeNode(
   };
   const corruptFailure = (e: CorruptBlobError): Result<OutputManifest, StepFailure> => {
     const dropped = store.forgetBlob(e.digest);
-    return err({
-      reason: 'store-error',
+    const failure: StepFailure = {
+      reason: 'corrupt-blob',
       message: `${e.message}; dropped it${dropped.length ? ` and the records of ${dropped.join(', ')}` : ''}`,
-      corrupt_blob: e.digest,
-    });
+      digest: e.digest,
+    };
+    return err(failure);
   };
   try {
     const result = await node.kind.execute({

@@ -77,13 +77,8 @@ export interface ExecutionContext {
   outcome?(word: string, detail: string): void;
 }
 
-/** Why a node failed; `message` is what the user reads. */
-export interface StepFailure {
-  reason: 'exit-non-zero' | 'timeout' | 'missing-output' | 'spawn-error' | 'killed' | 'input-changed' | 'store-error' | 'infra' | 'refused' | 'internal';
-  message: string;
-  /** A stored blob the step read was corrupt (the engine dropped it and rebuilds its producer). */
-  corrupt_blob?: string;
-}
+export type { StepFailure } from './step-failure.js';
+import type { StepFailure } from './step-failure.js';
 
 /** One prerequisite of a step kind, checked before any node runs (`pairbench doctor` lists them all). */
 export interface PreflightCheck {

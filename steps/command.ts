@@ -206,19 +206,22 @@ export const commandStep: StepKind = {
     } finally {
       closeSync(logFd);
     }
-    if (result.timedOut) return err({ reason: 'timeout', message: `command timed out after ${s.timeout} s` });
+    if (result.timedOut) return err({ reason: 'timeout', message: `command timed out after ${s.timeout} s`, after_seconds: s.timeout ?? 0 });
     if (ctx.signal.aborted) return err({ reason: 'killed', message: 'command was interrupted' });
     if (result.exitCode === null && result.signal === null) return err({ reason: 'spawn-error', message: 'command could not start (/bin/sh)' });
     if (result.exitCode !== 0) {
       return err({
         reason: 'exit-non-zero',
         message: result.exitCode === null ? `command was killed by ${result.signal}` : `command exited with code ${result.exitCode}`,
+        exit_code: result.exitCode,
+        signal: result.signal,
       });
     }
     const outputs: OutputManifest = {};
     for (const o of (s.outs ?? []).map((x) => interpolate(x, ctx.node.matrix))) {
       const abs = join(ws, o);
-      if (!existsSync(abs)) return err({ reason: 'missing-output', message: `declared output "${o}" was not produced (the command exited 0)` });
+      if (!existsSync(abs))
+        return err({ reason: 'missing-output', message: `declared output "${o}" was not produced (the command exited 0)`, output: o, upstream: null });
       outputs[o] = ctx.artifacts.putPath(abs);
     }
     return ok(outputs);

@@ -121,7 +121,7 @@ export const contextStep: StepKind = {
       await extractTree(mirror, s.subdir ? `${s.commit}:${s.subdir}` : s.commit, tree);
     } catch (e) {
       log(errorMessage(e));
-      return err({ reason: 'exit-non-zero', message: `cannot read ${s.repo}@${s.commit.slice(0, 12)}: ${errorMessage(e).split('\n')[0]}` });
+      return err({ reason: 'refused', message: `cannot read ${s.repo}@${s.commit.slice(0, 12)}: ${errorMessage(e).split('\n')[0]}` });
     }
     const request = contextRequest(s.prompt, tree, s.include ?? ['**'], hiddenOf(s));
     log(
@@ -136,7 +136,7 @@ export const contextStep: StepKind = {
       return err({ reason: 'infra', message: `context step ${ctx.node.step.name}: ${reply.error}` });
     }
     if (!reply.value.text.trim())
-      return err({ reason: 'exit-non-zero', message: `context step ${ctx.node.step.name}: the model answered with no text; nothing to give the arm` });
+      return err({ reason: 'infra', message: `context step ${ctx.node.step.name}: the model answered with no text; nothing to give the arm` });
     writeFileSync(join(out, outName(s)), reply.value.text.endsWith('\n') ? reply.value.text : reply.value.text + '\n');
     const u = reply.value.usage;
     const tokens = u ? u.input_tokens + u.output_tokens + u.cache_write_tokens + u.cache_read_tokens : null;

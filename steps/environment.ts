@@ -87,6 +87,7 @@ export const environmentStep: StepKind = {
       if (planned && planned[name] !== id) {
         return err({
           reason: 'input-changed',
+          input: `base image ${name}`,
           message: `task ${task.id}: base image ${name} is ${id.slice(0, 19)} now, ${planned[name] ? `${planned[name]!.slice(0, 19)} when this run was planned` : 'not resolved when this run was planned'}; run again`,
         });
       }
@@ -105,6 +106,8 @@ export const environmentStep: StepKind = {
       const offline = !env.allowInternet && NETWORK_ERROR.test(built.error.log + built.error.message);
       return err({
         reason: 'exit-non-zero',
+        exit_code: null,
+        signal: null,
         message:
           `task ${task.id}: building environment/${env.dockerfile} failed: ${built.error.message.trim().split('\n').pop()}` +
           (offline

@@ -157,7 +157,7 @@ export const materializeStep: StepKind = {
     } catch (e) {
       writeFileSync(ctx.logFile, errorMessage(e) + '\n', { flag: 'a' });
       return err({
-        reason: 'exit-non-zero',
+        reason: 'refused',
         message: `task ${task.id}: cannot materialize ${task.repo.source}@${task.repo.commit.slice(0, 12)}: ${errorMessage(e).split('\n')[0]}`,
       });
     }

@@ -19,7 +19,12 @@ describe('reporters', () => {
     });
     r.event({ type: 'cached', node: 'a/1', key, builtElsewhere: false });
     r.event({ type: 'running', node: 'a/2' });
-    r.event({ type: 'failed', node: 'a/2', failure: { reason: 'exit-non-zero', message: 'command exited with code 1' }, logTail: 'boom' });
+    r.event({
+      type: 'failed',
+      node: 'a/2',
+      failure: { reason: 'exit-non-zero', message: 'command exited with code 1', exit_code: 1, signal: null },
+      logTail: 'boom',
+    });
     r.event({ type: 'skipped', node: 'b', because: 'upstream a/2 did not complete' });
     r.event({ type: 'end', summary: { total: 3, cached: 1, executed: 0, failed: 1, skipped: 1, durationMs: 5 } });
     await r.close();

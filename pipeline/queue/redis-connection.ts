@@ -1,5 +1,6 @@
 /** redis://HOST:PORT/DB as BullMQ connection options, and the queue of each step kind. */
 import { err, ok, type Result } from '../result.js';
+import type { StepFailure } from '../step-failure.js';
 
 export interface RedisTarget {
   host: string;
@@ -40,5 +41,6 @@ export interface JobData {
 export interface JobResult {
   status: 'executed' | 'failed';
   worker: string;
-  failure?: { reason: string; message: string };
+  /** Sent as JSON through redis: the coordinator checks it (parseStepFailure) before it believes it. */
+  failure?: StepFailure;
 }

@@ -7,6 +7,7 @@
 import { Queue, QueueEvents } from 'bullmq';
 import type { EngineEvent } from '../events.js';
 import type { NodeExecutor, NodeKey, NodeState } from '../engine.js';
+import { parseStepFailure, type StepFailure } from '../step-failure.js';
 import { readThrough, writeBack } from '../caching/remote-tier.js';
 import type { ActionRecord } from '../store/action-cache.js';
 import type { RemoteCache } from '../store/remote-cache.js';
@@ -68,10 +69,11 @@ export class RedisExecutor implements NodeExecutor {
       const started = Date.now();
       const result = (await job.waitUntilFinished(events)) as JobResult;
       if (result.status === 'failed') {
-        const failure = {
-          reason: (result.failure?.reason ?? 'internal') as 'internal',
-          message: `${result.failure?.message ?? 'failed'} (on ${result.worker})`,
-        };
+        // The worker's failure, with its reason's data, if it is one; a worker that sent something else failed in a way of its own.
+        const sent = parseStepFailure(result.failure as unknown);
+        const failure: StepFailure = sent.ok
+          ? { ...sent.value, message: `${sent.value.message} (on ${result.worker})` }
+          : { reason: 'internal', message: `${result.worker} failed this node but its answer is not a failure (${sent.error})` };
         emit({ type: 'failed', node: node.id, failure, logTail: '' });
         return { status: 'failed', failure };
       }

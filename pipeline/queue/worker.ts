@@ -7,7 +7,7 @@
 import { hostname } from 'node:os';
 import { Worker, type Job } from 'bullmq';
 import pLimit from 'p-limit';
-import type { HostEnv, GraphNode } from '../step-kind.js';
+import type { HostEnv, GraphNode, StepFailure } from '../step-kind.js';
 import { computeKey, executeHere, type EngineContext } from '../engine.js';
 import { lookup } from '../caching/local-cache.js';
 import { readThrough } from '../caching/remote-tier.js';
@@ -53,28 +53,28 @@ export async function startWorker(o: WorkerOptions): Promise<RunningWorker> {
   const process1 = async (job: Job<JobData>): Promise<JobResult> => {
     const started = Date.now();
     const done = (result: JobResult) => (o.onJob?.({ node: job.data.node, key: job.data.key, result, ms: Date.now() - started }), result);
-    const fail = (reason: string, message: string) => done({ status: 'failed', worker: name, failure: { reason, message } });
+    const fail = (failure: StepFailure) => done({ status: 'failed', worker: name, failure });
     const node = byId.get(job.data.node);
-    if (!node) return fail('refused', `this worker's config has no node ${job.data.node}: start workers with the coordinator's config`);
+    if (!node) return fail({ reason: 'refused', message: `this worker's config has no node ${job.data.node}: start workers with the coordinator's config` });
     const records = new Map<string, ActionRecord>();
     for (const u of node.upstream) {
       const key = job.data.upstream[u.id] as CacheKey | undefined;
       const local = key ? lookup(o.ctx.store, key) : undefined;
       const record = local?.status === 'hit' ? local.record : key ? await readThrough(o.ctx.store, o.remote, key) : undefined;
-      if (!record) return fail('store-error', `upstream ${u.id} (${key?.slice(0, 12) ?? 'no key'}) is not in the remote cache`);
+      if (!record) return fail({ reason: 'store-error', message: `upstream ${u.id} (${key?.slice(0, 12) ?? 'no key'}) is not in the remote cache` });
       records.set(u.id, record);
     }
     const key = computeKey(node, o.inputs.get(node.id)!, records, o.hostEnv);
-    if (!key.ok) return fail(key.error.reason, key.error.message);
+    if (!key.ok) return fail(key.error);
     if (key.value.key !== job.data.key) {
-      return fail(
-        'refused',
-        `this worker computes key ${key.value.key.slice(0, 12)} for ${node.id}, the coordinator ${job.data.key.slice(0, 12)}: its config or input files differ (run workers on the same commit of the project)`,
-      );
+      return fail({
+        reason: 'refused',
+        message: `this worker computes key ${key.value.key.slice(0, 12)} for ${node.id}, the coordinator ${job.data.key.slice(0, 12)}: its config or input files differ (run workers on the same commit of the project)`,
+      });
     }
     const state = await executeHere(o.ctx, node, key.value, o.inputs.get(node.id)!, records, { reporter: o.reporter, hostEnv: o.hostEnv, remote: o.remote });
-    if (state.status === 'failed') return fail(state.failure.reason, state.failure.message);
-    if (state.status === 'skipped') return fail('internal', state.because);
+    if (state.status === 'failed') return fail(state.failure);
+    if (state.status === 'skipped') return fail({ reason: 'internal', message: state.because });
     return done({ status: 'executed', worker: name });
   };
 
