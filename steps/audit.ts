@@ -3,7 +3,8 @@ import { join, relative } from 'node:path';
 import picomatch from 'picomatch';
 import type { Json } from '../pipeline/canonical-json.js';
 import type { StepConfig } from '../pipeline/config/load.js';
-import { err, ok, type Result } from '../pipeline/result.js';
+import { err, ok, unreachable, type Result } from '../pipeline/result.js';
+import type { RunResult } from './run-result.js';
 import { EARLIER_TRIES, type ExecutionContext, type FileInputSpec, type StepKind } from '../pipeline/step-kind.js';
 import { surfaceFromDir } from './certify/scan.js';
 import { scanLeakage } from './leakage.js';
@@ -73,6 +74,23 @@ function upstreamText(ctx: ExecutionContext, a: Artifact): string | null {
 }
 
 const producerOf = (ctx: ExecutionContext, a: Artifact): string | undefined => ctx.upstream.find((u) => u.outputs[a.name])?.node;
+
+/** The reason code of an attempt the harness failed: from the part that failed, as run recorded it. */
+function infraReason(run: RunResult): 'infra-sandbox' | 'infra-agent-start' | 'infra-gateway' {
+  // Recorded before infra_kind was: run's own words for the cause, which begin with the part.
+  const kind =
+    run.infra_kind ?? (run.infra_error?.startsWith('sandbox') ? 'sandbox' : run.infra_error?.startsWith('agent did not start') ? 'agent-start' : 'provider');
+  switch (kind) {
+    case 'sandbox':
+      return 'infra-sandbox';
+    case 'agent-start':
+      return 'infra-agent-start';
+    case 'provider':
+      return 'infra-gateway';
+    default:
+      return unreachable(kind);
+  }
+}
 
 /** "Used": the agent observably read or called the treatment (its files, or its MCP tools). */
 function usedTreatment(trajectory: Pick<AtifTrajectory, 'steps'>, files: string[], mcpServers: string[]): boolean {
@@ -176,11 +194,7 @@ export const auditStep: StepKind = {
     let noAnswer = false;
     if (run.exit_reason === 'infra-error') {
       admission = 'excluded';
-      reason = run.infra_error?.startsWith('sandbox')
-        ? 'infra-sandbox'
-        : run.infra_error?.startsWith('agent did not start')
-          ? 'infra-agent-start'
-          : 'infra-gateway';
+      reason = infraReason(run);
       explanation = `infrastructure fault, not attributable to the agent: ${run.infra_error ?? 'unknown'}`;
       pass = null;
     } else if (verdict === null || verdict.pass === null) {

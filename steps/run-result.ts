@@ -9,6 +9,9 @@ import type { SandboxReceipt } from '../sandboxes/sandbox.js';
 
 export type ExitReason = 'done' | 'turn-cap' | 'time-cap' | 'token-cap' | 'cost-cap' | 'output-budget' | 'agent-crash' | 'infra-error';
 
+/** The sandbox did not start; the agent made no model request; the model provider failed or refused. */
+export type InfraKind = 'sandbox' | 'agent-start' | 'provider';
+
 export interface RunResult {
   schema_version: 1;
   task: string;
@@ -18,6 +21,11 @@ export interface RunResult {
   exit_reason: ExitReason;
   /** What failed when exit_reason is infra-error (host paths redacted), else null. */
   infra_error: string | null;
+  /**
+   * Which part of the harness failed, when exit_reason is infra-error: what audit's reason code
+   * is made from (absent in results recorded before it was; audit then reads infra_error's prefix).
+   */
+  infra_kind?: InfraKind | null;
   /** Why what the attempt left was over its budgets (exit output-budget). */
   over_budget?: string;
   started_at: string;

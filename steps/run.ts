@@ -23,7 +23,7 @@ import { upstreamAuth } from '../gateway/upstream-auth.js';
 import { GATEWAY_LIMITS, type GatewaySummary } from '../gateway/gateway.js';
 import { CHANGED, CHANGES, copyWritten, diffSnapshots, snapshot, type Snapshot, type WorkspaceChanges } from './workspace.js';
 import { materializeStep, REDACTED, REDACTION_RECEIPT, TREE } from './materialize.js';
-import type { ExitReason, RunResult } from './run-result.js';
+import type { ExitReason, InfraKind, RunResult } from './run-result.js';
 import { stepOutputProblems } from './step-output-checks.js';
 import { fileSources, isStepOutput, normalizedPath, outputsReadFrom, producerSteps, treatmentEntry, type TreatmentSource } from './treatment-files.js';
 import type { OutputEntry } from '../pipeline/store/cas.js';
@@ -719,6 +719,7 @@ export const runStep: StepKind = {
         { path: ctx.config.rootDir, as: '<project>' },
       ];
       const { redact } = await import('../report/bundle.js');
+      const infraKind: InfraKind | null = exitReason !== 'infra-error' ? null : !sandbox ? 'sandbox' : didNotStart ? 'agent-start' : 'provider';
       const infraCause =
         exitReason !== 'infra-error'
           ? null
@@ -747,6 +748,7 @@ export const runStep: StepKind = {
         agent: { adapter: adapter.name, version: adapter.version(), model: actx.model, provider: providerOf(adapter.name) },
         exit_reason: exitReason,
         infra_error: infraCause === null ? null : redact(infraCause, { hostPaths }),
+        infra_kind: infraKind,
         ...(overBudget ? { over_budget: overBudget } : {}),
         started_at: new Date(started).toISOString(),
         ended_at: new Date(started + (performance.now() - clock)).toISOString(),

@@ -114,7 +114,7 @@ describe.skipIf(!dockerUp || !existsSync(claudeBinary()))('an agent that cannot 
       for (const arm of ['control', 'treatment']) {
         for (const rep of [1, 2]) {
           const result = bundleJson('b1', `nodes/attempts/fix-add/${arm}/${rep}/result.json`);
-          expect(result.exit_reason).toBe('infra-error');
+          expect(result).toMatchObject({ exit_reason: 'infra-error', infra_kind: 'agent-start' });
           expect(result.infra_error).toMatch(/^agent did not start: exit code \d+ before its first model request: .*librt\.so\.1/);
           expect(result.turns).toBe(0);
           expect(result.cost_confidence).toBe('none');
