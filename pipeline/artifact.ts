@@ -25,8 +25,22 @@ export function artifact<const N extends string>(name: N, about: string): Artifa
   return { name, about };
 }
 
+/** Every JSON descriptor made, by name: what a step that takes all of an upstream's outputs checks them by. */
+const declared = new Map<string, JsonArtifact<unknown>[]>();
+
 export function jsonArtifact<T, const N extends string = string>(name: N, about: string, problems: (value: unknown) => string[]): JsonArtifact<T, N> {
-  return { name, about, problems };
+  const a: JsonArtifact<T, N> = { name, about, problems };
+  declared.set(name, [...(declared.get(name) ?? []), a as JsonArtifact<unknown>]);
+  return a;
+}
+
+/**
+ * The JSON descriptor of an output a kind declares as `about` under `name` (kind.outputs(step)
+ * gives both), when there is one: the same name may be two kinds' outputs (certify's and verify's
+ * verdict.json), told apart by their words.
+ */
+export function declaredJsonOutput(name: string, about: string | undefined): JsonArtifact<unknown> | undefined {
+  return about === undefined ? undefined : declared.get(name)?.find((a) => a.about === about);
 }
 
 /** How a consumer's `selectUpstream` names an output its upstream may not have (`name?`). */

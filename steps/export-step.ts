@@ -24,7 +24,7 @@ import type { Task } from './task.js';
 import { CHANGED, CHANGES } from './workspace.js';
 import { specIf, specOf, type SpecByKind } from './step-spec.js';
 import { annotateExports } from './export-annotation.js';
-import { parseJsonArtifact, readJsonArtifact } from '../pipeline/artifact.js';
+import { declaredJsonOutput, parseJsonArtifact, readJsonArtifact } from '../pipeline/artifact.js';
 import { ANALYSIS, ANALYZED_ATTEMPTS } from './analyze-step.js';
 
 type ExportConfig = SpecByKind['export'];
@@ -338,7 +338,10 @@ export const exportStep: StepKind = {
     ];
     let analysis: AnalysisResult | undefined;
     let attempts: AuditedAttempt[] = [];
+    const producers = new Map(ctx.node.upstream.map((n) => [n.id, n]));
     for (const u of ctx.upstream) {
+      const producer = producers.get(u.node);
+      const declared = producer ? producer.kind.outputs(producer.step) : {};
       for (const [name, entry] of Object.entries(u.outputs)) {
         if (name === EARLIER_TRIES && entry.type === 'dir') {
           files.push(...earlierTriesFiles(ctx, u.node, entry, (text) => redact(text, { hostPaths })));
@@ -346,6 +349,10 @@ export const exportStep: StepKind = {
         }
         if (entry.type !== 'file') continue; // directories (trees, changed files) stay in the store: their digests are in the receipts
         let text = ctx.artifacts.read(entry.digest).toString('utf8');
+        // A JSON output enters the bundle only if it holds the type its producer declares.
+        const typed = declaredJsonOutput(name, declared[name]);
+        const holds = typed && parseJsonArtifact(typed, text, u.node);
+        if (holds && !holds.ok) return err({ reason: 'store-error', message: holds.error });
         if (name === ANALYSIS.name) {
           const read = parseJsonArtifact(ANALYSIS, text, u.node);
           if (!read.ok) return err({ reason: 'store-error', message: read.error });

@@ -42,15 +42,11 @@ async function jsonDescriptors(): Promise<JsonArtifact<unknown>[]> {
 const declared = (descriptors: readonly JsonArtifact<unknown>[], node: GraphNode, name: string) =>
   descriptors.find((d) => d.name === name && node.kind.outputs(node.step)[name] === d.about);
 
-/**
- * Whether `consumer` reads `name` of its upstream `producer`: selects it by name. (A step that
- * takes all of an upstream's outputs, as export does, copies their bytes into the bundle, whose
- * manifest hashes them; it parses none of them.)
- */
+/** Whether `consumer` reads `name` of its upstream `producer`: selects it, or takes all of its outputs (as export does, into the bundle). */
 function reads(consumer: GraphNode, producer: GraphNode, name: string): boolean {
   if (!consumer.upstream.includes(producer)) return false;
   const wanted = consumer.kind.selectUpstream?.(consumer, producer);
-  return wanted !== undefined && (wanted.includes(name) || wanted.includes(`${name}?`));
+  return wanted === undefined || wanted.includes(name) || wanted.includes(`${name}?`);
 }
 
 /** Puts `record` back with output `name` replaced by `bytes` (what an edit of the store would do). */
@@ -108,7 +104,7 @@ describe('JSON outputs between steps', () => {
       expect.arrayContaining(['run:result.json', 'run:trajectory.json', 'verify:verdict.json', 'audit:audit.json', 'certify:verdict.json']),
     );
     expect([...targets.keys()].map((d) => d.name)).toEqual(
-      expect.arrayContaining(['result.json', 'verdict.json', 'trajectory.json', 'canary.json', 'audit.json']),
+      expect.arrayContaining(['result.json', 'verdict.json', 'trajectory.json', 'canary.json', 'audit.json', 'redaction.json']),
     );
 
     for (const [d, { producer, record, reader }] of targets) {
