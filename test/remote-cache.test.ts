@@ -6,7 +6,11 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, onTes
 import { main } from '../cli/main.js';
 import { calculatorTask } from './fixtures.js';
 import { Rig } from './rig.js';
+import { goldenStore } from './golden-store.js';
 import { RecordPack } from '../pipeline/store/record-pack.js';
+import { parseKeys } from '../pipeline/store/remote-cache.js';
+import { canonicalJson } from '../pipeline/canonical-json.js';
+import { createHmac } from 'node:crypto';
 import { hasNginx, startNginx, type Nginx } from '../bench/local-servers.js';
 
 // The remote tier on a real server: nginx with WebDAV PUT under /ac/ and /cas/, on loopback.
@@ -41,6 +45,9 @@ describe.skipIf(!hasNginx() && !required)('remote cache (Bazel HTTP protocol, ng
     try {
       const config = join(ROOT, 'bench.config.yaml');
       const env = { PAIRBENCH_CACHE_KEYS: KEYS };
+      // store-a holds the example built end to end (once per suite, test/golden-store.ts) and the
+      // remote cache nothing: the first read-write run publishes every record it finds locally.
+      await goldenStore('bench.config.yaml', join(rig.dir, 'store-a'));
       const first = await cli(env, 'run', '--config', config, '--store', join(rig.dir, 'store-a'), '--remote-cache', nginx.url, '--json');
       expect(first.code, first.stderr).toBe(0);
       const written = JSON.parse(first.stdout).remote_cache;
@@ -157,6 +164,30 @@ steps:
       expect(third.code, third.stderr).toBe(0);
       expect((JSON.parse(third.stdout).nodes as Node[]).every((n) => n.status === 'executed')).toBe(true);
       expect(JSON.parse(third.stdout).remote_cache.rejected).toBeGreaterThan(0);
+    });
+
+    it('a record its signer got wrong (any one field missing, signed by a trusted key) is ignored and its node rebuilt, never a crash', async () => {
+      const first = await rig.cli('run', '--json');
+      expect(first.code, first.stderr).toBe(0);
+      const key = (JSON.parse(first.stdout).nodes as Node[]).find((n) => n.node === 'verify/fix-add/control/1')!.key!;
+      const file = join(nginx.data, 'ac', key);
+      const good = JSON.parse(readFileSync(file, 'utf8')) as { record: Record<string, unknown>; signature: { key_id: string } };
+      const [trusted] = parseKeys(KEYS);
+      // Every field of the record as the server holds it, each left out in turn and the rest signed again.
+      const fields = Object.keys(good.record);
+      expect(fields).toEqual(expect.arrayContaining(['key', 'preimage', 'outputs', 'outputs_digest']));
+      for (const [i, field] of fields.entries()) {
+        const { [field]: _gone, ...record } = good.record;
+        const hmac = createHmac('sha256', trusted!.secret).update(canonicalJson(record)).digest('hex');
+        writeFileSync(file, JSON.stringify({ record, signature: { key_id: trusted!.id, hmac_sha256: hmac } }));
+        const store = join(rig.dir, `store-without-${i}`);
+        const again = await rig.cli('run', 'verify/fix-add/control/1', '--json', '--store', store, '--cache-mode', 'read-only');
+        expect(again.code, `${field}: ${again.stderr}`).toBe(0);
+        const node = (JSON.parse(again.stdout).nodes as Node[]).find((n) => n.node === 'verify/fix-add/control/1')!;
+        // A field the check needs makes it no match (rebuilt here); one it does not is a record like any other.
+        expect(['executed', 'cached'], `${field}: ${JSON.stringify(node)}`).toContain(node.status);
+      }
+      writeFileSync(file, JSON.stringify(good));
     });
 
     it('a blob on the server with the wrong bytes is refused, and the node that made it is rebuilt here in the same run', async () => {

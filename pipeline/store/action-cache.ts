@@ -148,6 +148,14 @@ class PackedActionRecord implements ActionRecord {
   }
 }
 
+/**
+ * The record's fields as a plain object. A packed record's fields are getters on its class,
+ * which a spread or a destructuring skips: `{ ...record }` of one holds its key and schema only.
+ */
+export function plainRecord(record: ActionRecord): ActionRecord {
+  return record instanceof PackedActionRecord ? record.toJSON() : record;
+}
+
 const STAMPS_FIRST = '{"stamps":{';
 
 /**

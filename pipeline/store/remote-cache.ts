@@ -16,7 +16,7 @@ import pLimit from 'p-limit';
 import { canonicalJson } from '../canonical-json.js';
 import { cacheKeyOf, type CacheKey, type Sha256 } from '../digest.js';
 import { errorMessage } from '../result.js';
-import { outputsDigest, type ActionRecord } from './action-cache.js';
+import { outputsDigest, plainRecord, type ActionRecord } from './action-cache.js';
 import { tempPath } from '../atomic-write.js';
 import type { HeldRecords } from './remote-held.js';
 import { HttpClient, type HttpResponse } from './http-client.js';
@@ -68,6 +68,19 @@ export function parseKeys(value: string | undefined): { id: string; secret: stri
       return i > 0 && i < p.length - 1 ? { id: p.slice(0, i), secret: p.slice(i + 1) } : null;
     })
     .filter((k): k is { id: string; secret: string } => k !== null);
+}
+
+/**
+ * Whether a record whose signature verifies is the one for `key`: its key, the hash of its
+ * pre-image and its outputs' digest. A signer can be wrong too (a writer's bug, an old
+ * version): a record without one of them is not a match, never a crash of the node.
+ */
+function matchesKey(r: Omit<ActionRecord, 'stamps'>, key: CacheKey): boolean {
+  try {
+    return r.key === key && typeof r.preimage === 'string' && cacheKeyOf(r.preimage) === key && outputsDigest(r.outputs) === r.outputs_digest;
+  } catch {
+    return false;
+  }
 }
 
 function hmac(secret: string, body: string): string {
@@ -177,7 +190,7 @@ export class RemoteCache {
     const got = signed.signature.hmac_sha256;
     if (got.length !== want.length || !timingSafeEqual(Buffer.from(got), Buffer.from(want))) return this.reject(key, 'its signature does not verify');
     const r = signed.record;
-    if (r.key !== key || cacheKeyOf(r.preimage) !== key || outputsDigest(r.outputs) !== r.outputs_digest) return this.reject(key, 'it does not match its key');
+    if (!matchesKey(r, key)) return this.reject(key, 'it does not match its key');
     this.stats.records_read++;
     this.heldBy(store).add(key);
     return { status: 'hit', record: { ...r, stamps: {} } };
@@ -233,7 +246,7 @@ export class RemoteCache {
     if (!key) return;
     const uploads = await Promise.all([...new Set(blobs)].map((d) => this.limit(() => this.putBlob(store, d))));
     if (!uploads.every(Boolean) || this.disabled) return;
-    const { stamps: _local, ...rest } = record;
+    const { stamps: _local, ...rest } = plainRecord(record);
     const signed: SignedRecord = { record: rest, signature: { key_id: key.id, hmac_sha256: hmac(key.secret, canonicalJson(rest as never)) } };
     const res = await this.request('PUT', `/ac/${record.key}`, Buffer.from(JSON.stringify(signed)));
     if (res) {
