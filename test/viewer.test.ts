@@ -8,6 +8,7 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 import { clippingProblems } from './browser-layout.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cliOutputProblems } from './cli-schema.js';
+import { goldenStore } from './golden-store.js';
 
 // `pairbench view`, used as a person uses it: the real CLI serves the example cohort's bundle
 // (run end to end here), and headless Chromium clicks through it. The agent's output is
@@ -80,7 +81,8 @@ describe.skipIf(skipBrowser)('pairbench view', () => {
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'pairbench-view-'));
     const store = join(dir, 'store');
-    expect(spawnSync(process.execPath, [join(ROOT, 'scripts', 'build-fixtures.mjs')], { cwd: ROOT, env: ENV }).status).toBe(0);
+    // The example built end to end once per suite (test/golden-store.ts); run on the copy, it is a no-op.
+    await goldenStore('bench.config.yaml', store);
     const run = pairbench(['run', '--store', store, '--progress', 'none']);
     expect(run.status, run.stderr).toBe(0);
     bundle = join(dir, 'bundle');
