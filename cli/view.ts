@@ -8,6 +8,8 @@ import { packageRoot } from '../pipeline/package-root.js';
 import { Store } from '../pipeline/store/store.js';
 import { BUNDLE_OUTPUT, exportStep } from '../steps/export-step.js';
 import { BundleReader } from '../viewer/bundle-reader.js';
+import { RESULTS_FILE } from '../steps/bundle-layout.js';
+import { MANIFEST_FILE } from '../report/bundle.js';
 import { startViewer, type ViewerData } from '../viewer/server.js';
 import type { Progress } from '../viewer/view-types.js';
 import type { CliIO, LoadedConfig } from './command-context.js';
@@ -33,7 +35,7 @@ const BUNDLE_DEPTH = 4;
 
 /** The bundles at or under `dir`: the directory itself when it is one, else every bundle below it. */
 function bundlesUnder(dir: string, depth = 0): string[] {
-  if (existsSync(join(dir, 'results.json')) && existsSync(join(dir, 'manifest.json'))) return [dir];
+  if (existsSync(join(dir, RESULTS_FILE.name)) && existsSync(join(dir, MANIFEST_FILE))) return [dir];
   if (depth >= BUNDLE_DEPTH) return [];
   return readdirSync(dir, { withFileTypes: true })
     .filter((e) => e.isDirectory())

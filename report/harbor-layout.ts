@@ -19,6 +19,7 @@ import { pathToFileURL } from 'node:url';
 import { createHash } from 'node:crypto';
 import type { AttemptRecord } from '../stats/types.js';
 import { err, ok, type Result } from '../pipeline/result.js';
+import { parseJsonArtifact, type Artifact, type JsonArtifact } from '../pipeline/artifact.js';
 
 /** Where the pairbench bundle goes inside the job directory (no result.json: the viewer does not list it as a trial). */
 export const BUNDLE_SUBDIR = 'pairbench';
@@ -30,6 +31,7 @@ interface BundleResults {
   attempts: AttemptRecord[];
 }
 
+/** What the job reads of a verify node's verdict. */
 interface Verdict {
   pass: boolean | null;
   reward: Record<string, number> | null;
@@ -37,9 +39,26 @@ interface Verdict {
   reward_file?: 'reward.txt' | 'reward.json' | null;
 }
 
+/**
+ * The bundle's files the job is made of, by the descriptors of the kinds that wrote them (the
+ * export command passes steps/bundle-layout.ts: this library imports no step). Each JSON file is
+ * checked by its descriptor: a bundle may come from anyone.
+ */
+export interface HarborSources {
+  results: JsonArtifact<BundleResults>;
+  verdict: JsonArtifact<Verdict>;
+  certification: JsonArtifact<{ surfaces: Record<string, string> }>;
+  /** Copied into the trial as Harbor's agent/trajectory.json: checked first, as Harbor will believe it. */
+  trajectory: JsonArtifact<unknown>;
+  verifierLog: Artifact;
+  /** The path of a node's output inside the bundle, and the directory of the nodes. */
+  path: (node: string, output: Artifact) => string;
+  nodes: string;
+}
+
 /** The job's directory name: the cohort and its registered version. */
-export function harborJobName(bundleDir: string): Result<string, string> {
-  const results = readResults(bundleDir);
+export function harborJobName(bundleDir: string, sources: HarborSources): Result<string, string> {
+  const results = readResults(bundleDir, sources);
   if (!results.ok) return results;
   const name = `${results.value.cohort}${results.value.version ? `-v${results.value.version}` : ''}`.replace(/[^A-Za-z0-9._-]+/g, '_');
   return ok(name);
@@ -49,11 +68,11 @@ export function harborJobName(bundleDir: string): Result<string, string> {
  * Writes the Harbor job for the bundle at bundleDir into jobDir; finalDir is where the job
  * will live (its paths are recorded: trial_uri, trials_dir) when jobDir is a staging copy.
  */
-export function writeHarborJob(bundleDir: string, jobDir: string, finalDir = jobDir): Result<{ trials: number }, string> {
-  const results = readResults(bundleDir);
+export function writeHarborJob(bundleDir: string, sources: HarborSources, jobDir: string, finalDir = jobDir): Result<{ trials: number }, string> {
+  const results = readResults(bundleDir, sources);
   if (!results.ok) return results;
   const { attempts, cohort, config_digest } = results.value;
-  const jobName = harborJobName(bundleDir);
+  const jobName = harborJobName(bundleDir, sources);
   if (!jobName.ok) return jobName;
   const jobId = uuidOf(`job ${cohort} ${config_digest}`);
   const write = (path: string, data: string) => {
@@ -61,11 +80,12 @@ export function writeHarborJob(bundleDir: string, jobDir: string, finalDir = job
     writeFileSync(join(jobDir, path), data);
   };
   const json = (v: unknown) => JSON.stringify(v, null, 2) + '\n';
-  const readNode = (node: string | null | undefined, name: string): string | null => {
-    const p = node ? join(bundleDir, 'nodes', node, name) : null;
+  const readNode = (node: string | null | undefined, output: Artifact): string | null => {
+    const p = node ? join(bundleDir, sources.path(node, output)) : null;
     return p && existsSync(p) ? readFileSync(p, 'utf8') : null;
   };
-  const certified = certificationDigests(bundleDir, attempts);
+  const certified = certificationDigests(bundleDir, attempts, sources);
+  if (!certified.ok) return certified;
 
   const trials: TrialResult[] = [];
   for (const a of attempts) {
@@ -73,7 +93,10 @@ export function writeHarborJob(bundleDir: string, jobDir: string, finalDir = job
     const verifyNode = a.sources?.verify ?? null;
     const trialName = `${a.task}__${a.arm}__${a.rep}`.replace(/[^A-Za-z0-9._-]+/g, '_');
     const trialDir = resolve(finalDir, trialName);
-    const verdict = JSON.parse(readNode(verifyNode, 'verdict.json') ?? 'null') as Verdict | null;
+    const verdictText = readNode(verifyNode, sources.verdict);
+    const read = verdictText === null ? null : parseJsonArtifact(sources.verdict, verdictText, verifyNode!);
+    if (read && !read.ok) return err(`${join(bundleDir, sources.path(verifyNode!, sources.verdict))}: ${read.error}`);
+    const verdict = read?.value ?? null;
     const agentConfig = { name: a.agent.adapter, model_name: a.agent.model };
     const config = { task: { path: a.task, source: a.arm }, trial_name: trialName, trials_dir: resolve(finalDir), agent: agentConfig, job_id: jobId };
     const rewards = a.pass === null ? null : verdict?.reward && verdict.pass === a.pass ? verdict.reward : { reward: a.pass ? 1 : 0 };
@@ -85,7 +108,7 @@ export function writeHarborJob(bundleDir: string, jobDir: string, finalDir = job
       trial_uri: pathToFileURL(trialDir).href,
       task_id: { path: a.task },
       source: a.arm,
-      task_checksum: certified.get(a.task) ?? createHash('sha256').update(`${a.task}\n${config_digest}`).digest('hex'),
+      task_checksum: certified.value.get(a.task) ?? createHash('sha256').update(`${a.task}\n${config_digest}`).digest('hex'),
       config,
       agent_info: { name: a.agent.adapter, version: a.agent.version, model_info: { name: a.agent.model, provider: a.agent.provider } },
       // Harbor's n_input_tokens counts every input token, cached or not (as ATIF's prompt tokens do).
@@ -122,9 +145,11 @@ export function writeHarborJob(bundleDir: string, jobDir: string, finalDir = job
     trials.push(result);
     write(`${trialName}/config.json`, json(config));
     write(`${trialName}/result.json`, json(result));
-    const trajectory = readNode(run, 'trajectory.json');
+    const trajectory = readNode(run, sources.trajectory);
+    const atif = trajectory === null ? null : parseJsonArtifact(sources.trajectory, trajectory, run!);
+    if (atif && !atif.ok) return err(`${join(bundleDir, sources.path(run!, sources.trajectory))}: ${atif.error}`);
     if (trajectory) write(`${trialName}/agent/trajectory.json`, trajectory);
-    const verifierLog = readNode(verifyNode, 'verifier.log');
+    const verifierLog = readNode(verifyNode, sources.verifierLog);
     if (verifierLog !== null) write(`${trialName}/verifier/test-stdout.txt`, verifierLog);
     // The reward as the task's verifier wrote it: reward.txt (one number) or reward.json.
     if (verdict?.reward) {
@@ -235,28 +260,34 @@ function jobStats(trials: TrialResult[]) {
   };
 }
 
-function readResults(bundleDir: string): Result<BundleResults, string> {
+function readResults(bundleDir: string, sources: HarborSources): Result<BundleResults, string> {
+  const file = join(bundleDir, sources.results.name);
+  let text: string;
   try {
-    return ok(JSON.parse(readFileSync(join(bundleDir, 'results.json'), 'utf8')) as BundleResults);
+    text = readFileSync(file, 'utf8');
   } catch (e) {
-    return err(`${join(bundleDir, 'results.json')} cannot be read (${(e as Error).message}): is ${bundleDir} a pairbench bundle?`);
+    return err(`${file} cannot be read (${(e as Error).message}): is ${bundleDir} a pairbench bundle?`);
   }
+  const read = parseJsonArtifact(sources.results, text, bundleDir);
+  return read.ok ? read : err(`${file}: ${read.error}`);
 }
 
-/** A task's checksum: the digest of its certified tree where the bundle has its certification. */
-function certificationDigests(bundleDir: string, attempts: AttemptRecord[]): Map<string, string> {
+/** A task's checksum: the digest of its certified tree where the bundle has its certification (`nodes/<certify step>/<task>/`). */
+function certificationDigests(bundleDir: string, attempts: AttemptRecord[], sources: HarborSources): Result<Map<string, string>, string> {
   const out = new Map<string, string>();
-  const nodes = join(bundleDir, 'nodes');
-  if (!existsSync(nodes)) return out;
+  const nodes = join(bundleDir, sources.nodes);
+  if (!existsSync(nodes)) return ok(out);
   for (const task of new Set(attempts.map((a) => a.task))) {
     for (const step of safeDirs(nodes)) {
-      const p = join(nodes, step, task, 'certification.json');
+      const p = join(bundleDir, sources.path(`${step}/${task}`, sources.certification));
       if (!existsSync(p)) continue;
-      const tree = (JSON.parse(readFileSync(p, 'utf8')) as { surfaces?: Record<string, string> }).surfaces?.['tree'];
+      const read = parseJsonArtifact(sources.certification, readFileSync(p, 'utf8'), `${step}/${task}`);
+      if (!read.ok) return err(`${p}: ${read.error}`);
+      const tree = read.value.surfaces['tree'];
       if (tree) out.set(task, tree.replace(/^sha256:/, ''));
     }
   }
-  return out;
+  return ok(out);
 }
 
 function safeDirs(dir: string): string[] {

@@ -34,8 +34,8 @@ import { createGenerator } from 'ts-json-schema-generator';
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const FILES = ['bench.config.schema.json', 'steps.schema.json', 'task.schema.json'];
 // Definitions of the results schema that a reader of a step's output checks what it parsed against
-// (stats/output-checks.ts): their own module, loaded only by what reads those outputs, never at start-up.
-const OUTPUT_DEFINITIONS = ['AnalysisResult', 'AuditedAttempt'];
+// (stats/output-checks.ts; a bundle's results.json, by its readers): their own module, loaded only by what reads those outputs, never at start-up.
+const OUTPUT_DEFINITIONS = ['AnalysisResult', 'AuditedAttempt', 'ResultsFile'];
 const OUTPUT_VALIDATORS = join(ROOT, 'schemas', 'output-validators.generated.cjs');
 const STEP_OUTPUTS = join(ROOT, 'schemas', 'step-outputs.schema.json');
 const STEP_OUTPUT_VALIDATORS = join(ROOT, 'schemas', 'step-output-validators.generated.cjs');

@@ -13,6 +13,9 @@ export const analysisProblems = resultsDefinition('AnalysisResult');
 /** What is wrong with a parsed audit.json ([] when it is an AuditedAttempt). */
 export const auditedAttemptProblems = resultsDefinition('AuditedAttempt');
 
+/** What is wrong with a parsed results.json of a bundle ([] when it is a ResultsFile, report/results-file.ts). */
+export const resultsFileProblems = resultsDefinition('ResultsFile');
+
 /** What is wrong with a parsed attempts.json (every audited attempt an analysis read). */
 export function auditedAttemptsProblems(value: unknown): string[] {
   if (!Array.isArray(value)) return ['/ must be an array'];

@@ -21,7 +21,8 @@ import { diffSnapshots, snapshot } from './workspace.js';
 import { specIf, specOf, type SpecByKind } from './step-spec.js';
 import { annotateImageTemplates } from './image-annotations.js';
 import { CERTIFICATION_VERDICT, CERTIFY_KIND, type CertificationVerdict } from './certification.js';
-import { describeOutputs } from '../pipeline/artifact.js';
+import { describeOutputs, jsonArtifact } from '../pipeline/artifact.js';
+import { stepOutputProblems } from './step-output-checks.js';
 import { materializeStep, REDACTED, TREE } from './materialize.js';
 import type { CanaryRecord } from './verifier-canary.js';
 
@@ -63,6 +64,13 @@ export interface CertificationReceipt {
   receipt_digest: string;
 }
 
+/** The certification receipt: what the export bundles, and what a bundle's readers (the Harbor job's task checksum) check it by. */
+export const CERTIFICATION = jsonArtifact<CertificationReceipt, 'certification.json'>(
+  'certification.json',
+  "the certification: each check's result and the reasons",
+  stepOutputProblems('CertificationReceipt'),
+);
+
 /** A leak found in a vendored copy of the repository's own code is named as such, with the fix. */
 function vendoredNote(f: Finding): string {
   const dir = f.class === 'solution-leak' || f.class === 'verifier-leak' ? vendoredPackageDir(f.path) : null;
@@ -89,8 +97,7 @@ export const certifyStep: StepKind = {
   name: CERTIFY_KIND,
   title: { one: 'task certification', many: 'task certifications' },
   outputs: () => ({
-    'certification.json': "the certification: each check's result and the reasons",
-    ...describeOutputs(CERTIFICATION_VERDICT),
+    ...describeOutputs(CERTIFICATION, CERTIFICATION_VERDICT),
     [CANARY.name]: CANARY.about,
     'verifier-logs': "the verifier's logs on the starting tree and with the solution",
   }),
@@ -381,7 +388,7 @@ export const certifyStep: StepKind = {
     const receipt: CertificationReceipt = { ...body, receipt_digest: sha256(canonicalJson(body)) };
     const out = join(ctx.workDir, 'out');
     mkdirSync(out, { recursive: true });
-    writeFileSync(join(out, 'certification.json'), JSON.stringify(receipt, null, 2) + '\n');
+    writeFileSync(join(out, CERTIFICATION.name), JSON.stringify(receipt, null, 2) + '\n');
     // What run keys on: the verdict alone, so another arm's surfaces or the policy's
     // repeats do not re-run attempts whose admission did not change.
     const verdict: CertificationVerdict = { task: task.id, verdict: receipt.verdict, reasons };
@@ -397,7 +404,7 @@ export const certifyStep: StepKind = {
         `${reasons.slice(0, 2).join('; ')}${reasons.length > 2 ? `; ... (${reasons.length - 2} more: pairbench show ${ctx.node.id} certification.json)` : ''}`,
       );
     return ok({
-      'certification.json': ctx.artifacts.putPath(join(out, 'certification.json')),
+      [CERTIFICATION.name]: ctx.artifacts.putPath(join(out, CERTIFICATION.name)),
       [CERTIFICATION_VERDICT.name]: ctx.artifacts.putPath(join(out, CERTIFICATION_VERDICT.name)),
       [CANARY.name]: ctx.artifacts.putPath(join(out, CANARY.name)),
       'verifier-logs': ctx.artifacts.putPath(verifierLogs),

@@ -26,6 +26,7 @@ import { specIf, specOf, type SpecByKind } from './step-spec.js';
 import { annotateExports } from './export-annotation.js';
 import { declaredJsonOutput, parseJsonArtifact, readJsonArtifact } from '../pipeline/artifact.js';
 import { ANALYSIS, ANALYZED_ATTEMPTS } from './analyze-step.js';
+import { ATTEMPT_DIFF, bundledPath, RESULTS_FILE } from './bundle-layout.js';
 
 type ExportConfig = SpecByKind['export'];
 
@@ -243,13 +244,13 @@ function earlierTriesFiles(ctx: ExecutionContext, node: string, entry: OutputEnt
     for (const name of readdirSync(join(dir, t)).sort()) {
       if (!statSync(join(dir, t, name)).isFile()) continue;
       const text = readFileSync(join(dir, t, name), 'utf8');
-      out.push({ path: `nodes/${node}/${EARLIER_TRIES}/${t}/${name}`, bytes: REDACTED_OUTPUTS.has(name) ? clean(text) : text });
+      out.push({ path: bundledPath(node, EARLIER_TRIES, t, name), bytes: REDACTED_OUTPUTS.has(name) ? clean(text) : text });
     }
   }
   return out;
 }
 
-/** `nodes/<run node>/patch.diff`: what each attempt changed, against the tree it started from. */
+/** `nodes/<run node>/patch.diff` (ATTEMPT_DIFF): what each attempt changed, against the tree it started from. */
 async function attemptPatches(ctx: ExecutionContext): Promise<Result<BundleFile[], string>> {
   const out: BundleFile[] = [];
   const outputsOf = new Map(ctx.upstream.map((u) => [u.node, u.outputs]));
@@ -261,7 +262,7 @@ async function attemptPatches(ctx: ExecutionContext): Promise<Result<BundleFile[
     const tree = start ? outputsOf.get(start.id)?.[TREE.name] : undefined;
     const changes = readJsonArtifact(CHANGES, outs, (d) => ctx.artifacts.read(d), run.id)!;
     if (!changes.ok) return changes;
-    out.push({ path: `nodes/${run.id}/patch.diff`, bytes: await attemptDiff(ctx, tree, changed, changes.value, run.id) });
+    out.push({ path: bundledPath(run.id, ATTEMPT_DIFF), bytes: await attemptDiff(ctx, tree, changed, changes.value, run.id) });
   }
   return ok(out);
 }
@@ -364,7 +365,7 @@ export const exportStep: StepKind = {
           attempts = read.value;
         }
         if (REDACTED_OUTPUTS.has(name)) text = redact(text, { hostPaths });
-        files.push({ path: `nodes/${u.node}/${name}`, bytes: text });
+        files.push({ path: bundledPath(u.node, name), bytes: text });
       }
     }
     if (!analysis) return err({ reason: 'internal', message: `export needs an analyze upstream (${ANALYSIS.name})` });
@@ -380,7 +381,7 @@ export const exportStep: StepKind = {
       { path: 'config/bench.config.yaml', bytes: configText },
       { path: 'config/freeze.json', bytes: JSON.stringify(freezeRecord(ctx.node, attempts, configDigest, reused), null, 2) + '\n' },
       {
-        path: 'results.json',
+        path: RESULTS_FILE.name,
         bytes:
           JSON.stringify(
             {

@@ -6,6 +6,7 @@
  * consumer reads gets its type here. Types only.
  */
 import type { AtifTrajectory } from '../agents/adapter.js';
+import type { CertificationReceipt } from './certify.js';
 import type { BuiltEnvironment } from './environment.js';
 import type { RedactionReceipt } from './materialize.js';
 import type { LookDecision, NotRunRecord } from './not-run.js';
@@ -24,4 +25,5 @@ export interface StepOutputTypes {
   LookDecision: LookDecision;
   NotRunRecord: NotRunRecord;
   Judgement: Judgement;
+  CertificationReceipt: CertificationReceipt;
 }

@@ -3,7 +3,10 @@ import { isAbsolute, join, relative } from 'node:path';
 import { foldLine, lineDigest } from '../gateway/markers.js';
 import type { AnalysisResult, AuditedAttempt } from '../stats/types.js';
 import type { ResultsFile } from '../report/results-file.js';
-import { totalTokens, type AtifStepView, type AttemptView, type CohortView, type TaskRow } from './view-types.js';
+import { parseJsonArtifact, type Artifact, type JsonArtifact } from '../pipeline/artifact.js';
+import type { Result } from '../pipeline/result.js';
+import { BUNDLED, bundledPath, RESULTS_FILE } from '../steps/bundle-layout.js';
+import { totalTokens, type AttemptView, type CohortView, type TaskRow } from './view-types.js';
 import { comparisonMeaning, comparisonTitle, interval, pp, pValue, verdictWord } from '../report/report-format.js';
 
 /**
@@ -32,19 +35,29 @@ export class BundleReader {
     return this.file(path)?.toString('utf8') ?? null;
   }
 
-  json<T>(path: string): T | null {
+  /** A JSON file shown as it is (nothing is believed of it), or null. */
+  json(path: string): unknown {
     const t = this.text(path);
     if (t === null) return null;
     try {
-      return JSON.parse(t) as T;
+      return JSON.parse(t) as unknown;
     } catch {
       return null;
     }
   }
 
+  /** A JSON file of the bundle, checked by its descriptor: a Result (missing, not JSON, not the type it claims). */
+  checked<T>(path: string, descriptor: JsonArtifact<T>): Result<T, string> | null {
+    const t = this.text(path);
+    return t === null ? null : parseJsonArtifact(descriptor, t, path);
+  }
+
   resultsFile(): ResultsFile {
-    this.results ??= this.json<ResultsFile>('results.json') ?? undefined;
-    if (!this.results) throw new Error(`${this.dir} is not a pairbench bundle: it has no readable results.json`);
+    if (this.results) return this.results;
+    const read = this.checked(RESULTS_FILE.name, RESULTS_FILE);
+    if (!read) throw new Error(`${this.dir} is not a pairbench bundle: it has no readable ${RESULTS_FILE.name}`);
+    if (!read.ok) throw new Error(`${this.dir} is not a pairbench bundle: ${read.error}`);
+    this.results = read.value;
     return this.results;
   }
 
@@ -69,7 +82,7 @@ export class BundleReader {
       })),
       warnings: r.analysis.warnings.map((w) => w.message),
       status: statusOf(r),
-      freeze: this.json<unknown>('config/freeze.json'),
+      freeze: this.json('config/freeze.json'),
       tasks: tasksOf(r),
       has_report: this.file('report.html') !== undefined,
     };
@@ -81,8 +94,10 @@ export class BundleReader {
     if (!record) return undefined;
     const run = record.sources?.run ?? null;
     const verify = record.sources?.verify ?? null;
-    const at = (id: string | null, name: string) => (id ? this.text(`nodes/${id}/${name}`) : null);
-    const gateway = (at(run, 'gateway.jsonl') ?? '')
+    const at = (id: string | null, output: Artifact) => (id ? this.text(bundledPath(id, output)) : null);
+    // A trajectory that is not ATIF is not shown (the bundle's other files still are).
+    const trajectory = run ? this.checked(bundledPath(run, BUNDLED.trajectory), BUNDLED.trajectory) : null;
+    const gateway = (at(run, BUNDLED.gatewayLog) ?? '')
       .split('\n')
       .filter((l) => l.trim())
       .map((l): unknown => {
@@ -94,10 +109,10 @@ export class BundleReader {
       });
     return {
       record,
-      diff: at(run, 'patch.diff'),
-      verifier: at(verify, 'verifier.log') ?? at(verify, 'verdict.json'),
-      agent_log: at(run, 'agent.log'),
-      trajectory: run ? this.json<{ steps?: AtifStepView[] }>(`nodes/${run}/trajectory.json`) : null,
+      diff: at(run, BUNDLED.diff),
+      verifier: at(verify, BUNDLED.verifierLog) ?? at(verify, BUNDLED.verdict),
+      agent_log: at(run, BUNDLED.agentLog),
+      trajectory: trajectory?.ok ? trajectory.value : null,
       gateway,
       delivered_at: deliveredAt(record.delivery?.marker_lines ?? [], gateway),
     };

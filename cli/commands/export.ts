@@ -21,12 +21,13 @@ import { writeStoredBundle } from '../stored-bundle.js';
  */
 async function harborLayout(staging: string, dest: string): Promise<Result<{ bundle: string; job: { dir: string; trials: number } }, string>> {
   const { BUNDLE_SUBDIR, harborJobName, writeHarborJob } = await import('../../report/harbor-layout.js');
-  const name = harborJobName(join(staging, 'bundle'));
+  const { HARBOR_SOURCES } = await import('../../steps/bundle-layout.js');
+  const name = harborJobName(join(staging, 'bundle'), HARBOR_SOURCES);
   if (!name.ok) return name;
   const jobDir = join(staging, name.value);
   mkdirSync(jobDir, { recursive: true });
   renameSync(join(staging, 'bundle'), join(jobDir, BUNDLE_SUBDIR));
-  const laid = writeHarborJob(join(jobDir, BUNDLE_SUBDIR), jobDir, join(dest, name.value));
+  const laid = writeHarborJob(join(jobDir, BUNDLE_SUBDIR), HARBOR_SOURCES, jobDir, join(dest, name.value));
   if (!laid.ok) {
     rmSync(staging, { recursive: true, force: true });
     return laid;
