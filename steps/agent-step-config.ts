@@ -1,11 +1,11 @@
 import { existsSync } from 'node:fs';
-import { join, relative, resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import type { StepConfig } from '../pipeline/config/load.js';
 import type { Diagnostic } from '../pipeline/diagnostic.js';
 import { err, type Result } from '../pipeline/result.js';
 import type { GraphNode } from '../pipeline/step-kind.js';
-import { loadTask, type Task } from './task.js';
-import { loadHarborTask } from './task-sources/harbor.js';
+import type { Task } from './task.js';
+import { TASK_FORMATS } from './task-sources/index.js';
 import { loadSwebenchInstancesById } from './task-sources/swebench.js';
 import { anySpecOf } from './step-spec.js';
 import type { TaskSource } from './config-types.generated.js';
@@ -14,9 +14,9 @@ import type { EgressMode } from '../sandboxes/sandbox.js';
 
 /**
  * Where a step finds its tasks (`tasks:` in the step, relative to the config file):
- * - a directory of task directories (default `tasks`): `<id>/task.yaml` (pairbench's
- *   own format) or `<id>/task.toml` (a Harbor task, whose `environment/` is the tree,
- *   read from the git repository `repo` at `commit`);
+ * - a directory of task directories (default `tasks`), each in one of the task formats of
+ *   steps/task-sources/index.ts, told apart by its marker file (task.yaml: pairbench's own;
+ *   task.toml: a Harbor task, whose `environment/` is read from the git repository `repo` at `commit`);
  * - `{swebench: FILE (JSON Lines or a JSON array), repos: {owner/name: path}, test_command: "... {tests} ..."}`
  *   (one runner invocation per verification, results from its report) or `"... {test} ..."` (one process per test).
  */
@@ -74,19 +74,8 @@ export function loadStepTask(step: StepConfig, id: string): Result<Task, Diagnos
     return t ? t : err([{ message: `task "${id}" is not an instance_id in ${src.swebench}`, field: `steps.${step.name}.matrix.task` }]);
   }
   const dir = resolve(step.rootDir, typeof src === 'string' ? src : src.dir);
-  if (existsSync(join(dir, id, 'task.toml')) && !existsSync(join(dir, id, 'task.yaml'))) {
-    if (typeof src === 'string' || !src.repo || !src.commit) {
-      return err([
-        {
-          message: `task "${id}" is a Harbor task: give the step tasks: {dir, repo, commit} (the git repository holding the task directories and its full commit)`,
-          field: `steps.${step.name}.tasks`,
-        },
-      ]);
-    }
-    const repo = resolve(step.rootDir, src.repo);
-    return loadHarborTask(join(dir, id), id, { source: repo, commit: src.commit, subdir: relative(repo, join(dir, id, 'environment')) });
-  }
-  return loadTask(dir, id);
+  const format = TASK_FORMATS.find((f) => existsSync(join(dir, id, f.marker))) ?? TASK_FORMATS[0]!;
+  return format.load(dir, id, src, { root: step.rootDir, field: `steps.${step.name}.tasks` });
 }
 
 /** Checks that the step fans out over `task` and that every task loads (the first 20 failures are listed). */
