@@ -268,7 +268,7 @@ function readResults(bundleDir: string, sources: HarborSources): Result<BundleRe
   } catch (e) {
     return err(`${file} cannot be read (${(e as Error).message}): is ${bundleDir} a pairbench bundle?`);
   }
-  const read = parseJsonArtifact(sources.results, text, bundleDir);
+  const read = parseJsonArtifact(sources.results, text, 'the bundle');
   return read.ok ? read : err(`${file}: ${read.error}`);
 }
 

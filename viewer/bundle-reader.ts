@@ -46,15 +46,15 @@ export class BundleReader {
     }
   }
 
-  /** A JSON file of the bundle, checked by its descriptor: a Result (missing, not JSON, not the type it claims). */
-  checked<T>(path: string, descriptor: JsonArtifact<T>): Result<T, string> | null {
+  /** A JSON file of the bundle (`whose`: the node that wrote it, in errors), checked by its descriptor; null when it is missing. */
+  checked<T>(path: string, descriptor: JsonArtifact<T>, whose: string): Result<T, string> | null {
     const t = this.text(path);
-    return t === null ? null : parseJsonArtifact(descriptor, t, path);
+    return t === null ? null : parseJsonArtifact(descriptor, t, whose);
   }
 
   resultsFile(): ResultsFile {
     if (this.results) return this.results;
-    const read = this.checked(RESULTS_FILE.name, RESULTS_FILE);
+    const read = this.checked(RESULTS_FILE.name, RESULTS_FILE, 'the bundle');
     if (!read) throw new Error(`${this.dir} is not a pairbench bundle: it has no readable ${RESULTS_FILE.name}`);
     if (!read.ok) throw new Error(`${this.dir} is not a pairbench bundle: ${read.error}`);
     this.results = read.value;
@@ -96,7 +96,7 @@ export class BundleReader {
     const verify = record.sources?.verify ?? null;
     const at = (id: string | null, output: Artifact) => (id ? this.text(bundledPath(id, output)) : null);
     // A trajectory that is not ATIF is not shown (the bundle's other files still are).
-    const trajectory = run ? this.checked(bundledPath(run, BUNDLED.trajectory), BUNDLED.trajectory) : null;
+    const trajectory = run ? this.checked(bundledPath(run, BUNDLED.trajectory), BUNDLED.trajectory, run) : null;
     const gateway = (at(run, BUNDLED.gatewayLog) ?? '')
       .split('\n')
       .filter((l) => l.trim())
