@@ -1,6 +1,6 @@
 import { closeSync, fsyncSync, mkdirSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
-import { dirname, join } from 'node:path';
+import { dirname, join, sep } from 'node:path';
 
 /**
  * The one way pairbench writes a file a reader may look at while it is written (store
@@ -9,6 +9,15 @@ import { dirname, join } from 'node:path';
  */
 
 const madeDirs = new Set<string>();
+
+/**
+ * Forgets the directories made under `root`: the next ensureDir makes them again. A store opened
+ * anew trusts none it did not make itself (it may have been deleted since, under a long-lived
+ * process, or between two commands of one).
+ */
+export function forgetDirsUnder(root: string): void {
+  for (const d of madeDirs) if (d === root || d.startsWith(root + sep)) madeDirs.delete(d);
+}
 
 export function ensureDir(dir: string): void {
   if (madeDirs.has(dir)) return;

@@ -22,7 +22,8 @@ import type { EgressMode } from '../sandboxes/sandbox.js';
  */
 export type TaskSourceSpec = TaskSource;
 
-const swebenchCache = new Map<string, Result<Map<string, Result<Task, Diagnostic[]>>, Diagnostic[]>>();
+/** SWE-bench files as one load of the config read them (its steps share one parse of a file). */
+const swebenchFiles = new WeakMap<object, Map<string, Result<Map<string, Result<Task, Diagnostic[]>>, Diagnostic[]>>>();
 
 /** The step's `tasks:` as written (undefined: not written). */
 function tasksField(step: StepConfig): TaskSourceSpec | undefined {
@@ -35,7 +36,22 @@ function sourceOf(step: StepConfig): TaskSourceSpec {
 }
 
 /** Loads task `id` from the step's task source; errors name the file, the task and the field. */
+/**
+ * Tasks as one load of the config read them: a config's objects are new on every load, so a task
+ * file edited since is read again (a long-lived worker, or a library caller that loads twice,
+ * never plans or runs a stale task), while the nodes of one load parse each task once.
+ */
+const loadedTasks = new WeakMap<StepConfig, Map<string, Result<Task, Diagnostic[]>>>();
+
 export function loadStepTask(step: StepConfig, id: string): Result<Task, Diagnostic[]> {
+  let byId = loadedTasks.get(step);
+  if (!byId) loadedTasks.set(step, (byId = new Map()));
+  let task = byId.get(id);
+  if (!task) byId.set(id, (task = readStepTask(step, id)));
+  return task;
+}
+
+function readStepTask(step: StepConfig, id: string): Result<Task, Diagnostic[]> {
   const src = sourceOf(step);
   if (typeof src === 'object' && 'swebench' in src) {
     const file = resolve(step.rootDir, src.swebench);
@@ -67,8 +83,10 @@ export function loadStepTask(step: StepConfig, id: string): Result<Task, Diagnos
       ...(src.test_timeout ? { testTimeoutSec: src.test_timeout } : {}),
     };
     const cacheKey = JSON.stringify([file, repos, options]);
-    let all = swebenchCache.get(cacheKey);
-    if (!all) swebenchCache.set(cacheKey, (all = loadSwebenchInstancesById(file, repos, options)));
+    let read = swebenchFiles.get(step.source);
+    if (!read) swebenchFiles.set(step.source, (read = new Map()));
+    let all = read.get(cacheKey);
+    if (!all) read.set(cacheKey, (all = loadSwebenchInstancesById(file, repos, options)));
     if (!all.ok) return all;
     const t = all.value.get(id);
     return t ? t : err([{ message: `task "${id}" is not an instance_id in ${src.swebench}`, field: `steps.${step.name}.matrix.task` }]);

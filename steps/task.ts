@@ -97,16 +97,9 @@ export interface TestRunner {
 }
 
 const FULL_SHA = /^[0-9a-f]{40}$/;
-const cache = new Map<string, Result<Task, Diagnostic[]>>();
-
 /** Task `id` lives in `<tasksDir>/<id>/task.yaml`; its hidden files in `verifier/` beside it. */
 export function loadTask(tasksDir: string, id: string): Result<Task, Diagnostic[]> {
-  const file = resolve(tasksDir, id, 'task.yaml');
-  const hit = cache.get(file);
-  if (hit) return hit;
-  const r = parseTask(file, id);
-  cache.set(file, r);
-  return r;
+  return parseTask(resolve(tasksDir, id, 'task.yaml'), id);
 }
 
 function parseTask(file: string, id: string): Result<Task, Diagnostic[]> {

@@ -2,7 +2,7 @@ import { existsSync, linkSync, readdirSync, readFileSync, rmSync, statSync, writ
 import { join } from 'node:path';
 import { sha256, type CacheKey, type Sha256 } from '../digest.js';
 import { ActionCache, NodeIndex } from './action-cache.js';
-import { ensureDir, tempPath, writeFileAtomic } from '../atomic-write.js';
+import { ensureDir, forgetDirsUnder, tempPath, writeFileAtomic } from '../atomic-write.js';
 import { Cas } from './cas.js';
 import { isAlive, LockDir } from './lock.js';
 import { StoreUse } from './store-use.js';
@@ -66,6 +66,7 @@ export class Store {
   readonly logs: ChainedLog;
 
   constructor(readonly dir: string) {
+    forgetDirsUnder(dir);
     this.tmpDir = join(dir, 'tmp');
     this.cas = new Cas(join(dir, 'cas'), this.tmpDir);
     this.locks = new LockDir(join(dir, 'locks'));
