@@ -80,10 +80,10 @@ export function writeHarborJob(bundleDir: string, sources: HarborSources, jobDir
     writeFileSync(join(jobDir, path), data);
   };
   const json = (v: unknown) => JSON.stringify(v, null, 2) + '\n';
-  const readNode = (node: string | null | undefined, output: Artifact): string | null => {
-    const p = node ? join(bundleDir, sources.path(node, output)) : null;
-    return p && existsSync(p) ? readFileSync(p, 'utf8') : null;
-  };
+  const fileOf = (node: string, output: Artifact) => join(bundleDir, sources.path(node, output));
+  const readNode = (node: string | null, output: Artifact): string | null => (node ? textOf(fileOf(node, output)) : null);
+  const checkedNode = <T>(node: string | null, output: JsonArtifact<T>): Result<T, string> | null =>
+    node ? checkedFile(fileOf(node, output), output, node) : null;
   const certified = certificationDigests(bundleDir, attempts, sources);
   if (!certified.ok) return certified;
 
@@ -93,9 +93,8 @@ export function writeHarborJob(bundleDir: string, sources: HarborSources, jobDir
     const verifyNode = a.sources?.verify ?? null;
     const trialName = `${a.task}__${a.arm}__${a.rep}`.replace(/[^A-Za-z0-9._-]+/g, '_');
     const trialDir = resolve(finalDir, trialName);
-    const verdictText = readNode(verifyNode, sources.verdict);
-    const read = verdictText === null ? null : parseJsonArtifact(sources.verdict, verdictText, verifyNode!);
-    if (read && !read.ok) return err(`${join(bundleDir, sources.path(verifyNode!, sources.verdict))}: ${read.error}`);
+    const read = checkedNode(verifyNode, sources.verdict);
+    if (read && !read.ok) return read;
     const verdict = read?.value ?? null;
     const agentConfig = { name: a.agent.adapter, model_name: a.agent.model };
     const config = { task: { path: a.task, source: a.arm }, trial_name: trialName, trials_dir: resolve(finalDir), agent: agentConfig, job_id: jobId };
@@ -145,10 +144,10 @@ export function writeHarborJob(bundleDir: string, sources: HarborSources, jobDir
     trials.push(result);
     write(`${trialName}/config.json`, json(config));
     write(`${trialName}/result.json`, json(result));
-    const trajectory = readNode(run, sources.trajectory);
-    const atif = trajectory === null ? null : parseJsonArtifact(sources.trajectory, trajectory, run!);
-    if (atif && !atif.ok) return err(`${join(bundleDir, sources.path(run!, sources.trajectory))}: ${atif.error}`);
-    if (trajectory) write(`${trialName}/agent/trajectory.json`, trajectory);
+    // Copied as it is (Harbor reads it), once it is checked to be ATIF.
+    const atif = checkedNode(run, sources.trajectory);
+    if (atif && !atif.ok) return atif;
+    if (atif) write(`${trialName}/agent/trajectory.json`, readNode(run, sources.trajectory)!);
     const verifierLog = readNode(verifyNode, sources.verifierLog);
     if (verifierLog !== null) write(`${trialName}/verifier/test-stdout.txt`, verifierLog);
     // The reward as the task's verifier wrote it: reward.txt (one number) or reward.json.
@@ -262,14 +261,26 @@ function jobStats(trials: TrialResult[]) {
 
 function readResults(bundleDir: string, sources: HarborSources): Result<BundleResults, string> {
   const file = join(bundleDir, sources.results.name);
-  let text: string;
-  try {
-    text = readFileSync(file, 'utf8');
-  } catch (e) {
-    return err(`${file} cannot be read (${(e as Error).message}): is ${bundleDir} a pairbench bundle?`);
-  }
-  const read = parseJsonArtifact(sources.results, text, 'the bundle');
+  return checkedFile(file, sources.results, 'the bundle') ?? err(`${file} cannot be read: is ${bundleDir} a pairbench bundle?`);
+}
+
+/**
+ * The bundle's JSON file at `file` (`whose` output), checked by its descriptor:
+ * null when there is no such file, an error naming the file when it is not that type.
+ */
+function checkedFile<T>(file: string, a: JsonArtifact<T>, whose: string): Result<T, string> | null {
+  const text = textOf(file);
+  if (text === null) return null;
+  const read = parseJsonArtifact(a, text, whose);
   return read.ok ? read : err(`${file}: ${read.error}`);
+}
+
+function textOf(file: string): string | null {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch {
+    return null;
+  }
 }
 
 /** A task's checksum: the digest of its certified tree where the bundle has its certification (`nodes/<certify step>/<task>/`). */
@@ -279,10 +290,9 @@ function certificationDigests(bundleDir: string, attempts: AttemptRecord[], sour
   if (!existsSync(nodes)) return ok(out);
   for (const task of new Set(attempts.map((a) => a.task))) {
     for (const step of safeDirs(nodes)) {
-      const p = join(bundleDir, sources.path(`${step}/${task}`, sources.certification));
-      if (!existsSync(p)) continue;
-      const read = parseJsonArtifact(sources.certification, readFileSync(p, 'utf8'), `${step}/${task}`);
-      if (!read.ok) return err(`${p}: ${read.error}`);
+      const read = checkedFile(join(bundleDir, sources.path(`${step}/${task}`, sources.certification)), sources.certification, `${step}/${task}`);
+      if (!read) continue;
+      if (!read.ok) return read;
       const tree = read.value.surfaces['tree'];
       if (tree) out.set(task, tree.replace(/^sha256:/, ''));
     }
