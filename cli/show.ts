@@ -8,6 +8,7 @@ import type { CacheKey, Sha256 } from '../pipeline/digest.js';
 import type { EngineContext, PlanEntry } from '../pipeline/engine.js';
 import { lookup, type Lookup } from '../pipeline/caching/local-cache.js';
 import { EARLIER_TRIES, type GraphNode } from '../pipeline/step-kind.js';
+import { describeOutputs } from '../pipeline/artifact.js';
 import type { ActionRecord, OutputManifest } from '../pipeline/store/action-cache.js';
 import { CorruptBlobError, type OutputEntry, type TreeEntry } from '../pipeline/store/cas.js';
 
@@ -142,7 +143,7 @@ function showFound(ctx: EngineContext, node: GraphNode, found: ReturnType<typeof
 
 function listRecord(node: GraphNode, outputs: OutputManifest, log: Sha256 | null): ListedEntry[] {
   const declared: Readonly<Record<string, string>> = {
-    ...node.kind.outputs(node.step),
+    ...describeOutputs(node.kind.outputs(node.step)),
     [EARLIER_TRIES]: 'the earlier tries of this node (infrastructure faults, kept when it was retried)',
   };
   const rows: ListedEntry[] = Object.entries(outputs).map(([name, e]) => ({

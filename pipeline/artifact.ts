@@ -25,22 +25,13 @@ export function artifact<const N extends string>(name: N, about: string): Artifa
   return { name, about };
 }
 
-/** Every JSON descriptor made, by name: what a step that takes all of an upstream's outputs checks them by. */
-const declared = new Map<string, JsonArtifact<unknown>[]>();
-
 export function jsonArtifact<T, const N extends string = string>(name: N, about: string, problems: (value: unknown) => string[]): JsonArtifact<T, N> {
-  const a: JsonArtifact<T, N> = { name, about, problems };
-  declared.set(name, [...(declared.get(name) ?? []), a as JsonArtifact<unknown>]);
-  return a;
+  return { name, about, problems };
 }
 
-/**
- * The JSON descriptor of an output a kind declares as `about` under `name` (kind.outputs(step)
- * gives both), when there is one: the same name may be two kinds' outputs (certify's and verify's
- * verdict.json), told apart by their words.
- */
-export function declaredJsonOutput(name: string, about: string | undefined): JsonArtifact<unknown> | undefined {
-  return about === undefined ? undefined : declared.get(name)?.find((a) => a.about === about);
+/** Whether a declared output is a JSON file with a type (what a step taking all of an upstream's outputs checks them by). */
+export function isJsonArtifact(a: Artifact): a is JsonArtifact<unknown> {
+  return typeof (a as Partial<JsonArtifact<unknown>>).problems === 'function';
 }
 
 /** How a consumer's `selectUpstream` names an output its upstream may not have (`name?`). */
@@ -48,8 +39,8 @@ export function optional(a: Artifact | string): string {
   return `${typeof a === 'string' ? a : a.name}?`;
 }
 
-/** A kind's `outputs()` from its descriptors: name -> what it is. */
-export function describeOutputs(...artifacts: readonly Artifact[]): Record<string, string> {
+/** Outputs by name, with what each is (`show` lists them so). */
+export function describeOutputs(artifacts: readonly Artifact[]): Record<string, string> {
   return Object.fromEntries(artifacts.map((a) => [a.name, a.about]));
 }
 

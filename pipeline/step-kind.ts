@@ -3,6 +3,7 @@ import type { BenchConfig, StepConfig } from './config/load.js';
 import type { FieldPath } from './config/yaml-source.js';
 import type { Diagnostic } from './diagnostic.js';
 import type { Result } from './result.js';
+import type { Artifact } from './artifact.js';
 import type { CacheKey, Sha256 } from './digest.js';
 import type { OutputManifest } from './store/action-cache.js';
 import type { Cas, OutputEntry } from './store/cas.js';
@@ -120,8 +121,13 @@ export interface StepKind {
   name: string;
   /** What one of its nodes is, and several, in a person's words ("agent attempt", "agent attempts"). */
   title: { one: string; many: string };
-  /** The outputs a node of `step` writes, each with what it is (`show` says it; every output written is declared). */
-  outputs(step: StepConfig): Readonly<Record<string, string>>;
+  /**
+   * The outputs a node of `step` writes, by their descriptors (every output written is declared):
+   * `show` says what each is, and a step taking all of an upstream's outputs checks each JSON one
+   * by its producer's descriptor. A consumer tells a producer by the descriptor it declares (the
+   * same object), never by an output's name, which a command step may also declare.
+   */
+  outputs(step: StepConfig): readonly Artifact[];
   /** Whether its nodes run in a sandbox: doctor checks each backend and image its steps use. */
   sandboxed?: boolean;
   /**

@@ -13,7 +13,7 @@ import { lookSchedule } from '../stats/look-schedule.js';
 import { LOOK_DECISION, NOT_RUN, notRunReason, type LookDecision } from './not-run.js';
 import type { AnalysisSpec, AttemptRecord, JudgementRecord, StoppingSpec } from '../stats/types.js';
 import { specOf, type SpecByKind } from './step-spec.js';
-import { describeOutputs, jsonArtifact, optional, readJsonArtifact } from '../pipeline/artifact.js';
+import { artifact, jsonArtifact, optional, readJsonArtifact } from '../pipeline/artifact.js';
 import { analysisProblems, auditedAttemptsProblems } from '../stats/output-checks.js';
 import type { AnalysisResult, AuditedAttempt } from '../stats/types.js';
 import { AUDIT_RECORD, auditStep } from './audit.js';
@@ -23,6 +23,8 @@ import { JUDGEMENT, judgeStep } from './judge.js';
 /** analysis.json: the cohort's analysis, what gate, export and the run's summary read. */
 export const ANALYSIS = jsonArtifact<AnalysisResult>('analysis.json', "the cohort's paired statistics and verdicts", analysisProblems);
 /** attempts.json: the audited attempts the analysis read, in node order (what the bundle lists). */
+/** A look's analysis of the attempts so far (what its decision was made from; export bundles it). */
+export const LOOK_ANALYSIS = artifact('look.json', 'the interim analysis at this look');
 export const ANALYZED_ATTEMPTS = jsonArtifact<AuditedAttempt[]>('attempts.json', 'every attempt record the analysis read', auditedAttemptsProblems);
 
 type AnalyzeConfig = SpecByKind['analyze'];
@@ -113,7 +115,7 @@ export const analyzeStep: StepKind = {
   // The version number names the preregistration; bumping it changes nothing the analysis reads.
   unfrozen: ['version'],
   title: { one: 'paired analysis', many: 'paired analyses' },
-  outputs: () => describeOutputs(ANALYSIS, ANALYZED_ATTEMPTS),
+  outputs: () => [ANALYSIS, ANALYZED_ATTEMPTS],
   // 3: the verifier's own zero-(c) red flag, judge or not.
   // 2: the verdict rests on a Holm-adjusted family-level sign-flip test, a cluster t interval
   // and worst-case exclusions; insufficient-n; infra rates over every try by Fisher's exact test.
@@ -278,7 +280,7 @@ export const lookStep: StepKind = {
   name: 'look',
   observes: true,
   title: { one: 'interim look', many: 'interim looks' },
-  outputs: () => ({ 'look.json': 'the interim analysis at this look', ...describeOutputs(LOOK_DECISION) }),
+  outputs: () => [LOOK_ANALYSIS, LOOK_DECISION],
   version: 1,
   keyConfig: (node): JsonEncodable => ({ look: Number(node.matrix['look']), spec: lookSpec(node) }),
   fileInputs: () => [],
@@ -316,11 +318,14 @@ export const lookStep: StepKind = {
     ctx.outcome?.(stop ? 'stop' : 'continue', because);
     const out = join(ctx.workDir, 'out');
     mkdirSync(out, { recursive: true });
-    writeFileSync(join(out, 'look.json'), JSON.stringify(result, null, 2) + '\n');
+    writeFileSync(join(out, LOOK_ANALYSIS.name), JSON.stringify(result, null, 2) + '\n');
     // Only the decision reaches the attempts: their keys do not move with the statistic.
     const next: LookDecision = { schema_version: 1, cohort: ctx.node.step.name, stop, stopped_at: result.stopped_at, decision: result.decision };
     writeFileSync(join(out, LOOK_DECISION.name), JSON.stringify(next, null, 2) + '\n');
-    return ok({ 'look.json': ctx.artifacts.putPath(join(out, 'look.json')), [LOOK_DECISION.name]: ctx.artifacts.putPath(join(out, LOOK_DECISION.name)) });
+    return ok({
+      [LOOK_ANALYSIS.name]: ctx.artifacts.putPath(join(out, LOOK_ANALYSIS.name)),
+      [LOOK_DECISION.name]: ctx.artifacts.putPath(join(out, LOOK_DECISION.name)),
+    });
   },
 };
 

@@ -14,9 +14,9 @@ import { checkTasks, taskOf } from './agent-step-config.js';
 import { AGENT_LOG, armOf, BUDGET_EXITS, GATEWAY_LOG, RUN_RESULT, runStep, TRAJECTORY } from './run.js';
 import { VERIFIER_OWNED, verifierOwned } from './verifier-owned.js';
 import { CHANGES, type WorkspaceChanges } from './workspace.js';
-import { NOT_RUN, NOT_RUN_OUTPUT, passedNotRun } from './not-run.js';
+import { NOT_RUN, passedNotRun } from './not-run.js';
 import { specIf, specOf, type SpecByKind } from './step-spec.js';
-import { describeOutputs, jsonArtifact, optional, parseJsonArtifact, readJsonArtifact, type Artifact, type JsonArtifact } from '../pipeline/artifact.js';
+import { jsonArtifact, optional, parseJsonArtifact, readJsonArtifact, type Artifact, type JsonArtifact } from '../pipeline/artifact.js';
 import { auditedAttemptProblems } from '../stats/output-checks.js';
 import { VERIFIER_VERDICT, verifyStep } from './verify.js';
 
@@ -112,7 +112,7 @@ function usedTreatment(trajectory: Pick<AtifTrajectory, 'steps'>, files: string[
 export const auditStep: StepKind = {
   name: 'audit',
   title: { one: 'admission audit', many: 'admission audits' },
-  outputs: () => ({ ...describeOutputs(AUDIT_RECORD), ...NOT_RUN_OUTPUT }),
+  outputs: () => [AUDIT_RECORD, NOT_RUN],
   // 4: earlier tries of the attempt (retried infrastructure faults) are on its record.
   // 3: verifier-owned writes are out of bounds, out of bounds fails by default, forged verdicts,
   // leakage over the whole trajectory (tool results, reassembled text, agent output, normalised probes).

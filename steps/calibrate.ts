@@ -8,7 +8,7 @@ import { applySolution, CANARY, calibrationsOf, writeCanaries } from './canary-c
 import { ENVIRONMENT_OUTPUTS, environmentStep, inEnvironment, startingPoint, verifierPhase } from './environment.js';
 import { sandboxFor, sandboxOf } from './run.js';
 import { TREE } from './materialize.js';
-import { describeOutputs } from '../pipeline/artifact.js';
+
 import { specOf } from './step-spec.js';
 import type { CanaryCalibrations } from './verifier-canary.js';
 import { describeVerifierFault, runVerifier, scoringOf, verifierSandbox } from './verifier-run.js';
@@ -25,7 +25,7 @@ const verifySpec = (node: GraphNode) => specOf(node.step, 'verify');
 export const calibrateStep: StepKind = {
   name: 'calibrate',
   title: { one: 'canary calibration', many: 'canary calibrations' },
-  outputs: () => describeOutputs(CANARY),
+  outputs: () => [CANARY],
   sandboxed: true,
   // Its sandbox is its verify step's: the image a per-task template names is part of the key.
   annotate: annotateImageTemplates,

@@ -21,7 +21,7 @@ import { diffSnapshots, snapshot } from './workspace.js';
 import { specIf, specOf, type SpecByKind } from './step-spec.js';
 import { annotateImageTemplates } from './image-annotations.js';
 import { CERTIFICATION_VERDICT, CERTIFY_KIND, type CertificationVerdict } from './certification.js';
-import { describeOutputs, jsonArtifact } from '../pipeline/artifact.js';
+import { artifact, jsonArtifact } from '../pipeline/artifact.js';
 import { stepOutputProblems } from './step-output-checks.js';
 import { materializeStep, REDACTED, TREE } from './materialize.js';
 import type { CanaryRecord } from './verifier-canary.js';
@@ -65,6 +65,8 @@ export interface CertificationReceipt {
 }
 
 /** The certification receipt: what the export bundles, and what a bundle's readers (the Harbor job's task checksum) check it by. */
+/** The verifier's logs on the starting tree and with the solution (a directory). */
+export const VERIFIER_LOGS = artifact('verifier-logs', "the verifier's logs on the starting tree and with the solution");
 export const CERTIFICATION = jsonArtifact<CertificationReceipt, 'certification.json'>(
   'certification.json',
   "the certification: each check's result and the reasons",
@@ -96,11 +98,7 @@ function listed(paths: string[]): string {
 export const certifyStep: StepKind = {
   name: CERTIFY_KIND,
   title: { one: 'task certification', many: 'task certifications' },
-  outputs: () => ({
-    ...describeOutputs(CERTIFICATION, CERTIFICATION_VERDICT),
-    [CANARY.name]: CANARY.about,
-    'verifier-logs': "the verifier's logs on the starting tree and with the solution",
-  }),
+  outputs: () => [CERTIFICATION, CERTIFICATION_VERDICT, CANARY, VERIFIER_LOGS],
   sandboxed: true,
   // The image a per-task template names is part of the key (as the engine has it now).
   annotate: annotateImageTemplates,
@@ -257,7 +255,7 @@ export const certifyStep: StepKind = {
     // 2. The discrimination check, `repeats` times, through the same verifier path as verify.
     const checks = { nop: [] as boolean[], oracle: [] as boolean[] };
     // Every check's full verifier output (nop-1.log, oracle-1.log, ...): why a task was rejected is readable.
-    const verifierLogs = join(ctx.workDir, 'verifier-logs');
+    const verifierLogs = join(ctx.workDir, VERIFIER_LOGS.name);
     mkdirSync(verifierLogs, { recursive: true });
     let oracleOutput = '';
     // The tests that failed with the reference solution (first check), named in the reason.
@@ -343,7 +341,7 @@ export const certifyStep: StepKind = {
         : null;
       const failedTests = oracleFailing.length ? `: ${oracleFailing.length} failed (${listed(oracleFailing)})` : '';
       reasons.push(
-        `the verifier fails with the reference solution${failedTests}${note ? ` -- ${note}` : ''}${outside ? ` -- ${outside}` : ''} (its output: pairbench show ${ctx.node.id} verifier-logs/oracle-1.log)`,
+        `the verifier fails with the reference solution${failedTests}${note ? ` -- ${note}` : ''}${outside ? ` -- ${outside}` : ''} (its output: pairbench show ${ctx.node.id} ${VERIFIER_LOGS.name}/oracle-1.log)`,
       );
     }
     reasons.push(...flaky);
@@ -407,7 +405,7 @@ export const certifyStep: StepKind = {
       [CERTIFICATION.name]: ctx.artifacts.putPath(join(out, CERTIFICATION.name)),
       [CERTIFICATION_VERDICT.name]: ctx.artifacts.putPath(join(out, CERTIFICATION_VERDICT.name)),
       [CANARY.name]: ctx.artifacts.putPath(join(out, CANARY.name)),
-      'verifier-logs': ctx.artifacts.putPath(verifierLogs),
+      [VERIFIER_LOGS.name]: ctx.artifacts.putPath(verifierLogs),
     });
   },
 };

@@ -8,6 +8,7 @@ import { err, ok } from '../pipeline/result.js';
 import type { ExecutionContext, FileInputSpec, GraphNode, HostEnv, StepKind } from '../pipeline/step-kind.js';
 import type { OutputManifest } from '../pipeline/store/action-cache.js';
 import { runProcess } from '../sandboxes/exec-process.js';
+import { artifact } from '../pipeline/artifact.js';
 import { specOf, type SpecByKind } from './step-spec.js';
 
 type CommandSpec = SpecByKind['command'];
@@ -87,7 +88,7 @@ function checkPlaceholders(step: StepConfig, text: string, field: (string | numb
 export const commandStep: StepKind = {
   name: 'command',
   title: { one: 'command', many: 'commands' },
-  outputs: (step) => Object.fromEntries((spec(step).outs ?? []).map((o) => [o, 'declared by the step (outs)'])),
+  outputs: (step) => (spec(step).outs ?? []).map((o) => artifact(o, 'declared by the step (outs)')),
   // 2: the platform (os, arch, libc, Node major) is part of the key.
   version: 2,
 

@@ -8,7 +8,14 @@ import { err, errorMessage, ok } from '../pipeline/result.js';
 import type { ExecutionContext, StepKind } from '../pipeline/step-kind.js';
 import { DEFAULT_DOCUMENTATION, DEFAULT_REDACTION, ensureMirror, treeEntries } from './materialize.js';
 import { extractTree } from './git-archive.js';
-import { callModel, checkModelSpec, modelInputs, modelKey } from './model-call.js';
+import { callModel, checkModelSpec, MODEL_EXCHANGE, modelInputs, modelKey } from './model-call.js';
+import { artifact } from '../pipeline/artifact.js';
+
+/** What generating the file cost: the overhead stream, never summed with the attempts. */
+export const CONTEXT_COST = artifact('cost.json', 'what generating it cost (the overhead stream, never summed with the attempts)');
+const CONTEXT_REQUEST = artifact('request.md', 'what the model was asked');
+/** What a context node records beside the file it generates (whose name `out` may not take). */
+const CONTEXT_RECORDS = [CONTEXT_COST, CONTEXT_REQUEST, MODEL_EXCHANGE] as const;
 import { specOf, type SpecByKind } from './step-spec.js';
 
 /**
@@ -63,12 +70,7 @@ export const contextStep: StepKind = {
   // The commit pins the tree the generator reads: the repository's path is only where to find it.
   unfrozen: ['repo'],
   title: { one: 'context generation', many: 'context generations' },
-  outputs: (step) => ({
-    [outName(spec(step))]: 'the generated context file',
-    'cost.json': 'what generating it cost (the overhead stream, never summed with the attempts)',
-    'request.md': 'what the model was asked',
-    'exchange.jsonl': 'the model exchange (credentials redacted)',
-  }),
+  outputs: (step) => [artifact(outName(spec(step)), 'the generated context file'), ...CONTEXT_RECORDS],
   version: 1,
 
   check(step) {
@@ -83,11 +85,8 @@ export const contextStep: StepKind = {
     else if (!/^[0-9a-f]{40}$/.test(s.commit))
       problems.push({ ...at('commit'), message: `commit "${s.commit}" is not a full commit id (40 hex digits): a branch or tag moves` });
     if (!s.prompt?.trim()) problems.push({ ...at('prompt'), message: 'a context step needs prompt: the frozen instruction the provider writes the file from' });
-    if (
-      s.out !== undefined &&
-      (s.out.includes('..') || s.out.startsWith('/') || s.out === 'cost.json' || s.out === 'exchange.jsonl' || s.out === 'request.md')
-    ) {
-      problems.push({ ...at('out'), message: `out "${s.out}" must be a plain relative file name other than cost.json, exchange.jsonl and request.md` });
+    if (s.out !== undefined && (s.out.includes('..') || s.out.startsWith('/') || CONTEXT_RECORDS.some((r) => r.name === s.out))) {
+      problems.push({ ...at('out'), message: `out "${s.out}" must be a plain relative file name other than ${CONTEXT_RECORDS.map((r) => r.name).join(', ')}` });
     }
     if (step.matrix.length)
       problems.push({ ...at('matrix'), message: 'a context step has no matrix: it writes one file for the repository, which every node that asks reads' });
@@ -129,8 +128,8 @@ export const contextStep: StepKind = {
     );
     const out = join(ctx.workDir, 'out');
     mkdirSync(out);
-    writeFileSync(join(out, 'request.md'), request.text);
-    const reply = await callModel(ctx, s.model, { system: SYSTEM, user: request.text }, join(out, 'exchange.jsonl'));
+    writeFileSync(join(out, CONTEXT_REQUEST.name), request.text);
+    const reply = await callModel(ctx, s.model, { system: SYSTEM, user: request.text }, join(out, MODEL_EXCHANGE.name));
     if (!reply.ok) {
       log(reply.error);
       return err({ reason: 'infra', message: `context step ${ctx.node.step.name}: ${reply.error}` });
@@ -141,7 +140,7 @@ export const contextStep: StepKind = {
     const u = reply.value.usage;
     const tokens = u ? u.input_tokens + u.output_tokens + u.cache_write_tokens + u.cache_read_tokens : null;
     writeFileSync(
-      join(out, 'cost.json'),
+      join(out, CONTEXT_COST.name),
       JSON.stringify(
         { usd: reply.value.cost_usd, tokens, confidence: reply.value.cost_confidence, model_source: reply.value.model_source, model: s.model.name, usage: u },
         null,
@@ -151,6 +150,6 @@ export const contextStep: StepKind = {
     log(
       `wrote ${outName(s)} (${Buffer.byteLength(reply.value.text)} bytes); ${tokens ?? 'unknown'} tokens, ${reply.value.cost_usd === null ? 'unpriced' : `$${reply.value.cost_usd.toFixed(4)}`}`,
     );
-    return ok(Object.fromEntries([outName(s), 'cost.json', 'exchange.jsonl', 'request.md'].map((n) => [n, ctx.artifacts.putPath(join(out, n))])));
+    return ok(Object.fromEntries([outName(s), ...CONTEXT_RECORDS.map((r) => r.name)].map((n) => [n, ctx.artifacts.putPath(join(out, n))])));
   },
 };

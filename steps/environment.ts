@@ -4,7 +4,7 @@ import type { Json } from '../pipeline/canonical-json.js';
 import { sha256 } from '../pipeline/digest.js';
 import { err, ok, type Result } from '../pipeline/result.js';
 import type { ExecutionContext, GraphNode, StepFailure, StepKind } from '../pipeline/step-kind.js';
-import { artifact, describeOutputs, jsonArtifact, readJsonArtifact } from '../pipeline/artifact.js';
+import { artifact, jsonArtifact, readJsonArtifact } from '../pipeline/artifact.js';
 import type { OutputEntry } from '../pipeline/store/cas.js';
 import { checkTasks, taskOf } from './agent-step-config.js';
 import type { SandboxSettings } from './sandbox-settings.js';
@@ -35,7 +35,7 @@ export const environmentStep: StepKind = {
   title: { one: 'environment image', many: 'environment images' },
   // The IDs of the base images its Dockerfile builds FROM are part of the key.
   annotate: annotateBaseImages,
-  outputs: () => describeOutputs(IMAGE, WORKDIR_TREE, BUILD_LOG),
+  outputs: () => [IMAGE, WORKDIR_TREE, BUILD_LOG],
   version: 1,
   check: (step) => checkTasks(step),
   keyConfig(node): Json {

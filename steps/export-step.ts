@@ -24,7 +24,7 @@ import type { Task } from './task.js';
 import { CHANGED, CHANGES } from './workspace.js';
 import { specIf, specOf, type SpecByKind } from './step-spec.js';
 import { annotateExports } from './export-annotation.js';
-import { declaredJsonOutput, parseJsonArtifact, readJsonArtifact } from '../pipeline/artifact.js';
+import { artifact, isJsonArtifact, parseJsonArtifact, readJsonArtifact } from '../pipeline/artifact.js';
 import { ANALYSIS, ANALYZED_ATTEMPTS } from './analyze-step.js';
 import { ATTEMPT_DIFF, bundledPath, RESULTS_FILE } from './bundle-layout.js';
 
@@ -285,7 +285,8 @@ function taskFiles(ctx: ExecutionContext): BundleFile[] {
 }
 
 /** The name of an export node's one output: the bundle directory. */
-export const BUNDLE_OUTPUT = 'bundle';
+const BUNDLE = artifact('bundle', 'the verifiable bundle: results, report, evidence, manifest.json');
+export const BUNDLE_OUTPUT = BUNDLE.name;
 
 export const exportStep: StepKind = {
   name: 'export',
@@ -293,7 +294,7 @@ export const exportStep: StepKind = {
   // The cohort's freeze and registered history are part of the key.
   annotate: annotateExports,
   title: { one: 'bundle', many: 'bundles' },
-  outputs: () => ({ [BUNDLE_OUTPUT]: 'the verifiable bundle: results, report, evidence, manifest.json' }),
+  outputs: () => [BUNDLE],
   // 6: the cohort's preregistration history (earlier versions, observations, reused attempts); time stamps named; arms by role.
   // 5: the report draws (a)/(b)/(c) as bars, a factorial's interaction plot (and its cells as a table), cost against pass rate.
   // 4: the report opens on every comparison at a glance; its tables scroll inside the page; the sequential section.
@@ -342,7 +343,7 @@ export const exportStep: StepKind = {
     const producers = new Map(ctx.node.upstream.map((n) => [n.id, n]));
     for (const u of ctx.upstream) {
       const producer = producers.get(u.node);
-      const declared = producer ? producer.kind.outputs(producer.step) : {};
+      const declared = producer ? producer.kind.outputs(producer.step) : [];
       for (const [name, entry] of Object.entries(u.outputs)) {
         if (name === EARLIER_TRIES && entry.type === 'dir') {
           files.push(...earlierTriesFiles(ctx, u.node, entry, (text) => redact(text, { hostPaths })));
@@ -351,8 +352,8 @@ export const exportStep: StepKind = {
         if (entry.type !== 'file') continue; // directories (trees, changed files) stay in the store: their digests are in the receipts
         let text = ctx.artifacts.read(entry.digest).toString('utf8');
         // A JSON output enters the bundle only if it holds the type its producer declares.
-        const typed = declaredJsonOutput(name, declared[name]);
-        const holds = typed && parseJsonArtifact(typed, text, u.node);
+        const typed = declared.find((a) => a.name === name);
+        const holds = typed && isJsonArtifact(typed) && parseJsonArtifact(typed, text, u.node);
         if (holds && !holds.ok) return err({ reason: 'store-error', message: holds.error });
         if (name === ANALYSIS.name) {
           const read = parseJsonArtifact(ANALYSIS, text, u.node);

@@ -7,7 +7,7 @@ import { err, ok } from '../pipeline/result.js';
 import { LOOK_DECISION, type LookDecision } from './not-run.js';
 import type { ExecutionContext, StepKind } from '../pipeline/step-kind.js';
 import type { AnalysisResult } from '../stats/types.js';
-import { describeOutputs, jsonArtifact, readJsonArtifact } from '../pipeline/artifact.js';
+import { jsonArtifact, readJsonArtifact } from '../pipeline/artifact.js';
 import { ANALYSIS, analyzeStep } from './analyze-step.js';
 import { specOf, type SpecByKind } from './step-spec.js';
 
@@ -60,7 +60,7 @@ export const gateStep: StepKind = {
   name: 'gate',
   observes: true,
   title: { one: 'gate', many: 'gates' },
-  outputs: () => describeOutputs(GATE_DECISION, LOOK_DECISION),
+  outputs: () => [GATE_DECISION, LOOK_DECISION],
   // 2: a closed gate is a result (gate.json pass: false), not a failure: the attempts after it are
   // marked not run (decision.json), so what was observed -- the pilot and the gate -- still exports.
   version: 2,

@@ -7,14 +7,14 @@ import { sha256 } from '../pipeline/digest.js';
 import { err, ok } from '../pipeline/result.js';
 import type { ExecutionContext, GraphNode, StepKind } from '../pipeline/step-kind.js';
 import { checkTasks, taskOf } from './agent-step-config.js';
-import { callModel, checkModelSpec, modelInputs, modelKey } from './model-call.js';
+import { callModel, checkModelSpec, MODEL_EXCHANGE, modelInputs, modelKey } from './model-call.js';
 import { CHANGED, CHANGES } from './workspace.js';
 import { attemptDiff } from './attempt-diff.js';
 import { specOf, type SpecByKind } from './step-spec.js';
 import { RUN_RESULT, runStep } from './run.js';
 import { VERIFIER_VERDICT, verifyStep } from './verify.js';
 import { materializeStep, TREE } from './materialize.js';
-import { describeOutputs, jsonArtifact, readJsonArtifact } from '../pipeline/artifact.js';
+import { artifact, jsonArtifact, readJsonArtifact } from '../pipeline/artifact.js';
 import { stepOutputProblems } from './step-output-checks.js';
 
 /**
@@ -64,6 +64,7 @@ export function parseJudgement(text: string): { classification: JudgeClass | nul
 const armOfNode = (n: GraphNode) => n.matrix['arm'];
 
 /** judgement.json: the judge model's classification of one task's pair, what analyze gathers. */
+const JUDGE_REQUEST = artifact('request.md', 'what the judge was asked');
 export const JUDGEMENT = jsonArtifact<Judgement, 'judgement.json'>(
   'judgement.json',
   "the judge model's (a)/(b)/(c) classification and its reason",
@@ -73,11 +74,7 @@ export const JUDGEMENT = jsonArtifact<Judgement, 'judgement.json'>(
 export const judgeStep: StepKind = {
   name: 'judge',
   title: { one: 'judge verdict', many: 'judge verdicts' },
-  outputs: () => ({
-    ...describeOutputs(JUDGEMENT),
-    'request.md': 'what the judge was asked',
-    'exchange.jsonl': 'the model exchange (credentials redacted)',
-  }),
+  outputs: () => [JUDGEMENT, JUDGE_REQUEST, MODEL_EXCHANGE],
   version: 1,
 
   check(step, steps) {
@@ -174,8 +171,8 @@ export const judgeStep: StepKind = {
     const request = sections.join('\n') + '\n';
     const out = join(work, 'out');
     mkdirSync(out);
-    writeFileSync(join(out, 'request.md'), request);
-    const reply = await callModel(ctx, s.model, { system: SYSTEM, user: request }, join(out, 'exchange.jsonl'));
+    writeFileSync(join(out, JUDGE_REQUEST.name), request);
+    const reply = await callModel(ctx, s.model, { system: SYSTEM, user: request }, join(out, MODEL_EXCHANGE.name));
     if (!reply.ok) return { ok: false, error: { reason: 'infra', message: `judge ${ctx.node.id}: ${reply.error}` } };
     const parsed = parseJudgement(reply.value.text);
     const judgement: Judgement = {
@@ -196,6 +193,6 @@ export const judgeStep: StepKind = {
     writeFileSync(ctx.logFile, `${task.id}: ${parsed.classification ? `(${parsed.classification})` : 'unclassified'} ${parsed.reason.split('\n')[0]}\n`, {
       flag: 'a',
     });
-    return ok(Object.fromEntries([JUDGEMENT.name, 'request.md', 'exchange.jsonl'].map((n) => [n, ctx.artifacts.putPath(join(out, n))])));
+    return ok(Object.fromEntries([JUDGEMENT, JUDGE_REQUEST, MODEL_EXCHANGE].map(({ name: n }) => [n, ctx.artifacts.putPath(join(out, n))])));
   },
 };

@@ -7,7 +7,7 @@ import { canonicalJson, type Json } from '../pipeline/canonical-json.js';
 import { sha256 } from '../pipeline/digest.js';
 import { err, errorMessage, ok } from '../pipeline/result.js';
 import type { ExecutionContext, StepKind } from '../pipeline/step-kind.js';
-import { artifact, describeOutputs, jsonArtifact } from '../pipeline/artifact.js';
+import { artifact, jsonArtifact } from '../pipeline/artifact.js';
 import type { StepConfig } from '../pipeline/config/load.js';
 import { Cas } from '../pipeline/store/cas.js';
 import { checkTasks, taskOf } from './agent-step-config.js';
@@ -117,7 +117,7 @@ export const REDACTED = artifact('redacted', 'the redacted instruction files, ke
 export const materializeStep: StepKind = {
   name: 'materialize',
   title: { one: 'task tree', many: 'task trees' },
-  outputs: () => describeOutputs(TREE, REDACTION_RECEIPT, REDACTED),
+  outputs: () => [TREE, REDACTION_RECEIPT, REDACTED],
   // Loaded by doctor only: a run never pays for it.
   preflight: async (steps, ctx) => (await import('./materialize-preflight.js')).materializePreflight(steps, ctx),
   // 3: the removed instruction files kept as an output (`redacted`, for an arm that restores them); documentation removal.

@@ -15,6 +15,10 @@ import { upstreamAuth } from '../gateway/upstream-auth.js';
 import { anySpecOf } from './step-spec.js';
 import { isRecord } from '../agents/adapter.js';
 import type { ModelCall } from './config-types.generated.js';
+import { artifact } from '../pipeline/artifact.js';
+
+/** The exchange a model-calling step (context, judge) records beside what it was asked. */
+export const MODEL_EXCHANGE = artifact('exchange.jsonl', 'the model exchange (credentials redacted)');
 
 /** `model:` of a context or judge step. */
 export type ModelCallSpec = ModelCall;

@@ -8,7 +8,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { OutputManifest } from '../pipeline/store/action-cache.js';
 import type { ExecutionContext } from '../pipeline/step-kind.js';
-import { describeOutputs, jsonArtifact, parseJsonArtifact, readJsonArtifact } from '../pipeline/artifact.js';
+import { jsonArtifact, parseJsonArtifact, readJsonArtifact } from '../pipeline/artifact.js';
 import type { Result } from '../pipeline/result.js';
 import { stepOutputProblems } from './step-output-checks.js';
 
@@ -17,8 +17,6 @@ export const NOT_RUN = jsonArtifact<NotRunRecord, 'not-run.json'>(
   "written instead of the rest when the cohort's stopping rule stopped it before this node",
   stepOutputProblems('NotRunRecord'),
 );
-/** How the kinds whose nodes a stop skips (run, verify, audit) declare that output. */
-export const NOT_RUN_OUTPUT = describeOutputs(NOT_RUN);
 /** A look's or a gate's decision (both kinds write it; the run nodes after them read it). */
 export const LOOK_DECISION = jsonArtifact<LookDecision, 'decision.json'>('decision.json', 'stop or continue, and why', stepOutputProblems('LookDecision'));
 

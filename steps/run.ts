@@ -27,7 +27,7 @@ import type { ExitReason, InfraKind, RunResult } from './run-result.js';
 import { stepOutputProblems } from './step-output-checks.js';
 import { fileSources, isStepOutput, normalizedPath, outputsReadFrom, producerSteps, treatmentEntry, type TreatmentSource } from './treatment-files.js';
 import type { OutputEntry } from '../pipeline/store/cas.js';
-import { LOOK_DECISION, NOT_RUN_OUTPUT, notRunOutputs, stoppedBy } from './not-run.js';
+import { LOOK_DECISION, NOT_RUN, notRunOutputs, stoppedBy } from './not-run.js';
 import { specOf, type SpecByKind } from './step-spec.js';
 import { annotateImageTemplates } from './image-annotations.js';
 import { CERTIFICATION_VERDICT, CERTIFY_KIND } from './certification.js';
@@ -338,20 +338,13 @@ export const GATEWAY_LOG = artifact('gateway.jsonl', 'every model exchange throu
 export const AGENT_LOG = artifact('agent.log', 'what the agent process printed');
 
 /** What an attempt leaves (canary and probe read them by these names: a typo is a compile error). */
-export const RUN_OUTPUTS = {
-  [RUN_RESULT.name]: RUN_RESULT.about,
-  [TRAJECTORY.name]: TRAJECTORY.about,
-  [GATEWAY_LOG.name]: GATEWAY_LOG.about,
-  [AGENT_LOG.name]: AGENT_LOG.about,
-  [CHANGES.name]: CHANGES.about,
-  [CHANGED.name]: CHANGED.about,
-} as const;
-export type RunOutput = keyof typeof RUN_OUTPUTS;
+export const RUN_OUTPUTS = [RUN_RESULT, TRAJECTORY, GATEWAY_LOG, AGENT_LOG, CHANGES, CHANGED] as const;
+export type RunOutput = (typeof RUN_OUTPUTS)[number]['name'];
 
 export const runStep: StepKind = {
   name: 'run',
   title: { one: 'agent attempt', many: 'agent attempts' },
-  outputs: () => ({ ...RUN_OUTPUTS, ...NOT_RUN_OUTPUT }),
+  outputs: () => [...RUN_OUTPUTS, NOT_RUN],
   sandboxed: true,
   // The image a per-task template names is part of the key (as the engine has it now).
   annotate: annotateImageTemplates,
@@ -510,7 +503,7 @@ export const runStep: StepKind = {
     if (upstream.kind === environmentStep) return ENVIRONMENT_OUTPUTS;
     if (upstream.kind.name === CERTIFY_KIND) return [CERTIFICATION_VERDICT.name];
     // A look or a gate before it: only its decision (the attempt's key does not move with the statistic).
-    if (LOOK_DECISION.name in upstream.kind.outputs(upstream.step)) return [LOOK_DECISION.name];
+    if (upstream.kind.outputs(upstream.step).includes(LOOK_DECISION)) return [LOOK_DECISION.name];
     // A step whose outputs some arm receives: this attempt reads only what its own arm takes,
     // so a control arm's key never depends on the treatment's generated files.
     const s = spec(node.step);
@@ -782,7 +775,7 @@ export const runStep: StepKind = {
         writeFileSync(file, redact(readFileSync(file, 'utf8'), { hostPaths }));
       }
       const outputs: OutputManifest = {};
-      for (const name of Object.keys(RUN_OUTPUTS)) {
+      for (const { name } of RUN_OUTPUTS) {
         outputs[name] = ctx.artifacts.putPath(join(outDir, name));
       }
       return ok(outputs);

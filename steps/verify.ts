@@ -15,10 +15,10 @@ import { runStep, sandboxFor, sandboxOf } from './run.js';
 import { describeVerifierFault, runVerifier, scoringOf, verifierSandbox, type TestEvidence, type VerifierOutcome } from './verifier-run.js';
 import { VERIFIER_OWNED, verifierOwned } from './verifier-owned.js';
 import { applyChanges, CHANGED, CHANGES, type WorkspaceChanges } from './workspace.js';
-import { NOT_RUN, NOT_RUN_OUTPUT, passedNotRun } from './not-run.js';
+import { NOT_RUN, passedNotRun } from './not-run.js';
 import { specOf, type SpecByKind } from './step-spec.js';
 import { annotateImageTemplates } from './image-annotations.js';
-import { artifact, describeOutputs, jsonArtifact, optional, parseJsonArtifact, readJsonArtifact } from '../pipeline/artifact.js';
+import { artifact, jsonArtifact, optional, parseJsonArtifact, readJsonArtifact } from '../pipeline/artifact.js';
 import { stepOutputProblems } from './step-output-checks.js';
 import type { VerifierVerdict } from './verifier-verdict.js';
 
@@ -48,7 +48,7 @@ export const VERIFIER_LOG = artifact('verifier.log', "the verifier's output");
 export const verifyStep: StepKind = {
   name: 'verify',
   title: { one: 'verification', many: 'verifications' },
-  outputs: () => ({ ...describeOutputs(VERIFIER_VERDICT, EVIDENCE, VERIFIER_LOG), ...NOT_RUN_OUTPUT }),
+  outputs: () => [VERIFIER_VERDICT, EVIDENCE, VERIFIER_LOG, NOT_RUN],
   sandboxed: true,
   // The image a per-task template names is part of the key (as the engine has it now).
   annotate: annotateImageTemplates,
@@ -68,16 +68,16 @@ export const verifyStep: StepKind = {
     }
     const out: Checkpoint[] = [];
     for (const [task, nodes] of byTask) {
-      if (nodes.every((n) => n.upstream.some((u) => CANARY.name in u.kind.outputs(u.step)))) continue;
+      if (nodes.every((n) => n.upstream.some((u) => u.kind.outputs(u.step).includes(CANARY)))) continue;
       // Calibrated on the tree the task starts from: the tree producer its verify nodes read.
-      const trees = [...new Set(nodes.flatMap((n) => n.upstream.filter((u) => TREE.name in u.kind.outputs(u.step) && u.matrix['task'] === task)))];
+      const trees = [...new Set(nodes.flatMap((n) => n.upstream.filter((u) => u.kind.outputs(u.step).includes(TREE) && u.matrix['task'] === task)))];
       if (!trees.length) continue;
       out.push({
         name: `${task}/canary`,
         kind: calibrateStep,
         matrix: { task },
         after: trees,
-        before: nodes.filter((n) => !n.upstream.some((u) => CANARY.name in u.kind.outputs(u.step))),
+        before: nodes.filter((n) => !n.upstream.some((u) => u.kind.outputs(u.step).includes(CANARY))),
       });
     }
     return out;
@@ -115,7 +115,7 @@ export const verifyStep: StepKind = {
         ? ENVIRONMENT_OUTPUTS
         : upstream.kind === runStep
           ? [optional(CHANGES), optional(CHANGED), optional(NOT_RUN)]
-          : CANARY.name in upstream.kind.outputs(upstream.step)
+          : upstream.kind.outputs(upstream.step).includes(CANARY)
             ? [CANARY.name]
             : undefined,
   describeConfigField: (path) =>
@@ -175,8 +175,10 @@ export const verifyStep: StepKind = {
       // Read-only inside, and readable by the sandbox user: materialized files are 0644/0755.
       ctx.artifacts.materialize(staged.entry, verifierHost);
     }
-    // The canaries certify calibrated with the reference solution (none without a certify upstream).
-    const withCanaries = ctx.upstream.find((u) => u.outputs[CANARY.name]);
+    // The canaries certify (or the step's own calibrate node) calibrated with the reference solution:
+    // from a node whose kind declares them, never from another output of that name (a command's outs).
+    const calibrators = new Set(ctx.node.upstream.filter((u) => u.kind.outputs(u.step).includes(CANARY)).map((u) => u.id));
+    const withCanaries = ctx.upstream.find((u) => calibrators.has(u.node) && u.outputs[CANARY.name]);
     const canaries = withCanaries && readJsonArtifact(CANARY, withCanaries.outputs, (d) => ctx.artifacts.read(d), withCanaries.node)!;
     if (canaries && !canaries.ok) return err({ reason: 'store-error', message: canaries.error });
     const calibrations = canaries ? canaries.value.tests : null;

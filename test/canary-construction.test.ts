@@ -169,6 +169,31 @@ describe('a config with verify and no certify step at all', () => {
     expect((await rig.cli('plan', '--all')).stdout).toContain('cached  verify/fix-add/canary');
   });
 
+  it('a canary.json a command step writes is not a calibration: verify still calibrates its own, and an uncalibrated pass is not scored', async () => {
+    const honest = { control: 'true', honest: write('export const add = (a, b) => a + b;\n') };
+    rig.write('bench.config.yaml', config(honest));
+    expect((await rig.cli('run')).code).toBe(0);
+    const genuine = JSON.stringify(await rig.outputJson('verify/fix-add/canary', 'canary.json'));
+    rmSync(join(rig.dir, '.pairbench'), { recursive: true }); // a new cohort, not an edit of the frozen one
+    // The task loses its reference solution (its canary cannot be calibrated now), and the config
+    // gains a command step that replays the genuine calibration as its own canary.json.
+    rig.write('tasks/fix-add/task.yaml', rig.read('tasks/fix-add/task.yaml').replace(/solution:\n {2}patch: solution\.patch\n/, ''));
+    const replay = `echo ${Buffer.from(genuine).toString('base64')} | base64 -d > canary.json`;
+    rig.write(
+      'bench.config.yaml',
+      config(honest)
+        .replace('verify: { kind: verify, needs: [materialize, attempts]', 'verify: { kind: verify, needs: [materialize, attempts, replayed]')
+        .replace('steps:\n', `steps:\n  replayed: { kind: command, cmd: ${JSON.stringify(replay)}, outs: [canary.json] }\n`),
+    );
+    const r = await rig.cli('run', '--json');
+    expect(r.code, r.stdout).toBe(0);
+    const nodes = JSON.parse(r.stdout).nodes as { node: string; status: string }[];
+    expect(nodes.find((n) => n.node === 'verify/fix-add/canary')?.status).toBe('executed');
+    const verdict = await rig.outputJson('verify/fix-add/honest/1', 'verdict.json');
+    expect(verdict.pass, JSON.stringify(verdict)).toBeNull();
+    expect(verdict.no_verdict).toMatch(/test add_works passed, but its canary is not calibrated/);
+  });
+
   it("an arm whose node would have the calibration's id is refused at load, naming both", async () => {
     rig.write(
       'bench.config.yaml',

@@ -125,9 +125,9 @@ async function undeclaredOutputs(config: string, storeDir: string): Promise<stri
     if (e.status !== 'cached' || node.kind.name === 'command') continue;
     const found = lookup(store, e.key as CacheKey);
     if (found.status !== 'hit') continue;
-    const declared = node.kind.outputs(node.step);
+    const declared = new Set(node.kind.outputs(node.step).map((a) => a.name));
     for (const name of Object.keys(found.record.outputs))
-      if (!(name in declared) && name !== EARLIER_TRIES) out.push(`${node.id} (${node.kind.name}): ${name}`);
+      if (!declared.has(name) && name !== EARLIER_TRIES) out.push(`${node.id} (${node.kind.name}): ${name}`);
   }
   return out;
 }

@@ -1,17 +1,15 @@
 /**
  * Every JSON output one step reads from another holds its producer's declared type, and a
  * forged one is refused by the node that reads it. Derived, not listed: the descriptors are
- * whatever the step modules export (a name, what it is, a check), matched to the kinds that
- * declare them in a real cohort of every local kind; each one some node reads is forged in
+ * the typed JSON outputs each kind declares, in a real cohort of every local kind; each one
+ * some node reads is forged in
  * the store in turn, and the run must fail that reader naming the producer and the output,
  * never score from it. A new JSON output with a reader is covered here without a new test.
  */
-import { readdirSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadProject } from '../cli/project.js';
-import { parseJsonArtifact, type JsonArtifact } from '../pipeline/artifact.js';
+import { isJsonArtifact, parseJsonArtifact, type JsonArtifact } from '../pipeline/artifact.js';
 import { plan } from '../pipeline/engine.js';
 import { lookup } from '../pipeline/caching/local-cache.js';
 import type { GraphNode } from '../pipeline/step-kind.js';
@@ -20,27 +18,13 @@ import type { Store } from '../pipeline/store/store.js';
 import { calculatorTask, everyLocalKindConfig } from './fixtures.js';
 import { Rig } from './rig.js';
 
-const STEPS = join(dirname(fileURLToPath(import.meta.url)), '..', 'steps');
 const ENV = { PATH: process.env['PATH'] ?? '' };
 
-/** Every JSON output descriptor the step modules export. */
-async function jsonDescriptors(): Promise<JsonArtifact<unknown>[]> {
-  const found = new Set<JsonArtifact<unknown>>();
-  const files = readdirSync(STEPS).filter((f) => f.endsWith('.ts') && !f.endsWith('.generated.ts'));
-  for (const f of files) {
-    const mod = (await import(join(STEPS, f))) as Record<string, unknown>;
-    for (const v of Object.values(mod)) {
-      const a = v as Partial<JsonArtifact<unknown>> | null;
-      if (a && typeof a === 'object' && typeof a.name === 'string' && typeof a.about === 'string' && typeof a.problems === 'function')
-        found.add(a as JsonArtifact<unknown>);
-    }
-  }
-  return [...found];
+/** The descriptor of `node`'s output `name` when its kind declares it a typed JSON file. */
+function declared(node: GraphNode, name: string): JsonArtifact<unknown> | undefined {
+  const d = node.kind.outputs(node.step).find((a) => a.name === name);
+  return d && isJsonArtifact(d) ? d : undefined;
 }
-
-/** The descriptor of `node`'s output `name`: the one its kind declares (same name, same words). */
-const declared = (descriptors: readonly JsonArtifact<unknown>[], node: GraphNode, name: string) =>
-  descriptors.find((d) => d.name === name && node.kind.outputs(node.step)[name] === d.about);
 
 /** Whether `consumer` reads `name` of its upstream `producer`: selects it, or takes all of its outputs (as export does, into the bundle). */
 function reads(consumer: GraphNode, producer: GraphNode, name: string): boolean {
@@ -83,14 +67,13 @@ describe('JSON outputs between steps', () => {
   }
 
   it('what each producer wrote is what its descriptor accepts, and each forged one read by a step fails that step, naming it', async () => {
-    const descriptors = await jsonDescriptors();
     const { store, nodes, byNode } = await records();
     // Producer node, descriptor, a node that reads it: the first found per descriptor.
     const targets = new Map<JsonArtifact<unknown>, { producer: GraphNode; record: ActionRecord; reader: GraphNode }>();
     const checked = new Set<string>();
     for (const [node, record] of byNode) {
       for (const name of Object.keys(record.outputs)) {
-        const d = declared(descriptors, node, name);
+        const d = declared(node, name);
         if (!d) continue;
         const parsed = parseJsonArtifact(d, store.cas.read(record.outputs[name]!.digest).toString('utf8'), node.id);
         expect(parsed, `${node.id}'s ${name}`).toMatchObject({ ok: true });
