@@ -22,8 +22,20 @@ import type { EgressMode } from '../sandboxes/sandbox.js';
  */
 export type TaskSourceSpec = TaskSource;
 
-/** SWE-bench files as one load of the config read them (its steps share one parse of a file). */
-const swebenchFiles = new WeakMap<object, Map<string, Result<Map<string, Result<Task, Diagnostic[]>>, Diagnostic[]>>>();
+/**
+ * What one load of the config has read, by the parsed config file (a new object on every load):
+ * a task file edited since is read again (a long-lived worker, or a library caller that loads
+ * twice, never plans or runs a stale task), while the steps and nodes of one load share a parse.
+ */
+const readThisLoad = new WeakMap<object, Map<string, unknown>>();
+
+function once<T>(step: StepConfig, key: unknown[], read: () => T): T {
+  let memo = readThisLoad.get(step.source);
+  if (!memo) readThisLoad.set(step.source, (memo = new Map()));
+  const k = JSON.stringify(key);
+  if (!memo.has(k)) memo.set(k, read());
+  return memo.get(k) as T;
+}
 
 /** The step's `tasks:` as written (undefined: not written). */
 function tasksField(step: StepConfig): TaskSourceSpec | undefined {
@@ -36,19 +48,8 @@ function sourceOf(step: StepConfig): TaskSourceSpec {
 }
 
 /** Loads task `id` from the step's task source; errors name the file, the task and the field. */
-/**
- * Tasks as one load of the config read them: a config's objects are new on every load, so a task
- * file edited since is read again (a long-lived worker, or a library caller that loads twice,
- * never plans or runs a stale task), while the nodes of one load parse each task once.
- */
-const loadedTasks = new WeakMap<StepConfig, Map<string, Result<Task, Diagnostic[]>>>();
-
 export function loadStepTask(step: StepConfig, id: string): Result<Task, Diagnostic[]> {
-  let byId = loadedTasks.get(step);
-  if (!byId) loadedTasks.set(step, (byId = new Map()));
-  let task = byId.get(id);
-  if (!task) byId.set(id, (task = readStepTask(step, id)));
-  return task;
+  return once(step, ['step', step.name, id], () => readStepTask(step, id));
 }
 
 function readStepTask(step: StepConfig, id: string): Result<Task, Diagnostic[]> {
@@ -82,18 +83,17 @@ function readStepTask(step: StepConfig, id: string): Result<Task, Diagnostic[]> 
       ...(src.timeout ? { timeoutSec: src.timeout } : {}),
       ...(src.test_timeout ? { testTimeoutSec: src.test_timeout } : {}),
     };
-    const cacheKey = JSON.stringify([file, repos, options]);
-    let read = swebenchFiles.get(step.source);
-    if (!read) swebenchFiles.set(step.source, (read = new Map()));
-    let all = read.get(cacheKey);
-    if (!all) read.set(cacheKey, (all = loadSwebenchInstancesById(file, repos, options)));
+    const all = once(step, ['swebench', file, repos, options], () => loadSwebenchInstancesById(file, repos, options));
     if (!all.ok) return all;
     const t = all.value.get(id);
     return t ? t : err([{ message: `task "${id}" is not an instance_id in ${src.swebench}`, field: `steps.${step.name}.matrix.task` }]);
   }
   const dir = resolve(step.rootDir, typeof src === 'string' ? src : src.dir);
-  const format = TASK_FORMATS.find((f) => existsSync(join(dir, id, f.marker))) ?? TASK_FORMATS[0]!;
-  return format.load(dir, id, src, { root: step.rootDir, field: `steps.${step.name}.tasks` });
+  // Steps that read the same task source share its parse (an error names the first step's field).
+  return once(step, ['task', dir, id, src, step.rootDir], () => {
+    const format = TASK_FORMATS.find((f) => existsSync(join(dir, id, f.marker))) ?? TASK_FORMATS[0]!;
+    return format.load(dir, id, src, { root: step.rootDir, field: `steps.${step.name}.tasks` });
+  });
 }
 
 /** Checks that the step fans out over `task` and that every task loads (the first 20 failures are listed). */
