@@ -351,19 +351,21 @@ export const exportStep: StepKind = {
         }
         if (entry.type !== 'file') continue; // directories (trees, changed files) stay in the store: their digests are in the receipts
         let text = ctx.artifacts.read(entry.digest).toString('utf8');
-        // A JSON output enters the bundle only if it holds the type its producer declares.
+        // A JSON output enters the bundle only if it holds the type its producer declares; the
+        // analysis and its attempts are known by their descriptor (an output of that name from
+        // another kind is only bundled), and each file is parsed once.
         const typed = declared.find((a) => a.name === name);
-        const holds = typed && isJsonArtifact(typed) && parseJsonArtifact(typed, text, u.node);
-        if (holds && !holds.ok) return err({ reason: 'store-error', message: holds.error });
-        if (name === ANALYSIS.name) {
+        if (typed === ANALYSIS) {
           const read = parseJsonArtifact(ANALYSIS, text, u.node);
           if (!read.ok) return err({ reason: 'store-error', message: read.error });
           analysis = read.value;
-        }
-        if (name === ANALYZED_ATTEMPTS.name) {
+        } else if (typed === ANALYZED_ATTEMPTS) {
           const read = parseJsonArtifact(ANALYZED_ATTEMPTS, text, u.node); // audit.json records, as analyze gathered them
           if (!read.ok) return err({ reason: 'store-error', message: read.error });
           attempts = read.value;
+        } else if (typed && isJsonArtifact(typed)) {
+          const holds = parseJsonArtifact(typed, text, u.node);
+          if (!holds.ok) return err({ reason: 'store-error', message: holds.error });
         }
         if (REDACTED_OUTPUTS.has(name)) text = redact(text, { hostPaths });
         files.push({ path: bundledPath(u.node, name), bytes: text });
