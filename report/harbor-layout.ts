@@ -145,9 +145,10 @@ export function writeHarborJob(bundleDir: string, sources: HarborSources, jobDir
     write(`${trialName}/config.json`, json(config));
     write(`${trialName}/result.json`, json(result));
     // Copied as it is (Harbor reads it), once it is checked to be ATIF.
-    const atif = checkedNode(run, sources.trajectory);
+    const trajectory = readNode(run, sources.trajectory);
+    const atif = trajectory === null ? null : checkedText(fileOf(run!, sources.trajectory), trajectory, sources.trajectory, run!);
     if (atif && !atif.ok) return atif;
-    if (atif) write(`${trialName}/agent/trajectory.json`, readNode(run, sources.trajectory)!);
+    if (trajectory !== null) write(`${trialName}/agent/trajectory.json`, trajectory);
     const verifierLog = readNode(verifyNode, sources.verifierLog);
     if (verifierLog !== null) write(`${trialName}/verifier/test-stdout.txt`, verifierLog);
     // The reward as the task's verifier wrote it: reward.txt (one number) or reward.json.
@@ -270,7 +271,11 @@ function readResults(bundleDir: string, sources: HarborSources): Result<BundleRe
  */
 function checkedFile<T>(file: string, a: JsonArtifact<T>, whose: string): Result<T, string> | null {
   const text = textOf(file);
-  if (text === null) return null;
+  return text === null ? null : checkedText(file, text, a, whose);
+}
+
+/** The text of the bundle's `file`, checked by its descriptor (an error names the file). */
+function checkedText<T>(file: string, text: string, a: JsonArtifact<T>, whose: string): Result<T, string> {
   const read = parseJsonArtifact(a, text, whose);
   return read.ok ? read : err(`${file}: ${read.error}`);
 }
