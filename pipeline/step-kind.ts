@@ -204,3 +204,8 @@ export type StepKindRegistry = ReadonlyMap<string, StepKind>;
  * earlier try's outputs. A step that reads it selects it as optional (`earlier-tries?`).
  */
 export const EARLIER_TRIES = 'earlier-tries';
+
+/** Whether `node`'s kind declares `output` (the same descriptor: a consumer never tells a producer by an output's name). */
+export function produces(node: GraphNode, output: Artifact): boolean {
+  return node.kind.outputs(node.step).includes(output);
+}

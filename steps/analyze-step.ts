@@ -22,9 +22,9 @@ import { JUDGEMENT, judgeStep } from './judge.js';
 
 /** analysis.json: the cohort's analysis, what gate, export and the run's summary read. */
 export const ANALYSIS = jsonArtifact<AnalysisResult>('analysis.json', "the cohort's paired statistics and verdicts", analysisProblems);
-/** attempts.json: the audited attempts the analysis read, in node order (what the bundle lists). */
 /** A look's analysis of the attempts so far (what its decision was made from; export bundles it). */
-export const LOOK_ANALYSIS = artifact('look.json', 'the interim analysis at this look');
+const LOOK_ANALYSIS = artifact('look.json', 'the interim analysis at this look');
+/** attempts.json: the audited attempts the analysis read, in node order (what the bundle lists). */
 export const ANALYZED_ATTEMPTS = jsonArtifact<AuditedAttempt[]>('attempts.json', 'every attempt record the analysis read', auditedAttemptsProblems);
 
 type AnalyzeConfig = SpecByKind['analyze'];

@@ -8,7 +8,6 @@ import { applySolution, CANARY, calibrationsOf, writeCanaries } from './canary-c
 import { ENVIRONMENT_OUTPUTS, environmentStep, inEnvironment, startingPoint, verifierPhase } from './environment.js';
 import { sandboxFor, sandboxOf } from './run.js';
 import { TREE } from './materialize.js';
-
 import { specOf } from './step-spec.js';
 import type { CanaryCalibrations } from './verifier-canary.js';
 import { describeVerifierFault, runVerifier, scoringOf, verifierSandbox } from './verifier-run.js';

@@ -64,9 +64,9 @@ export interface CertificationReceipt {
   receipt_digest: string;
 }
 
-/** The certification receipt: what the export bundles, and what a bundle's readers (the Harbor job's task checksum) check it by. */
 /** The verifier's logs on the starting tree and with the solution (a directory). */
-export const VERIFIER_LOGS = artifact('verifier-logs', "the verifier's logs on the starting tree and with the solution");
+const VERIFIER_LOGS = artifact('verifier-logs', "the verifier's logs on the starting tree and with the solution");
+/** The certification receipt: what the export bundles, and what a bundle's readers (the Harbor job's task checksum) check it by. */
 export const CERTIFICATION = jsonArtifact<CertificationReceipt, 'certification.json'>(
   'certification.json',
   "the certification: each check's result and the reasons",

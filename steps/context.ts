@@ -10,13 +10,13 @@ import { DEFAULT_DOCUMENTATION, DEFAULT_REDACTION, ensureMirror, treeEntries } f
 import { extractTree } from './git-archive.js';
 import { callModel, checkModelSpec, MODEL_EXCHANGE, modelInputs, modelKey } from './model-call.js';
 import { artifact } from '../pipeline/artifact.js';
+import { specOf, type SpecByKind } from './step-spec.js';
 
 /** What generating the file cost: the overhead stream, never summed with the attempts. */
-export const CONTEXT_COST = artifact('cost.json', 'what generating it cost (the overhead stream, never summed with the attempts)');
+const CONTEXT_COST = artifact('cost.json', 'what generating it cost (the overhead stream, never summed with the attempts)');
 const CONTEXT_REQUEST = artifact('request.md', 'what the model was asked');
 /** What a context node records beside the file it generates (whose name `out` may not take). */
 const CONTEXT_RECORDS = [CONTEXT_COST, CONTEXT_REQUEST, MODEL_EXCHANGE] as const;
-import { specOf, type SpecByKind } from './step-spec.js';
 
 /**
  * `context` (Layer 1): a provider writes the context file an arm then receives

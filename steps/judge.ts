@@ -63,8 +63,8 @@ export function parseJudgement(text: string): { classification: JudgeClass | nul
 
 const armOfNode = (n: GraphNode) => n.matrix['arm'];
 
-/** judgement.json: the judge model's classification of one task's pair, what analyze gathers. */
 const JUDGE_REQUEST = artifact('request.md', 'what the judge was asked');
+/** judgement.json: the judge model's classification of one task's pair, what analyze gathers. */
 export const JUDGEMENT = jsonArtifact<Judgement, 'judgement.json'>(
   'judgement.json',
   "the judge model's (a)/(b)/(c) classification and its reason",

@@ -10,7 +10,7 @@ import type { StepConfig } from '../pipeline/config/load.js';
 import type { Diagnostic } from '../pipeline/diagnostic.js';
 import { sha256 } from '../pipeline/digest.js';
 import { err, errorMessage, ok, type Result } from '../pipeline/result.js';
-import type { ExecutionContext, FileInputSpec, GraphNode, StepKind } from '../pipeline/step-kind.js';
+import { produces, type ExecutionContext, type FileInputSpec, type GraphNode, type StepKind } from '../pipeline/step-kind.js';
 import type { OutputManifest } from '../pipeline/store/action-cache.js';
 import { bubblewrapProblemSync } from '../sandboxes/bubblewrap.js';
 import { sandboxBackend, type BackendName } from '../sandboxes/index.js';
@@ -503,7 +503,7 @@ export const runStep: StepKind = {
     if (upstream.kind === environmentStep) return ENVIRONMENT_OUTPUTS;
     if (upstream.kind.name === CERTIFY_KIND) return [CERTIFICATION_VERDICT.name];
     // A look or a gate before it: only its decision (the attempt's key does not move with the statistic).
-    if (upstream.kind.outputs(upstream.step).includes(LOOK_DECISION)) return [LOOK_DECISION.name];
+    if (produces(upstream, LOOK_DECISION)) return [LOOK_DECISION.name];
     // A step whose outputs some arm receives: this attempt reads only what its own arm takes,
     // so a control arm's key never depends on the treatment's generated files.
     const s = spec(node.step);

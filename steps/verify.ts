@@ -3,7 +3,7 @@ import { join, relative } from 'node:path';
 import type { JsonEncodable } from '../pipeline/canonical-json.js';
 import type { StepConfig } from '../pipeline/config/load.js';
 import { err, errorMessage, ok } from '../pipeline/result.js';
-import type { Checkpoint, ExecutionContext, FileInputSpec, GraphNode, StepKind } from '../pipeline/step-kind.js';
+import { produces, type Checkpoint, type ExecutionContext, type FileInputSpec, type GraphNode, type StepKind } from '../pipeline/step-kind.js';
 import { canonicalJson } from '../pipeline/canonical-json.js';
 import { calibrateStep } from './calibrate.js';
 import { CANARY } from './canary-calibration.js';
@@ -68,16 +68,17 @@ export const verifyStep: StepKind = {
     }
     const out: Checkpoint[] = [];
     for (const [task, nodes] of byTask) {
-      if (nodes.every((n) => n.upstream.some((u) => u.kind.outputs(u.step).includes(CANARY)))) continue;
+      const calibrated = (n: GraphNode) => n.upstream.some((u) => produces(u, CANARY));
+      if (nodes.every(calibrated)) continue;
       // Calibrated on the tree the task starts from: the tree producer its verify nodes read.
-      const trees = [...new Set(nodes.flatMap((n) => n.upstream.filter((u) => u.kind.outputs(u.step).includes(TREE) && u.matrix['task'] === task)))];
+      const trees = [...new Set(nodes.flatMap((n) => n.upstream.filter((u) => produces(u, TREE) && u.matrix['task'] === task)))];
       if (!trees.length) continue;
       out.push({
         name: `${task}/canary`,
         kind: calibrateStep,
         matrix: { task },
         after: trees,
-        before: nodes.filter((n) => !n.upstream.some((u) => u.kind.outputs(u.step).includes(CANARY))),
+        before: nodes.filter((n) => !calibrated(n)),
       });
     }
     return out;
@@ -115,7 +116,7 @@ export const verifyStep: StepKind = {
         ? ENVIRONMENT_OUTPUTS
         : upstream.kind === runStep
           ? [optional(CHANGES), optional(CHANGED), optional(NOT_RUN)]
-          : upstream.kind.outputs(upstream.step).includes(CANARY)
+          : produces(upstream, CANARY)
             ? [CANARY.name]
             : undefined,
   describeConfigField: (path) =>
@@ -177,7 +178,7 @@ export const verifyStep: StepKind = {
     }
     // The canaries certify (or the step's own calibrate node) calibrated with the reference solution:
     // from a node whose kind declares them, never from another output of that name (a command's outs).
-    const calibrators = new Set(ctx.node.upstream.filter((u) => u.kind.outputs(u.step).includes(CANARY)).map((u) => u.id));
+    const calibrators = new Set(ctx.node.upstream.filter((u) => produces(u, CANARY)).map((u) => u.id));
     const withCanaries = ctx.upstream.find((u) => calibrators.has(u.node) && u.outputs[CANARY.name]);
     const canaries = withCanaries && readJsonArtifact(CANARY, withCanaries.outputs, (d) => ctx.artifacts.read(d), withCanaries.node)!;
     if (canaries && !canaries.ok) return err({ reason: 'store-error', message: canaries.error });

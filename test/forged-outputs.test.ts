@@ -2,9 +2,8 @@
  * Every JSON output one step reads from another holds its producer's declared type, and a
  * forged one is refused by the node that reads it. Derived, not listed: the descriptors are
  * the typed JSON outputs each kind declares, in a real cohort of every local kind; each one
- * some node reads is forged in
- * the store in turn, and the run must fail that reader naming the producer and the output,
- * never score from it. A new JSON output with a reader is covered here without a new test.
+ * some node reads is forged in the store in turn, and the run must fail that reader naming the
+ * producer and the output, never score from it. A new JSON output with a reader is covered here without a new test.
  */
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -152,7 +152,8 @@ describe('concurrent runs', () => {
     sandbox: { backend: local, egress: open }
 `,
     );
-    expect((await rig.cli('run', 'materialize')).code).toBe(0);
+    const materialized = await rig.cli('run', 'materialize');
+    expect(materialized.code, materialized.stderr).toBe(0);
     rig.env = { PAIRBENCH_LOCK_STALE_MS: '250' };
     const [a, b] = [rig.spawn('run'), rig.spawn('run')];
     const [ra, rb] = await Promise.all([a.done, b.done]);
