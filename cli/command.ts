@@ -10,7 +10,7 @@ import type { CliIO, LoadedConfig } from './command-context.js';
 import { printJsonErrors } from './json-output.js';
 import type { OptionName, OptionValues } from './options.js';
 
-export const EXIT = { ok: 0, nodeFailed: 1, usage: 2, interrupted: 130 } as const;
+export const EXIT = { ok: 0, nodeFailed: 1, usage: 2, gateFailed: 3, interrupted: 130 } as const;
 
 /** One option as a command documents it: `[name, placeholder or null for a flag, help]` (help lines joined by \n). */
 export type OptionDoc = readonly [OptionName, string | null, string];

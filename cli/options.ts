@@ -4,6 +4,7 @@
  * (command-line.ts) and each --help (help.ts) are made from that.
  */
 import { parseDuration, parseSize } from '../pipeline/config/load.js';
+import { failOnProblem } from '../stats/verdicts.js';
 
 interface OptionSpec {
   value: boolean;
@@ -61,6 +62,7 @@ export const OPTIONS = {
   'remote-cache': { value: true },
   'cache-mode': { value: true },
   executor: { value: true },
+  'fail-on': { value: true, check: (v) => failOnProblem(v) },
   redis: { value: true },
   concurrency: { value: true },
   port: { value: true, check: (v) => (/^\d+$/.test(v) && Number(v) <= 65535 ? undefined : `--port takes a port number (0-65535), not "${v}"`) },

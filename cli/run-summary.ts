@@ -19,6 +19,8 @@ export interface ComparisonLine {
   n_tasks: number;
   n_units: number | null;
   p_holm: number | null;
+  /** The arms with an attempt that ran without isolation (any verdict). */
+  unisolated_arms: string[];
   /** A sequential cohort: where it stopped (instead of the fixed-N p, which is not its test). */
   sequential?: string;
 }
@@ -64,6 +66,7 @@ export function runOutcome(ctx: EngineContext, states: ReadonlyMap<string, NodeS
         n_tasks: c.n_tasks,
         n_units: c.test?.n_units ?? null,
         p_holm: c.test?.p_holm ?? null,
+        unisolated_arms: c.unisolated_arms ?? [],
         ...(stop && i === 0 ? { sequential: stop } : {}),
       });
     });

@@ -224,6 +224,7 @@ export function compareArms(
     ...empty,
     verdict: 'within-noise',
     problems: [],
+    ...(unisolatedArms.length ? { unisolated_arms: unisolatedArms } : {}),
     delta: effect,
     ci,
     envelope,

@@ -448,6 +448,11 @@ export interface Comparison {
   verdict: Verdict;
   /** non-empty when the verdict is refused or invalid */
   problems: ComparisonProblem[];
+  /**
+   * The arms with an attempt that ran without isolation, whatever the verdict (`run --fail-on
+   * unisolated` fails on them). Absent when there is none, and in results from before.
+   */
+  unisolated_arms?: string[];
   pairs: PairCounts;
   n_tasks: number;
   n_families: number;

@@ -13,11 +13,21 @@ import { configRootName } from '../project.js';
 import { remoteCacheFor } from '../remote.js';
 import { chooseReporter } from '../reporter.js';
 import { formatRunOutcome, runOutcome, type RunOutcome } from '../run-summary.js';
+import { judgeGate, type GateResult } from '../verdict-gate.js';
+import { parseFailOn, VERDICTS } from '../../stats/verdicts.js';
 
 /** `run --json`: the summary, what was reused, each comparison's verdict, and every node's state. */
 function printRunJson(
   io: CliIO,
-  r: { summary: RunSummary; states: ReadonlyMap<string, NodeState>; reuse: string[]; outcome: RunOutcome; remoteWarnings: string[]; remoteStats?: unknown },
+  r: {
+    summary: RunSummary;
+    states: ReadonlyMap<string, NodeState>;
+    reuse: string[];
+    outcome: RunOutcome;
+    remoteWarnings: string[];
+    remoteStats?: unknown;
+    gate?: GateResult;
+  },
 ): void {
   const { summary, states, outcome } = r;
   printJson(io.stdout, {
@@ -33,6 +43,7 @@ function printRunJson(
     reuse: r.reuse,
     ...(r.remoteStats ? { remote_cache: r.remoteStats } : {}),
     comparisons: outcome.comparisons,
+    ...(r.gate ? { gate: r.gate } : {}),
     warnings: [...r.remoteWarnings.map((message) => ({ cohort: null, message })), ...outcome.warnings],
     reports: outcome.reports,
     nodes: [...states].map(([node, s]) => ({
@@ -81,6 +92,14 @@ left to a final run without --shard. Skipped nodes do not fail a shard (exit 0).
     ['remote-cache', 'URL', 'the remote cache tier (overrides cache.remote): read on a local miss,\nwritten after a node succeeds (see README "Remote cache")'],
     ['cache-mode', 'MODE', 'read-write or read-only (a pull-request job: it never writes)'],
     [
+      'fail-on',
+      'LIST',
+      `exit ${EXIT.gateFailed} when a comparison's verdict is one of LIST, comma-separated
+(${VERDICTS.join(', ')}), or when the run analysed none;
+unisolated also fails a comparison an unisolated arm ran in, whatever
+its verdict; e.g. --fail-on negative,unisolated,invalid on a PR's check`,
+    ],
+    [
       'executor',
       'redis://HOST:PORT/DB',
       `hand every node that must run to 'pairbench worker' processes through
@@ -91,7 +110,7 @@ key; concurrency.kinds limits hold across the fleet); needs the remote cache`,
   operands: ANY_OPERANDS,
   config: true,
   usesStore: true,
-  exits: `0 every node built or cached (or left to another shard); 1 some node failed or was skipped; ${CONFIG_ERROR}, or a cohort's frozen field changed; 130 interrupted.`,
+  exits: `0 every node built or cached (or left to another shard); 1 some node failed or was skipped; ${CONFIG_ERROR}, or a cohort's frozen field changed; ${EXIT.gateFailed} every node built, but --fail-on's gate failed (a verdict in its list, or no verdict); 130 interrupted.`,
   async run({ io, json, values, operands, project: { graph, ctx, inputs, config } }) {
     const sel = selectOrFail(io, json, graph, operands);
     if ('code' in sel) return sel.code;
@@ -175,14 +194,26 @@ key; concurrency.kinds limits hold across the fleet); needs the remote cache`,
         io.stdout.write(
           `warning: sandbox backend auto ran unisolated (local): ${fallback.cause}\n  fix: ${fallback.fix}; then bump each analysis' version (the sandbox is frozen with it), or use a new store\n`,
         );
-      if (json) printRunJson(io, { summary, states, reuse, outcome, remoteWarnings, ...(remote ? { remoteStats: remote.value.stats } : {}) });
+      const gate = values['fail-on'] ? judgeGate(outcome.comparisons, parseFailOn(values['fail-on'])) : undefined;
+      if (gate?.message && !json) io.stderr.write(`gate failed: ${gate.message}\n`);
+      if (json)
+        printRunJson(io, {
+          summary,
+          states,
+          reuse,
+          outcome,
+          remoteWarnings,
+          ...(remote ? { remoteStats: remote.value.stats } : {}),
+          ...(gate ? { gate } : {}),
+        });
       else printFailed(io, states, controller.signal.aborted);
       if (controller.signal.aborted) return EXIT.interrupted;
       // A shard leaves other shards' nodes (and what needs them) skipped by design.
       const shardSkips = shard
         ? [...states.values()].filter((s) => s.status === 'skipped' && (s.because.startsWith('not in shard') || s.because.startsWith('upstream'))).length
         : 0;
-      return summary.failed || summary.skipped - shardSkips ? EXIT.nodeFailed : EXIT.ok;
+      if (summary.failed || summary.skipped - shardSkips) return EXIT.nodeFailed;
+      return gate?.message ? EXIT.gateFailed : EXIT.ok;
     } finally {
       process.off('SIGINT', onSignal);
       process.off('SIGTERM', onSignal);
