@@ -1,4 +1,4 @@
-import { readFileSync, rmSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { err, errorMessage, ok, type Result } from '../pipeline/result.js';
 import { checkedTask, checkOptions, choosePassToPass, failToPass, firstValid, refusal, type Setup } from './common.js';
@@ -8,7 +8,7 @@ import { surfaceFromDir } from '../steps/certify/scan.js';
 import { CandidateScanner } from './pre-certify.js';
 import { scratchDir } from './work-dir.js';
 import { writeTaskDir, type TaskFiles } from './task-files.js';
-import { exportCommit, fileAt, listCommitFiles, numstat, parentsOf, recentCommits, resolveCommit, subjectOf, unifiedDiff } from './tree.js';
+import { exportCommit, fileAt, listCommitFiles, numstat, parentsOf, recentCommits, removeTree, resolveCommit, subjectOf, unifiedDiff } from './tree.js';
 import type { GenerateOptions, GenerateReport, RevertTaskReport } from './types.js';
 
 export interface RevertOptions extends GenerateOptions {
@@ -122,6 +122,6 @@ async function evaluate(s: Setup, o: RevertOptions, commit: string, scanner: Can
   } catch (e) {
     return err(`cannot be evaluated: ${errorMessage(e).split('\n')[0]}`);
   } finally {
-    rmSync(dir, { recursive: true, force: true });
+    await removeTree(dir);
   }
 }

@@ -1,4 +1,4 @@
-import { readFileSync, rmSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { err, errorMessage, ok, type Result } from '../pipeline/result.js';
 import { checkedTask, checkOptions, choosePassToPass, failToPass, firstValid, refusal, type Setup } from './common.js';
@@ -8,7 +8,7 @@ import { applyStub, type FunctionSpan } from './js-functions.js';
 import { seededOrder, shortHash } from './seeded-order.js';
 import { scratchDir } from './work-dir.js';
 import { writeTaskDir, type TaskFiles } from './task-files.js';
-import { applyPatch, copyTree, exportCommit, listCommitFiles, resolveCommit, unifiedDiff } from './tree.js';
+import { applyPatch, copyTree, exportCommit, listCommitFiles, removeTree, resolveCommit, unifiedDiff } from './tree.js';
 import type { GenerateOptions, GenerateReport, StubTaskReport, SuiteResult } from './types.js';
 
 export type StubFunctionOptions = GenerateOptions;
@@ -132,7 +132,7 @@ async function evaluate(
   } catch (e) {
     return err(`cannot be evaluated: ${errorMessage(e).split('\n')[0]}`);
   } finally {
-    rmSync(dir, { recursive: true, force: true });
+    await removeTree(dir);
   }
 }
 
@@ -148,10 +148,12 @@ export async function prepareTrees(
   solutionPatch: string,
 ): Promise<{ suite: string; starting: string; solved: string }> {
   const trees = { suite: join(dir, 'suite'), starting: join(dir, 'starting'), solved: join(dir, 'solved') };
-  for (const t of Object.values(trees)) {
-    copyTree(base, t);
-    await applyPatch(t, setupPatch);
-  }
+  await Promise.all(
+    Object.values(trees).map(async (t) => {
+      await copyTree(base, t);
+      await applyPatch(t, setupPatch);
+    }),
+  );
   await applyPatch(trees.solved, solutionPatch);
   return trees;
 }

@@ -1,4 +1,4 @@
-import { chmodSync, cpSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { gitApply, HERMETIC_GIT_ENV as GIT_ENV } from '../sandboxes/git-apply.js';
@@ -143,8 +143,22 @@ export async function applyPatch(tree: string, patch: string): Promise<void> {
   if (!r.ok) throw new Error(`git apply --whitespace=nowarn -: ${r.stderr || 'failed'}`);
 }
 
-export function copyTree(from: string, to: string): void {
-  cpSync(from, to, { recursive: true, verbatimSymlinks: true });
+/**
+ * A copy of a tree at `to` (which must not exist), links kept as links, made by cp(1): a
+ * repository with its node_modules (thousands of small files) copies in well under half the
+ * time of fs.cpSync, without blocking the event loop, and as a reflink on a copy-on-write
+ * filesystem (btrfs, XFS).
+ */
+export async function copyTree(from: string, to: string): Promise<void> {
+  mkdirSync(dirname(to), { recursive: true });
+  const r = await (await loadExeca())('cp', ['-a', '--reflink=auto', '-T', '--', from, to], { reject: false });
+  if (r.exitCode !== 0) throw new Error(`cp -a ${from} ${to}: ${String(r.stderr).trim() || `exit ${r.exitCode}`}`);
+}
+
+/** Removes a tree made by copyTree: rm(1) unlinks thousands of files faster than fs.rmSync, off the event loop. */
+export async function removeTree(dir: string): Promise<void> {
+  const r = await (await loadExeca())('rm', ['-rf', '--', dir], { reject: false });
+  if (r.exitCode !== 0) rmSync(dir, { recursive: true, force: true }); // e.g. a file the suite made read-only in a read-only directory
 }
 
 /** Files under `root` (relative, '/'-separated, sorted), skipping node_modules, .git and other dot directories. */
