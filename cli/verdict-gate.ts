@@ -23,10 +23,12 @@ export function judgeGate(comparisons: readonly ComparisonLine[], failOn: Readon
     .filter((c) => failOn.has(c.verdict) || (failOn.has('unisolated') && c.unisolated_arms.length > 0))
     .map((c) => ({ cohort: c.cohort, treatment: c.treatment, control: c.control, verdict: c.verdict, unisolated_arms: c.unisolated_arms }));
   const listed = [...failOn].join(',');
-  const message = !comparisons.length
-    ? `--fail-on ${listed}: this run analysed no comparison, so there is no verdict to pass the gate (run the analyze step, or every node)`
-    : failed.length
-      ? `--fail-on ${listed}: ${failed.map((f) => `${f.cohort}: ${f.treatment} vs ${f.control} is ${verdictWord(f.verdict)}${failOn.has(f.verdict) || !f.unisolated_arms.length ? '' : ` (${f.unisolated_arms.join(' and ')} ran unisolated)`}`).join('; ')}`
-      : null;
+  // Where the verdict itself is not listed, the comparison failed on its unisolated arms: say so.
+  const why = (f: (typeof failed)[number]) =>
+    `${f.cohort}: ${f.treatment} vs ${f.control} is ${verdictWord(f.verdict)}${failOn.has(f.verdict) ? '' : ` (${f.unisolated_arms.join(' and ')} ran unisolated)`}`;
+  let message: string | null = null;
+  if (!comparisons.length)
+    message = `--fail-on ${listed}: this run analysed no comparison, so there is no verdict to pass the gate (run the analyze step, or every node)`;
+  else if (failed.length) message = `--fail-on ${listed}: ${failed.map(why).join('; ')}`;
   return { fail_on: [...failOn], failed, passed: message === null, message };
 }

@@ -148,12 +148,14 @@ export async function prepareTrees(
   solutionPatch: string,
 ): Promise<{ suite: string; starting: string; solved: string }> {
   const trees = { suite: join(dir, 'suite'), starting: join(dir, 'starting'), solved: join(dir, 'solved') };
-  await Promise.all(
+  // Settled, all three: a failed copy is reported only once no other is still writing (the caller then removes them).
+  const made = await Promise.allSettled(
     Object.values(trees).map(async (t) => {
       await copyTree(base, t);
       await applyPatch(t, setupPatch);
     }),
   );
+  for (const m of made) if (m.status === 'rejected') throw m.reason;
   await applyPatch(trees.solved, solutionPatch);
   return trees;
 }

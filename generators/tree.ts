@@ -158,7 +158,7 @@ export async function copyTree(from: string, to: string): Promise<void> {
 /** Removes a tree made by copyTree: rm(1) unlinks thousands of files faster than fs.rmSync, off the event loop. */
 export async function removeTree(dir: string): Promise<void> {
   const r = await (await loadExeca())('rm', ['-rf', '--', dir], { reject: false });
-  if (r.exitCode !== 0) rmSync(dir, { recursive: true, force: true }); // e.g. a file the suite made read-only in a read-only directory
+  if (r.exitCode !== 0) throw new Error(`rm -rf ${dir}: ${String(r.stderr).trim() || `exit ${r.exitCode}`}`);
 }
 
 /** Files under `root` (relative, '/'-separated, sorted), skipping node_modules, .git and other dot directories. */

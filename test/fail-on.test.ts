@@ -2,6 +2,9 @@
 // verdicts themselves (stats/verdicts.ts): for each, the gate fails exactly when the run's
 // comparison has it, and `unisolated` fails any comparison an unisolated arm ran in, whatever
 // its verdict (a check must not be green on a run that isolated nothing).
+import { readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { VERDICTS } from '../stats/verdicts.js';
 import { EXIT } from '../cli/command.js';
@@ -60,6 +63,11 @@ describe('run --fail-on', () => {
     const r = await rig.cli('run', 'attempts', '--fail-on', 'negative');
     expect(r.code).toBe(EXIT.gateFailed);
     expect(r.stderr).toContain('this run analysed no comparison, so there is no verdict to pass the gate');
+  });
+
+  it("a gate step's require.verdicts takes the same verdicts (the config schema lists them apart from the type)", () => {
+    const schema = JSON.parse(readFileSync(join(dirname(fileURLToPath(import.meta.url)), '..', 'schemas', 'bench.config.schema.json'), 'utf8'));
+    expect(schema.definitions.gateStep.properties.require.properties.verdicts.items.enum).toEqual([...VERDICTS]);
   });
 
   it('an unknown verdict is a usage error naming the verdicts, before anything runs', async () => {
