@@ -82,6 +82,11 @@ export interface Gateway {
   url: string;
   socket?: string;
   summary(): GatewaySummary;
+  /**
+   * Aborted when the provider refuses the host's credential (its 401 or 403): no retry of the
+   * agent's can succeed, so the attempt may end now instead of at its wall cap.
+   */
+  providerRefused: AbortSignal;
   records(): ExchangeRecord[];
   /** Resolves once every exchange received so far is recorded (an event to wait on, not a time). */
   idle(): Promise<void>;
@@ -165,6 +170,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const secure = upstream.protocol === 'https:';
   const agent = secure ? new HttpsAgent({ keepAlive: true }) : new HttpAgent({ keepAlive: true });
   const meter = new Meter(options);
+  const refusal = new AbortController();
   const limits = {
     ...GATEWAY_LIMITS,
     ...definedOnly({ maxRequestBytes: options.maxRequestBytes, maxReplyBytes: options.maxReplyBytes, maxLogBytes: options.maxLogBytes }),
@@ -316,6 +322,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
         accounted = true;
         if (o.upstreamError !== undefined) meter.upstreamError();
         if (o.fromUpstream) meter.upstreamStatus(o.status);
+        if (o.fromUpstream && (o.status === 401 || o.status === 403)) refusal.abort(new Error(`the provider refused the credential: HTTP ${o.status}`));
         meter.sawReply(facts, requestModel);
       }
       // What the upstream sent is scrubbed of the host's key in every form before it is logged.
@@ -503,6 +510,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   return {
     ...bound,
     summary: () => meter.summary(),
+    providerRefused: refusal.signal,
     records: () => log.records(),
     idle: () => (open === 0 ? Promise.resolve() : new Promise<void>((resolve) => idleWaiters.push(resolve))),
     close: () =>

@@ -10,6 +10,8 @@ export interface ModelSession {
   /** For sandboxed agents: the gateway's unix socket, forwarded inside. */
   socket?: string;
   summary(): GatewaySummary;
+  /** Aborted when the provider refuses the host's credential (Gateway.providerRefused). */
+  providerRefused: AbortSignal;
   close(): Promise<void>;
 }
 
@@ -58,6 +60,7 @@ export async function openModel(options: ModelOptions): Promise<ModelSession> {
     url: gateway.url ?? '',
     ...(socket ? { socket } : {}),
     summary: () => gateway.summary(),
+    providerRefused: gateway.providerRefused,
     close: async () => {
       await gateway.close();
       await fake?.close();

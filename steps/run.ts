@@ -651,7 +651,8 @@ export const runStep: StepKind = {
           ? await sandbox.exec(inv.argv, {
               env: { ...(arm.env ?? {}), ...inv.env, ...(sandboxed ? { HOME: '/tmp/home' } : {}) },
               timeoutMs: limits.wallSeconds * 1000,
-              signal: ctx.signal,
+              // A refused key ends the attempt at once: the agent's retries (minutes of them) cannot succeed.
+              signal: model ? AbortSignal.any([ctx.signal, model.providerRefused]) : ctx.signal,
             })
           : { exitCode: sandbox ? 0 : null, signal: null, timedOut: false, stdout: '', stderr: sb.ok ? '' : sb.error.message, durationMs: 0 };
       // The agent's own time: its process from start to exit on a monotonic clock, whatever the
@@ -669,7 +670,8 @@ export const runStep: StepKind = {
       const providerFault = Boolean(gw && (gw.upstream_errors > 0 || providerFaults(gw).length > 0) && (result.exitCode !== 0 || result.timedOut));
       // An agent CLI that ended without one model request never ran: its binary, a library or a
       // path it needs is not there in this sandbox. That is the harness's fault, never the agent's.
-      const didNotStart = Boolean(sandbox && gw && adapter.name !== 'command' && gw.model_requests === 0 && !gw.cap_hit);
+      // A request the provider refused was a request: that agent started.
+      const didNotStart = Boolean(sandbox && gw && adapter.name !== 'command' && gw.model_requests === 0 && !gw.cap_hit && !providerFault);
       // 3. What the attempt changed (the verifier sees only this, applied to a fresh tree), within its budgets.
       const mb = 1024 * 1024;
       const after = await snapshot(ws, {

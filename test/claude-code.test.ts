@@ -254,18 +254,22 @@ describe.skipIf(!existsSync(claudeBinary()))('Claude Code end to end', () => {
     const port = (server.address() as { port: number }).port;
     try {
       rig.env = { PROVIDER_KEY: 'sk-test-host-only' };
-      // Claude Code retries a 401 with backoff for minutes: the wall cap ends it; the provider's refusal decides the reason.
+      // Claude Code retries a 401 with backoff for minutes; the provider's first refusal ends the attempt (no wall cap does).
       rig.write(
         'bench.config.yaml',
-        config('local')
-          .replace('wall_seconds: 120', 'wall_seconds: 4')
-          .replace('model: { fake_script: fixtures/fix-add.script.json }', `model: { upstream: "http://127.0.0.1:${port}", api_key_env: PROVIDER_KEY }`),
+        config('local').replace(
+          'model: { fake_script: fixtures/fix-add.script.json }',
+          `model: { upstream: "http://127.0.0.1:${port}", api_key_env: PROVIDER_KEY }`,
+        ),
       );
       const r = await rig.cli('run', 'attempts/fix-add/control');
       expect(r.code, r.stderr).toBe(0);
       expect(seen.length).toBeGreaterThan(0);
       expect(new Set(seen)).toEqual(new Set(['sk-test-host-only']));
       expect(r.stderr).toContain('not cached (the next run tries again)');
+      // The provider's refusal is named as such: the agent did start (it made a request).
+      expect(r.stderr).toContain('the model provider failed or refused');
+      expect(r.stderr).not.toContain('agent did not start');
       expect((await rig.cli('plan')).stdout).toContain('to run  attempts/fix-add/control/1');
       // The key is nowhere in the store (the gateway log and the receipts redact it).
       const { spawnSync } = await import('node:child_process');
