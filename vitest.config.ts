@@ -3,8 +3,9 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
-    // A directory for the stores several test files share (test/golden-store.ts), per run.
-    globalSetup: ['test/golden-setup.ts'],
+    // TMPDIR on a RAM-backed file system when there is one with room (test/ram-tmpdir.ts), set
+    // first; then a directory for the stores several test files share (test/golden-store.ts), per run.
+    globalSetup: ['test/ram-tmpdir.ts', 'test/golden-setup.ts'],
     // A test fails when it is wrong, not when the machine is slow: its only time bound is the
     // suite's own budget (15 minutes), far above ten times any test's quiet duration. Tests
     // wait on events (a file, a line, a record), never on a fixed time.

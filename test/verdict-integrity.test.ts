@@ -2,6 +2,7 @@
 // Each attack is a hostile arm of a real cohort (bubblewrap, the real test runners
 // npm and pytest); the test fails if the attack gets a pass.
 import { existsSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { bubblewrapBackend } from '../sandboxes/bubblewrap.js';
@@ -319,7 +320,8 @@ describe('isolation is part of the verdict', () => {
         .map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]),
     );
     expect(env['TMPDIR']).toMatch(/pairbench-local-/);
-    expect(env['HOME']).toMatch(/\/tmp\/pairbench-(local|home)-/);
+    expect(env['HOME']).toMatch(/\/pairbench-(local|home)-/);
+    expect(env['HOME']!.startsWith(tmpdir())).toBe(true);
     for (const [k, v] of Object.entries(env)) if (k !== 'PWD' && k !== 'OLDPWD') expect(v, k).not.toContain('.pairbench');
   });
 });

@@ -59,7 +59,15 @@ export class RecordPack {
       throw e;
     }
     try {
-      const size = fstatSync(fd).size;
+      const stat = fstatSync(fd);
+      // Only a regular file is a pack. Anything else at its path (a directory, whose size is 4096
+      // on ext4 but 40 on tmpfs) is a file system problem, left as it is, never set aside as a
+      // pack that is not whole.
+      if (!stat.isFile()) {
+        const code = stat.isDirectory() ? 'EISDIR' : 'EINVAL';
+        throw Object.assign(new Error(`${code}: ${path} is not a regular file`), { code });
+      }
+      const size = stat.size;
       const head = Buffer.alloc(HEADER);
       if (size < HEADER + SEAL || readSync(fd, head, 0, HEADER, 0) !== HEADER || !head.subarray(0, MAGIC.length).equals(MAGIC))
         throw new Error('not a record pack (bad magic or too short)');
