@@ -67,6 +67,7 @@ export const OPTIONS = {
   concurrency: { value: true },
   port: { value: true, check: (v) => (/^\d+$/.test(v) && Number(v) <= 65535 ? undefined : `--port takes a port number (0-65535), not "${v}"`) },
   host: { value: true },
+  html: { value: true },
 } as const satisfies Record<string, OptionSpec>;
 export type OptionName = keyof typeof OPTIONS;
 

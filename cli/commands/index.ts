@@ -3,6 +3,7 @@
  * folder and its line here: the parser, its --help and the dispatch follow from it.
  */
 import type { Command } from '../command.js';
+import { compareCommand } from './compare.js';
 import { doctorCommand } from './doctor.js';
 import { explainCommand } from './explain.js';
 import { exportCommand } from './export.js';
@@ -36,6 +37,7 @@ const ALL = [
   historyCommand,
   exportCommand,
   verifyBundleCommand,
+  compareCommand,
   generateCommand,
   workerCommand,
   viewCommand,
