@@ -133,21 +133,13 @@ describe("the README's commands, as written", () => {
   it('the blocks are found: Quick start, its follow-up and two workflows', () => {
     const sh = codeBlocks(README).filter((b) => b.lang === 'sh');
     expect(sh.map(shellCommands).flat()).toEqual(expect.arrayContaining(['npx pairbench verify-bundle /tmp/pairbench-example']));
-    expect(workflows().map((w) => Object.keys(w.workflow.jobs))).toEqual([['bench'], ['shard', 'report']]);
+    expect(workflows().map((w) => Object.keys(w.workflow.jobs))).toEqual([['pairbench'], ['shard', 'report']]);
   });
 
-  // One fresh checkout: the CI workflow first (from a cold cache, as CI runs it), then the Quick start on the store it left.
   let dir: string;
-  it('the CI workflow (bench.yml) runs green from a cold cache, and its summary carries the root digest', async () => {
-    const { workflow } = workflows()[0]!;
-    dir = copy();
-    const summary = join(dir, 'step-summary.md');
-    writeFileSync(summary, '');
-    const steps = workflow.jobs['bench']!.steps.filter((s) => s.run).map((s) => s.run!);
-    await runAll(dir, steps, { GITHUB_STEP_SUMMARY: summary });
-    const text = readFileSync(summary, 'utf8');
-    expect(text).toMatch(/^bundle root digest: sha256:[0-9a-f]{64}$/m);
-    expect(text).toContain('# '); // the Markdown report follows
+  it('the pull-request workflow the README shows is the one shipped, byte for byte (test/github-action.test.ts runs it)', () => {
+    const { block } = workflows()[0]!;
+    expect(`${block.text}\n`).toBe(readFileSync(join(ROOT, '.github', 'workflows', 'pairbench.yml'), 'utf8'));
   });
 
   it('Quick start: install, run the example, export, verify the bundle; a second plan executes nothing', async () => {
