@@ -79,7 +79,13 @@ describe.skipIf(!hasNginx() && !required)('remote cache (Bazel HTTP protocol, ng
       // The same outputs, node for node, and the same bundle.
       const a = new Map((JSON.parse(first.stdout).nodes as Node[]).map((n) => [n.node, n.outputs_digest]));
       for (const n of nodes) expect(n.outputs_digest, n.node).toBe(a.get(n.node));
-      // store-b holds the records only: the export fetches the bundle's blobs from the remote cache.
+      // store-b holds the records only: without the remote cache, export says so (nothing dropped: no run is needed);
+      // with it, the export fetches the bundle's blobs.
+      const offlineExport = await cli(env, 'export', '--config', config, '--store', join(rig.dir, 'store-b'), '--out', join(rig.dir, 'nowhere'));
+      expect(offlineExport.code).toBe(1);
+      expect(offlineExport.stderr).toContain('this store holds the record of its bundle but not its files');
+      expect(offlineExport.stderr).toContain('pairbench export --remote-cache URL');
+      expect(existsSync(join(rig.dir, 'nowhere'))).toBe(false);
       const exp = async (store: string) =>
         JSON.parse(
           (

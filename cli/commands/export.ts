@@ -155,7 +155,31 @@ DIR/<cohort>/pairbench/ (what verify-bundle checks)`,
       const bundle = found.record.outputs[BUNDLE_OUTPUT]!;
       // A bundle whose record came from the remote cache is fetched now (records travel first, blobs when read).
       const remote = remoteCacheFor(config, { url: values['remote-cache'], mode: 'read-only' }, io.env, (message) => io.stderr.write(`warning: ${message}\n`));
-      if (remote?.ok) await ensureLocal(ctx.store, remote.value, [bundle]);
+      if (remote?.ok && !(await ensureLocal(ctx.store, remote.value, [bundle])))
+        return fail(
+          io,
+          json,
+          [
+            {
+              message: `${n.id}: its bundle could not be fetched from the remote cache ${values['remote-cache'] ?? config.cache?.remote}`,
+              hint: 'check that the cache is reachable, then export again',
+            },
+          ],
+          EXIT.nodeFailed,
+        );
+      // A record replayed from a remote cache without its files is not a corrupt blob: nothing here is dropped.
+      if (!remote?.ok && !ctx.store.cas.has(bundle.digest))
+        return fail(
+          io,
+          json,
+          [
+            {
+              message: `${n.id}: this store holds the record of its bundle but not its files (the run replayed it from a remote cache, which fetches files when they are read)`,
+              hint: `give the remote cache the run used: pairbench export --remote-cache URL (or cache.remote in the config)`,
+            },
+          ],
+          EXIT.nodeFailed,
+        );
       // The public form is made from the private one, which is written beside it first (and removed).
       const visibility = values.private ? 'private' : values.public || specOf(n.step, 'export').public ? 'public' : 'private';
       const privateDir = visibility === 'public' ? `${bundleDir}.private-${process.pid}` : bundleDir;
