@@ -35,5 +35,5 @@ if [ -r "$userns" ] && [ "$(cat "$userns")" = 1 ]; then
 fi
 if ! command -v bwrap >/dev/null; then
   echo "bubblewrap is not installed: installing it (the sandbox of backend auto)"
-  sudo apt-get install -y -qq bubblewrap
+  sudo apt-get update -qq && sudo apt-get install -y -qq bubblewrap
 fi

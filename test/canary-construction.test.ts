@@ -16,6 +16,7 @@ import { buildGraph, withUpstream } from '../pipeline/dag.js';
 import { builtinStepKinds } from '../steps/index.js';
 import { main } from '../cli/main.js';
 import { calculatorTask } from './fixtures.js';
+import { goldenStore } from './golden-store.js';
 import { Rig } from './rig.js';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -59,6 +60,9 @@ describe.skipIf(!existsSync(claudeBinary()))('the three forgeries on every shipp
       cpSync(join(ROOT, 'examples'), join(dir, 'examples'), { recursive: true });
       cpSync(join(ROOT, config), join(dir, config));
       const cfg = join(dir, config);
+      // The config as built end to end (test/golden-store.ts, shared with the cohorts test): its
+      // materialize, certify and context steps are cached, so what runs here is the forgeries.
+      await goldenStore(config, join(dir, 'store'));
       const spec = parse(readFileSync(cfg, 'utf8')) as {
         steps: Record<string, { kind: string; agent?: { adapter: string }; model?: { fake_script?: string } }>;
       };

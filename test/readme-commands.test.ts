@@ -17,6 +17,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { hasNginx, startNginx, type Nginx } from '../bench/local-servers.js';
+import { goldenStore } from './golden-store.js';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const README = readFileSync(join(ROOT, 'README.md'), 'utf8');
@@ -142,8 +143,11 @@ describe("the README's commands, as written", () => {
     expect(`${block.text}\n`).toBe(readFileSync(join(ROOT, '.github', 'workflows', 'pairbench.yml'), 'utf8'));
   });
 
-  it('Quick start: install, run the example, export, verify the bundle; a second plan executes nothing', async () => {
+  it('Quick start: install, run the example (on the store its first run leaves), export, verify the bundle; a second plan executes nothing', async () => {
     dir ??= copy();
+    // The example as built end to end once per suite (test/golden-store.ts; the cohorts test checks that
+    // build from an empty store): the commands below run as written, on the store a first run leaves.
+    await goldenStore('bench.config.yaml', join(dir, '.pairbench'));
     const out = '/tmp/pairbench-example';
     rmSync(out, { recursive: true, force: true });
     try {
