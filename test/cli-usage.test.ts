@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { main } from '../cli/main.js';
+import { cli } from './cli-in-process.js';
 import { cliOutputProblems } from './cli-schema.js';
 import { calculatorTask } from './fixtures.js';
 import { Rig } from './rig.js';
@@ -14,17 +14,6 @@ import { Rig } from './rig.js';
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const BIN = join(ROOT, 'bin', 'pairbench.js');
 const valid = cliOutputProblems;
-
-async function cli(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  let stdout = '';
-  let stderr = '';
-  const code = await main(args, {
-    stdout: { write: (s: string) => (stdout += s) },
-    stderr: { write: (s: string) => (stderr += s) },
-    env: { PATH: process.env['PATH'], CI: '1' },
-  });
-  return { code, stdout, stderr };
-}
 
 let rig: Rig;
 beforeEach(() => {

@@ -6,7 +6,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { claudeBinary } from '../agents/claude-code.js';
-import { main } from '../cli/main.js';
+import { cli } from './cli-in-process.js';
 import { loadConfig } from '../pipeline/config/load.js';
 import { buildGraph } from '../pipeline/dag.js';
 import type { CacheKey } from '../pipeline/digest.js';
@@ -86,17 +86,6 @@ const CASES: { config: string; tasks: number; verdicts: Verdicts }[] = [
     },
   },
 ];
-
-async function cli(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  let stdout = '';
-  let stderr = '';
-  const code = await main(args, {
-    stdout: { write: (s: string) => (stdout += s) },
-    stderr: { write: (s: string) => (stderr += s) },
-    env: { PATH: process.env['PATH'], CI: '1' },
-  });
-  return { code, stdout, stderr };
-}
 
 const json = (path: string): any => JSON.parse(readFileSync(path, 'utf8'));
 

@@ -11,24 +11,13 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { claudeBinary } from '../agents/claude-code.js';
-import { main } from '../cli/main.js';
+import { cli } from './cli-in-process.js';
 import type { ResultsFile } from '../report/results-file.js';
 import { diffRuns, type RunSide } from '../stats/run-diff.js';
 import { cliOutputProblems } from './cli-schema.js';
 import { goldenStore } from './golden-store.js';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
-
-async function cli(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  let stdout = '';
-  let stderr = '';
-  const code = await main(args, {
-    stdout: { write: (s: string) => (stdout += s) },
-    stderr: { write: (s: string) => (stderr += s) },
-    env: { PATH: process.env['PATH'], CI: '1' },
-  });
-  return { code, stdout, stderr };
-}
 
 const sideOf = (dir: string): RunSide => {
   const r = JSON.parse(readFileSync(join(dir, 'results.json'), 'utf8')) as ResultsFile;

