@@ -44,6 +44,11 @@ export interface BundleMismatch {
   extra: string[];
 }
 
+/** Each file a mismatch names, with how it differs, in the order verify-bundle lists them. */
+export function mismatchedFiles(m: BundleMismatch): { file: string; how: keyof BundleMismatch }[] {
+  return (['differs', 'missing', 'extra'] as const).flatMap((how) => m[how].map((file) => ({ file, how })));
+}
+
 const TEMP_PREFIX = '.pairbench-tmp-';
 
 /** Why a bundle path is unacceptable, or undefined when it is fine. */

@@ -4,12 +4,7 @@
  * the page never disagree. Every string from a bundle passes through the escapers.
  */
 import type { ComparisonDiff, RunDiff } from '../stats/run-diff.js';
-import type { Interval } from '../stats/types.js';
 import { escapeHtml, escapeMarkdown, NONE, pct, pp, ratio, verdictWord } from './report-format.js';
-
-function ci(c: Interval | null | undefined): string {
-  return c ? `${pp(c.low)} to ${pp(c.high)}` : 'no interval';
-}
 
 function side(f: ComparisonDiff['base']): string {
   return f ? `${verdictWord(f.verdict)} ${pp(f.delta)}` : 'not run';
@@ -18,7 +13,7 @@ function side(f: ComparisonDiff['base']): string {
 function change(d: ComparisonDiff): string {
   if (!d.effect_change) return NONE;
   const e = d.effect_change;
-  return `${pp(e.estimate)} (${e.ci ? `${Math.round(e.ci.confidence * 100)}% CI ${ci(e.ci)}` : 'no interval'}; ${e.n_tasks} tasks)`;
+  return `${pp(e.estimate)} (${e.ci ? `${Math.round(e.ci.confidence * 100)}% CI ${pp(e.ci.low)} to ${pp(e.ci.high)}` : 'no interval'}; ${e.n_tasks} tasks)`;
 }
 
 function costChange(d: ComparisonDiff): string {
@@ -26,19 +21,19 @@ function costChange(d: ComparisonDiff): string {
   return parts.length ? parts.join(', ') : NONE;
 }
 
-/** One row per comparison, in words: what both renderers show. */
-export function diffRows(diff: RunDiff): { comparison: string; base: string; head: string; change: string; flipped: string; cost: string }[] {
-  return diff.comparisons.map((d) => ({
-    comparison: `${d.treatment} vs ${d.control}`,
-    base: side(d.base),
-    head: side(d.head),
-    change: change(d),
-    flipped: d.flipped.length ? d.flipped.map((f) => f.task).join(', ') : 'none',
-    cost: costChange(d),
-  }));
-}
-
 const HEADERS = ['comparison', 'base', 'head', 'effect change (head - base)', 'flipped tasks', 'cost per attempt (head / base)'];
+
+/** One row per comparison, its cells in words in the order of HEADERS: what both renderers show. */
+function diffRows(diff: RunDiff): string[][] {
+  return diff.comparisons.map((d) => [
+    `${d.treatment} vs ${d.control}`,
+    side(d.base),
+    side(d.head),
+    change(d),
+    d.flipped.length ? d.flipped.map((f) => f.task).join(', ') : 'none',
+    costChange(d),
+  ]);
+}
 
 /** Each flipped task in words (plain text: each renderer escapes it). */
 function flippedText(d: ComparisonDiff): string[] {
@@ -60,7 +55,7 @@ export function runDiffMarkdown(diff: RunDiff): string {
     out.push(`⚠ **The runs differ** (named, not averaged over):`, ...diff.mismatches.map((m) => `- ${escapeMarkdown(m)}`), '');
   }
   out.push(`| ${HEADERS.join(' | ')} |`, `|${HEADERS.map(() => '---').join('|')}|`);
-  for (const r of diffRows(diff)) out.push(`| ${[r.comparison, r.base, r.head, r.change, r.flipped, r.cost].map(escapeMarkdown).join(' | ')} |`);
+  for (const r of diffRows(diff)) out.push(`| ${r.map(escapeMarkdown).join(' | ')} |`);
   for (const d of diff.comparisons.filter((x) => x.flipped.length))
     out.push('', `Flipped in ${escapeMarkdown(`${d.treatment} vs ${d.control}`)}:`, ...flippedText(d).map((l) => `- ${escapeMarkdown(l)}`));
   out.push(
@@ -73,7 +68,7 @@ export function runDiffMarkdown(diff: RunDiff): string {
 export function runDiffHtml(diff: RunDiff): string {
   const cell = (s: string) => `<td>${escapeHtml(s)}</td>`;
   const rows = diffRows(diff)
-    .map((r) => `<tr>${[r.comparison, r.base, r.head, r.change, r.flipped, r.cost].map(cell).join('')}</tr>`)
+    .map((r) => `<tr>${r.map(cell).join('')}</tr>`)
     .join('\n');
   const mismatches = diff.mismatches.length
     ? `<section class="warning"><p><strong>The runs differ</strong> (named, not averaged over):</p><ul>${diff.mismatches.map((m) => `<li>${escapeHtml(m)}</li>`).join('')}</ul></section>`

@@ -6,6 +6,7 @@
  * whether the model was scripted) is named, never averaged over: where the agent, model or
  * isolation differ, no effect change is estimated.
  */
+import { mean } from './describe.js';
 import { clusterTInterval, unitsOf } from './inference.js';
 import type { AnalysisResult, AttemptRecord, Comparison, Interval, OutcomeClass, TaskOutcome, Verdict } from './types.js';
 
@@ -73,19 +74,15 @@ export interface RunDiff {
   comparisons: ComparisonDiff[];
 }
 
-/** A property of a run's attempts that must match for effects to be comparable. */
-interface Fact {
-  what: string;
-  of: (a: AttemptRecord) => string;
-  /** Whether a difference in it makes an effect change meaningless (tasks differ: the shared ones still compare). */
-  blocksEffect: boolean;
-}
-
-const FACTS: readonly Fact[] = [
-  { what: 'agent', of: (a) => `${a.agent.adapter} ${a.agent.version}`, blocksEffect: true },
-  { what: 'model', of: (a) => `${a.agent.provider}/${a.agent.model}`, blocksEffect: true },
-  { what: 'isolation', of: (a) => a.sandbox.isolation, blocksEffect: true },
-  { what: 'scripted model', of: (a) => (a.scripted ? 'scripted' : 'provider'), blocksEffect: true },
+/**
+ * The properties of a run's attempts that must match for an effect change to mean anything (a
+ * difference in tasks does not block it: the shared ones still compare).
+ */
+const FACTS: readonly { what: string; of: (a: AttemptRecord) => string }[] = [
+  { what: 'agent', of: (a) => `${a.agent.adapter} ${a.agent.version}` },
+  { what: 'model', of: (a) => `${a.agent.provider}/${a.agent.model}` },
+  { what: 'isolation', of: (a) => a.sandbox.isolation },
+  { what: 'scripted model', of: (a) => (a.scripted ? 'scripted' : 'provider') },
 ];
 
 const valuesOf = (attempts: readonly AttemptRecord[], of: (a: AttemptRecord) => string): string[] => [...new Set(attempts.map(of))].sort();
@@ -103,7 +100,7 @@ function mismatchesOf(base: RunSide, head: RunSide): { mismatches: string[]; blo
     const h = valuesOf(head.attempts, f.of);
     if (b.join('\n') === h.join('\n')) continue;
     mismatches.push(`${f.what}: ${b.join(', ') || 'none'} in ${base.label}, ${h.join(', ') || 'none'} in ${head.label}`);
-    blocking ||= f.blocksEffect;
+    blocking = true;
   }
   const bt = new Set(base.attempts.map((a) => a.task));
   const ht = new Set(head.attempts.map((a) => a.task));
@@ -122,11 +119,6 @@ const figures = (c: Comparison): SideFigures => ({ verdict: c.verdict, delta: c.
 
 const key = (c: { control: string; treatment: string }) => `${c.treatment}\u0000${c.control}`;
 
-function meanCost(rows: readonly TaskOutcome[], of: (t: TaskOutcome) => number | null): number | null {
-  const values = rows.map(of).filter((v): v is number => v !== null);
-  return values.length ? values.reduce((s, v) => s + v, 0) / values.length : null;
-}
-
 function diffComparison(base: Comparison | undefined, head: Comparison | undefined, estimable: boolean, confidence: number): ComparisonDiff {
   const c = (base ?? head)!;
   const baseTasks = new Map((base?.outcomes?.tasks ?? []).map((t) => [t.task, t]));
@@ -135,13 +127,13 @@ function diffComparison(base: Comparison | undefined, head: Comparison | undefin
   const pairs = shared.map((t) => ({ b: baseTasks.get(t)!, h: headTasks.get(t)! }));
   let effectChange: ComparisonDiff['effect_change'] = null;
   if (estimable && pairs.length) {
-    const changes = Float64Array.from(pairs.map(({ b, h }) => h.delta - b.delta));
+    const changes = pairs.map(({ b, h }) => h.delta - b.delta);
     const units = unitsOf(
       changes,
       pairs.map(({ h }) => h.family),
     );
     effectChange = {
-      estimate: changes.reduce((s, v) => s + v, 0) / changes.length,
+      estimate: mean(changes)!,
       // A change of two differences of pass rates lies in [-2, 2].
       ci: clusterTInterval(units, confidence, [-2, 2]),
       n_tasks: pairs.length,
@@ -162,14 +154,9 @@ function diffComparison(base: Comparison | undefined, head: Comparison | undefin
       [c.treatment, (t: TaskOutcome) => t.treatment_mean_weighted_cost],
     ] as const
   ).map(([arm, of]) => {
-    const b = meanCost(
-      pairs.map((p) => p.b),
-      of,
-    );
-    const h = meanCost(
-      pairs.map((p) => p.h),
-      of,
-    );
+    const costs = (side: 'b' | 'h') => mean(pairs.flatMap((p) => of(p[side]) ?? []));
+    const b = costs('b');
+    const h = costs('h');
     return { arm, base: b, head: h, ratio: b !== null && h !== null && b > 0 ? h / b : null };
   });
   return {

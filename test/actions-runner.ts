@@ -26,10 +26,11 @@ export interface ActionStep {
 
 export interface CompositeAction {
   inputs: Record<string, { default?: string }>;
+  outputs: Record<string, { value: string }>;
   runs: { using: string; steps: ActionStep[] };
 }
 
-type Value = string | number | boolean | null | undefined | { [k: string]: Value };
+export type Value = string | number | boolean | null | undefined | { [k: string]: Value };
 
 /** GitHub's expression functions the action uses: format, and hashFiles over `workspace`. */
 export function expressionFunctions(workspace: string): Record<string, (...args: Value[]) => Value> {
@@ -101,24 +102,18 @@ export function evaluate(expr: string, context: Record<string, Value>, functions
     }
     return left;
   }
-  function and(): Value {
-    let v = cmp();
-    while (peek() === '&&') {
+  /** A left-associative chain of `op` over `operand`: && keeps the right side when the left is truthy, || the left. */
+  function chain(op: '&&' | '||', operand: () => Value): Value {
+    let v = operand();
+    while (peek() === op) {
       next();
-      const r = cmp();
-      v = truthy(v) ? r : v;
+      const r = operand();
+      v = truthy(v) === (op === '&&') ? r : v;
     }
     return v;
   }
-  function or(): Value {
-    let v = and();
-    while (peek() === '||') {
-      next();
-      const r = and();
-      v = truthy(v) ? v : r;
-    }
-    return v;
-  }
+  const and = () => chain('&&', cmp);
+  const or = (): Value => chain('||', and);
   const v = or();
   if (i !== tokens.length) throw new Error(`unexpected ${tokens[i]} in ${expr}`);
   return v;
@@ -175,12 +170,13 @@ export async function runCompositeAction(o: JobOptions): Promise<StepResult[]> {
   let failed = false;
   for (const step of o.action.runs.steps) {
     const context: Record<string, Value> = {
-      github: { ...o.github, token: String(o.github['token'] ?? '') },
+      github: o.github,
       runner: { temp: o.runnerTemp, os: 'Linux' },
       inputs: Object.fromEntries(Object.entries(inputs).map(([k, v]) => [k, interpolate(v, { github: o.github })])),
       steps: steps as unknown as Value,
     };
-    const run = !failed && (step.if === undefined || Boolean(evaluate(step.if.replace(/^\$\{\{([\s\S]*)\}\}$/, '$1'), context)));
+    const expand = (text: string) => interpolate(text, context, functions);
+    const run = !failed && (step.if === undefined || Boolean(evaluate(step.if.replace(/^\$\{\{([\s\S]*)\}\}$/, '$1'), context, functions)));
     if (!run) {
       results.push({ step, skipped: true, code: 0, output: '', outputs: {} });
       continue;
@@ -189,7 +185,7 @@ export async function runCompositeAction(o: JobOptions): Promise<StepResult[]> {
       const name = step.uses.replace(/@.*$/, '');
       const handler = o.uses[name];
       if (!handler) throw new Error(`no stand-in for uses: ${step.uses}`);
-      handler(Object.fromEntries(Object.entries(step.with ?? {}).map(([k, v]) => [k, interpolate(String(v), context, functions)])));
+      handler(Object.fromEntries(Object.entries(step.with ?? {}).map(([k, v]) => [k, expand(String(v))])));
       results.push({ step, skipped: false, code: 0, output: '', outputs: {} });
       continue;
     }
@@ -198,7 +194,7 @@ export async function runCompositeAction(o: JobOptions): Promise<StepResult[]> {
     const added = readFileSync(files.path, 'utf8').split('\n').filter(Boolean).reverse();
     const env = {
       ...o.env,
-      ...Object.fromEntries(Object.entries(step.env ?? {}).map(([k, v]) => [k, interpolate(String(v), context)])),
+      ...Object.fromEntries(Object.entries(step.env ?? {}).map(([k, v]) => [k, expand(String(v))])),
       PATH: [...added, o.env['PATH'] ?? ''].join(':'),
       RUNNER_TEMP: o.runnerTemp,
       GITHUB_ACTION_PATH: o.actionPath,
@@ -207,8 +203,8 @@ export async function runCompositeAction(o: JobOptions): Promise<StepResult[]> {
       GITHUB_PATH: files.path,
       GITHUB_STEP_SUMMARY: files.summary,
     };
-    const wd = step['working-directory'] ? interpolate(step['working-directory'], context) : '.';
-    const r = await runBash(interpolate(step.run!, context), isAbsolute(wd) ? wd : join(o.workspace, wd), env);
+    const wd = step['working-directory'] ? expand(step['working-directory']) : '.';
+    const r = await runBash(expand(step.run!), isAbsolute(wd) ? wd : join(o.workspace, wd), env);
     const outputs = Object.fromEntries(
       readFileSync(outputFile, 'utf8')
         .split('\n')

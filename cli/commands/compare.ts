@@ -12,11 +12,10 @@ import { printJson } from '../json-output.js';
 async function sideOf(dir: string): Promise<{ side: RunSide } | { problem: Diagnostic }> {
   const hint = 'give the directory pairbench export --out wrote';
   if (!existsSync(join(dir, 'manifest.json'))) return { problem: { message: `${dir} is not a bundle: it has no manifest.json`, hint } };
-  const { verifyBundle } = await import('../../report/bundle.js');
+  const { mismatchedFiles, verifyBundle } = await import('../../report/bundle.js');
   const checked = verifyBundle(dir);
   if (!checked.ok) {
-    const e = checked.error;
-    const files = [...e.differs.map((f) => `${f} differs`), ...e.missing.map((f) => `${f} missing`), ...e.extra.map((f) => `${f} extra`)];
+    const files = mismatchedFiles(checked.error).map(({ file, how }) => `${file} ${how}`);
     return {
       problem: {
         message: `${dir} does not match its manifest.json (${files.slice(0, 5).join(', ')}${files.length > 5 ? `, and ${files.length - 5} more` : ''}): it is not the bundle that was exported`,

@@ -167,19 +167,6 @@ DIR/<cohort>/pairbench/ (what verify-bundle checks)`,
           ],
           EXIT.nodeFailed,
         );
-      // A record replayed from a remote cache without its files is not a corrupt blob: nothing here is dropped.
-      if (!remote?.ok && !ctx.store.cas.has(bundle.digest))
-        return fail(
-          io,
-          json,
-          [
-            {
-              message: `${n.id}: this store holds the record of its bundle but not its files (the run replayed it from a remote cache, which fetches files when they are read)`,
-              hint: `give the remote cache the run used: pairbench export --remote-cache URL (or cache.remote in the config)`,
-            },
-          ],
-          EXIT.nodeFailed,
-        );
       // The public form is made from the private one, which is written beside it first (and removed).
       const visibility = values.private ? 'private' : values.public || specOf(n.step, 'export').public ? 'public' : 'private';
       const privateDir = visibility === 'public' ? `${bundleDir}.private-${process.pid}` : bundleDir;
@@ -187,7 +174,19 @@ DIR/<cohort>/pairbench/ (what verify-bundle checks)`,
       const mode = json ? 'none' : ((values.progress ?? 'auto') as ProgressMode);
       const wrote = writeStoredBundle(ctx.store, bundle, privateDir, byteProgress(io.stderr, io.env, mode, `writing ${n.id}`, bundle.size));
       if (!wrote.ok)
-        return fail(io, json, [{ message: `${n.id}: ${wrote.error}`, hint: `run 'pairbench run' to rebuild it, then export again` }], EXIT.nodeFailed);
+        return fail(
+          io,
+          json,
+          [
+            {
+              message: `${n.id}: ${wrote.error}`,
+              hint: wrote.missing
+                ? "a run that replayed it from a remote cache fetches its files when they are read: give the remote cache the run used, pairbench export --remote-cache URL (or cache.remote in the config); if this store built it, 'pairbench run' rebuilds it"
+                : `run 'pairbench run' to rebuild it, then export again`,
+            },
+          ],
+          EXIT.nodeFailed,
+        );
       if (visibility === 'public') {
         const { publicBundle } = await import('../../report/public-bundle.js');
         const { writeBundle } = await import('../../report/bundle.js');

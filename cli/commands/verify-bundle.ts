@@ -27,7 +27,7 @@ or --key (the public key of an export --sign).`,
   async run({ io, json, values, operands }) {
     const dir = operands[0]!;
     const expectedRoot = values.root;
-    const { checkSignature, rootDigest, verifyBundle } = await import('../../report/bundle.js');
+    const { checkSignature, mismatchedFiles, rootDigest, verifyBundle } = await import('../../report/bundle.js');
     if (!existsSync(dir)) return fail(io, json, [{ message: `${dir} does not exist`, hint: 'give the directory pairbench export --out wrote' }]);
     if (!existsSync(join(dir, 'manifest.json')))
       return fail(io, json, [{ message: `${dir} is not a bundle: it has no manifest.json`, hint: 'give the directory pairbench export --out wrote' }]);
@@ -63,13 +63,7 @@ or --key (the public key of an export --sign).`,
     }
     const lines: string[] = [];
     if (r.ok) lines.push(`bundle ok: ${r.value.files} files match manifest.json`);
-    else
-      lines.push(
-        'bundle does NOT match manifest.json:',
-        ...r.error.differs.map((f) => `differs  ${f}`),
-        ...r.error.missing.map((f) => `missing  ${f}`),
-        ...r.error.extra.map((f) => `extra    ${f}`),
-      );
+    else lines.push('bundle does NOT match manifest.json:', ...mismatchedFiles(r.error).map(({ file, how }) => `${how.padEnd(9)}${file}`));
     if (root.ok) lines.push(`root digest sha256:${root.value}`);
     if (rootProblem) lines.push(`NOT the published bundle: ${rootProblem}`);
     if (signature) lines.push(signature.ok ? `signature ok (Ed25519, key ${signature.value.key_id.slice(0, 16)})` : `signature NOT valid: ${signature.error}`);
