@@ -1,4 +1,5 @@
 import type { MarkerScope } from '../gateway/markers.js';
+import type { ProviderName } from '../gateway/providers.js';
 import type { ExecResult, Mount } from '../sandboxes/sandbox.js';
 
 /** Everything an adapter may use to build one attempt's command. */
@@ -85,6 +86,8 @@ export interface AgentAdapter {
   name: string;
   /** Whether attempts need the model gateway. */
   needsModel: boolean;
+  /** The model provider whose API the agent speaks (the gateway forwards only its endpoints, and sends the key its way); unset: any. */
+  provider?: ProviderName;
   /** The agent takes an addition to its system prompt (an arm's prompt_append goes there, not into the task prompt). */
   systemPrompt?: boolean;
   /** Version of the agent binary (recorded and part of the run key); memoised by the adapter. */

@@ -123,6 +123,7 @@ export function toAtif(
 export const claudeCodeAgent: AgentAdapter = {
   name: 'claude-code',
   needsModel: true,
+  provider: 'anthropic',
   cli: { package: PACKAGE, credential: 'ANTHROPIC_API_KEY' },
   systemPrompt: true,
   // Claude Code loads CLAUDE.md (and CLAUDE.local.md) from the project into a <system-reminder>

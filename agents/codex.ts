@@ -196,6 +196,7 @@ function tomlInline(m: { command: string; args?: string[]; env?: Record<string, 
 export const codexAgent: AgentAdapter = {
   name: 'codex',
   needsModel: true,
+  provider: 'openai',
   cli: { package: PACKAGE, credential: 'OPENAI_API_KEY' },
   // Codex hands AGENTS.md to the model as a user message "# AGENTS.md instructions for /work".
   deliveryScope: (dest) => (dest.split('/').pop() === 'AGENTS.md' ? { kind: 'instruction-file', file: 'AGENTS.md' } : null),

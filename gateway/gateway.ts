@@ -18,6 +18,7 @@ import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
 import { errorMessage } from '../pipeline/result.js';
 import { ExchangeLog, type ExchangeRecord } from './exchange-log.js';
 import { decodeBody } from './http-body.js';
+import { errorExcerpt, isProviderFault, MODEL_PROVIDERS, type ProviderName } from './providers.js';
 import { isObject } from './json.js';
 import { closeServer, listen, type ListenOn } from './listen.js';
 import type { Marker } from './markers.js';
@@ -29,7 +30,7 @@ import { SseParser, type SseEvent } from './sse.js';
 import { factsFromEvents, factsFromJson } from './usage.js';
 
 export type { CapHit, ExchangeRecord } from './exchange-log.js';
-export type { GatewayCaps, GatewaySummary } from './meter.js';
+export type { GatewayCaps, GatewaySummary, ProviderError } from './meter.js';
 export { DEFAULT_PRICE, type CostConfidence, type Price, type Prices } from './cost.js';
 export type { TokenUsage } from './usage.js';
 export type { Marker, MarkerScope } from './markers.js';
@@ -107,19 +108,25 @@ const HOP_BY_HOP = new Set([
   'proxy-connection',
 ]);
 
-/** The model endpoints forwarded for each provider; anything else is refused and logged (`any`: both). */
-export type Provider = 'anthropic' | 'openai' | 'any';
-const MODEL_ENDPOINTS: Record<Exclude<Provider, 'any'>, string[]> = {
-  anthropic: ['/v1/messages', '/v1/messages/count_tokens'],
-  openai: ['/v1/responses', '/v1/chat/completions'],
-};
+/** Whose model endpoints are forwarded (MODEL_PROVIDERS); anything else is refused and logged (`any`: every provider's). */
+export type Provider = ProviderName | 'any';
+
+/** The error a provider's stream carried (Anthropic's `error` event, OpenAI's `error` or `response.failed`), or undefined. */
+function streamedError(events: readonly SseEvent[]): unknown {
+  for (const e of events) {
+    if (!isObject(e.data)) continue;
+    if (e.event === 'error' || e.data.type === 'error') return e.data;
+    if (e.data.type === 'response.failed' && isObject(e.data.response)) return e.data.response;
+  }
+  return undefined;
+}
 
 /** Why a request may not go upstream with the host's credential, or null when it may. */
 function endpointProblem(provider: Provider, method: string, path: string): string | null {
   // The raw path, compared exactly: no normalisation an encoded `..` or `//` could slip through.
   const q = path.indexOf('?');
   const pathname = q < 0 ? path : path.slice(0, q);
-  const allowed = provider === 'any' ? [...MODEL_ENDPOINTS.anthropic, ...MODEL_ENDPOINTS.openai] : MODEL_ENDPOINTS[provider];
+  const allowed = provider === 'any' ? Object.values(MODEL_PROVIDERS).flatMap((p) => p.endpoints) : MODEL_PROVIDERS[provider].endpoints;
   if (method !== 'POST' || !allowed.includes(pathname)) return `is not a model endpoint of ${provider === 'any' ? 'the model API' : provider}`;
   if (q >= 0 && !QUERY_ALLOWED.has(path.slice(q + 1)))
     return `carries a query the model endpoint does not take (only ${[...QUERY_ALLOWED].map((v) => `?${v}`).join(', ')})`;
@@ -318,15 +325,20 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     let accounted = false;
     const account = (o: Outcome): Partial<ExchangeRecord> => {
       const facts = o.events ? factsFromEvents(o.events) : factsFromJson(o.body);
+      // What the upstream sent is scrubbed of the host's key in every form before it is logged or quoted.
+      const fromUpstream = (v: unknown) => (scrub.active() ? scrub.json(redactor.json(v)) : redactor.json(v));
       if (!accounted) {
         accounted = true;
-        if (o.upstreamError !== undefined) meter.upstreamError();
+        if (o.upstreamError !== undefined) meter.upstreamError(o.upstreamError);
         if (o.fromUpstream) meter.upstreamStatus(o.status);
+        const streamError = o.events ? streamedError(o.events) : undefined;
+        if (o.fromUpstream && isProviderFault(o.status)) meter.providerFault(o.status, errorExcerpt(fromUpstream(o.body ?? streamError)));
+        // A stream that began well and then carried the provider's error (overloaded, a server error).
+        else if (o.fromUpstream && streamError !== undefined)
+          meter.providerFault(o.status, `error event mid-stream: ${errorExcerpt(fromUpstream(streamError))}`);
         if (o.fromUpstream && (o.status === 401 || o.status === 403)) refusal.abort(new Error(`the provider refused the credential: HTTP ${o.status}`));
         meter.sawReply(facts, requestModel);
       }
-      // What the upstream sent is scrubbed of the host's key in every form before it is logged.
-      const fromUpstream = (v: unknown) => (scrub.active() ? scrub.json(redactor.json(v)) : redactor.json(v));
       return {
         status: o.status,
         response_headers: fromUpstream(redactor.headers(o.headers)) as Record<string, string | string[]>,

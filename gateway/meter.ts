@@ -32,6 +32,14 @@ export interface GatewaySummary {
   upstream_statuses: Record<string, number>;
   /** The log reached its budget: later requests were refused, and the attempt fails on its budget. */
   log_budget_exceeded: boolean;
+  /** The provider's last failure or refusal in this attempt (unreachable, 401/403, 429, 5xx, an error event), or null. */
+  provider_error: ProviderError | null;
+}
+
+/** A provider's failure as the gateway saw it: its status (null when it was not reached or broke off) and what it said. */
+export interface ProviderError {
+  status: number | null;
+  message: string;
 }
 
 export interface MeterOptions {
@@ -71,6 +79,7 @@ export class Meter {
   private upstreamErrors = 0;
   private readonly upstreamStatuses = new Map<number, number>();
   private logBudgetExceeded = false;
+  private providerError: ProviderError | null = null;
   /** The ids of the responses this attempt received (continuing another's is refused). */
   private readonly responses = new Set<string>();
   private readonly delivered: Record<string, boolean>;
@@ -199,8 +208,15 @@ export class Meter {
     this.confidence = combineConfidence(this.confidence, lookup.confidence);
   }
 
-  upstreamError(): void {
+  /** The upstream was not reached, or broke off: `message` says how. */
+  upstreamError(message: string): void {
     this.upstreamErrors++;
+    this.providerError = { status: null, message };
+  }
+
+  /** The provider answered with a failure or refusal (isProviderFault): its status and an excerpt of what it said. */
+  providerFault(status: number, message: string): void {
+    this.providerError = { status, message };
   }
 
   upstreamStatus(status: number): void {
@@ -231,6 +247,7 @@ export class Meter {
       upstream_errors: this.upstreamErrors,
       upstream_statuses: Object.fromEntries([...this.upstreamStatuses].sort((a, b) => a[0] - b[0]).map(([k, v]) => [String(k), v])),
       log_budget_exceeded: this.logBudgetExceeded,
+      provider_error: this.providerError,
     };
   }
 }

@@ -7,6 +7,7 @@
 import type { AnalysisResult, ArmMetrics, Comparison, ConfigField, FactorialResult, JudgeSummary, SequentialResult, TaskOutcome } from '../stats/types.js';
 import type { ReportContext, ReportHistory } from './report-context.js';
 import { PRIVATE_NOTICE } from './public-bundle.js';
+import { infraCauses } from '../stats/arm-metrics.js';
 import {
   armText,
   timesText,
@@ -779,6 +780,14 @@ function infra(result: AnalysisResult): string {
       );
     }),
     '</table>',
+    ...(result.arms.some((a) => infraCauses(a).length)
+      ? [
+          '<h3>What failed</h3>',
+          '<ul class="infra-causes">',
+          ...result.arms.flatMap((a) => infraCauses(a).map(([cause, n]) => `<li>${esc(a.arm)}: ${n} x <code>${esc(cause)}</code></li>`)),
+          '</ul>',
+        ]
+      : []),
     '<h3>Integrity</h3>',
     `<p>${esc(INTEGRITY_INTRO)}</p>`,
     '<ul class="integrity">',

@@ -6,6 +6,7 @@
 import type { AnalysisResult, ArmMetrics, Comparison, ConfigField, FactorialResult, JudgeSummary, SequentialResult } from '../stats/types.js';
 import type { ReportContext, ReportHistory } from './report-context.js';
 import { PRIVATE_NOTICE } from './public-bundle.js';
+import { infraCauses } from '../stats/arm-metrics.js';
 import {
   armText,
   timesText,
@@ -166,7 +167,11 @@ export function renderMarkdown(result: AnalysisResult, ctx: ReportContext): stri
 
   line('## Infrastructure errors');
   line();
-  for (const a of result.arms) line(`- ${md(a.arm)}: ${pct(a.infra_error_rate)} (${a.n_infra_errors} of ${a.n_tries} tries, ${a.n_attempts} attempts)`);
+  for (const a of result.arms) {
+    line(`- ${md(a.arm)}: ${pct(a.infra_error_rate)} (${a.n_infra_errors} of ${a.n_tries} tries, ${a.n_attempts} attempts)`);
+    // What failed, in the part's own words (a provider's status and what it said), most frequent first.
+    for (const [cause, n] of infraCauses(a)) line(`  - ${n} x ${code(cause)}`);
+  }
   line();
 
   line('## When each arm ran');

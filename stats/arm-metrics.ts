@@ -137,3 +137,8 @@ function timeWindow(attempts: readonly AttemptRecord[]): ArmMetrics['window'] {
   }
   return { started_at: start?.s ?? null, ended_at: end?.s ?? null };
 }
+
+/** An arm's infrastructure causes, most frequent first (then by text, so the order is stable). */
+export function infraCauses(a: Pick<ArmMetrics, 'infra_causes'>): [string, number][] {
+  return Object.entries(a.infra_causes).sort(([x, m], [y, n]) => n - m || (x < y ? -1 : x > y ? 1 : 0));
+}

@@ -1,5 +1,6 @@
 /** The report's headline warnings: what a reader must see before any verdict. */
 import type { ArmMetrics, AttemptRecord, HeadlineWarning } from './types.js';
+import { infraCauses } from './arm-metrics.js';
 
 /** Providers whose agents talk to a model: an accepted attempt of theirs without tokens did not really run. */
 const MODEL_PROVIDERS = new Set(['anthropic', 'openai']);
@@ -29,7 +30,7 @@ export function headlineWarnings(arms: readonly ArmMetrics[], byArm: ReadonlyMap
       });
     }
     if (a.n_infra_errors > 0) {
-      const causes = Object.entries(a.infra_causes).sort((x, y) => y[1] - x[1] || (x[0] < y[0] ? -1 : 1));
+      const causes = infraCauses(a);
       const [cause, n] = causes[0]!;
       out.push({
         kind: 'infra',

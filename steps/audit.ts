@@ -76,7 +76,7 @@ function upstreamText(ctx: ExecutionContext, a: Artifact): string | null {
 const producerOf = (ctx: ExecutionContext, a: Artifact): string | undefined => ctx.upstream.find((u) => u.outputs[a.name])?.node;
 
 /** The reason code of an attempt the harness failed: from the part that failed, as run recorded it. */
-function infraReason(run: RunResult): 'infra-sandbox' | 'infra-agent-start' | 'infra-gateway' {
+function infraReason(run: RunResult): 'infra-sandbox' | 'infra-agent-start' | 'infra-provider' {
   // Recorded before infra_kind was: run's own words for the cause, which begin with the part.
   const kind =
     run.infra_kind ?? (run.infra_error?.startsWith('sandbox') ? 'sandbox' : run.infra_error?.startsWith('agent did not start') ? 'agent-start' : 'provider');
@@ -86,7 +86,7 @@ function infraReason(run: RunResult): 'infra-sandbox' | 'infra-agent-start' | 'i
     case 'agent-start':
       return 'infra-agent-start';
     case 'provider':
-      return 'infra-gateway';
+      return 'infra-provider';
     default:
       return unreachable(kind);
   }
@@ -117,7 +117,8 @@ export const auditStep: StepKind = {
   // 3: verifier-owned writes are out of bounds, out of bounds fails by default, forged verdicts,
   // leakage over the whole trajectory (tool results, reassembled text, agent output, normalised probes).
   // 5: the record names the run and verify nodes it was made from (sources).
-  version: 6,
+  // 7: a provider's failure is infra-provider (was infra-gateway).
+  version: 7,
   check: (step) => checkTasks(step),
   keyConfig(node): Json {
     const task = taskOf(node);

@@ -70,6 +70,7 @@ export const contextStep: StepKind = {
   // The commit pins the tree the generator reads: the repository's path is only where to find it.
   unfrozen: ['repo'],
   title: { one: 'context generation', many: 'context generations' },
+  preflight: async (steps, ctx) => (await import('./provider-preflight.js')).modelCallPreflight(steps, ctx),
   outputs: (step) => [artifact(outName(spec(step)), 'the generated context file'), ...CONTEXT_RECORDS],
   version: 1,
 

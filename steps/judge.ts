@@ -74,6 +74,7 @@ export const JUDGEMENT = jsonArtifact<Judgement, 'judgement.json'>(
 export const judgeStep: StepKind = {
   name: 'judge',
   title: { one: 'judge verdict', many: 'judge verdicts' },
+  preflight: async (steps, ctx) => (await import('./provider-preflight.js')).modelCallPreflight(steps, ctx),
   outputs: () => [JUDGEMENT, JUDGE_REQUEST, MODEL_EXCHANGE],
   version: 1,
 

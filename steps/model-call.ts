@@ -11,7 +11,7 @@ import type { Diagnostic } from '../pipeline/diagnostic.js';
 import { err, errorMessage, ok, type Result } from '../pipeline/result.js';
 import type { ExecutionContext, FileInputSpec } from '../pipeline/step-kind.js';
 import { normalizedPath } from './treatment-files.js';
-import { upstreamAuth } from '../gateway/upstream-auth.js';
+import { MODEL_PROVIDERS } from '../gateway/providers.js';
 import { anySpecOf } from './step-spec.js';
 import { isRecord } from '../agents/adapter.js';
 import type { ModelCall } from './config-types.generated.js';
@@ -111,7 +111,7 @@ export async function callModel(
     markers: {},
     provider,
     logFile,
-    ...(key ? { upstreamAuth: upstreamAuth(provider, key) } : {}),
+    ...(key ? { upstreamAuth: MODEL_PROVIDERS[provider].auth(key) } : {}),
   });
   try {
     const maxTokens = m.max_tokens ?? 4096;

@@ -6,6 +6,7 @@
 import type { CostConfidence } from '../stats/types.js';
 import type { MarkerScope } from '../gateway/markers.js';
 import type { SandboxReceipt } from '../sandboxes/sandbox.js';
+import type { ProviderError } from '../gateway/meter.js';
 
 export type ExitReason = 'done' | 'turn-cap' | 'time-cap' | 'token-cap' | 'cost-cap' | 'output-budget' | 'agent-crash' | 'infra-error';
 
@@ -26,6 +27,8 @@ export interface RunResult {
    * is made from (absent in results recorded before it was; audit then reads infra_error's prefix).
    */
   infra_kind?: InfraKind | null;
+  /** When the provider failed or refused (infra_kind provider): its last status (null: not reached, or it broke off) and an excerpt of what it said. */
+  provider_error?: ProviderError;
   /** Why what the attempt left was over its budgets (exit output-budget). */
   over_budget?: string;
   started_at: string;

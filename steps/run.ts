@@ -19,8 +19,8 @@ import { checkTasks, taskOf } from './agent-step-config.js';
 import type { SandboxSettings } from './sandbox-settings.js';
 import { ENVIRONMENT_OUTPUTS, environmentStep, inEnvironment, startingPoint } from './environment.js';
 import type { ModelSession } from './model-session.js';
-import { upstreamAuth } from '../gateway/upstream-auth.js';
-import { GATEWAY_LIMITS, type GatewaySummary } from '../gateway/gateway.js';
+import { MODEL_PROVIDERS } from '../gateway/providers.js';
+import { GATEWAY_LIMITS, type ProviderError } from '../gateway/gateway.js';
 import { CHANGED, CHANGES, copyWritten, diffSnapshots, snapshot, type Snapshot, type WorkspaceChanges } from './workspace.js';
 import { materializeStep, REDACTED, REDACTION_RECEIPT, TREE } from './materialize.js';
 import type { ExitReason, InfraKind, RunResult } from './run-result.js';
@@ -282,18 +282,14 @@ function startFailure(r: { exitCode: number | null; signal: string | null; timed
   return `${how} before its first model request${said ? `: ${said.length > 300 ? `${said.slice(0, 300)}...` : said}` : ''}`;
 }
 
-function isProviderFault(status: number): boolean {
-  return status === 401 || status === 403 || status === 408 || status === 429 || status >= 500;
+/** A provider's failure in words: `HTTP 401: authentication_error: invalid x-api-key`, or `unreachable: ...`. */
+function providerErrorText(e: ProviderError): string {
+  return e.status === null ? `unreachable or broke off: ${e.message}` : `HTTP ${e.status}${e.message ? `: ${e.message}` : ''}`;
 }
 
-/** The provider's own failures in this attempt (the gateway's refusals are the agent's doing, not here). */
-function providerFaults(gw: GatewaySummary): number[] {
-  return Object.keys(gw.upstream_statuses).map(Number).filter(isProviderFault);
-}
-
-/** How each provider takes its key. */
-function upstreamAuthFor(adapter: string, key: string): Record<string, string> {
-  return upstreamAuth(adapter === 'codex' || adapter === 'command' ? 'bearer' : 'anthropic', key);
+/** How the adapter's provider takes the host's key (a user's command that calls a model: as a bearer token). */
+function upstreamAuthFor(adapter: AgentAdapter, key: string): Record<string, string> {
+  return MODEL_PROVIDERS[adapter.provider ?? 'openai'].auth(key);
 }
 
 /** Why what an attempt left is over its budgets (total apparent bytes, files written), or null. */
@@ -309,14 +305,9 @@ function outputBudgetProblem(after: Snapshot, changes: WorkspaceChanges, limits:
   return null;
 }
 
-/** The endpoints the gateway forwards for an adapter: its provider's model API (a user's command: either). */
-function gatewayProvider(adapter: string): 'anthropic' | 'openai' | 'any' {
-  return adapter === 'claude-code' ? 'anthropic' : adapter === 'codex' ? 'openai' : 'any';
-}
-
-/** The model provider an adapter talks to (part of what arms must share). */
-function providerOf(adapter: string): string {
-  return adapter === 'claude-code' ? 'anthropic' : adapter === 'codex' ? 'openai' : adapter === 'command' ? 'custom' : 'none';
+/** The model provider an adapter talks to (part of what arms must share): a user's command that needs a model may call any. */
+function providerOf(adapter: AgentAdapter): string {
+  return adapter.provider ?? (adapter.needsModel ? 'custom' : 'none');
 }
 
 /**
@@ -603,9 +594,9 @@ export const runStep: StepKind = {
       model = await openModel({
         ...(fake ? { fakeScript: JSON.parse(ctx.artifacts.read(fake.entry.digest).toString('utf8')) } : { upstream: s.model!.upstream! }),
         caps: { ...(limits.tokens ? { maxTokens: limits.tokens } : {}), ...(limits.costUsd ? { maxCostUsd: limits.costUsd } : {}) },
-        ...(s.model?.api_key_env && !fake ? { upstreamAuth: upstreamAuthFor(adapter.name, ctx.hostEnv[s.model.api_key_env] ?? '') } : {}),
+        ...(s.model?.api_key_env && !fake ? { upstreamAuth: upstreamAuthFor(adapter, ctx.hostEnv[s.model.api_key_env] ?? '') } : {}),
         markers,
-        provider: gatewayProvider(adapter.name),
+        provider: adapter.provider ?? 'any',
         logFile: join(outDir, GATEWAY_LOG.name),
         ...gatewayLimitsOf(s),
         socketDir: sandboxed ? join(ctx.workDir, 'gw') : undefined,
@@ -667,7 +658,7 @@ export const runStep: StepKind = {
       const gw = model?.summary();
       // A provider that failed or refused (transport errors, 401/403/429/5xx) while the agent did not
       // finish normally is infrastructure, whatever cap the agent's retries then ran into.
-      const providerFault = Boolean(gw && (gw.upstream_errors > 0 || providerFaults(gw).length > 0) && (result.exitCode !== 0 || result.timedOut));
+      const providerFault = Boolean(gw?.provider_error && (result.exitCode !== 0 || result.timedOut));
       // An agent CLI that ended without one model request never ran: its binary, a library or a
       // path it needs is not there in this sandbox. That is the harness's fault, never the agent's.
       // A request the provider refused was a request: that agent started.
@@ -722,7 +713,7 @@ export const runStep: StepKind = {
             ? `sandbox failed to start: ${sb.ok ? '' : sb.error.message}`
             : didNotStart
               ? `agent did not start: ${startFailure(result)}`
-              : `model provider: ${gw?.upstream_errors ? 'unreachable' : `HTTP ${providerFaults(gw!).join(', ')}`}`;
+              : `model provider: ${providerErrorText(gw!.provider_error!)}`;
       if (exitReason === 'infra-error' && sandbox) {
         ctx.doNotCache(didNotStart ? `infrastructure error: ${infraCause}` : 'infrastructure error: the model provider failed or refused (see gateway.jsonl)');
       }
@@ -740,10 +731,13 @@ export const runStep: StepKind = {
         task: task.id,
         arm: armName,
         rep: Number(ctx.node.matrix['rep']),
-        agent: { adapter: adapter.name, version: adapter.version(), model: actx.model, provider: providerOf(adapter.name) },
+        agent: { adapter: adapter.name, version: adapter.version(), model: actx.model, provider: providerOf(adapter) },
         exit_reason: exitReason,
         infra_error: infraCause === null ? null : redact(infraCause, { hostPaths }),
         infra_kind: infraKind,
+        ...(infraKind === 'provider' && gw?.provider_error
+          ? { provider_error: { ...gw.provider_error, message: redact(gw.provider_error.message, { hostPaths }) } }
+          : {}),
         ...(overBudget ? { over_budget: overBudget } : {}),
         started_at: new Date(started).toISOString(),
         ended_at: new Date(started + (performance.now() - clock)).toISOString(),

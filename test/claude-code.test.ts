@@ -243,7 +243,7 @@ describe.skipIf(!existsSync(claudeBinary()))('Claude Code end to end', () => {
     expect(JSON.parse(await rig.outputText('attempts/fix-add/steered/1', 'result.json')).delivered).toEqual({ steered: true });
   });
 
-  it('a real upstream gets the key from the host (never the agent); its 401 is an infrastructure fault, not the agent', async () => {
+  it('a real upstream gets the key from the host (never the agent); doctor finds its 401 in one request, and a run records it as infra-provider', async () => {
     const { createServer } = await import('node:http');
     const seen: string[] = [];
     const server = createServer((req, res) => {
@@ -260,9 +260,23 @@ describe.skipIf(!existsSync(claudeBinary()))('Claude Code end to end', () => {
         config('local').replace(
           'model: { fake_script: fixtures/fix-add.script.json }',
           `model: { upstream: "http://127.0.0.1:${port}", api_key_env: PROVIDER_KEY }`,
-        ),
+        ) +
+          `  audit:
+    kind: audit
+    needs: [attempts, verify]
+    matrix: { task: [fix-add], arm: [control, treatment], rep: 1 }
+`,
       );
-      const r = await rig.cli('run', 'attempts/fix-add/control');
+      // doctor proves the key before any attempt: one request, refused, named with the variable.
+      const doctor = await rig.cli('doctor');
+      expect(doctor.code, doctor.stdout).toBe(1);
+      expect(seen).toEqual(['sk-test-host-only']);
+      expect(doctor.stdout).toMatch(
+        /^MISSING {2}credential PROVIDER_KEY \(step attempts\): .* refused the key in PROVIDER_KEY: HTTP 401: authentication_error: invalid x-api-key$/m,
+      );
+      seen.length = 0;
+
+      const r = await rig.cli('run', 'audit/fix-add/control');
       expect(r.code, r.stderr).toBe(0);
       expect(seen.length).toBeGreaterThan(0);
       expect(new Set(seen)).toEqual(new Set(['sk-test-host-only']));
@@ -270,6 +284,12 @@ describe.skipIf(!existsSync(claudeBinary()))('Claude Code end to end', () => {
       // The provider's refusal is named as such: the agent did start (it made a request).
       expect(r.stderr).toContain('the model provider failed or refused');
       expect(r.stderr).not.toContain('agent did not start');
+      // The attempt is not cached (the next run tries again); its audit is, under the key that run reports.
+      const again = await rig.cli('run', 'audit/fix-add/control', '--json');
+      const keys = new Map((JSON.parse(again.stdout).nodes as { node: string; key: string }[]).map((n) => [n.node, n.key]));
+      const audit = rig.recordOutputJson(keys.get('audit/fix-add/control/1')!, 'audit.json');
+      expect(audit.infra_cause).toBe('model provider: HTTP 401: authentication_error: invalid x-api-key');
+      expect(audit).toMatchObject({ admission: 'excluded', reason_code: 'infra-provider', pass: null, infra_error: true });
       expect((await rig.cli('plan')).stdout).toContain('to run  attempts/fix-add/control/1');
       // The key is nowhere in the store (the gateway log and the receipts redact it).
       const { spawnSync } = await import('node:child_process');

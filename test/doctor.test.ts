@@ -69,7 +69,7 @@ function brokenConfig(): string {
 `;
 }
 
-function cleanConfig(upstream = 'http://127.0.0.1:9'): string {
+function cleanConfig(upstream = 'http://127.0.0.1:9', keyVariable?: string): string {
   return `steps:
   materialize: { kind: materialize, matrix: { task: [fix-add] } }
   attempts:
@@ -79,7 +79,7 @@ function cleanConfig(upstream = 'http://127.0.0.1:9'): string {
     agent: { adapter: claude-code, model: claude-sonnet-4-6 }
     arms: { control: {}, treatment: {} }
     sandbox: { backend: local, egress: open }
-    model: { upstream: "${upstream}" }
+    model: { upstream: "${upstream}"${keyVariable ? `, api_key_env: ${keyVariable}` : ''} }
   verify:
     kind: verify
     needs: [materialize, attempts]
@@ -181,7 +181,8 @@ describe('pairbench doctor', () => {
     const memory = byName(checks, 'free memory for 1 concurrent agent run')[0]!;
     expect(memory.detail).toContain('MemAvailable');
     expect(memory.detail).not.toContain('MemTotal');
-    expect(checks.filter((c) => !c.ok).map((c) => c.name)).toEqual([image.name]);
+    // And the key: set in the environment, but no model.api_key_env names it, so no attempt would send it.
+    expect(checks.filter((c) => !c.ok).map((c) => c.name)).toEqual([image.name, 'credential ANTHROPIC_API_KEY (step attempts)']);
   });
 
   it.skipIf(!engineUp)('with a running engine: a present image passes, and memory a running container may still claim is subtracted', async () => {
@@ -237,14 +238,66 @@ describe('pairbench doctor', () => {
     expect(r.stdout.trimEnd().split('\n').at(-1)).toMatch(/^doctor: all \d+ prerequisites ok$/);
   });
 
-  it('a provider key is checked by name only: its value never appears in the output', async () => {
-    calculatorTask(rig.dir);
-    rig.write('bench.config.yaml', cleanConfig('https://api.anthropic.com'));
-    for (const json of [false, true]) {
-      const r = await doctor(rig, { PATH: process.env['PATH'], ANTHROPIC_API_KEY: SECRET }, json);
-      expect(r.code).toBe(0);
-      expect(r.stdout + r.stderr).not.toContain(SECRET);
-      expect(r.stdout).toContain('ANTHROPIC_API_KEY');
+  it("a provider key is proven by one request through the gateway: a refused key fails doctor naming its variable and the provider's words", async () => {
+    const { createServer } = await import('node:http');
+    const seen: { path: string; key: string; body: string }[] = [];
+    // A provider on loopback: it knows one key, and answers count_tokens as Anthropic's API does.
+    const provider = createServer((req, res) => {
+      let body = '';
+      req.on('data', (c: Buffer) => (body += c.toString()));
+      req.on('end', () => {
+        const key = String(req.headers['x-api-key'] ?? '');
+        seen.push({ path: req.url ?? '', key, body });
+        if (key !== SECRET)
+          return res
+            .writeHead(401, { 'content-type': 'application/json' })
+            .end('{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}');
+        res.writeHead(200, { 'content-type': 'application/json' }).end('{"input_tokens":8}');
+      });
+    });
+    await new Promise<void>((r) => provider.listen(0, '127.0.0.1', r));
+    const upstream = `http://127.0.0.1:${(provider.address() as { port: number }).port}`;
+    try {
+      calculatorTask(rig.dir);
+      rig.write('bench.config.yaml', cleanConfig(upstream, 'ANTHROPIC_API_KEY'));
+      for (const json of [false, true]) {
+        const r = await doctor(rig, { PATH: process.env['PATH'], ANTHROPIC_API_KEY: SECRET }, json, undefined, { canary: false });
+        expect(r.code, r.stdout).toBe(0);
+        expect(r.stdout + r.stderr).not.toContain(SECRET);
+        expect(r.stdout).toContain('ANTHROPIC_API_KEY');
+        expect(r.stdout).toContain(`accepted by ${upstream}`);
+      }
+      // One request per doctor, the cheapest there is (free), carrying the key the gateway added.
+      expect(seen).toHaveLength(2);
+      for (const x of seen) {
+        expect(x).toMatchObject({ path: '/v1/messages/count_tokens', key: SECRET });
+        expect(JSON.parse(x.body)).toMatchObject({ model: 'claude-sonnet-4-6' });
+      }
+
+      // A key the provider refuses: exit 1, the variable and the provider's own words named, in one request.
+      seen.length = 0;
+      const wrong = 'sk-ant-wrong-key-for-doctor';
+      const r = await doctor(rig, { PATH: process.env['PATH'], ANTHROPIC_API_KEY: wrong }, true);
+      expect(r.code).toBe(1);
+      expect(seen.map((x) => x.key)).toEqual([wrong]);
+      const check = byName((JSON.parse(r.stdout) as { checks: DoctorCheck[] }).checks, 'credential ANTHROPIC_API_KEY')[0]!;
+      expect(check).toMatchObject({ ok: false });
+      expect(check.detail).toBe(`${upstream} refused the key in ANTHROPIC_API_KEY: HTTP 401: authentication_error: invalid x-api-key`);
+      expect(check.fix).toContain('export ANTHROPIC_API_KEY=');
+      expect(r.stdout).not.toContain(wrong);
+      // The canary (real agents) does not start while a prerequisite is missing.
+      expect(r.stdout).not.toContain('agent canary');
+
+      // A step that names no variable sends no key at all: doctor says so before any request.
+      seen.length = 0;
+      rig.write('bench.config.yaml', cleanConfig('https://api.anthropic.com'));
+      const none = await doctor(rig, { PATH: process.env['PATH'], ANTHROPIC_API_KEY: SECRET }, false, undefined, { canary: false });
+      expect(none.code).toBe(1);
+      expect(none.stdout).toMatch(/^MISSING {2}credential ANTHROPIC_API_KEY \(step attempts\): no model\.api_key_env/m);
+      expect(none.stdout).toContain('set model.api_key_env: ANTHROPIC_API_KEY');
+      expect(seen).toEqual([]);
+    } finally {
+      provider.close();
     }
   });
 

@@ -341,6 +341,47 @@ describe('gateway: a broken upstream stream', () => {
   });
 });
 
+describe("gateway: the provider's own failures", () => {
+  it('records the last one with its status and what the provider said, scrubbed of the host key; a stream that carries an error event is one', async () => {
+    const KEY = 'sk-host-key-echoed-back-0123456789';
+    const replies = [
+      // A provider that quotes the key it refused: the excerpt must not.
+      (res: import('node:http').ServerResponse) =>
+        res
+          .writeHead(401, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ type: 'error', error: { type: 'authentication_error', message: `invalid x-api-key ${KEY}` } })),
+      (res: import('node:http').ServerResponse) =>
+        res.writeHead(529, { 'content-type': 'application/json' }).end('{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}'),
+      (res: import('node:http').ServerResponse) => {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.end(
+          'event: message_start\ndata: {"type":"message_start","message":{"model":"m","usage":{"input_tokens":5,"output_tokens":1}}}\n\n' +
+            'event: error\ndata: {"type":"error","error":{"type":"api_error","message":"Internal server error"}}\n\n',
+        );
+      },
+    ];
+    let i = 0;
+    const upstream = createServer((req, res) => {
+      req.resume();
+      req.on('end', () => replies[i++]!(res));
+    });
+    await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r));
+    cleanups.push(() => new Promise<void>((r) => upstream.close(() => r())));
+    const gw = await gateway({ upstream: `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`, upstreamAuth: { 'x-api-key': KEY } });
+    expect(gw.summary().provider_error).toBeNull();
+
+    expect((await send(gw, 'POST', '/v1/messages', anthropicRequest([]))).status).toBe(401);
+    expect(gw.summary().provider_error).toEqual({ status: 401, message: 'authentication_error: invalid x-api-key [redacted]' });
+    expect(gw.providerRefused.aborted).toBe(true);
+    expect((await send(gw, 'POST', '/v1/messages', anthropicRequest([]))).status).toBe(529);
+    expect(gw.summary().provider_error).toEqual({ status: 529, message: 'overloaded_error: Overloaded' });
+    expect((await send(gw, 'POST', '/v1/messages', anthropicRequest([]))).status).toBe(200);
+    expect(gw.summary().provider_error).toEqual({ status: 200, message: 'error event mid-stream: api_error: Internal server error' });
+    expect(gw.summary().upstream_statuses).toEqual({ '200': 1, '401': 1, '529': 1 });
+    expect(JSON.stringify(gw.summary())).not.toContain(KEY);
+  });
+});
+
 describe('fake model + gateway: OpenAI Responses', () => {
   it('answers function_call then a message, and splits cached tokens out of input', async () => {
     const model = await fake({

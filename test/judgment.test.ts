@@ -75,7 +75,7 @@ describe('audit, analyze, export', () => {
     expect(attempts).toHaveLength(6);
     const excluded = attempts.filter((a) => a.admission === 'excluded');
     expect(excluded).toHaveLength(1);
-    expect(excluded[0]).toMatchObject({ reason_code: 'infra-gateway', pass: null });
+    expect(excluded[0]).toMatchObject({ reason_code: 'infra-provider', pass: null });
     const analysis = rig.recordOutputJson(key('analyze'), 'analysis.json');
     expect(analysis.schema_version).toBe(1);
     // Not in the estimate: its pair is dropped from the paired statistics, and the arm's infra-error rate says so.
@@ -96,8 +96,15 @@ describe('audit, analyze, export', () => {
     expect(ok.code, ok.stdout).toBe(0);
     expect(ok.stderr).toBe(''); // auto: no bar for a small bundle, nor off a terminal
     // The excluded attempt is in the bundle.
-    expect(readFileSync(join(out, 'attempts.csv'), 'utf8')).toContain('infra-gateway');
+    expect(readFileSync(join(out, 'attempts.csv'), 'utf8')).toContain('infra-provider');
     expect(readFileSync(join(out, 'report.md'), 'utf8')).toContain('fixtures prove the machinery');
+    // What failed is named in the report, in the provider's (here: the connection's) own words.
+    expect(readFileSync(join(out, 'report.md'), 'utf8')).toMatch(
+      /^ {2}- 1 x `model provider: unreachable or broke off: connect ECONNREFUSED 127\.0\.0\.1:9`$/m,
+    );
+    expect(readFileSync(join(out, 'report.html'), 'utf8')).toContain(
+      '1 x <code>model provider: unreachable or broke off: connect ECONNREFUSED 127.0.0.1:9</code>',
+    );
     // No host path or key leaks into the bundle.
     const gatewayLog = readFileSync(join(out, `nodes/${excluded[0]!.node.replace(/^audit/, 'attempts')}/gateway.jsonl`), 'utf8');
     expect(gatewayLog).not.toContain(rig.dir);
