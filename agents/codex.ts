@@ -192,6 +192,13 @@ function tomlInline(m: { command: string; args?: string[]; env?: Record<string, 
   return `{${parts.join(',')}}`;
 }
 
+/**
+ * How often Codex retries a request or a stream the provider failed (429, 5xx, a broken stream),
+ * as it would against the real API: the gateway records each try, and a refused key (401/403)
+ * ends the attempt at once whatever the count.
+ */
+const RETRIES = 4;
+
 /** `codex`: the real Codex CLI, `codex exec --json`, its provider pointed at the gateway by -c overrides. */
 export const codexAgent: AgentAdapter = {
   name: 'codex',
@@ -211,7 +218,7 @@ export const codexAgent: AgentAdapter = {
     const bin = codexBinary();
     if (!existsSync(bin)) throw new Error(`Codex is not installed (no ${bin}); 'pairbench doctor' names the command that installs it`);
     const sandboxed = ctx.sandboxed !== false;
-    const provider = `{name="pairbench",base_url="${ctx.gatewayUrl ?? ''}/v1",env_key="OPENAI_API_KEY",wire_api="responses",request_max_retries=0,stream_max_retries=0}`;
+    const provider = `{name="pairbench",base_url="${ctx.gatewayUrl ?? ''}/v1",env_key="OPENAI_API_KEY",wire_api="responses",request_max_retries=${RETRIES},stream_max_retries=${RETRIES}}`;
     return {
       argv: [
         sandboxed ? `${MOUNT}/codex` : bin,

@@ -12,8 +12,12 @@ export interface Price {
 /** Prices by model name as the provider reports it; the key `*` prices every other model (estimated). */
 export type Prices = Record<string, Price>;
 
-/** exact: the model has a configured price; estimated: a default price was used; free: the price is 0. */
-/** `none`: no request reached a priced provider (none at all, or only a scripted model): there is no cost to state. */
+/**
+ * exact: the model has a price in the table and every reply reported its usage; estimated: a
+ * default price was used, or a reply came without usage (the total is then a lower bound);
+ * free: the price is 0; `none`: no request reached a priced provider (none at all, or only a
+ * scripted model): there is no cost to state.
+ */
 export type CostConfidence = 'exact' | 'estimated' | 'free' | 'none';
 
 /** Stand-in for an unpriced model (Claude Sonnet list price); costs made with it are `estimated`. */
@@ -24,9 +28,20 @@ export interface PriceLookup {
   confidence: CostConfidence;
 }
 
+/**
+ * A model's own price: its name in the table, else the longest name that it extends at a `-`
+ * (a dated version, `claude-sonnet-4-5-20250929`, takes `claude-sonnet-4-5`'s price).
+ */
+function ownPrice(model: string, prices: Prices): Price | undefined {
+  if (Object.hasOwn(prices, model)) return prices[model];
+  let best: string | undefined;
+  for (const name of Object.keys(prices)) if (name !== '*' && model.startsWith(`${name}-`) && (best === undefined || name.length > best.length)) best = name;
+  return best === undefined ? undefined : prices[best];
+}
+
 /** `fallback` null means an unpriced model has no cost at all (the total becomes null). */
 export function priceFor(model: string | null, prices: Prices, fallback: Price | null): PriceLookup | null {
-  const own = model !== null ? prices[model] : undefined;
+  const own = model !== null ? ownPrice(model, prices) : undefined;
   if (own) return { price: own, confidence: isFree(own) ? 'free' : 'exact' };
   const other = prices['*'] ?? fallback;
   if (!other) return null;

@@ -11,8 +11,9 @@ import { decodeBody } from './http-body.js';
 import { readBody } from '../pipeline/read-body.js';
 import { closeServer, listen, type ListenOn } from './listen.js';
 import { formatSse } from './sse.js';
+import { answerFault, type Api } from './fake-faults.js';
 
-export type { FakeScript, FakeTurn, FakeToolCall, FakeUsage } from './fake-script.js';
+export type { FakeFault, FakeScript, FakeTurn, FakeToolCall, FakeUsage } from './fake-script.js';
 
 export interface RecordedRequest {
   method: string;
@@ -31,11 +32,10 @@ export interface FakeModel {
   close(): Promise<void>;
 }
 
-type Api = 'anthropic' | 'openai';
-
 export async function startFakeModel(script: FakeScript, on: ListenOn): Promise<FakeModel> {
   const requests: RecordedRequest[] = [];
   let seq = 0;
+  let turnRequests = 0;
 
   const server = createServer((req, res) => {
     void readBody(req).then(
@@ -45,15 +45,15 @@ export async function startFakeModel(script: FakeScript, on: ListenOn): Promise<
         requests.push({ method: req.method ?? 'GET', path, headers: req.headers, body });
         const pathname = path.split('?')[0];
         // Claude Code probes `HEAD /` first; a 404 is what the real API answers and is fine.
-        if (req.method === 'POST' && pathname === '/v1/messages') return reply('anthropic', body, res);
-        if (req.method === 'POST' && pathname === '/v1/responses') return reply('openai', body, res);
+        if (req.method === 'POST' && pathname === '/v1/messages') return void reply('anthropic', body, res).catch(() => res.destroy());
+        if (req.method === 'POST' && pathname === '/v1/responses') return void reply('openai', body, res).catch(() => res.destroy());
         sendJson(res, 404, { type: 'error', error: { type: 'not_found_error', message: `no route ${req.method} ${pathname}` } }, req.method === 'HEAD');
       },
       () => res.destroy(),
     );
   });
 
-  function reply(api: Api, body: unknown, res: ServerResponse): void {
+  async function reply(api: Api, body: unknown, res: ServerResponse): Promise<void> {
     if (!isObject(body)) {
       return sendJson(res, 400, { type: 'error', error: { type: 'invalid_request_error', message: 'body must be a JSON object' } });
     }
@@ -72,10 +72,15 @@ export async function startFakeModel(script: FakeScript, on: ListenOn): Promise<
         }
       : scripted;
     const ids: ReplyIds = { seq: seq++, turn, model: typeof body.model === 'string' ? body.model : 'fake-model' };
+    // The n-th request that offers tools may be scripted to fail as a provider's do; a retry is
+    // another request. Side requests are not counted (an agent sends them alongside, in any order).
+    const n = side ? 0 : ++turnRequests;
+    const fault = script.faults?.find((f) => f.request === n);
+    if (fault && (await answerFault(api, fault, answer, ids, body.stream === true, res)) === 'answered') return;
     if (body.stream !== true) {
       return sendJson(res, 200, api === 'anthropic' ? anthropicMessage(answer, ids) : openaiResponse(answer, ids, 'completed'));
     }
-    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+    if (!res.headersSent) res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
     const events = api === 'anthropic' ? anthropicEvents(answer, ids) : openaiEvents(answer, ids);
     for (const [name, data] of events) res.write(formatSse(name, data));
     res.end();

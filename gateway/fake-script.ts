@@ -37,6 +37,22 @@ export interface FakeScript {
    * figure: what an agent's context adds to every request then shows in its cost.
    */
   usage_from_request?: boolean;
+  /** Requests that offer tools answered as a provider misbehaves instead of as scripted (by their number: a retry is a new request). */
+  faults?: FakeFault[];
+}
+
+/**
+ * How the `request`-th request that offers tools (1-based; side requests are not counted) is answered instead:
+ * exactly one of a failing status (429 with retry_after_seconds, 529, 500...), a 200 stream
+ * that breaks with an error event of this type, or a reply delayed by delay_ms with pings.
+ */
+export interface FakeFault {
+  request: number;
+  status?: number;
+  retry_after_seconds?: number;
+  stream_error?: string;
+  delay_ms?: number;
+  pings?: number;
 }
 
 export interface FakeCompletion {
@@ -139,6 +155,32 @@ function assertFakeScript(value: unknown): asserts value is FakeScript {
     }
   }
   if (value.usage_from_request !== undefined && typeof value.usage_from_request !== 'boolean') fail('usage_from_request', 'expected true or false');
+  if (value.faults !== undefined) {
+    if (!Array.isArray(value.faults)) fail('faults', 'expected an array');
+    const seen = new Set<number>();
+    for (const [i, f] of value.faults.entries()) {
+      const at = `faults[${i}]`;
+      if (!isObject(f)) fail(at, 'expected an object');
+      const count = (k: string, min: number, max = Number.MAX_SAFE_INTEGER) => {
+        const v = f[k];
+        if (v !== undefined && !(Number.isInteger(v) && (v as number) >= min && (v as number) <= max))
+          fail(`${at}.${k}`, `expected an integer from ${min} to ${max}`);
+      };
+      if (f.request === undefined) fail(`${at}.request`, 'expected the number of the request to fail (1 is the first)');
+      count('request', 1);
+      if (seen.has(f.request as number)) fail(`${at}.request`, `request ${String(f.request)} has two faults`);
+      seen.add(f.request as number);
+      count('status', 400, 599);
+      count('retry_after_seconds', 0, 3600);
+      count('delay_ms', 0, 600_000);
+      count('pings', 0, 1000);
+      if (f.stream_error !== undefined && (typeof f.stream_error !== 'string' || f.stream_error === ''))
+        fail(`${at}.stream_error`, 'expected an error type, e.g. overloaded_error');
+      const kinds = [f.status !== undefined, f.stream_error !== undefined, f.delay_ms !== undefined || f.pings !== undefined].filter(Boolean).length;
+      if (kinds !== 1) fail(at, 'expected exactly one of status, stream_error, or delay_ms (with pings)');
+      if (f.retry_after_seconds !== undefined && f.status === undefined) fail(`${at}.retry_after_seconds`, 'goes with a status (a 429 or 529)');
+    }
+  }
   if (value.completions !== undefined) {
     if (!Array.isArray(value.completions)) fail('completions', 'expected an array');
     for (const [i, c] of value.completions.entries()) {

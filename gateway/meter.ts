@@ -187,7 +187,11 @@ export class Meter {
     if (facts.response_id && this.responses.size < MAX_KNOWN_RESPONSES) this.responses.add(facts.response_id);
     this.modelRequests++;
     this.toolCalls += facts.tool_calls;
-    if (!facts.usage) return;
+    // A reply that reported no usage was still billed: the total is a lower bound, no longer exact.
+    if (!facts.usage) {
+      this.confidence = combineConfidence(this.confidence, 'estimated');
+      return;
+    }
     this.usage = addUsage(this.usage, facts.usage);
     const lookup = priceFor(
       facts.model ?? requestModel,

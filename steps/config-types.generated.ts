@@ -477,6 +477,10 @@ export interface RunStep {
      */
     api_key_env?: string;
     /**
+     * A JSON price table, {source, as_of: YYYY-MM-DD, models: {NAME: {input, output, cache_write, cache_read}}} in USD per million tokens, whose models replace or add to pairbench's own (gateway/price-table.ts, dated). A name also prices its dated versions. A model priced nowhere is costed at a default price, and its cost is estimated.
+     */
+    prices?: string;
+    /**
      * A model request whose cost cannot be bounded before it is sent (continuing server-side state, an image or file by URL or id, a stored prompt, a field or block type pairbench does not know): refuse (default: the agent gets a 400 saying why, and it is logged) or serialize (forwarded alone, holding all that is left of the budget, settled from its usage). Server-side tools are taken out of a request under refuse. A response or conversation from outside the attempt is refused either way.
      */
     unbounded_requests?: 'refuse' | 'serialize';

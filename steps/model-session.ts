@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { mkdirSync } from 'node:fs';
 import { startFakeModel, type FakeModel, type FakeScript } from '../gateway/fake-model.js';
-import { startGateway, type GatewaySummary, type Marker, type Provider, type UnboundedPolicy } from '../gateway/gateway.js';
+import { startGateway, type GatewaySummary, type Marker, type Prices, type Provider, type UnboundedPolicy } from '../gateway/gateway.js';
 
 /** One attempt's model: the recording gateway, in front of a real upstream or a scripted fake. */
 export interface ModelSession {
@@ -20,6 +20,8 @@ export interface ModelOptions {
   fakeScript?: FakeScript;
   caps: { maxTokens?: number; maxCostUsd?: number };
   markers: Record<string, Marker>;
+  /** USD per million tokens by model (the price table); a model not in it is costed at the default price, estimated. */
+  prices?: Prices;
   logFile: string;
   /** Headers with the real credential, set by the gateway on upstream requests (the agent never sees them). */
   upstreamAuth?: Record<string, string>;
@@ -49,6 +51,7 @@ export async function openModel(options: ModelOptions): Promise<ModelSession> {
     caps: options.caps,
     provider: options.provider,
     markers: options.markers,
+    ...(options.prices ? { prices: options.prices } : {}),
     logFile: options.logFile,
     unboundedRequests: options.unboundedRequests,
     maxRequestBytes: options.maxRequestBytes,

@@ -27,6 +27,10 @@ export interface RunResult {
    * is made from (absent in results recorded before it was; audit then reads infra_error's prefix).
    */
   infra_kind?: InfraKind | null;
+  /** The price table the cost was computed with: where its prices come from and their date (absent for a scripted model). */
+  price_table?: { source: string; as_of: string };
+  /** How the provider answered this attempt's requests: HTTP status -> count, the agent's own retries included (absent without a gateway). */
+  provider_statuses?: Record<string, number>;
   /** When the provider failed or refused (infra_kind provider): its last status (null: not reached, or it broke off) and an excerpt of what it said. */
   provider_error?: ProviderError;
   /** Why what the attempt left was over its budgets (exit output-budget). */

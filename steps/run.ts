@@ -1,7 +1,7 @@
 import { atifModelProblems } from '../agents/atif-rules.js';
 import { lstatSync, mkdirSync, mkdtempSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join, relative } from 'node:path';
+import { dirname, join, relative, resolve } from 'node:path';
 import type { AgentAdapter, AtifTrajectory, AttemptContext } from '../agents/adapter.js';
 import { fingerprintLines, foldLine, lineDigest, type Marker } from '../gateway/markers.js';
 import { agentAdapters } from '../agents/index.js';
@@ -20,6 +20,7 @@ import type { SandboxSettings } from './sandbox-settings.js';
 import { ENVIRONMENT_OUTPUTS, environmentStep, inEnvironment, startingPoint } from './environment.js';
 import type { ModelSession } from './model-session.js';
 import { MODEL_PROVIDERS } from '../gateway/providers.js';
+import { mergedTable, parsePriceTable, PRICE_TABLE, type PriceTable } from '../gateway/price-table.js';
 import { GATEWAY_LIMITS, type ProviderError } from '../gateway/gateway.js';
 import { CHANGED, CHANGES, copyWritten, diffSnapshots, snapshot, type Snapshot, type WorkspaceChanges } from './workspace.js';
 import { materializeStep, REDACTED, REDACTION_RECEIPT, TREE } from './materialize.js';
@@ -287,6 +288,27 @@ function providerErrorText(e: ProviderError): string {
   return e.status === null ? `unreachable or broke off: ${e.message}` : `HTTP ${e.status}${e.message ? `: ${e.message}` : ''}`;
 }
 
+/** A user's price table file, checked: its models replace or add to the shipped table's. */
+function readPriceFile(path: string): Result<PriceTable, string> {
+  let value: unknown;
+  try {
+    value = JSON.parse(readFileSync(path, 'utf8'));
+  } catch (e) {
+    return err(errorMessage(e));
+  }
+  const parsed = parsePriceTable(value);
+  return parsed.ok ? ok(parsed.table) : err(`${parsed.field || 'the file'}: ${parsed.message}`);
+}
+
+/** The prices this attempt is costed at: the shipped table, with the step's model.prices (staged) on top. */
+function priceTableOf(ctx: ExecutionContext, file: string | undefined): Result<PriceTable, string> {
+  if (!file) return ok(PRICE_TABLE);
+  const staged = ctx.files.find((f) => f.path === normalizedPath(file));
+  if (staged?.entry.type !== 'file') return err(`model.prices ${file} was not staged`);
+  const parsed = parsePriceTable(JSON.parse(ctx.artifacts.read(staged.entry.digest).toString('utf8')));
+  return parsed.ok ? ok(mergedTable(parsed.table)) : err(`model.prices ${file}: ${parsed.field}: ${parsed.message}`);
+}
+
 /** How the adapter's provider takes the host's key (a user's command that calls a model: as a bearer token). */
 function upstreamAuthFor(adapter: AgentAdapter, key: string): Record<string, string> {
   return MODEL_PROVIDERS[adapter.provider ?? 'openai'].auth(key);
@@ -341,11 +363,12 @@ export const runStep: StepKind = {
   annotate: annotateImageTemplates,
   // Loaded by doctor only: a run never pays for it.
   preflight: async (steps, ctx) => (await import('./run-preflight.js')).runPreflight(steps, ctx),
+  // 5: the provider's statuses and last failure on the record; Codex retries what a provider asks it to.
   // 4: budgets on what the attempt leaves (apparent bytes, files, gateway log) and the gateway's request bounds;
   // a provider fault is judged from the upstream's own statuses (the gateway's refusals are the agent's).
   // 3: an agent that never reached its model is an infrastructure fault; scripted replies are marked and unpriced.
   // 2: the sandbox closed before the workspace is read; delivery by fingerprint and scope.
-  version: 4,
+  version: 5,
 
   check(step, steps) {
     const s = spec(step);
@@ -418,6 +441,10 @@ export const runStep: StepKind = {
     const needsModel = agentAdapters.get(s.agent.adapter)?.needsModel && s.agent.adapter !== 'command';
     if (needsModel && !s.model?.fake_script && !s.model?.upstream)
       problems.push({ ...at(['model']), message: `agent ${s.agent.adapter} needs a model: model.upstream (URL) or model.fake_script` });
+    if (s.model?.prices) {
+      const table = readPriceFile(resolve(step.rootDir, s.model.prices));
+      if (!table.ok) problems.push({ ...at(['model', 'prices']), message: `${s.model.prices}: ${table.error}` });
+    }
     return problems;
   },
 
@@ -445,6 +472,8 @@ export const runStep: StepKind = {
         upstream: s.model?.upstream ?? null,
         fake: Boolean(s.model?.fake_script),
         api_key_env: s.model?.api_key_env ?? null,
+        // The shipped price table by its date (a user's table, model.prices, is a file input).
+        ...(s.model?.fake_script ? {} : { prices_as_of: PRICE_TABLE.as_of }),
         ...gatewayLimitsOf(s),
       },
       // The script's bytes are a file input; its path here is relative, so machines share keys.
@@ -463,6 +492,7 @@ export const runStep: StepKind = {
     const arm = armOf(s, node.matrix['arm']!);
     const out: FileInputSpec[] = fileSources(arm.files).map(([dest, src]) => ({ pattern: src, field: ['arms', node.matrix['arm']!, 'files', dest] }));
     if (s.model?.fake_script) out.push({ pattern: s.model.fake_script, field: ['model', 'fake_script'] });
+    if (s.model?.prices) out.push({ pattern: s.model.prices, field: ['model', 'prices'] });
     // The oracle's solution directory (its solve script and what it reads) is an input of its attempts (a patch is in keyConfig as text).
     const script = s.agent.adapter === 'oracle' ? taskOf(node).solution.script : null;
     if (script) out.push({ pattern: relative(node.step.rootDir, dirname(script)), field: ['agent'] });
@@ -586,16 +616,21 @@ export const runStep: StepKind = {
     if (marker) markers[armName] = marker;
     const fake = s.model?.fake_script ? ctx.files.find((f) => f.path === normalizedPath(s.model!.fake_script!)) : undefined;
     let model: ModelSession | undefined;
+    let priceTable: PriceTable = PRICE_TABLE;
     const outDir = join(ctx.workDir, 'out');
     mkdirSync(outDir, { recursive: true });
     const sandboxed = settings.backend !== 'local';
     if (adapter.needsModel && (s.model?.upstream || fake)) {
+      const prices = priceTableOf(ctx, s.model?.prices);
+      if (!prices.ok) return err({ reason: 'refused', message: prices.error });
+      priceTable = prices.value;
       const { openModel } = await import('./model-session.js');
       model = await openModel({
         ...(fake ? { fakeScript: JSON.parse(ctx.artifacts.read(fake.entry.digest).toString('utf8')) } : { upstream: s.model!.upstream! }),
         caps: { ...(limits.tokens ? { maxTokens: limits.tokens } : {}), ...(limits.costUsd ? { maxCostUsd: limits.costUsd } : {}) },
         ...(s.model?.api_key_env && !fake ? { upstreamAuth: upstreamAuthFor(adapter, ctx.hostEnv[s.model.api_key_env] ?? '') } : {}),
         markers,
+        prices: priceTable.models,
         provider: adapter.provider ?? 'any',
         logFile: join(outDir, GATEWAY_LOG.name),
         ...gatewayLimitsOf(s),
@@ -735,6 +770,8 @@ export const runStep: StepKind = {
         exit_reason: exitReason,
         infra_error: infraCause === null ? null : redact(infraCause, { hostPaths }),
         infra_kind: infraKind,
+        ...(gw ? { provider_statuses: gw.upstream_statuses } : {}),
+        ...(gw && !fake ? { price_table: { source: priceTable.source, as_of: priceTable.as_of } } : {}),
         ...(infraKind === 'provider' && gw?.provider_error
           ? { provider_error: { ...gw.provider_error, message: redact(gw.provider_error.message, { hostPaths }) } }
           : {}),

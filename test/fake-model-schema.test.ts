@@ -42,6 +42,20 @@ describe('the scripted model format', () => {
     }
   });
 
+  it('a script with every kind of fault is valid under both', () => {
+    const script = {
+      turns: [],
+      faults: [
+        { request: 1, status: 429, retry_after_seconds: 1 },
+        { request: 2, status: 529 },
+        { request: 3, stream_error: 'overloaded_error' },
+        { request: 4, delay_ms: 100, pings: 2 },
+      ],
+    };
+    expect(validate(script), JSON.stringify(validate.errors)).toBe(true);
+    expect(parseFakeScript(script).ok).toBe(true);
+  });
+
   it('what the gateway check refuses, the schema refuses', () => {
     const turn = { text: 'x', tool_calls: [{ name: 'Bash', input: { command: 'ls' } }], usage: { input_tokens: 1, output_tokens: 1 } };
     const broken: unknown[] = [
@@ -58,6 +72,15 @@ describe('the scripted model format', () => {
       { turns: [], usage_from_request: 'yes' },
       { turns: [], completions: [{ match: 'x' }] },
       { turns: [], completions: [{ text: 'x', match: 3 }] },
+      { turns: [], faults: {} },
+      { turns: [], faults: [{ status: 429 }] },
+      { turns: [], faults: [{ request: 0, status: 429 }] },
+      { turns: [], faults: [{ request: 1, status: 200 }] },
+      { turns: [], faults: [{ request: 1 }] },
+      { turns: [], faults: [{ request: 1, status: 429, stream_error: 'api_error' }] },
+      { turns: [], faults: [{ request: 1, stream_error: 'api_error', retry_after_seconds: 1 }] },
+      { turns: [], faults: [{ request: 1, delay_ms: -1 }] },
+      { turns: [], faults: [{ request: 1, status: 529, pings: 2 }] },
     ];
     for (const b of broken) {
       expect(parseFakeScript(b).ok, JSON.stringify(b)).toBe(false);

@@ -382,6 +382,61 @@ describe("gateway: the provider's own failures", () => {
   });
 });
 
+describe('fake model + gateway: a provider that misbehaves when asked', () => {
+  const FAULTS: FakeScript = {
+    turns: [{ text: 'the answer', usage: { input_tokens: 40, output_tokens: 5 } }],
+    faults: [
+      { request: 1, status: 429, retry_after_seconds: 1 },
+      { request: 2, status: 529 },
+      { request: 3, stream_error: 'overloaded_error' },
+      { request: 4, delay_ms: 300, pings: 2 },
+    ],
+  };
+  const wire = {
+    anthropic: { path: '/v1/messages', body: anthropicRequest([{ role: 'user', content: 'hi' }]), overloaded: 529, error: 'overloaded_error' },
+    openai: {
+      path: '/v1/responses',
+      body: {
+        model: 'gpt-fake',
+        stream: true,
+        tools: [{ type: 'function', name: 'shell', parameters: { type: 'object' } }],
+        input: [{ role: 'user', content: 'hi' }],
+      },
+      overloaded: 529,
+      error: 'server_error',
+    },
+  };
+  for (const [api, w] of Object.entries(wire)) {
+    it(`${api}: 429 with retry-after, 529, an error event mid-stream and a slow reply with pings, each recorded as the provider's, the broken stream billed`, async () => {
+      const f = await fake(FAULTS);
+      const gw = await gateway({ upstream: f.url });
+      const ask = () => send(gw, 'POST', w.path, w.body, CREDS);
+      const limited = await ask();
+      expect(limited.status).toBe(429);
+      // The agent's SDK reads when to retry from the provider's header, forwarded as it came.
+      expect(limited.headers['retry-after']).toBe('1');
+      expect(gw.summary().provider_error).toMatchObject({ status: 429 });
+      expect((await ask()).status).toBe(529);
+      expect(gw.summary().provider_error?.status).toBe(529);
+      const broken = await ask();
+      expect(broken.status).toBe(200);
+      expect(gw.summary().provider_error).toMatchObject({ status: 200, message: expect.stringMatching(new RegExp(`^error event mid-stream: .*${w.error}`)) });
+      // What the broken stream billed before it broke (its input, one output token) is counted.
+      expect(gw.summary().usage).toMatchObject({ input_tokens: 40, output_tokens: 1 });
+      const slow = events((await ask()).text);
+      if (api === 'anthropic') expect(slow.filter((e) => e.event === 'ping')).toHaveLength(2);
+      expect(JSON.stringify(slow)).toContain('the answer');
+      expect(gw.summary()).toMatchObject({
+        model_requests: 2,
+        usage: { input_tokens: 80, output_tokens: 6 },
+        upstream_statuses: { '200': 2, '429': 1, '529': 1 },
+      });
+      // Every scripted turn request counted, side requests never fail.
+      expect((await send(gw, 'POST', w.path, { ...w.body, tools: [] }, CREDS)).status).toBe(200);
+    });
+  }
+});
+
 describe('fake model + gateway: OpenAI Responses', () => {
   it('answers function_call then a message, and splits cached tokens out of input', async () => {
     const model = await fake({
