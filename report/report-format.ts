@@ -517,6 +517,15 @@ export function atAGlance(result: AnalysisResult): GlanceRow[] {
     effect: c.delta,
     interval: c.ci ? { low: c.ci.low, high: c.ci.high } : null,
   }));
+  for (const d of result.crossed?.designs ?? []) {
+    if (!d.interaction) continue;
+    rows.push({
+      label: `${d.treatment} x ${result.crossed!.by} (${d.level} vs ${d.base_level})`,
+      verdict: verdictWord(d.interaction.verdict),
+      effect: d.interaction.estimate,
+      interval: d.interaction.ci ? { low: d.interaction.ci.low, high: d.interaction.ci.high } : null,
+    });
+  }
   const f = result.factorial;
   if (f && f.status === 'ok') {
     for (const e of [...f.main_effects, ...(f.interaction ? [f.interaction] : [])]) {
@@ -529,6 +538,55 @@ export function atAGlance(result: AnalysisResult): GlanceRow[] {
     }
   }
   return rows;
+}
+
+/** A crossed cohort's grid: per level, each arm's pass rate and each treatment's effect there (with its interval). */
+export interface CrossedGrid {
+  by: string;
+  arms: string[];
+  treatments: string[];
+  rows: Array<{ level: string; rates: (number | null)[]; effects: Array<{ verdict: string; effect: number | null; interval: string }> }>;
+  /** Each design's interaction (tested) and the level's difference (descriptive), in words. */
+  lines: Array<{ label: string; verdict: string | null; text: string }>;
+}
+
+export function crossedGrid(result: AnalysisResult): CrossedGrid | null {
+  const x = result.crossed;
+  if (!x) return null;
+  const armNames = [...new Set(x.cells.map((c) => c.arm))];
+  const cellOf = (arm: string, level: string) => x.cells.find((c) => c.arm === arm && c.level === level)?.cell;
+  const treatments = [...new Set(x.designs.map((d) => d.treatment))];
+  const control = x.designs[0]?.control ?? armNames[0] ?? '';
+  const treatmentsAll = treatments.length ? treatments : armNames.filter((a) => a !== control);
+  return {
+    by: x.by,
+    arms: armNames,
+    treatments: treatmentsAll,
+    rows: x.levels.map((level) => ({
+      level,
+      rates: armNames.map((arm) => result.arms.find((m) => m.arm === cellOf(arm, level))?.completion_rate ?? null),
+      effects: treatmentsAll.map((t) => {
+        const c = result.comparisons.find((k) => k.treatment === cellOf(t, level) && k.control === cellOf(control, level));
+        return c ? { verdict: verdictWord(c.verdict), effect: c.delta, interval: interval(c.ci) } : { verdict: NONE, effect: null, interval: NONE };
+      }),
+    })),
+    lines: x.designs.flatMap((d) => [
+      {
+        label: `${d.treatment} x ${x.by} (${d.level} vs ${d.base_level})`,
+        verdict: d.interaction ? verdictWord(d.interaction.verdict) : d.status.toUpperCase(),
+        text: d.interaction
+          ? `${pp(d.interaction.estimate)} ${interval(d.interaction.ci)} over ${d.interaction.n_tasks} tasks${d.interaction.test ? `, ${testText(d.interaction.test)}` : ''}: how much more ${d.treatment} helps on ${d.level} than on ${d.base_level}`
+          : d.problems.map(problemText).join('; ') || 'not computed',
+      },
+      {
+        label: `${d.level} vs ${d.base_level}`,
+        verdict: null,
+        text: d.between
+          ? `${pp(d.between.estimate)} ${interval(d.between.ci)} over ${d.between.n_tasks} tasks, averaged over ${d.control} and ${d.treatment}: descriptive, not tested (the ${x.by}s were not randomised within a task)`
+          : 'not computed',
+      },
+    ]),
+  };
 }
 
 /** A 2x2 factorial's cells: the arm at each pair of levels and its pass rate (every accepted attempt of the arm); null for other designs. */

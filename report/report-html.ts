@@ -38,6 +38,8 @@ import {
   agreementText,
   judgeCountsText,
   factorialCells,
+  crossedGrid,
+  type CrossedGrid,
   relativeMetricsText,
   envelopeFormulas,
   escapeHtml as esc,
@@ -162,6 +164,7 @@ export function renderHtml(result: AnalysisResult, ctx: ReportContext): string {
     '</section>',
     result.sequential ? sequentialSection(result.sequential) : '',
     result.factorial ? factorial(result.factorial, result.arms) : '',
+    crossedSection(crossedGrid(result)),
     result.judge ? judgeSection(result.judge) : '',
     ctx.history ? historySection(ctx.history) : '',
     arms(result, ctx),
@@ -500,6 +503,23 @@ function judgeSection(j: JudgeSummary): string {
     "<table><thead><tr><th>task</th><th>category</th><th>judge</th><th>verifier</th><th>agree</th><th>judge's reason</th></tr></thead><tbody>",
     ...rows,
     '</tbody></table>',
+    '</section>',
+  ].join('\n');
+}
+
+function crossedSection(g: CrossedGrid | null): string {
+  if (!g) return '';
+  return [
+    '<section id="crossed">',
+    `<h2>By ${esc(g.by)}</h2>`,
+    `<table class="crossed"><tr><th>${esc(g.by)}</th>${g.arms.map((a) => `<th class="n">${esc(a)}</th>`).join('')}${g.treatments.map((t) => `<th>effect of ${esc(t)}</th>`).join('')}</tr>`,
+    ...g.rows.map(
+      (r) =>
+        `<tr><td>${esc(r.level)}</td>${r.rates.map((x) => `<td class="n">${esc(pct(x))}</td>`).join('')}` +
+        `${r.effects.map((e) => `<td><strong>${esc(e.verdict)}</strong> ${esc(e.effect === null ? NONE : pp(e.effect))} ${esc(e.interval)}</td>`).join('')}</tr>`,
+    ),
+    '</table>',
+    `<ul class="crossed-effects">${g.lines.map((l) => `<li>${esc(l.label)}: ${l.verdict ? `<strong>${esc(l.verdict)}</strong> ` : ''}${esc(l.text)}</li>`).join('')}</ul>`,
     '</section>',
   ].join('\n');
 }

@@ -38,6 +38,8 @@ import {
   agreementText,
   judgeCountsText,
   factorialCells,
+  crossedGrid,
+  type CrossedGrid,
   relativeMetricsText,
   envelopeFormulas,
   escapeMarkdown as md,
@@ -118,6 +120,8 @@ export function renderMarkdown(result: AnalysisResult, ctx: ReportContext): stri
 
   if (result.sequential) sequentialSection(result.sequential, line);
   if (result.factorial) factorial(result.factorial, result.arms, line);
+  const grid = crossedGrid(result);
+  if (grid) crossedSection(grid, line);
   if (result.judge) judgeSection(result.judge, line);
 
   if (ctx.history) historySection(ctx.history, line);
@@ -302,6 +306,22 @@ function judgeSection(j: JudgeSummary, line: (s?: string) => void): void {
       `| ${md(r.task)} | ${md(r.category)} | ${judgeClassText(r.judge)} | ${judgeClassText(r.verifier)} | ${agree} | ${md(r.reason.split('\n')[0] ?? '')} |`,
     );
   }
+  line();
+}
+
+function crossedSection(g: CrossedGrid, line: (s?: string) => void): void {
+  line(`## By ${md(g.by)}`);
+  line();
+  line(`Pass rate per arm at each ${md(g.by)}, and each treatment's effect there (paired by task, within the ${md(g.by)}):`);
+  line();
+  line(`| ${md(g.by)} | ${g.arms.map(md).join(' | ')} | ${g.treatments.map((t) => `effect of ${md(t)}`).join(' | ')} |`);
+  line(`|---|${g.arms.map(() => '---:').join('|')}|${g.treatments.map(() => '---').join('|')}|`);
+  for (const r of g.rows)
+    line(
+      `| ${md(r.level)} | ${r.rates.map(pct).join(' | ')} | ${r.effects.map((e) => `**${e.verdict}** ${e.effect === null ? NONE : pp(e.effect)} ${e.interval}`).join(' | ')} |`,
+    );
+  line();
+  for (const l of g.lines) line(`- ${md(l.label)}: ${l.verdict ? `**${l.verdict}** ` : ''}${md(l.text)}`);
   line();
 }
 

@@ -8,7 +8,8 @@ import { MONTE_CARLO_SAMPLES } from './inference.js';
 import { holm } from './exact-tests.js';
 import { pairAttempts } from './pairing.js';
 import { headlineWarnings } from './warnings.js';
-import { analyzeFactorial, decideFactorial } from './factorial.js';
+import { analyzeFactorial, decideEffects, decideFactorial } from './factorial.js';
+import { crossCells, crossedDesigns } from './crossed.js';
 import { checkSpec, type SpecProblem } from './spec.js';
 import { applySequential, sequentialAnalysis } from './sequential.js';
 import type { AnalysisResult, AnalysisSpec, AttemptRecord, Comparison, HeadlineWarning, SequentialResult } from './types.js';
@@ -30,7 +31,11 @@ export function analyze(attempts: readonly AttemptRecord[], spec: AnalysisSpec):
   return analyzeValid(attempts, spec);
 }
 
-function analyzeValid(attempts: readonly AttemptRecord[], spec: AnalysisSpec): AnalysisResult {
+function analyzeValid(given: readonly AttemptRecord[], cohortSpec: AnalysisSpec): AnalysisResult {
+  // Crossed with models or agents: the arms at each level are cells, compared within their level.
+  const crossing = cohortSpec.by ? crossCells(given, { ...cohortSpec, by: cohortSpec.by }) : null;
+  const attempts = crossing?.attempts ?? given;
+  const spec = crossing?.spec ?? cohortSpec;
   const byArm = new Map<string, AttemptRecord[]>();
   for (const a of attempts) {
     const list = byArm.get(a.arm);
@@ -51,9 +56,13 @@ function analyzeValid(attempts: readonly AttemptRecord[], spec: AnalysisSpec): A
     ...(spec.comparisons ?? []).map(([t, c]) => compareArms(c, t, inputs.get(c), inputs.get(t), spec)),
   ];
   const factorial = spec.factorial ? analyzeFactorial(spec.factorial, inputs, spec) : null;
-  // One Holm family: every comparison's test and every factorial effect's test.
+  const crossed = crossing && cohortSpec.by ? crossedDesigns({ ...cohortSpec, by: cohortSpec.by }, crossing.levels, inputs) : null;
+  // One Holm family: every comparison's test, every factorial effect's and every crossed interaction's.
   const tested = compared.map((c) => c.comparison).filter((c) => c.test !== null);
-  const effects = factorial ? [...factorial.main_effects, ...(factorial.interaction ? [factorial.interaction] : [])].filter((e) => e.test) : [];
+  const effects = [
+    ...(factorial ? [...factorial.main_effects, ...(factorial.interaction ? [factorial.interaction] : [])] : []),
+    ...(crossed?.designs ?? []).flatMap((d) => (d.interaction ? [d.interaction] : [])),
+  ].filter((e) => e.test);
   const m = tested.length + effects.length;
   const adjusted = holm([...tested.map((c) => c.test!.p), ...effects.map((e) => e.test!.p)]);
   tested.forEach((c, i) => (c.test!.p_holm = adjusted[i]!));
@@ -62,6 +71,7 @@ function analyzeValid(attempts: readonly AttemptRecord[], spec: AnalysisSpec): A
   holm(withMcNemar.map((c) => c.mcnemar!.p)).forEach((p, i) => (withMcNemar[i]!.mcnemar!.p_holm = p));
   const decided = compared.map((c) => decide(c, m));
   if (factorial) decideFactorial(factorial, m);
+  for (const d of crossed?.designs ?? []) if (d.interaction) decideEffects([d.interaction], m);
   const sequential = spec.stopping ? sequentialAnalysis(attempts, spec) : undefined;
   const comparisons = sequential ? decided.map((c, i) => (i === 0 ? applySequential(c, sequential, compared[0]!.unisolatedArms) : c)) : decided;
 
@@ -92,10 +102,11 @@ function analyzeValid(attempts: readonly AttemptRecord[], spec: AnalysisSpec): A
 
   return {
     schema_version: 1,
-    spec,
+    spec: cohortSpec,
     arms: [...inputs.values()].map((i) => i.metrics),
     comparisons,
     factorial,
+    ...(crossed ? { crossed } : {}),
     cost_streams: {
       eval: [...inputs.values()].map((i) => evalCost(i.metrics.arm, i.attempts, spec.weights)),
       overhead: spec.overhead ?? null,

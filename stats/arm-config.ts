@@ -59,7 +59,12 @@ const list = (xs: readonly string[]): string => xs.join(', ');
  * arm, a field that differs between arms, or infra-error rates further apart
  * than the threshold.
  */
-export function refusalProblems(base: ArmMetrics, others: readonly ArmMetrics[], infraThreshold: number): ComparisonProblem[] {
+export function refusalProblems(
+  base: ArmMetrics,
+  others: readonly ArmMetrics[],
+  infraThreshold: number,
+  crossed: readonly ConfigField[] = [],
+): ComparisonProblem[] {
   const problems: ComparisonProblem[] = [];
   for (const arm of [base, ...others]) {
     for (const field of REFUSING_FIELDS) {
@@ -76,7 +81,7 @@ export function refusalProblems(base: ArmMetrics, others: readonly ArmMetrics[],
     }
   }
   for (const other of others) {
-    for (const field of REFUSING_FIELDS) {
+    for (const field of REFUSING_FIELDS.filter((f) => !crossed.includes(f))) {
       const a = base.config[field];
       const b = other.config[field];
       if (a.length === 1 && b.length === 1 && a[0] !== b[0]) {

@@ -3,7 +3,7 @@ import { refusalProblems, validityProblems } from './arm-config.js';
 import { scored } from './arm-metrics.js';
 import { alphaOf, clusterTInterval, degenerate, minimumP, signFlipTest, unitsNeeded, unitsOf } from './inference.js';
 import type { ArmInput } from './compare.js';
-import type { AnalysisSpec, ComparisonProblem, FactorialEffect, FactorialResult, FactorialSpec } from './types.js';
+import type { AnalysisSpec, ComparisonProblem, ConfigField, FactorialEffect, FactorialResult, FactorialSpec } from './types.js';
 
 export const MAIN_EFFECT_FORMULA =
   'main effect of F = mean over tasks of (mean of Y over cells with F = 1 - mean of Y over cells with F = 0), ' +
@@ -12,7 +12,13 @@ export const INTERACTION_FORMULA = 'interaction = mean over tasks of (Y11 - Y10)
 
 type Problem = Extract<ComparisonProblem, { reason: 'factorial-design' }>;
 
-export function analyzeFactorial(f: FactorialSpec, arms: ReadonlyMap<string, ArmInput>, spec: AnalysisSpec): FactorialResult {
+/** `crossed`: config fields a factor varies by design (a model, an agent), so cells may differ in them. */
+export function analyzeFactorial(
+  f: FactorialSpec,
+  arms: ReadonlyMap<string, ArmInput>,
+  spec: AnalysisSpec,
+  crossed: readonly ConfigField[] = [],
+): FactorialResult {
   const cells = Object.entries(f.levels)
     .map(([arm, levels]) => ({ arm, levels }))
     .sort((x, y) => (x.arm < y.arm ? -1 : x.arm > y.arm ? 1 : 0));
@@ -33,7 +39,7 @@ export function analyzeFactorial(f: FactorialSpec, arms: ReadonlyMap<string, Arm
   const metrics = inputs.map((i) => i.metrics);
   const seen = new Set<string>();
   const refused = metrics
-    .flatMap((m, i) => refusalProblems(m, metrics.slice(i + 1), spec.infra_error_threshold))
+    .flatMap((m, i) => refusalProblems(m, metrics.slice(i + 1), spec.infra_error_threshold, crossed))
     .filter((p) => !seen.has(p.message) && seen.add(p.message) !== undefined);
   const invalid = validityProblems(
     inputs.map((i) => i.metrics),
@@ -122,7 +128,12 @@ export function analyzeFactorial(f: FactorialSpec, arms: ReadonlyMap<string, Arm
 
 /** Each effect's verdict, once its p is Holm-adjusted with the cohort's `m` comparisons (the rule of decide()). */
 export function decideFactorial(f: FactorialResult, m: number): void {
-  for (const e of [...f.main_effects, ...(f.interaction ? [f.interaction] : [])]) {
+  decideEffects([...f.main_effects, ...(f.interaction ? [f.interaction] : [])], m);
+}
+
+/** Each tested effect's verdict, once its p is Holm-adjusted with the cohort's `m` tests. */
+export function decideEffects(effects: readonly FactorialEffect[], m: number): void {
+  for (const e of effects) {
     if (!e.test) continue;
     e.test.units_needed = unitsNeeded(e.test.alpha, m);
     if (e.test.n_units < e.test.units_needed) {

@@ -66,6 +66,9 @@ export function checkSpec(spec: AnalysisSpec): Result<AnalysisSpec, SpecProblem[
       bad(`comparisons[${i}]`, `${t} vs ${c} is already a comparison (a treatment against the control)`);
     else if ((spec.comparisons ?? []).findIndex(([t2, c2]) => t2 === t && c2 === c) !== i) bad(`comparisons[${i}]`, `${t} vs ${c} is listed twice`);
   });
+  if (spec.by && spec.factorial)
+    bad('by', 'a cohort crossed with models or agents has its own 2x2 (context x level) per treatment; drop factorial, or analyze each level apart');
+  if (spec.by && spec.stopping) bad('by', 'sequential stopping looks at one comparison; a cohort crossed with models or agents has one per level');
   const f = spec.factorial;
   if (f) {
     if (f.factors.length === 0) bad('factorial.factors', 'at least one factor is needed');

@@ -126,7 +126,12 @@ export interface AnalysisSpec {
   comparisons?: [string, string][];
   /** Preregistered sequential stopping (absent: fixed-N). */
   stopping?: StoppingSpec;
+  /** The arms are crossed with models (or agents): each compared within each, and the interaction tested (stats/crossed.ts). */
+  by?: CrossedBy;
 }
+
+/** What a cohort crosses its arms with: the agent's model, or the agent itself. */
+export type CrossedBy = 'model' | 'agent';
 
 /**
  * Sequential stopping over families, in their preregistered order. `group-sequential`:
@@ -522,6 +527,29 @@ export interface FactorialResult {
   interaction: FactorialEffect | null;
 }
 
+/** A cohort crossed with models or agents (spec.by): its cells, and per treatment and level its interaction with the context. */
+export interface CrossedResult {
+  by: CrossedBy;
+  /** Sorted; the first is the base every other level is compared with. */
+  levels: string[];
+  /** Each arm at each level, by the name it has in `arms` and `comparisons` (`ARM @ LEVEL`). */
+  cells: Array<{ arm: string; level: string; cell: string }>;
+  designs: CrossedDesign[];
+}
+
+export interface CrossedDesign {
+  treatment: string;
+  control: string;
+  level: string;
+  base_level: string;
+  status: FactorialResult['status'];
+  problems: ComparisonProblem[];
+  /** (treatment - control at level) - (treatment - control at base_level), mean over tasks; tested in the cohort's Holm family. */
+  interaction: FactorialEffect | null;
+  /** The level's difference from the base level, averaged over the two arms: descriptive (the levels were not randomised within a task), no test. */
+  between: { estimate: number; ci: Interval | null; n_tasks: number } | null;
+}
+
 export interface EvalCost {
   arm: string;
   /** over every attempt, accepted or excluded: what the arm spent */
@@ -538,6 +566,8 @@ export interface AnalysisResult {
   arms: ArmMetrics[];
   comparisons: Comparison[];
   factorial: FactorialResult | null;
+  /** Arms crossed with models or agents (spec.by): the cells, each treatment's interaction with the level, the levels' differences. */
+  crossed?: CrossedResult;
   /** Two streams, never summed: no field here is eval + overhead. */
   cost_streams: { eval: EvalCost[]; overhead: OverheadSpec | null };
   /** What a reader must see before any verdict (the report's headline): scripted outcomes, infrastructure faults, crashes, silent arms. */

@@ -102,6 +102,7 @@ export function analysisSpecOf(step: StepConfig, schedule: string[][] = []): Ana
     ...(c.infra_error_threshold !== undefined ? { infra_error_threshold: c.infra_error_threshold } : {}),
     ...(c.factorial ? { factorial: c.factorial } : {}),
     ...(c.comparisons?.length ? { comparisons: c.comparisons } : {}),
+    ...(c.by ? { by: c.by } : {}),
   });
 }
 

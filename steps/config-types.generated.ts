@@ -676,6 +676,10 @@ export interface AnalyzeStep {
    */
   comparisons?: [string, string][];
   /**
+   * The arms are crossed with models (a run step's matrix dimension model: [A, B]) or with agents of the same task format: each arm is compared with the control within each model (or agent), paired by task; the interaction (how much more the treatment helps one than another, with its interval) is tested in the same Holm family; differences between models are descriptive only (no test, no verdict).
+   */
+  by?: 'model' | 'agent';
+  /**
    * A judge step (in needs) whose (a)/(b)/(c) the report shows beside the verifier's, with their agreement.
    */
   judge?: string;

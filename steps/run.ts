@@ -309,6 +309,20 @@ function priceTableOf(ctx: ExecutionContext, file: string | undefined): Result<P
   return parsed.ok ? ok(mergedTable(parsed.table)) : err(`model.prices ${file}: ${parsed.field}: ${parsed.message}`);
 }
 
+/** A matrix dimension that crosses the arms with models: each node's value is its agent's model. */
+export const MODEL_DIMENSION = 'model';
+
+/** The model a node's agent runs: the matrix's model dimension, else the step's agent.model. */
+function agentModelOf(s: RunSpec, node: GraphNode): string | undefined {
+  return node.matrix[MODEL_DIMENSION] ?? s.agent.model;
+}
+
+/** A node's scripted model: model.fake_script, with `{model}` replaced by the node's model (one script per model). */
+function fakeScriptOf(s: RunSpec, node: GraphNode): string | undefined {
+  const model = agentModelOf(s, node);
+  return s.model?.fake_script && model !== undefined ? s.model.fake_script.replaceAll('{model}', model) : s.model?.fake_script;
+}
+
 /** How the adapter's provider takes the host's key (a user's command that calls a model: as a bearer token). */
 function upstreamAuthFor(adapter: AgentAdapter, key: string): Record<string, string> {
   return MODEL_PROVIDERS[adapter.provider ?? 'openai'].auth(key);
@@ -441,6 +455,19 @@ export const runStep: StepKind = {
     const needsModel = agentAdapters.get(s.agent.adapter)?.needsModel && s.agent.adapter !== 'command';
     if (needsModel && !s.model?.fake_script && !s.model?.upstream)
       problems.push({ ...at(['model']), message: `agent ${s.agent.adapter} needs a model: model.upstream (URL) or model.fake_script` });
+    const models = step.matrix.find((d) => d.name === MODEL_DIMENSION);
+    if (s.model?.fake_script?.includes('{model}') && !models)
+      problems.push({
+        ...at(['model', 'fake_script']),
+        message: `${s.model.fake_script} names {model}, but the matrix has no model dimension`,
+        hint: 'add model: [NAME, ...] to the matrix, or name one script',
+      });
+    if (models && s.agent.model)
+      problems.push({
+        ...at(['agent', 'model']),
+        message: `the matrix's model dimension gives each attempt its model; agent.model (${s.agent.model}) would be ignored`,
+        hint: 'remove agent.model',
+      });
     if (s.model?.prices) {
       const table = readPriceFile(resolve(step.rootDir, s.model.prices));
       if (!table.ok) problems.push({ ...at(['model', 'prices']), message: `${s.model.prices}: ${table.error}` });
@@ -465,7 +492,13 @@ export const runStep: StepKind = {
         env: arm.env ?? {},
         marker: arm.marker ?? null,
       },
-      agent: { adapter: adapter.name, version: adapter.version(), model: s.agent.model ?? null, flags: s.agent.flags ?? [], command: s.agent.command ?? null },
+      agent: {
+        adapter: adapter.name,
+        version: adapter.version(),
+        model: agentModelOf(s, node) ?? null,
+        flags: s.agent.flags ?? [],
+        command: s.agent.command ?? null,
+      },
       limits: limitsOf(s),
       sandbox: sandboxOf(s),
       model: {
@@ -491,7 +524,7 @@ export const runStep: StepKind = {
     const s = spec(node.step);
     const arm = armOf(s, node.matrix['arm']!);
     const out: FileInputSpec[] = fileSources(arm.files).map(([dest, src]) => ({ pattern: src, field: ['arms', node.matrix['arm']!, 'files', dest] }));
-    if (s.model?.fake_script) out.push({ pattern: s.model.fake_script, field: ['model', 'fake_script'] });
+    if (s.model?.fake_script) out.push({ pattern: fakeScriptOf(s, node)!, field: ['model', 'fake_script'] });
     if (s.model?.prices) out.push({ pattern: s.model.prices, field: ['model', 'prices'] });
     // The oracle's solution directory (its solve script and what it reads) is an input of its attempts (a patch is in keyConfig as text).
     const script = s.agent.adapter === 'oracle' ? taskOf(node).solution.script : null;
@@ -614,7 +647,8 @@ export const runStep: StepKind = {
     const markers: Record<string, Marker> = {};
     const marker = markerOf(arm, adapter, entryOf, (d) => ctx.artifacts.read(d).toString('utf8')) ?? restoredMarker(restored.value, adapter, ws);
     if (marker) markers[armName] = marker;
-    const fake = s.model?.fake_script ? ctx.files.find((f) => f.path === normalizedPath(s.model!.fake_script!)) : undefined;
+    const script = fakeScriptOf(s, ctx.node);
+    const fake = script ? ctx.files.find((f) => f.path === normalizedPath(script)) : undefined;
     let model: ModelSession | undefined;
     let priceTable: PriceTable = PRICE_TABLE;
     const outDir = join(ctx.workDir, 'out');
@@ -649,7 +683,7 @@ export const runStep: StepKind = {
       prompt: arm.prompt_append && !adapter.systemPrompt ? `${task.prompt}\n\n${arm.prompt_append}` : task.prompt,
       ...(arm.prompt_append && adapter.systemPrompt ? { systemPromptAppend: arm.prompt_append } : {}),
       workdir: sandboxed ? (settings.workdir ?? '/work') : ws,
-      model: s.agent.model ?? 'default',
+      model: agentModelOf(s, ctx.node) ?? 'default',
       flags: s.agent.flags ?? [],
       limits: { turns: limits.turns, wallSeconds: limits.wallSeconds },
       home: sandboxed ? '/tmp/home' : home,

@@ -59,6 +59,7 @@ beforeAll(() => {
   rig.write('fixtures/CLAUDE2.md', 'Always use + in add(), please.\n');
   rig.write('generator.json', JSON.stringify({ turns: [], completions: [{ text: 'Use + in add().\n' }] }));
   rig.write('generator2.json', JSON.stringify({ turns: [], completions: [{ text: 'Another.\n' }] }));
+  rig.write('prices.json', JSON.stringify({ source: 'a test', as_of: '2026-12-01', models: { m: { input: 1, output: 2, cache_write: 1, cache_read: 0.1 } } }));
   rig.write('judge.json', JSON.stringify({ turns: [], completions: [{ text: '{"classification":"b","reason":"same"}' }] }));
   // A fact only the memory holds: certify's memory_arms are read for tasks with facts.
   rig.write('tasks/fix-add/task.yaml', rig.read('tasks/fix-add/task.yaml') + 'facts: ["the sum uses plus"]\n');
@@ -241,6 +242,7 @@ const EXAMPLES: Record<string, unknown[]> = {
   'context.model.fake_script': ['generator2.json'],
   'context.subdir': ['src'],
   'run.model.fake_script': ['generator2.json'],
+  'run.model.prices': ['prices.json'],
   'run.arms.*.files': [{ 'CLAUDE.md': 'fixtures/OTHER.md' }],
   'run.arms.treatment-file.files': [{ 'CLAUDE.md': 'fixtures/CLAUDE2.md' }],
   'run.arms.ablated.ablate.drop_lines': [['Always']],
