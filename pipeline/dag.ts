@@ -156,7 +156,34 @@ function distinct(diagnostics: Diagnostic[]): Diagnostic[] {
  * that agrees with it on the matrix dimensions S and U share (so run/t1/a/2 needs
  * materialize/t1, and analyze, with no matrix, needs every verify node).
  */
+/**
+ * Draws every matrix dimension written as a source, through its step's kind, in place: the
+ * loaded config then holds the lists, as if they had been written out (drawn once per load).
+ */
+function drawMatrixSources(config: BenchConfig, kinds: StepKindRegistry): Diagnostic[] {
+  const out: Diagnostic[] = [];
+  for (const s of config.steps) {
+    for (const dim of s.matrix) {
+      if (!dim.source || dim.values.length > 0) continue;
+      const kind = kinds.get(s.kind);
+      const at = { field: `steps.${s.name}.matrix.${dim.name}`, location: s.source.locate([...s.path, 'matrix', dim.name]) };
+      if (!kind?.matrixSource) {
+        out.push({ ...at, message: `a ${s.kind} step cannot draw matrix.${dim.name} from a source`, hint: 'list its values' });
+        continue;
+      }
+      const drawn = kind.matrixSource(s, dim.name, dim.source);
+      if (!drawn.ok) out.push(...drawn.error.map((d) => ({ ...at, ...d })));
+      else if (drawn.value.length === 0)
+        out.push({ ...at, message: `the selection draws no ${dim.name}`, hint: 'check select: against the ids of the task source' });
+      else dim.values = drawn.value;
+    }
+  }
+  return out;
+}
+
 export function buildGraph(config: BenchConfig, kinds: StepKindRegistry): Result<Graph, Diagnostic[]> {
+  const undrawn = drawMatrixSources(config, kinds);
+  if (undrawn.length) return err(undrawn);
   const steps = new Map(config.steps.map((s) => [s.name, s]));
   // What each step's kind reads whatever its needs say (verify: the canary calibrations of its tasks' certify step).
   const implied = new Map<string, string[]>();

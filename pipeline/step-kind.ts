@@ -128,6 +128,12 @@ export interface StepKind {
    * same object), never by an output's name, which a command step may also declare.
    */
   outputs(step: StepConfig): readonly Artifact[];
+  /**
+   * The values of a matrix dimension written as a source (`task: {from: tasks, select: ...}`),
+   * drawn when the graph is built (so the freeze and every key see the list, never the
+   * selection). A kind without it refuses such a dimension.
+   */
+  matrixSource?(step: StepConfig, dimension: string, source: Record<string, unknown>): Result<string[], Diagnostic[]>;
   /** Whether its nodes run in a sandbox: doctor checks each backend and image its steps use. */
   sandboxed?: boolean;
   /**

@@ -1,8 +1,9 @@
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { StepConfig } from '../pipeline/config/load.js';
 import type { Diagnostic } from '../pipeline/diagnostic.js';
-import { err, type Result } from '../pipeline/result.js';
+import { err, ok, type Result } from '../pipeline/result.js';
+import { selectIds, type TaskSelection } from './task-selection.js';
 import type { GraphNode } from '../pipeline/step-kind.js';
 import type { Task } from './task.js';
 import { TASK_FORMATS } from './task-sources/index.js';
@@ -52,38 +53,45 @@ export function loadStepTask(step: StepConfig, id: string): Result<Task, Diagnos
   return once(step, ['step', step.name, id], () => readStepTask(step, id));
 }
 
+type SwebenchSource = Extract<TaskSourceSpec, { swebench: string }>;
+
+/** Every instance of a SWE-bench file, each loaded on its own (read once per load of the config). */
+function swebenchInstances(step: StepConfig, src: SwebenchSource): Result<Map<string, Result<Task, Diagnostic[]>>, Diagnostic[]> {
+  const file = resolve(step.rootDir, src.swebench);
+  const repos = Object.fromEntries(Object.entries(src.repos).map(([k, v]) => [k, resolve(step.rootDir, v)]));
+  // Two steps may read one file with other repos or another test command.
+  if (!src.test_command && !src.eval_script && !src.test_commands) {
+    return err([
+      {
+        message: `a SWE-bench task source needs test_command (with {tests} or {test}), test_commands per repository, or eval_script: true`,
+        field: `steps.${step.name}.tasks`,
+        location: step.source.locate([...step.path, 'tasks']),
+      },
+    ]);
+  }
+  const options = {
+    // Without test_command, an instance that neither its repository's command nor an eval script covers fails its verification.
+    testCommand: src.test_command ?? 'echo "no test command for this repository: give test_command or test_commands" >&2; false {tests}',
+    ...(src.test_commands
+      ? {
+          perRepo: Object.fromEntries(
+            Object.entries(src.test_commands).map(([repo, c]) => [repo, { testCommand: c.command, report: c.report ?? 'pytest-rA' }]),
+          ),
+        }
+      : {}),
+    ...(src.eval_script ? { evalScript: true } : {}),
+    ...(src.report ? { report: src.report } : {}),
+    ...(src.report_file ? { reportFile: src.report_file } : {}),
+    ...(src.timeout ? { timeoutSec: src.timeout } : {}),
+    ...(src.test_timeout ? { testTimeoutSec: src.test_timeout } : {}),
+  };
+  return once(step, ['swebench', file, repos, options], () => loadSwebenchInstancesById(file, repos, options));
+}
+
 function readStepTask(step: StepConfig, id: string): Result<Task, Diagnostic[]> {
   const src = sourceOf(step);
   if (typeof src === 'object' && 'swebench' in src) {
-    const file = resolve(step.rootDir, src.swebench);
-    const repos = Object.fromEntries(Object.entries(src.repos).map(([k, v]) => [k, resolve(step.rootDir, v)]));
-    // Two steps may read one file with other repos or another test command.
-    if (!src.test_command && !src.eval_script && !src.test_commands) {
-      return err([
-        {
-          message: `a SWE-bench task source needs test_command (with {tests} or {test}), test_commands per repository, or eval_script: true`,
-          field: `steps.${step.name}.tasks`,
-          location: step.source.locate([...step.path, 'tasks']),
-        },
-      ]);
-    }
-    const options = {
-      // Without test_command, an instance that neither its repository's command nor an eval script covers fails its verification.
-      testCommand: src.test_command ?? 'echo "no test command for this repository: give test_command or test_commands" >&2; false {tests}',
-      ...(src.test_commands
-        ? {
-            perRepo: Object.fromEntries(
-              Object.entries(src.test_commands).map(([repo, c]) => [repo, { testCommand: c.command, report: c.report ?? 'pytest-rA' }]),
-            ),
-          }
-        : {}),
-      ...(src.eval_script ? { evalScript: true } : {}),
-      ...(src.report ? { report: src.report } : {}),
-      ...(src.report_file ? { reportFile: src.report_file } : {}),
-      ...(src.timeout ? { timeoutSec: src.timeout } : {}),
-      ...(src.test_timeout ? { testTimeoutSec: src.test_timeout } : {}),
-    };
-    const all = once(step, ['swebench', file, repos, options], () => loadSwebenchInstancesById(file, repos, options));
+    const all = swebenchInstances(step, src);
     if (!all.ok) return all;
     const t = all.value.get(id);
     return t ? t : err([{ message: `task "${id}" is not an instance_id in ${src.swebench}`, field: `steps.${step.name}.matrix.task` }]);
@@ -94,6 +102,39 @@ function readStepTask(step: StepConfig, id: string): Result<Task, Diagnostic[]> 
     const format = TASK_FORMATS.find((f) => existsSync(join(dir, id, f.marker))) ?? TASK_FORMATS[0]!;
     return format.load(dir, id, src, { root: step.rootDir, field: `steps.${step.name}.tasks` });
   });
+}
+
+/** Every task id the step's source holds: a SWE-bench file's instance ids, or the task directories (with a format's marker) of a directory. */
+function sourceIds(step: StepConfig): Result<string[], Diagnostic[]> {
+  const missing = taskSourceProblem(step);
+  if (missing) return err([missing]);
+  const src = sourceOf(step);
+  if (typeof src === 'object' && 'swebench' in src) {
+    const all = swebenchInstances(step, src);
+    return all.ok ? ok([...all.value.keys()]) : all;
+  }
+  const dir = resolve(step.rootDir, typeof src === 'string' ? src : src.dir);
+  return ok(
+    readdirSync(dir, { withFileTypes: true })
+      .filter((e) => e.isDirectory() && TASK_FORMATS.some((f) => existsSync(join(dir, e.name, f.marker))))
+      .map((e) => e.name),
+  );
+}
+
+/**
+ * StepKind.matrixSource of the kinds that fan out over tasks: `task: {from: tasks, select}`
+ * drawn from the step's own task source (steps/task-selection.ts).
+ */
+export function taskMatrixSource(step: StepConfig, dimension: string, source: Record<string, unknown>): Result<string[], Diagnostic[]> {
+  if (dimension !== 'task' || source['from'] !== 'tasks')
+    return err([
+      { message: `only matrix.task is drawn from a source, and from its task source (from: tasks)`, hint: 'list the values of the other dimensions' },
+    ]);
+  const ids = sourceIds(step);
+  if (!ids.ok) return ids;
+  const src = sourceOf(step);
+  const name = typeof src === 'string' ? src : 'swebench' in src ? src.swebench : src.dir;
+  return selectIds(ids.value, source['select'] as TaskSelection, name);
 }
 
 /** Checks that the step fans out over `task` and that every task loads (the first 20 failures are listed). */

@@ -10,7 +10,7 @@ import { surfaceFromDir } from './certify/scan.js';
 import { scanLeakage } from './leakage.js';
 import type { AttemptRecord, AttemptTry, AuditedAttempt } from '../stats/types.js';
 import type { AtifTrajectory } from '../agents/adapter.js';
-import { checkTasks, taskOf } from './agent-step-config.js';
+import { checkTasks, taskMatrixSource, taskOf } from './agent-step-config.js';
 import { AGENT_LOG, armOf, BUDGET_EXITS, GATEWAY_LOG, RUN_RESULT, runStep, TRAJECTORY } from './run.js';
 import { VERIFIER_OWNED, verifierOwned } from './verifier-owned.js';
 import { CHANGES, type WorkspaceChanges } from './workspace.js';
@@ -111,6 +111,7 @@ function usedTreatment(trajectory: Pick<AtifTrajectory, 'steps'>, files: string[
  */
 export const auditStep: StepKind = {
   name: 'audit',
+  matrixSource: taskMatrixSource,
   title: { one: 'admission audit', many: 'admission audits' },
   outputs: () => [AUDIT_RECORD, NOT_RUN],
   // 4: earlier tries of the attempt (retried infrastructure faults) are on its record.

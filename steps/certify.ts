@@ -6,7 +6,7 @@ import { sha256 } from '../pipeline/digest.js';
 import { err, errorMessage, ok } from '../pipeline/result.js';
 import type { ExecutionContext, FileInputSpec, GraphNode, StepKind } from '../pipeline/step-kind.js';
 import type { OutputEntry } from '../pipeline/store/cas.js';
-import { checkTasks, taskOf } from './agent-step-config.js';
+import { checkTasks, taskMatrixSource, taskOf } from './agent-step-config.js';
 import { allowedBy, bySeverity, failingFindings, policyFromSpec, type AllowEntry, type CertifyPolicy } from './certify/policy.js';
 import type { Finding, Surface } from './certify/scan.js';
 import { vendoredPackageDir } from './certify/vendored.js';
@@ -97,6 +97,7 @@ function listed(paths: string[]): string {
  */
 export const certifyStep: StepKind = {
   name: CERTIFY_KIND,
+  matrixSource: taskMatrixSource,
   title: { one: 'task certification', many: 'task certifications' },
   outputs: () => [CERTIFICATION, CERTIFICATION_VERDICT, CANARY, VERIFIER_LOGS],
   sandboxed: true,

@@ -145,13 +145,29 @@ export interface Steps {
   [k: string]: Step;
 }
 /**
- * Fan the step out into one node per combination. A dimension is a list of values or a count N (values 1..N).
+ * Fan the step out into one node per combination. A dimension is a list of values, a count N (values 1..N), or drawn from the step's task source ({from: tasks, select: ...}: resolved to its ids when the config is loaded, and frozen as that list).
  *
  * This interface was referenced by `PairbenchConfigurationBenchConfigYaml`'s JSON-Schema
  * via the `definition` "matrix".
  */
 export interface Matrix {
-  [k: string]: number | [string | number, ...(string | number)[]];
+  [k: string]:
+    | number
+    | [string | number, ...(string | number)[]]
+    | {
+        from: 'tasks';
+        select:
+          | 'all'
+          | [string, ...string[]]
+          | {
+              sample: number;
+              seed: number;
+              /**
+               * @minItems 1
+               */
+              match?: [string, ...string[]];
+            };
+      };
 }
 /**
  * The model called through the recording gateway: a real provider (upstream URL, the host variable holding its key) or a scripted fake whose `completions` answer.

@@ -6,7 +6,7 @@ import { err, ok, type Result } from '../pipeline/result.js';
 import type { ExecutionContext, GraphNode, StepFailure, StepKind } from '../pipeline/step-kind.js';
 import { artifact, jsonArtifact, readJsonArtifact } from '../pipeline/artifact.js';
 import type { OutputEntry } from '../pipeline/store/cas.js';
-import { checkTasks, taskOf } from './agent-step-config.js';
+import { checkTasks, taskMatrixSource, taskOf } from './agent-step-config.js';
 import type { SandboxSettings } from './sandbox-settings.js';
 import type { Task } from './task.js';
 import { annotateBaseImages } from './image-annotations.js';
@@ -32,6 +32,7 @@ const BUILD_LOG = artifact('build.log', "the image build's log");
  */
 export const environmentStep: StepKind = {
   name: 'environment',
+  matrixSource: taskMatrixSource,
   title: { one: 'environment image', many: 'environment images' },
   // The IDs of the base images its Dockerfile builds FROM are part of the key.
   annotate: annotateBaseImages,

@@ -6,7 +6,7 @@ import type { Diagnostic } from '../pipeline/diagnostic.js';
 import { sha256 } from '../pipeline/digest.js';
 import { err, ok } from '../pipeline/result.js';
 import type { ExecutionContext, GraphNode, StepKind } from '../pipeline/step-kind.js';
-import { checkTasks, taskOf } from './agent-step-config.js';
+import { checkTasks, taskMatrixSource, taskOf } from './agent-step-config.js';
 import { callModel, checkModelSpec, MODEL_EXCHANGE, modelInputs, modelKey } from './model-call.js';
 import { CHANGED, CHANGES } from './workspace.js';
 import { attemptDiff } from './attempt-diff.js';
@@ -73,6 +73,7 @@ export const JUDGEMENT = jsonArtifact<Judgement, 'judgement.json'>(
 
 export const judgeStep: StepKind = {
   name: 'judge',
+  matrixSource: taskMatrixSource,
   title: { one: 'judge verdict', many: 'judge verdicts' },
   preflight: async (steps, ctx) => (await import('./provider-preflight.js')).modelCallPreflight(steps, ctx),
   outputs: () => [JUDGEMENT, JUDGE_REQUEST, MODEL_EXCHANGE],

@@ -10,7 +10,7 @@ import type { ExecutionContext, StepKind } from '../pipeline/step-kind.js';
 import { artifact, jsonArtifact } from '../pipeline/artifact.js';
 import type { StepConfig } from '../pipeline/config/load.js';
 import { Cas } from '../pipeline/store/cas.js';
-import { checkTasks, taskOf } from './agent-step-config.js';
+import { checkTasks, taskMatrixSource, taskOf } from './agent-step-config.js';
 import { gitApply } from '../sandboxes/git-apply.js';
 import { extractTree } from './git-archive.js';
 import { specOf } from './step-spec.js';
@@ -116,6 +116,7 @@ export const REDACTED = artifact('redacted', 'the redacted instruction files, ke
  */
 export const materializeStep: StepKind = {
   name: 'materialize',
+  matrixSource: taskMatrixSource,
   title: { one: 'task tree', many: 'task trees' },
   outputs: () => [TREE, REDACTION_RECEIPT, REDACTED],
   // Loaded by doctor only: a run never pays for it.

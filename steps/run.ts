@@ -15,7 +15,7 @@ import type { OutputManifest } from '../pipeline/store/action-cache.js';
 import { bubblewrapProblemSync } from '../sandboxes/bubblewrap.js';
 import { sandboxBackend, type BackendName } from '../sandboxes/index.js';
 import type { Mount, Sandbox } from '../sandboxes/sandbox.js';
-import { checkTasks, taskOf } from './agent-step-config.js';
+import { checkTasks, taskMatrixSource, taskOf } from './agent-step-config.js';
 import type { SandboxSettings } from './sandbox-settings.js';
 import { ENVIRONMENT_OUTPUTS, environmentStep, inEnvironment, startingPoint } from './environment.js';
 import type { ModelSession } from './model-session.js';
@@ -370,6 +370,7 @@ export type RunOutput = (typeof RUN_OUTPUTS)[number]['name'];
 
 export const runStep: StepKind = {
   name: 'run',
+  matrixSource: taskMatrixSource,
   title: { one: 'agent attempt', many: 'agent attempts' },
   outputs: () => [...RUN_OUTPUTS, NOT_RUN],
   sandboxed: true,

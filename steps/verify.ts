@@ -8,7 +8,7 @@ import { canonicalJson } from '../pipeline/canonical-json.js';
 import { calibrateStep } from './calibrate.js';
 import { CANARY } from './canary-calibration.js';
 import { certifyStep } from './certify.js';
-import { checkTasks, taskOf } from './agent-step-config.js';
+import { checkTasks, taskMatrixSource, taskOf } from './agent-step-config.js';
 import { ENVIRONMENT_OUTPUTS, environmentStep, startingPoint, verifierPhase } from './environment.js';
 import { materializeStep, TREE } from './materialize.js';
 import { runStep, sandboxFor, sandboxOf } from './run.js';
@@ -47,6 +47,7 @@ export const VERIFIER_LOG = artifact('verifier.log', "the verifier's output");
  */
 export const verifyStep: StepKind = {
   name: 'verify',
+  matrixSource: taskMatrixSource,
   title: { one: 'verification', many: 'verifications' },
   outputs: () => [VERIFIER_VERDICT, EVIDENCE, VERIFIER_LOG, NOT_RUN],
   sandboxed: true,

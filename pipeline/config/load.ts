@@ -11,6 +11,11 @@ export interface MatrixDimension {
   values: string[];
   /** Written as a count (`rep: 3`): its values are indices 1..N, repetitions of the same thing. */
   repetition?: boolean;
+  /**
+   * Written as a source (`task: {from: tasks, select: ...}`): its values are drawn by the step's
+   * kind (StepKind.matrixSource) when the graph is built, and are empty until then.
+   */
+  source?: Record<string, unknown>;
 }
 
 /** One step as written, with where it was written. */
@@ -115,11 +120,14 @@ export function loadConfig(configPath: string, options: LoadOptions = {}): Resul
         name,
         kind: spec['kind'] as string,
         needs: (spec['needs'] as string[] | undefined) ?? [],
-        matrix: Object.entries((spec['matrix'] as Record<string, number | (string | number)[]> | undefined) ?? {}).map(([dim, v]) => ({
-          name: dim,
-          values: typeof v === 'number' ? Array.from({ length: v }, (_, i) => String(i + 1)) : v.map(String),
-          ...(typeof v === 'number' ? { repetition: true } : {}),
-        })),
+        matrix: Object.entries((spec['matrix'] as Record<string, number | (string | number)[] | Record<string, unknown>> | undefined) ?? {}).map(
+          ([dim, v]): MatrixDimension =>
+            typeof v === 'number'
+              ? { name: dim, values: Array.from({ length: v }, (_, i) => String(i + 1)), repetition: true }
+              : Array.isArray(v)
+                ? { name: dim, values: v.map(String) }
+                : { name: dim, values: [], source: v },
+        ),
         spec,
         source: src,
         path: ['steps', name],

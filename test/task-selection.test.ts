@@ -1,0 +1,180 @@
+/**
+ * A dataset at scale without typing its ids: `task: {from: tasks, select: ...}` draws the matrix
+ * from the step's own task source, and the freeze, the keys and the plan hold the drawn list.
+ */
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { selectIds } from '../steps/task-selection.js';
+import { makeRepo } from './fixtures.js';
+import { Rig } from './rig.js';
+
+describe('selectIds', () => {
+  const ids = Array.from({ length: 40 }, (_, i) => `acme__calc-${i + 1}`);
+
+  it('all is every id, sorted; globs keep the ids any of them matches', () => {
+    expect(selectIds([...ids].reverse(), 'all', 'x')).toEqual({ ok: true, value: [...ids].sort() });
+    expect(selectIds(ids, ['acme__calc-1?', 'acme__calc-4'], 'x')).toEqual({
+      ok: true,
+      value: [
+        'acme__calc-10',
+        'acme__calc-11',
+        'acme__calc-12',
+        'acme__calc-13',
+        'acme__calc-14',
+        'acme__calc-15',
+        'acme__calc-16',
+        'acme__calc-17',
+        'acme__calc-18',
+        'acme__calc-19',
+        'acme__calc-4',
+      ],
+    });
+  });
+
+  it('a sample is the same for the same seed whatever the order of the source, differs by seed, and never repeats an id', () => {
+    const a = selectIds(ids, { sample: 10, seed: 1 }, 'x');
+    const b = selectIds([...ids].reverse(), { sample: 10, seed: 1 }, 'x');
+    const c = selectIds(ids, { sample: 10, seed: 2 }, 'x');
+    if (!a.ok || !b.ok || !c.ok) throw new Error('no sample');
+    expect(a.value).toEqual(b.value);
+    expect(a.value).not.toEqual(c.value);
+    expect(new Set(a.value).size).toBe(10);
+    expect(a.value).toEqual([...a.value].sort());
+    // Among those a glob matches only.
+    const m = selectIds(ids, { sample: 3, seed: 1, match: ['acme__calc-2?'] }, 'x');
+    expect(m.ok && m.value.every((id) => /^acme__calc-2\d$/.test(id))).toBe(true);
+  });
+
+  it('a sample larger than the source says how many there are', () => {
+    expect(selectIds(ids, { sample: 41, seed: 1 }, 'instances.jsonl')).toMatchObject({
+      ok: false,
+      error: [{ message: 'select.sample is 41, but instances.jsonl has 40 tasks', hint: 'sample at most 40, or select: all' }],
+    });
+  });
+});
+
+let rig: Rig;
+beforeEach(() => (rig = new Rig()));
+afterEach(() => rig.cleanup());
+
+/** 40 SWE-bench records on one repository: each adds one hidden test of add(), which the base breaks. */
+function dataset(): string[] {
+  const [base] = makeRepo(join(rig.dir, 'repos', 'calc'), [{ 'src/add.mjs': 'export const add = (a, b) => a - b;\n', 'package.json': '{"type": "module"}\n' }]);
+  const gold = [
+    'diff --git a/src/add.mjs b/src/add.mjs',
+    '--- a/src/add.mjs',
+    '+++ b/src/add.mjs',
+    '@@ -1 +1 @@',
+    '-export const add = (a, b) => a - b;',
+    '+export const add = (a, b) => a + b;',
+    '',
+  ].join('\n');
+  const ids: string[] = [];
+  const lines = Array.from({ length: 40 }, (_, i) => {
+    const n = i + 1;
+    const id = `acme__calc-${n}`;
+    ids.push(id);
+    const test = [
+      `diff --git a/test/add${n}.test.mjs b/test/add${n}.test.mjs`,
+      'new file mode 100644',
+      '--- /dev/null',
+      `+++ b/test/add${n}.test.mjs`,
+      '@@ -0,0 +1,3 @@',
+      "+import { test } from 'node:test';",
+      "+import assert from 'node:assert/strict';",
+      `+test('adds ${n}', async () => assert.equal((await import('../src/add.mjs')).add(${n}, 1), ${n + 1}));`,
+      '',
+    ].join('\n');
+    return JSON.stringify({
+      repo: 'acme/calc',
+      instance_id: id,
+      base_commit: base,
+      patch: gold,
+      test_patch: test,
+      problem_statement: `add(${n}, 1) is not ${n + 1}.`,
+      version: '1.0',
+      FAIL_TO_PASS: JSON.stringify([`adds ${n}`]),
+      PASS_TO_PASS: '[]',
+      environment_setup_commit: base,
+    });
+  });
+  writeFileSync(join(rig.dir, 'instances.jsonl'), lines.join('\n') + '\n');
+  return ids;
+}
+
+const CONFIG = `steps:
+  materialize:
+    kind: materialize
+    tasks: &tasks { swebench: instances.jsonl, repos: { acme/calc: repos/calc }, test_command: "node --test --test-name-pattern={test} test/" }
+    matrix: { task: &sample { from: tasks, select: { sample: 10, seed: 1 } } }
+  certify:
+    kind: certify
+    tasks: *tasks
+    needs: [materialize]
+    matrix: { task: *sample }
+    sandbox: { backend: local, egress: open }
+    policy: { repeats: 1 }
+  attempts:
+    kind: run
+    tasks: *tasks
+    needs: [materialize, certify]
+    matrix: { task: *sample, arm: [only], rep: 1 }
+    agent: { adapter: oracle }
+    arms: { only: {} }
+    sandbox: { backend: local, egress: open }
+  verify:
+    kind: verify
+    tasks: *tasks
+    needs: [materialize, attempts]
+    matrix: { task: *sample, arm: [only], rep: 1 }
+    sandbox: { backend: local, egress: open }
+`;
+
+describe('a 40-instance SWE-bench dataset, sampled', () => {
+  it('select: {sample: 10, seed: 1} runs 10 instances with no id in the config; each key holds its id; a second run executes nothing', async () => {
+    const ids = dataset();
+    rig.write('bench.config.yaml', CONFIG);
+    expect(CONFIG).not.toMatch(/acme__calc-\d/);
+    const drawn = selectIds(ids, { sample: 10, seed: 1 }, 'instances.jsonl');
+    if (!drawn.ok) throw new Error('no sample');
+
+    const plan = JSON.parse((await rig.cli('plan', '--json')).stdout) as { nodes: { node: string }[] };
+    const of = (step: string) =>
+      plan.nodes
+        .filter((n) => n.node.startsWith(`${step}/`))
+        .map((n) => n.node.split('/')[1]!)
+        .sort();
+    for (const step of ['materialize', 'certify', 'attempts', 'verify']) expect(of(step), step).toEqual(drawn.value);
+
+    const r = await rig.cli('run', '--json');
+    expect(r.code, r.stderr).toBe(0);
+    for (const id of drawn.value) expect((await rig.outputJson(`verify/${id}/only/1`, 'verdict.json')).pass, id).toBe(true);
+    // Each node's key holds its id, as if the list had been written out.
+    const explained = JSON.parse((await rig.cli('explain', `attempts/${drawn.value[0]}/only/1`, '--json')).stdout);
+    expect(JSON.stringify(explained)).toContain(`"task":"${drawn.value[0]}"`);
+    const again = JSON.parse((await rig.cli('run', '--json')).stdout);
+    expect(again.summary).toMatchObject({ executed: 0, failed: 0 });
+
+    // Another seed is another list: a new plan, nothing of the first reused for the new ids.
+    rig.write('bench.config.yaml', CONFIG.replace('seed: 1', 'seed: 7'));
+    const other = selectIds(ids, { sample: 10, seed: 7 }, 'instances.jsonl');
+    const plan7 = JSON.parse((await rig.cli('plan', '--json')).stdout) as { nodes: { node: string; status: string }[] };
+    expect([...new Set(plan7.nodes.filter((n) => n.node.startsWith('materialize/')).map((n) => n.node.split('/')[1]))].sort()).toEqual(
+      other.ok ? other.value : [],
+    );
+  });
+
+  it('a selection that draws nothing, or more than there is, is named at its field before anything runs', async () => {
+    dataset();
+    rig.write('bench.config.yaml', CONFIG.replace('sample: 10', 'sample: 50'));
+    const big = await rig.cli('plan');
+    expect(big.code).toBe(2);
+    expect(big.stderr).toContain('steps.materialize.matrix.task');
+    expect(big.stderr).toContain('select.sample is 50, but instances.jsonl has 40 tasks');
+    rig.write('bench.config.yaml', CONFIG.replace('{ sample: 10, seed: 1 }', '["nothing-*"]'));
+    const none = await rig.cli('plan');
+    expect(none.code).toBe(2);
+    expect(none.stderr).toContain('the selection draws no task');
+  });
+});
