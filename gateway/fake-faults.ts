@@ -8,8 +8,10 @@ import { anthropicEvents, type ReplyIds } from './fake-anthropic.js';
 import { openaiEvents, openaiResponse } from './fake-openai.js';
 import { usageOf, type FakeFault, type FakeTurn } from './fake-script.js';
 import { formatSse } from './sse.js';
+import { chatChunks, chatSse } from './fake-chat.js';
 
-export type Api = 'anthropic' | 'openai';
+/** The wire format a request came in: Anthropic Messages, OpenAI Responses, or OpenAI Chat Completions. */
+export type Api = 'anthropic' | 'openai' | 'chat';
 
 /** Anthropic's error type for a status (https://docs.anthropic.com/en/api/errors). */
 function anthropicErrorType(status: number): string {
@@ -68,6 +70,12 @@ export async function answerFault(
     if (api === 'anthropic') {
       res.write(formatSse(...anthropicEvents(started, ids)[0]!));
       res.end(formatSse('error', { type: 'error', error }));
+    } else if (api === 'chat') {
+      // A chat stream carries an error as a chunk of its own; the usage billed comes first.
+      const chunks = chatChunks(started, ids);
+      res.write(chatSse(chunks[0]));
+      res.write(chatSse(chunks.at(-1)));
+      res.end(chatSse({ error: { message: error.message, type: 'server_error', code: fault.stream_error } }));
     } else {
       res.write(formatSse(...openaiEvents(started, ids)[0]!));
       const billed = openaiResponse(started, ids, 'completed').usage;

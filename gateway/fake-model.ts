@@ -12,6 +12,7 @@ import { readBody } from '../pipeline/read-body.js';
 import { closeServer, listen, type ListenOn } from './listen.js';
 import { formatSse } from './sse.js';
 import { answerFault, type Api } from './fake-faults.js';
+import { CHAT_DONE, chatChunks, chatCompletion, chatSse, chatTurnIndex } from './fake-chat.js';
 
 export type { FakeFault, FakeScript, FakeTurn, FakeToolCall, FakeUsage } from './fake-script.js';
 
@@ -47,6 +48,7 @@ export async function startFakeModel(script: FakeScript, on: ListenOn): Promise<
         // Claude Code probes `HEAD /` first; a 404 is what the real API answers and is fine.
         if (req.method === 'POST' && pathname === '/v1/messages') return void reply('anthropic', body, res).catch(() => res.destroy());
         if (req.method === 'POST' && pathname === '/v1/responses') return void reply('openai', body, res).catch(() => res.destroy());
+        if (req.method === 'POST' && pathname === '/v1/chat/completions') return void reply('chat', body, res).catch(() => res.destroy());
         sendJson(res, 404, { type: 'error', error: { type: 'not_found_error', message: `no route ${req.method} ${pathname}` } }, req.method === 'HEAD');
       },
       () => res.destroy(),
@@ -58,7 +60,7 @@ export async function startFakeModel(script: FakeScript, on: ListenOn): Promise<
       return sendJson(res, 400, { type: 'error', error: { type: 'invalid_request_error', message: 'body must be a JSON object' } });
     }
     const side = isSideRequest(body);
-    const turn = side ? 0 : api === 'anthropic' ? anthropicTurnIndex(body) : openaiTurnIndex(body);
+    const turn = side ? 0 : api === 'anthropic' ? anthropicTurnIndex(body) : api === 'openai' ? openaiTurnIndex(body) : chatTurnIndex(body);
     const scripted: FakeTurn = side ? completionFor(script, body) : turnAt(script, turn);
     const answer: FakeTurn = script.usage_from_request
       ? {
@@ -78,9 +80,17 @@ export async function startFakeModel(script: FakeScript, on: ListenOn): Promise<
     const fault = script.faults?.find((f) => f.request === n);
     if (fault && (await answerFault(api, fault, answer, ids, body.stream === true, res)) === 'answered') return;
     if (body.stream !== true) {
-      return sendJson(res, 200, api === 'anthropic' ? anthropicMessage(answer, ids) : openaiResponse(answer, ids, 'completed'));
+      return sendJson(
+        res,
+        200,
+        api === 'anthropic' ? anthropicMessage(answer, ids) : api === 'openai' ? openaiResponse(answer, ids, 'completed') : chatCompletion(answer, ids),
+      );
     }
     if (!res.headersSent) res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+    if (api === 'chat') {
+      for (const c of chatChunks(answer, ids)) res.write(chatSse(c));
+      return void res.end(CHAT_DONE);
+    }
     const events = api === 'anthropic' ? anthropicEvents(answer, ids) : openaiEvents(answer, ids);
     for (const [name, data] of events) res.write(formatSse(name, data));
     res.end();

@@ -116,6 +116,8 @@ function streamedError(events: readonly SseEvent[]): unknown {
   for (const e of events) {
     if (!isObject(e.data)) continue;
     if (e.event === 'error' || e.data.type === 'error') return e.data;
+    // A Chat Completions stream carries its error as a chunk of its own.
+    if (isObject(e.data.error) && e.data.object === undefined) return e.data;
     if (e.data.type === 'response.failed' && isObject(e.data.response)) return e.data.response;
   }
   return undefined;

@@ -47,8 +47,22 @@ export function factsFromEvents(events: SseEvent[]): ReplyFacts {
   let facts: ReplyFacts = NONE;
   let openaiItems = 0;
   let openaiCompleted: Record<string, unknown> | null = null;
+  // Chat Completions chunks: the tool calls by (choice, index), the usage from the chunk that carries it.
+  const chatCalls = new Set<string>();
+  let chatUsageSeen: TokenUsage | null = null;
+  let chat = false;
   for (const { event, data } of events) {
     if (!isObject(data)) continue;
+    if (data.object === 'chat.completion.chunk') {
+      chat = true;
+      facts = { ...facts, model_reply: true, model: facts.model ?? str(data.model) };
+      for (const c of Array.isArray(data.choices) ? data.choices : []) {
+        const calls = isObject(c) && isObject(c.delta) && Array.isArray(c.delta.tool_calls) ? c.delta.tool_calls : [];
+        for (const t of calls) if (isObject(t)) chatCalls.add(`${num(isObject(c) ? c.index : 0)}:${num(t.index)}`);
+      }
+      if (isObject(data.usage)) chatUsageSeen = chatUsage(data.usage);
+      continue;
+    }
     const type = typeof data.type === 'string' ? data.type : event;
     switch (type) {
       case 'message_start': {
@@ -76,6 +90,7 @@ export function factsFromEvents(events: SseEvent[]): ReplyFacts {
         break;
     }
   }
+  if (chat) return { ...facts, usage: chatUsageSeen, tool_calls: chatCalls.size };
   if (openaiCompleted) {
     const done = factsFromOpenAiResponse(openaiCompleted);
     // Items streamed one by one are the evidence; the final output list is the fallback.
@@ -99,7 +114,30 @@ export function factsFromJson(body: unknown): ReplyFacts {
     };
   }
   if (body.object === 'response') return factsFromOpenAiResponse(body);
+  if (body.object === 'chat.completion') {
+    const choices = Array.isArray(body.choices) ? body.choices : [];
+    const calls = choices.reduce(
+      (n: number, c) => n + (isObject(c) && isObject(c.message) && Array.isArray(c.message.tool_calls) ? c.message.tool_calls.length : 0),
+      0,
+    );
+    return { model_reply: true, model: str(body.model), usage: chatUsage(body.usage), tool_calls: calls };
+  }
   return NONE;
+}
+
+/** Chat Completions usage: prompt_tokens include the cached ones (split out, as for the Responses API). */
+function chatUsage(u: unknown): TokenUsage | null {
+  if (!isObject(u)) return null;
+  const prompt = num(u.prompt_tokens);
+  const cached = Math.min(prompt, isObject(u.prompt_tokens_details) ? num(u.prompt_tokens_details.cached_tokens) : 0);
+  const details = isObject(u.completion_tokens_details) ? u.completion_tokens_details : {};
+  return {
+    input_tokens: prompt - cached,
+    output_tokens: num(u.completion_tokens),
+    cache_write_tokens: 0,
+    cache_read_tokens: cached,
+    ...(typeof details.reasoning_tokens === 'number' ? { reasoning_tokens: num(details.reasoning_tokens) } : {}),
+  };
 }
 
 /**

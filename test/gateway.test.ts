@@ -405,6 +405,17 @@ describe('fake model + gateway: a provider that misbehaves when asked', () => {
       overloaded: 529,
       error: 'server_error',
     },
+    chat: {
+      path: '/v1/chat/completions',
+      body: {
+        model: 'gpt-fake',
+        stream: true,
+        tools: [{ type: 'function', function: { name: 'shell', parameters: { type: 'object' } } }],
+        messages: [{ role: 'user', content: 'hi' }],
+      },
+      overloaded: 529,
+      error: 'server_error',
+    },
   };
   for (const [api, w] of Object.entries(wire)) {
     it(`${api}: 429 with retry-after, 529, an error event mid-stream and a slow reply with pings, each recorded as the provider's, the broken stream billed`, async () => {
@@ -435,6 +446,55 @@ describe('fake model + gateway: a provider that misbehaves when asked', () => {
       expect((await send(gw, 'POST', w.path, { ...w.body, tools: [] }, CREDS)).status).toBe(200);
     });
   }
+});
+
+describe('fake model + gateway: OpenAI Chat Completions', () => {
+  it('answers a tool call then a message, streaming and not; the gateway counts the call and splits cached tokens out of the prompt', async () => {
+    const model = await fake({
+      turns: [
+        {
+          tool_calls: [{ name: 'run_shell_command', input: { command: 'echo hi > hello.txt' } }],
+          usage: { input_tokens: 50, output_tokens: 10, cache_read_input_tokens: 30 },
+        },
+        { text: 'Created hello.txt.', usage: { input_tokens: 60, output_tokens: 4 } },
+      ],
+    });
+    const gw = await gateway({ upstream: model.url, provider: 'openai' });
+    const tools = [{ type: 'function', function: { name: 'run_shell_command', parameters: { type: 'object' } } }];
+    const user = { role: 'user', content: 'make hello.txt' };
+    const chunks = events(
+      (
+        await send(
+          gw,
+          'POST',
+          '/v1/chat/completions',
+          { model: 'qwen-fake', stream: true, stream_options: { include_usage: true }, tools, messages: [user] },
+          CREDS,
+        )
+      ).text,
+    );
+    const call = chunks.map((e) => e.data as any).find((d) => d?.choices?.[0]?.delta?.tool_calls)!.choices[0].delta.tool_calls[0];
+    expect(call).toMatchObject({
+      index: 0,
+      type: 'function',
+      function: { name: 'run_shell_command', arguments: JSON.stringify({ command: 'echo hi > hello.txt' }) },
+    });
+    expect(chunks.at(-1)!.data).toBe('[DONE]');
+    const assistant = { role: 'assistant', content: null, tool_calls: [{ id: call.id, type: 'function', function: call.function }] };
+    const second = JSON.parse(
+      (
+        await send(
+          gw,
+          'POST',
+          '/v1/chat/completions',
+          { model: 'qwen-fake', tools, messages: [user, assistant, { role: 'tool', tool_call_id: call.id, content: '' }] },
+          CREDS,
+        )
+      ).text,
+    );
+    expect(second).toMatchObject({ object: 'chat.completion', choices: [{ message: { content: 'Created hello.txt.' }, finish_reason: 'stop' }] });
+    expect(gw.summary()).toMatchObject({ model_requests: 2, tool_calls: 1, usage: { input_tokens: 110, output_tokens: 14, cache_read_tokens: 30 } });
+  });
 });
 
 describe('fake model + gateway: OpenAI Responses', () => {
