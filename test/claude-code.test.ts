@@ -7,7 +7,7 @@ import { atifProblems, promptTokens } from './atif.js';
 import { cliOutputProblems } from './cli-schema.js';
 import { calculatorTask } from './fixtures.js';
 import { Rig } from './rig.js';
-import { expectFaultsSurvived, withFaults } from './provider-faults.js';
+import { survivesProviderFaults } from './provider-faults.js';
 
 // The REAL Claude Code CLI (npm dev dependency) against the scripted fake model,
 // through pairbench's recording gateway, inside each available sandbox backend.
@@ -102,11 +102,7 @@ describe.skipIf(!existsSync(claudeBinary()))('Claude Code end to end', () => {
   }
 
   it('bubblewrap: survives a 429 (retry after 1 s), a 529 and a stream broken by an error event: each try recorded and billed, its wait in the wall time', async () => {
-    rig.write('fixtures/faults.script.json', withFaults(readFileSync(join(rig.dir, 'fixtures/fix-add.script.json'), 'utf8')));
-    rig.write('bench.config.yaml', config('bubblewrap').replaceAll('fixtures/fix-add.script.json', 'fixtures/faults.script.json'));
-    const r = await rig.cli('run', 'verify/fix-add/control');
-    expect(r.code, r.stderr).toBe(0);
-    await expectFaultsSurvived(rig, 'attempts/fix-add/control/1', 'verify/fix-add/control/1', 1200);
+    await survivesProviderFaults(rig, config('bubblewrap'), 'fixtures/fix-add.script.json', 1200);
     // The script's usage, plus the broken stream's input and its one output token.
     const result = await rig.outputJson('attempts/fix-add/control/1', 'result.json');
     expect(result.usage).toMatchObject({ input_tokens: 2500 + 1200, output_tokens: 52 + 1 });

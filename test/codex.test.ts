@@ -1,11 +1,10 @@
-import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync } from 'node:fs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { codexBinary } from '../agents/codex.js';
 import { atifProblems, promptTokens } from './atif.js';
 import { calculatorTask } from './fixtures.js';
 import { Rig } from './rig.js';
-import { expectFaultsSurvived, withFaults } from './provider-faults.js';
+import { survivesProviderFaults } from './provider-faults.js';
 
 // The REAL Codex CLI (npm dev dependency) against the scripted fake model (OpenAI
 // Responses API), through the recording gateway; AGENTS.md is the treatment.
@@ -77,11 +76,7 @@ describe.skipIf(!existsSync(codexBinary()))('Codex end to end', () => {
   }
 
   it('bubblewrap: survives a 429 (retry after 1 s), a 529 and a stream broken by an error event: each try recorded and billed, its wait in the wall time', async () => {
-    rig.write('fixtures/faults.script.json', withFaults(readFileSync(join(rig.dir, 'fixtures/codex.script.json'), 'utf8')));
-    rig.write('bench.config.yaml', config('bubblewrap').replaceAll('fixtures/codex.script.json', 'fixtures/faults.script.json'));
-    const r = await rig.cli('run', 'verify/fix-add/control');
-    expect(r.code, r.stderr).toBe(0);
-    await expectFaultsSurvived(rig, 'attempts/fix-add/control/1', 'verify/fix-add/control/1', 900);
+    await survivesProviderFaults(rig, config('bubblewrap'), 'fixtures/codex.script.json', 900);
   });
 
   it('calls out to nothing but the model: under an allowlist its egress log is empty (no metrics flush to OpenAI at exit)', async () => {

@@ -2,6 +2,8 @@
  * The provider faults every agent adapter must survive, and what its record must show after:
  * shared by each adapter's end-to-end test, so an adapter added later is held to the same.
  */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { expect } from 'vitest';
 import type { FakeFault } from '../gateway/fake-script.js';
 import type { Rig } from './rig.js';
@@ -14,8 +16,20 @@ export const PROVIDER_FAULTS: FakeFault[] = [
 ];
 
 /** The script with the faults added (its turns unchanged: a retry is answered with the same turn). */
-export function withFaults(script: string): string {
+function withFaults(script: string): string {
   return JSON.stringify({ ...(JSON.parse(script) as object), faults: PROVIDER_FAULTS });
+}
+
+/**
+ * Runs the control arm's attempt of `config` (an adapter test's one-task config) with its
+ * scripted model `script` given the faults, then checks what its record must show.
+ */
+export async function survivesProviderFaults(rig: Rig, config: string, script: string, firstTurnInput: number): Promise<void> {
+  rig.write('fixtures/faults.script.json', withFaults(readFileSync(join(rig.dir, script), 'utf8')));
+  rig.write('bench.config.yaml', config.replaceAll(script, 'fixtures/faults.script.json'));
+  const r = await rig.cli('run', 'verify/fix-add/control');
+  expect(r.code, r.stderr).toBe(0);
+  await expectFaultsSurvived(rig, 'attempts/fix-add/control/1', 'verify/fix-add/control/1', firstTurnInput);
 }
 
 /**
@@ -23,7 +37,7 @@ export function withFaults(script: string): string {
  * record with the provider's status; the broken stream's input is billed on top of the
  * script's usage; and its wall time includes the wait the provider asked for.
  */
-export async function expectFaultsSurvived(rig: Rig, attempt: string, verify: string, firstTurnInput: number): Promise<void> {
+async function expectFaultsSurvived(rig: Rig, attempt: string, verify: string, firstTurnInput: number): Promise<void> {
   const result = await rig.outputJson(attempt, 'result.json');
   expect(result.exit_reason, await rig.outputText(attempt, 'agent.log')).toBe('done');
   expect(result.infra_error).toBeNull();
