@@ -79,6 +79,11 @@ export interface ParsedRun {
   trajectory: AtifTrajectory;
   /** The agent's own statement that it stopped at its turn cap. */
   hitTurnCap: boolean;
+  /**
+   * The agent's own statement that it gave up on an error, whatever its exit code (Qwen Code
+   * exits 0 after its retries against a failing provider): the attempt did not end normally.
+   */
+  failed?: string;
 }
 
 /** An agent adapter: `{name, ...a few methods}` in a registry. */

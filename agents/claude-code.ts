@@ -27,6 +27,8 @@ interface StreamLine {
   num_turns?: number;
   total_cost_usd?: number;
   usage?: Record<string, number>;
+  /** The result line's final text. */
+  result?: string;
 }
 type ContentBlock =
   | { type: 'text'; text: string }
@@ -43,7 +45,7 @@ function contentBlock(b: unknown): ContentBlock | undefined {
 }
 
 /** One stream-json line, its fields checked (see untrusted-json.ts); a line without a string `type` is dropped. */
-function streamLine(v: Record<string, unknown>): StreamLine | undefined {
+export function streamLine(v: Record<string, unknown>): StreamLine | undefined {
   if (typeof v['type'] !== 'string') return undefined;
   const m = v['message'];
   return {
@@ -54,6 +56,7 @@ function streamLine(v: Record<string, unknown>): StreamLine | undefined {
     model: stringOr(v['model']),
     message: isRecord(m) ? { content: arrayOf(m['content'], contentBlock), usage: countsOr(m['usage']), model: stringOr(m['model']) } : undefined,
     num_turns: countOr(v['num_turns']),
+    result: stringOr(v['result']),
     total_cost_usd: countOr(v['total_cost_usd']),
     usage: countsOr(v['usage']),
   };
@@ -64,7 +67,8 @@ export function toAtif(
   lines: StreamLine[],
   ctx: AttemptContext,
   version: string,
-): { trajectory: AtifTrajectory; turns: number; toolCalls: number; hitTurnCap: boolean } {
+  agent = 'claude-code',
+): { trajectory: AtifTrajectory; turns: number; toolCalls: number; hitTurnCap: boolean; result: string | undefined } {
   const init = lines.find((l) => l.type === 'system' && l.subtype === 'init');
   const result = lines.find((l) => l.type === 'result');
   const steps: AtifStep[] = [{ step_id: 1, source: 'user', message: ctx.prompt }];
@@ -101,10 +105,11 @@ export function toAtif(
     turns: result?.num_turns ?? steps.filter((s) => s.source === 'agent').length,
     toolCalls,
     hitTurnCap: result?.subtype === 'error_max_turns',
+    result: result?.result,
     trajectory: {
       schema_version: 'ATIF-v1.7',
       ...(session ? { session_id: session, trajectory_id: session } : {}),
-      agent: { name: 'claude-code', version, model_name: init?.model ?? ctx.model, extra: { tools: init?.tools ?? [] } },
+      agent: { name: agent, version, model_name: init?.model ?? ctx.model, extra: { tools: init?.tools ?? [] } },
       steps,
       final_metrics: {
         // ATIF's prompt tokens are every input token: Anthropic's input_tokens leave out cache reads and writes.

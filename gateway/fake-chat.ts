@@ -3,10 +3,16 @@ import { usageOf, type FakeTurn } from './fake-script.js';
 import { isObject } from './json.js';
 import type { ReplyIds } from './fake-anthropic.js';
 
-/** Turn = the assistant messages the conversation already holds. */
+/**
+ * Turn = the assistant messages since the last user message: the task's own loop (assistant,
+ * tool results, assistant...). An agent may open the conversation with a scripted exchange of
+ * its own (Qwen Code: its context as a user message, "Got it." as the assistant), which is not
+ * a turn of the task.
+ */
 export function chatTurnIndex(body: unknown): number {
   const messages = isObject(body) && Array.isArray(body.messages) ? body.messages : [];
-  return messages.filter((m) => isObject(m) && m.role === 'assistant').length;
+  const lastUser = messages.findLastIndex((m) => isObject(m) && m.role === 'user');
+  return messages.slice(lastUser + 1).filter((m) => isObject(m) && m.role === 'assistant').length;
 }
 
 /** Chat usage: prompt_tokens include the cached ones (reported in prompt_tokens_details), as the Responses API's input does. */

@@ -393,7 +393,7 @@ export interface RunStep {
   matrix?: Matrix;
   tasks?: TaskSource;
   agent: {
-    adapter: 'nop' | 'oracle' | 'command' | 'claude-code' | 'codex';
+    adapter: 'nop' | 'oracle' | 'command' | 'claude-code' | 'codex' | 'qwen-code';
     model?: string;
     flags?: string[];
     command?: string;

@@ -728,7 +728,9 @@ export const runStep: StepKind = {
       const gw = model?.summary();
       // A provider that failed or refused (transport errors, 401/403/429/5xx) while the agent did not
       // finish normally is infrastructure, whatever cap the agent's retries then ran into.
-      const providerFault = Boolean(gw?.provider_error && (result.exitCode !== 0 || result.timedOut));
+      // An agent that says it gave up (whatever its exit code) did not finish normally either.
+      const endedBadly = result.exitCode !== 0 || result.timedOut || parsed.failed !== undefined;
+      const providerFault = Boolean(gw?.provider_error && endedBadly);
       // An agent CLI that ended without one model request never ran: its binary, a library or a
       // path it needs is not there in this sandbox. That is the harness's fault, never the agent's.
       // A request the provider refused was a request: that agent started.
@@ -758,7 +760,7 @@ export const runStep: StepKind = {
                 ? 'time-cap'
                 : parsed.hitTurnCap
                   ? 'turn-cap'
-                  : result.exitCode !== 0
+                  : endedBadly
                     ? 'agent-crash'
                     : 'done';
       copyWritten(changes, ws, join(outDir, CHANGED.name));
