@@ -67,7 +67,8 @@ export function toAtif(
   lines: StreamLine[],
   ctx: AttemptContext,
   version: string,
-  agent = 'claude-code',
+  /** Whose stream it is, and whether its input_tokens already count the cache reads (an OpenAI-speaking agent's do). */
+  as: { agent: string; inputIncludesCache: boolean } = { agent: 'claude-code', inputIncludesCache: false },
 ): { trajectory: AtifTrajectory; turns: number; toolCalls: number; hitTurnCap: boolean; result: string | undefined } {
   const init = lines.find((l) => l.type === 'system' && l.subtype === 'init');
   const result = lines.find((l) => l.type === 'result');
@@ -109,11 +110,11 @@ export function toAtif(
     trajectory: {
       schema_version: 'ATIF-v1.7',
       ...(session ? { session_id: session, trajectory_id: session } : {}),
-      agent: { name: agent, version, model_name: init?.model ?? ctx.model, extra: { tools: init?.tools ?? [] } },
+      agent: { name: as.agent, version, model_name: init?.model ?? ctx.model, extra: { tools: init?.tools ?? [] } },
       steps,
       final_metrics: {
         // ATIF's prompt tokens are every input token: Anthropic's input_tokens leave out cache reads and writes.
-        total_prompt_tokens: (usage['input_tokens'] ?? 0) + cacheRead + cacheWrite,
+        total_prompt_tokens: (usage['input_tokens'] ?? 0) + (as.inputIncludesCache ? 0 : cacheRead) + cacheWrite,
         total_completion_tokens: usage['output_tokens'] ?? 0,
         total_cached_tokens: cacheRead,
         // No total_cost_usd: the CLI's own price table is not evidence; cost comes from the gateway.

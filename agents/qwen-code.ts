@@ -102,7 +102,7 @@ export const qwenCodeAgent: AgentAdapter = {
     };
   },
   parse: (r, ctx, version) => {
-    const parsed = toAtif(jsonLines(r.stdout, streamLine), ctx, version, 'qwen-code');
+    const parsed = toAtif(jsonLines(r.stdout, streamLine), ctx, version, { agent: 'qwen-code', inputIncludesCache: true });
     return { ...parsed, ...(parsed.result && API_ERROR.test(parsed.result) ? { failed: parsed.result.slice(0, 300) } : {}) };
   },
 };

@@ -1,0 +1,152 @@
+/**
+ * The shared adapter suite: every agent CLI adapter, run for real against the scripted model
+ * through the recording gateway, on the same task with the same script (its shell tool by its
+ * own name), held to the same: the verifier passes, usage comes from the gateway, delivery of
+ * its instruction file is proven in the treatment only, its trajectory is valid ATIF, the
+ * provider's key never reaches it, and it survives a provider's 429 and 529 with every try on
+ * the record. Adding an adapter is adding its line to ADAPTERS; what only one adapter does
+ * (MCP, caps, a refused key, egress) stays in its own test file.
+ */
+import { existsSync } from 'node:fs';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { claudeBinary } from '../agents/claude-code.js';
+import { codexBinary } from '../agents/codex.js';
+import { qwenCli } from '../agents/qwen-code.js';
+import type { FakeToolCall } from '../gateway/fake-script.js';
+import { atifProblems, promptTokens } from './atif.js';
+import { calculatorTask } from './fixtures.js';
+import { PROVIDER_FAULTS, survivesProviderFaults } from './provider-faults.js';
+import { Rig } from './rig.js';
+
+interface AdapterCase {
+  adapter: string;
+  installed: () => boolean;
+  version: string;
+  provider: string;
+  model: string;
+  /** The file the arm delivers, which this agent hands its model as instructions. */
+  instructions: string;
+  /** Its shell tool, as it offers it, running `command`. */
+  shell: (command: string) => FakeToolCall;
+  /** It retries a stream the provider broke with an error event (Qwen Code gives up: infra-provider, qwen-code.test.ts). */
+  retriesBrokenStream: boolean;
+}
+
+const ADAPTERS: AdapterCase[] = [
+  {
+    adapter: 'claude-code',
+    installed: () => existsSync(claudeBinary()),
+    version: '2.1.197',
+    provider: 'anthropic',
+    model: 'claude-fake-1',
+    instructions: 'CLAUDE.md',
+    shell: (command) => ({ name: 'Bash', input: { command, description: 'fix add' } }),
+    retriesBrokenStream: true,
+  },
+  {
+    adapter: 'codex',
+    installed: () => existsSync(codexBinary()),
+    version: '0.171.0',
+    provider: 'openai',
+    model: 'gpt-fake',
+    instructions: 'AGENTS.md',
+    shell: (cmd) => ({ name: 'exec_command', input: { cmd } }),
+    retriesBrokenStream: true,
+  },
+  {
+    adapter: 'qwen-code',
+    installed: () => existsSync(qwenCli()),
+    version: '0.15.10',
+    provider: 'openai',
+    model: 'qwen-fake',
+    instructions: 'QWEN.md',
+    shell: (command) => ({ name: 'run_shell_command', input: { command, description: 'fix add' } }),
+    retriesBrokenStream: false,
+  },
+];
+
+const SCRIPT = 'fixtures/model.script.json';
+/** What the script's two turns add up to at the gateway, whichever wire format carried them. */
+const USAGE = { input_tokens: 2000, output_tokens: 35, cache_read_tokens: 100 };
+
+function config(a: AdapterCase, backend: string): string {
+  const sandbox = backend === 'local' ? '{ backend: local, egress: open }' : `{ backend: ${backend}, egress: none }`;
+  return `steps:
+  materialize: { kind: materialize, matrix: { task: [fix-add] } }
+  attempts:
+    kind: run
+    needs: [materialize]
+    matrix: { task: [fix-add], arm: [control, treatment], rep: 1 }
+    agent: { adapter: ${a.adapter}, model: ${a.model} }
+    arms:
+      control: {}
+      treatment: { files: { ${a.instructions}: fixtures/${a.instructions} } }
+    limits: { turns: 6, wall_seconds: 180 }
+    sandbox: ${sandbox}
+    model: { fake_script: ${SCRIPT} }
+  verify:
+    kind: verify
+    needs: [materialize, attempts]
+    matrix: { task: [fix-add], arm: [control, treatment], rep: 1 }
+    sandbox: ${sandbox}
+`;
+}
+
+let rig: Rig;
+afterEach(() => rig.cleanup());
+
+for (const a of ADAPTERS) {
+  describe.skipIf(!a.installed())(`the ${a.adapter} adapter`, () => {
+    beforeEach(() => {
+      rig = new Rig();
+      calculatorTask(rig.dir);
+      rig.write(`fixtures/${a.instructions}`, 'House rule 7f3a: arithmetic helpers use the obvious operator.\n');
+      rig.write(
+        SCRIPT,
+        JSON.stringify({
+          turns: [
+            { tool_calls: [a.shell("sed -i 's/a - b/a + b/' src/add.mjs")], usage: { input_tokens: 1000, output_tokens: 30, cache_read_input_tokens: 100 } },
+            { text: 'Fixed.', usage: { input_tokens: 1000, output_tokens: 5 } },
+          ],
+        }),
+      );
+    });
+
+    for (const backend of ['local', 'bubblewrap']) {
+      it(`${backend}: edits, passes the verifier; usage, turns and ${a.instructions} delivery from the gateway; a valid ATIF trajectory`, async () => {
+        rig.write('bench.config.yaml', config(a, backend));
+        const r = await rig.cli('run');
+        expect(r.code, r.stderr).toBe(0);
+        for (const arm of ['control', 'treatment']) {
+          const attempt = `attempts/fix-add/${arm}/1`;
+          const result = await rig.outputJson(attempt, 'result.json');
+          expect(result.exit_reason, await rig.outputText(attempt, 'agent.log')).toBe('done');
+          expect(result.agent).toEqual({ adapter: a.adapter, version: a.version, model: a.model, provider: a.provider });
+          expect(result.sandbox.backend).toBe(backend);
+          expect(result.tool_calls).toBe(1);
+          expect(result.turns).toBeGreaterThanOrEqual(2);
+          expect(result.usage).toMatchObject(USAGE);
+          expect(result.delivered).toEqual(arm === 'treatment' ? { treatment: true } : {});
+          expect((await rig.outputJson(`verify/fix-add/${arm}/1`, 'verdict.json')).pass).toBe(true);
+          const trajectory = await rig.outputJson(attempt, 'trajectory.json');
+          expect(atifProblems(trajectory)).toEqual([]);
+          expect(trajectory.agent).toMatchObject({ name: a.adapter, version: a.version });
+          expect(trajectory.steps.some((s: { tool_calls?: { function_name: string }[] }) => s.tool_calls?.[0]?.function_name === a.shell('').name)).toBe(true);
+          // ATIF's prompt tokens: every input token, cached or not, whatever the agent's own convention.
+          expect(trajectory.final_metrics).toMatchObject({
+            total_prompt_tokens: promptTokens(result.usage),
+            total_cached_tokens: 100,
+            total_completion_tokens: 35,
+          });
+          const gatewayLog = await rig.outputText(attempt, 'gateway.jsonl');
+          expect(gatewayLog).not.toContain('sk-pairbench-gateway');
+          expect(gatewayLog.includes('House rule 7f3a')).toBe(arm === 'treatment');
+        }
+      });
+    }
+
+    it(`bubblewrap: survives a 429 (retry after 1 s) and a 529${a.retriesBrokenStream ? ' and a stream broken by an error event' : ''}: each try recorded and billed, its wait in the wall time`, async () => {
+      await survivesProviderFaults(rig, config(a, 'bubblewrap'), SCRIPT, 1000, a.retriesBrokenStream ? PROVIDER_FAULTS : PROVIDER_FAULTS.slice(0, 2));
+    });
+  });
+}
