@@ -87,11 +87,11 @@ export function instructionLineDigests(body: unknown): string[] {
 
 /**
  * Text blocks where an agent hands the model an instruction file: a system or user text
- * (never a tool result) that names it as Claude Code, Codex or Qwen Code do. `file` null: any file.
+ * (never a tool result) that names it as Claude Code, Codex, Qwen Code or OpenCode do. `file` null: any file.
  */
 function instructionSections(body: unknown, file: string | null): string[] {
   const name = file === null ? '[^\\s/]+' : escapeRegExp(file);
-  const header = new RegExp(`Contents of \\S*/${name}\\b|# ${name} instructions for |--- Context from: (?:\\S*/)?${name} ---`);
+  const header = new RegExp(`Contents of \\S*/${name}\\b|# ${name} instructions for |--- Context from: (?:\\S*/)?${name} ---|Instructions from: \\S*/${name}\\b`);
   return [...systemTexts(body), ...userTexts(body)].filter((t) => header.test(t));
 }
 

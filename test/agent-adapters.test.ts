@@ -3,7 +3,7 @@
  * through the recording gateway, on the same task with the same script (its shell tool by its
  * own name), held to the same: the verifier passes, usage comes from the gateway, delivery of
  * its instruction file is proven in the treatment only, its trajectory is valid ATIF, the
- * provider's key never reaches it, and it survives a provider's 429 and 529 with every try on
+ * provider's key never reaches it, doctor finds it at its pinned version and its canary runs, and it survives a provider's 429 and 529 with every try on
  * the record. Adding an adapter is adding its line to ADAPTERS; what only one adapter does
  * (MCP, caps, a refused key, egress) stays in its own test file.
  */
@@ -12,6 +12,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { claudeBinary } from '../agents/claude-code.js';
 import { codexBinary } from '../agents/codex.js';
 import { qwenCli } from '../agents/qwen-code.js';
+import { opencodeBinary } from '../agents/opencode.js';
 import type { FakeToolCall } from '../gateway/fake-script.js';
 import { atifProblems, promptTokens } from './atif.js';
 import { calculatorTask } from './fixtures.js';
@@ -62,6 +63,16 @@ const ADAPTERS: AdapterCase[] = [
     instructions: 'QWEN.md',
     shell: (command) => ({ name: 'run_shell_command', input: { command, description: 'fix add' } }),
     retriesBrokenStream: false,
+  },
+  {
+    adapter: 'opencode',
+    installed: () => existsSync(opencodeBinary()),
+    version: '1.18.33',
+    provider: 'openai',
+    model: 'opencode-fake',
+    instructions: 'AGENTS.md',
+    shell: (command) => ({ name: 'bash', input: { command, description: 'fix add' } }),
+    retriesBrokenStream: true,
   },
 ];
 
@@ -144,6 +155,15 @@ for (const a of ADAPTERS) {
         }
       });
     }
+
+    it("doctor: the pinned version is installed, and its canary turn runs in the step's sandbox", async () => {
+      rig.write('bench.config.yaml', config(a, 'bubblewrap'));
+      const r = await rig.cli('doctor');
+      expect(r.code, r.stdout).toBe(0);
+      const v = a.version.replaceAll('.', '\\.');
+      expect(r.stdout).toMatch(new RegExp(`^ok {7}agent ${a.adapter} \\(step attempts\\): \\S+ ${v} installed \\(the pinned version\\)$`, 'm'));
+      expect(r.stdout).toMatch(new RegExp(`^ok {7}agent canary \\(step attempts: ${a.adapter} ${v} in bubblewrap\\): `, 'm'));
+    });
 
     it(`bubblewrap: survives a 429 (retry after 1 s) and a 529${a.retriesBrokenStream ? ' and a stream broken by an error event' : ''}: each try recorded and billed, its wait in the wall time`, async () => {
       await survivesProviderFaults(rig, config(a, 'bubblewrap'), SCRIPT, 1000, a.retriesBrokenStream ? PROVIDER_FAULTS : PROVIDER_FAULTS.slice(0, 2));

@@ -7,8 +7,7 @@ import { withFaults } from './provider-faults.js';
 import { Rig } from './rig.js';
 
 // What only Qwen Code does, the REAL CLI (npm optional dependency, run by this Node) against
-// the scripted fake model (OpenAI Chat Completions): its doctor check and canary, and a broken
-// stream it does not retry. What every adapter must do is test/agent-adapters.test.ts.
+// the scripted fake model (OpenAI Chat Completions): a broken stream, which it does not retry. What every adapter must do is test/agent-adapters.test.ts.
 let rig: Rig;
 beforeEach(() => {
   rig = new Rig();
@@ -59,14 +58,6 @@ const AUDIT = `  audit:
 `;
 
 describe.skipIf(!existsSync(qwenCli()))('Qwen Code end to end', () => {
-  it("doctor: the pinned version is installed, and its canary turn runs in the step's sandbox", async () => {
-    rig.write('bench.config.yaml', config('bubblewrap'));
-    const r = await rig.cli('doctor');
-    expect(r.code, r.stdout).toBe(0);
-    expect(r.stdout).toMatch(/^ok {7}agent qwen-code \(step attempts\): @qwen-code\/qwen-code 0\.15\.10 installed \(the pinned version\)$/m);
-    expect(r.stdout).toMatch(/^ok {7}agent canary \(step attempts: qwen-code 0\.15\.10 in bubblewrap\): /m);
-  });
-
   it('a stream broken by an error event, which Qwen Code does not retry (it says "[API Error ...]" and exits 0): the provider failed, not the agent', async () => {
     rig.write(
       'fixtures/faults.script.json',
