@@ -54,7 +54,10 @@ function config(ctx: AttemptContext): string {
     ...(ctx.mcpServers && Object.keys(ctx.mcpServers).length
       ? {
           mcp: Object.fromEntries(
-            Object.entries(ctx.mcpServers).map(([name, m]) => [name, { type: 'local', command: [m.command, ...(m.args ?? [])], environment: m.env ?? {}, enabled: true }]),
+            Object.entries(ctx.mcpServers).map(([name, m]) => [
+              name,
+              { type: 'local', command: [m.command, ...(m.args ?? [])], environment: m.env ?? {}, enabled: true },
+            ]),
           ),
         }
       : {}),
@@ -93,7 +96,13 @@ function eventLine(v: Record<string, unknown>): { type: string; session?: string
             input: isRecord(state['input']) ? state['input'] : undefined,
             output: stringOr(state['output']),
             tokens: t
-              ? { input: countOr(t['input']) ?? 0, output: countOr(t['output']) ?? 0, reasoning: countOr(t['reasoning']) ?? 0, cacheRead: countOr(cache['read']) ?? 0, cacheWrite: countOr(cache['write']) ?? 0 }
+              ? {
+                  input: countOr(t['input']) ?? 0,
+                  output: countOr(t['output']) ?? 0,
+                  reasoning: countOr(t['reasoning']) ?? 0,
+                  cacheRead: countOr(cache['read']) ?? 0,
+                  cacheWrite: countOr(cache['write']) ?? 0,
+                }
               : undefined,
           },
         }

@@ -9,9 +9,10 @@ import { openaiEvents, openaiResponse } from './fake-openai.js';
 import { usageOf, type FakeFault, type FakeTurn } from './fake-script.js';
 import { formatSse } from './sse.js';
 import { chatChunks, chatSse } from './fake-chat.js';
+import { geminiResponse, geminiStatus } from './fake-gemini.js';
 
 /** The wire format a request came in: Anthropic Messages, OpenAI Responses, or OpenAI Chat Completions. */
-export type Api = 'anthropic' | 'openai' | 'chat';
+export type Api = 'anthropic' | 'openai' | 'chat' | 'gemini';
 
 /** Anthropic's error type for a status (https://docs.anthropic.com/en/api/errors). */
 function anthropicErrorType(status: number): string {
@@ -31,6 +32,7 @@ function anthropicErrorType(status: number): string {
 export function errorBody(api: Api, status: number): unknown {
   const message = status === 429 ? 'Rate limit reached (scripted)' : status === 529 ? 'Overloaded (scripted)' : `HTTP ${status} (scripted)`;
   if (api === 'anthropic') return { type: 'error', error: { type: anthropicErrorType(status), message } };
+  if (api === 'gemini') return { error: { code: status, message, status: geminiStatus(status) } };
   const code = status === 429 ? 'rate_limit_exceeded' : status === 401 ? 'invalid_api_key' : status >= 500 ? 'server_error' : 'invalid_request';
   return { error: { message, type: status >= 500 ? 'server_error' : 'invalid_request_error', param: null, code } };
 }
@@ -70,6 +72,10 @@ export async function answerFault(
     if (api === 'anthropic') {
       res.write(formatSse(...anthropicEvents(started, ids)[0]!));
       res.end(formatSse('error', { type: 'error', error }));
+    } else if (api === 'gemini') {
+      // Gemini's stream carries an error as an event of its own, after what was billed.
+      res.write(chatSse(geminiResponse({ ...started, tool_calls: [] }, ids)));
+      res.end(chatSse({ error: { code: 503, message: error.message, status: 'UNAVAILABLE' } }));
     } else if (api === 'chat') {
       // A chat stream carries an error as a chunk of its own; the usage billed comes first.
       const chunks = chatChunks(started, ids);

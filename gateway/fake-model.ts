@@ -13,6 +13,7 @@ import { closeServer, listen, type ListenOn } from './listen.js';
 import { formatSse } from './sse.js';
 import { answerFault, type Api } from './fake-faults.js';
 import { CHAT_DONE, chatChunks, chatCompletion, chatSse, chatTurnIndex } from './fake-chat.js';
+import { GEMINI_PATH, geminiResponse, geminiTurnIndex } from './fake-gemini.js';
 
 export type { FakeFault, FakeScript, FakeTurn, FakeToolCall, FakeUsage } from './fake-script.js';
 
@@ -49,6 +50,11 @@ export async function startFakeModel(script: FakeScript, on: ListenOn): Promise<
         if (req.method === 'POST' && pathname === '/v1/messages') return void reply('anthropic', body, res).catch(() => res.destroy());
         if (req.method === 'POST' && pathname === '/v1/responses') return void reply('openai', body, res).catch(() => res.destroy());
         if (req.method === 'POST' && pathname === '/v1/chat/completions') return void reply('chat', body, res).catch(() => res.destroy());
+        const gemini = GEMINI_PATH.exec(pathname ?? '');
+        if (req.method === 'POST' && gemini)
+          return void reply('gemini', { ...(isObject(body) ? body : {}), model: gemini[1], stream: gemini[2] === 'streamGenerateContent' }, res).catch(() =>
+            res.destroy(),
+          );
         sendJson(res, 404, { type: 'error', error: { type: 'not_found_error', message: `no route ${req.method} ${pathname}` } }, req.method === 'HEAD');
       },
       () => res.destroy(),
@@ -60,7 +66,15 @@ export async function startFakeModel(script: FakeScript, on: ListenOn): Promise<
       return sendJson(res, 400, { type: 'error', error: { type: 'invalid_request_error', message: 'body must be a JSON object' } });
     }
     const side = isSideRequest(body);
-    const turn = side ? 0 : api === 'anthropic' ? anthropicTurnIndex(body) : api === 'openai' ? openaiTurnIndex(body) : chatTurnIndex(body);
+    const turn = side
+      ? 0
+      : api === 'anthropic'
+        ? anthropicTurnIndex(body)
+        : api === 'openai'
+          ? openaiTurnIndex(body)
+          : api === 'gemini'
+            ? geminiTurnIndex(body)
+            : chatTurnIndex(body);
     const scripted: FakeTurn = side ? completionFor(script, body) : turnAt(script, turn);
     const answer: FakeTurn = script.usage_from_request
       ? {
@@ -83,7 +97,13 @@ export async function startFakeModel(script: FakeScript, on: ListenOn): Promise<
       return sendJson(
         res,
         200,
-        api === 'anthropic' ? anthropicMessage(answer, ids) : api === 'openai' ? openaiResponse(answer, ids, 'completed') : chatCompletion(answer, ids),
+        api === 'anthropic'
+          ? anthropicMessage(answer, ids)
+          : api === 'openai'
+            ? openaiResponse(answer, ids, 'completed')
+            : api === 'gemini'
+              ? geminiResponse(answer, ids)
+              : chatCompletion(answer, ids),
       );
     }
     if (!res.headersSent) res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
@@ -91,6 +111,8 @@ export async function startFakeModel(script: FakeScript, on: ListenOn): Promise<
       for (const c of chatChunks(answer, ids)) res.write(chatSse(c));
       return void res.end(CHAT_DONE);
     }
+    // Gemini streams data-only events, the whole reply in one here.
+    if (api === 'gemini') return void res.end(chatSse(geminiResponse(answer, ids)));
     const events = api === 'anthropic' ? anthropicEvents(answer, ids) : openaiEvents(answer, ids);
     for (const [name, data] of events) res.write(formatSse(name, data));
     res.end();

@@ -128,15 +128,15 @@ function endpointProblem(provider: Provider, method: string, path: string): stri
   // The raw path, compared exactly: no normalisation an encoded `..` or `//` could slip through.
   const q = path.indexOf('?');
   const pathname = q < 0 ? path : path.slice(0, q);
-  const allowed = provider === 'any' ? Object.values(MODEL_PROVIDERS).flatMap((p) => p.endpoints) : MODEL_PROVIDERS[provider].endpoints;
-  if (method !== 'POST' || !allowed.includes(pathname)) return `is not a model endpoint of ${provider === 'any' ? 'the model API' : provider}`;
+  const allowed = provider === 'any' ? Object.values(MODEL_PROVIDERS) : [MODEL_PROVIDERS[provider]];
+  if (method !== 'POST' || !allowed.some((p) => p.isEndpoint(pathname))) return `is not a model endpoint of ${provider === 'any' ? 'the model API' : provider}`;
   if (q >= 0 && !QUERY_ALLOWED.has(path.slice(q + 1)))
     return `carries a query the model endpoint does not take (only ${[...QUERY_ALLOWED].map((v) => `?${v}`).join(', ')})`;
   return null;
 }
 
-/** The whole query strings a model endpoint is sent with (Anthropic's SDK adds `?beta=true`). */
-const QUERY_ALLOWED = new Set(['beta=true']);
+/** The whole query strings a model endpoint is sent with (Anthropic's SDK adds `?beta=true`; Gemini streams with `?alt=sse`). */
+const QUERY_ALLOWED = new Set(['beta=true', 'alt=sse']);
 
 /**
  * The request headers forwarded upstream: what the providers' APIs and SDKs read. Everything
@@ -150,6 +150,7 @@ const FORWARDED_HEADERS = new Set([
   'anthropic-beta',
   'anthropic-dangerous-direct-browser-access',
   'x-app',
+  'x-goog-api-client',
   'x-claude-code-session-id',
   'openai-beta',
   'originator',
@@ -163,7 +164,7 @@ const FORWARDED_HEADERS = new Set([
 ]);
 const FORWARDED_PREFIXES = ['x-stainless-', 'x-codex-'];
 /** The agent's own credential headers: forwarded only when the gateway does not set the host's. */
-const CREDENTIAL_HEADERS = new Set(['x-api-key', 'authorization']);
+const CREDENTIAL_HEADERS = new Set(['x-api-key', 'authorization', 'x-goog-api-key']);
 
 function forwarded(name: string): boolean {
   return FORWARDED_HEADERS.has(name) || FORWARDED_PREFIXES.some((p) => name.startsWith(p));
@@ -283,7 +284,13 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
         outgoing = Buffer.from(JSON.stringify(body));
       }
     }
-    const bound = boundRequest(api, body, outgoing.length, meter.knownResponses(), pathname === '/v1/messages/count_tokens');
+    const bound = boundRequest(
+      api,
+      body,
+      outgoing.length,
+      meter.knownResponses(),
+      pathname === '/v1/messages/count_tokens' || pathname.endsWith(':countTokens'),
+    );
     if (!bound.bounded && (bound.foreign || policy === 'refuse')) {
       const why = bound.reasons.join('; ');
       const hint = bound.foreign

@@ -87,11 +87,13 @@ export function instructionLineDigests(body: unknown): string[] {
 
 /**
  * Text blocks where an agent hands the model an instruction file: a system or user text
- * (never a tool result) that names it as Claude Code, Codex, Qwen Code or OpenCode do. `file` null: any file.
+ * (never a tool result) that names it as Claude Code, Codex, Qwen Code, Gemini CLI or OpenCode do. `file` null: any file.
  */
 function instructionSections(body: unknown, file: string | null): string[] {
   const name = file === null ? '[^\\s/]+' : escapeRegExp(file);
-  const header = new RegExp(`Contents of \\S*/${name}\\b|# ${name} instructions for |--- Context from: (?:\\S*/)?${name} ---|Instructions from: \\S*/${name}\\b`);
+  const header = new RegExp(
+    `Contents of \\S*/${name}\\b|# ${name} instructions for |--- Context from: (?:\\S*/)?${name} ---|Instructions from: \\S*/${name}\\b`,
+  );
   return [...systemTexts(body), ...userTexts(body)].filter((t) => header.test(t));
 }
 
@@ -101,13 +103,22 @@ function systemTexts(body: unknown): string[] {
   const s = body['system'] ?? body['instructions'];
   if (typeof s === 'string') out.push(s);
   else if (Array.isArray(s)) for (const b of s) if (isObject(b) && typeof b['text'] === 'string') out.push(b['text']);
+  // Gemini: systemInstruction {parts: [{text}]}.
+  const g = body['systemInstruction'];
+  if (isObject(g) && Array.isArray(g['parts'])) for (const p of g['parts']) if (isObject(p) && typeof p['text'] === 'string') out.push(p['text']);
   return out;
 }
 
-/** Text the user side wrote (Anthropic messages, OpenAI input items), not tool results. */
+/** Text the user side wrote (Anthropic messages, OpenAI input items, Gemini contents), not tool results. */
 function userTexts(body: unknown): string[] {
   if (!isObject(body)) return [];
   const out: string[] = [];
+  if (Array.isArray(body['contents'])) {
+    for (const c of body['contents']) {
+      if (!isObject(c) || c['role'] !== 'user' || !Array.isArray(c['parts'])) continue;
+      for (const p of c['parts']) if (isObject(p) && typeof p['text'] === 'string') out.push(p['text']);
+    }
+  }
   const items = Array.isArray(body['messages']) ? body['messages'] : Array.isArray(body['input']) ? body['input'] : [];
   for (const msg of items) {
     if (!isObject(msg) || (msg['role'] !== 'user' && msg['role'] !== 'system' && msg['role'] !== 'developer')) continue;
@@ -120,9 +131,19 @@ function userTexts(body: unknown): string[] {
   return out;
 }
 
+/** The tools a request offers, by name: Anthropic's and the Responses API's {name}, Chat Completions' {function: {name}}, Gemini's {functionDeclarations: [{name}]}. */
 function toolNames(body: unknown): string[] {
   if (!isObject(body) || !Array.isArray(body['tools'])) return [];
-  return body['tools'].flatMap((t) => (isObject(t) && typeof t['name'] === 'string' ? [t['name']] : []));
+  const named = (x: unknown): string[] => (isObject(x) && typeof x['name'] === 'string' ? [x['name']] : []);
+  return body['tools'].flatMap((t) =>
+    !isObject(t)
+      ? []
+      : Array.isArray(t['functionDeclarations'])
+        ? t['functionDeclarations'].flatMap(named)
+        : isObject(t['function'])
+          ? named(t['function'])
+          : named(t),
+  );
 }
 
 function collectStrings(value: unknown, out: string[]): void {

@@ -18,14 +18,17 @@ export interface PriceTable {
 }
 
 const anthropic = (input: number, output: number): Price => ({ input, output, cache_write: input * 1.25, cache_read: input * 0.1 });
+/** A provider whose cache is written as plain input (OpenAI's, Gemini's implicit cache). */
 const openai = (input: number, output: number, cachedInput: number): Price => ({ input, output, cache_write: input, cache_read: cachedInput });
 
 /**
  * List prices, standard tier. Anthropic: cache writes at 1.25x input (5-minute cache), reads
- * at 0.1x. OpenAI: no charge to write its automatic cache (billed as input), cached input as listed.
+ * at 0.1x. OpenAI and Gemini: no charge to write their implicit cache (billed as input), cached
+ * input as listed.
  */
 export const PRICE_TABLE: PriceTable = {
-  source: 'https://www.anthropic.com/pricing#api, https://platform.openai.com/docs/pricing (standard tier)',
+  source:
+    'https://www.anthropic.com/pricing#api, https://platform.openai.com/docs/pricing, https://ai.google.dev/gemini-api/docs/pricing (standard tier; Gemini: prompts up to 200k tokens)',
   as_of: '2025-10-15',
   models: {
     'claude-opus-4-1': anthropic(15, 75),
@@ -45,6 +48,9 @@ export const PRICE_TABLE: PriceTable = {
     'gpt-4o-mini': openai(0.15, 0.6, 0.075),
     o3: openai(2, 8, 0.5),
     'o4-mini': openai(1.1, 4.4, 0.275),
+    'gemini-2.5-pro': openai(1.25, 10, 0.31),
+    'gemini-2.5-flash': openai(0.3, 2.5, 0.075),
+    'gemini-2.5-flash-lite': openai(0.1, 0.4, 0.025),
   },
 };
 

@@ -6,6 +6,7 @@
  * default) or sent alone with the remaining budget (`unbounded_requests: serialize`).
  */
 import { isObject } from './json.js';
+import { GEMINI_ENDPOINT } from './providers.js';
 
 /** Fixed tokens a provider adds to any request (tool-use and system framing), on top of the body's bytes. */
 export const REQUEST_OVERHEAD_TOKENS = 1024;
@@ -14,15 +15,16 @@ export const REQUEST_OVERHEAD_TOKENS = 1024;
  * Anthropic resizes to about 1.15 megapixels (≈1,600 tokens); OpenAI's mini models count up to
  * 2,833 + 5,667 per tile for 8 tiles (≈48,200 tokens).
  */
-const IMAGE_TOKENS: Record<Api, number> = { messages: 1_600, responses: 48_200, chat: 48_200 };
+const IMAGE_TOKENS: Record<Api, number> = { messages: 1_600, responses: 48_200, chat: 48_200, gemini: 1_290 };
 
-export type Api = 'messages' | 'responses' | 'chat';
+export type Api = 'messages' | 'responses' | 'chat' | 'gemini';
 
 /** The API a model endpoint's path belongs to. */
 export function apiOf(pathname: string): Api | null {
   if (pathname === '/v1/messages' || pathname === '/v1/messages/count_tokens') return 'messages';
   if (pathname === '/v1/responses') return 'responses';
   if (pathname === '/v1/chat/completions') return 'chat';
+  if (GEMINI_ENDPOINT.test(pathname)) return 'gemini';
   return null;
 }
 
@@ -127,6 +129,8 @@ const TOP_LEVEL: Record<Api, ReadonlySet<string>> = {
     'safety_identifier',
     'prediction',
   ]),
+  // cachedContent (server-side state) is not here: it is billed outside the body.
+  gemini: new Set(['model', 'contents', 'systemInstruction', 'tools', 'toolConfig', 'generationConfig', 'safetySettings', 'labels']),
 };
 
 /** Tools the client runs (their definitions are in the body); any other type is a server-side tool. */
@@ -134,17 +138,21 @@ const CLIENT_TOOL_TYPE: Record<Api, (type: string | undefined) => boolean> = {
   messages: (t) => t === undefined || t === 'custom' || /^(bash|text_editor|computer)_\d{8}$/.test(t),
   responses: (t) => t === 'function' || t === 'custom' || t === 'local_shell',
   chat: (t) => t === 'function' || t === 'custom',
+  // A Gemini tool is an object of one kind: functionDeclarations (the client's) or a server-side one (googleSearch, codeExecution, urlContext...).
+  gemini: (t) => t === 'functionDeclarations',
 };
 
 /** A client tool, or a namespace (Codex groups tools so) of client tools only. */
 function isClientTool(api: Api, tool: unknown): boolean {
   if (!isObject(tool)) return false;
+  if (api === 'gemini') return Object.keys(tool).length === 1 && CLIENT_TOOL_TYPE.gemini(Object.keys(tool)[0]);
   const type = typeof tool.type === 'string' ? tool.type : undefined;
   if (type === 'namespace' && api === 'responses') return Array.isArray(tool.tools) && tool.tools.every((t) => isClientTool(api, t));
   return CLIENT_TOOL_TYPE[api](type);
 }
 
 function toolType(tool: unknown): string {
+  if (isObject(tool) && tool.type === undefined) return Object.keys(tool).join('+') || '?';
   return isObject(tool) && typeof tool.type === 'string' ? tool.type : '?';
 }
 
@@ -219,7 +227,9 @@ export function boundRequest(api: Api, body: unknown, bytes: number, known: Know
     });
   }
   if (api === 'chat' && body.web_search_options !== undefined) reasons.push('web_search_options: a server-side search bills what it fetches');
-  const content = api === 'responses' ? { input: body.input, instructions: body.instructions } : { messages: body.messages, system: body.system };
+  if (api === 'gemini') images += geminiPartProblems(body, reasons);
+  const content =
+    api === 'gemini' ? {} : api === 'responses' ? { input: body.input, instructions: body.instructions } : { messages: body.messages, system: body.system };
   for (const [field, value] of Object.entries(content)) {
     walkBlocks(value, field, (path, block) => {
       const type = typeof block.type === 'string' ? block.type : undefined;
@@ -280,9 +290,56 @@ function imageSourceProblem(block: Record<string, unknown>): string | null {
 }
 
 function outputLimit(api: Api, body: Record<string, unknown>): number {
-  const limits = api === 'messages' ? [body.max_tokens] : api === 'responses' ? [body.max_output_tokens] : [body.max_completion_tokens, body.max_tokens];
+  const generation = isObject(body.generationConfig) ? body.generationConfig : {};
+  const limits =
+    api === 'messages'
+      ? [body.max_tokens]
+      : api === 'responses'
+        ? [body.max_output_tokens]
+        : api === 'gemini'
+          ? [generation.maxOutputTokens]
+          : [body.max_completion_tokens, body.max_tokens];
   const limit = limits.find((v): v is number => typeof v === 'number' && Number.isFinite(v) && v > 0);
   if (limit === undefined) return Number.POSITIVE_INFINITY;
-  const n = api === 'chat' && typeof body.n === 'number' && body.n > 1 ? Math.ceil(body.n) : 1;
+  const count = api === 'chat' ? body.n : api === 'gemini' ? generation.candidateCount : undefined;
+  const n = typeof count === 'number' && count > 1 ? Math.ceil(count) : 1;
   return limit * n;
+}
+
+/** A Gemini part's fields whose whole cost is inline (its data, or what the model said). */
+const GEMINI_INLINE_PARTS = new Set([
+  'text',
+  'thought',
+  'thoughtSignature',
+  'functionCall',
+  'functionResponse',
+  'executableCode',
+  'codeExecutionResult',
+  'inlineData',
+  'videoMetadata',
+]);
+
+/** Every part of a Gemini request's contents and system instruction: inline data counted as an image, anything else named. */
+function geminiPartProblems(body: Record<string, unknown>, reasons: string[]): number {
+  let images = 0;
+  const contents = Array.isArray(body.contents) ? body.contents : [];
+  const sections: [string, unknown][] = [...contents.map((c, i): [string, unknown] => [`contents[${i}]`, c]), ['systemInstruction', body.systemInstruction]];
+  for (const [path, section] of sections) {
+    if (section === undefined) continue;
+    const parts = isObject(section) && Array.isArray(section.parts) ? section.parts : null;
+    if (!parts) {
+      reasons.push(`${path}: expected {role, parts}`);
+      continue;
+    }
+    parts.forEach((part, j) => {
+      const at = `${path}.parts[${j}]`;
+      if (!isObject(part)) return void reasons.push(`${at}: not an object`);
+      for (const key of Object.keys(part)) {
+        if (key === 'fileData') reasons.push(`${at}.fileData: a file by URI is fetched and billed outside the body`);
+        else if (!GEMINI_INLINE_PARTS.has(key)) reasons.push(`${at}.${key}: a part pairbench does not know to be billed only by its bytes`);
+      }
+      if (part.inlineData !== undefined) images++;
+    });
+  }
+  return images;
 }

@@ -47,6 +47,11 @@ export function factsFromEvents(events: SseEvent[]): ReplyFacts {
   let facts: ReplyFacts = NONE;
   let openaiItems = 0;
   let openaiCompleted: Record<string, unknown> | null = null;
+  // Gemini: every chunk is a partial GenerateContentResponse; its usage is cumulative.
+  const gemini = events
+    .map((e) => e.data)
+    .filter((d): d is Record<string, unknown> => isObject(d) && (Array.isArray(d.candidates) || isObject(d.usageMetadata)));
+  if (gemini.length) return geminiFacts(gemini);
   // Chat Completions chunks: the tool calls by (choice, index), the usage from the chunk that carries it.
   const chatCalls = new Set<string>();
   let chatUsageSeen: TokenUsage | null = null;
@@ -114,6 +119,7 @@ export function factsFromJson(body: unknown): ReplyFacts {
     };
   }
   if (body.object === 'response') return factsFromOpenAiResponse(body);
+  if (Array.isArray(body.candidates)) return geminiFacts([body]);
   if (body.object === 'chat.completion') {
     const choices = Array.isArray(body.choices) ? body.choices : [];
     const calls = choices.reduce(
@@ -123,6 +129,38 @@ export function factsFromJson(body: unknown): ReplyFacts {
     return { model_reply: true, model: str(body.model), usage: chatUsage(body.usage), tool_calls: calls };
   }
   return NONE;
+}
+
+/**
+ * Gemini replies (one, or a stream's chunks): the function calls among the candidates' parts, the
+ * last usageMetadata (its counts are cumulative). Its prompt count includes the cached tokens
+ * (split out), and thinking is billed as output beside the candidates' tokens.
+ */
+function geminiFacts(chunks: readonly Record<string, unknown>[]): ReplyFacts {
+  let calls = 0;
+  let usage: TokenUsage | null = null;
+  let model: string | null = null;
+  for (const c of chunks) {
+    model = model ?? str(c.modelVersion);
+    for (const cand of Array.isArray(c.candidates) ? c.candidates : []) {
+      const parts = isObject(cand) && isObject(cand.content) && Array.isArray(cand.content.parts) ? cand.content.parts : [];
+      calls += parts.filter((p) => isObject(p) && isObject(p.functionCall)).length;
+    }
+    if (isObject(c.usageMetadata)) {
+      const u = c.usageMetadata;
+      const prompt = num(u.promptTokenCount);
+      const cached = Math.min(prompt, num(u.cachedContentTokenCount));
+      const thoughts = num(u.thoughtsTokenCount);
+      usage = {
+        input_tokens: prompt - cached,
+        output_tokens: num(u.candidatesTokenCount) + thoughts,
+        cache_write_tokens: 0,
+        cache_read_tokens: cached,
+        ...(thoughts ? { reasoning_tokens: thoughts } : {}),
+      };
+    }
+  }
+  return { model_reply: true, model, usage, tool_calls: calls };
 }
 
 /** Chat Completions usage: prompt_tokens include the cached ones (split out, as for the Responses API). */

@@ -393,7 +393,7 @@ export interface RunStep {
   matrix?: Matrix;
   tasks?: TaskSource;
   agent: {
-    adapter: 'nop' | 'oracle' | 'command' | 'claude-code' | 'codex' | 'qwen-code' | 'opencode';
+    adapter: 'nop' | 'oracle' | 'command' | 'claude-code' | 'codex' | 'qwen-code' | 'opencode' | 'gemini-cli';
     model?: string;
     flags?: string[];
     command?: string;

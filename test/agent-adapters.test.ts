@@ -13,6 +13,7 @@ import { claudeBinary } from '../agents/claude-code.js';
 import { codexBinary } from '../agents/codex.js';
 import { qwenCli } from '../agents/qwen-code.js';
 import { opencodeBinary } from '../agents/opencode.js';
+import { geminiCli } from '../agents/gemini-cli.js';
 import type { FakeToolCall } from '../gateway/fake-script.js';
 import { atifProblems, promptTokens } from './atif.js';
 import { calculatorTask } from './fixtures.js';
@@ -72,6 +73,16 @@ const ADAPTERS: AdapterCase[] = [
     model: 'opencode-fake',
     instructions: 'AGENTS.md',
     shell: (command) => ({ name: 'bash', input: { command, description: 'fix add' } }),
+    retriesBrokenStream: true,
+  },
+  {
+    adapter: 'gemini-cli',
+    installed: () => existsSync(geminiCli()),
+    version: '0.61.0',
+    provider: 'google',
+    model: 'gemini-2.5-flash',
+    instructions: 'GEMINI.md',
+    shell: (command) => ({ name: 'run_shell_command', input: { command, description: 'fix add' } }),
     retriesBrokenStream: true,
   },
 ];

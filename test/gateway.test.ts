@@ -405,6 +405,15 @@ describe('fake model + gateway: a provider that misbehaves when asked', () => {
       overloaded: 529,
       error: 'server_error',
     },
+    gemini: {
+      path: '/v1beta/models/gemini-fake:streamGenerateContent?alt=sse',
+      body: {
+        contents: [{ role: 'user', parts: [{ text: 'hi' }] }],
+        tools: [{ functionDeclarations: [{ name: 'run_shell_command', parameters: { type: 'object' } }] }],
+      },
+      overloaded: 529,
+      error: 'UNAVAILABLE',
+    },
     chat: {
       path: '/v1/chat/completions',
       body: {
@@ -446,6 +455,48 @@ describe('fake model + gateway: a provider that misbehaves when asked', () => {
       expect((await send(gw, 'POST', w.path, { ...w.body, tools: [] }, CREDS)).status).toBe(200);
     });
   }
+});
+
+describe("fake model + gateway: Google's Gemini API", () => {
+  it('answers a function call then text; the gateway counts the call, splits cached tokens out of the prompt, and sends only the host key', async () => {
+    const model = await fake({
+      turns: [
+        {
+          tool_calls: [{ name: 'run_shell_command', input: { command: 'echo hi > hello.txt' } }],
+          usage: { input_tokens: 50, output_tokens: 10, cache_read_input_tokens: 30 },
+        },
+        { text: 'Created hello.txt.', usage: { input_tokens: 60, output_tokens: 4 } },
+      ],
+    });
+    const gw = await gateway({ upstream: model.url, provider: 'google', upstreamAuth: { 'x-goog-api-key': 'host-key' } });
+    const tools = [{ functionDeclarations: [{ name: 'run_shell_command', parameters: { type: 'object' } }] }];
+    const user = { role: 'user', parts: [{ text: 'make hello.txt' }] };
+    const first = events(
+      (
+        await send(
+          gw,
+          'POST',
+          '/v1beta/models/gemini-fake:streamGenerateContent?alt=sse',
+          { contents: [user], tools },
+          { 'x-goog-api-key': 'agent-placeholder' },
+        )
+      ).text,
+    );
+    const call = (first[0]!.data as any).candidates[0].content.parts.find((p: any) => p.functionCall).functionCall;
+    expect(call).toMatchObject({ name: 'run_shell_command', args: { command: 'echo hi > hello.txt' } });
+    const contents = [
+      user,
+      { role: 'model', parts: [{ functionCall: call }] },
+      { role: 'user', parts: [{ functionResponse: { id: call.id, name: call.name, response: { output: '' } } }] },
+    ];
+    const second = JSON.parse((await send(gw, 'POST', '/v1beta/models/gemini-fake:generateContent', { contents, tools })).text);
+    expect(second.candidates[0].content.parts[0].text).toBe('Created hello.txt.');
+    expect(gw.summary()).toMatchObject({ model_requests: 2, tool_calls: 1, usage: { input_tokens: 110, output_tokens: 14, cache_read_tokens: 30 } });
+    expect(model.requests.map((r) => r.headers['x-goog-api-key'])).toEqual(['host-key', 'host-key']);
+    // Another provider's endpoint is not Google's: refused, never forwarded.
+    expect((await send(gw, 'POST', '/v1/messages', anthropicRequest([]))).status).toBe(403);
+    expect(model.requests).toHaveLength(2);
+  });
 });
 
 describe('fake model + gateway: OpenAI Chat Completions', () => {
