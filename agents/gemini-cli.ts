@@ -155,7 +155,7 @@ export const geminiCliAgent: AgentAdapter = {
         HOME: ctx.home,
         GEMINI_CLI_HOME: ctx.home,
         GOOGLE_GEMINI_BASE_URL: ctx.gatewayUrl ?? '',
-        GEMINI_API_KEY: 'pairbench-gateway', // the gateway holds any real credential; the agent never sees one
+        GEMINI_API_KEY: 'sk-pairbench-gateway', // the gateway holds any real credential; the agent never sees one
         GEMINI_CLI_NO_RELAUNCH: 'true',
         PAIRBENCH_GEMINI_SETTINGS: settings(ctx),
       },
