@@ -6,7 +6,8 @@ import { calculatorTask } from './fixtures.js';
 import { Rig } from './rig.js';
 
 // An agent x model matrix: one run step per cell, each with its own comparison; a
-// comparison across cells (another agent and model) is refused, with the reason.
+// comparison across cells (another agent and model) is refused, with the reason, unless the
+// analysis says the agent is a factor (by: agent).
 let rig: Rig;
 beforeEach(() => {
   rig = new Rig();
@@ -55,7 +56,7 @@ function cell(name: string, adapter: string, model: string, file: string, script
 }
 
 describe.skipIf(!existsSync(claudeBinary()) || !existsSync(codexBinary()))('agent x model matrix', () => {
-  it('compares within each cell; a delta across models is refused', async () => {
+  it('compares within each cell; a delta across models is refused; with by: agent, within each agent and the interaction', async () => {
     rig.write(
       'bench.config.yaml',
       `steps:
@@ -65,6 +66,13 @@ ${cell('claude', 'claude-code', 'claude-fake-1', 'CLAUDE.md', 'claude.json')}${c
     needs: [audit-claude, audit-codex]
     control: control
     treatments: [treatment]
+    bootstrap: { resamples: 200, seed: 1 }
+  by-agent:
+    kind: analyze
+    needs: [audit-claude, audit-codex]
+    control: control
+    treatments: [treatment]
+    by: agent
     bootstrap: { resamples: 200, seed: 1 }
 `,
     );
@@ -77,5 +85,22 @@ ${cell('claude', 'claude-code', 'claude-fake-1', 'CLAUDE.md', 'claude.json')}${c
     expect(across.verdict).toBe('refused');
     expect(across.delta).toBeNull();
     expect(JSON.stringify(across.problems)).toMatch(/model|adapter|mixed/);
+    // The same attempts with the agent as a factor: compared within each agent, and the interaction across them, refusing nothing.
+    const byAgent = analysis('by-agent');
+    expect(byAgent.comparisons.map((c: { treatment: string; control: string }) => [c.treatment, c.control])).toEqual([
+      ['treatment @ claude-code', 'control @ claude-code'],
+      ['treatment @ codex', 'control @ codex'],
+    ]);
+    for (const c of byAgent.comparisons) {
+      expect(c.verdict).not.toBe('refused');
+      expect(c.problems.filter((p: { reason: string }) => p.reason === 'config-mismatch' || p.reason === 'mixed-config')).toEqual([]);
+    }
+    expect(byAgent.crossed).toMatchObject({
+      by: 'agent',
+      levels: ['claude-code', 'codex'],
+      designs: [{ treatment: 'treatment', level: 'codex', base_level: 'claude-code', status: 'ok' }],
+    });
+    // Both agents fix the task in both arms: no effect in either, and no interaction.
+    expect(byAgent.crossed.designs[0].interaction.estimate).toBe(0);
   });
 });
