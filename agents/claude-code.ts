@@ -1,9 +1,8 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { packageRoot } from '../pipeline/package-root.js';
 import { binaryVersion } from './binary-version.js';
-import { installedPackageDir } from '../pipeline/installed-package.js';
+import { agentPackageDir } from './node-cli.js';
 import { isRecord, type AgentAdapter, type AtifStep, type AtifTrajectory, type AttemptContext } from './adapter.js';
 import { arrayOf, countOr, countsOr, jsonLines, stringOr } from './untrusted-json.js';
 
@@ -11,7 +10,7 @@ const PACKAGE = '@anthropic-ai/claude-code';
 
 /** The CLI's native binary inside its npm package, wherever Node finds the package from pairbench (or where it would be). */
 export function claudeBinary(): string {
-  return join(installedPackageDir(PACKAGE) ?? join(packageRoot(), 'node_modules', PACKAGE), 'bin', 'claude.exe');
+  return join(agentPackageDir(PACKAGE), 'bin', 'claude.exe');
 }
 
 const MOUNT = '/run/agent/claude';

@@ -1,16 +1,13 @@
-import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { packageRoot } from '../pipeline/package-root.js';
-import { binaryVersion } from './binary-version.js';
-import { installedPackageDir } from '../pipeline/installed-package.js';
+import { agentPackageDir, nodeCliVersion, writeSettingsThenRun } from './node-cli.js';
 import { isRecord, type AgentAdapter, type AtifStep, type AttemptContext, type ParsedRun } from './adapter.js';
 import { countOr, jsonLines, stringOr } from './untrusted-json.js';
 
 const PACKAGE = '@google/gemini-cli';
 
 function geminiPackage(): string {
-  return installedPackageDir(PACKAGE) ?? join(packageRoot(), 'node_modules', PACKAGE);
+  return agentPackageDir(PACKAGE);
 }
 
 /** Its bundled entry point, run by the host's node. */
@@ -38,8 +35,7 @@ function settings(ctx: AttemptContext): string {
     ...(ctx.mcpServers && Object.keys(ctx.mcpServers).length ? { mcpServers: ctx.mcpServers } : {}),
   });
 }
-const WRITE_SETTINGS_THEN_RUN =
-  'mkdir -p "$GEMINI_CLI_HOME/.gemini" && printf %s "$PAIRBENCH_GEMINI_SETTINGS" > "$GEMINI_CLI_HOME/.gemini/settings.json" && exec node "$0" "$@"';
+const WRITE_SETTINGS_THEN_RUN = writeSettingsThenRun('$GEMINI_CLI_HOME/.gemini/settings.json');
 
 /** One stream-json line, its fields checked; the rest is dropped. */
 function eventLine(v: Record<string, unknown>) {
@@ -123,13 +119,7 @@ export const geminiCliAgent: AgentAdapter = {
   // Gemini CLI puts GEMINI.md into its system instruction as "--- Context from: GEMINI.md ---".
   deliveryScope: (dest) => (dest.split('/').pop() === 'GEMINI.md' ? { kind: 'instruction-file', file: 'GEMINI.md' } : null),
   version() {
-    cachedVersion ??= binaryVersion(geminiCli(), () => {
-      const r = spawnSync(process.execPath, [geminiCli(), '--version'], {
-        encoding: 'utf8',
-        env: { HOME: '/nonexistent', GEMINI_CLI_NO_RELAUNCH: 'true', PATH: process.env['PATH'] ?? '' },
-      });
-      return r.status === 0 ? String(r.stdout).trim().split('\n').pop()!.trim() : 'not-installed';
-    });
+    cachedVersion ??= nodeCliVersion(geminiCli(), { GEMINI_CLI_NO_RELAUNCH: 'true' });
     return cachedVersion;
   },
   invocation(ctx) {
@@ -157,7 +147,7 @@ export const geminiCliAgent: AgentAdapter = {
         GOOGLE_GEMINI_BASE_URL: ctx.gatewayUrl ?? '',
         GEMINI_API_KEY: 'sk-pairbench-gateway', // the gateway holds any real credential; the agent never sees one
         GEMINI_CLI_NO_RELAUNCH: 'true',
-        PAIRBENCH_GEMINI_SETTINGS: settings(ctx),
+        PAIRBENCH_AGENT_SETTINGS: settings(ctx),
       },
       mounts: sandboxed ? [{ host: geminiPackage(), target: MOUNT, readOnly: true }] : [],
     };

@@ -1,9 +1,6 @@
-import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { packageRoot } from '../pipeline/package-root.js';
-import { binaryVersion } from './binary-version.js';
-import { installedPackageDir } from '../pipeline/installed-package.js';
+import { agentPackageDir, nodeCliVersion, writeSettingsThenRun } from './node-cli.js';
 import type { AgentAdapter } from './adapter.js';
 import { streamLine, toAtif } from './claude-code.js';
 import { jsonLines } from './untrusted-json.js';
@@ -12,7 +9,7 @@ const PACKAGE = '@qwen-code/qwen-code';
 
 /** The package's directory (its bundled cli.js, run by the host's node), wherever Node finds it from pairbench. */
 function qwenPackage(): string {
-  return installedPackageDir(PACKAGE) ?? join(packageRoot(), 'node_modules', PACKAGE);
+  return agentPackageDir(PACKAGE);
 }
 
 export function qwenCli(): string {
@@ -35,7 +32,7 @@ const SETTINGS = {
   memory: { enableManagedAutoMemory: false, enableManagedAutoDream: false },
   security: { auth: { selectedType: 'openai' } },
 };
-const WRITE_SETTINGS_THEN_RUN = 'mkdir -p "$HOME/.qwen" && printf %s "$PAIRBENCH_QWEN_SETTINGS" > "$HOME/.qwen/settings.json" && exec node "$0" "$@"';
+const WRITE_SETTINGS_THEN_RUN = writeSettingsThenRun('$HOME/.qwen/settings.json');
 
 /** Qwen Code ends its result with this when the provider failed it, and exits 0 all the same. */
 const API_ERROR = /^\[API Error/;
@@ -56,10 +53,7 @@ export const qwenCodeAgent: AgentAdapter = {
     return file === 'QWEN.md' || file === 'AGENTS.md' ? { kind: 'instruction-file', file } : null;
   },
   version() {
-    cachedVersion ??= binaryVersion(qwenCli(), () => {
-      const r = spawnSync(process.execPath, [qwenCli(), '--version'], { encoding: 'utf8', env: { HOME: '/nonexistent', PATH: process.env['PATH'] ?? '' } });
-      return r.status === 0 ? String(r.stdout).trim().split('\n').pop()!.trim() : 'not-installed';
-    });
+    cachedVersion ??= nodeCliVersion(qwenCli());
     return cachedVersion;
   },
   invocation(ctx) {
@@ -94,7 +88,7 @@ export const qwenCodeAgent: AgentAdapter = {
       ],
       env: {
         HOME: ctx.home,
-        PAIRBENCH_QWEN_SETTINGS: JSON.stringify(SETTINGS),
+        PAIRBENCH_AGENT_SETTINGS: JSON.stringify(SETTINGS),
         QWEN_CODE_DISABLE_PRECONNECT: '1',
         QWEN_CODE_NO_RELAUNCH: 'true',
       },

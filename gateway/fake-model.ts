@@ -66,15 +66,8 @@ export async function startFakeModel(script: FakeScript, on: ListenOn): Promise<
       return sendJson(res, 400, { type: 'error', error: { type: 'invalid_request_error', message: 'body must be a JSON object' } });
     }
     const side = isSideRequest(body);
-    const turn = side
-      ? 0
-      : api === 'anthropic'
-        ? anthropicTurnIndex(body)
-        : api === 'openai'
-          ? openaiTurnIndex(body)
-          : api === 'gemini'
-            ? geminiTurnIndex(body)
-            : chatTurnIndex(body);
+    const format = WIRE[api];
+    const turn = side ? 0 : format.turnIndex(body);
     const scripted: FakeTurn = side ? completionFor(script, body) : turnAt(script, turn);
     const answer: FakeTurn = script.usage_from_request
       ? {
@@ -94,28 +87,10 @@ export async function startFakeModel(script: FakeScript, on: ListenOn): Promise<
     const fault = script.faults?.find((f) => f.request === n);
     if (fault && (await answerFault(api, fault, answer, ids, body.stream === true, res)) === 'answered') return;
     if (body.stream !== true) {
-      return sendJson(
-        res,
-        200,
-        api === 'anthropic'
-          ? anthropicMessage(answer, ids)
-          : api === 'openai'
-            ? openaiResponse(answer, ids, 'completed')
-            : api === 'gemini'
-              ? geminiResponse(answer, ids)
-              : chatCompletion(answer, ids),
-      );
+      return sendJson(res, 200, format.reply(answer, ids));
     }
     if (!res.headersSent) res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
-    if (api === 'chat') {
-      for (const c of chatChunks(answer, ids)) res.write(chatSse(c));
-      return void res.end(CHAT_DONE);
-    }
-    // Gemini streams data-only events, the whole reply in one here.
-    if (api === 'gemini') return void res.end(chatSse(geminiResponse(answer, ids)));
-    const events = api === 'anthropic' ? anthropicEvents(answer, ids) : openaiEvents(answer, ids);
-    for (const [name, data] of events) res.write(formatSse(name, data));
-    res.end();
+    res.end(format.stream(answer, ids));
   }
 
   const bound = await listen(server, on);
@@ -125,6 +100,29 @@ export async function startFakeModel(script: FakeScript, on: ListenOn): Promise<
     close: () => closeServer(server),
   };
 }
+
+/** Each wire format's turn count, whole reply and stream (its SSE text). */
+const WIRE: Record<Api, { turnIndex(body: unknown): number; reply(turn: FakeTurn, ids: ReplyIds): unknown; stream(turn: FakeTurn, ids: ReplyIds): string }> = {
+  anthropic: {
+    turnIndex: anthropicTurnIndex,
+    reply: anthropicMessage,
+    stream: (t, ids) =>
+      anthropicEvents(t, ids)
+        .map(([name, data]) => formatSse(name, data))
+        .join(''),
+  },
+  openai: {
+    turnIndex: openaiTurnIndex,
+    reply: (t, ids) => openaiResponse(t, ids, 'completed'),
+    stream: (t, ids) =>
+      openaiEvents(t, ids)
+        .map(([name, data]) => formatSse(name, data))
+        .join(''),
+  },
+  chat: { turnIndex: chatTurnIndex, reply: chatCompletion, stream: (t, ids) => chatChunks(t, ids).map(chatSse).join('') + CHAT_DONE },
+  // Gemini streams data-only events, the whole reply in one here.
+  gemini: { turnIndex: geminiTurnIndex, reply: geminiResponse, stream: (t, ids) => chatSse(geminiResponse(t, ids)) },
+};
 
 function sendJson(res: ServerResponse, status: number, value: unknown, headOnly = false): void {
   const text = JSON.stringify(value);
