@@ -368,7 +368,7 @@ export interface MaterializeStep {
   remove_documentation?: boolean | [string, ...string[]];
 }
 /**
- * Per task: the image its environment/Dockerfile describes (Harbor tasks), built by the local engine, never pulled; the base images' IDs are part of the key. Steps that need it run in that image at its WORKDIR (docker backend).
+ * Per task: the image its environment is built as, by the local engine, never pulled; the base images' IDs are part of the key. Harbor tasks: their environment/Dockerfile. SWE-bench tasks: `template`, a Dockerfile template rendered with the instance's environment fields, over a base image you provide; instances whose rendered Dockerfile is the same share one image (built once). Steps that need it run in that image at its WORKDIR (docker backend).
  *
  * This interface was referenced by `PairbenchConfigurationBenchConfigYaml`'s JSON-Schema
  * via the `definition` "environmentStep".
@@ -379,6 +379,14 @@ export interface EnvironmentStep {
   needs?: Needs;
   matrix?: Matrix;
   tasks?: TaskSource;
+  /**
+   * A Dockerfile template (relative to this config) that builds each task's environment, for tasks that bring no Dockerfile of their own (SWE-bench records). {{base_image}} is `base_image`; {{repo}}, {{version}}, {{environment_setup_commit}}, {{base_commit}} and {{instance_id}} are the instance's fields. Render only what sets an environment apart (repo and version, as SWE-bench's environment images do) and instances share one image; the repository is the materialized tree, mounted at the image's WORKDIR. Built with no network and an empty context: what it installs must be in the base image.
+   */
+  template?: string;
+  /**
+   * The image {{base_image}} stands for in `template`: a name or ID the local engine has (docker build, load or import it; pairbench never pulls). Its ID is part of each node's key.
+   */
+  base_image?: string;
 }
 /**
  * Per task x arm x rep: one agent attempt in a fresh sandbox, its model reached only through the recording gateway.

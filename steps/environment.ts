@@ -1,9 +1,12 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Json } from '../pipeline/canonical-json.js';
+import type Docker from 'dockerode';
+import { canonicalJson, type Json } from '../pipeline/canonical-json.js';
+import type { StepConfig } from '../pipeline/config/load.js';
 import { sha256 } from '../pipeline/digest.js';
-import { err, ok, type Result } from '../pipeline/result.js';
-import type { ExecutionContext, GraphNode, StepFailure, StepKind } from '../pipeline/step-kind.js';
+import { err, errorMessage, ok, type Result } from '../pipeline/result.js';
+import type { ExecutionContext, GraphNode, PreflightCheck, PreflightContext, StepFailure, StepKind } from '../pipeline/step-kind.js';
+import type { OutputManifest } from '../pipeline/store/action-cache.js';
 import { artifact, jsonArtifact, readJsonArtifact } from '../pipeline/artifact.js';
 import type { OutputEntry } from '../pipeline/store/cas.js';
 import { checkTasks, taskMatrixSource, taskOf } from './agent-step-config.js';
@@ -12,6 +15,8 @@ import type { Task } from './task.js';
 import { annotateBaseImages } from './image-annotations.js';
 import { materializeStep, TREE } from './materialize.js';
 import { stepOutputProblems } from './step-output-checks.js';
+import { renderTemplate, stepTemplate, type EnvironmentTemplate } from './environment-template.js';
+import { specOf } from './step-spec.js';
 
 export const IMAGE = jsonArtifact<BuiltEnvironment, 'image.json'>(
   'image.json',
@@ -38,22 +43,45 @@ export const environmentStep: StepKind = {
   annotate: annotateBaseImages,
   outputs: () => [IMAGE, WORKDIR_TREE, BUILD_LOG],
   version: 1,
-  check: (step) => checkTasks(step),
-  keyConfig(node): Json {
-    const env = taskOf(node).environment;
-    return { dockerfile: env?.dockerfile ?? null, allow_internet: env?.allowInternet ?? false, build_timeout: env?.buildTimeoutSec ?? null };
+  check: (step) => {
+    const template = stepTemplate(step);
+    return [...checkTasks(step), ...(template.ok ? [] : template.error)];
   },
-  fileInputs: () => [],
+  keyConfig(node): Json {
+    const task = taskOf(node);
+    const env = task.environment;
+    const spec = specOf(node.step, 'environment');
+    return {
+      dockerfile: env?.dockerfile ?? null,
+      allow_internet: env?.allowInternet ?? false,
+      build_timeout: env?.buildTimeoutSec ?? null,
+      // A template's text is a file input; what it is rendered with is the instance's fields and the base image (its ID: the annotation).
+      ...(spec.template ? { template: spec.template, base_image: spec.base_image ?? null, fields: task.environmentFields ?? {} } : {}),
+    };
+  },
+  fileInputs: (node) => {
+    const template = specOf(node.step, 'environment').template;
+    return template ? [{ pattern: template, field: ['template'] }] : [];
+  },
+  preflight: templateBaseImagesPresent,
   selectUpstream: (_node, upstream) => (upstream.kind === materializeStep ? [TREE.name] : undefined),
   describeConfigField: (path) => path.join('.'),
 
   async execute(ctx: ExecutionContext) {
     const task = taskOf(ctx.node);
     const env = task.environment;
+    const template = stepTemplate(ctx.node.step);
+    if (!template.ok) return err({ reason: 'refused', message: template.error.map((d) => d.message).join('; ') });
+    if (template.value && env)
+      return err({
+        reason: 'refused',
+        message: `task ${task.id} brings its own environment/${env.dockerfile}: a template is for tasks without one (SWE-bench records); give this task a step without template`,
+      });
+    if (template.value) return buildFromTemplate(ctx, task, template.value);
     if (!env)
       return err({
         reason: 'refused',
-        message: `task ${task.id} has no environment/Dockerfile: an environment step builds the image of a Harbor task; remove it from this task's steps`,
+        message: `task ${task.id} has no environment/Dockerfile: an environment step builds the image of a Harbor task, or, with template, of a task without one; give the step a template or remove it from this task's steps`,
       });
     const tree = ctx.upstream.find((u) => u.outputs[TREE.name])?.outputs[TREE.name];
     if (!tree) return err({ reason: 'internal', message: 'environment needs a materialize upstream (tree)' });
@@ -66,34 +94,15 @@ export const environmentStep: StepKind = {
       return err({ reason: 'refused', message: `task ${task.id}: no ${env.dockerfile} in its environment tree` });
     }
     const log = (line: string) => writeFileSync(ctx.logFile, line + '\n', { flag: 'a' });
-    const [{ dockerClient, dockerEndpoint }, { baseImages, buildImage, copyFromImage }] = await Promise.all([
+    const [{ dockerClient, dockerEndpoint }, { buildImage, copyFromImage }] = await Promise.all([
       import('../sandboxes/docker-client.js'),
       import('../sandboxes/docker-build.js'),
     ]);
     const docker = dockerClient(dockerEndpoint(ctx.hostEnv));
 
-    // The base images must be the ones the plan keyed on: a moved tag is a new key, never a silent rebuild.
-    const planned = plannedBaseImages(ctx.node);
-    const bases: Record<string, string> = {};
-    for (const name of baseImages(dockerfile)) {
-      let id: string;
-      try {
-        id = (await docker.getImage(name).inspect()).Id;
-      } catch {
-        return err({
-          reason: 'infra',
-          message: `task ${task.id}: base image ${name} is not in the engine; build or load it locally (docker build / docker load / docker import): pairbench never pulls`,
-        });
-      }
-      if (planned && planned[name] !== id) {
-        return err({
-          reason: 'input-changed',
-          input: `base image ${name}`,
-          message: `task ${task.id}: base image ${name} is ${id.slice(0, 19)} now, ${planned[name] ? `${planned[name]!.slice(0, 19)} when this run was planned` : 'not resolved when this run was planned'}; run again`,
-        });
-      }
-      bases[name] = id;
-    }
+    const resolved = await resolveBaseImages(ctx.node, task, dockerfile, docker);
+    if (!resolved.ok) return resolved;
+    const bases = resolved.value;
     const built = await buildImage(docker, {
       context,
       dockerfile: env.dockerfile,
@@ -139,6 +148,150 @@ export const environmentStep: StepKind = {
     });
   },
 };
+
+/**
+ * The IDs of the images `dockerfile` builds FROM, as the engine has them, which must be the
+ * ones the plan keyed on: a moved tag is a new key, never a silent rebuild.
+ */
+async function resolveBaseImages(node: GraphNode, task: Task, dockerfile: string, docker: Docker): Promise<Result<Record<string, string>, StepFailure>> {
+  const { baseImages } = await import('../sandboxes/docker-build.js');
+  const planned = plannedBaseImages(node);
+  const bases: Record<string, string> = {};
+  for (const name of baseImages(dockerfile)) {
+    let id: string;
+    try {
+      id = (await docker.getImage(name).inspect()).Id;
+    } catch {
+      return err({
+        reason: 'infra',
+        message: `task ${task.id}: base image ${name} is not in the engine; build or load it locally (docker build / docker load / docker import): pairbench never pulls`,
+      });
+    }
+    if (planned && planned[name] !== id) {
+      return err({
+        reason: 'input-changed',
+        input: `base image ${name}`,
+        message: `task ${task.id}: base image ${name} is ${id.slice(0, 19)} now, ${planned[name] ? `${planned[name]!.slice(0, 19)} when this run was planned` : 'not resolved when this run was planned'}; run again`,
+      });
+    }
+    bases[name] = id;
+  }
+  return ok(bases);
+}
+
+/** The label that names an image built from a template by what it was built from (the rendered Dockerfile and its bases' IDs). */
+const ENVIRONMENT_LABEL = 'pairbench.environment';
+
+/** Builds of template environments under way in this process, by environment digest: instances of one environment wait for the one under way. */
+const templateBuilds = new Map<string, Promise<Result<{ imageId: string; workdir: string; log: string }, StepFailure>>>();
+
+/**
+ * A task without its own Dockerfile (a SWE-bench record) in the environment the step's template
+ * renders for it. Instances that render the same Dockerfile over the same base images share one
+ * image: it is labelled with the digest of both, found in the engine by that label, and built
+ * once (a concurrent instance of the same environment waits for that build). The starting tree
+ * is materialize's (the repository at the instance's commit), mounted at the image's WORKDIR.
+ */
+async function buildFromTemplate(ctx: ExecutionContext, task: Task, template: EnvironmentTemplate): Promise<Result<OutputManifest, StepFailure>> {
+  const tree = ctx.upstream.find((u) => u.outputs[TREE.name])?.outputs[TREE.name];
+  if (!tree) return err({ reason: 'internal', message: 'environment needs a materialize upstream (tree)' });
+  const rendered = renderTemplate(template, task);
+  if (!rendered.ok) return err({ reason: 'refused', message: rendered.error });
+  const dockerfile = rendered.value;
+  const [{ dockerClient, dockerEndpoint }, { buildImage }] = await Promise.all([
+    import('../sandboxes/docker-client.js'),
+    import('../sandboxes/docker-build.js'),
+  ]);
+  const docker = dockerClient(dockerEndpoint(ctx.hostEnv));
+  const bases = await resolveBaseImages(ctx.node, task, dockerfile, docker);
+  if (!bases.ok) return bases;
+  const digest = sha256(canonicalJson({ dockerfile, base_images: bases.value }));
+
+  const build = async (): Promise<Result<{ imageId: string; workdir: string; log: string }, StepFailure>> => {
+    try {
+      const found = await docker.listImages({ filters: { label: [`${ENVIRONMENT_LABEL}=${digest}`] } });
+      if (found[0]) {
+        const info = await docker.getImage(found[0].Id).inspect();
+        return ok({
+          imageId: info.Id,
+          workdir: info.Config?.WorkingDir || '/',
+          log: `reused ${info.Id}: built earlier for the same environment (${digest.slice(0, 12)})`,
+        });
+      }
+    } catch (e) {
+      return err({ reason: 'infra', message: `task ${task.id}: the engine did not list its images: ${errorMessage(e)}` });
+    }
+    const context = join(ctx.workDir, 'context');
+    mkdirSync(context, { recursive: true });
+    writeFileSync(join(context, 'Dockerfile'), dockerfile);
+    const built = await buildImage(docker, {
+      context,
+      network: 'none',
+      timeoutMs: TEMPLATE_BUILD_TIMEOUT_SEC * 1000,
+      labels: { [ENVIRONMENT_LABEL]: digest, 'pairbench.template': template.path },
+      signal: ctx.signal,
+    });
+    if (!built.ok)
+      return err({
+        reason: 'exit-non-zero',
+        exit_code: null,
+        signal: null,
+        message: `task ${task.id}: building the environment from ${template.path} failed: ${built.error.message.trim().split('\n').pop()}\n${built.error.log.trim().split('\n').slice(-20).join('\n')}`,
+      });
+    return ok({ ...built.value, log: built.value.log });
+  };
+  let pending = templateBuilds.get(digest);
+  if (!pending) {
+    templateBuilds.set(digest, (pending = build()));
+    // Only a build under way is shared here; once done, the engine's label finds the image (a failed build: the next instance tries again).
+    void pending.finally(() => templateBuilds.delete(digest));
+  }
+  const image = await pending;
+  if (!image.ok) return image;
+  writeFileSync(ctx.logFile, `${task.id}: environment ${digest.slice(0, 12)} is ${image.value.imageId}\n${image.value.log}\n`, { flag: 'a' });
+  const out = join(ctx.workDir, 'out');
+  mkdirSync(out, { recursive: true });
+  const record: BuiltEnvironment = {
+    image_id: image.value.imageId,
+    // SWE-bench's images keep the repository at /testbed: a template that sets no WORKDIR gets the task's.
+    workdir: image.value.workdir === '/' ? (task.workdir ?? '/') : image.value.workdir,
+    base_images: bases.value,
+    dockerfile_sha256: sha256(dockerfile),
+    network: 'none',
+  };
+  writeFileSync(join(out, IMAGE.name), JSON.stringify(record, null, 2) + '\n');
+  writeFileSync(join(out, BUILD_LOG.name), `${image.value.log}\n`);
+  return ok({
+    [IMAGE.name]: ctx.artifacts.putPath(join(out, IMAGE.name)),
+    // The repository at the instance's commit, as materialize left it.
+    [WORKDIR_TREE.name]: tree,
+    [BUILD_LOG.name]: ctx.artifacts.putPath(join(out, BUILD_LOG.name)),
+  });
+}
+
+/** A template's build: its own limit, as Harbor's build_timeout_sec gives a task's (SWE-bench's environment images take minutes). */
+const TEMPLATE_BUILD_TIMEOUT_SEC = 3600;
+
+/** doctor: each base image a step's template builds over is in the engine (pairbench never pulls). */
+async function templateBaseImagesPresent(steps: readonly StepConfig[], { env }: PreflightContext): Promise<PreflightCheck[]> {
+  const named = steps.flatMap((s) => {
+    const spec = specOf(s, 'environment');
+    return spec.template && spec.base_image ? [{ step: s.name, image: spec.base_image }] : [];
+  });
+  if (!named.length) return [];
+  const { dockerClient, dockerEndpoint, imageIds } = await import('../sandboxes/docker-client.js');
+  // An engine that does not answer has none of them (the docker backend's own check says why).
+  const ids = await imageIds(dockerClient(dockerEndpoint(env)), [...new Set(named.map((n) => n.image))]).catch(() => new Map<string, string>());
+  return named.map(({ step, image }) => {
+    const id = ids.get(image);
+    return {
+      name: `base image ${image} (step ${step}'s template)`,
+      ok: id !== undefined,
+      detail: id ? `in the engine: ${id.slice(0, 19)}` : 'not in the engine',
+      fix: id ? null : `build, load or import ${image} into the local engine (docker build / docker load / docker import): pairbench never pulls`,
+    };
+  });
+}
 
 /** What an environment step built. */
 export interface BuiltEnvironment {

@@ -5,24 +5,36 @@ import type { AnnotationContext, GraphNode, HostEnv } from '../pipeline/step-kin
 import { baseImages } from '../sandboxes/dockerfile.js';
 import { loadStepTask } from './agent-step-config.js';
 import { anySpecOf } from './step-spec.js';
+import { renderTemplate, stepTemplate } from './environment-template.js';
+import type { StepConfig } from '../pipeline/config/load.js';
 
 /**
- * Gives each environment node the IDs of the base images its Dockerfile builds FROM, as
+ * Gives each environment node the IDs of the base images its Dockerfile (the task's own, or the
+ * step's template rendered for the task) builds FROM, as
  * the engine has them now: they are part of its key, so a base image that moved is a new
  * key, never a silently stale image. Without an engine the names map to null (the node
  * fails with the reason when it runs).
  */
 export async function annotateBaseImages(nodes: readonly GraphNode[], { env }: AnnotationContext): Promise<void> {
   const bases = new Map<GraphNode, string[]>();
+  const templates = new Map<StepConfig, ReturnType<typeof stepTemplate>>();
   for (const node of nodes) {
     const task = loadStepTask(node.step, node.matrix['task'] ?? '');
-    if (!task.ok || !task.value.environment) continue;
+    if (!task.ok) continue;
+    let template = templates.get(node.step);
+    if (!template) templates.set(node.step, (template = stepTemplate(node.step)));
     let dockerfile: string;
-    try {
-      dockerfile = readFileSync(join(task.value.dir, 'environment', task.value.environment.dockerfile), 'utf8');
-    } catch {
-      continue; // the node says what is missing when it runs
-    }
+    if (template.ok && template.value && !task.value.environment) {
+      const rendered = renderTemplate(template.value, task.value);
+      if (!rendered.ok) continue; // the node says what is missing when it runs
+      dockerfile = rendered.value;
+    } else if (task.value.environment) {
+      try {
+        dockerfile = readFileSync(join(task.value.dir, 'environment', task.value.environment.dockerfile), 'utf8');
+      } catch {
+        continue; // the node says what is missing when it runs
+      }
+    } else continue;
     bases.set(node, baseImages(dockerfile));
   }
   const ids = await engineImageIds([...new Set([...bases.values()].flat())], env);

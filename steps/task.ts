@@ -53,6 +53,11 @@ export interface Task {
   origin: string;
   /** The instance's own image name (SWE-bench 5.x `image`): what `{image}` in sandbox.image stands for. */
   image?: string;
+  /**
+   * The record's fields that describe its environment, not its answer (SWE-bench: repo, version,
+   * environment_setup_commit, ...): what an environment step's Dockerfile template may use.
+   */
+  environmentFields?: Record<string, string>;
   /** Where the tree is mounted in a docker sandbox when the task says (SWE-bench: /testbed). */
   workdir?: string;
   canary: string | null;

@@ -272,6 +272,8 @@ describe('SWE-bench instances (JSONL)', () => {
       origin: `${file}:1`,
       canary: null,
       workdir: '/testbed',
+      // What an environment's Dockerfile template may use: never the patches or the tests.
+      environmentFields: { repo: 'acme/calc', version: '1.0', environment_setup_commit: '0'.repeat(40), base_commit: commit, instance_id: 'acme__calc-1' },
     });
     const second = r.value.get('acme__calc-2')!;
     expect(second.origin).toBe(`${file}:4`);

@@ -42,6 +42,13 @@ const LOG_PARSERS: Record<string, ReportFormat> = {
 
 const DEFAULT_TIMEOUT_SEC = 1800;
 
+/**
+ * The fields of a record an environment's Dockerfile template may use: those that say which
+ * environment an instance needs and where its repository is, never its answer (the gold patch,
+ * the hidden tests, the eval script: an image is what the agent runs in).
+ */
+export const ENVIRONMENT_FIELDS = ['repo', 'version', 'environment_setup_commit', 'base_commit', 'instance_id'] as const;
+
 const FULL_SHA = /^[0-9a-f]{40}$/;
 const INSTANCE_ID = /^[A-Za-z0-9][A-Za-z0-9_.-]*$/;
 /** Longer lines (gold patches, problem statements) are not echoed under a message. */
@@ -323,6 +330,7 @@ class InstanceLine {
       origin: `${this.file}:${this.line}`,
       canary: null,
       ...(image ? { image } : {}),
+      environmentFields: Object.fromEntries(ENVIRONMENT_FIELDS.flatMap((f) => (typeof o[f] === 'string' || typeof o[f] === 'number' ? [[f, String(o[f])]] : []))),
       // SWE-bench's images hold the environment for the repository at /testbed.
       workdir: '/testbed',
     };
