@@ -48,6 +48,8 @@ function config(ctx: AttemptContext): string {
       },
     },
     model: `pairbench/${ctx.model}`,
+    // `opencode run` is its build agent: limits.turns bounds its agentic iterations (then it must answer in text).
+    agent: { build: { steps: ctx.limits.turns } },
     autoupdate: false,
     share: 'disabled',
     permission: 'allow',

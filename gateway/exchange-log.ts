@@ -3,7 +3,7 @@ import { open, type FileHandle } from 'node:fs/promises';
 import type { SseEvent } from './sse.js';
 import type { TokenUsage } from './usage.js';
 
-export type CapHit = 'token-cap' | 'cost-cap';
+export type CapHit = 'token-cap' | 'cost-cap' | 'turn-cap';
 
 export interface ExchangeRecord {
   /** Arrival order, from 0. */

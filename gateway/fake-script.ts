@@ -1,5 +1,6 @@
 import { err, ok, type Result } from '../pipeline/result.js';
 import { isObject } from './json.js';
+import { offersTools } from './request-bounds.js';
 
 /** Token usage a scripted turn reports (Anthropic's field names; input excludes cache tokens). */
 export interface FakeUsage {
@@ -95,8 +96,7 @@ export function usageOf(turn: FakeTurn): Required<FakeUsage> {
 
 /** Requests without tools are side requests (the agent's own bookkeeping), not turns of the task. */
 export function isSideRequest(body: unknown): boolean {
-  const tools = isObject(body) ? body.tools : undefined;
-  return !Array.isArray(tools) || tools.length === 0;
+  return !offersTools(body);
 }
 
 export interface ScriptFailure {

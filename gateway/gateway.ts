@@ -23,7 +23,7 @@ import { isObject } from './json.js';
 import { closeServer, listen, type ListenOn } from './listen.js';
 import type { Marker } from './markers.js';
 import { Meter, REMAINING, type GatewayCaps, type GatewaySummary, type Reservation } from './meter.js';
-import { apiOf, boundRequest, withoutServerTools } from './request-bounds.js';
+import { apiOf, boundRequest, offersTools, withoutServerTools } from './request-bounds.js';
 import type { Price, Prices } from './cost.js';
 import { Redactor, SecretScrub } from './redact.js';
 import { SseParser, type SseEvent } from './sse.js';
@@ -316,6 +316,10 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
             costUsd: (bound.inputTokens * Math.max(price.input, price.cache_write) + bound.outputTokens * price.output) / 1e6,
           };
     // Caps are enforced here, before anything is forwarded, so a run cannot overspend whatever the agent does.
+    const turn = offersTools(body);
+    // Past the turn cap: a request error, not a 429, which some SDKs retry whatever the headers say (OpenCode's, with backoff).
+    if (turn && meter.turnCapReached())
+      return answer(400, errorBody('invalid_request_error', 'pairbench gateway: turn-cap reached (limits.turns); request refused'), { refused: 'turn-cap' });
     const admitted = await meter.admit(estimate);
     if ('hit' in admitted) {
       // x-should-retry: false tells the provider SDKs (Claude Code included) not to retry a 429.
@@ -346,7 +350,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
         else if (o.fromUpstream && streamError !== undefined)
           meter.providerFault(o.status, `error event mid-stream: ${errorExcerpt(fromUpstream(streamError))}`);
         if (o.fromUpstream && (o.status === 401 || o.status === 403)) refusal.abort(new Error(`the provider refused the credential: HTTP ${o.status}`));
-        meter.sawReply(facts, requestModel);
+        meter.sawReply(facts, requestModel, turn);
       }
       return {
         status: o.status,

@@ -9,6 +9,12 @@ export interface GatewayCaps {
   maxTokens?: number;
   /** Refuse further requests once the cost so far reaches this (USD). */
   maxCostUsd?: number;
+  /**
+   * Refuse further requests that offer tools once this many have been answered: the attempt's
+   * turns, whatever the agent's own settings (OpenCode's step limit only asks the model to stop
+   * calling tools; Codex has none). Side requests (no tools) and failed tries do not count.
+   */
+  maxTurns?: number;
 }
 
 export interface GatewaySummary {
@@ -16,6 +22,8 @@ export interface GatewaySummary {
   requests: number;
   /** Requests answered with a model reply (turns, side requests included). */
   model_requests: number;
+  /** Of those, replies to requests that offered tools: the agent's turns (what limits.turns caps). */
+  tool_turns: number;
   /** tool_use blocks / function_call items the model emitted. */
   tool_calls: number;
   usage: TokenUsage;
@@ -71,6 +79,8 @@ export class Meter {
   /** The largest total usage one reply has had so far: a floor for the next reservation. */
   private largestReply: Reservation | null = null;
   private modelRequests = 0;
+  /** Replies to requests that offered tools: the agent's turns. */
+  private toolTurns = 0;
   private toolCalls = 0;
   private usage: TokenUsage = ZERO_USAGE;
   private cost: number | null = 0;
@@ -104,6 +114,14 @@ export class Meter {
     else if (maxCostUsd !== undefined && this.cost !== null && this.cost >= maxCostUsd) hit = 'cost-cap';
     if (hit) this.capHit ??= hit;
     return hit;
+  }
+
+  /** Whether a request that offers tools would be a turn past the cap (remembered as the attempt's cap hit). */
+  turnCapReached(): boolean {
+    const max = this.options.caps?.maxTurns;
+    if (max === undefined || this.toolTurns < max) return false;
+    this.capHit ??= 'turn-cap';
+    return true;
   }
 
   /**
@@ -182,10 +200,11 @@ export class Meter {
   }
 
   /** Accounts a model reply; `requestModel` prices it when the reply does not name its model. */
-  sawReply(facts: ReplyFacts, requestModel: string | null): void {
+  sawReply(facts: ReplyFacts, requestModel: string | null, offeredTools = false): void {
     if (!facts.model_reply) return;
     if (facts.response_id && this.responses.size < MAX_KNOWN_RESPONSES) this.responses.add(facts.response_id);
     this.modelRequests++;
+    if (offeredTools) this.toolTurns++;
     this.toolCalls += facts.tool_calls;
     // A reply that reported no usage was still billed: the total is a lower bound, no longer exact.
     if (!facts.usage) {
@@ -240,6 +259,7 @@ export class Meter {
     return {
       requests: this.requests,
       model_requests: this.modelRequests,
+      tool_turns: this.toolTurns,
       tool_calls: this.toolCalls,
       usage: { ...this.usage },
       // No reply priced at all: there is no cost to state (not "exactly 0").

@@ -8,6 +8,12 @@
 import { isObject } from './json.js';
 import { GEMINI_ENDPOINT } from './providers.js';
 
+/** Whether a request offers the model tools: an agent's turn, not a side request (a title, a summary). Every wire format names them `tools`. */
+export function offersTools(body: unknown): boolean {
+  const tools = isObject(body) ? body.tools : undefined;
+  return Array.isArray(tools) && tools.length > 0;
+}
+
 /** Fixed tokens a provider adds to any request (tool-use and system framing), on top of the body's bytes. */
 export const REQUEST_OVERHEAD_TOKENS = 1024;
 /**

@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import { mkdirSync } from 'node:fs';
 import { startFakeModel, type FakeModel, type FakeScript } from '../gateway/fake-model.js';
+import type { GatewayCaps } from '../gateway/meter.js';
 import { startGateway, type GatewaySummary, type Marker, type Prices, type Provider, type UnboundedPolicy } from '../gateway/gateway.js';
 
 /** One attempt's model: the recording gateway, in front of a real upstream or a scripted fake. */
@@ -18,7 +19,7 @@ export interface ModelSession {
 export interface ModelOptions {
   upstream?: string;
   fakeScript?: FakeScript;
-  caps: { maxTokens?: number; maxCostUsd?: number };
+  caps: GatewayCaps;
   markers: Record<string, Marker>;
   /** USD per million tokens by model (the price table); a model not in it is costed at the default price, estimated. */
   prices?: Prices;

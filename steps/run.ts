@@ -378,12 +378,13 @@ export const runStep: StepKind = {
   annotate: annotateImageTemplates,
   // Loaded by doctor only: a run never pays for it.
   preflight: async (steps, ctx) => (await import('./run-preflight.js')).runPreflight(steps, ctx),
+  // 6: limits.turns is a gateway cap too (requests offering tools past it are refused: turn-cap).
   // 5: the provider's statuses and last failure on the record; Codex retries what a provider asks it to.
   // 4: budgets on what the attempt leaves (apparent bytes, files, gateway log) and the gateway's request bounds;
   // a provider fault is judged from the upstream's own statuses (the gateway's refusals are the agent's).
   // 3: an agent that never reached its model is an infrastructure fault; scripted replies are marked and unpriced.
   // 2: the sandbox closed before the workspace is read; delivery by fingerprint and scope.
-  version: 5,
+  version: 6,
 
   check(step, steps) {
     const s = spec(step);
@@ -662,7 +663,8 @@ export const runStep: StepKind = {
       const { openModel } = await import('./model-session.js');
       model = await openModel({
         ...(fake ? { fakeScript: JSON.parse(ctx.artifacts.read(fake.entry.digest).toString('utf8')) } : { upstream: s.model!.upstream! }),
-        caps: { ...(limits.tokens ? { maxTokens: limits.tokens } : {}), ...(limits.costUsd ? { maxCostUsd: limits.costUsd } : {}) },
+        // limits.turns at the gateway too: an agent whose own limit only asks the model to stop (OpenCode), or that has none (Codex), is stopped.
+        caps: { ...(limits.tokens ? { maxTokens: limits.tokens } : {}), ...(limits.costUsd ? { maxCostUsd: limits.costUsd } : {}), maxTurns: limits.turns },
         ...(s.model?.api_key_env && !fake ? { upstreamAuth: upstreamAuthFor(adapter, ctx.hostEnv[s.model.api_key_env] ?? '') } : {}),
         markers,
         prices: priceTable.models,
@@ -758,7 +760,7 @@ export const runStep: StepKind = {
               ? 'infra-error'
               : result.timedOut
                 ? 'time-cap'
-                : parsed.hitTurnCap
+                : parsed.hitTurnCap || (gw != null && gw.tool_turns >= limits.turns && endedBadly)
                   ? 'turn-cap'
                   : endedBadly
                     ? 'agent-crash'

@@ -7,8 +7,11 @@
  * the record. Adding an adapter is adding its line to ADAPTERS; what only one adapter does
  * (MCP, caps, a refused key, egress) stays in its own test file.
  */
-import { existsSync } from 'node:fs';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { execFileSync } from 'node:child_process';
+import { cpSync, existsSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { claudeBinary } from '../agents/claude-code.js';
 import { codexBinary } from '../agents/codex.js';
 import { qwenCli } from '../agents/qwen-code.js';
@@ -114,6 +117,52 @@ function config(a: AdapterCase, backend: string): string {
 `;
 }
 
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
+/** The shipped example's tasks (bench.config.yaml). */
+const EXAMPLE_TASKS = ['format-amount', 'parse-amount', 'signed-amount', 'statement-line', 'is-amount', 'csv-amount', 'sum-cents', 'split-cents'];
+
+/**
+ * The shipped example (examples/toy: its tasks, its fixture repository, its CLAUDE.md and its
+ * scripted model) for agent `a`: the model's turns with each shell command offered as `a`'s
+ * own shell tool, and the context file delivered (and read) under `a`'s instruction file name.
+ */
+function exampleFor(a: AdapterCase): string {
+  cpSync(join(ROOT, 'examples', 'toy'), join(rig.dir, 'examples', 'toy'), { recursive: true });
+  cpSync(join(ROOT, 'examples', 'cohorts', 'fixtures', 'repos', 'money'), join(rig.dir, 'examples', 'cohorts', 'fixtures', 'repos', 'money'), {
+    recursive: true,
+  });
+  type Turn = { text?: string; tool_calls?: { name: string; input: { command: string } }[]; usage?: unknown };
+  const script = JSON.parse(readFileSync(join(ROOT, 'examples', 'toy', 'model.json'), 'utf8')) as { turns: Turn[] };
+  // Gemini CLI refuses a shell command with a command substitution in it ("Blocked: command substitution detected"),
+  // which the example's program (a heredoc of JavaScript with template literals) looks like: every agent gets it as base64 piped to sh.
+  const command = (c: string) => (/[`$]/.test(c) ? `printf %s ${Buffer.from(c).toString('base64')} | base64 -d | sh` : c);
+  const turns = script.turns.map((t) => ({
+    ...t,
+    tool_calls: t.tool_calls?.map((c) => a.shell(command(c.input.command.replaceAll('CLAUDE.md', a.instructions)))),
+  }));
+  rig.write('example-model.json', JSON.stringify({ turns }));
+  const sandbox = '{ backend: bubblewrap, egress: none }';
+  return `steps:
+  materialize: { kind: materialize, tasks: &tasks examples/toy/tasks, matrix: &task { task: &ids [${EXAMPLE_TASKS.join(', ')}] } }
+  certify: { kind: certify, needs: [materialize], tasks: *tasks, matrix: *task, sandbox: ${sandbox}, policy: { repeats: 1 } }
+  attempts:
+    kind: run
+    needs: [materialize, certify]
+    tasks: *tasks
+    matrix: &attempt { task: *ids, arm: [context], rep: 1 }
+    agent: { adapter: ${a.adapter}, model: ${a.model} }
+    arms: { context: { files: { ${a.instructions}: examples/toy/context/CLAUDE.md } } }
+    limits: { turns: 8, wall_seconds: 180 }
+    sandbox: ${sandbox}
+    model: { fake_script: example-model.json }
+  verify: { kind: verify, needs: [materialize, attempts], tasks: *tasks, matrix: *attempt, sandbox: ${sandbox} }
+`;
+}
+
+beforeAll(() => {
+  execFileSync(process.execPath, [join(ROOT, 'scripts', 'build-fixtures.mjs'), '--quiet'], { stdio: 'inherit' });
+});
+
 let rig: Rig;
 afterEach(() => rig.cleanup());
 
@@ -166,6 +215,37 @@ for (const a of ADAPTERS) {
         }
       });
     }
+
+    it(`bubblewrap: completes the example's ${EXAMPLE_TASKS.length} tasks with its CLAUDE.md delivered as ${a.instructions}: each verifies (six of them only by following it), each trajectory validates`, async () => {
+      rig.write('bench.config.yaml', exampleFor(a));
+      const r = await rig.cli('run');
+      expect(r.code, r.stderr).toBe(0);
+      for (const task of EXAMPLE_TASKS) {
+        const attempt = `attempts/${task}/context/1`;
+        const result = await rig.outputJson(attempt, 'result.json');
+        expect(result.exit_reason, `${task}: ${await rig.outputText(attempt, 'agent.log')}`).toBe('done');
+        expect(result.sandbox.backend).toBe('bubblewrap');
+        expect(result.delivered, task).toEqual({ context: true });
+        expect((await rig.outputJson(`verify/${task}/context/1`, 'verdict.json')).pass, task).toBe(true);
+        expect(atifProblems(await rig.outputJson(attempt, 'trajectory.json')), task).toEqual([]);
+        expect(await rig.outputText(attempt, 'gateway.jsonl'), task).toContain('the house format');
+      }
+    });
+
+    it('bubblewrap: limits.turns bounds its turns: a model that would go on calling tools is stopped', async () => {
+      const turns = Array.from({ length: 6 }, (_, i) => ({
+        tool_calls: [a.shell(`echo turn ${i + 1} >> turns.log`)],
+        usage: { input_tokens: 100, output_tokens: 10 },
+      }));
+      rig.write(SCRIPT, JSON.stringify({ turns: [...turns, { text: 'Done.', usage: { input_tokens: 100, output_tokens: 5 } }] }));
+      rig.write('bench.config.yaml', config(a, 'bubblewrap').replace('limits: { turns: 6, wall_seconds: 180 }', 'limits: { turns: 2, wall_seconds: 180 }'));
+      const r = await rig.cli('run', 'attempts');
+      expect(r.code, r.stderr).toBe(0);
+      const result = await rig.outputJson('attempts/fix-add/control/1', 'result.json');
+      expect(result.tool_calls, await rig.outputText('attempts/fix-add/control/1', 'agent.log')).toBeLessThanOrEqual(2);
+      expect(result.tool_calls).toBeGreaterThan(0);
+      expect(result.exit_reason).toBe('turn-cap');
+    });
 
     it("doctor: the pinned version is installed, and its canary turn runs in the step's sandbox", async () => {
       rig.write('bench.config.yaml', config(a, 'bubblewrap'));
