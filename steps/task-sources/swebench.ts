@@ -330,7 +330,9 @@ class InstanceLine {
       origin: `${this.file}:${this.line}`,
       canary: null,
       ...(image ? { image } : {}),
-      environmentFields: Object.fromEntries(ENVIRONMENT_FIELDS.flatMap((f) => (typeof o[f] === 'string' || typeof o[f] === 'number' ? [[f, String(o[f])]] : []))),
+      environmentFields: Object.fromEntries(
+        ENVIRONMENT_FIELDS.flatMap((f) => (typeof o[f] === 'string' || typeof o[f] === 'number' ? [[f, String(o[f])]] : [])),
+      ),
       // SWE-bench's images hold the environment for the repository at /testbed.
       workdir: '/testbed',
     };
