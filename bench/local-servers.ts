@@ -30,9 +30,30 @@ async function waitFor(check: () => Promise<boolean>, what: string, ms = 10_000)
   throw new Error(`${what} did not come up in ${ms} ms`);
 }
 
+/**
+ * The servers this process started and has not stopped. Each is sent SIGTERM when the process
+ * exits, however it exits (a benchmark that throws, a test that fails before its stop), so none
+ * is left running; a signal from the terminal reaches them anyway (same process group).
+ */
+const running = new Set<ChildProcess>();
+function owned(child: ChildProcess): ChildProcess {
+  if (running.size === 0) process.once('exit', endAll);
+  running.add(child);
+  child.once('exit', () => {
+    running.delete(child);
+    if (running.size === 0) process.off('exit', endAll);
+  });
+  return child;
+}
+function endAll(): void {
+  for (const child of running) child.kill('SIGTERM');
+}
+
 export interface Nginx {
   url: string;
   data: string;
+  /** The master process (its workers end with it). */
+  pid: number;
   stop(): Promise<void>;
 }
 
@@ -73,7 +94,7 @@ http {
 }
 `,
   );
-  const child: ChildProcess = spawn(NGINX, ['-c', join(dir, 'nginx.conf'), '-e', join(dir, 'error.log')], { stdio: 'ignore' });
+  const child = owned(spawn(NGINX, ['-c', join(dir, 'nginx.conf'), '-e', join(dir, 'error.log')], { stdio: 'ignore' }));
   const url = `http://127.0.0.1:${port}`;
   try {
     await waitFor(async () => (await fetch(`${url}/cas/${'0'.repeat(64)}`, { method: 'HEAD' }).catch(() => null))?.status === 404, 'nginx');
@@ -85,6 +106,7 @@ http {
   return {
     url,
     data,
+    pid: child.pid!,
     stop: async () => {
       if (stopped) return;
       stopped = true;
@@ -98,6 +120,7 @@ http {
 
 export interface Redis {
   url: string;
+  pid: number;
   stop(): Promise<void>;
 }
 
@@ -105,10 +128,16 @@ export interface Redis {
 export async function startRedis(): Promise<Redis> {
   const dir = mkdtempSync(join(tmpdir(), 'pairbench-redis-'));
   const port = await freePort();
-  const child = spawn(REDIS, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], { stdio: 'ignore' });
-  await waitFor(async () => spawnSync('redis-cli', ['-p', String(port), 'ping'], { encoding: 'utf8' }).stdout?.trim() === 'PONG', 'redis');
+  const child = owned(spawn(REDIS, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], { stdio: 'ignore' }));
+  try {
+    await waitFor(async () => spawnSync('redis-cli', ['-p', String(port), 'ping'], { encoding: 'utf8' }).stdout?.trim() === 'PONG', 'redis');
+  } catch (e) {
+    child.kill('SIGKILL');
+    throw e;
+  }
   return {
     url: `redis://127.0.0.1:${port}/0`,
+    pid: child.pid!,
     stop: async () => {
       const exited = new Promise((r) => child.once('exit', r));
       child.kill('SIGTERM');
