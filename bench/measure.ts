@@ -1,4 +1,5 @@
-/** What the benchmarks share: a median, and the execution time each cached node recorded. */
+/** What the benchmarks share: a median, paired timings of child processes, and the execution time each cached node recorded. */
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Store } from '../pipeline/store/store.js';
 
@@ -16,4 +17,47 @@ export function nodeDurations(projectDir: string): Map<string, number> {
     if (found.status === 'hit') out.set(found.record.node, found.record.duration_ms);
   }
   return out;
+}
+
+/** One timed process: its wall time and the CPU it (and whatever it waited for) used, in ms. */
+export interface Timing {
+  wallMs: number;
+  cpuMs: number;
+}
+
+/**
+ * The CPU of this process's children that have been waited for (user + system, /proc/self/stat
+ * fields cutime and cstime), in ms: a spawnSync child's CPU is the difference around it. Clock
+ * ticks are 10 ms here; the processes timed this way take tens of ms or more.
+ */
+export function childrenCpuMs(): number {
+  const stat = readFileSync('/proc/self/stat', 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  // fields[0] is stat field 3 (state): cutime and cstime are fields 16 and 17.
+  return (Number(fields[13]) + Number(fields[14])) * 10;
+}
+
+/** `run` (a spawnSync of one process) timed: wall and CPU. */
+export function timed<T>(run: () => T): { timing: Timing; value: T } {
+  const cpu0 = childrenCpuMs();
+  const t0 = process.hrtime.bigint();
+  const value = run();
+  return { timing: { wallMs: Number(process.hrtime.bigint() - t0) / 1e6, cpuMs: childrenCpuMs() - cpu0 }, value };
+}
+
+/** min / median / max, as text. */
+export function spread(xs: readonly number[], digits = 0): string {
+  const s = [...xs].sort((a, b) => a - b);
+  return `${s[0]!.toFixed(digits)}/${median(s).toFixed(digits)}/${s[s.length - 1]!.toFixed(digits)}`;
+}
+
+/**
+ * Ratios of measures taken in pairs (A then B, A then B, ...: each pair under the same load),
+ * wall and CPU, as min/median/max. A CPU anchor below a clock tick is taken as one tick.
+ */
+export function pairedRatios(a: readonly Timing[], b: readonly Timing[]): { wall: number[]; cpu: number[] } {
+  return {
+    wall: a.map((x, i) => x.wallMs / b[i]!.wallMs),
+    cpu: a.map((x, i) => x.cpuMs / Math.max(10, b[i]!.cpuMs)),
+  };
 }
