@@ -317,11 +317,11 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
           };
     // Caps are enforced here, before anything is forwarded, so a run cannot overspend whatever the agent does.
     const turn = offersTools(body);
-    // Past the turn cap: a request error, not a 429, which some SDKs retry whatever the headers say (OpenCode's, with backoff).
-    if (turn && meter.turnCapReached())
-      return answer(400, errorBody('invalid_request_error', 'pairbench gateway: turn-cap reached (limits.turns); request refused'), { refused: 'turn-cap' });
-    const admitted = await meter.admit(estimate);
+    const admitted = await meter.admit(estimate, turn);
     if ('hit' in admitted) {
+      // Past the turn cap: a request error, which no SDK retries (OpenCode's retries a 429 with backoff whatever the headers say).
+      if (admitted.hit === 'turn-cap')
+        return answer(400, errorBody('invalid_request_error', 'pairbench gateway: turn-cap reached (limits.turns); request refused'), { refused: 'turn-cap' });
       // x-should-retry: false tells the provider SDKs (Claude Code included) not to retry a 429.
       return answer(
         429,

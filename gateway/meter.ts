@@ -105,23 +105,17 @@ export class Meter {
 
   /**
    * The cap a new request would exceed, if any; remembered as the attempt's cap hit. Usage is
-   * known only once a reply completes, so requests already in flight are not held back.
+   * known only once a reply completes, so requests already in flight are not held back. A
+   * request that offers tools (`turn`) is also held to the turn cap.
    */
-  capReached(): CapHit | null {
-    const { maxTokens, maxCostUsd } = this.options.caps ?? {};
+  capReached(turn = false): CapHit | null {
+    const { maxTokens, maxCostUsd, maxTurns } = this.options.caps ?? {};
     let hit: CapHit | null = null;
     if (maxTokens !== undefined && totalTokens(this.usage) >= maxTokens) hit = 'token-cap';
     else if (maxCostUsd !== undefined && this.cost !== null && this.cost >= maxCostUsd) hit = 'cost-cap';
+    else if (turn && maxTurns !== undefined && this.toolTurns >= maxTurns) hit = 'turn-cap';
     if (hit) this.capHit ??= hit;
     return hit;
-  }
-
-  /** Whether a request that offers tools would be a turn past the cap (remembered as the attempt's cap hit). */
-  turnCapReached(): boolean {
-    const max = this.options.caps?.maxTurns;
-    if (max === undefined || this.toolTurns < max) return false;
-    this.capHit ??= 'turn-cap';
-    return true;
   }
 
   /**
@@ -132,7 +126,7 @@ export class Meter {
    * at most one request: the one admitted alone. Until a reply has been seen requests go
    * one at a time (nothing is known of their size yet).
    */
-  async admit(estimate: Reservation | typeof REMAINING): Promise<{ hit: CapHit } | { reservation: Reservation; release: () => void }> {
+  async admit(estimate: Reservation | typeof REMAINING, turn = false): Promise<{ hit: CapHit } | { reservation: Reservation; release: () => void }> {
     const { maxTokens, maxCostUsd } = this.options.caps ?? {};
     const capped = maxTokens !== undefined || maxCostUsd !== undefined;
     // Judged again after every wait: what was spent, and the largest reply seen, have changed.
@@ -149,7 +143,7 @@ export class Meter {
           };
     let reservation = reserve();
     for (;;) {
-      const hit = this.capReached();
+      const hit = this.capReached(turn);
       if (hit) return { hit };
       reservation = reserve();
       // What is unbounded goes alone and keeps the rest out, capped or not: its cost is settled before the next is judged.
