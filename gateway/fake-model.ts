@@ -6,7 +6,7 @@ import { createServer, type IncomingHttpHeaders, type ServerResponse } from 'nod
 import { isObject } from './json.js';
 import { anthropicEvents, anthropicMessage, anthropicTurnIndex, type ReplyIds } from './fake-anthropic.js';
 import { openaiEvents, openaiResponse, openaiTurnIndex } from './fake-openai.js';
-import { completionFor, isSideRequest, turnAt, usageOf, type FakeScript, type FakeTurn } from './fake-script.js';
+import { completionFor, turnAt, usageOf, type FakeScript, type FakeTurn } from './fake-script.js';
 import { decodeBody } from './http-body.js';
 import { readBody } from '../pipeline/read-body.js';
 import { closeServer, listen, type ListenOn } from './listen.js';
@@ -14,6 +14,7 @@ import { formatSse } from './sse.js';
 import { answerFault, type Api } from './fake-faults.js';
 import { CHAT_DONE, chatChunks, chatCompletion, chatSse, chatTurnIndex } from './fake-chat.js';
 import { GEMINI_PATH, geminiResponse, geminiTurnIndex } from './fake-gemini.js';
+import { offersTools } from './request-bounds.js';
 
 export type { FakeFault, FakeScript, FakeTurn, FakeToolCall, FakeUsage } from './fake-script.js';
 
@@ -65,7 +66,7 @@ export async function startFakeModel(script: FakeScript, on: ListenOn): Promise<
     if (!isObject(body)) {
       return sendJson(res, 400, { type: 'error', error: { type: 'invalid_request_error', message: 'body must be a JSON object' } });
     }
-    const side = isSideRequest(body);
+    const side = !offersTools(body);
     const format = WIRE[api];
     const turn = side ? 0 : format.turnIndex(body);
     const scripted: FakeTurn = side ? completionFor(script, body) : turnAt(script, turn);

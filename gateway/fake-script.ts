@@ -1,6 +1,5 @@
 import { err, ok, type Result } from '../pipeline/result.js';
 import { isObject } from './json.js';
-import { offersTools } from './request-bounds.js';
 
 /** Token usage a scripted turn reports (Anthropic's field names; input excludes cache tokens). */
 export interface FakeUsage {
@@ -92,11 +91,6 @@ export function turnAt(script: FakeScript, index: number): FakeTurn {
 
 export function usageOf(turn: FakeTurn): Required<FakeUsage> {
   return { ...DEFAULT_USAGE, ...turn.usage };
-}
-
-/** Requests without tools are side requests (the agent's own bookkeeping), not turns of the task. */
-export function isSideRequest(body: unknown): boolean {
-  return !offersTools(body);
 }
 
 export interface ScriptFailure {
