@@ -20,21 +20,22 @@ export const TEMPLATE_NAMES: readonly string[] = ['base_image', ...ENVIRONMENT_F
 export interface EnvironmentTemplate {
   /** As written in the config, relative to it (the file input). */
   path: string;
-  abs: string;
   text: string;
   baseImage: string | null;
 }
 
-/** The step's template, when it has one: read, and its placeholders checked (each unknown one named at its line). */
-export function stepTemplate(step: StepConfig): Result<EnvironmentTemplate | null, Diagnostic[]> {
+/**
+ * The step's template, when it has one: read (or `staged`, the bytes its node's key holds), and
+ * its placeholders checked (each unknown one named at its line).
+ */
+export function stepTemplate(step: StepConfig, staged?: string): Result<EnvironmentTemplate | null, Diagnostic[]> {
   const spec = specOf(step, 'environment');
   if (!spec.template) return ok(null);
   const field = `steps.${step.name}.template`;
   const location = step.source.locate([...step.path, 'template']);
-  const abs = resolve(step.rootDir, spec.template);
   let text: string;
   try {
-    text = readFileSync(abs, 'utf8');
+    text = staged ?? readFileSync(resolve(step.rootDir, spec.template), 'utf8');
   } catch (e) {
     return err([{ field, location, message: `cannot read the Dockerfile template ${spec.template}: ${errorMessage(e)}` }]);
   }
@@ -58,7 +59,7 @@ export function stepTemplate(step: StepConfig): Result<EnvironmentTemplate | nul
         });
     }
   });
-  return problems.length ? err(problems) : ok({ path: spec.template, abs, text, baseImage: spec.base_image ?? null });
+  return problems.length ? err(problems) : ok({ path: spec.template, text, baseImage: spec.base_image ?? null });
 }
 
 /** The Dockerfile a template gives a task, or why it cannot (a field the instance lacks). */

@@ -70,7 +70,9 @@ export const environmentStep: StepKind = {
   async execute(ctx: ExecutionContext) {
     const task = taskOf(ctx.node);
     const env = task.environment;
-    const template = stepTemplate(ctx.node.step);
+    // The template as its key holds it (the staged file input), not as the disk has it now.
+    const staged = ctx.files[0] && specOf(ctx.node.step, 'environment').template ? ctx.artifacts.read(ctx.files[0].entry.digest).toString('utf8') : undefined;
+    const template = stepTemplate(ctx.node.step, staged);
     if (!template.ok) return err({ reason: 'refused', message: template.error.map((d) => d.message).join('; ') });
     if (template.value && env)
       return err({
@@ -238,7 +240,7 @@ async function buildFromTemplate(ctx: ExecutionContext, task: Task, template: En
         signal: null,
         message: `task ${task.id}: building the environment from ${template.path} failed: ${built.error.message.trim().split('\n').pop()}\n${built.error.log.trim().split('\n').slice(-20).join('\n')}`,
       });
-    return ok({ ...built.value, log: built.value.log });
+    return built;
   };
   let pending = templateBuilds.get(digest);
   if (!pending) {
