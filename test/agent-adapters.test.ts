@@ -22,6 +22,7 @@ import { atifProblems, promptTokens } from './atif.js';
 import { calculatorTask } from './fixtures.js';
 import { PROVIDER_FAULTS, survivesProviderFaults } from './provider-faults.js';
 import { Rig } from './rig.js';
+import { fixAddConfig } from './fix-add-config.js';
 
 interface AdapterCase {
   adapter: string;
@@ -94,28 +95,8 @@ const SCRIPT = 'fixtures/model.script.json';
 /** What the script's two turns add up to at the gateway, whichever wire format carried them. */
 const USAGE = { input_tokens: 2000, output_tokens: 35, cache_read_tokens: 100 };
 
-function config(a: AdapterCase, backend: string): string {
-  const sandbox = backend === 'local' ? '{ backend: local, egress: open }' : `{ backend: ${backend}, egress: none }`;
-  return `steps:
-  materialize: { kind: materialize, matrix: { task: [fix-add] } }
-  attempts:
-    kind: run
-    needs: [materialize]
-    matrix: { task: [fix-add], arm: [control, treatment], rep: 1 }
-    agent: { adapter: ${a.adapter}, model: ${a.model} }
-    arms:
-      control: {}
-      treatment: { files: { ${a.instructions}: fixtures/${a.instructions} } }
-    limits: { turns: 6, wall_seconds: 180 }
-    sandbox: ${sandbox}
-    model: { fake_script: ${SCRIPT} }
-  verify:
-    kind: verify
-    needs: [materialize, attempts]
-    matrix: { task: [fix-add], arm: [control, treatment], rep: 1 }
-    sandbox: ${sandbox}
-`;
-}
+const config = (a: AdapterCase, backend: string, turns?: number) =>
+  fixAddConfig({ adapter: a.adapter, model: a.model, instructions: a.instructions, script: SCRIPT, backend, ...(turns ? { turns } : {}) });
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 /** The shipped example's tasks (bench.config.yaml). */
@@ -238,7 +219,7 @@ for (const a of ADAPTERS) {
         usage: { input_tokens: 100, output_tokens: 10 },
       }));
       rig.write(SCRIPT, JSON.stringify({ turns: [...turns, { text: 'Done.', usage: { input_tokens: 100, output_tokens: 5 } }] }));
-      rig.write('bench.config.yaml', config(a, 'bubblewrap').replace('limits: { turns: 6, wall_seconds: 180 }', 'limits: { turns: 2, wall_seconds: 180 }'));
+      rig.write('bench.config.yaml', config(a, 'bubblewrap', 2));
       const r = await rig.cli('run', 'attempts');
       expect(r.code, r.stderr).toBe(0);
       const result = await rig.outputJson('attempts/fix-add/control/1', 'result.json');

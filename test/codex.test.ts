@@ -3,6 +3,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { codexBinary } from '../agents/codex.js';
 import { calculatorTask } from './fixtures.js';
 import { Rig } from './rig.js';
+import { fixAddConfig } from './fix-add-config.js';
 
 // What only Codex does, the REAL CLI against the scripted fake model (OpenAI Responses API)
 // through the recording gateway: its egress. What every adapter must do is test/agent-adapters.test.ts.
@@ -26,27 +27,16 @@ beforeEach(() => {
 });
 afterEach(() => rig.cleanup());
 
-function config(backend: string, sandbox = backend === 'local' ? '{ backend: local, egress: open }' : `{ backend: ${backend}, egress: none }`): string {
-  return `steps:
-  materialize: { kind: materialize, matrix: { task: [fix-add] } }
-  attempts:
-    kind: run
-    needs: [materialize]
-    matrix: { task: [fix-add], arm: [control, treatment], rep: 1 }
-    agent: { adapter: codex, model: gpt-fake }
-    arms:
-      control: {}
-      treatment: { files: { AGENTS.md: fixtures/AGENTS.md } }
-    limits: { turns: 6, wall_seconds: 120 }
-    sandbox: ${sandbox}
-    model: { fake_script: fixtures/codex.script.json }
-  verify:
-    kind: verify
-    needs: [materialize, attempts]
-    matrix: { task: [fix-add], arm: [control, treatment], rep: 1 }
-    sandbox: ${sandbox}
-`;
-}
+const config = (backend: string, sandbox?: string) =>
+  fixAddConfig({
+    adapter: 'codex',
+    model: 'gpt-fake',
+    instructions: 'AGENTS.md',
+    script: 'fixtures/codex.script.json',
+    backend,
+    wallSeconds: 120,
+    ...(sandbox ? { sandbox } : {}),
+  });
 
 describe.skipIf(!existsSync(codexBinary()))('Codex end to end', () => {
   it('calls out to nothing but the model: under an allowlist its egress log is empty (no metrics flush to OpenAI at exit)', async () => {

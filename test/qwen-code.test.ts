@@ -5,6 +5,7 @@ import { qwenCli } from '../agents/qwen-code.js';
 import { calculatorTask } from './fixtures.js';
 import { withFaults } from './provider-faults.js';
 import { Rig } from './rig.js';
+import { fixAddConfig } from './fix-add-config.js';
 
 // What only Qwen Code does, the REAL CLI (npm optional dependency, run by this Node) against
 // the scripted fake model (OpenAI Chat Completions): a broken stream, which it does not retry. What every adapter must do is test/agent-adapters.test.ts.
@@ -28,28 +29,8 @@ beforeEach(() => {
 });
 afterEach(() => rig.cleanup());
 
-function config(backend: string): string {
-  const sandbox = backend === 'local' ? '{ backend: local, egress: open }' : `{ backend: ${backend}, egress: none }`;
-  return `steps:
-  materialize: { kind: materialize, matrix: { task: [fix-add] } }
-  attempts:
-    kind: run
-    needs: [materialize]
-    matrix: { task: [fix-add], arm: [control, treatment], rep: 1 }
-    agent: { adapter: qwen-code, model: qwen-fake }
-    arms:
-      control: {}
-      treatment: { files: { QWEN.md: fixtures/QWEN.md } }
-    limits: { turns: 6, wall_seconds: 180 }
-    sandbox: ${sandbox}
-    model: { fake_script: fixtures/qwen.script.json }
-  verify:
-    kind: verify
-    needs: [materialize, attempts]
-    matrix: { task: [fix-add], arm: [control, treatment], rep: 1 }
-    sandbox: ${sandbox}
-`;
-}
+const config = (backend: string, script = 'fixtures/qwen.script.json') =>
+  fixAddConfig({ adapter: 'qwen-code', model: 'qwen-fake', instructions: 'QWEN.md', script, backend });
 
 const AUDIT = `  audit:
     kind: audit
@@ -63,7 +44,7 @@ describe.skipIf(!existsSync(qwenCli()))('Qwen Code end to end', () => {
       'fixtures/faults.script.json',
       withFaults(readFileSync(join(rig.dir, 'fixtures/qwen.script.json'), 'utf8'), [{ request: 1, stream_error: 'overloaded_error' }]),
     );
-    rig.write('bench.config.yaml', config('local').replaceAll('fixtures/qwen.script.json', 'fixtures/faults.script.json') + AUDIT);
+    rig.write('bench.config.yaml', config('local', 'fixtures/faults.script.json') + AUDIT);
     const r = await rig.cli('run', 'audit/fix-add/control', '--json');
     expect(r.code, r.stderr).toBe(0);
     const key = (JSON.parse(r.stdout).nodes as { node: string; key: string }[]).find((n) => n.node === 'audit/fix-add/control/1')!.key;
