@@ -56,6 +56,11 @@ export interface ProjectCommand<N extends string = string> extends CommandDoc<N>
   config: true;
   /** Whether it reads and writes records: it is then live on the store while it runs, so gc waits for it. */
   usesStore: boolean;
+  /**
+   * Whether a memo may answer it (pipeline/memo/): what it prints is a function of what it reads,
+   * and it changes nothing. Listed in MEMOIZED_COMMANDS too, which bin/ reads before any command loads.
+   */
+  memo?: true;
   /** When these operands need no config (view BUNDLE_DIR), what runs instead; undefined: load the config. */
   withoutProject?: (inv: Invocation) => Promise<number> | undefined;
   run(inv: ProjectInvocation): Promise<number>;

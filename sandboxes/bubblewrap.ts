@@ -1,4 +1,5 @@
 import { spawnSync } from 'node:child_process';
+import { stampedQuery } from '../pipeline/memo/declare.js';
 import { chmodSync, existsSync, lchownSync, lstatSync, readFileSync, readdirSync, readlinkSync, realpathSync, statSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -138,6 +139,19 @@ export async function checkBubblewrap(pathVar = process.env['PATH'] ?? DEFAULT_P
   );
 }
 
+/** The sysctls (under /proc/sys) that decide whether bwrap may make the namespaces a sandbox unshares. */
+const NAMESPACE_SYSCTLS = [
+  'kernel/unprivileged_userns_clone',
+  'kernel/apparmor_restrict_unprivileged_userns',
+  'user/max_user_namespaces',
+  'user/max_mnt_namespaces',
+  'user/max_pid_namespaces',
+  'user/max_net_namespaces',
+  'user/max_ipc_namespaces',
+  'user/max_uts_namespaces',
+  'user/max_cgroup_namespaces',
+];
+
 /** Reads a sysctl under /proc/sys (`kernel/foo`), or null where this kernel has none. */
 function sysctl(path: string): string | null {
   try {
@@ -176,13 +190,18 @@ export function bubblewrapProblemSync(pathVar = process.env['PATH'] ?? DEFAULT_P
   }
   if (!seccompSupported()) return { cause: `no seccomp filter for this architecture (${process.arch})`, fix: 'use the docker backend' };
   const args = [...namespaceArgs('none'), ...withParentDirs([...systemArgs(), ...scratchArgs()]), '--', ...dropArgv(tools.value), 'true'];
-  const r = spawnSync(tools.value.bwrap, args, {
-    cwd: tmpdir(),
-    env: { PATH: DEFAULT_PATH },
-    encoding: 'utf8',
-    stdio: ['ignore', 'ignore', 'pipe'],
-    timeout: 10_000,
-  });
+  // The probe's answer, for a memo of the plan (pipeline/memo/), is a function of the two binaries
+  // and the kernel's namespace settings (the uid and kernel release are host facts it records).
+  const inputs = [tools.value.bwrap, ...(tools.value.setpriv ? [tools.value.setpriv] : []), ...NAMESPACE_SYSCTLS.map((p) => join('/proc/sys', p))];
+  const r = stampedQuery('the bubblewrap probe', inputs, () =>
+    spawnSync(tools.value.bwrap, args, {
+      cwd: tmpdir(),
+      env: { PATH: DEFAULT_PATH },
+      encoding: 'utf8',
+      stdio: ['ignore', 'ignore', 'pipe'],
+      timeout: 10_000,
+    }),
+  );
   if (r.status === 0) return null;
   return {
     cause: `bwrap (${tools.value.bwrap}) cannot create a sandbox here: ${String(r.stderr ?? '').trim() || `exit ${r.status ?? r.signal}`}`,

@@ -47,5 +47,14 @@ await build({
     codeSplitting: { groups: [{ name: 'startup', tags: ['$initial'] }] },
   },
 });
+// The whole-plan memo (pipeline/memo/, entry cli/memo-entry.ts), one file of its own: bin/pairbench.js loads it before
+// anything else for a memoizable command, to answer from the memo or to record the run, so it
+// must not pull in the startup chunk.
+await build({
+  input: join(ROOT, 'dist', 'cli', 'memo-entry.js'),
+  platform: 'node',
+  logLevel: 'warn',
+  output: { file: join(tmp, 'memo.cjs'), format: 'cjs' },
+});
 rmSync(OUT, { recursive: true, force: true });
 renameSync(tmp, OUT);

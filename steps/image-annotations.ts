@@ -71,6 +71,6 @@ export function imageName(template: string, task: string, image?: string): strin
 /** Image IDs by name, as the engine DOCKER_HOST names has them now; the client is loaded only when some node names an image. */
 async function engineImageIds(names: readonly string[], env: HostEnv): Promise<Map<string, string>> {
   if (!names.length) return new Map();
-  const { dockerClient, dockerEndpoint, imageIds } = await import('../sandboxes/docker-client.js');
-  return imageIds(dockerClient(dockerEndpoint(env)), names);
+  const { stampedImageIds } = await import('../sandboxes/docker-client.js');
+  return stampedImageIds(env, names);
 }

@@ -4,7 +4,7 @@
 // as the config is written (only its scripted model's replies are hostile), and must each end as
 // a forged verdict; then on a config with verify and no certify step at all.
 import { execFileSync } from 'node:child_process';
-import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -16,11 +16,10 @@ import { buildGraph, withUpstream } from '../pipeline/dag.js';
 import { builtinStepKinds } from '../steps/index.js';
 import { main } from '../cli/main.js';
 import { calculatorTask } from './fixtures.js';
-import { goldenStore } from './golden-store.js';
+import { goldenStore, SHIPPED_CONFIGS } from './golden-store.js';
 import { Rig } from './rig.js';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
-const SHIPPED = ['bench.config.yaml', ...readdirSync(join(ROOT, 'cohorts')).flatMap((f) => (f.endsWith('.yaml') ? [`cohorts/${f}`] : []))];
 
 /** Configs whose verifiers read the answer files an attempt writes: no code of the workspace runs at verify time. */
 const READS_ANSWERS = new Set(['cohorts/gortex-mcp.yaml']);
@@ -53,7 +52,7 @@ beforeAll(() => {
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 
 describe.skipIf(!existsSync(claudeBinary()))('the three forgeries on every shipped config, as written', () => {
-  for (const config of SHIPPED) {
+  for (const config of SHIPPED_CONFIGS) {
     it(`${config}: each forgery of the exit code ends as a forged verdict`, async () => {
       // The project as shipped, in a directory of its own: the config, and the examples it reads.
       const dir = join(work, config.replace(/[/.]/g, '_'));

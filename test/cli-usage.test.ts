@@ -95,6 +95,13 @@ describe('the CLI, misused', () => {
     expect(declared.sort()).toEqual(Object.keys(COMMANDS).sort());
   });
 
+  it('the commands a memo may answer (bin/ decides before loading any command) are the ones that declare it', async () => {
+    const { COMMANDS } = await import('../cli/commands/index.js');
+    const { MEMOIZED_COMMANDS } = await import('../pipeline/memo/memo-file.js');
+    const declaring = Object.values(COMMANDS).flatMap((c) => (c.config && c.memo ? [c.name] : []));
+    expect([...MEMOIZED_COMMANDS].sort()).toEqual(declaring.sort());
+  });
+
   it('usage errors are JSON under --json, in the one error shape', async () => {
     const r = await rig.cli('run', '--frobnicate', '--json');
     expect(r.code).toBe(2);

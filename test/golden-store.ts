@@ -11,7 +11,7 @@
  * file) a directory per process is used.
  */
 import { execFileSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, watch, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, watch, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -19,6 +19,9 @@ import { inject } from 'vitest';
 import { main } from '../cli/main.js';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
+
+/** Every config the repository ships: the quick-start example and each cohort file. */
+export const SHIPPED_CONFIGS = ['bench.config.yaml', ...readdirSync(join(ROOT, 'cohorts')).flatMap((f) => (f.endsWith('.yaml') ? [`cohorts/${f}`] : []))];
 
 /** What building a golden store gave: the run's exit code and output, as the test that built it saw them. */
 export interface GoldenBuild {

@@ -99,7 +99,7 @@ describe('the module graph', () => {
     expect(upward).toEqual([]);
   });
 
-  it('one Docker client: only sandboxes/docker-client.ts loads dockerode or runs the docker CLI (others import its types at most)', () => {
+  it('one Docker client: only sandboxes/docker-client.ts loads dockerode or runs the docker CLI (others import its types at most); only the memo stamp asks the engine over its socket, read-only', () => {
     const product = ['agents/', 'cli/', 'gateway/', 'generators/', 'pipeline/', 'sandboxes/', 'steps/', 'text/', 'test-results/', 'viewer/'];
     const clients = [...graph.keys()]
       .filter((file) => product.some((d) => file.startsWith(d)))
@@ -107,9 +107,13 @@ describe('the module graph', () => {
         const text = readFileSync(join(ROOT, file), 'utf8');
         const loadsDockerode = /^import (?!type )[^;]*from 'dockerode'/m.test(text) || /import\('dockerode'\)/.test(text);
         const runsDockerCli = /\b(spawn|spawnSync|execFile|execFileSync|execa|execaSync)\(\s*'docker'/.test(text);
-        return loadsDockerode || runsDockerCli;
+        // The Engine API by hand: an HTTP request on a path of its own (/images/..., /containers/...).
+        const speaksEngineApi = /from 'node:https?'/.test(text) && /['`]\/(images|containers|build|exec|volumes|networks)\//.test(text);
+        return loadsDockerode || runsDockerCli || speaksEngineApi;
       });
-    expect(clients).toEqual(['sandboxes/docker-client.ts']);
+    // docker-image-stamp.ts: the replay of a memo (pipeline/memo/) asks the engine for image IDs before
+    // anything of pairbench, dockerode included, loads; GET requests only (test/plan-memo.test.ts).
+    expect(clients).toEqual(['sandboxes/docker-client.ts', 'sandboxes/docker-image-stamp.ts']);
   });
 
   it('stats/ and report/ are libraries under the step kinds: pipeline/ and text/ below them, stats/ under report/, the config types, nothing else', () => {

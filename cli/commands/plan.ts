@@ -47,6 +47,7 @@ that its stored output is corrupt, or which upstream runs first. Changes nothing
   operands: ANY_OPERANDS,
   config: true,
   usesStore: false,
+  memo: true,
   exits: `0 planned; ${CONFIG_ERROR}, or no node matches NODE.`,
   async run({ io, json, values, operands, project: { graph, ctx, inputs } }) {
     const sel = selectOrFail(io, json, graph, operands);

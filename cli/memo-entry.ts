@@ -1,0 +1,19 @@
+/**
+ * The entry of dist/bundle/memo.cjs, which bin/pairbench.js loads before the rest of pairbench
+ * for a command a memo may answer (pipeline/memo/): replay the memo, or record this run for the
+ * next. The stamps' askers are registered here, one line per owner: the memo knows no daemon.
+ */
+import { replayMemo, type Streams } from '../pipeline/memo/replay.js';
+import type { StampAskers } from '../pipeline/memo/stamps.js';
+import { askDockerImages, DOCKER_IMAGES_STAMP } from '../sandboxes/docker-image-stamp.js';
+
+export { MEMOIZED_COMMANDS, memoEnabled } from '../pipeline/memo/memo-file.js';
+export { startRecording } from '../pipeline/memo/record.js';
+
+export const STAMP_ASKERS: StampAskers = {
+  [DOCKER_IMAGES_STAMP]: askDockerImages,
+};
+
+export function replay(argv: readonly string[], env: NodeJS.ProcessEnv, cwd: string, out: Streams): Promise<number | undefined> {
+  return replayMemo(argv, env, cwd, out, STAMP_ASKERS);
+}

@@ -1,0 +1,168 @@
+/**
+ * The whole-plan memo's file: what one command's run read, and what it printed. A later run of
+ * the same command line in the same directory and environment prints the same output without
+ * loading pairbench when nothing it read has changed (replay.ts); record.ts writes it. This
+ * module is what both share, and imports only Node's built-ins: replay.ts is bundled alone
+ * (dist/bundle/memo.cjs), loaded before anything else of pairbench.
+ */
+import { createHash } from 'node:crypto';
+import { appendFileSync, readFileSync, statSync, type Stats } from 'node:fs';
+import { createRequire } from 'node:module';
+import { homedir } from 'node:os';
+import { join, resolve } from 'node:path';
+import type { StampRecord } from './stamps.js';
+
+export const MEMO_VERSION = 1;
+
+/** The commands a memo may answer (each declares `memo: true` in cli/commands/; test/cli-usage.test.ts holds the two equal). */
+export const MEMOIZED_COMMANDS: readonly string[] = ['plan'];
+
+/**
+ * Environment variables that configure the memo itself and are not the command's input:
+ * where memos live, whether they are used, where hits and misses are logged.
+ */
+const MEMO_VARIABLES = /^PAIRBENCH_MEMO(_|$)/;
+
+/**
+ * What a path looked like: `[path, 'f', dev, ino, mode, size, mtimeMs, ctimeMs]` for anything that
+ * exists (a file, a directory: its entries change its mtime), `[path, 'a']` for a path that did not,
+ * `[path, 'c', sha256]` for a file whose stat says nothing of its content (under /proc and /sys).
+ */
+export type Observation =
+  | readonly [path: string, tag: 'f', dev: number, ino: number, mode: number, size: number, mtimeMs: number, ctimeMs: number]
+  | readonly [path: string, tag: 'a']
+  | readonly [path: string, tag: 'c', sha256: string];
+
+/** The value a host query (os.hostname(), process.getuid(), ...) gave, to ask again at replay. */
+export type HostFact = readonly [name: string, value: string];
+
+export interface MemoFile {
+  v: typeof MEMO_VERSION;
+  /** The identity the file's name is the digest of, kept to check against. */
+  identity: string;
+  observations: Observation[];
+  facts: HostFact[];
+  /** Declared queries of a daemon's state and their answers, asked again at replay (stamps.ts). */
+  stamps: StampRecord[];
+  stdout: string;
+  stderr: string;
+  exitCode: number;
+}
+
+/** Where memos live: PAIRBENCH_MEMO_DIR, else the user's cache directory. */
+export function memoDir(env: NodeJS.ProcessEnv): string {
+  const set = env['PAIRBENCH_MEMO_DIR'];
+  if (set) return resolve(set);
+  const cache = env['XDG_CACHE_HOME'] || join(env['HOME'] || homedir(), '.cache');
+  return join(cache, 'pairbench', 'plan-memo');
+}
+
+/** Whether memos are in use: PAIRBENCH_MEMO=0 turns them off. */
+export function memoEnabled(env: NodeJS.ProcessEnv): boolean {
+  return env['PAIRBENCH_MEMO'] !== '0';
+}
+
+/**
+ * What makes two invocations the same command: the arguments, the directory, the whole
+ * environment (but the memo's own settings), Node's binary and version, and whether the output
+ * goes to a terminal and how wide it is. Anything else the command reads is an observation.
+ */
+export function invocationIdentity(argv: readonly string[], env: NodeJS.ProcessEnv, cwd: string, out: OutputShape): string {
+  const vars = Object.keys(env)
+    .filter((k) => !MEMO_VARIABLES.test(k))
+    .sort()
+    .map((k) => [k, env[k] ?? '']);
+  return JSON.stringify({ v: MEMO_VERSION, argv, cwd, env: vars, node: [process.execPath, process.version, process.arch], out });
+}
+
+export interface OutputShape {
+  stdoutTTY: boolean;
+  stderrTTY: boolean;
+  columns: number | null;
+}
+
+export function outputShape(stdout: { isTTY?: boolean; columns?: number }, stderr: { isTTY?: boolean }): OutputShape {
+  return { stdoutTTY: Boolean(stdout.isTTY), stderrTTY: Boolean(stderr.isTTY), columns: stdout.isTTY ? (stdout.columns ?? null) : null };
+}
+
+export function memoPath(dir: string, identity: string): string {
+  return join(dir, `${createHash('sha256').update(identity).digest('hex')}.json`);
+}
+
+/**
+ * Paths whose stat says nothing of their content (the kernel's files under /proc and /sys: size 0,
+ * times of the mount): observed by their bytes. Directories there, and everything elsewhere
+ * (a tmpfs under /dev too), by their stat.
+ */
+function observedByContent(path: string, st: Stats | undefined): boolean {
+  return st !== undefined && !st.isDirectory() && (path.startsWith('/proc/') || path.startsWith('/sys/'));
+}
+
+/** How `path` looks now, by the memo's rules; `io` gives the unrecorded file functions. */
+export function observe(path: string, io: { stat: typeof statSync; read: typeof readFileSync } = { stat: statSync, read: readFileSync }): Observation {
+  const st: Stats | undefined = io.stat(path, { throwIfNoEntry: false });
+  if (!st) return [path, 'a'];
+  if (observedByContent(path, st)) {
+    try {
+      return [path, 'c', createHash('sha256').update(io.read(path)).digest('hex')];
+    } catch (e) {
+      return [path, 'c', `unreadable: ${(e as NodeJS.ErrnoException).code ?? 'error'}`];
+    }
+  }
+  return [path, 'f', st.dev, st.ino, st.mode, st.size, st.mtimeMs, st.ctimeMs];
+}
+
+export function sameObservation(a: Observation, b: Observation): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+/**
+ * Host queries a command may make whose answer is a fact of this host and user (asked again at
+ * replay and compared), by name. A query not here, or one whose answer moves by itself (free
+ * memory, load, uptime, CPU times), is a doubt: record.ts saves no memo after it.
+ */
+export const HOST_FACTS: Readonly<Record<string, () => unknown>> = {
+  'os.hostname': () => hostFact('hostname'),
+  'os.homedir': () => hostFact('homedir'),
+  'os.tmpdir': () => hostFact('tmpdir'),
+  'os.userInfo': () => hostFact('userInfo'),
+  'os.platform': () => hostFact('platform'),
+  'os.type': () => hostFact('type'),
+  'os.release': () => hostFact('release'),
+  'os.version': () => hostFact('version'),
+  'os.arch': () => hostFact('arch'),
+  'os.machine': () => hostFact('machine'),
+  'os.endianness': () => hostFact('endianness'),
+  'os.totalmem': () => hostFact('totalmem'),
+  'os.availableParallelism': () => hostFact('availableParallelism'),
+  'process.getuid': () => processFact('getuid'),
+  'process.geteuid': () => processFact('geteuid'),
+  'process.getgid': () => processFact('getgid'),
+  'process.getegid': () => processFact('getegid'),
+  'process.getgroups': () => processFact('getgroups'),
+};
+
+// The os module's own object (the one record.ts patches), its functions kept here as they were.
+const os = createRequire(import.meta.url)('node:os') as Record<string, (...a: unknown[]) => unknown>;
+const originalOs: Record<string, (...a: unknown[]) => unknown> = { ...os };
+function hostFact(name: string): unknown {
+  return originalOs[name]!.call(os);
+}
+const originalProcess = { ...(process as unknown as Record<string, ((...a: unknown[]) => unknown) | undefined>) };
+function processFact(name: string): unknown {
+  return originalProcess[name]?.call(process);
+}
+
+export function factValue(name: string): string | undefined {
+  const ask = HOST_FACTS[name];
+  return ask ? JSON.stringify(ask() ?? null) : undefined;
+}
+
+/** Says what the memo did, to PAIRBENCH_MEMO_LOG when set (a file: one line per command). */
+export function log(env: NodeJS.ProcessEnv, line: string): string {
+  const file = env['PAIRBENCH_MEMO_LOG'];
+  if (file) appendFileSync(file, `${line}\n`);
+  return line;
+}

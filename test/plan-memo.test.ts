@@ -1,0 +1,233 @@
+/**
+ * The whole-plan memo (pipeline/memo/): `pairbench plan` answered from what its last run printed,
+ * when nothing that run read has changed. The property: each class of input a plan reads,
+ * changed in turn on a project built here, gives a miss, and the plan printed is the plan made
+ * without the memo. A memo recorded while a path it read was changing is never saved; the
+ * shipped configs plan the same keys with the memo as without.
+ */
+import { execFileSync, spawnSync } from 'node:child_process';
+import { chmodSync, cpSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startRecording } from '../pipeline/memo/record.js';
+import { dockerBackend } from '../sandboxes/docker.js';
+import { ensureTestImage } from './docker-image.js';
+import { calculatorTask } from './fixtures.js';
+import { goldenStore, SHIPPED_CONFIGS } from './golden-store.js';
+import { BIN, Rig } from './rig.js';
+
+const ROOT = join(import.meta.dirname, '..');
+// The file functions as pairbench's bundle (CommonJS) calls them: through the module's own object.
+const builtinFs = createRequire(import.meta.url)('node:fs') as typeof import('node:fs');
+
+let rig: Rig;
+let memoLog: string;
+
+/** `pairbench plan --json` as a user runs it (a process of its own), with or without the memo; what the memo did. */
+function plan(memo = true, where = ['--config', join(rig.dir, 'bench.config.yaml')], cwd = rig.dir): { stdout: string; memo: string } {
+  const before = readLog().length;
+  const r = spawnSync(process.execPath, [BIN, 'plan', '--json', ...where], {
+    cwd,
+    encoding: 'utf8',
+    env: {
+      PATH: `${join(rig.dir, 'bin')}:${process.env['PATH']}`,
+      HOME: rig.dir,
+      CI: '1',
+      PAIRBENCH_MEMO_DIR: join(rig.dir, 'memo'),
+      PAIRBENCH_MEMO_LOG: memoLog,
+      ...(memo ? {} : { PAIRBENCH_MEMO: '0' }),
+      ...extraEnv,
+    },
+  });
+  if (r.status !== 0) throw new Error(`plan exited ${r.status}: ${r.stderr}${r.stdout}`);
+  return { stdout: r.stdout, memo: readLog().slice(before).join(' | ') };
+}
+let extraEnv: Record<string, string> = {};
+const readLog = () => {
+  try {
+    return readFileSync(memoLog, 'utf8').split('\n').filter(Boolean);
+  } catch {
+    return [];
+  }
+};
+
+/** Plans until the memo answers (a plan saves it, the next one hits): at most four plans. */
+function planUntilHit(): void {
+  for (let i = 0; i < 4; i++) if (plan().memo.startsWith('hit')) return;
+  throw new Error(`the memo never answered:\n${readLog().slice(-4).join('\n')}`);
+}
+
+/** The same time stamps written back: the inode's ctime moves, nothing else does (a value the host already had). */
+function touchInPlace(path: string): void {
+  const st = statSync(path);
+  utimesSync(path, st.atime, st.mtime);
+}
+
+beforeAll(() => {
+  rig = new Rig();
+  memoLog = join(rig.dir, 'memo.log');
+  calculatorTask(rig.dir);
+  rig.write('model.json', JSON.stringify({ turns: [] }));
+  rig.write('input.txt', 'one\n');
+  rig.write('inputs/a.txt', 'a\n');
+  rig.write('more-steps.yaml', 'steps:\n  extra: { kind: command, cmd: "echo extra > e", outs: [e] }\n');
+  // A bwrap of the project's own on PATH, for `backend: auto`'s probe.
+  rig.write('bin/bwrap', '#!/bin/sh\nexec /usr/bin/bwrap "$@"\n');
+  chmodSync(join(rig.dir, 'bin', 'bwrap'), 0o755);
+  rig.write(
+    'bench.config.yaml',
+    `include: [more-steps.yaml]
+steps:
+  prepare: { kind: command, deps: [input.txt, "inputs/*.txt"], cmd: "cat input.txt inputs/*.txt > p", outs: [p] }
+  materialize: { kind: materialize, matrix: { task: [fix-add] } }
+  attempts:
+    kind: run
+    needs: [materialize]
+    matrix: { task: [fix-add], arm: [control], rep: 1 }
+    agent: { adapter: claude-code }
+    model: { fake_script: model.json }
+    arms: { control: {} }
+    sandbox: { backend: auto }
+`,
+  );
+  const r = spawnSync(process.execPath, [BIN, 'run', 'prepare', 'extra', 'materialize/fix-add', '--config', join(rig.dir, 'bench.config.yaml')], {
+    encoding: 'utf8',
+    env: { PATH: process.env['PATH'], HOME: rig.dir, CI: '1' },
+  });
+  expect(r.status, r.stderr).toBe(0);
+});
+afterAll(() => rig.cleanup());
+
+const blobOf = (node: string): string => {
+  const explained = spawnSync(process.execPath, [BIN, 'explain', node, '--json', '--config', join(rig.dir, 'bench.config.yaml')], { encoding: 'utf8' });
+  const digest = Object.values((JSON.parse(explained.stdout) as { record: { outputs: Record<string, { digest: string }> } }).record.outputs)[0]!.digest;
+  return join(rig.dir, '.pairbench', 'cas', digest.slice(0, 2), digest);
+};
+
+/**
+ * Each class of input a plan reads, and a change to it. `changesPlan`: whether the plan without the
+ * memo changes too (a file re-stamped in place is the same input, read again to be sure).
+ */
+const CLASSES: { name: string; change: () => void; changesPlan: boolean }[] = [
+  { name: 'the config', change: () => rig.write('bench.config.yaml', rig.read('bench.config.yaml') + '\n# edited\n'), changesPlan: false },
+  {
+    name: 'an included config file',
+    change: () => rig.write('more-steps.yaml', rig.read('more-steps.yaml').replace('echo extra', 'echo more')),
+    changesPlan: true,
+  },
+  {
+    name: 'a task file',
+    change: () => rig.write('tasks/fix-add/task.yaml', rig.read('tasks/fix-add/task.yaml').replace('Fix it.', 'Fix it now.')),
+    changesPlan: true,
+  },
+  { name: "a glob's directory (a new file)", change: () => rig.write('inputs/b.txt', 'b\n'), changesPlan: true },
+  { name: 'an input file', change: () => rig.write('input.txt', 'two\n'), changesPlan: true },
+  {
+    name: 'a store record (another node built)',
+    change: () => {
+      const r = spawnSync(process.execPath, [BIN, 'run', 'prepare', '--config', join(rig.dir, 'bench.config.yaml')], {
+        encoding: 'utf8',
+        env: { PATH: process.env['PATH'], HOME: rig.dir, CI: '1' },
+      });
+      expect(r.status, r.stderr).toBe(0);
+    },
+    changesPlan: true,
+  },
+  { name: 'a blob (an output lost)', change: () => rmSync(blobOf('prepare')), changesPlan: true },
+  { name: "pairbench's code", change: () => touchInPlace(join(ROOT, 'dist', 'bundle', 'main.cjs')), changesPlan: false },
+  { name: 'the node binary', change: () => touchInPlace(process.execPath), changesPlan: false },
+  { name: 'the environment', change: () => (extraEnv = { SOME_SETTING: '1' }), changesPlan: false },
+  { name: "the sandbox probe's bwrap (now failing)", change: () => rig.write('bin/bwrap', '#!/bin/sh\nexit 1\n'), changesPlan: true },
+  { name: "the agent CLI's binary", change: () => touchInPlace(claudeExe()), changesPlan: false },
+];
+
+function claudeExe(): string {
+  return join(ROOT, 'node_modules', '@anthropic-ai', 'claude-code', 'bin', 'claude.exe');
+}
+
+describe('the whole-plan memo', () => {
+  it('a memo is not saved when a path it read changed after the run began (a racy time stamp): it could change again unseen', () => {
+    const dir = join(rig.dir, 'racy');
+    mkdirSync(dir, { recursive: true });
+    const fresh = join(dir, 'input.txt');
+    const env = { ...process.env, PAIRBENCH_MEMO_DIR: join(dir, 'memo'), PAIRBENCH_MEMO_LOG: '' };
+    // Another process's write, as the recorder sees it: through the function as it was before recording.
+    const othersWrite = writeFileSync;
+    const racy = startRecording(['plan'], env, dir);
+    // Written after the run began, then read by it: its time stamp is as new as the run, and a
+    // second write in the same tick of the file system's clock would leave the same stat.
+    othersWrite(fresh, 'a\n');
+    builtinFs.readFileSync(fresh, 'utf8');
+    expect(racy.finish(0)).toMatch(/^not saved: .*input\.txt changed \d+ ms before the command started \(racy/);
+    expect(existsSync(join(dir, 'memo'))).toBe(false);
+    // A file last written before the project's first run (well before this one) is trusted.
+    const settled = startRecording(['plan'], env, dir);
+    builtinFs.readFileSync(join(rig.dir, 'more-steps.yaml'), 'utf8');
+    expect(settled.finish(0)).toMatch(/^saved [0-9a-f]{64}\.json: \d+ paths/);
+  });
+
+  it('each class of input changed in turn is a miss, and the plan is the one made without the memo', () => {
+    for (const c of CLASSES) {
+      planUntilHit();
+      const before = plan(false).stdout;
+      c.change();
+      const withMemo = plan();
+      expect(withMemo.memo, c.name).toMatch(/^miss: /);
+      const without = plan(false).stdout;
+      expect(withMemo.stdout, c.name).toBe(without);
+      if (c.changesPlan) expect(without, `${c.name} changes the plan`).not.toBe(before);
+    }
+  });
+
+  for (const config of SHIPPED_CONFIGS)
+    it(`${config}: the memo's plan is the plan, key for key, on the store its end-to-end run leaves`, async () => {
+      const dir = join(rig.dir, 'shipped', config.replace(/[/.]/g, '_'));
+      cpSync(join(ROOT, 'examples'), join(dir, 'examples'), { recursive: true });
+      cpSync(join(ROOT, config), join(dir, config));
+      await goldenStore(config, join(dir, 'store'));
+      extraEnv = { PATH: process.env['PATH']! }; // the host's bwrap, as the golden run had it
+      const planShipped = (memo: boolean) => plan(memo, ['--config', join(dir, config), '--store', join(dir, 'store')], dir);
+      const full = planShipped(false).stdout;
+      const entries = (JSON.parse(full) as { nodes: { node: string; status: string; key?: string }[] }).nodes;
+      expect(entries.length).toBeGreaterThan(0);
+      expect(entries.filter((e) => !e.key)).toEqual([]);
+      let answered: { stdout: string; memo: string } | undefined;
+      for (let i = 0; i < 4 && !answered?.memo.startsWith('hit'); i++) answered = planShipped(true);
+      expect(answered!.memo).toMatch(/^hit: /);
+      expect(answered!.stdout).toBe(full);
+    });
+});
+
+const dockerUp = (await dockerBackend().available()).ok;
+
+describe.skipIf(!dockerUp && process.env['PAIRBENCH_REQUIRE_SANDBOXES'] !== '1')('the whole-plan memo and the Docker engine', () => {
+  it("an image a key holds is the docker backend's stamp: the name moved to another image is a miss, and the plan is the one made without the memo", async () => {
+    const image = await ensureTestImage();
+    const name = `pairbench-memo-${process.pid}.fix-add`;
+    const other = `pairbench-memo-other-${process.pid}:1`;
+    // A second image of our own: an empty file system, imported.
+    const empty = join(rig.dir, 'empty.tar');
+    execFileSync('tar', ['cf', empty, '-T', '/dev/null']);
+    execFileSync('docker', ['import', empty, other]);
+    execFileSync('docker', ['tag', image, name]);
+    try {
+      rig.write(
+        'bench.config.yaml',
+        rig.read('bench.config.yaml').replace('sandbox: { backend: auto }', `sandbox: { backend: docker, image: "pairbench-memo-${process.pid}.{task}" }`),
+      );
+      extraEnv = {};
+      planUntilHit();
+      expect(readLog().join('\n')).toMatch(/saved [0-9a-f]{64}\.json: \d+ paths, stamped: docker-images/);
+      const before = plan(false).stdout;
+      execFileSync('docker', ['tag', other, name]);
+      const withMemo = plan();
+      expect(withMemo.memo).toMatch(/^miss: docker-images changed/);
+      const without = plan(false).stdout;
+      expect(withMemo.stdout).toBe(without);
+      expect(without).not.toBe(before);
+    } finally {
+      execFileSync('docker', ['rmi', name, other]);
+    }
+  });
+});
