@@ -24,8 +24,10 @@ if ((mtime(bundled) ?? -Infinity) >= compiledAt) {
   // The whole-plan memo (pipeline/memo/): a command it may answer prints what its last run printed
   // when nothing that run read has changed, before anything else of pairbench loads; otherwise the
   // run is recorded, from here on, for the next.
-  const memo = require(join(root, 'dist', 'bundle', 'memo.cjs'));
-  const memoized = memo.MEMOIZED_COMMANDS.includes(argv[0]) && memo.memoEnabled(process.env);
+  // A bundle built before the memo existed has none: it then runs without one.
+  const memoFile = join(root, 'dist', 'bundle', 'memo.cjs');
+  const memo = mtime(memoFile) === undefined ? undefined : require(memoFile);
+  const memoized = memo !== undefined && memo.MEMOIZED_COMMANDS.includes(argv[0]) && memo.memoEnabled(process.env);
   (memoized ? memo.replay(argv, process.env, process.cwd(), process) : Promise.resolve(undefined)).then((replayed) => {
     if (replayed !== undefined) {
       process.exitCode = replayed;
