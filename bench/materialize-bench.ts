@@ -10,11 +10,12 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { median, nodeDurations } from './measure.js';
+import { median, nodeDurations, pairedRatios, spread, timed, type Timing } from './measure.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const bin = join(root, 'bin', 'pairbench.js');
-const NODES = 4; // the first also clones the store's mirror: its time is left out
+/** Paired rounds per tree (each a materialize node and an anchor); a first node, which clones the mirror, is left out. */
+const ROUNDS = 3;
 
 const env = {
   PATH: process.env['PATH'],
@@ -38,9 +39,14 @@ function repository(dir: string, files: (repo: string) => void): { repo: string;
   return { repo, commit: git(repo, 'rev-parse', 'HEAD') };
 }
 
-/** materialize of NODES tasks of the same commit, one at a time: durations of all but the first. */
-function materialize(dir: string, commit: string): { ms: number[]; ok: boolean; error: string } {
-  const ids = Array.from({ length: NODES }, (_, i) => `t${i}`);
+/**
+ * materialize of ROUNDS tasks of the same commit beside `git archive | tar -x` of it, A/B per
+ * round (each pair under the same load): the anchor's wall and CPU, the node's wall (its record)
+ * and CPU (its run's less a no-op run's: start-up and planning). A first task clones the store's
+ * mirror, unmeasured. On a failure, the node's own log is kept in the message.
+ */
+function pairedRounds(dir: string, repo: string, commit: string): { anchor: Timing[]; node: Timing[] } | string {
+  const ids = Array.from({ length: ROUNDS + 1 }, (_, i) => `t${i}`);
   for (const id of ids) {
     mkdirSync(join(dir, 'tasks', id), { recursive: true });
     writeFileSync(
@@ -48,33 +54,49 @@ function materialize(dir: string, commit: string): { ms: number[]; ok: boolean; 
       `id: ${id}\nrepo: { path: ../../repo, commit: ${commit} }\nprompt: nothing\nverifier: { command: "true" }\n`,
     );
   }
-  writeFileSync(
-    join(dir, 'bench.config.yaml'),
-    `concurrency: { global: 1 }\nsteps:\n  materialize: { kind: materialize, matrix: { task: [${ids.join(', ')}] } }\n`,
-  );
-  const r = spawnSync(process.execPath, [bin, 'run', '--progress', 'none', '--config', join(dir, 'bench.config.yaml')], { encoding: 'utf8' });
-  if (r.status !== 0) return { ms: [], ok: false, error: r.stderr.slice(-800) };
-  const byNode = nodeDurations(dir);
-  return { ms: ids.slice(1).map((id) => byNode.get(`materialize/${id}`)!), ok: true, error: '' };
+  const config = join(dir, 'bench.config.yaml');
+  writeFileSync(config, `concurrency: { global: 1 }\nsteps:\n  materialize: { kind: materialize, matrix: { task: [${ids.join(', ')}] } }\n`);
+  const pb = (...args: string[]) => timed(() => spawnSync(process.execPath, [bin, ...args, '--config', config], { encoding: 'utf8', maxBuffer: 1 << 26 }));
+  const failure = (node: string, r: { stderr: string }) =>
+    `${node}: ${r.stderr.slice(-800)}\n${node}'s log:\n${pb('show', node, 'log').value.stdout.slice(-2000)}`;
+  const first = pb('run', '--progress', 'none', 'materialize/t0').value;
+  if (first.status !== 0) return failure('materialize/t0', first);
+  const anchor: Timing[] = [];
+  const node: Timing[] = [];
+  for (const id of ids.slice(1)) {
+    const dest = join(dir, `anchor-${id}`);
+    mkdirSync(dest);
+    const a = timed(() =>
+      spawnSync('sh', ['-c', 'git -C "$1" archive --format=tar "$2" | tar -x -C "$3" -f -', 'sh', repo, commit, dest], { stdio: 'ignore' }),
+    );
+    if (a.value.status !== 0) throw new Error('git archive | tar -x failed');
+    rmSync(dest, { recursive: true, force: true });
+    const run = pb('run', '--progress', 'none', `materialize/${id}`);
+    if (run.value.status !== 0) return failure(`materialize/${id}`, run.value);
+    const noop = pb('run', '--progress', 'none', `materialize/${id}`);
+    anchor.push(a.timing);
+    node.push({ wallMs: nodeDurations(dir).get(`materialize/${id}`)!, cpuMs: Math.max(0, run.timing.cpuMs - noop.timing.cpuMs) });
+  }
+  return { anchor, node };
 }
 
-function anchor(dir: string, repo: string, commit: string): number {
-  const times: number[] = [];
-  for (let i = 0; i < NODES - 1; i++) {
-    const dest = join(dir, `anchor-${i}`);
-    mkdirSync(dest);
-    const t = process.hrtime.bigint();
-    const r = spawnSync('sh', ['-c', `git -C "$1" archive --format=tar "$2" | tar -x -C "$3" -f -`, 'sh', repo, commit, dest], { stdio: 'ignore' });
-    if (r.status !== 0) throw new Error('git archive | tar -x failed');
-    times.push(Number(process.hrtime.bigint() - t) / 1e6);
-    rmSync(dest, { recursive: true, force: true });
-  }
-  return median(times);
+/** "materialize W ms ... git archive | tar -x ... ratio" for a tree, paired. */
+function report(tree: string, r: { anchor: Timing[]; node: Timing[] }): { wallX: number; cpuX: number; line: string } {
+  const p = pairedRatios(r.node, r.anchor);
+  const wallX = median(p.wall);
+  const cpuX = median(p.cpu);
+  return {
+    wallX,
+    cpuX,
+    line:
+      `  ${tree}: materialize wall ${spread(r.node.map((t) => t.wallMs))} ms, CPU ${spread(r.node.map((t) => t.cpuMs))} ms; ` +
+      `git archive | tar -x wall ${spread(r.anchor.map((t) => t.wallMs))} ms, CPU ${spread(r.anchor.map((t) => t.cpuMs))} ms; ` +
+      `paired x${r.node.length}: wall ${spread(p.wall, 2)}x, CPU ${spread(p.cpu, 2)}x`,
+  };
 }
 
 let ok = true;
-console.log('materialize benchmark: the pinned commit into the store, against git archive | tar -x of it (same file system, same run)\n');
-
+console.log('materialize benchmark: the pinned commit into the store, against git archive | tar -x of it (same file system, A/B in pairs)\n');
 // On tmpfs (as the issue measured): the file system's own cost, large and variable on a busy disk, stays out of the ratio.
 const small = mkdtempSync(join(existsSync('/dev/shm') ? '/dev/shm' : tmpdir(), 'pairbench-mat-src-'));
 try {
@@ -86,30 +108,24 @@ try {
       writeFileSync(join(d, `f${i}.ts`), `export const v${i} = ${JSON.stringify(randomBytes(1500).toString('base64'))};\n`);
     }
   });
-  const a = anchor(small, repo, commit);
-  const m = materialize(small, commit);
-  if (!m.ok) throw new Error(`materialize failed: ${m.error}`);
-  const x = median(m.ms) / a;
-  ok &&= x <= 2;
-  console.log(
-    `  source tree (${FILES} files, ~16 MB, tmpfs) materialize ${median(m.ms).toFixed(0).padStart(5)} ms   git archive | tar -x ${a.toFixed(0).padStart(5)} ms   ${x.toFixed(2)}x   goal <= 2x ${x <= 2 ? 'PASS' : 'MISSED'}`,
-  );
+  const rounds = pairedRounds(small, repo, commit);
+  if (typeof rounds === 'string') throw new Error(`materialize failed: ${rounds}`);
+  const r = report(`source tree (${FILES} files, ~16 MB, tmpfs)`, rounds);
+  const pass = r.wallX <= 2 && r.cpuX <= 2;
+  ok &&= pass;
+  console.log(`${r.line}; goal <= 2x both ${pass ? 'PASS' : 'MISSED'}`);
 } finally {
   rmSync(small, { recursive: true, force: true });
 }
-
 const large = mkdtempSync(join(tmpdir(), 'pairbench-mat-1g-'));
 try {
   const { repo, commit } = repository(large, (r) => {
     for (let i = 0; i < 64; i++) writeFileSync(join(r, `blob-${i}.bin`), randomBytes(16 << 20));
   });
-  const a = anchor(large, repo, commit);
-  const m = materialize(large, commit);
-  ok &&= m.ok;
+  const rounds = pairedRounds(large, repo, commit);
+  ok &&= typeof rounds !== 'string';
   console.log(
-    m.ok
-      ? `  1 GiB tree (64 x 16 MiB)             materialize ${median(m.ms).toFixed(0).padStart(5)} ms   git archive | tar -x ${a.toFixed(0).padStart(5)} ms   ${(median(m.ms) / a).toFixed(2)}x   goal: materializes PASS`
-      : `  1 GiB tree: materialize FAILED: ${m.error}`,
+    typeof rounds === 'string' ? `  1 GiB tree: materialize FAILED: ${rounds}` : `${report('1 GiB tree (64 x 16 MiB)', rounds).line}; goal: materializes PASS`,
   );
 } finally {
   rmSync(large, { recursive: true, force: true });

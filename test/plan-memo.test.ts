@@ -52,9 +52,12 @@ const readLog = () => {
   }
 };
 
-/** Plans until the memo answers (a plan saves it, the next one hits): at most four plans. */
-function planUntilHit(): void {
-  for (let i = 0; i < 4; i++) if (plan().memo.startsWith('hit')) return;
+/** Plans until the memo answers (a plan saves it, the next one hits): at most four plans. The answer. */
+function planUntilHit(): string {
+  for (let i = 0; i < 4; i++) {
+    const p = plan();
+    if (p.memo.startsWith('hit')) return p.stdout;
+  }
   throw new Error(`the memo never answered:\n${readLog().slice(-4).join('\n')}`);
 }
 
@@ -169,8 +172,7 @@ describe('the whole-plan memo', () => {
 
   it('each class of input changed in turn is a miss, and the plan is the one made without the memo', () => {
     for (const c of CLASSES) {
-      planUntilHit();
-      const before = plan(false).stdout;
+      const before = planUntilHit();
       c.change();
       const withMemo = plan();
       expect(withMemo.memo, c.name).toMatch(/^miss: /);
@@ -217,9 +219,8 @@ describe.skipIf(!dockerUp && process.env['PAIRBENCH_REQUIRE_SANDBOXES'] !== '1')
         rig.read('bench.config.yaml').replace('sandbox: { backend: auto }', `sandbox: { backend: docker, image: "pairbench-memo-${process.pid}.{task}" }`),
       );
       extraEnv = {};
-      planUntilHit();
+      const before = planUntilHit();
       expect(readLog().join('\n')).toMatch(/saved [0-9a-f]{64}\.json: \d+ paths, stamped: docker-images/);
-      const before = plan(false).stdout;
       execFileSync('docker', ['tag', other, name]);
       const withMemo = plan();
       expect(withMemo.memo).toMatch(/^miss: docker-images changed/);

@@ -74,6 +74,8 @@ export function startRecording(argv: readonly string[], env: NodeJS.ProcessEnv, 
   const origStat = statSync;
   const origRead = readFileSync;
 
+  // A declared query is excused in its own (asynchronous) context only: other work running meanwhile is not.
+  const excusal = new AsyncLocalStorage<true>();
   const doubt = (why: string) => {
     if (!excusal.getStore() && state.doubts.length < 20) state.doubts.push(why);
   };
@@ -83,132 +85,66 @@ export function startRecording(argv: readonly string[], env: NodeJS.ProcessEnv, 
     if (!state.seen.has(path)) state.seen.set(path, observe(path, { stat: origStat, read: origRead }));
   };
 
-  const patch = (owner: Fns, name: string, wrap: (orig: (...a: unknown[]) => unknown) => (...a: unknown[]) => unknown) => {
+  /** Runs `hook` with a call's arguments before `owner[name]` itself; undone at the end. */
+  const before = (owner: Fns, name: string, hook: (args: unknown[]) => void) => {
     const orig = owner[name] as (...a: unknown[]) => unknown;
-    const wrapped = wrap(orig);
+    const wrapped = function (this: unknown, ...args: unknown[]) {
+      hook(args);
+      return orig.apply(this, args);
+    };
     // realpathSync.native and friends: the wrapped function keeps its properties.
     for (const k of Object.keys(orig)) (wrapped as unknown as Fns)[k] = (orig as unknown as Fns)[k];
     owner[name] = wrapped;
     undo.push(() => (owner[name] = orig));
   };
+  /** Every function of a module object (not its classes). */
+  const functionsOf = (owner: Fns) => Object.keys(owner).filter((name) => typeof owner[name] === 'function' && !/^[A-Z]/.test(name));
 
   const fs = requireBuiltin('node:fs') as Fns;
-  const patchFiles = (owner: Fns, prefix: string) => {
-    for (const name of Object.keys(owner)) {
-      const fn = owner[name];
-      if (typeof fn !== 'function' || /^[A-Z]/.test(name)) continue;
+  for (const [owner, prefix] of [
+    [fs, 'fs.'],
+    [fs['promises'] as Fns, 'fs.promises.'],
+  ] as const)
+    for (const name of functionsOf(owner)) {
       const base = name.replace(/Sync$/, '');
-      patch(
-        owner,
-        name,
-        (orig) =>
-          function (this: unknown, ...args: unknown[]) {
-            if (READS_PATH.has(base)) seePath(args[0]);
-            else if (base === 'open') {
-              if (opensForWriting(args[1])) doubt(`${prefix}${name} for writing: ${String(args[0])}`);
-              else seePath(args[0]);
-            } else if (READS_DESCRIPTOR.has(base)) {
-              // a read through a descriptor opened (and so observed) here
-            } else if ((base === 'write' || base === 'writev') && (args[0] === 1 || args[0] === 2)) {
-              doubt(`${prefix}${name} to descriptor ${String(args[0])}, around the captured output`);
-            } else doubt(`${prefix}${name}(${typeof args[0] === 'string' ? args[0] : ''})`);
-            return orig.apply(this, args);
-          },
-      );
+      before(owner, name, (args) => {
+        if (READS_PATH.has(base)) seePath(args[0]);
+        else if (base === 'open') {
+          if (opensForWriting(args[1])) doubt(`${prefix}${name} for writing: ${String(args[0])}`);
+          else seePath(args[0]);
+        } else if (READS_DESCRIPTOR.has(base)) {
+          // a read through a descriptor opened (and so observed) here
+        } else if ((base === 'write' || base === 'writev') && (args[0] === 1 || args[0] === 2)) {
+          doubt(`${prefix}${name} to descriptor ${String(args[0])}, around the captured output`);
+        } else doubt(`${prefix}${name}(${typeof args[0] === 'string' ? args[0] : ''})`);
+      });
     }
-  };
-  patchFiles(fs, 'fs.');
-  patchFiles(fs['promises'] as Fns, 'fs.promises.');
   for (const name of ['realpathSync', 'realpath'])
-    if (typeof (fs[name] as Fns)['native'] === 'function')
-      patch(
-        fs[name] as Fns,
-        'native',
-        (orig) =>
-          function (this: unknown, ...args: unknown[]) {
-            seePath(args[0]);
-            return orig.apply(this, args);
-          },
-      );
+    if (typeof (fs[name] as Fns)['native'] === 'function') before(fs[name] as Fns, 'native', (args) => seePath(args[0]));
 
   const childProcess = requireBuiltin('node:child_process') as Fns;
-  for (const name of Object.keys(childProcess))
-    if (typeof childProcess[name] === 'function' && !/^[A-Z]/.test(name))
-      patch(
-        childProcess,
-        name,
-        (orig) =>
-          function (this: unknown, ...args: unknown[]) {
-            doubt(`a child process (${String(args[0])})`);
-            return orig.apply(this, args);
-          },
-      );
+  for (const name of functionsOf(childProcess)) before(childProcess, name, (args) => doubt(`a child process (${String(args[0])})`));
   const net = requireBuiltin('node:net') as { Socket: { prototype: Fns } };
-  patch(
-    net.Socket.prototype,
-    'connect',
-    (orig) =>
-      function (this: unknown, ...args: unknown[]) {
-        doubt(`a connection (${JSON.stringify(args[0])?.slice(0, 100)})`);
-        return orig.apply(this, args);
-      },
-  );
+  before(net.Socket.prototype, 'connect', (args) => doubt(`a connection (${JSON.stringify(args[0])?.slice(0, 100)})`));
   const askedFact = (name: string) => {
     const value = factValue(name);
     if (value === undefined) doubt(`${name}(): ${MOVING_FACTS}`);
     else if (!state.facts.has(name)) state.facts.set(name, value);
   };
   const os = requireBuiltin('node:os') as Fns;
-  for (const name of Object.keys(os))
-    if (typeof os[name] === 'function' && !/^[A-Z]/.test(name))
-      patch(
-        os,
-        name,
-        (orig) =>
-          function (this: unknown, ...args: unknown[]) {
-            askedFact(`os.${name}`);
-            return orig.apply(this, args);
-          },
-      );
-  for (const name of Object.keys(HOST_FACTS)
-    .filter((n) => n.startsWith('process.'))
-    .map((n) => n.slice('process.'.length)))
-    if (typeof (process as unknown as Fns)[name] === 'function')
-      patch(
-        process as unknown as Fns,
-        name,
-        (orig) =>
-          function (this: unknown, ...args: unknown[]) {
-            askedFact(`process.${name}`);
-            return orig.apply(this, args);
-          },
-      );
-  patch(
-    process as unknown as Fns,
-    'chdir',
-    (orig) =>
-      function (this: unknown, ...args: unknown[]) {
-        doubt('process.chdir');
-        return orig.apply(this, args);
-      },
-  );
+  for (const name of functionsOf(os)) before(os, name, () => askedFact(`os.${name}`));
+  const proc = process as unknown as Fns;
+  for (const fact of Object.keys(HOST_FACTS).filter((n) => n.startsWith('process.'))) {
+    const name = fact.slice('process.'.length);
+    if (typeof proc[name] === 'function') before(proc, name, () => askedFact(fact));
+  }
+  before(proc, 'chdir', () => doubt('process.chdir'));
   for (const [stream, sink] of [
     [process.stdout, state.out.stdout],
     [process.stderr, state.out.stderr],
   ] as const)
-    patch(
-      stream as unknown as Fns,
-      'write',
-      (orig) =>
-        function (this: unknown, ...args: unknown[]) {
-          const chunk = args[0];
-          sink.push(typeof chunk === 'string' ? chunk : Buffer.from(chunk as Uint8Array).toString('utf8'));
-          return orig.apply(this, args);
-        },
-    );
+    before(stream as unknown as Fns, 'write', (args) => sink.push(typeof args[0] === 'string' ? args[0] : Buffer.from(args[0] as Uint8Array).toString('utf8')));
 
-  // A declared query is excused in its own (asynchronous) context only: other work running meanwhile is not.
-  const excusal = new AsyncLocalStorage<true>();
   const stamped: StampedQueries = {
     run(owner, inputs, fn) {
       for (const p of inputs) seePath(p);
