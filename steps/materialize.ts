@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { loadExeca } from '../sandboxes/lazy-execa.js';
 import picomatch from 'picomatch';
@@ -61,12 +61,20 @@ function documentationOf(step: StepConfig): string[] | null {
 }
 
 /** Every entry under `root` that is not a directory (symlinks listed, never followed), relative paths with '/', sorted. */
-export function* treeEntries(root: string, rel = ''): Generator<string> {
-  for (const name of readdirSync(join(root, rel)).sort()) {
-    const p = rel ? `${rel}/${name}` : name;
-    const st = lstatSync(join(root, p));
-    if (st.isDirectory()) yield* treeEntries(root, p);
-    else yield p;
+export function* treeEntries(root: string): Generator<string> {
+  for (const f of treeFiles(root)) yield f.path;
+}
+
+/**
+ * The same, with whether each is a symlink: from the directory listing's entry types, not a stat
+ * per entry (16,000 stats of an 8,000-file tree were a fifth of materialize's CPU).
+ */
+function* treeFiles(root: string, rel = ''): Generator<{ path: string; link: boolean }> {
+  const entries = readdirSync(join(root, rel), { withFileTypes: true }).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  for (const e of entries) {
+    const p = rel ? `${rel}/${e.name}` : e.name;
+    if (e.isDirectory()) yield* treeFiles(root, p);
+    else yield { path: p, link: e.isSymbolicLink() };
   }
 }
 
@@ -172,8 +180,7 @@ export const materializeStep: StepKind = {
     const kept = join(ctx.workDir, 'redacted');
     mkdirSync(kept, { recursive: true });
     const toRemove: { p: string; link: boolean; cls: 'instructions' | 'documentation' }[] = [];
-    for (const p of treeEntries(tree)) {
-      const link = lstatSync(join(tree, p)).isSymbolicLink();
+    for (const { path: p, link } of treeFiles(tree)) {
       // A symlink may stand for a redacted directory (`.cursor -> config/cursor`): the agent would load through it.
       const instruction = isRedacted(p) || (link && isRedacted(`${p}/x`));
       const documentation = !instruction && isDoc(p) && !isAllowed(p);
