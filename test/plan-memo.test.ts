@@ -10,6 +10,7 @@ import { chmodSync, cpSync, existsSync, mkdirSync, readFileSync, rmSync, statSyn
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { stampedQuery } from '../pipeline/memo/declare.js';
 import { startRecording } from '../pipeline/memo/record.js';
 import { dockerBackend } from '../sandboxes/docker.js';
 import { ensureTestImage } from './docker-image.js';
@@ -168,6 +169,19 @@ describe('the whole-plan memo', () => {
     const settled = startRecording(['plan'], env, dir);
     builtinFs.readFileSync(join(rig.dir, 'more-steps.yaml'), 'utf8');
     expect(settled.finish(0)).toMatch(/^saved [0-9a-f]{64}\.json: \d+ paths/);
+  });
+
+  it("a command that reads the clock is not memoized, unless the clock's owner declares it changes no output", () => {
+    const env = { ...process.env, PAIRBENCH_MEMO_DIR: join(rig.dir, 'clock', 'memo'), PAIRBENCH_MEMO_LOG: '' };
+    for (const readClock of [() => Date.now(), () => new Date(), () => performance.now(), () => process.hrtime.bigint()]) {
+      const r = startRecording(['plan'], env, rig.dir);
+      readClock();
+      expect(r.finish(0)).toMatch(/^not saved: the command went outside what a memo sees: the clock/);
+    }
+    const declared = startRecording(['plan'], env, rig.dir);
+    expect(new Date(0).getTime()).toBe(0); // a given time is no clock
+    stampedQuery('a test of a declared use', [], () => Date.now());
+    expect(declared.finish(0)).toMatch(/^saved /);
   });
 
   it('each class of input changed in turn is a miss, and the plan is the one made without the memo', () => {

@@ -2,8 +2,8 @@
  * The whole-plan memo's file: what one command's run read, and what it printed. A later run of
  * the same command line in the same directory and environment prints the same output without
  * loading pairbench when nothing it read has changed (replay.ts); record.ts writes it. This
- * module is what both share, and imports only Node's built-ins: replay.ts is bundled alone
- * (dist/bundle/memo.cjs), loaded before anything else of pairbench.
+ * module is what both share. Both are bundled apart (dist/bundle/memo.cjs, entry
+ * cli/memo-entry.ts), with Node's built-ins only, and loaded before anything else of pairbench.
  */
 import { createHash } from 'node:crypto';
 import { appendFileSync, readFileSync, statSync, type Stats } from 'node:fs';

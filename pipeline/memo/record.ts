@@ -2,9 +2,9 @@
  * Records a memoizable command's run (memo-file.ts): every path it reads, through one layer that
  * wraps each function of `fs` and `fs.promises`, every host fact it asks for, and what it prints.
  * The layer is derived, not a list of what the planner happens to call: a file function is a
- * read (its path observed), a descriptor read, or a doubt; a child process, a socket, a host query
- * whose answer moves by itself, or any file function that writes is a doubt, unless its owner
- * declared it a stamped query (declare.ts). After a doubt no memo is saved: the next run plans in
+ * read (its path observed), a descriptor read, or a doubt; a child process, a socket, the clock, a
+ * host query whose answer moves by itself, or any file function that writes is a doubt, unless its
+ * owner declared it a stamped query (declare.ts). After a doubt no memo is saved: the next run plans in
  * full. A memo is saved only when every path read looks at the end as it did when first read,
  * and changed before the run started by more than the file system's clock can blur (git's racy
  * timestamp rule): a file written in the same tick as it was read could change again unseen.
@@ -62,9 +62,8 @@ interface State {
 }
 
 /**
- * Starts recording this process for `argv` (the command line after the program), or returns
- * undefined where memos are off. Call before anything of pairbench is loaded: a module's own
- * reads when it loads are inputs too.
+ * Starts recording this process for `argv` (the command line after the program). Call before
+ * anything of pairbench is loaded: a module's own reads when it loads are inputs too.
  */
 export function startRecording(argv: readonly string[], env: NodeJS.ProcessEnv, cwd: string): Recording {
   const startedMs = Date.now();
@@ -139,6 +138,26 @@ export function startRecording(argv: readonly string[], env: NodeJS.ProcessEnv, 
     if (typeof proc[name] === 'function') before(proc, name, () => askedFact(fact));
   }
   before(proc, 'chdir', () => doubt('process.chdir'));
+  // The clock: what a command prints must not depend on when it ran (an owner whose use of the
+  // time changes no output declares it, as the stat cache's racy window does).
+  const clock = 'the clock';
+  before(Date as unknown as Fns, 'now', () => doubt(`${clock} (Date.now)`));
+  before(proc['hrtime'] as Fns, 'bigint', () => doubt(`${clock} (process.hrtime.bigint)`));
+  before(proc, 'hrtime', () => doubt(`${clock} (process.hrtime)`));
+  before(performance as unknown as Fns, 'now', () => doubt(`${clock} (performance.now)`));
+  const globals = globalThis as unknown as { Date: DateConstructor };
+  const RealDate = globals.Date;
+  globals.Date = new Proxy(RealDate, {
+    construct(target, args, newTarget) {
+      if (args.length === 0) doubt(`${clock} (new Date())`);
+      return Reflect.construct(target, args, newTarget) as object;
+    },
+    apply(target, self, args) {
+      doubt(`${clock} (Date())`);
+      return Reflect.apply(target, self, args) as unknown;
+    },
+  });
+  undo.push(() => (globals.Date = RealDate));
   for (const [stream, sink] of [
     [process.stdout, state.out.stdout],
     [process.stderr, state.out.stderr],

@@ -1,6 +1,7 @@
 import { readFileSync, statSync, type BigIntStats } from 'node:fs';
 import { sha256File, type Sha256 } from '../digest.js';
 import { writeFileAtomic } from '../atomic-write.js';
+import { stampedQuery } from '../memo/declare.js';
 
 /** A file changed this recently may change again within the same timestamp tick, unseen: not remembered. */
 const RACY_MS = 2_000;
@@ -47,7 +48,9 @@ export class StatCache {
     const hashed = sha256File(path);
     const after = statSync(path, { bigint: true });
     const newest = Number((after.mtimeNs > after.ctimeNs ? after.mtimeNs : after.ctimeNs) / 1_000_000n);
-    if (stampOf(after) === stamp && Date.now() - newest > RACY_MS && entries.size < MAX_ENTRIES) {
+    // The clock decides what is remembered, never what is answered: declared so to a memo of the plan.
+    const now = stampedQuery("the stat cache's racy window", [], () => Date.now());
+    if (stampOf(after) === stamp && now - newest > RACY_MS && entries.size < MAX_ENTRIES) {
       entries.set(path, `${stamp}=${hashed.digest}`);
       this.changed = true;
     }
