@@ -121,6 +121,26 @@ export function startRecording(argv: readonly string[], env: NodeJS.ProcessEnv, 
   for (const name of ['realpathSync', 'realpath'])
     if (typeof (fs[name] as Fns)['native'] === 'function') before(fs[name] as Fns, 'native', (args) => seePath(args[0]));
 
+  // Module resolution reads the file system through Node's internals: what a name resolves to is
+  // observed (a package resolved only to find its binary, never loaded, too), and a name that does
+  // not resolve is a doubt (installing it would change the answer).
+  const Module = requireBuiltin('node:module') as unknown as Fns;
+  const resolveFilename = Module['_resolveFilename'] as (...a: unknown[]) => unknown;
+  if (typeof resolveFilename === 'function') {
+    Module['_resolveFilename'] = function (this: unknown, ...args: unknown[]) {
+      let resolved: unknown;
+      try {
+        resolved = resolveFilename.apply(this, args);
+      } catch (e) {
+        doubt(`a module that does not resolve (${String(args[0])})`);
+        throw e;
+      }
+      if (typeof resolved === 'string' && resolved.startsWith('/')) seePath(resolved);
+      return resolved;
+    };
+    undo.push(() => (Module['_resolveFilename'] = resolveFilename));
+  }
+
   const childProcess = requireBuiltin('node:child_process') as Fns;
   for (const name of functionsOf(childProcess)) before(childProcess, name, (args) => doubt(`a child process (${String(args[0])})`));
   const net = requireBuiltin('node:net') as { Socket: { prototype: Fns } };
