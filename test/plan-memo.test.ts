@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stampedQuery } from '../pipeline/memo/declare.js';
 import { startRecording } from '../pipeline/memo/record.js';
+import { replayMemo, type Streams } from '../pipeline/memo/replay.js';
 import { dockerBackend } from '../sandboxes/docker.js';
 import { ensureTestImage } from './docker-image.js';
 import { calculatorTask } from './fixtures.js';
@@ -74,6 +75,7 @@ beforeAll(() => {
   calculatorTask(rig.dir);
   rig.write('model.json', JSON.stringify({ turns: [] }));
   rig.write('input.txt', 'one\n');
+  rig.write('optional/node_modules/.keep', '');
   rig.write('inputs/a.txt', 'a\n');
   rig.write('more-steps.yaml', 'steps:\n  extra: { kind: command, cmd: "echo extra > e", outs: [e] }\n');
   // A bwrap of the project's own on PATH, for `backend: auto`'s probe.
@@ -182,6 +184,18 @@ describe('the whole-plan memo', () => {
     expect(new Date(0).getTime()).toBe(0); // a given time is no clock
     stampedQuery('a test of a declared use', [], () => Date.now());
     expect(declared.finish(0)).toMatch(/^saved /);
+  });
+
+  it('a package that did not resolve when the memo was recorded, installed since, is a miss', async () => {
+    const env = { ...process.env, PAIRBENCH_MEMO_DIR: join(rig.dir, 'optional', 'memo'), PAIRBENCH_MEMO_LOG: '' };
+    const requireThere = createRequire(join(rig.dir, 'optional', 'index.js'));
+    const recording = startRecording(['plan'], env, rig.dir);
+    expect(() => requireThere('pairbench-optional-package')).toThrow();
+    expect(recording.finish(0)).toMatch(/^saved /);
+    const streams = { stdout: { write: () => true }, stderr: { write: () => true } } as unknown as Streams;
+    expect(await replayMemo(['plan'], env, rig.dir, streams, {})).toBe(0);
+    rig.write('optional/node_modules/pairbench-optional-package/index.js', 'module.exports = 1;\n');
+    expect(await replayMemo(['plan'], env, rig.dir, streams, {})).toBeUndefined();
   });
 
   it('each class of input changed in turn is a miss, and the plan is the one made without the memo', () => {

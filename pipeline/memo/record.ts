@@ -12,7 +12,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { createRequire, syncBuiltinESMExports } from 'node:module';
 import { closeSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
-import { basename, join, resolve } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
   factValue,
@@ -122,17 +122,24 @@ export function startRecording(argv: readonly string[], env: NodeJS.ProcessEnv, 
     if (typeof (fs[name] as Fns)['native'] === 'function') before(fs[name] as Fns, 'native', (args) => seePath(args[0]));
 
   // Module resolution reads the file system through Node's internals: what a name resolves to is
-  // observed (a package resolved only to find its binary, never loaded, too), and a name that does
-  // not resolve is a doubt (installing it would change the answer).
+  // observed (a package resolved only to find its binary, never loaded, too); for a name that does
+  // not resolve (an optional package), the directories it was looked for in are observed: a
+  // package installed there changes them.
   const Module = requireBuiltin('node:module') as unknown as Fns;
   const resolveFilename = Module['_resolveFilename'] as (...a: unknown[]) => unknown;
+  const lookupPaths = Module['_resolveLookupPaths'] as ((request: string, parent: unknown) => string[] | null) | undefined;
   if (typeof resolveFilename === 'function') {
     Module['_resolveFilename'] = function (this: unknown, ...args: unknown[]) {
       let resolved: unknown;
       try {
         resolved = resolveFilename.apply(this, args);
       } catch (e) {
-        doubt(`a module that does not resolve (${String(args[0])})`);
+        const [request, parent] = args as [string, { filename?: string } | undefined];
+        const where = /^\.{0,2}\//.test(request)
+          ? [dirname(resolve(parent?.filename ? dirname(parent.filename) : cwd, request))]
+          : lookupPaths?.(request, parent);
+        if (where) for (const dir of where) seePath(dir);
+        else doubt(`a module that does not resolve (${request})`);
         throw e;
       }
       if (typeof resolved === 'string' && resolved.startsWith('/')) seePath(resolved);
