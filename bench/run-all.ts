@@ -17,6 +17,7 @@ const BENCHES = [
   'analyze-bench.js',
   'swebench-bench.js',
   'scale-out-bench.js',
+  'turbo-bench.js',
 ];
 const results: { name: string; code: number | null; seconds: number }[] = [];
 // Every figure is a ratio to an anchor measured in the same run; the machine's load says how far to trust them.
