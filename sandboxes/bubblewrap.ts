@@ -190,9 +190,13 @@ export function bubblewrapProblemSync(pathVar = process.env['PATH'] ?? DEFAULT_P
   }
   if (!seccompSupported()) return { cause: `no seccomp filter for this architecture (${process.arch})`, fix: 'use the docker backend' };
   const args = [...namespaceArgs('none'), ...withParentDirs([...systemArgs(), ...scratchArgs()]), '--', ...dropArgv(tools.value), 'true'];
-  // The probe's answer, for a memo of the plan (pipeline/memo/), is a function of the two binaries
-  // and the kernel's namespace settings (the uid and kernel release are host facts it records).
-  const inputs = [tools.value.bwrap, ...(tools.value.setpriv ? [tools.value.setpriv] : []), ...NAMESPACE_SYSCTLS.map((p) => join('/proc/sys', p))];
+  // The probe's answer, for a memo of the plan (pipeline/memo/), is a function of the two binaries,
+  // the kernel (its release) and its namespace settings; the uid is a host fact the memo records.
+  const inputs = [
+    tools.value.bwrap,
+    ...(tools.value.setpriv ? [tools.value.setpriv] : []),
+    ...['kernel/osrelease', ...NAMESPACE_SYSCTLS].map((p) => join('/proc/sys', p)),
+  ];
   const r = stampedQuery('the bubblewrap probe', inputs, () =>
     spawnSync(tools.value.bwrap, args, {
       cwd: tmpdir(),
