@@ -5,7 +5,10 @@
  * (GET /images/NAME/json) instead of through dockerode: the replay answers before any of
  * pairbench loads, and dockerode alone takes longer to load than a whole replay.
  */
-import { request } from 'node:http';
+import { lazyRequire } from '../pipeline/lazy-require.js';
+
+// Loaded when a stamp is asked, not with the memo at every start (~3 ms).
+const http = lazyRequire<typeof import('node:http')>('node:http');
 
 export const DOCKER_IMAGES_STAMP = 'docker-images';
 
@@ -39,7 +42,7 @@ export async function askDockerImages(question: unknown): Promise<string> {
 /** The engine's Id for an image name, or null when it has no such image. */
 function imageId(socket: string, name: string): Promise<string | null> {
   return new Promise((resolve, reject) => {
-    const req = request({ socketPath: socket, path: `/images/${encodeURIComponent(name)}/json`, timeout: ASK_TIMEOUT_MS }, (res) => {
+    const req = http().request({ socketPath: socket, path: `/images/${encodeURIComponent(name)}/json`, timeout: ASK_TIMEOUT_MS }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('error', reject);

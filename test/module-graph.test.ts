@@ -108,7 +108,7 @@ describe('the module graph', () => {
         const loadsDockerode = /^import (?!type )[^;]*from 'dockerode'/m.test(text) || /import\('dockerode'\)/.test(text);
         const runsDockerCli = /\b(spawn|spawnSync|execFile|execFileSync|execa|execaSync)\(\s*'docker'/.test(text);
         // The Engine API by hand: an HTTP request on a path of its own (/images/..., /containers/...).
-        const speaksEngineApi = /from 'node:https?'/.test(text) && /['`]\/(images|containers|build|exec|volumes|networks)\//.test(text);
+        const speaksEngineApi = /'node:https?'/.test(text) && /['`]\/(images|containers|build|exec|volumes|networks)\//.test(text);
         return loadsDockerode || runsDockerCli || speaksEngineApi;
       });
     // docker-image-stamp.ts: the replay of a memo (pipeline/memo/) asks the engine for image IDs before

@@ -120,43 +120,48 @@ export function sameObservation(a: Observation, b: Observation): boolean {
 
 /**
  * Host queries a command may make whose answer is a fact of this host and user (asked again at
- * replay and compared), by name. A query not here, or one whose answer moves by itself (free
- * memory, load, uptime, CPU times), is a doubt: record.ts saves no memo after it.
+ * replay and compared), by the object that answers them. A query not here, or one whose answer
+ * moves by itself (free memory, load, uptime, CPU times), is a doubt: record.ts saves no memo after it.
  */
-export const HOST_FACTS: Readonly<Record<string, () => unknown>> = {
-  'os.hostname': () => hostFact('hostname'),
-  'os.homedir': () => hostFact('homedir'),
-  'os.tmpdir': () => hostFact('tmpdir'),
-  'os.userInfo': () => hostFact('userInfo'),
-  'os.platform': () => hostFact('platform'),
-  'os.type': () => hostFact('type'),
-  'os.release': () => hostFact('release'),
-  'os.version': () => hostFact('version'),
-  'os.arch': () => hostFact('arch'),
-  'os.machine': () => hostFact('machine'),
-  'os.endianness': () => hostFact('endianness'),
-  'os.totalmem': () => hostFact('totalmem'),
-  'os.availableParallelism': () => hostFact('availableParallelism'),
-  'process.getuid': () => processFact('getuid'),
-  'process.geteuid': () => processFact('geteuid'),
-  'process.getgid': () => processFact('getgid'),
-  'process.getegid': () => processFact('getegid'),
-  'process.getgroups': () => processFact('getgroups'),
-};
+const FACT_QUERIES = {
+  os: [
+    'hostname',
+    'homedir',
+    'tmpdir',
+    'userInfo',
+    'platform',
+    'type',
+    'release',
+    'version',
+    'arch',
+    'machine',
+    'endianness',
+    'totalmem',
+    'availableParallelism',
+  ],
+  process: ['getuid', 'geteuid', 'getgid', 'getegid', 'getgroups'],
+} as const;
 
-// The os module's own object (the one record.ts patches), its functions kept here as they were.
-const os = createRequire(import.meta.url)('node:os') as Record<string, (...a: unknown[]) => unknown>;
-const originalOs: Record<string, (...a: unknown[]) => unknown> = { ...os };
-function hostFact(name: string): unknown {
-  return originalOs[name]!.call(os);
-}
-const originalProcess = { ...(process as unknown as Record<string, ((...a: unknown[]) => unknown) | undefined>) };
-function processFact(name: string): unknown {
-  return originalProcess[name]?.call(process);
-}
+// Each query as it was before record.ts wraps it: the os module's own object (the one record.ts
+// patches) and the process, only these names read (spreading `process` would start its stdin).
+const answerers: Record<keyof typeof FACT_QUERIES, Record<string, unknown>> = {
+  os: createRequire(import.meta.url)('node:os') as Record<string, unknown>,
+  process: process as unknown as Record<string, unknown>,
+};
+const originalQueries = new Map<string, () => unknown>(
+  (Object.keys(FACT_QUERIES) as (keyof typeof FACT_QUERIES)[]).flatMap((owner) =>
+    FACT_QUERIES[owner].flatMap((name) => {
+      const fn = answerers[owner][name];
+      return typeof fn === 'function' ? [[`${owner}.${name}`, (fn as () => unknown).bind(answerers[owner])] as const] : [];
+    }),
+  ),
+);
+
+/** The names of the host facts (`os.hostname`, `process.getuid`, ...). */
+export const HOST_FACTS: readonly string[] = [...originalQueries.keys()];
 
 export function factValue(name: string): string | undefined {
-  const ask = HOST_FACTS[name];
+  const ask = originalQueries.get(name);
   return ask ? JSON.stringify(ask() ?? null) : undefined;
 }
 
