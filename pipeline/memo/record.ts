@@ -11,7 +11,8 @@
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { createRequire, syncBuiltinESMExports } from 'node:module';
-import { closeSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { writeFileAtomic } from '../atomic-write.js';
 import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
@@ -160,7 +161,7 @@ export function startRecording(argv: readonly string[], env: NodeJS.ProcessEnv, 
   const os = requireBuiltin('node:os') as Fns;
   for (const name of functionsOf(os)) before(os, name, () => askedFact(`os.${name}`));
   const proc = process as unknown as Fns;
-  for (const fact of Object.keys(HOST_FACTS).filter((n) => n.startsWith('process.'))) {
+  for (const fact of HOST_FACTS.filter((n) => n.startsWith('process.'))) {
     const name = fact.slice('process.'.length);
     if (typeof proc[name] === 'function') before(proc, name, () => askedFact(fact));
   }
@@ -214,7 +215,7 @@ export function startRecording(argv: readonly string[], env: NodeJS.ProcessEnv, 
       for (const u of undo.reverse()) u();
       syncBuiltinESMExports();
       const dir = memoDir(env);
-      const why = notSaved(state, exitCode, startedMs, origStat, origRead);
+      const why = notSaved(exitCode);
       if (why) return log(env, `not saved: ${why}`);
       const memo: MemoFile = {
         v: MEMO_VERSION,
@@ -229,7 +230,8 @@ export function startRecording(argv: readonly string[], env: NodeJS.ProcessEnv, 
       try {
         mkdirSync(dir, { recursive: true, mode: 0o700 });
         const file = memoPath(dir, identity);
-        writeAtomically(file, JSON.stringify(memo));
+        // A memo is a cache: one lost to a power cut is recorded again by the next plan, so no fsync.
+        writeFileAtomic(file, JSON.stringify(memo), { mode: 0o600, label: 'memo', sync: false });
         evictOldest(dir);
         return log(
           env,
@@ -242,19 +244,19 @@ export function startRecording(argv: readonly string[], env: NodeJS.ProcessEnv, 
   };
 
   /** Why no memo may be saved (undefined: it may). Adds the code this process loaded, then checks every path again. */
-  function notSaved(s: State, exitCode: number, started: number, stat: typeof statSync, read: typeof readFileSync): string | undefined {
+  function notSaved(exitCode: number): string | undefined {
     if (exitCode !== 0) return `the command exited ${exitCode}`;
-    if (s.doubts.length) return `the command went outside what a memo sees: ${s.doubts.slice(0, 3).join('; ')}`;
+    if (state.doubts.length) return `the command went outside what a memo sees: ${state.doubts.slice(0, 3).join('; ')}`;
     // The code that ran (pairbench's bundle, node_modules) and the binary that ran it.
-    for (const loaded of [process.execPath, ...Object.keys(requireBuiltin.cache)]) if (!s.seen.has(loaded)) s.seen.set(loaded, observe(loaded, { stat, read }));
-    for (const [path, first] of s.seen) {
-      const now = observe(path, { stat, read });
+    for (const loaded of [process.execPath, ...Object.keys(requireBuiltin.cache)]) seePath(loaded);
+    for (const [path, first] of state.seen) {
+      const now = observe(path, { stat: origStat, read: origRead });
       if (!sameObservation(first, now)) return `${path} changed while the command ran`;
       if (now[1] !== 'f') continue;
       const changedMs = Math.max(now[6], now[7]);
       const blur = Number.isInteger(now[7] / 1000) ? RACY_COARSE_MS : RACY_MS;
-      if (changedMs >= started - blur)
-        return `${path} changed ${Math.max(0, started - changedMs).toFixed(0)} ms before the command started (racy: it could change again unseen)`;
+      if (changedMs >= startedMs - blur)
+        return `${path} changed ${Math.max(0, startedMs - changedMs).toFixed(0)} ms before the command started (racy: it could change again unseen)`;
     }
     return undefined;
   }
@@ -277,19 +279,6 @@ function opensForWriting(flags: unknown): boolean {
     return (flags & (O_WRONLY! | O_RDWR! | O_CREAT! | O_TRUNC! | O_APPEND!)) !== 0;
   }
   return true;
-}
-
-function writeAtomically(file: string, text: string): void {
-  const tmp = `${file}.tmp-${process.pid}`;
-  const fd = openSync(tmp, 'w', 0o600);
-  try {
-    const bytes = Buffer.from(text);
-    for (let off = 0; off < bytes.length;) off += writeSync(fd, bytes, off);
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-  renameSync(tmp, file);
 }
 
 function evictOldest(dir: string): void {
