@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { writeStoredBundle } from '../cli/stored-bundle.js';
 import { writeBundle } from '../report/bundle.js';
 import { Store } from '../pipeline/store/store.js';
-import { median } from './measure.js';
+import { median, must } from './measure.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const bin = join(root, 'bin', 'pairbench.js');
@@ -25,10 +25,6 @@ function timed(f: () => void): number {
   const t = process.hrtime.bigint();
   f();
   return Number(process.hrtime.bigint() - t) / 1e6;
-}
-
-function must(r: ReturnType<typeof spawnSync>, what: string): void {
-  if (r.status !== 0) throw new Error(`${what} failed: ${String(r.stderr ?? '').slice(-500)}`);
 }
 
 const work = mkdtempSync(join(tmpdir(), 'pairbench-bundle-bench-'));

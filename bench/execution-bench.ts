@@ -4,32 +4,16 @@
  * Goals per node (a run node, a verify node): bubblewrap <= 2x a bare bwrap start
  * from Node, docker <= 1.1x a bare `docker run`; local is shown as an anchor only.
  */
-import { execFileSync, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { median, nodeDurations, spread, timed, type Timing } from './measure.js';
+import { git, median, nodeDurations, spread, timed, type Timing } from './measure.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const bin = join(root, 'bin', 'pairbench.js');
 const REPS = 5;
-
-const git = (cwd: string, ...args: string[]) =>
-  execFileSync('git', args, {
-    cwd,
-    encoding: 'utf8',
-    env: {
-      PATH: process.env['PATH'],
-      GIT_AUTHOR_NAME: 'b',
-      GIT_AUTHOR_EMAIL: 'b@b',
-      GIT_COMMITTER_NAME: 'b',
-      GIT_COMMITTER_EMAIL: 'b@b',
-      GIT_AUTHOR_DATE: '2026-01-01T00:00:00Z',
-      GIT_COMMITTER_DATE: '2026-01-01T00:00:00Z',
-      HOME: '/nonexistent',
-    },
-  }).trim();
 
 function project(backend: string, image: string | undefined): string {
   const dir = mkdtempSync(join(tmpdir(), `pairbench-bench-${backend}-`));

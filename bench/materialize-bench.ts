@@ -4,28 +4,18 @@
  * materialize at all: a buffered `git archive` failed past 100 MB).
  * Goal: materialize <= 2x the anchor on the source tree; the 1 GiB tree materializes.
  */
-import { execFileSync, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { median, nodeDurations, pairedRatios, spread, timed, type Timing } from './measure.js';
+import { git, median, nodeDurations, pairedRatios, spread, timed, type Timing } from './measure.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const bin = join(root, 'bin', 'pairbench.js');
 /** Paired rounds per tree (each a materialize node and an anchor); a first node, which clones the mirror, is left out. */
 const ROUNDS = 3;
-
-const env = {
-  PATH: process.env['PATH'],
-  GIT_AUTHOR_NAME: 'b',
-  GIT_AUTHOR_EMAIL: 'b@b',
-  GIT_COMMITTER_NAME: 'b',
-  GIT_COMMITTER_EMAIL: 'b@b',
-  HOME: '/nonexistent',
-};
-const git = (cwd: string, ...args: string[]) => execFileSync('git', args, { cwd, encoding: 'utf8', env, maxBuffer: 1 << 26 }).trim();
 
 /** A committed repository: `files(repo)` writes its tree. Stored without compression (the bench measures trees, not zlib). */
 function repository(dir: string, files: (repo: string) => void): { repo: string; commit: string } {

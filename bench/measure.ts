@@ -1,4 +1,8 @@
-/** What the benchmarks share: a median, paired timings of child processes, and the execution time each cached node recorded. */
+/**
+ * What the benchmarks share: a median, paired timings of child processes, the execution time each
+ * cached node recorded, and git and a checked child process for building their workloads.
+ */
+import { execFileSync, type spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Store } from '../pipeline/store/store.js';
@@ -60,4 +64,28 @@ export function pairedRatios(a: readonly Timing[], b: readonly Timing[]): { wall
     wall: a.map((x, i) => x.wallMs / b[i]!.wallMs),
     cpu: a.map((x, i) => x.cpuMs / Math.max(10, b[i]!.cpuMs)),
   };
+}
+
+/** git in `cwd` with a fixed identity and dates (a workload's commits are the same every run); its output, trimmed. */
+export function git(cwd: string, ...args: string[]): string {
+  return execFileSync('git', args, {
+    cwd,
+    encoding: 'utf8',
+    maxBuffer: 1 << 26,
+    env: {
+      PATH: process.env['PATH'],
+      GIT_AUTHOR_NAME: 'b',
+      GIT_AUTHOR_EMAIL: 'b@b',
+      GIT_COMMITTER_NAME: 'b',
+      GIT_COMMITTER_EMAIL: 'b@b',
+      GIT_AUTHOR_DATE: '2026-01-01T00:00:00Z',
+      GIT_COMMITTER_DATE: '2026-01-01T00:00:00Z',
+      HOME: '/nonexistent',
+    },
+  }).trim();
+}
+
+/** Throws, with the end of its stderr, when a child a benchmark needs did not succeed. */
+export function must(r: ReturnType<typeof spawnSync>, what: string): void {
+  if (r.status !== 0) throw new Error(`${what} exited ${r.status}: ${String(r.stderr ?? '').slice(-800)}`);
 }

@@ -11,24 +11,12 @@ import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { median, nodeDurations } from './measure.js';
+import { git, median, nodeDurations } from './measure.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const bin = join(root, 'bin', 'pairbench.js');
 const P2P = 148;
 const PLAIN_RUNS = 5;
-
-const env = {
-  PATH: process.env['PATH'],
-  GIT_AUTHOR_NAME: 'b',
-  GIT_AUTHOR_EMAIL: 'b@b',
-  GIT_COMMITTER_NAME: 'b',
-  GIT_COMMITTER_EMAIL: 'b@b',
-  GIT_AUTHOR_DATE: '2026-01-01T00:00:00Z',
-  GIT_COMMITTER_DATE: '2026-01-01T00:00:00Z',
-  HOME: '/nonexistent',
-};
-const git = (cwd: string, ...args: string[]) => execFileSync('git', args, { cwd, encoding: 'utf8', env }).trim();
 
 if (spawnSync('python3', ['-m', 'pytest', '--version']).status !== 0 || spawnSync('bwrap', ['--version']).status !== 0) {
   console.log('swebench benchmark: skipped (needs python3 with pytest, and bwrap)');

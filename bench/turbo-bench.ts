@@ -5,11 +5,11 @@
  * rebuild after one package's input changed. turbo is installed on first use into bench/.cache/
  * (from the npm registry; skipped when it cannot be). Goal (issue 38): both <= 0.5x turbo.
  */
-import { execFileSync, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { median, pairedRatios, spread, timed, type Timing } from './measure.js';
+import { git, median, must, pairedRatios, spread, timed, type Timing } from './measure.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const bin = join(root, 'bin', 'pairbench.js');
@@ -32,9 +32,6 @@ function installTurbo(): string | undefined {
   const r = spawnSync('npm', ['install', '--no-audit', '--no-fund', '--prefix', join(cache, 'tool'), `turbo@${TURBO_VERSION}`], { encoding: 'utf8' });
   return r.status === 0 && existsSync(turbo) ? turbo : undefined;
 }
-
-const git = (cwd: string, ...args: string[]) =>
-  execFileSync('git', args, { cwd, env: { ...ENV, GIT_AUTHOR_NAME: 'b', GIT_AUTHOR_EMAIL: 'b@b', GIT_COMMITTER_NAME: 'b', GIT_COMMITTER_EMAIL: 'b@b' } });
 
 /** The monorepo for turbo and the project for pairbench, each with PACKAGES inputs; rebuilt from scratch. */
 function workloads(): { mono: string; project: string } {
@@ -70,10 +67,6 @@ function workloads(): { mono: string; project: string } {
 `,
   );
   return { mono, project };
-}
-
-function must(r: ReturnType<typeof spawnSync>, what: string): void {
-  if (r.status !== 0) throw new Error(`${what} exited ${r.status}: ${String(r.stderr).slice(-800)}`);
 }
 
 const turbo = installTurbo();
