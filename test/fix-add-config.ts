@@ -13,6 +13,9 @@ export interface FixAddConfig {
   /** local (egress open) or a sandbox backend (egress none), unless `sandbox` says otherwise. */
   backend: string;
   sandbox?: string;
+  /** The arms as YAML flow maps, when not the plain control and the `instructions` treatment. */
+  control?: string;
+  treatment?: string;
   turns?: number;
   wallSeconds?: number;
 }
@@ -27,8 +30,8 @@ export function fixAddConfig(o: FixAddConfig): string {
     matrix: { task: [fix-add], arm: [control, treatment], rep: 1 }
     agent: { adapter: ${o.adapter}, model: ${o.model} }
     arms:
-      control: {}
-      treatment: { files: { ${o.instructions}: fixtures/${o.instructions} } }
+      control: ${o.control ?? '{}'}
+      treatment: ${o.treatment ?? `{ files: { ${o.instructions}: fixtures/${o.instructions} } }`}
     limits: { turns: ${o.turns ?? 6}, wall_seconds: ${o.wallSeconds ?? 180} }
     sandbox: ${sandbox}
     model: { fake_script: ${o.script} }

@@ -8,6 +8,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { bubblewrapBackend } from '../sandboxes/bubblewrap.js';
 import { claudeBinary } from '../agents/claude-code.js';
 import { calculatorTask, makeRepo } from './fixtures.js';
+import { fixAddConfig } from './fix-add-config.js';
 import { Rig } from './rig.js';
 
 const required = process.env['PAIRBENCH_REQUIRE_SANDBOXES'] === '1';
@@ -201,25 +202,21 @@ for await (const line of createInterface({ input: process.stdin })) {
 describe.skipIf((!bwrap.ok && !required) || !existsSync(claudeBinary()))('delivery and the cross-arm check (Claude Code, bubblewrap)', () => {
   const CONTEXT = 'House rule 5e1b: add() uses the plus operator.\nEvery function in src/ is pure.\nTests live in test/ and run with node --test.\n';
 
-  function cohortConfig(controlArm: string): string {
-    return `steps:
-  materialize: { kind: materialize, matrix: { task: [fix-add] } }
-  attempts:
-    kind: run
-    needs: [materialize]
-    matrix: { task: [fix-add], arm: [control, treatment], rep: 1 }
-    agent: { adapter: claude-code, model: claude-fake-1 }
-    arms:
-      control: ${controlArm}
-      treatment: { files: { CLAUDE.md: fixtures/CLAUDE.md } }
-    limits: { turns: 4, wall_seconds: 120 }
-    sandbox: { backend: bubblewrap }
-    model: { fake_script: fixtures/read.script.json }
-  verify: { kind: verify, needs: [materialize, attempts], matrix: { task: [fix-add], arm: [control, treatment], rep: 1 }, sandbox: { backend: bubblewrap } }
-  audit: { kind: audit, needs: [attempts, verify], matrix: { task: [fix-add], arm: [control, treatment], rep: 1 } }
+  const cohortConfig = (control: string, treatment?: string) =>
+    fixAddConfig({
+      adapter: 'claude-code',
+      model: 'claude-fake-1',
+      instructions: 'CLAUDE.md',
+      script: 'fixtures/read.script.json',
+      backend: 'bubblewrap',
+      control,
+      ...(treatment ? { treatment } : {}),
+      turns: 4,
+      wallSeconds: 120,
+    }) +
+    `  audit: { kind: audit, needs: [attempts, verify], matrix: { task: [fix-add], arm: [control, treatment], rep: 1 } }
   cohort: { kind: analyze, version: 1, needs: [audit], control: control, treatments: [treatment] }
 `;
-  }
 
   beforeEach(() => {
     calculatorTask(rig.dir);
@@ -235,10 +232,7 @@ describe.skipIf((!bwrap.ok && !required) || !existsSync(claudeBinary()))('delive
     rig.write('fixtures/NOTES.md', `# Notes\n${CONTEXT}`);
     rig.write(
       'bench.config.yaml',
-      cohortConfig('{ files: { NOTES.md: fixtures/NOTES.md } }').replace(
-        'treatment: { files: { CLAUDE.md: fixtures/CLAUDE.md } }',
-        'treatment: { files: { CLAUDE.md: fixtures/CLAUDE.md, NOTES.md: fixtures/NOTES.md } }',
-      ),
+      cohortConfig('{ files: { NOTES.md: fixtures/NOTES.md } }', '{ files: { CLAUDE.md: fixtures/CLAUDE.md, NOTES.md: fixtures/NOTES.md } }'),
     );
     expect((await rig.cli('run', 'audit')).code).toBe(0);
     const control = await rig.outputJson('attempts/fix-add/control/1', 'result.json');
