@@ -126,17 +126,20 @@ export async function admitCohorts(ctx: EngineContext, cohorts: readonly Cohort[
   const out: Admission = { refusals: [], notes: [], registrations: new Map(), bound: new Set() };
   for (const c of cohorts) {
     const stored = storedRegistrations(ctx, c);
-    // Judged and registered in one locked step: two runs starting together register once.
+    // Judged and registered in one locked step: two runs starting together register once. The
+    // judgement may be asked twice (first without the lock): what the last one said is kept.
+    let said = { refusals: [] as string[], notes: [] as string[], bound: false };
     const r = await registry.append(c.name, (record) => {
+      said = { refusals: [], notes: [], bound: false };
       const entries: CohortEntry[] = [];
       const orphans = orphansOf(record, stored);
       if (orphans.length) {
         if (!options.acknowledgeReset) {
-          out.refusals.push(orphanRefusal(registry, c, orphans));
+          said.refusals.push(orphanRefusal(registry, c, orphans));
           return [];
         }
         entries.push({ type: 'acknowledge-reset', data: { orphans } });
-        out.notes.push(
+        said.notes.push(
           `cohort ${c.name}: registry reset acknowledged (${orphans.map((o) => `${o.records} record(s) of version ${o.version}`).join(', ')}); it is on record`,
         );
       }
@@ -149,7 +152,7 @@ export async function admitCohorts(ctx: EngineContext, cohorts: readonly Cohort[
       };
       switch (check.status) {
         case 'refused':
-          out.refusals.push(
+          said.refusals.push(
             `cohort ${c.name} version ${c.version} is frozen (bound ${check.record.bound_at ? `${check.record.bound_at} by ${check.record.bound_by}` : 'by the records in this store'}); these frozen fields changed:\n` +
               check.changes.map((x) => `  - ${x}`).join('\n') +
               `\n  to run the changed cohort, bump \`version\` in steps.${c.name} (version ${c.version} stays in the record; 'pairbench history ${c.name}' lists every version),` +
@@ -158,27 +161,27 @@ export async function admitCohorts(ctx: EngineContext, cohorts: readonly Cohort[
           return entries;
         case 'changed-before-binding':
           entries.push(register);
-          out.notes.push(`cohort ${c.name} version ${c.version} had no observation yet: re-frozen (${check.changes.length} field(s) changed)`);
+          said.notes.push(`cohort ${c.name} version ${c.version} had no observation yet: re-frozen (${check.changes.length} field(s) changed)`);
           break;
         case 'new': {
           // A version number the store's records used under a registration the registry lost is retired.
           const lost = [...record.resets.flatMap((x) => x.orphans), ...(orphans.length ? orphans : [])];
           const highest = Math.max(0, ...lost.map((o) => o.version));
           if (c.version <= highest) {
-            out.refusals.push(
+            said.refusals.push(
               `cohort ${c.name} version ${c.version}: the store holds records made under version ${highest} or earlier with a registration its registry lost (a reset is on record): ` +
                 `bump \`version\` in steps.${c.name} to ${highest + 1} or more, so no two freezes share a version number`,
             );
             return entries;
           }
           entries.push(register);
-          out.notes.push(
+          said.notes.push(
             `cohort ${c.name} version ${c.version} registered (freeze ${c.freeze.digest.slice(0, 12)})${record.versions.length ? '' : ': its first registration in this store'}`,
           );
           break;
         }
         case 'same':
-          if (check.record.bound_at || boundByRecords) out.bound.add(c.name);
+          if (check.record.bound_at || boundByRecords) said.bound = true;
           break;
       }
       return entries;
@@ -189,6 +192,9 @@ export async function admitCohorts(ctx: EngineContext, cohorts: readonly Cohort[
       );
       continue;
     }
+    out.refusals.push(...said.refusals);
+    out.notes.push(...said.notes);
+    if (said.bound) out.bound.add(c.name);
     const v = r.record.versions.find((x) => x.version === c.version);
     if (v && !out.refusals.length) out.registrations.set(c.name, v.registration);
   }

@@ -58,7 +58,9 @@ export interface ProjectCommand<N extends string = string> extends CommandDoc<N>
   usesStore: boolean;
   /**
    * Whether a memo may answer it (pipeline/memo/): what it prints is a function of what it reads,
-   * and it changes nothing. Listed in MEMOIZED_COMMANDS too, which bin/ reads before any command loads.
+   * and what it writes when nothing changed is declared (pipeline/memo/declare.ts); anything else
+   * makes a run of it unmemoizable. Listed in MEMOIZED_COMMANDS too, which bin/ reads before any
+   * command loads.
    */
   memo?: true;
   /** When these operands need no config (view BUNDLE_DIR), what runs instead; undefined: load the config. */

@@ -15,6 +15,7 @@ import { err, errorMessage, ok, type Result } from './result.js';
 import { EARLIER_TRIES, type GraphNode, type HostEnv, type StagedFile, type StepFailure } from './step-kind.js';
 import { outputsDigest, type ActionRecord, type NodeTry, type OutputManifest } from './store/action-cache.js';
 import { tempPath } from './atomic-write.js';
+import { startTimer } from './memo/declare.js';
 import { CorruptBlobError } from './store/cas.js';
 import type { Store } from './store/store.js';
 import type { RemoteCache } from './store/remote-cache.js';
@@ -238,7 +239,7 @@ export async function run(
 ): Promise<{ summary: RunSummary; states: Map<string, NodeState> }> {
   const { store, config } = ctx;
   const hostEnv = options.hostEnv ?? process.env;
-  const started = Date.now();
+  const timer = startTimer();
   const emit = (e: EngineEvent) => options.reporter.event(e);
   const global = pLimit(options.jobs ?? config.concurrency.global);
   const kindLimits = new Map<string, LimitFunction>();
@@ -399,7 +400,7 @@ export async function run(
   } catch (e) {
     emit({ type: 'warning', message: `could not pack the action records (they stay loose, as valid): ${errorMessage(e)}` });
   }
-  const summary: RunSummary = { total: nodes.length, cached: 0, executed: 0, failed: 0, skipped: 0, durationMs: Date.now() - started };
+  const summary: RunSummary = { total: nodes.length, cached: 0, executed: 0, failed: 0, skipped: 0, elapsed: timer.elapsed() };
   for (const s of states.values()) summary[s.status === 'cached' ? 'cached' : s.status === 'executed' ? 'executed' : s.status]++;
   emit({ type: 'end', summary });
   return { summary, states };

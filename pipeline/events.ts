@@ -1,4 +1,5 @@
 import type { CacheKey } from './digest.js';
+import type { Elapsed } from './memo/declare.js';
 import type { StepFailure } from './step-kind.js';
 
 /** What the engine tells a reporter; reporters decide how (or whether) to show it. */
@@ -19,7 +20,8 @@ export interface RunSummary {
   executed: number;
   failed: number;
   skipped: number;
-  durationMs: number;
+  /** How long the run took (printed as itself only: a replay of the run prints its own). */
+  elapsed: Elapsed;
 }
 
 export interface Reporter {

@@ -6,11 +6,12 @@
  * shipped configs plan the same keys with the memo as without.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { chmodSync, cpSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { chmodSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stampedQuery } from '../pipeline/memo/declare.js';
+import type { MemoFile } from '../pipeline/memo/memo-file.js';
 import { startRecording } from '../pipeline/memo/record.js';
 import { replayMemo, type Streams } from '../pipeline/memo/replay.js';
 import { dockerBackend } from '../sandboxes/docker.js';
@@ -27,9 +28,9 @@ let rig: Rig;
 let memoLog: string;
 
 /** `pairbench plan --json` as a user runs it (a process of its own), with or without the memo; what the memo did. */
-function plan(memo = true, where = ['--config', join(rig.dir, 'bench.config.yaml')], cwd = rig.dir): { stdout: string; memo: string } {
+function plan(memo = true, where = ['--config', join(rig.dir, 'bench.config.yaml')], cwd = rig.dir, command = 'plan'): { stdout: string; memo: string } {
   const before = readLog().length;
-  const r = spawnSync(process.execPath, [BIN, 'plan', '--json', ...where], {
+  const r = spawnSync(process.execPath, [BIN, command, '--json', ...where], {
     cwd,
     encoding: 'utf8',
     env: {
@@ -42,7 +43,7 @@ function plan(memo = true, where = ['--config', join(rig.dir, 'bench.config.yaml
       ...extraEnv,
     },
   });
-  if (r.status !== 0) throw new Error(`plan exited ${r.status}: ${r.stderr}${r.stdout}`);
+  if (r.status !== 0) throw new Error(`${command} exited ${r.status}: ${r.stderr}${r.stdout}`);
   return { stdout: r.stdout, memo: readLog().slice(before).join(' | ') };
 }
 let extraEnv: Record<string, string> = {};
@@ -186,6 +187,24 @@ describe('the whole-plan memo', () => {
     expect(declared.finish(0)).toMatch(/^saved /);
   });
 
+  it('a kernel file read by its bytes while recorded is read as without the memo, and observed: a file under /proc by its content, a link there by the file it names', () => {
+    const env = { ...process.env, PAIRBENCH_MEMO_DIR: join(rig.dir, 'kernel', 'memo'), PAIRBENCH_MEMO_LOG: '' };
+    const r = startRecording(['plan'], env, rig.dir);
+    // As detect-libc (under msgpackr, under BullMQ) reads the interpreter's header, and a probe a sysctl.
+    const fd = builtinFs.openSync('/proc/self/exe', 'r');
+    const header = Buffer.alloc(4);
+    builtinFs.readSync(fd, header, 0, 4, 0);
+    builtinFs.closeSync(fd);
+    const release = builtinFs.readFileSync('/proc/sys/kernel/osrelease');
+    expect(r.finish(0)).toMatch(/^saved /);
+    expect(header.subarray(1).toString()).toBe('ELF');
+    expect(release.toString().trim()).toBe(execFileSync('uname', ['-r'], { encoding: 'utf8' }).trim());
+    const [memo] = readdirSync(join(rig.dir, 'kernel', 'memo')).map((n) => JSON.parse(readFileSync(join(rig.dir, 'kernel', 'memo', n), 'utf8')) as MemoFile);
+    const seen = new Map(memo!.observations.map((o) => [o[0], o[1]]));
+    expect(seen.get('/proc/sys/kernel/osrelease')).toBe('c');
+    expect(seen.get('/proc/self/exe')).toBe('f');
+  });
+
   it('a package that did not resolve when the memo was recorded, installed since, is a miss', async () => {
     const env = { ...process.env, PAIRBENCH_MEMO_DIR: join(rig.dir, 'optional', 'memo'), PAIRBENCH_MEMO_LOG: '' };
     const requireThere = createRequire(join(rig.dir, 'optional', 'index.js'));
@@ -193,9 +212,9 @@ describe('the whole-plan memo', () => {
     expect(() => requireThere('pairbench-optional-package')).toThrow();
     expect(recording.finish(0)).toMatch(/^saved /);
     const streams = { stdout: { write: () => true }, stderr: { write: () => true } } as unknown as Streams;
-    expect(await replayMemo(['plan'], env, rig.dir, streams, {})).toBe(0);
+    expect(await replayMemo(['plan'], env, rig.dir, streams, { askers: {}, performers: {} })).toBe(0);
     rig.write('optional/node_modules/pairbench-optional-package/index.js', 'module.exports = 1;\n');
-    expect(await replayMemo(['plan'], env, rig.dir, streams, {})).toBeUndefined();
+    expect(await replayMemo(['plan'], env, rig.dir, streams, { askers: {}, performers: {} })).toBeUndefined();
   });
 
   it('each class of input changed in turn is a miss, and the plan is the one made without the memo', () => {
@@ -211,21 +230,32 @@ describe('the whole-plan memo', () => {
   });
 
   for (const config of SHIPPED_CONFIGS)
-    it(`${config}: the memo's plan is the plan, key for key, on the store its end-to-end run leaves`, async () => {
+    it(`${config}: the memo's plan is the plan, key for key, on the store its end-to-end run leaves; its no-op run is answered as run in full`, async () => {
       const dir = join(rig.dir, 'shipped', config.replace(/[/.]/g, '_'));
       cpSync(join(ROOT, 'examples'), join(dir, 'examples'), { recursive: true });
       cpSync(join(ROOT, config), join(dir, config));
       await goldenStore(config, join(dir, 'store'));
       extraEnv = { PATH: process.env['PATH']! }; // the host's bwrap, as the golden run had it
       const planShipped = (memo: boolean) => plan(memo, ['--config', join(dir, config), '--store', join(dir, 'store')], dir);
-      const full = planShipped(false).stdout;
-      const entries = (JSON.parse(full) as { nodes: { node: string; status: string; key?: string }[] }).nodes;
+      const fullPlan = planShipped(false).stdout;
+      const entries = (JSON.parse(fullPlan) as { nodes: { node: string; status: string; key?: string }[] }).nodes;
       expect(entries.length).toBeGreaterThan(0);
       expect(entries.filter((e) => !e.key)).toEqual([]);
       let answered: { stdout: string; memo: string } | undefined;
       for (let i = 0; i < 4 && !answered?.memo.startsWith('hit'); i++) answered = planShipped(true);
       expect(answered!.memo).toMatch(/^hit: /);
-      expect(answered!.stdout).toBe(full);
+      expect(answered!.stdout).toBe(fullPlan);
+
+      // The same for `run` (run-memo.test.ts): the cohorts' admission and records, all cached, are read only.
+      const runShipped = (memo: boolean) => plan(memo, ['--config', join(dir, config), '--store', join(dir, 'store')], dir, 'run');
+      const durationFree = (json: string) => json.replace(/"duration_ms": \d+/, '"duration_ms": D');
+      const full = runShipped(false).stdout;
+      expect((JSON.parse(full) as { summary: { executed: number } }).summary.executed).toBe(0);
+      const ran = durationFree(full);
+      let replayed: { stdout: string; memo: string } | undefined;
+      for (let i = 0; i < 4 && !replayed?.memo.startsWith('hit'); i++) replayed = runShipped(true);
+      expect(replayed!.memo).toMatch(/^hit: /);
+      expect(durationFree(replayed!.stdout)).toBe(ran);
     });
 });
 

@@ -38,7 +38,7 @@ function printRunJson(
       executed: summary.executed,
       failed: summary.failed,
       skipped: summary.skipped,
-      duration_ms: summary.durationMs,
+      duration_ms: summary.elapsed,
     },
     reuse: r.reuse,
     ...(r.remoteStats ? { remote_cache: r.remoteStats } : {}),
@@ -110,6 +110,7 @@ key; concurrency.kinds limits hold across the fleet); needs the remote cache`,
   operands: ANY_OPERANDS,
   config: true,
   usesStore: true,
+  memo: true,
   exits: `0 every node built or cached (or left to another shard); 1 some node failed or was skipped; ${CONFIG_ERROR}, or a cohort's frozen field changed; ${EXIT.gateFailed} every node built, but --fail-on's gate failed (a verdict in its list, or no verdict); 130 interrupted.`,
   async run({ io, json, values, operands, project: { graph, ctx, inputs, config } }) {
     const sel = selectOrFail(io, json, graph, operands);

@@ -6,16 +6,18 @@
  * cli/memo-entry.ts), with Node's built-ins only, and loaded before anything else of pairbench.
  */
 import { createHash } from 'node:crypto';
-import { appendFileSync, readFileSync, statSync, type Stats } from 'node:fs';
+import { appendFileSync, lstatSync, readFileSync, statSync, type Stats } from 'node:fs';
 import { createRequire } from 'node:module';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
+import type { ElapsedStyle } from './declare.js';
+import type { Effect } from './effects.js';
 import type { StampRecord } from './stamps.js';
 
-export const MEMO_VERSION = 1;
+export const MEMO_VERSION = 2;
 
 /** The commands a memo may answer (each declares `memo: true` in cli/commands/; test/cli-usage.test.ts holds the two equal). */
-export const MEMOIZED_COMMANDS: readonly string[] = ['plan'];
+export const MEMOIZED_COMMANDS: readonly string[] = ['plan', 'run'];
 
 /**
  * Environment variables that configure the memo itself and are not the command's input:
@@ -33,6 +35,9 @@ export type Observation =
   | readonly [path: string, tag: 'a']
   | readonly [path: string, tag: 'c', sha256: string];
 
+/** Printed text, or the place of a duration the command printed (declare.ts): a replay prints its own there. */
+export type OutputPart = string | readonly [elapsed: ElapsedStyle];
+
 /** The value a host query (os.hostname(), process.getuid(), ...) gave, to ask again at replay. */
 export type HostFact = readonly [name: string, value: string];
 
@@ -44,8 +49,10 @@ export interface MemoFile {
   facts: HostFact[];
   /** Declared queries of a daemon's state and their answers, asked again at replay (stamps.ts). */
   stamps: StampRecord[];
-  stdout: string;
-  stderr: string;
+  /** Writes a replay makes again before it prints (effects.ts). */
+  effects: Effect[];
+  stdout: OutputPart[];
+  stderr: OutputPart[];
   exitCode: number;
 }
 
@@ -91,18 +98,25 @@ export function memoPath(dir: string, identity: string): string {
 
 /**
  * Paths whose stat says nothing of their content (the kernel's files under /proc and /sys: size 0,
- * times of the mount): observed by their bytes. Directories there, and everything elsewhere
- * (a tmpfs under /dev too), by their stat.
+ * times of the mount): observed by their bytes. Directories there, a link there (/proc/self/exe:
+ * the file it names, by its stat), and everything elsewhere (a tmpfs under /dev too), by their stat.
  */
-function observedByContent(path: string, st: Stats | undefined): boolean {
-  return st !== undefined && !st.isDirectory() && (path.startsWith('/proc/') || path.startsWith('/sys/'));
+function observedByContent(path: string, st: Stats | undefined, lstat: typeof lstatSync): boolean {
+  return st !== undefined && (path.startsWith('/proc/') || path.startsWith('/sys/')) && lstat(path, { throwIfNoEntry: false })?.isFile() === true;
+}
+
+/** The file functions an observation uses (the recorder passes them as they were before it wrapped them). */
+export interface ObserveIO {
+  stat: typeof statSync;
+  lstat: typeof lstatSync;
+  read: typeof readFileSync;
 }
 
 /** How `path` looks now, by the memo's rules; `io` gives the unrecorded file functions. */
-export function observe(path: string, io: { stat: typeof statSync; read: typeof readFileSync } = { stat: statSync, read: readFileSync }): Observation {
+export function observe(path: string, io: ObserveIO = { stat: statSync, lstat: lstatSync, read: readFileSync }): Observation {
   const st: Stats | undefined = io.stat(path, { throwIfNoEntry: false });
   if (!st) return [path, 'a'];
-  if (observedByContent(path, st)) {
+  if (observedByContent(path, st, io.lstat)) {
     try {
       return [path, 'c', createHash('sha256').update(io.read(path)).digest('hex')];
     } catch (e) {

@@ -10,8 +10,9 @@
  * timestamp rule): a file written in the same tick as it was read could change again unseen.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
+import { randomBytes } from 'node:crypto';
 import { createRequire, syncBuiltinESMExports } from 'node:module';
-import { mkdirSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { lstatSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { writeFileAtomic } from '../atomic-write.js';
 import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -29,8 +30,10 @@ import {
   type HostFact,
   type MemoFile,
   type Observation,
+  type OutputPart,
 } from './memo-file.js';
-import { MEMO_RECORDER, type StampedQueries } from './declare.js';
+import { MEMO_RECORDER, renderElapsed, type ElapsedStyle, type MemoRecorder } from './declare.js';
+import type { Effect } from './effects.js';
 import type { StampRecord } from './stamps.js';
 
 const requireBuiltin = createRequire(import.meta.url);
@@ -59,7 +62,9 @@ interface State {
   doubts: string[];
   stamps: string[];
   answers: StampRecord[];
-  out: { stdout: string[]; stderr: string[] };
+  effects: Effect[];
+  unrepeated: string[];
+  out: { stdout: OutputPart[]; stderr: OutputPart[] };
 }
 
 /**
@@ -68,35 +73,59 @@ interface State {
  */
 export function startRecording(argv: readonly string[], env: NodeJS.ProcessEnv, cwd: string): Recording {
   const startedMs = Date.now();
-  const state: State = { seen: new Map(), facts: new Map(), doubts: [], stamps: [], answers: [], out: { stdout: [], stderr: [] } };
+  const state: State = { seen: new Map(), facts: new Map(), doubts: [], stamps: [], answers: [], effects: [], unrepeated: [], out: { stdout: [], stderr: [] } };
   const identity = invocationIdentity(argv, env, cwd, outputShape(process.stdout, process.stderr));
   const undo: (() => void)[] = [];
-  const origStat = statSync;
-  const origRead = readFileSync;
+  const io = { stat: statSync, lstat: lstatSync, read: readFileSync };
 
-  // A declared query is excused in its own (asynchronous) context only: other work running meanwhile is not.
-  const excusal = new AsyncLocalStorage<true>();
-  const doubt = (why: string) => {
-    if (!excusal.getStore() && state.doubts.length < 20) state.doubts.push(why);
+  // A declared query or effect is excused in its own (asynchronous) context only: other work
+  // running meanwhile is not. What an effect reads is not observed (it decides nothing printed).
+  const excusal = new AsyncLocalStorage<'query' | 'effect'>();
+  const inEffect = () => excusal.getStore() === 'effect';
+  const doubt = (why: string, excusable = true) => {
+    if ((!excusable || !excusal.getStore()) && state.doubts.length < 20) state.doubts.push(why);
   };
   const seePath = (p: unknown) => {
+    if (inEffect()) return;
     const path = pathOf(p, cwd);
     if (path === undefined) return;
-    if (!state.seen.has(path)) state.seen.set(path, observe(path, { stat: origStat, read: origRead }));
+    if (!state.seen.has(path)) state.seen.set(path, observe(path, io));
   };
 
-  /** Runs `hook` with a call's arguments before `owner[name]` itself; undone at the end. */
-  const before = (owner: Fns, name: string, hook: (args: unknown[]) => void) => {
+  /** Replaces `owner[name]` by `wrap(itself)`; undone at the end. */
+  const around = (owner: Fns, name: string, wrap: (orig: (...a: unknown[]) => unknown) => (this: unknown, ...args: unknown[]) => unknown) => {
     const orig = owner[name] as (...a: unknown[]) => unknown;
-    const wrapped = function (this: unknown, ...args: unknown[]) {
-      hook(args);
-      return orig.apply(this, args);
-    };
-    // realpathSync.native and friends: the wrapped function keeps its properties.
-    for (const k of Object.keys(orig)) (wrapped as unknown as Fns)[k] = (orig as unknown as Fns)[k];
+    const wrapped = wrap(orig);
+    // The wrapped function keeps its own properties, symbols too: realpathSync.native, and
+    // util.promisify.custom (fs.exists and fs.read promisify to what their callbacks give).
+    for (const k of Reflect.ownKeys(orig))
+      if (k !== 'length' && k !== 'name' && k !== 'prototype') Object.defineProperty(wrapped, k, Object.getOwnPropertyDescriptor(orig, k)!);
     owner[name] = wrapped;
     undo.push(() => (owner[name] = orig));
   };
+  let inHook = false;
+  /** Runs `hook` with a call's arguments before `owner[name]` itself. */
+  const before = (owner: Fns, name: string, hook: (args: unknown[]) => void) =>
+    around(
+      owner,
+      name,
+      (orig) =>
+        function (this: unknown, ...args: unknown[]) {
+          // The recorder's own calls (reading a kernel file to observe it goes through fs.openSync)
+          // are not the command's. A hook that fails is a doubt, never the call's failure.
+          if (!inHook) {
+            inHook = true;
+            try {
+              hook(args);
+            } catch (e) {
+              doubt(`a call the recorder could not read (${name}: ${(e as Error).message})`, false);
+            } finally {
+              inHook = false;
+            }
+          }
+          return orig.apply(this, args);
+        },
+    );
   /** Every function of a module object (not its classes). */
   const functionsOf = (owner: Fns) => Object.keys(owner).filter((name) => typeof owner[name] === 'function' && !/^[A-Z]/.test(name));
 
@@ -109,6 +138,7 @@ export function startRecording(argv: readonly string[], env: NodeJS.ProcessEnv, 
       const base = name.replace(/Sync$/, '');
       before(owner, name, (args) => {
         if (READS_PATH.has(base)) seePath(args[0]);
+        else if (base === 'mkdir' && makesNothing(args, cwd, io.stat)) seePath(args[0]);
         else if (base === 'open') {
           if (opensForWriting(args[1])) doubt(`${prefix}${name} for writing: ${String(args[0])}`);
           else seePath(args[0]);
@@ -152,8 +182,9 @@ export function startRecording(argv: readonly string[], env: NodeJS.ProcessEnv, 
   const childProcess = requireBuiltin('node:child_process') as Fns;
   for (const name of functionsOf(childProcess)) before(childProcess, name, (args) => doubt(`a child process (${String(args[0])})`));
   const net = requireBuiltin('node:net') as { Socket: { prototype: Fns } };
-  before(net.Socket.prototype, 'connect', (args) => doubt(`a connection (${JSON.stringify(args[0])?.slice(0, 100)})`));
+  before(net.Socket.prototype, 'connect', (args) => doubt(`a connection (${whereTo(args)})`));
   const askedFact = (name: string) => {
+    if (inEffect()) return;
     const value = factValue(name);
     if (value === undefined) doubt(`${name}(): ${MOVING_FACTS}`);
     else if (!state.facts.has(name)) state.facts.set(name, value);
@@ -186,24 +217,55 @@ export function startRecording(argv: readonly string[], env: NodeJS.ProcessEnv, 
     },
   });
   undo.push(() => (globals.Date = RealDate));
+  // What the command prints is kept; a duration it printed (declare.ts: startTimer), marked with
+  // this recording's own nonce, is kept as its place, and printed as itself (in JSON, as a number).
+  const holeMark = `@@pairbench-elapsed-${randomBytes(8).toString('hex')}:`;
+  const hole = new RegExp(`("?)${holeMark}(seconds|ms):([0-9.]+)@@\\1`, 'g');
   for (const [stream, sink] of [
     [process.stdout, state.out.stdout],
     [process.stderr, state.out.stderr],
   ] as const)
-    before(stream as unknown as Fns, 'write', (args) => sink.push(typeof args[0] === 'string' ? args[0] : Buffer.from(args[0] as Uint8Array).toString('utf8')));
+    around(
+      stream as unknown as Fns,
+      'write',
+      (orig) =>
+        function (this: unknown, chunk: unknown, ...rest: unknown[]) {
+          if (inEffect()) doubt('printing inside an effect', false);
+          if (typeof chunk !== 'string' || !chunk.includes(holeMark)) {
+            sink.push(typeof chunk === 'string' ? chunk : Buffer.from(chunk as Uint8Array).toString('utf8'));
+            return orig.call(this, chunk, ...rest);
+          }
+          let at = 0;
+          for (const m of chunk.matchAll(hole)) {
+            sink.push(chunk.slice(at, m.index), [m[2] as ElapsedStyle]);
+            at = m.index + m[0].length;
+          }
+          sink.push(chunk.slice(at));
+          const text = chunk.replace(hole, (_m, _q, style: ElapsedStyle, ms: string) => renderElapsed(Number(ms), style));
+          if (text.includes(holeMark)) doubt('a duration printed in pieces');
+          return orig.call(this, text, ...rest);
+        },
+    );
 
-  const stamped: StampedQueries = {
+  const stamped: MemoRecorder = {
     run(owner, inputs, fn) {
       for (const p of inputs) seePath(p);
       state.stamps.push(owner);
-      return excusal.run(true, fn);
+      return excusal.run('query', fn);
     },
     async ask(stamp, fn, answer) {
       state.stamps.push(stamp.kind);
-      const value = await excusal.run(true, fn);
+      const value = await excusal.run('query', fn);
       state.answers.push([stamp, answer(value)]);
       return value;
     },
+    effect(effect, why, fn) {
+      if (effect) state.effects.push(effect);
+      else state.unrepeated.push(why);
+      return excusal.run('effect', fn);
+    },
+    clock: () => excusal.run('query', () => Date.now()),
+    hole: (ms, style) => `${holeMark}${style}:${ms}@@`,
   };
   (globalThis as Record<symbol, unknown>)[MEMO_RECORDER] = stamped;
   undo.push(() => delete (globalThis as Record<symbol, unknown>)[MEMO_RECORDER]);
@@ -223,8 +285,9 @@ export function startRecording(argv: readonly string[], env: NodeJS.ProcessEnv, 
         observations: [...state.seen.values()],
         facts: [...state.facts] as HostFact[],
         stamps: state.answers,
-        stdout: state.out.stdout.join(''),
-        stderr: state.out.stderr.join(''),
+        effects: state.effects,
+        stdout: joinText(state.out.stdout),
+        stderr: joinText(state.out.stderr),
         exitCode,
       };
       try {
@@ -235,7 +298,11 @@ export function startRecording(argv: readonly string[], env: NodeJS.ProcessEnv, 
         evictOldest(dir);
         return log(
           env,
-          `saved ${basename(file)}: ${memo.observations.length} paths${state.stamps.length ? `, stamped: ${[...new Set(state.stamps)].join('; ')}` : ''}`,
+          `saved ${basename(file)}: ${memo.observations.length} paths${state.stamps.length ? `, stamped: ${[...new Set(state.stamps)].join('; ')}` : ''}${
+            state.effects.length + state.unrepeated.length
+              ? `, effects: ${[...new Set([...state.effects.map((e) => e.kind), ...state.unrepeated])].join('; ')}`
+              : ''
+          }`,
         );
       } catch (e) {
         return log(env, `not saved: ${(e as Error).message}`);
@@ -250,7 +317,7 @@ export function startRecording(argv: readonly string[], env: NodeJS.ProcessEnv, 
     // The code that ran (pairbench's bundle, node_modules) and the binary that ran it.
     for (const loaded of [process.execPath, ...Object.keys(requireBuiltin.cache)]) seePath(loaded);
     for (const [path, first] of state.seen) {
-      const now = observe(path, { stat: origStat, read: origRead });
+      const now = observe(path, io);
       if (!sameObservation(first, now)) return `${path} changed while the command ran`;
       if (now[1] !== 'f') continue;
       const changedMs = Math.max(now[6], now[7]);
@@ -262,12 +329,39 @@ export function startRecording(argv: readonly string[], env: NodeJS.ProcessEnv, 
   }
 }
 
+/** Adjacent texts as one. */
+function joinText(parts: readonly OutputPart[]): OutputPart[] {
+  const joined: OutputPart[] = [];
+  for (const p of parts) {
+    const last = joined.length - 1;
+    if (typeof p === 'string' && typeof joined[last] === 'string') joined[last] += p;
+    else if (p !== '') joined.push(p);
+  }
+  return joined;
+}
+
+/** Where a socket connects, in words (its arguments may be Node's own normalized array, which holds the socket). */
+function whereTo(args: unknown[]): string {
+  const first = Array.isArray(args[0]) ? (args[0] as unknown[])[0] : args[0];
+  if (typeof first !== 'object' || first === null) return String(first);
+  const { host, port, path } = first as { host?: unknown; port?: unknown; path?: unknown };
+  return path !== undefined ? String(path) : `${String(host ?? 'localhost')}:${String(port)}`;
+}
+
 /** The absolute path a file function was given, or undefined for a descriptor. */
 function pathOf(p: unknown, cwd: string): string | undefined {
   if (typeof p === 'string') return resolve(cwd, p);
   if (p instanceof URL) return p.protocol === 'file:' ? fileURLToPath(p) : undefined;
   if (Buffer.isBuffer(p)) return resolve(cwd, p.toString('utf8'));
   return undefined;
+}
+
+/** Whether mkdir(path, { recursive: true }) finds its directory already there (then it is a read, `mkdir -p` of what exists). */
+function makesNothing(args: unknown[], cwd: string, stat: typeof statSync): boolean {
+  const options = args[1];
+  if (typeof options !== 'object' || options === null || (options as { recursive?: unknown }).recursive !== true) return false;
+  const path = pathOf(args[0], cwd);
+  return path !== undefined && stat(path, { throwIfNoEntry: false })?.isDirectory() === true;
 }
 
 /** Whether open()'s flags write, create or truncate. */

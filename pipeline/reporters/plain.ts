@@ -8,7 +8,7 @@ export interface Writer {
 }
 
 export function summaryLine(s: RunSummary): string {
-  return `${s.total} nodes: ${s.executed} ran, ${s.cached} cached, ${s.failed} failed, ${s.skipped} skipped (${(s.durationMs / 1000).toFixed(2)} s)`;
+  return `${s.total} nodes: ${s.executed} ran, ${s.cached} cached, ${s.failed} failed, ${s.skipped} skipped (${s.elapsed.seconds()})`;
 }
 
 function indent(text: string): string {

@@ -100,12 +100,19 @@ export class ChainedLog {
   /**
    * Appends what `make` returns for the entries there now, under the log's lock (concurrent
    * writers lose nothing), synced before it returns. Refuses (returns the problem) when the
-   * chain is broken: nothing is appended to a log that no longer proves anything.
+   * chain is broken: nothing is appended to a log that no longer proves anything. `make` may be
+   * asked twice, first without the lock: it decides from the entries alone, and what it decides
+   * besides them, its caller takes from its last call.
    */
   async append(name: string, make: (entries: readonly ChainEntry[]) => NewEntry[], now: () => Date = () => new Date()): Promise<ChainRead> {
+    const path = this.pathOf(name);
+    // Nothing to add to what is there now (a run that changed nothing): no lock. What a read
+    // without it sees is whole entries (a line being appended is not one yet), a prefix of what
+    // any later reader sees: answering from it is answering before the append in flight.
+    const seen = parse(path, existsSync(path) ? readFileSync(path, 'utf8') : '');
+    if (seen.ok && !make(seen.entries).length) return { ok: true, entries: seen.entries };
     const lock = await this.locks.acquire(`log-${sha256(name).slice(0, 32)}`, `log ${name}`);
     try {
-      const path = this.pathOf(name);
       const text = existsSync(path) ? readFileSync(path, 'utf8') : '';
       const r = parse(path, text);
       if (!r.ok) return { ok: false, problem: r.problem };

@@ -1,12 +1,14 @@
 import { randomBytes } from 'node:crypto';
 import { readdirSync } from 'node:fs';
 import type { HeldLock, LockDir } from './lock.js';
+import { unrepeatedEffect } from '../memo/declare.js';
 
 /** The lock gc holds while it collects. */
 const GC = 'store-gc';
 /** Each command that uses the store holds a lock of its own under this prefix (never contended). */
 const USER_PREFIX = 'store-user-';
 const POLL_MS = 200;
+const LIVE_MARK = 'a mark that the command is live on the store';
 
 /**
  * Who may use the store at once: any number of runs (and the other commands that read and write
@@ -17,8 +19,17 @@ const POLL_MS = 200;
 export class StoreUse {
   constructor(private readonly locks: LockDir) {}
 
-  /** Marks a command live on the store until release(); while gc holds the store it waits (onWait says so, once). */
+  /**
+   * Marks a command live on the store until release(); while gc holds the store it waits (onWait
+   * says so, once). The mark is an effect a replay of the command by the whole-plan memo need not
+   * repeat: a replay reads no record or blob, only checks that none it depends on changed.
+   */
   async enter(label: string, onWait?: (holder: string) => void, signal?: AbortSignal): Promise<HeldLock> {
+    const mark = await unrepeatedEffect(LIVE_MARK, () => this.waitAndMark(label, onWait, signal));
+    return { release: () => unrepeatedEffect(LIVE_MARK, () => mark.release()) };
+  }
+
+  private async waitAndMark(label: string, onWait?: (holder: string) => void, signal?: AbortSignal): Promise<HeldLock> {
     let told = false;
     for (;;) {
       const mark = this.locks.tryAcquire(`${USER_PREFIX}${process.pid}-${randomBytes(6).toString('hex')}`, label);

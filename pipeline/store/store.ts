@@ -9,6 +9,8 @@ import { StoreUse } from './store-use.js';
 import { StatCache } from './stat-cache.js';
 import { HeldRecords } from './remote-held.js';
 import { ChainedLog } from './chained-log.js';
+import { ACCESS_EFFECT, ACCESS_LOGS_BEFORE_COMPACTION, accessDir, appendAccess, type AccessEffectData } from './access-log.js';
+import { repeatedEffect } from '../memo/declare.js';
 import { randomBytes } from 'node:crypto';
 
 export const STORE_LAYOUT_VERSION = 1;
@@ -37,8 +39,6 @@ function sortedUnique(keys: Iterable<string>): string[] {
   out.length = w;
   return out;
 }
-
-const ACCESS_LOGS_BEFORE_COMPACTION = 32;
 
 /**
  * The store directory:
@@ -223,23 +223,25 @@ export class Store {
     return reaped;
   }
 
-  /** Records that a run used these keys (one file per run; gc merges them). */
-  recordAccess(keys: Iterable<CacheKey>, at = new Date()): void {
+  /**
+   * Records that a run used these keys (one file per run, access-log.ts; gc merges them). A
+   * replay of the run by the whole-plan memo records its use again (a declared effect).
+   */
+  recordAccess(keys: Iterable<CacheKey>): void {
     const list = [...keys];
     if (!list.length) return;
-    const file = join(this.dir, 'access', `${at.getTime()}-${process.pid}.json`);
     // A run that used only what a root holds (a no-op of a config) is recorded as a use of that root, not of each key.
     const root = this.roots().find((r) => r.keys.length >= list.length && isSubset(list, r.keys));
-    writeFileAtomic(file, JSON.stringify(root ? { at: at.toISOString(), root: root.name } : { at: at.toISOString(), keys: list }) + '\n', {
-      tmpDir: this.tmpDir,
+    const data: AccessEffectData = { store: this.dir, tmp: this.tmpDir, entry: root ? { root: root.name } : { keys: list } };
+    repeatedEffect({ kind: ACCESS_EFFECT, data }, () => {
+      // Keep the log from growing with every run: merge it now and then.
+      if (appendAccess(data, new Date()) > ACCESS_LOGS_BEFORE_COMPACTION) this.compactAccess(this.lastAccess());
     });
-    // Keep the log from growing with every run: merge it now and then.
-    if (readdirSync(join(this.dir, 'access')).length > ACCESS_LOGS_BEFORE_COMPACTION) this.compactAccess(this.lastAccess());
   }
 
   /** Last use of each key according to the access logs. */
   lastAccess(): Map<string, number> {
-    const dir = join(this.dir, 'access');
+    const dir = accessDir(this.dir);
     const last = new Map<string, number>();
     if (!existsSync(dir)) return last;
     let roots: Map<string, string[]> | undefined;
@@ -259,11 +261,15 @@ export class Store {
 
   /** Replaces all access logs with one (keeps gc's reading cheap as runs accumulate). */
   compactAccess(last: Map<string, number>): void {
-    const dir = join(this.dir, 'access');
+    const dir = accessDir(this.dir);
     if (!existsSync(dir)) return;
     const old = readdirSync(dir);
     const byTime = new Map<number, string[]>();
-    for (const [k, t] of last) byTime.set(t, [...(byTime.get(t) ?? []), k]);
+    for (const [k, t] of last) {
+      const keys = byTime.get(t);
+      if (keys) keys.push(k);
+      else byTime.set(t, [k]);
+    }
     for (const [t, keys] of byTime) {
       writeFileAtomic(join(dir, `${t}-compacted-${process.pid}.json`), JSON.stringify({ at: new Date(t).toISOString(), keys }) + '\n', { tmpDir: this.tmpDir });
     }
