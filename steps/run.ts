@@ -800,6 +800,9 @@ export const runStep: StepKind = {
         image_id: settings.image,
         resources: { cpus: settings.resources.cpus ?? null, memory_mb: settings.resources.memory_mb ?? null, pids: settings.resources.pids ?? null },
       };
+      // One reading of the clock for both: the end time and the harness's share agree (two readings
+      // drifted apart by 20 ms on a loaded machine).
+      const tookMs = performance.now() - clock;
       const resultJson: RunResult = {
         schema_version: 1,
         task: task.id,
@@ -816,11 +819,11 @@ export const runStep: StepKind = {
           : {}),
         ...(overBudget ? { over_budget: overBudget } : {}),
         started_at: new Date(started).toISOString(),
-        ended_at: new Date(started + (performance.now() - clock)).toISOString(),
+        ended_at: new Date(started + tookMs).toISOString(),
         exit_code: result.exitCode,
         wall_ms: wallMs,
         // Sandbox start and close, workspace snapshot and the rest the harness did for this attempt.
-        harness_ms: Math.max(0, Math.round(performance.now() - clock) - wallMs),
+        harness_ms: Math.max(0, Math.round(tookMs) - wallMs),
         turns: gw ? gw.model_requests : parsed.turns,
         agent_reported_turns: parsed.turns,
         tool_calls: gw ? gw.tool_calls : parsed.toolCalls,
