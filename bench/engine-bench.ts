@@ -92,13 +92,13 @@ populate(config, nodes);
 
 // Anchors on the same graph, measured in this run: ninja and make (no-op: every output up to
 // date), and a tiny config's plan against \`node -e 0\`.
-function anchorDir(): string {
-  const d = join(dir, 'anchors');
+function anchorDir(at = dir, tasks = TASKS): string {
+  const d = join(at, 'anchors');
   mkdirSync(d, { recursive: true });
   const ninja = ['rule attempt', '  command = echo $out > $out', 'rule score', '  command = cat $in > $out'];
   const make: string[] = [];
   const all: string[] = [];
-  for (let t = 1; t <= TASKS; t++) {
+  for (let t = 1; t <= tasks; t++) {
     for (const arm of ['control', 'treatment']) {
       for (let r = 1; r <= REPS; r++) {
         const a = `a-${t}-${arm}-${r}`;
@@ -139,14 +139,16 @@ const results: Record<string, { ms: number[]; rss: number[]; timings: Timing[]; 
 );
 // A memo is recorded by a command and answers the next (a fresh build's first runs also write V8's
 // code cache, which the memo reads): each command first, unmeasured, until the memo answers it.
-const memoLog = join(dir, 'plan-memo.log');
 const commandOf = (name: string) => (name.startsWith('no-op run') ? ['run', '--progress', 'plain'] : ['plan']);
-for (const name of NOOPS.filter((n) => !memoOff(n)))
+function warmMemo(configFile: string, args: string[]): void {
+  const memoLog = join(dirname(configFile), 'plan-memo.log');
   for (let i = 0; i < 4; i++) {
     rmSync(memoLog, { force: true });
-    pairbench(config, commandOf(name), { env: { ...BENCH_ENV, PAIRBENCH_MEMO_LOG: memoLog } });
-    if (readFileSync(memoLog, 'utf8').startsWith('hit')) break;
+    pairbench(configFile, args, { env: { ...BENCH_ENV, PAIRBENCH_MEMO_LOG: memoLog } });
+    if (readFileSync(memoLog, 'utf8').startsWith('hit')) return;
   }
+}
+for (const name of NOOPS.filter((n) => !memoOff(n))) warmMemo(config, commandOf(name));
 for (let i = 0; i < 5; i++) {
   for (const name of NOOPS) {
     const p = pairbench(config, commandOf(name), memoOff(name) ? { env: NO_MEMO_ENV } : {});
@@ -234,12 +236,40 @@ const dir100k = join(root, 'bench', '.cache', 'engine-100k');
 if (existsSync(join(dir100k, '.pairbench')) || process.env['PAIRBENCH_BENCH_100K'] === '1') {
   const config100k = writeConfig(dir100k, TASKS * 5);
   populate(config100k, nodes * 5);
+  // Made in full, for its memory (goal < 300 MB); as a user runs it (the memo answering), beside a
+  // ninja no-op on the same 100,000-node graph, paired A/B x3 (goal <= 1x ninja, wall and CPU).
+  const ad100k = anchorDir(dir100k, TASKS * 5);
+  if (haveNinja && !existsSync(join(ad100k, '.ninja_log'))) timedMs('ninja', ['-C', ad100k, '-j', '8']);
   for (const cmd of ['plan', 'run']) {
-    const r = pairbench(config100k, cmd === 'run' ? ['run', '--progress', 'none'] : ['plan']);
-    if (r.status !== 0) throw new Error(`100k ${cmd} failed: ${r.stderr.slice(-500)}`);
-    const pass = r.rssMb < 300;
+    const args = cmd === 'run' ? ['run', '--progress', 'none'] : ['plan'];
+    const full = pairbench(config100k, args, { env: NO_MEMO_ENV });
+    if (full.status !== 0) throw new Error(`100k ${cmd} failed: ${full.stderr.slice(-500)}`);
+    const pass = full.rssMb < 300;
     ok &&= pass;
-    console.log(`  100,000 nodes: no-op ${cmd} ${(r.ms / 1000).toFixed(2)} s, ${r.rssMb.toFixed(0)} MB peak RSS; goal < 300 MB ${pass ? 'PASS' : 'OVER GOAL'}`);
+    warmMemo(config100k, args);
+    const mine: Timing[] = [];
+    const ninja: Timing[] = [];
+    let rss = 0;
+    for (let i = 0; i < 3; i++) {
+      const p = pairbench(config100k, args);
+      mine.push(p.timing);
+      rss = Math.max(rss, p.rssMb);
+      if (haveNinja) ninja.push(timedRun('ninja', ['-C', ad100k]));
+    }
+    console.log(
+      `  100,000 nodes: no-op ${cmd} made in full ${(full.ms / 1000).toFixed(2)} s, ${full.rssMb.toFixed(0)} MB peak RSS; goal < 300 MB ${pass ? 'PASS' : 'OVER GOAL'}`,
+    );
+    if (haveNinja) {
+      const paired = pairedRatios(mine, ninja);
+      const x = median(paired.wall);
+      const cpuX = median(paired.cpu);
+      ok &&= x <= 1 && cpuX <= 1 && rss < 300;
+      console.log(
+        `  100,000 nodes: no-op ${cmd} (its memo answering) vs ninja no-op on the same graph, paired A/B x3: wall ${spread(mine.map((t) => t.wallMs))} ms vs ${spread(ninja.map((t) => t.wallMs))} ms, ` +
+          `CPU ${spread(mine.map((t) => t.cpuMs))} ms vs ${spread(ninja.map((t) => t.cpuMs))} ms; ratio wall ${spread(paired.wall, 2)}x, CPU ${spread(paired.cpu, 2)}x, ${rss.toFixed(0)} MB peak RSS; ` +
+          `goal <= 1x both, < 300 MB ${x <= 1 && cpuX <= 1 && rss < 300 ? 'PASS' : 'MISSED'}`,
+      );
+    }
   }
 } else {
   console.log('  100,000 nodes: skipped (PAIRBENCH_BENCH_100K=1 populates it once, ~20 min; kept in bench/.cache/engine-100k)');
