@@ -32,7 +32,7 @@ function repository(dir: string, files: (repo: string) => void): { repo: string;
 /**
  * materialize of ROUNDS tasks of the same commit beside `git archive | tar -x` of it, A/B per
  * round (each pair under the same load): the anchor's wall and CPU, the node's wall (its record)
- * and CPU (its run's less a no-op run's: start-up and planning). A first task clones the store's
+ * and CPU (its run's less a no-op run's made in full, without the memo: start-up and planning). A first task clones the store's
  * mirror, unmeasured. On a failure, the node's own log is kept in the message.
  */
 function pairedRounds(dir: string, repo: string, commit: string): { anchor: Timing[]; node: Timing[] } | string {
@@ -47,6 +47,9 @@ function pairedRounds(dir: string, repo: string, commit: string): { anchor: Timi
   const config = join(dir, 'bench.config.yaml');
   writeFileSync(config, `concurrency: { global: 1 }\nsteps:\n  materialize: { kind: materialize, matrix: { task: [${ids.join(', ')}] } }\n`);
   const pb = (...args: string[]) => timed(() => spawnSync(process.execPath, [bin, ...args, '--config', config], { encoding: 'utf8', maxBuffer: 1 << 26 }));
+  // The baseline is a no-op made in full (the planning every run that builds pays), not a memo's replay.
+  const planned = (...args: string[]) =>
+    timed(() => spawnSync(process.execPath, [bin, ...args, '--config', config], { encoding: 'utf8', env: { ...process.env, PAIRBENCH_MEMO: '0' } }));
   const failure = (node: string, r: { stderr: string }) =>
     `${node}: ${r.stderr.slice(-800)}\n${node}'s log:\n${pb('show', node, 'log').value.stdout.slice(-2000)}`;
   const first = pb('run', '--progress', 'none', 'materialize/t0').value;
@@ -63,7 +66,7 @@ function pairedRounds(dir: string, repo: string, commit: string): { anchor: Timi
     rmSync(dest, { recursive: true, force: true });
     const run = pb('run', '--progress', 'none', `materialize/${id}`);
     if (run.value.status !== 0) return failure(`materialize/${id}`, run.value);
-    const noop = pb('run', '--progress', 'none', `materialize/${id}`);
+    const noop = planned('run', '--progress', 'none', `materialize/${id}`);
     anchor.push(a.timing);
     node.push({ wallMs: nodeDurations(dir).get(`materialize/${id}`)!, cpuMs: Math.max(0, run.timing.cpuMs - noop.timing.cpuMs) });
   }

@@ -82,11 +82,19 @@ export function startRecording(argv: readonly string[], env: NodeJS.ProcessEnv, 
   // running meanwhile is not. What an effect reads is not observed (it decides nothing printed).
   const excusal = new AsyncLocalStorage<'query' | 'effect'>();
   const inEffect = () => excusal.getStore() === 'effect';
+  // After a doubt nothing will be saved: the recorder stops watching (a run that builds pays for
+  // the recording only until its first write) and lets go of the async context it kept.
+  let doubted = false;
   const doubt = (why: string, excusable = true) => {
-    if ((!excusable || !excusal.getStore()) && state.doubts.length < 20) state.doubts.push(why);
+    if (excusable && excusal.getStore()) return;
+    if (state.doubts.length < 20) state.doubts.push(why);
+    if (!doubted) {
+      doubted = true;
+      excusal.disable();
+    }
   };
   const seePath = (p: unknown) => {
-    if (inEffect()) return;
+    if (doubted || inEffect()) return;
     const path = pathOf(p, cwd);
     if (path === undefined) return;
     if (!state.seen.has(path)) state.seen.set(path, observe(path, io));
@@ -113,7 +121,7 @@ export function startRecording(argv: readonly string[], env: NodeJS.ProcessEnv, 
         function (this: unknown, ...args: unknown[]) {
           // The recorder's own calls (reading a kernel file to observe it goes through fs.openSync)
           // are not the command's. A hook that fails is a doubt, never the call's failure.
-          if (!inHook) {
+          if (!inHook && !doubted) {
             inHook = true;
             try {
               hook(args);
@@ -184,7 +192,7 @@ export function startRecording(argv: readonly string[], env: NodeJS.ProcessEnv, 
   const net = requireBuiltin('node:net') as { Socket: { prototype: Fns } };
   before(net.Socket.prototype, 'connect', (args) => doubt(`a connection (${whereTo(args)})`));
   const askedFact = (name: string) => {
-    if (inEffect()) return;
+    if (doubted || inEffect()) return;
     const value = factValue(name);
     if (value === undefined) doubt(`${name}(): ${MOVING_FACTS}`);
     else if (!state.facts.has(name)) state.facts.set(name, value);
@@ -249,23 +257,26 @@ export function startRecording(argv: readonly string[], env: NodeJS.ProcessEnv, 
 
   const stamped: MemoRecorder = {
     run(owner, inputs, fn) {
+      if (doubted) return fn();
       for (const p of inputs) seePath(p);
       state.stamps.push(owner);
       return excusal.run('query', fn);
     },
     async ask(stamp, fn, answer) {
+      if (doubted) return fn();
       state.stamps.push(stamp.kind);
       const value = await excusal.run('query', fn);
       state.answers.push([stamp, answer(value)]);
       return value;
     },
     effect(effect, why, fn) {
+      if (doubted) return fn();
       if (effect) state.effects.push(effect);
       else state.unrepeated.push(why);
       return excusal.run('effect', fn);
     },
-    clock: () => excusal.run('query', () => Date.now()),
-    hole: (ms, style) => `${holeMark}${style}:${ms}@@`,
+    clock: () => (doubted ? Date.now() : excusal.run('query', () => Date.now())),
+    hole: (ms, style) => (doubted ? renderElapsed(ms, style) : `${holeMark}${style}:${ms}@@`),
   };
   (globalThis as Record<symbol, unknown>)[MEMO_RECORDER] = stamped;
   undo.push(() => delete (globalThis as Record<symbol, unknown>)[MEMO_RECORDER]);
