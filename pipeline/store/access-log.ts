@@ -12,7 +12,12 @@ import { writeFileAtomic } from '../atomic-write.js';
 /** The kind of the memo effect a run's use of the store is. */
 export const ACCESS_EFFECT = 'store-access';
 /** More logs than this are merged into one by the next full run (store.ts). */
-export const ACCESS_LOGS_BEFORE_COMPACTION = 32;
+const ACCESS_LOGS_BEFORE_COMPACTION = 32;
+
+/** Whether a log holding `logs` files is due to be merged. */
+export function mergeDue(logs: number): boolean {
+  return logs > ACCESS_LOGS_BEFORE_COMPACTION;
+}
 
 export type AccessEntry = { root: string } | { keys: string[] };
 
@@ -37,8 +42,9 @@ export function appendAccess(data: AccessEffectData, at: Date): number {
 /** The memo's performer: logs a replayed run's use now, unless the log is due to be merged (a full run does that). */
 export function replayAccess(data: unknown): string | undefined {
   if (!isAccessEffectData(data)) return 'not an access log entry';
+  // Merging needs the store's roots: a full run does it. The one this replay would add makes it due.
   const logs = readdirSync(accessDir(data.store)).length;
-  if (logs >= ACCESS_LOGS_BEFORE_COMPACTION) return `the store's access log holds ${logs} files and is due to be merged`;
+  if (mergeDue(logs + 1)) return `the store's access log holds ${logs} files and is due to be merged`;
   appendAccess(data, new Date());
   return undefined;
 }

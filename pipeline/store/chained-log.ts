@@ -59,6 +59,11 @@ function parse(path: string, text: string): ChainRead & { wholeBytes: number } {
   return { ok: true, entries, wholeBytes };
 }
 
+/** A log's text; empty when it does not exist yet. */
+function textOf(path: string): string {
+  return existsSync(path) ? readFileSync(path, 'utf8') : '';
+}
+
 function syncDir(dir: string): void {
   const fd = openSync(dir, 'r');
   try {
@@ -109,11 +114,11 @@ export class ChainedLog {
     // Nothing to add to what is there now (a run that changed nothing): no lock. What a read
     // without it sees is whole entries (a line being appended is not one yet), a prefix of what
     // any later reader sees: answering from it is answering before the append in flight.
-    const seen = parse(path, existsSync(path) ? readFileSync(path, 'utf8') : '');
+    const seen = parse(path, textOf(path));
     if (seen.ok && !make(seen.entries).length) return { ok: true, entries: seen.entries };
     const lock = await this.locks.acquire(`log-${sha256(name).slice(0, 32)}`, `log ${name}`);
     try {
-      const text = existsSync(path) ? readFileSync(path, 'utf8') : '';
+      const text = textOf(path);
       const r = parse(path, text);
       if (!r.ok) return { ok: false, problem: r.problem };
       const fresh = make(r.entries);

@@ -9,7 +9,7 @@ import { StoreUse } from './store-use.js';
 import { StatCache } from './stat-cache.js';
 import { HeldRecords } from './remote-held.js';
 import { ChainedLog } from './chained-log.js';
-import { ACCESS_EFFECT, ACCESS_LOGS_BEFORE_COMPACTION, accessDir, appendAccess, type AccessEffectData } from './access-log.js';
+import { ACCESS_EFFECT, accessDir, appendAccess, mergeDue, type AccessEffectData } from './access-log.js';
 import { repeatedEffect } from '../memo/declare.js';
 import { randomBytes } from 'node:crypto';
 
@@ -235,7 +235,7 @@ export class Store {
     const data: AccessEffectData = { store: this.dir, tmp: this.tmpDir, entry: root ? { root: root.name } : { keys: list } };
     repeatedEffect({ kind: ACCESS_EFFECT, data }, () => {
       // Keep the log from growing with every run: merge it now and then.
-      if (appendAccess(data, new Date()) > ACCESS_LOGS_BEFORE_COMPACTION) this.compactAccess(this.lastAccess());
+      if (mergeDue(appendAccess(data, new Date()))) this.compactAccess(this.lastAccess());
     });
   }
 
