@@ -70,6 +70,16 @@ export function writeFileAtomic(target: string, data: string | Uint8Array, optio
   }
 }
 
+/** Syncs a directory: the names made in it (a new file's) survive a power cut. */
+export function syncDir(dir: string): void {
+  const fd = openSync(dir, 'r');
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
 /** Runs `op`; if it fails because `dir` is gone (removed since ensureDir made it), makes it again and retries once. */
 function again<T>(dir: string, op: () => T): T {
   try {

@@ -396,6 +396,12 @@ export async function run(
     emit({ type: 'warning', message: `could not record access times for gc: ${errorMessage(e)}` });
   }
   try {
+    // The run's last batch of records: committed before its summary says they are built.
+    store.actions.close();
+  } catch (e) {
+    emit({ type: 'warning', message: `could not sync the run's last action records to disk (a power cut now may take them): ${errorMessage(e)}` });
+  }
+  try {
     store.actions.packLoose();
   } catch (e) {
     emit({ type: 'warning', message: `could not pack the action records (they stay loose, as valid): ${errorMessage(e)}` });

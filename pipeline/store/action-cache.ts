@@ -7,6 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { writeFileAtomic } from '../atomic-write.js';
 import type { OutputEntry, Stamp } from './cas.js';
 import { isAlive, type LockDir } from './lock.js';
+import { RecordJournal } from './record-journal.js';
 import { RecordPack, type PackedRecord } from './record-pack.js';
 
 export type OutputManifest = Record<string, OutputEntry>;
@@ -224,12 +225,53 @@ export class ActionCache {
    * replaying a cohort and a local no-op. Lost in a crash, they are fetched again.
    */
   private readonly fetched = new Map<string, ActionRecord>();
+  /** Group commit: the durable copy of the records written loose without an fsync (record-journal.ts). */
+  private readonly journal: RecordJournal;
+  private recovered = false;
 
   constructor(
     private readonly dir: string,
     private readonly tmpDir: string,
     private readonly locks: LockDir,
-  ) {}
+  ) {
+    this.journal = new RecordJournal(join(dir, 'journal'));
+  }
+
+  /**
+   * Before the first read or write: records a power cut took from their loose files are put back
+   * from the journals written in an earlier boot (only a journal's whole, verified lines).
+   */
+  private recoverOnce(): void {
+    if (this.recovered) return;
+    this.recovered = true;
+    this.journal.recover((line) => {
+      let record: ActionRecord;
+      try {
+        record = JSON.parse(line) as ActionRecord;
+        if (typeof record.key !== 'string' || !/^[0-9a-f]{64}$/.test(record.key)) return;
+        if (cacheKeyOf(record.preimage) !== record.key || outputsDigest(record.outputs) !== record.outputs_digest) return;
+      } catch {
+        return; // not a record: nothing to put back
+      }
+      if (this.pack()?.has(record.key) || this.getLoose(record.key).status === 'hit') return;
+      writeFileAtomic(this.pathOf(record.key), line + '\n', { tmpDir: this.tmpDir });
+    });
+  }
+
+  /** Commits the records written so far (one fsync): a barrier before anything that names them outlives this process. */
+  commit(): void {
+    this.journal.commit();
+  }
+
+  /** The run is over: its records are committed and its journal closed (a later record opens another). */
+  close(): void {
+    this.journal.close();
+  }
+
+  /** Records written and not yet committed. */
+  get uncommitted(): number {
+    return this.journal.uncommitted;
+  }
 
   pathOf(key: CacheKey): string {
     return join(this.dir, key.slice(0, 2), `${key}.json`);
@@ -276,6 +318,7 @@ export class ActionCache {
    * A packed record's outputs are covered by the pack's seal, checked when it was opened.
    */
   get(key: CacheKey, preimage?: string): RecordLookup {
+    this.recoverOnce();
     const fetched = this.fetched.get(key);
     // Verified when it was fetched (its pre-image hashes to its key): the caller's pre-image must be those bytes.
     if (fetched)
@@ -324,13 +367,15 @@ export class ActionCache {
   }
 
   /**
-   * `durable: false` for a record that can be had again (one read through from the remote tier):
-   * not synced to disk, since a record cut short by a power cut reads as corrupt and is fetched
-   * again, and the run's pack of its loose records is synced anyway. (An fsync per record was a
-   * quarter of replaying the example from a remote cache.)
+   * Writes a record loose, never synced on its own: a durable one (the default) is appended to
+   * the journal, whose batch commit makes it survive a power cut (not an fsync per record). `durable: false` for a record that can be had again (one read through from the
+   * remote tier): a record cut short by a power cut reads as corrupt and is fetched again.
    */
   put(record: ActionRecord, { durable = true } = {}): void {
-    writeFileAtomic(this.pathOf(record.key), JSON.stringify(record) + '\n', { tmpDir: this.tmpDir, sync: durable });
+    this.recoverOnce();
+    const line = JSON.stringify(record);
+    writeFileAtomic(this.pathOf(record.key), line + '\n', { tmpDir: this.tmpDir, sync: false });
+    if (durable) this.journal.append(line);
     this.looseTouched++;
   }
 
@@ -355,6 +400,7 @@ export class ActionCache {
    * that verifies joins the pack, then its file is removed. Returns how many were packed.
    */
   packLoose(options: { force?: boolean } = {}): number {
+    this.recoverOnce();
     if (!options.force && this.looseTouched === 0 && this.fetched.size === 0) return 0;
     const loose = [...this.listLoose()];
     const fetched = [...this.fetched.values()];
@@ -384,6 +430,8 @@ export class ActionCache {
     }
     for (const p of joined) rmSync(p, { force: true });
     this.looseTouched = 0;
+    // The pack (synced) holds what the journals were keeping.
+    this.journal.retire();
     return joined.length + fetched.length;
   }
 
@@ -409,6 +457,7 @@ export class ActionCache {
 
   /** Every record: loose files, then packed entries (`path` is the pack for those). */
   *list(): Generator<{ key: CacheKey; path: string; size: number; mtimeMs: number }> {
+    this.recoverOnce();
     const seen = new Set<string>();
     for (const l of this.listLoose()) {
       seen.add(l.key);

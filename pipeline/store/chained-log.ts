@@ -1,6 +1,7 @@
 import { closeSync, existsSync, fsyncSync, ftruncateSync, mkdirSync, openSync, readFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { canonicalJson, type Json } from '../canonical-json.js';
+import { syncDir } from '../atomic-write.js';
 import { sha256, type Sha256 } from '../digest.js';
 import type { LockDir } from './lock.js';
 
@@ -64,19 +65,12 @@ function textOf(path: string): string {
   return existsSync(path) ? readFileSync(path, 'utf8') : '';
 }
 
-function syncDir(dir: string): void {
-  const fd = openSync(dir, 'r');
-  try {
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-}
-
 export class ChainedLog {
   constructor(
     private readonly dir: string,
     private readonly locks: LockDir,
+    /** Called before an entry is written: what the entry may name is made durable first (the store commits its records). */
+    private readonly beforeWrite: () => void = () => {},
   ) {}
 
   pathOf(name: string): string {
@@ -132,6 +126,7 @@ export class ChainedLog {
         entries.push(entry);
         out += JSON.stringify(entry) + '\n';
       }
+      this.beforeWrite();
       mkdirSync(this.dir, { recursive: true }); // not ensureDir's memo: a registry moved away is made again
       const fd = openSync(path, 'a');
       try {

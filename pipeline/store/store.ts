@@ -74,7 +74,8 @@ export class Store {
     this.actions = new ActionCache(join(dir, 'ac'), this.tmpDir, this.locks);
     this.nodes = new NodeIndex(join(dir, 'nodes'), this.tmpDir);
     this.statCache = new StatCache(join(dir, 'stat-cache.json'), this.tmpDir);
-    this.logs = new ChainedLog(join(dir, 'registry'), this.locks);
+    // An entry may name an attempt's record: the records written so far are committed first.
+    this.logs = new ChainedLog(join(dir, 'registry'), this.locks, () => this.actions.commit());
   }
 
   private storeId: string | undefined;
