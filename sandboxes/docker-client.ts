@@ -3,7 +3,8 @@
  * backend, doctor, the environment step, the image IDs a key holds), from the same reading of
  * DOCKER_HOST, so they cannot talk to different engines.
  */
-import Docker from 'dockerode';
+import type Docker from 'dockerode';
+import { createRequire, Module } from 'node:module';
 import { stampedAnswer } from '../pipeline/memo/declare.js';
 import { dockerImagesAnswer, DOCKER_IMAGES_STAMP, type DockerImagesQuestion } from './docker-image-stamp.js';
 
@@ -23,7 +24,71 @@ export function dockerEndpoint(env: Readonly<Record<string, string | undefined>>
 
 /** A client of the engine at `endpoint`. */
 export function dockerClient(endpoint: DockerEndpoint = {}): Docker {
-  return new Docker(endpoint.socketPath ? { socketPath: endpoint.socketPath } : undefined);
+  const DockerClient = dockerode();
+  return new DockerClient(endpoint.socketPath ? { socketPath: endpoint.socketPath } : undefined);
+}
+
+const requireHere = createRequire(import.meta.url);
+let loadedDockerode: typeof Docker | undefined;
+
+/**
+ * dockerode, loaded on first use without what it loads and pairbench does not use at once: gRPC
+ * (@grpc/grpc-js, @grpc/proto-loader: BuildKit sessions) and ssh2 (an ssh:// DOCKER_HOST) were
+ * about 90 of the 135 ms of CPU its require took, paid by every run with a docker node. Each
+ * is stood in for by a module that loads the real one when it is first used: both still work.
+ */
+function dockerode(): typeof Docker {
+  if (loadedDockerode) return loadedDockerode;
+  const main = requireHere.resolve('dockerode');
+  const fromDockerode = createRequire(main);
+  // Where dockerode's session.js and docker-modem's ssh.js find them.
+  standInFor(fromDockerode.resolve('@grpc/grpc-js'), (load) => lazyNamespace(load));
+  standInFor(fromDockerode.resolve('@grpc/proto-loader'), (load) => lazyNamespace(load));
+  const modem = fromDockerode.resolve('docker-modem');
+  standInFor(createRequire(modem).resolve('ssh2'), (load) => ({
+    // ssh.js takes `Client` when it loads and constructs it only for an ssh:// engine.
+    Client: function Client(...args: unknown[]) {
+      const Real = (load() as { Client: new (...a: unknown[]) => object }).Client;
+      return new Real(...args);
+    },
+  }));
+  return (loadedDockerode = fromDockerode(main) as typeof Docker);
+}
+
+/** Puts `make(load)` in the module cache at `path` (unless the module is loaded already); `load` swaps in the real one. */
+function standInFor(path: string, make: (load: () => unknown) => unknown): void {
+  const cache = requireHere.cache;
+  if (cache[path]) return;
+  let real: unknown;
+  const load = () => {
+    if (real === undefined) {
+      delete cache[path];
+      real = requireHere(path);
+    }
+    return real;
+  };
+  const m = new Module(path);
+  m.filename = path;
+  m.loaded = true;
+  m.exports = make(load);
+  cache[path] = m;
+}
+
+/** A module's exports, read from the real module on first touch. */
+function lazyNamespace(load: () => unknown): object {
+  const real = () => load() as object;
+  return new Proxy(
+    {},
+    {
+      get: (_, p) => Reflect.get(real(), p),
+      has: (_, p) => Reflect.has(real(), p),
+      ownKeys: () => Reflect.ownKeys(real()),
+      getOwnPropertyDescriptor: (_, p) => {
+        const d = Reflect.getOwnPropertyDescriptor(real(), p);
+        return d && { ...d, configurable: true };
+      },
+    },
+  );
 }
 
 /** Where an endpoint is, in words (for a message). */

@@ -105,7 +105,10 @@ describe('the module graph', () => {
       .filter((file) => product.some((d) => file.startsWith(d)))
       .filter((file) => {
         const text = readFileSync(join(ROOT, file), 'utf8');
-        const loadsDockerode = /^import (?!type )[^;]*from 'dockerode'/m.test(text) || /import\('dockerode'\)/.test(text);
+        const loadsDockerode =
+          /^import (?!type )[^;]*from 'dockerode'/m.test(text) ||
+          /import\('dockerode'\)/.test(text) ||
+          /\w*[rR]equire\w*(\.resolve)?(<[^>]*>)?\(\s*'dockerode'\)/.test(text);
         const runsDockerCli = /\b(spawn|spawnSync|execFile|execFileSync|execa|execaSync)\(\s*'docker'/.test(text);
         // The Engine API by hand: an HTTP request on a path of its own (/images/..., /containers/...).
         const speaksEngineApi = /'node:https?'/.test(text) && /['`]\/(images|containers|build|exec|volumes|networks)\//.test(text);
