@@ -7,6 +7,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { fillInProcess, type SimulatedCommands } from './fill-in-process.js';
 import { median, pairedRatios, spread, timed, type Timing } from './measure.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -42,15 +43,28 @@ steps:
   return file;
 }
 
-/** Runs every node of the config once if the store does not hold them yet (kept in bench/.cache/ after). */
-function populate(config: string, nodes: number): void {
-  const check = pairbench(config, ['plan', '--json']);
-  const toRun = JSON.parse(check.stdout).to_run as number;
-  if (toRun === 0) return;
-  console.log(`populating ${config}: ${toRun} of ${nodes} nodes to run (once; kept in bench/.cache/) ...`);
-  const pop = pairbench(config, ['run', '--progress', 'none', '--jobs', '8']);
-  if (pop.status !== 0) throw new Error(`populating failed:\n${pop.stderr.slice(-2000)}`);
-  console.log(`  cold run: ${(pop.ms / 1000).toFixed(1)} s for ${toRun} nodes (${(pop.ms / toRun).toFixed(1)} ms/node, real processes)`);
+/** What the config's commands write (the in-process fill makes the same outputs without starting them). */
+const COMMANDS: SimulatedCommands = {
+  attempt: (nodeId) => ({ out: 'o', bytes: Buffer.from(`${nodeId}\n`) }),
+  score: (_, upstream) => ({ out: 's', bytes: upstream('attempt') }),
+};
+
+/**
+ * Fills the store with every node of the config if it does not hold them yet (kept in
+ * bench/.cache/ after), in this process (bench/fill-in-process.ts), then checks the fill the way
+ * a user would: a real `plan` must find nothing to run.
+ */
+async function populate(config: string, nodes: number): Promise<void> {
+  const toRun = (): number => JSON.parse(pairbench(config, ['plan', '--json'], { env: NO_MEMO_ENV }).stdout).to_run as number;
+  const missing = toRun();
+  if (missing === 0) return;
+  console.log(`populating ${config}: ${missing} of ${nodes} nodes to fill (once; kept in bench/.cache/) ...`);
+  const fill = await fillInProcess(config, COMMANDS);
+  const left = toRun();
+  if (left !== 0) throw new Error(`the in-process fill left ${left} nodes that a run would build: it does not make what a run makes`);
+  console.log(
+    `  filled in-process: ${fill.executed} nodes in ${(fill.ms / 1000).toFixed(1)} s (${(fill.ms / fill.executed).toFixed(2)} ms/node; a real plan finds nothing to run)`,
+  );
 }
 
 /** Bytes the file system gives a directory tree (allocated blocks, as du counts them). */
@@ -88,7 +102,7 @@ function pairbench(
 
 const config = writeConfig(dir, TASKS);
 const nodes = 2 * TASKS * 2 * REPS;
-populate(config, nodes);
+await populate(config, nodes);
 
 // Anchors on the same graph, measured in this run: ninja and make (no-op: every output up to
 // date), and a tiny config's plan against \`node -e 0\`.
@@ -230,12 +244,11 @@ console.log(
   `  store on disk per cached node: ${(overhead / 1024).toFixed(2)} KB besides the outputs (records, journals, roots, access), outputs ${(outputs / 1024).toFixed(2)} KB; goal <= 3 KB ${overhead <= 3072 ? 'PASS' : 'OVER GOAL'}`,
 );
 
-// 100,000 nodes: peak memory of a no-op. Populating it runs 100,000 real processes (~20 min on
-// 2 cores), so it is measured when that store exists or PAIRBENCH_BENCH_100K=1 asks for it.
+// 100,000 nodes: the no-op against ninja's, and its peak memory. Filled in-process once, then kept.
 const dir100k = join(root, 'bench', '.cache', 'engine-100k');
-if (existsSync(join(dir100k, '.pairbench')) || process.env['PAIRBENCH_BENCH_100K'] === '1') {
+{
   const config100k = writeConfig(dir100k, TASKS * 5);
-  populate(config100k, nodes * 5);
+  await populate(config100k, nodes * 5);
   // Made in full, for its memory (goal < 300 MB); as a user runs it (the memo answering), beside a
   // ninja no-op on the same 100,000-node graph, paired A/B x3 (goal <= 1x ninja, wall and CPU).
   const ad100k = anchorDir(dir100k, TASKS * 5);
@@ -271,7 +284,5 @@ if (existsSync(join(dir100k, '.pairbench')) || process.env['PAIRBENCH_BENCH_100K
       );
     }
   }
-} else {
-  console.log('  100,000 nodes: skipped (PAIRBENCH_BENCH_100K=1 populates it once, ~20 min; kept in bench/.cache/engine-100k)');
 }
 process.exitCode = ok ? 0 : 1;
