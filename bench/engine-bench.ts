@@ -46,7 +46,7 @@ steps:
 /** What the config's commands write (the in-process fill makes the same outputs without starting them). */
 const COMMANDS: SimulatedCommands = {
   attempt: (nodeId) => ({ out: 'o', bytes: Buffer.from(`${nodeId}\n`) }),
-  score: (_, upstream) => ({ out: 's', bytes: upstream('attempt') }),
+  score: (nodeId, outputOf) => ({ out: 's', bytes: outputOf(nodeId.replace(/^score\//, 'attempt/')) }),
 };
 
 /**

@@ -12,7 +12,7 @@ import { packageVersion } from '../pipeline/package-root.js';
 import { outputsDigest, type ActionRecord, type OutputManifest } from '../pipeline/store/action-cache.js';
 
 /** What each of the bench's commands writes, by step: its output's name and bytes. */
-export type SimulatedCommands = Record<string, (nodeId: string, upstreamOutputs: (step: string) => Buffer) => { out: string; bytes: Buffer }>;
+export type SimulatedCommands = Record<string, (nodeId: string, outputOf: (upstreamNode: string) => Buffer) => { out: string; bytes: Buffer }>;
 
 export async function fillInProcess(configPath: string, commands: SimulatedCommands): Promise<{ executed: number; ms: number }> {
   const t0 = process.hrtime.bigint();
@@ -24,13 +24,12 @@ export async function fillInProcess(configPath: string, commands: SimulatedComma
     async execute(node, key, records) {
       const simulate = commands[node.step.name];
       if (!simulate) throw new Error(`no simulated command for step ${node.step.name}`);
-      const upstream = (step: string): Buffer => {
-        const up = [...records.values()].find((r) => r.step === step);
-        const entry = up && Object.values(up.outputs)[0];
-        if (!entry) throw new Error(`${node.id}: no output of ${step} among its upstream records`);
+      const outputOf = (upstreamNode: string): Buffer => {
+        const entry = Object.values(records.get(upstreamNode)?.outputs ?? {})[0];
+        if (!entry) throw new Error(`${node.id}: no output of ${upstreamNode} among its upstream records`);
         return store.cas.read(entry.digest);
       };
-      const { out, bytes } = simulate(node.id, upstream);
+      const { out, bytes } = simulate(node.id, outputOf);
       const digest = store.cas.putBytes(bytes);
       const outputs: OutputManifest = { [out]: { type: 'file', digest, size: bytes.length, executable: false } };
       const stamps: Record<string, string> = { [digest]: store.cas.stamp(digest)! };
