@@ -6,7 +6,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -35,7 +35,7 @@ function repository(dir: string, files: (repo: string) => void): { repo: string;
  * and CPU (its run's less a no-op run's made in full, without the memo: start-up and planning). A first task clones the store's
  * mirror, unmeasured. On a failure, the node's own log is kept in the message.
  */
-function pairedRounds(dir: string, repo: string, commit: string): { anchor: Timing[]; node: Timing[] } | string {
+function pairedRounds(dir: string, repo: string, commit: string): { anchor: Timing[]; mirrorAnchor: Timing[]; node: Timing[] } | string {
   const ids = Array.from({ length: ROUNDS + 1 }, (_, i) => `t${i}`);
   for (const id of ids) {
     mkdirSync(join(dir, 'tasks', id), { recursive: true });
@@ -55,27 +55,40 @@ function pairedRounds(dir: string, repo: string, commit: string): { anchor: Timi
   const first = pb('run', '--progress', 'none', 'materialize/t0').value;
   if (first.status !== 0) return failure('materialize/t0', first);
   const anchor: Timing[] = [];
+  const mirrorAnchor: Timing[] = [];
   const node: Timing[] = [];
-  for (const id of ids.slice(1)) {
+  // pairbench's own mirror of the repository (a pack: see ensureMirror), archived the same way.
+  const mirrors = join(dir, '.pairbench', 'mirrors');
+  const mirror = join(
+    mirrors,
+    readdirSync(mirrors).find((n) => n.endsWith('.git'))!,
+  );
+  const archive = (from: string, id: string): Timing => {
     const dest = join(dir, `anchor-${id}`);
     mkdirSync(dest);
     const a = timed(() =>
-      spawnSync('sh', ['-c', 'git -C "$1" archive --format=tar "$2" | tar -x -C "$3" -f -', 'sh', repo, commit, dest], { stdio: 'ignore' }),
+      spawnSync('sh', ['-c', 'git -C "$1" archive --format=tar "$2" | tar -x -C "$3" -f -', 'sh', from, commit, dest], { stdio: 'ignore' }),
     );
     if (a.value.status !== 0) throw new Error('git archive | tar -x failed');
     rmSync(dest, { recursive: true, force: true });
+    return a.timing;
+  };
+  for (const id of ids.slice(1)) {
+    const fromRepo = archive(repo, id);
+    mirrorAnchor.push(archive(mirror, id));
     const run = pb('run', '--progress', 'none', `materialize/${id}`);
     if (run.value.status !== 0) return failure(`materialize/${id}`, run.value);
     const noop = planned('run', '--progress', 'none', `materialize/${id}`);
-    anchor.push(a.timing);
+    anchor.push(fromRepo);
     node.push({ wallMs: nodeDurations(dir).get(`materialize/${id}`)!, cpuMs: Math.max(0, run.timing.cpuMs - noop.timing.cpuMs) });
   }
-  return { anchor, node };
+  return { anchor, mirrorAnchor, node };
 }
 
 /** "materialize W ms ... git archive | tar -x ... ratio" for a tree, paired. */
-function report(tree: string, r: { anchor: Timing[]; node: Timing[] }): { wallX: number; cpuX: number; line: string } {
+function report(tree: string, r: { anchor: Timing[]; mirrorAnchor: Timing[]; node: Timing[] }): { wallX: number; cpuX: number; line: string } {
   const p = pairedRatios(r.node, r.anchor);
+  const m = pairedRatios(r.node, r.mirrorAnchor);
   const wallX = median(p.wall);
   const cpuX = median(p.cpu);
   return {
@@ -84,7 +97,9 @@ function report(tree: string, r: { anchor: Timing[]; node: Timing[] }): { wallX:
     line:
       `  ${tree}: materialize wall ${spread(r.node.map((t) => t.wallMs))} ms, CPU ${spread(r.node.map((t) => t.cpuMs))} ms; ` +
       `git archive | tar -x wall ${spread(r.anchor.map((t) => t.wallMs))} ms, CPU ${spread(r.anchor.map((t) => t.cpuMs))} ms; ` +
-      `paired x${r.node.length}: wall ${spread(p.wall, 2)}x, CPU ${spread(p.cpu, 2)}x`,
+      `paired x${r.node.length}: wall ${spread(p.wall, 2)}x, CPU ${spread(p.cpu, 2)}x ` +
+      `(against the same from pairbench's mirror, a pack: wall ${spread(r.mirrorAnchor.map((t) => t.wallMs))} ms, CPU ${spread(r.mirrorAnchor.map((t) => t.cpuMs))} ms; ` +
+      `${spread(m.wall, 2)}x, ${spread(m.cpu, 2)}x)`,
   };
 }
 

@@ -561,7 +561,7 @@ async function executeLocked(
     const outputs = pending.length ? { ...result.value, ...earlierTries(store, pending) } : result.value;
     const stamps: Record<string, string> = {};
     for (const entry of Object.values(outputs)) {
-      for (const d of store.cas.closure(entry)) stamps[d] = store.cas.stamp(d)!;
+      for (const d of store.cas.closure(entry)) stamps[d] = store.cas.stampForRecord(d)!;
     }
     const record: ActionRecord = {
       schema: 1,
@@ -729,6 +729,8 @@ async function executeNode(
     materialize: watch(store.cas.materialize.bind(store.cas)),
     read: watch(store.cas.read.bind(store.cas)),
     putPath: store.cas.putPath.bind(store.cas),
+    putBytes: store.cas.putBytes.bind(store.cas),
+    putTree: store.cas.putTree.bind(store.cas),
     entryAt: watch(store.cas.entryAt.bind(store.cas)),
   };
   const corruptFailure = (e: CorruptBlobError): Result<OutputManifest, StepFailure> => {

@@ -58,7 +58,7 @@ export interface ExecutionContext {
   /** The outputs of the upstream nodes, selected as the step asked. */
   upstream: UpstreamOutputs[];
   /** Writes stored outputs into the work directory (verifying each blob) and stores new ones. */
-  artifacts: Pick<Cas, 'materialize' | 'putPath' | 'read' | 'entryAt'>;
+  artifacts: Pick<Cas, 'materialize' | 'putPath' | 'putBytes' | 'putTree' | 'read' | 'entryAt'>;
   /** The node's log file: the step writes what a person needs to see when it fails. */
   logFile: string;
   /** Where the store keeps a bare mirror of the git repository at `source` (the step fills it; the layout is the store's). */

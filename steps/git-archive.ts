@@ -16,8 +16,12 @@ export async function extractTree(mirror: string, treeish: string, dest: string)
   const gitErr = errOf(git);
   const tarErr = errOf(tar);
   const exit = (p: typeof git | typeof tar) =>
-    new Promise<number | null>((resolve, reject) => (p.once('error', reject), p.once('close', (code) => resolve(code))));
+    new Promise<{ code: number | null; signal: NodeJS.Signals | null }>(
+      (resolve, reject) => (p.once('error', reject), p.once('close', (code, signal) => resolve({ code, signal }))),
+    );
   const [g, t] = await Promise.all([exit(git), exit(tar)]);
-  if (g !== 0) throw new Error(`git archive ${treeish} exited ${g}: ${tail(gitErr)}`);
-  if (t !== 0) throw new Error(`tar -x exited ${t}: ${tail(tarErr)}`);
+  // git stopped because its reader went away (SIGPIPE, or a write error): tar's failure is the cause.
+  const readerGone = g.signal === 'SIGPIPE' || /write error|broken pipe/i.test(tail(gitErr));
+  if (g.code !== 0 && !(readerGone && t.code !== 0)) throw new Error(`git archive ${treeish} exited ${g.code ?? g.signal}: ${tail(gitErr)}`);
+  if (t.code !== 0) throw new Error(`tar -x exited ${t.code ?? t.signal}: ${tail(tarErr)}`);
 }

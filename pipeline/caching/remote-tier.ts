@@ -27,7 +27,7 @@ export async function readThrough(store: Store, remote: RemoteCache, key: CacheK
   if (!(await ensureLocal(store, remote, Object.values(got.record.outputs)))) return undefined;
   if (got.record.log) await remote.fetchBlobs(store, [got.record.log]);
   const stamps: Record<string, string> = {};
-  for (const entry of Object.values(got.record.outputs)) for (const d of store.cas.closure(entry)) stamps[d] = store.cas.stamp(d)!;
+  for (const entry of Object.values(got.record.outputs)) for (const d of store.cas.closure(entry)) stamps[d] = store.cas.stampForRecord(d)!;
   const record: ActionRecord = { ...got.record, stamps, log: got.record.log && store.cas.has(got.record.log) ? got.record.log : null };
   store.actions.put(record, { durable: false });
   return record;

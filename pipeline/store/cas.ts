@@ -73,6 +73,23 @@ export class Cas {
     return st ? `${st.size}:${st.mtimeMs}` : undefined;
   }
 
+  /**
+   * The stamp a record made now holds for a blob: the one the stat that found or stored it here
+   * took (a tree of 8,000 files was stat'ed twice, once to find each blob and once to stamp it),
+   * else a stat now. Never used to check a blob (isIntact stats it).
+   */
+  stampForRecord(digest: Sha256): Stamp | undefined {
+    return this.seen.get(digest) ?? this.stamp(digest);
+  }
+
+  /** Stamps of blobs this process found or stored (bounded: a long-lived worker forgets them). */
+  private readonly seen = new Map<string, Stamp>();
+
+  private remember(digest: Sha256, st: { size: number; mtimeMs: number }): void {
+    if (this.seen.size >= 200_000) this.seen.clear();
+    this.seen.set(digest, `${st.size}:${st.mtimeMs}`);
+  }
+
   /** Cheap check: the blob is there with the stamp it had when verified; otherwise re-hash it. */
   isIntact(digest: Sha256, stamp: Stamp | undefined): boolean {
     // Many records share blobs: check each one once per process.
@@ -109,6 +126,7 @@ export class Cas {
 
   remove(digest: Sha256): void {
     this.checked.delete(digest);
+    this.seen.delete(digest);
     rmSync(this.pathOf(digest), { force: true });
   }
 
@@ -148,7 +166,10 @@ export class Cas {
    * read (materialize, read), so a corrupt one is found and dropped then, not re-hashed on every store.
    */
   private hasWithSize(digest: Sha256, size: number): boolean {
-    return statSync(this.pathOf(digest), { throwIfNoEntry: false })?.size === size;
+    const st = statSync(this.pathOf(digest), { throwIfNoEntry: false });
+    if (st?.size !== size) return false;
+    this.remember(digest, st);
+    return true;
   }
 
   /**
@@ -198,9 +219,14 @@ export class Cas {
 
   /** Stores a directory made of entries already in the store (e.g. other outputs), as a Merkle tree. */
   putTree(entries: readonly TreeEntry[]): { type: 'dir'; digest: Sha256; size: number } {
-    const sorted = [...entries].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-    const size = sorted.reduce((n, e) => n + (e.type === 'symlink' ? 0 : e.size), 0);
-    return { type: 'dir', digest: this.putBytes(Buffer.from(canonicalJson({ entries: sorted }))), size };
+    const { bytes, size } = treeBlob(entries);
+    return { type: 'dir', digest: this.putBytes(bytes), size };
+  }
+
+  /** The digest putTree would give these entries, without storing anything. */
+  static hashTree(entries: readonly TreeEntry[]): { type: 'dir'; digest: Sha256; size: number } {
+    const { bytes, size } = treeBlob(entries);
+    return { type: 'dir', digest: sha256(bytes), size };
   }
 
   readTree(digest: Sha256): Tree {
@@ -318,6 +344,13 @@ function readWhole(path: string): Buffer | undefined {
   }
 }
 
+/** A directory's blob: its entries sorted by name, as canonical JSON; its size is its files' bytes. */
+function treeBlob(entries: readonly TreeEntry[]): { bytes: Buffer; size: number } {
+  const sorted = [...entries].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  const size = sorted.reduce((n, e) => n + (e.type === 'symlink' ? 0 : e.size), 0);
+  return { bytes: Buffer.from(canonicalJson({ entries: sorted })), size };
+}
+
 /** Builds the Merkle tree of a directory; `onFile` and `onTree` decide whether blobs are stored or only hashed. */
 function walkTree(
   dir: string,
@@ -341,5 +374,5 @@ function walkTree(
       size += f.size;
     }
   }
-  return { digest: onTree(Buffer.from(canonicalJson({ entries }))), size };
+  return { digest: onTree(treeBlob(entries).bytes), size };
 }
