@@ -368,8 +368,9 @@ export class ActionCache {
 
   /**
    * Writes a record loose, never synced on its own: a durable one (the default) is appended to
-   * the journal, whose batch commit makes it survive a power cut (not an fsync per record). `durable: false` for a record that can be had again (one read through from the
-   * remote tier): a record cut short by a power cut reads as corrupt and is fetched again.
+   * the journal, whose batch commit makes it survive a power cut (not an fsync per record).
+   * `durable: false` for a record that can be had again (one read through from the remote
+   * tier): a record cut short by a power cut reads as corrupt and is fetched again.
    */
   put(record: ActionRecord, { durable = true } = {}): void {
     this.recoverOnce();

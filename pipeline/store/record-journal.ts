@@ -28,7 +28,7 @@ interface JournalName {
 }
 
 function parseName(name: string): JournalName | undefined {
-  const m = /^([0-9a-f-]+)\.(\d+)\.[0-9a-f]+\.jsonl$/.exec(name);
+  const m = /^([0-9a-z-]+)\.(\d+)\.[0-9a-f]+\.jsonl$/.exec(name);
   return m ? { boot: m[1]!, pid: Number(m[2]) } : undefined;
 }
 
@@ -54,6 +54,8 @@ export class RecordJournal {
   private pending = 0;
   private committedOnce = false;
   private timer: NodeJS.Timeout | undefined;
+  /** A commit the deadline made that failed: the next barrier reports it. */
+  private failure: unknown;
   private readonly onExit = () => this.commit();
 
   constructor(private readonly dir: string) {}
@@ -69,13 +71,25 @@ export class RecordJournal {
     const bytes = Buffer.from(line + '\n');
     for (let off = 0; off < bytes.length;) off += writeSync(this.fd!, bytes, off, bytes.length - off);
     if (++this.pending >= MAX_BATCH) this.commit();
-    else this.timer ??= setTimeout(() => this.commit(), MAX_DELAY_MS).unref();
+    else
+      this.timer ??= setTimeout(() => {
+        try {
+          this.commit();
+        } catch (e) {
+          this.failure = e;
+        }
+      }, MAX_DELAY_MS).unref();
   }
 
   /** Makes every appended record durable: one fdatasync (and the directory's, for a new journal's name). */
   commit(): void {
     clearTimeout(this.timer);
     this.timer = undefined;
+    if (this.failure !== undefined) {
+      const e = this.failure;
+      this.failure = undefined;
+      throw e;
+    }
     if (this.fd === undefined || this.pending === 0) return;
     fdatasyncSync(this.fd);
     if (!this.committedOnce) {
