@@ -28,7 +28,7 @@ if ((mtime(bundled) ?? -Infinity) >= compiledAt) {
   const memoFile = join(root, 'dist', 'bundle', 'memo.cjs');
   const memo = mtime(memoFile) === undefined ? undefined : require(memoFile);
   const memoized = memo !== undefined && memo.MEMOIZED_COMMANDS.includes(argv[0]) && memo.memoEnabled(process.env);
-  (memoized ? memo.replay(argv, process.env, process.cwd(), process) : Promise.resolve(undefined)).then((replayed) => {
+  (memoized ? memo.replay(argv, process.env, process.cwd()) : Promise.resolve(undefined)).then((replayed) => {
     if (replayed !== undefined) {
       process.exitCode = replayed;
       return;

@@ -5,7 +5,7 @@
  * the memo knows no daemon and no store.
  */
 import type { EffectPerformers } from '../pipeline/memo/effects.js';
-import { replayMemo, type Streams } from '../pipeline/memo/replay.js';
+import { descriptorStreams, replayMemo } from '../pipeline/memo/replay.js';
 import type { StampAskers } from '../pipeline/memo/stamps.js';
 import { ACCESS_EFFECT, replayAccess } from '../pipeline/store/access-log.js';
 import { askDockerImages, DOCKER_IMAGES_STAMP } from '../sandboxes/docker-image-stamp.js';
@@ -21,6 +21,7 @@ export const EFFECT_PERFORMERS: EffectPerformers = {
   [ACCESS_EFFECT]: replayAccess,
 };
 
-export function replay(argv: readonly string[], env: NodeJS.ProcessEnv, cwd: string, out: Streams): Promise<number | undefined> {
-  return replayMemo(argv, env, cwd, out, { askers: STAMP_ASKERS, performers: EFFECT_PERFORMERS });
+/** This process's command answered from its memo, printed on its stdout and stderr; undefined on a miss. */
+export function replay(argv: readonly string[], env: NodeJS.ProcessEnv, cwd: string): Promise<number | undefined> {
+  return replayMemo(argv, env, cwd, descriptorStreams(), { askers: STAMP_ASKERS, performers: EFFECT_PERFORMERS });
 }

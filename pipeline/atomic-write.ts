@@ -1,5 +1,4 @@
 import { closeSync, fsyncSync, mkdirSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
-import { randomBytes } from 'node:crypto';
 import { dirname, join, sep } from 'node:path';
 
 /**
@@ -28,8 +27,11 @@ export function ensureDir(dir: string): void {
 /** A temp path in `tmpDir` that names its owner, so a killed writer's leftovers can be told apart. */
 export function tempPath(tmpDir: string, label = 'tmp'): string {
   ensureDir(tmpDir);
-  // A random prefix per process, then a counter: unique without a random draw per file.
-  tempPrefix ??= randomBytes(4).toString('hex');
+  // A random prefix per process (against a reused pid's leftovers), then a counter. Not node:crypto:
+  // a memo's replay writes through here, and loading crypto was a third of its own time.
+  tempPrefix ??= Math.floor(Math.random() * 0x100000000)
+    .toString(16)
+    .padStart(8, '0');
   return join(tmpDir, `${label}-${process.pid}-${tempPrefix}${(tempCounter++).toString(36)}`);
 }
 

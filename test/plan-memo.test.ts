@@ -6,12 +6,12 @@
  * shipped configs plan the same keys with the memo as without.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { chmodSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { chmodSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stampedQuery } from '../pipeline/memo/declare.js';
-import type { MemoFile } from '../pipeline/memo/memo-file.js';
+import { invocationIdentity, memoPath, outputShape, type MemoFile } from '../pipeline/memo/memo-file.js';
 import { startRecording } from '../pipeline/memo/record.js';
 import { replayMemo, type Streams } from '../pipeline/memo/replay.js';
 import { dockerBackend } from '../sandboxes/docker.js';
@@ -171,7 +171,7 @@ describe('the whole-plan memo', () => {
     // A file last written before the project's first run (well before this one) is trusted.
     const settled = startRecording(['plan'], env, dir);
     builtinFs.readFileSync(join(rig.dir, 'more-steps.yaml'), 'utf8');
-    expect(settled.finish(0)).toMatch(/^saved [0-9a-f]{64}\.json: \d+ paths/);
+    expect(settled.finish(0)).toMatch(/^saved [0-9a-f]{16}\.json: \d+ paths/);
   });
 
   it("a command that reads the clock is not memoized, unless the clock's owner declares it changes no output", () => {
@@ -215,6 +215,24 @@ describe('the whole-plan memo', () => {
     expect(await replayMemo(['plan'], env, rig.dir, streams, { askers: {}, performers: {} })).toBe(0);
     rig.write('optional/node_modules/pairbench-optional-package/index.js', 'module.exports = 1;\n');
     expect(await replayMemo(['plan'], env, rig.dir, streams, { askers: {}, performers: {} })).toBeUndefined();
+  });
+
+  it("a memo under another command line's name (a collision of its file name, which is no cryptographic hash) is a miss, never that command's output", async () => {
+    const dir = join(rig.dir, 'collision', 'memo');
+    const env = { ...process.env, PAIRBENCH_MEMO_DIR: dir, PAIRBENCH_MEMO_LOG: '' };
+    const recording = startRecording(['plan'], env, rig.dir);
+    expect(recording.finish(0)).toMatch(/^saved /);
+    const [name] = readdirSync(dir);
+    const printed: string[] = [];
+    const streams = { stdout: { write: (s: string) => printed.push(s) }, stderr: { write: (s: string) => printed.push(s) } } as unknown as Streams;
+    expect(await replayMemo(['plan'], env, rig.dir, streams, { askers: {}, performers: {} })).toBe(0);
+    // The same file where another command line's memo would be found.
+    const other = ['plan', '--json'];
+    const otherPath = memoPath(dir, invocationIdentity(other, env, rig.dir, outputShape(streams.stdout, streams.stderr)));
+    renameSync(join(dir, name!), otherPath);
+    printed.length = 0;
+    expect(await replayMemo(other, env, rig.dir, streams, { askers: {}, performers: {} })).toBeUndefined();
+    expect(printed).toEqual([]);
   });
 
   it('each class of input changed in turn is a miss, and the plan is the one made without the memo', () => {
@@ -278,7 +296,7 @@ describe.skipIf(!dockerUp && process.env['PAIRBENCH_REQUIRE_SANDBOXES'] !== '1')
       );
       extraEnv = {};
       const before = planUntilHit();
-      expect(readLog().join('\n')).toMatch(/saved [0-9a-f]{64}\.json: \d+ paths, stamped: docker-images/);
+      expect(readLog().join('\n')).toMatch(/saved [0-9a-f]{16}\.json: \d+ paths, stamped: docker-images/);
       execFileSync('docker', ['tag', other, name]);
       const withMemo = plan();
       expect(withMemo.memo).toMatch(/^miss: docker-images changed/);

@@ -114,6 +114,21 @@ describe('the whole-plan memo answering a fully cached run', () => {
     expect(rig.executions()).toHaveLength(6); // nothing was built again
   });
 
+  it('a replay loads none of what its own time went to before: node:crypto, and the streams a piped stdout makes', () => {
+    runUntilHit(['--progress', 'plain']);
+    const preload = join(rig.dir, 'modules.cjs');
+    writeFileSync(preload, "process.on('exit', () => require('node:fs').writeSync(2, '@@modules=' + JSON.stringify(process.moduleLoadList) + '\\n'));\n");
+    const r = spawnSync(process.execPath, ['--require', preload, BIN, 'run', '--progress', 'plain', '--config', join(rig.dir, 'bench.config.yaml')], {
+      cwd: rig.dir,
+      encoding: 'utf8',
+      env: { PATH: process.env['PATH'], HOME: rig.dir, CI: '1', PAIRBENCH_MEMO_DIR: memoDir(), PAIRBENCH_MEMO_LOG: memoLog },
+    });
+    expect(readLog().at(-1)).toMatch(/^hit/);
+    expect(r.stdout + r.stderr).toContain('6 nodes: 0 ran, 6 cached');
+    const loaded = JSON.parse(/@@modules=(.*)/.exec(r.stderr)![1]!) as string[];
+    expect(loaded.filter((m) => /^NativeModule (crypto|stream|net)$/.test(m))).toEqual([]);
+  });
+
   it('a run that builds anything saves no memo; a lost output is a miss, and the run rebuilds it', () => {
     runUntilHit(['--progress', 'plain']);
     rig.write('input.txt', 'two\n');
@@ -186,7 +201,7 @@ describe('the whole-plan memo answering a fully cached run', () => {
     const writing = startRecording(['run'], env, rig.dir);
     unrepeatedEffect('a test', () => writeFileSync(scratch, 'x'));
     repeatedEffect({ kind: 'a-test-effect', data: { n: 1 } }, () => writeFileSync(scratch, 'y'));
-    expect(writing.finish(0)).toMatch(/^saved [0-9a-f]{64}\.json: \d+ paths, effects: a-test-effect; a test/);
+    expect(writing.finish(0)).toMatch(/^saved [0-9a-f]{16}\.json: \d+ paths, effects: a-test-effect; a test/);
     const out: string[] = [];
     const streams = { stdout: { write: (s: string) => out.push(s) }, stderr: { write: (s: string) => out.push(s) } } as unknown as Streams;
     // No performer for its kind: a miss, nothing printed.

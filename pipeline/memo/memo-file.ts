@@ -5,7 +5,6 @@
  * module is what both share. Both are bundled apart (dist/bundle/memo.cjs, entry
  * cli/memo-entry.ts), with Node's built-ins only, and loaded before anything else of pairbench.
  */
-import { createHash } from 'node:crypto';
 import { appendFileSync, lstatSync, readFileSync, statSync, type Stats } from 'node:fs';
 import { createRequire } from 'node:module';
 import { homedir } from 'node:os';
@@ -14,7 +13,7 @@ import type { ElapsedStyle } from './declare.js';
 import type { Effect } from './effects.js';
 import type { StampRecord } from './stamps.js';
 
-export const MEMO_VERSION = 2;
+export const MEMO_VERSION = 3;
 
 /** The commands a memo may answer (each declares `memo: true` in cli/commands/; test/cli-usage.test.ts holds the two equal). */
 export const MEMOIZED_COMMANDS: readonly string[] = ['plan', 'run'];
@@ -28,12 +27,13 @@ const MEMO_VARIABLES = /^PAIRBENCH_MEMO(_|$)/;
 /**
  * What a path looked like: `[path, 'f', dev, ino, mode, size, mtimeMs, ctimeMs]` for anything that
  * exists (a file, a directory: its entries change its mtime), `[path, 'a']` for a path that did not,
- * `[path, 'c', sha256]` for a file whose stat says nothing of its content (under /proc and /sys).
+ * `[path, 'c', content]` for a file whose stat says nothing of its content (under /proc and /sys):
+ * its bytes (base64) when small, else their SHA-256.
  */
 export type Observation =
   | readonly [path: string, tag: 'f', dev: number, ino: number, mode: number, size: number, mtimeMs: number, ctimeMs: number]
   | readonly [path: string, tag: 'a']
-  | readonly [path: string, tag: 'c', sha256: string];
+  | readonly [path: string, tag: 'c', content: string];
 
 /** Printed text, or the place of a duration the command printed (declare.ts): a replay prints its own there. */
 export type OutputPart = string | readonly [elapsed: ElapsedStyle];
@@ -92,8 +92,36 @@ export function outputShape(stdout: { isTTY?: boolean; columns?: number }, stder
   return { stdoutTTY: Boolean(stdout.isTTY), stderrTTY: Boolean(stderr.isTTY), columns: stdout.isTTY ? (stdout.columns ?? null) : null };
 }
 
+/**
+ * node:crypto, loaded only when a memo needs it (a large kernel file's digest, a recording's nonce):
+ * loading it, and the streams it pulls in, was 6 of the ~15 ms a replay spends beside Node's start.
+ */
+export function nodeCrypto(): typeof import('node:crypto') {
+  return createRequire(import.meta.url)('node:crypto') as typeof import('node:crypto');
+}
+
+/**
+ * The memo file of an invocation, named by a hash of its identity. Not a cryptographic one: the file
+ * keeps the identity, and a replay compares it whole (a collision is a miss, never a wrong answer).
+ */
 export function memoPath(dir: string, identity: string): string {
-  return join(dir, `${createHash('sha256').update(identity).digest('hex')}.json`);
+  // FNV-1a, twice (two offsets) over the UTF-16 code units: 64 bits of name.
+  let a = 0x811c9dc5;
+  let b = 0x01000193 ^ identity.length;
+  for (let i = 0; i < identity.length; i++) {
+    const c = identity.charCodeAt(i);
+    a = Math.imul(a ^ c, 0x01000193);
+    b = Math.imul(b ^ c, 0x01000193) ^ (b >>> 13);
+  }
+  const hex = (n: number) => (n >>> 0).toString(16).padStart(8, '0');
+  return join(dir, `${hex(a)}${hex(b)}.json`);
+}
+
+/** A kernel file's bytes as an observation keeps them: themselves when small, else their digest. */
+const CONTENT_KEPT_WHOLE = 4096;
+
+function contentOf(bytes: Buffer): string {
+  return bytes.length <= CONTENT_KEPT_WHOLE ? `base64:${bytes.toString('base64')}` : `sha256:${nodeCrypto().createHash('sha256').update(bytes).digest('hex')}`;
 }
 
 /**
@@ -118,7 +146,7 @@ export function observe(path: string, io: ObserveIO = { stat: statSync, lstat: l
   if (!st) return [path, 'a'];
   if (observedByContent(path, st, io.lstat)) {
     try {
-      return [path, 'c', createHash('sha256').update(io.read(path)).digest('hex')];
+      return [path, 'c', contentOf(io.read(path))];
     } catch (e) {
       return [path, 'c', `unreadable: ${(e as NodeJS.ErrnoException).code ?? 'error'}`];
     }

@@ -10,7 +10,6 @@
  * timestamp rule): a file written in the same tick as it was read could change again unseen.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { randomBytes } from 'node:crypto';
 import { createRequire, syncBuiltinESMExports } from 'node:module';
 import { lstatSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { writeFileAtomic } from '../atomic-write.js';
@@ -24,6 +23,7 @@ import {
   MEMO_VERSION,
   memoDir,
   memoPath,
+  nodeCrypto,
   observe,
   outputShape,
   sameObservation,
@@ -227,7 +227,7 @@ export function startRecording(argv: readonly string[], env: NodeJS.ProcessEnv, 
   undo.push(() => (globals.Date = RealDate));
   // What the command prints is kept; a duration it printed (declare.ts: startTimer), marked with
   // this recording's own nonce, is kept as its place, and printed as itself (in JSON, as a number).
-  const holeMark = `@@pairbench-elapsed-${randomBytes(8).toString('hex')}:`;
+  const holeMark = `@@pairbench-elapsed-${nodeCrypto().randomBytes(8).toString('hex')}:`;
   const hole = new RegExp(`("?)${holeMark}(seconds|ms):([0-9.]+)@@\\1`, 'g');
   for (const [stream, sink] of [
     [process.stdout, state.out.stdout],

@@ -5,7 +5,8 @@
  * hit the command's effects are made again (effects.ts), then its output is printed, each
  * duration it printed being this replay's own.
  */
-import { readFileSync, statSync } from 'node:fs';
+import { fstatSync, readFileSync, statSync, writeSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { renderElapsed } from './declare.js';
 import { performEffects, type EffectPerformers } from './effects.js';
 import { changedAnswer, type StampAskers } from './stamps.js';
@@ -23,9 +24,58 @@ import {
   type OutputPart,
 } from './memo-file.js';
 
+/** Where a replay prints, and what it tells of the terminal (the memo's identity holds it). */
+export interface Output {
+  isTTY?: boolean;
+  columns?: number;
+  write(text: string): unknown;
+}
+
 export interface Streams {
-  stdout: NodeJS.WriteStream;
-  stderr: NodeJS.WriteStream;
+  stdout: Output;
+  stderr: Output;
+}
+
+/**
+ * Whether `fd` is a terminal. Only a character device can be, and node:tty loads node:net: a pipe
+ * or a file is told apart by its stat, without it.
+ */
+function isatty(fd: number): boolean {
+  try {
+    if (!fstatSync(fd).isCharacterDevice()) return false;
+  } catch {
+    return false;
+  }
+  return (createRequire(import.meta.url)('node:tty') as typeof import('node:tty')).isatty(fd);
+}
+
+/**
+ * This process's stdout and stderr, written by file descriptor: process.stdout on a pipe loads
+ * Node's stream and net modules, a fifth of what a replay spends beside Node's own start.
+ */
+export function descriptorStreams(): Streams {
+  const of = (fd: 1 | 2, stream: () => NodeJS.WriteStream): Output => ({
+    get isTTY() {
+      return isatty(fd);
+    },
+    get columns() {
+      return isatty(fd) ? stream().columns : undefined;
+    },
+    write(text: string) {
+      const bytes = Buffer.from(text);
+      let off = 0;
+      try {
+        while (off < bytes.length) off += writeSync(fd, bytes, off);
+      } catch (e) {
+        const code = (e as NodeJS.ErrnoException).code;
+        // A reader that has gone (`| head`) takes nothing more, as for the stream; a non-blocking pipe gets the rest through the stream, which waits.
+        if (code === 'EAGAIN') stream().write(bytes.subarray(off));
+        else if (code !== 'EPIPE') throw e;
+      }
+      return true;
+    },
+  });
+  return { stdout: of(1, () => process.stdout), stderr: of(2, () => process.stderr) };
 }
 
 /** The exit code of the memo's run after printing its output, or undefined on a miss (said in PAIRBENCH_MEMO_LOG). */

@@ -32,10 +32,17 @@ export function accessDir(storeDir: string): string {
   return join(storeDir, 'access');
 }
 
-/** Logs one use at `at`; returns how many logs the directory then holds. */
+/**
+ * Logs one use at `at`; returns how many logs the directory then holds. Not synced: it is a hint
+ * for gc's least-recently-used order (a use a power cut loses makes gc collect earlier what a run
+ * rebuilds), and its fsync was 5 of the 42 ms a memo's replay of a 200-node no-op run took on ext4.
+ */
 export function appendAccess(data: AccessEffectData, at: Date): number {
   const dir = accessDir(data.store);
-  writeFileAtomic(join(dir, `${at.getTime()}-${process.pid}.json`), JSON.stringify({ at: at.toISOString(), ...data.entry }) + '\n', { tmpDir: data.tmp });
+  writeFileAtomic(join(dir, `${at.getTime()}-${process.pid}.json`), JSON.stringify({ at: at.toISOString(), ...data.entry }) + '\n', {
+    tmpDir: data.tmp,
+    sync: false,
+  });
   return readdirSync(dir).length;
 }
 
