@@ -7,9 +7,8 @@
  * which must find nothing to run.
  */
 import { loadProject } from '../cli/project.js';
-import { run, type NodeExecutor } from '../pipeline/engine.js';
-import { packageVersion } from '../pipeline/package-root.js';
-import { outputsDigest, type ActionRecord, type OutputManifest } from '../pipeline/store/action-cache.js';
+import { actionRecord, run, type NodeExecutor } from '../pipeline/engine.js';
+import type { OutputManifest } from '../pipeline/store/action-cache.js';
 
 /** What each of the bench's commands writes, by step: its output's name and bytes. */
 export type SimulatedCommands = Record<string, (nodeId: string, outputOf: (upstreamNode: string) => Buffer) => { out: string; bytes: Buffer }>;
@@ -32,25 +31,10 @@ export async function fillInProcess(configPath: string, commands: SimulatedComma
       const { out, bytes } = simulate(node.id, outputOf);
       const digest = store.cas.putBytes(bytes);
       const outputs: OutputManifest = { [out]: { type: 'file', digest, size: bytes.length, executable: false } };
-      const stamps: Record<string, string> = { [digest]: store.cas.stamp(digest)! };
-      const startedAt = new Date().toISOString();
-      const record: ActionRecord = {
-        schema: 1,
-        key: key.key,
-        preimage: key.json,
-        node: node.id,
-        step: node.step.name,
-        kind: node.kind.name,
-        outputs,
-        outputs_digest: outputsDigest(outputs),
-        stamps,
-        log: null,
-        started_at: startedAt,
-        duration_ms: 0,
-        pairbench_version: packageVersion(),
-      };
+      const startedAt = new Date();
+      const record = actionRecord(store, node, key, outputs, { log: null, startedAt, durationMs: 0 });
       store.actions.put(record);
-      store.nodes.recordBuilt(node.id, key.key, startedAt);
+      store.nodes.recordBuilt(node.id, key.key, startedAt.toISOString());
       return { status: 'executed', record };
     },
   };

@@ -559,26 +559,7 @@ async function executeLocked(
     // Earlier transient results of this key travel with this one, so what was retried stays on record.
     const pending = store.nodes.tries(node.id).filter((t) => t.key === key.key);
     const outputs = pending.length ? { ...result.value, ...earlierTries(store, pending) } : result.value;
-    const stamps: Record<string, string> = {};
-    for (const entry of Object.values(outputs)) {
-      for (const d of store.cas.closure(entry)) stamps[d] = store.cas.stampForRecord(d)!;
-    }
-    const record: ActionRecord = {
-      schema: 1,
-      key: key.key,
-      preimage: key.json,
-      node: node.id,
-      step: node.step.name,
-      kind: node.kind.name,
-      outputs,
-      outputs_digest: outputsDigest(outputs),
-      stamps,
-      log,
-      started_at: startedAt.toISOString(),
-      duration_ms: durationMs,
-      pairbench_version: packageVersion(),
-      ...provenanceField(options, node),
-    };
+    const record = actionRecord(store, node, key, outputs, { log, startedAt, durationMs, ...provenanceField(options, node) });
     // Inputs were hashed before the node ran; if one changed meanwhile, the result is not cached.
     const resolver = new InputResolver(ctx.config.rootDir, store.statCache);
     const changed = inputs.filter((i) => resolver.rehash(i) !== i.digest);
@@ -605,6 +586,36 @@ async function executeLocked(
     rmSync(logFile, { force: true });
     lock.release();
   }
+}
+
+/** The record of `node` built under `key` with these outputs: each blob of theirs stamped as it is in the store now. */
+export function actionRecord(
+  store: Store,
+  node: GraphNode,
+  key: NodeKey,
+  outputs: OutputManifest,
+  run: { log: Sha256 | null; startedAt: Date; durationMs: number; provenance?: Json },
+): ActionRecord {
+  const stamps: Record<string, string> = {};
+  for (const entry of Object.values(outputs)) {
+    for (const d of store.cas.closure(entry)) stamps[d] = store.cas.stampForRecord(d)!;
+  }
+  return {
+    schema: 1,
+    key: key.key,
+    preimage: key.json,
+    node: node.id,
+    step: node.step.name,
+    kind: node.kind.name,
+    outputs,
+    outputs_digest: outputsDigest(outputs),
+    stamps,
+    log: run.log,
+    started_at: run.startedAt.toISOString(),
+    duration_ms: run.durationMs,
+    pairbench_version: packageVersion(),
+    ...(run.provenance !== undefined ? { provenance: run.provenance } : {}),
+  };
 }
 
 /**

@@ -68,7 +68,7 @@ export async function listTree(repo: string, treeish: string): Promise<GitTreeEn
  */
 export function readBlobs(repo: string, oids: readonly string[], onBlob: (index: number, bytes: Buffer) => void): Promise<void> {
   return new Promise((resolve, reject) => {
-    const git = spawn('git', ['-C', repo, 'cat-file', '--batch'], { stdio: ['pipe', 'pipe', 'pipe'] });
+    const git = spawn('git', ['-C', repo, 'cat-file', '--batch', '--buffer'], { stdio: ['pipe', 'pipe', 'pipe'] });
     const err: Buffer[] = [];
     git.stderr.on('data', (d: Buffer) => err.length < 64 && err.push(d));
     git.stdin.on('error', () => {}); // git gone early: its exit says why
