@@ -87,11 +87,11 @@ export function readBlobs(repo: string, oids: readonly string[], onBlob: (index:
           if (!body) {
             const nl = buf.indexOf(10);
             if (nl < 0) break;
-            // "<oid> SP <type> SP <size>" (or "<oid> SP missing")
-            const [oid, type, size] = buf.subarray(0, nl).toString('latin1').split(' ');
-            if (oid !== oids[index] || type !== 'blob')
-              throw new Error(`git cat-file: expected blob ${oids[index]}, got "${buf.subarray(0, nl).toString('latin1')}"`);
-            body = { size: Number(size), chunks: [], have: 0 };
+            // "<oid> SP blob SP <size>" (or "<oid> SP missing")
+            const header = buf.toString('latin1', 0, nl);
+            const expected = `${oids[index]} blob `;
+            if (!header.startsWith(expected)) throw new Error(`git cat-file: expected blob ${oids[index]}, got "${header}"`);
+            body = { size: Number(header.slice(expected.length)), chunks: [], have: 0 };
             buf = buf.subarray(nl + 1);
           }
           // The blob's bytes, then one LF.
