@@ -127,6 +127,7 @@ export class Cas {
   remove(digest: Sha256): void {
     this.checked.delete(digest);
     this.seen.delete(digest);
+    this.madeTrees.delete(digest);
     rmSync(this.pathOf(digest), { force: true });
   }
 
