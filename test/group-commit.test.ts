@@ -3,8 +3,9 @@ import { randomInt } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, renameSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { ActionRecord } from '../pipeline/store/action-cache.js';
-import type { CacheKey } from '../pipeline/digest.js';
+import { outputsDigest, type ActionRecord } from '../pipeline/store/action-cache.js';
+import { cacheKeyOf, type CacheKey } from '../pipeline/digest.js';
+import { canonicalJson } from '../pipeline/canonical-json.js';
 import { Store } from '../pipeline/store/store.js';
 import { BIN, Rig } from './rig.js';
 
@@ -168,5 +169,50 @@ describe('group commit of action records', () => {
     const r = await store.logs.append('cohort', () => [{ type: 'note', data: {} }]);
     expect(r.ok).toBe(true);
     expect(store.actions.uncommitted).toBe(0);
+  });
+
+  it('a process that writes records without end (a queue worker) keeps its journal and loose records bounded: it packs on its way', () => {
+    rig.write('bench.config.yaml', config(1));
+    const store = new Store(storeDir());
+    // A record as a node's: the pre-image names it; no outputs (none are needed to be one).
+    const record = (i: number): ActionRecord => {
+      const preimage = canonicalJson({ node: `work/${i}`, long: true });
+      return {
+        schema: 1,
+        key: cacheKeyOf(preimage),
+        preimage,
+        node: `work/${i}`,
+        step: 'work',
+        kind: 'command',
+        outputs: {},
+        outputs_digest: outputsDigest({}),
+        stamps: {},
+        log: null,
+        started_at: new Date(0).toISOString(),
+        duration_ms: 1,
+        pairbench_version: '0.0.0-test',
+      };
+    };
+    const written = 10_000;
+    let most = 0;
+    for (let i = 0; i < written; i++) {
+      store.actions.put(record(i));
+      if (i % 500 === 499)
+        most = Math.max(
+          most,
+          journals().reduce((n, j) => n + journalLines(j).length, 0),
+        );
+    }
+    store.actions.close();
+    // Before: one journal of 10,000 lines beside 10,000 loose files, for as long as the worker lives.
+    const loose = readdirSync(join(storeDir(), 'ac'))
+      .filter((d) => d.length === 2)
+      .reduce((n, d) => n + readdirSync(join(storeDir(), 'ac', d)).length, 0);
+    expect(most).toBeLessThanOrEqual(5_000);
+    expect(loose).toBeLessThanOrEqual(5_000);
+    // Nothing is lost on the way: every record is there, from a process that opens the store afresh.
+    const fresh = new Store(storeDir());
+    for (let i = 0; i < written; i += 97) expect(fresh.actions.get(record(i).key).status).toBe('hit');
+    expect([...fresh.actions.list()]).toHaveLength(written);
   });
 });

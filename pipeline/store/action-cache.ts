@@ -206,6 +206,13 @@ function stampPairsOf(text: string): string[] | undefined {
 
 /** Loose records in the store before a run packs them (a few runs' worth stays loose). */
 const PACK_WHEN_LOOSE = 64;
+/**
+ * A process that writes records without end (a queue worker; a run of 100k nodes) packs on its way
+ * when its journal holds this many lines, or as many as the pack already holds (so the rewrites,
+ * each of the whole pack, add up to a few times its size): a journal and the loose records stay
+ * bounded by the store's size, not by the process's lifetime.
+ */
+const PACK_WHEN_JOURNALED = 4096;
 
 /**
  * Action records: node key -> output manifest. A run writes each record as its own small
@@ -227,6 +234,8 @@ export class ActionCache {
   private readonly fetched = new Map<string, ActionRecord>();
   /** Group commit: the durable copy of the records written loose without an fsync (record-journal.ts). */
   private readonly journal: RecordJournal;
+  /** Journal lines at which put() packs on the way (raised after a pack that failed: not tried at every record). */
+  private packWhenJournaled = PACK_WHEN_JOURNALED;
   private recovered = false;
 
   constructor(
@@ -378,6 +387,8 @@ export class ActionCache {
     writeFileAtomic(this.pathOf(record.key), line + '\n', { tmpDir: this.tmpDir, sync: false });
     if (durable) this.journal.append(line);
     this.looseTouched++;
+    const held = this.journal.held;
+    if (held >= this.packWhenJournaled && held >= (this.pack()?.count ?? 0)) this.packOnTheWay();
   }
 
   remove(key: CacheKey): void {
@@ -434,6 +445,16 @@ export class ActionCache {
     // The pack (synced) holds what the journals were keeping.
     this.journal.retire();
     return joined.length + fetched.length;
+  }
+
+  /** A long writer's pack (see PACK_WHEN_JOURNALED). One that fails leaves the records loose, as valid; the next try waits for twice the lines. */
+  private packOnTheWay(): void {
+    try {
+      this.packLoose({ force: true });
+      this.packWhenJournaled = PACK_WHEN_JOURNALED;
+    } catch {
+      this.packWhenJournaled = 2 * this.journal.held;
+    }
   }
 
   private rewritePack(next: (current: RecordPack | undefined) => PackedRecord[]): void {

@@ -52,6 +52,8 @@ export class RecordJournal {
   /** Every journal this object has opened (closed ones too): the pack retires them all. */
   private readonly mine: string[] = [];
   private pending = 0;
+  /** Lines in the journals this object opened and has not retired: what the pack has yet to take over. */
+  private lines = 0;
   private committedOnce = false;
   private timer: NodeJS.Timeout | undefined;
   /** A commit the deadline made that failed: the next barrier reports it. */
@@ -65,11 +67,17 @@ export class RecordJournal {
     return this.pending;
   }
 
+  /** Lines appended since the last `retire` (the journals' length on disk). */
+  get held(): number {
+    return this.lines;
+  }
+
   /** Appends a record's line; commits when the batch is full, or arms the batch's deadline. */
   append(line: string): void {
     if (this.fd === undefined) this.open();
     const bytes = Buffer.from(line + '\n');
     for (let off = 0; off < bytes.length;) off += writeSync(this.fd!, bytes, off, bytes.length - off);
+    this.lines++;
     if (++this.pending >= MAX_BATCH) this.commit();
     else
       this.timer ??= setTimeout(() => {
@@ -117,6 +125,7 @@ export class RecordJournal {
   retire(): void {
     this.close();
     for (const path of this.mine.splice(0)) rmSync(path, { force: true });
+    this.lines = 0;
     for (const { path, name } of this.others()) if (name.boot === bootId() && !isAlive(name.pid)) rmSync(path, { force: true });
   }
 
