@@ -2,10 +2,11 @@
  * Harness overhead per sandboxed node (nop agent, trivial verifier) for each sandbox backend,
  * against the bare cost of starting that sandbox, in pairs under the same load (wall and CPU).
  * Goals per node (a run node, a verify node): bubblewrap <= 2x a bare bwrap start
- * from Node, docker <= 1.1x a bare `docker run`; local is shown as an anchor only.
+ * from Node, docker <= 1.1x a bare `docker run`; local is shown as an anchor only, and bubblewrap
+ * with everything on tmpfs as a reference (how much of a node is the disk's).
  */
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, mkdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -13,10 +14,11 @@ import { git, median, nodeDurations, spread, timed, type Timing } from './measur
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const bin = join(root, 'bin', 'pairbench.js');
-const REPS = 5;
+/** Reps of the smaller project per round (the larger has 3x): docker's nodes take a second each. */
+const REPS: Record<string, number> = { local: 5, bubblewrap: 5, docker: 2 };
 
-function project(backend: string, image: string | undefined): string {
-  const dir = mkdtempSync(join(tmpdir(), `pairbench-bench-${backend}-`));
+function project(backend: string, image: string | undefined, reps: number, base: string): string {
+  const dir = mkdtempSync(join(base, `pairbench-bench-${backend}-`));
   const repo = join(dir, 'repo');
   mkdirSync(join(repo, 'src'), { recursive: true });
   writeFileSync(join(repo, 'src', 'a.txt'), 'a\n');
@@ -38,14 +40,14 @@ steps:
   attempts:
     kind: run
     needs: [materialize]
-    matrix: { task: [t1], arm: [control, treatment], rep: ${REPS} }
+    matrix: { task: [t1], arm: [control, treatment], rep: ${reps} }
     agent: { adapter: nop }
     arms: { control: {}, treatment: {} }
     sandbox: ${sandbox}
   verify:
     kind: verify
     needs: [materialize, attempts]
-    matrix: { task: [t1], arm: [control, treatment], rep: ${REPS} }
+    matrix: { task: [t1], arm: [control, treatment], rep: ${reps} }
     sandbox: ${sandbox}
 `,
   );
@@ -82,35 +84,57 @@ const bwrapBare = [
   'true',
 ];
 const dockerImage = spawnSync('docker', ['images', '--no-trunc', '-q', 'pairbench-test'], { encoding: 'utf8' }).stdout?.trim().split('\n')[0] || undefined;
-const backends: { name: string; bare: string[] | null; image?: string; skip?: string }[] = [
-  { name: 'local', bare: ['sh', '-c', 'true'] },
-  { name: 'bubblewrap', bare: spawnSync('bwrap', ['--version']).status === 0 ? bwrapBare : null },
+/**
+ * A row: a backend, its bare start, and where its project and the harness's scratch live. The
+ * `on tmpfs` row (a reference, not a goal) puts the store, the work directories and TMPDIR on
+ * /dev/shm: what a node costs without the disk's file creations and removals.
+ */
+interface Row {
+  name: string;
+  backend: string;
+  bare: string[] | null;
+  image?: string;
+  skip?: string;
+  /** Where the project (its store) and TMPDIR go; default os.tmpdir(). */
+  base?: string;
+  /** A reference beside the goal's row: its ratios are printed, not judged. */
+  reference?: true;
+}
+const hasBwrap = spawnSync('bwrap', ['--version']).status === 0;
+const shm = statSync('/dev/shm', { throwIfNoEntry: false })?.isDirectory() ? '/dev/shm' : undefined;
+const backends: Row[] = [
+  { name: 'local', backend: 'local', bare: ['sh', '-c', 'true'] },
+  { name: 'bubblewrap', backend: 'bubblewrap', bare: hasBwrap ? bwrapBare : null },
+  shm
+    ? { name: 'bubblewrap on tmpfs', backend: 'bubblewrap', bare: hasBwrap ? bwrapBare : null, base: shm, reference: true }
+    : { name: 'bubblewrap on tmpfs', backend: 'bubblewrap', bare: null, skip: 'no /dev/shm' },
   dockerImage
-    ? { name: 'docker', bare: ['docker', 'run', '--rm', '--network', 'none', dockerImage, 'true'], image: dockerImage }
-    : { name: 'docker', bare: null, skip: 'no engine or no pairbench-test image (run the docker tests once to build it)' },
+    ? { name: 'docker', backend: 'docker', bare: ['docker', 'run', '--rm', '--network', 'none', dockerImage, 'true'], image: dockerImage }
+    : { name: 'docker', backend: 'docker', bare: null, skip: 'no engine or no pairbench-test image (run the docker tests once to build it)' },
 ];
 
 // Per sandboxed node against one bare start of that sandbox (the issue's goals); local has none: it isolates nothing.
 const GOALS: Record<string, number> = { bubblewrap: 2, docker: 1.1 };
-/** The sandboxed nodes of one round: an attempt and a verification per arm and rep. */
-const NODES = 4 * REPS;
+/** A project's sandboxed nodes: an attempt and a verification per arm and rep. */
+const nodes = (reps: number): number => 4 * reps;
 
-/**
- * One round, A then B under the same load: NODES bare starts of the sandbox, then a fresh project's
- * NODES sandboxed nodes (materialize built first, unmeasured) and a no-op run of it. A node's wall
- * is what its record holds; its CPU is the run's CPU less the no-op's made in full (start-up and planning), per node.
- */
-function round(b: { name: string; bare: string[]; image?: string }): { bare: Timing; run: Timing; verify: Timing } | string {
-  const bare = timed(() => {
-    for (let i = 0; i < NODES; i++) if (spawnSync(b.bare[0]!, b.bare.slice(1), { stdio: 'ignore' }).status !== 0) throw new Error(`${b.bare.join(' ')} failed`);
-  }).timing;
-  const dir = project(b.name, b.image);
+/** CPU of this process (every thread), in ms: what Node spends itself to start a child. */
+const ownCpuMs = (): number => {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1000;
+};
+
+/** A project's run: its materialize built first (unmeasured), then a full run and a no-op made in full, timed. */
+function runProject(b: Row, reps: number): { full: Timing; noop: Timing; durations: Map<string, number> } | string {
+  const base = b.base ?? tmpdir();
+  const dir = project(b.backend, b.image, reps, base);
   try {
     const pb = (args: string[] = [], env: Record<string, string> = {}) =>
       timed(() =>
         spawnSync(process.execPath, [bin, 'run', '--progress', 'none', ...args, '--config', join(dir, 'bench.config.yaml')], {
           encoding: 'utf8',
-          env: { ...process.env, ...env },
+          // The sandbox's private directory (os.tmpdir()) beside the project.
+          env: { ...process.env, TMPDIR: base, ...env },
         }),
       );
     const first = pb(['materialize']).value;
@@ -119,62 +143,98 @@ function round(b: { name: string; bare: string[]; image?: string }): { bare: Tim
     if (full.value.status !== 0) return `run failed: ${full.value.stderr.slice(-500)}`;
     // The baseline is a no-op made in full (the planning every run that builds pays), not a memo's replay.
     const noop = pb([], { PAIRBENCH_MEMO: '0' });
-    const d = nodeDurations(dir);
-    const cpuPerNode = Math.max(0, full.timing.cpuMs - noop.timing.cpuMs) / NODES;
-    const wallOf = (step: string) => median([...d].filter(([n]) => n.startsWith(`${step}/`)).map(([, v]) => v));
-    return {
-      bare: { wallMs: bare.wallMs / NODES, cpuMs: bare.cpuMs / NODES },
-      run: { wallMs: wallOf('attempts'), cpuMs: cpuPerNode },
-      verify: { wallMs: wallOf('verify'), cpuMs: cpuPerNode },
-    };
+    return { full: full.timing, noop: noop.timing, durations: nodeDurations(dir) };
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
 }
 
+interface Round {
+  bare: Timing;
+  run: Timing;
+  verify: Timing;
+  /** CPU per node of the smaller run, its fixed costs (start-up, planning, loading what executing needs) spread over its nodes. */
+  amortizedCpuMs: number;
+}
+
+/**
+ * One round, A then B under the same load: `nodes(reps)` bare starts of the sandbox from Node (its
+ * CPU: the child's and what this process spent starting it), then two fresh projects, of `reps`
+ * and 3 x `reps` reps. A node's wall is what its record holds (the larger run's median); its CPU is
+ * the difference of the two runs' CPU over the difference of their nodes: what one more node costs,
+ * without the run's fixed costs (which the amortized figure spreads over the smaller run's nodes).
+ */
+function round(b: Row & { bare: string[] }, reps: number): Round | string {
+  const starts = nodes(reps);
+  const own0 = ownCpuMs();
+  const bare = timed(() => {
+    for (let i = 0; i < starts; i++)
+      if (spawnSync(b.bare[0]!, b.bare.slice(1), { stdio: 'ignore' }).status !== 0) throw new Error(`${b.bare.join(' ')} failed`);
+  }).timing;
+  bare.cpuMs += ownCpuMs() - own0;
+  const small = runProject(b, reps);
+  if (typeof small === 'string') return small;
+  const large = runProject(b, 3 * reps);
+  if (typeof large === 'string') return large;
+  const perNode = Math.max(0, large.full.cpuMs - small.full.cpuMs) / (nodes(3 * reps) - nodes(reps));
+  const wallOf = (step: string) => median([...large.durations].filter(([n]) => n.startsWith(`${step}/`)).map(([, v]) => v));
+  return {
+    bare: { wallMs: bare.wallMs / starts, cpuMs: bare.cpuMs / starts },
+    run: { wallMs: wallOf('attempts'), cpuMs: perNode },
+    verify: { wallMs: wallOf('verify'), cpuMs: perNode },
+    amortizedCpuMs: Math.max(0, small.full.cpuMs - small.noop.cpuMs) / nodes(reps),
+  };
+}
+
 let ok = true;
 console.log(
-  `execution benchmark: ${NODES} sandboxed nodes per round (${2 * REPS} attempts, nop agent; ${2 * REPS} verifications, verifier "true"), sequential, ` +
-    `each round beside ${NODES} bare starts of the same sandbox (A/B; CPU per node: the run's less a no-op run's made in full, over ${NODES})\n`,
+  'execution benchmark: sequential sandboxed nodes (per rep, an attempt of the nop agent and a verification with the verifier "true", per arm), ' +
+    "each round beside as many bare starts of the same sandbox from Node (A/B; a start's CPU: the child's and what Node spent starting it). " +
+    'CPU per node: what one more node costs (a run of 3x the reps less a run of the reps, over the extra nodes); ' +
+    'amortized: the smaller run less its no-op made in full, over its nodes (its fixed costs spread over them)\n',
 );
 for (const b of backends) {
   if (!b.bare) {
-    console.log(`  ${b.name.padEnd(10)} skipped: ${b.skip ?? 'not installed'}`);
+    console.log(`  ${b.name.padEnd(19)} skipped: ${b.skip ?? 'not installed'}`);
     continue;
   }
-  const rounds: { bare: Timing; run: Timing; verify: Timing }[] = [];
+  const reps = REPS[b.backend]!;
+  const rounds: Round[] = [];
   let failed: string | undefined;
-  for (let i = 0; i < (b.name === 'docker' ? 3 : 5) && !failed; i++) {
-    const r = round({ name: b.name, bare: b.bare, ...(b.image ? { image: b.image } : {}) });
+  for (let i = 0; i < (b.backend === 'docker' ? 3 : 5) && !failed; i++) {
+    const r = round({ ...b, bare: b.bare }, reps);
     if (typeof r === 'string') failed = r;
     else rounds.push(r);
   }
   if (failed) {
-    console.log(`  ${b.name.padEnd(10)} FAILED: ${failed}`);
+    console.log(`  ${b.name.padEnd(19)} FAILED: ${failed}`);
     ok = false;
     continue;
   }
   const bare = rounds.map((r) => r.bare);
   const node = rounds.map((r) => (r.run.wallMs >= r.verify.wallMs ? r.run : r.verify));
-  // Per-start CPU is an average over NODES starts (a few clock ticks in all), so no tick floor here.
+  // Per-start CPU is an average over many starts (a few clock ticks in all), so no tick floor here.
   const ratios = { wall: node.map((t, i) => t.wallMs / bare[i]!.wallMs), cpu: node.map((t, i) => t.cpuMs / Math.max(0.1, bare[i]!.cpuMs)) };
-  const goal = GOALS[b.name];
+  const goal = b.reference ? undefined : GOALS[b.backend];
   const met = goal === undefined || (median(ratios.wall) <= goal && median(ratios.cpu) <= goal);
   ok &&= met;
+  const ms = (xs: number[], digits = 1) => `${spread(xs, digits)} ms`;
   console.log(
-    `  ${b.name.padEnd(10)} bare start wall ${spread(
-      bare.map((t) => t.wallMs),
-      1,
-    )} ms, CPU ${spread(
-      bare.map((t) => t.cpuMs),
-      1,
-    )} ms | ` +
-      `run node wall ${spread(rounds.map((r) => r.run.wallMs))} ms, verify node wall ${spread(rounds.map((r) => r.verify.wallMs))} ms, CPU per node ${spread(
-        node.map((t) => t.cpuMs),
-        1,
-      )} ms | ` +
+    `  ${b.name.padEnd(19)} ${nodes(reps)} and ${nodes(3 * reps)} nodes | bare start wall ${ms(bare.map((t) => t.wallMs))}, CPU ${ms(bare.map((t) => t.cpuMs))} | ` +
+      `run node wall ${ms(
+        rounds.map((r) => r.run.wallMs),
+        0,
+      )}, verify node wall ${ms(
+        rounds.map((r) => r.verify.wallMs),
+        0,
+      )}, ` +
+      `CPU per node ${ms(node.map((t) => t.cpuMs))} (amortized ${ms(rounds.map((r) => r.amortizedCpuMs))}) | ` +
       `per node (the slower of the two) vs a bare start, paired x${rounds.length}: wall ${spread(ratios.wall, 2)}x, CPU ${spread(ratios.cpu, 2)}x` +
-      (goal === undefined ? ' (anchor only)' : `; goal <= ${goal}x both ${met ? 'PASS' : 'MISSED'}`),
+      (goal === undefined
+        ? b.reference
+          ? ` (reference: the goal is judged on the row above)`
+          : ' (anchor only)'
+        : `; goal <= ${goal}x both ${met ? 'PASS' : 'MISSED'}`),
   );
 }
 process.exitCode = ok ? 0 : 1;
