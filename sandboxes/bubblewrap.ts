@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { stampedQuery } from '../pipeline/memo/declare.js';
-import { chmodSync, existsSync, lchownSync, lstatSync, readFileSync, readdirSync, readlinkSync, realpathSync, statSync } from 'node:fs';
+import { chmodSync, existsSync, lchownSync, lstatSync, readFileSync, readdirSync, readlinkSync, realpathSync, rmSync, statSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, delimiter, dirname, join, posix } from 'node:path';
@@ -231,11 +231,11 @@ async function create(spec: SandboxSpec): Promise<Result<Sandbox, SandboxFailure
   const invalid = checkSpec(spec);
   if (invalid) return err({ reason: 'start-failed', message: `bubblewrap: ${invalid}` });
 
-  // A private host dir per sandbox: synthetic passwd/group and the proxy's socket.
+  // A private host dir per sandbox: its HOME and the proxy's socket.
   const privateDir = await mkdtemp(join(tmpdir(), 'pairbench-bwrap-'));
   let proxy: EgressProxy | undefined;
   try {
-    await writeIdentityFiles(privateDir);
+    const identity = await identityDir();
     // HOME is made here, owned by the sandbox user: no `mkdir` process in every exec (it was ~4 ms of each).
     await mkdir(join(privateDir, 'home'), { mode: 0o700 });
     if (privileged()) lchownSync(join(privateDir, 'home'), insideUid(), insideUid());
@@ -248,7 +248,7 @@ async function create(spec: SandboxSpec): Promise<Result<Sandbox, SandboxFailure
     const forwarder = forwards.length > 0 ? forwarderScriptPath() : undefined;
     if (forwarder && !existsSync(forwarder)) throw new Error(`the port forwarder ${forwarder} is missing (is the package complete?)`);
     if (privileged()) handOver(spec, forwards, insideUid());
-    const layout: Layout = { spec, privateDir, forwards, forwarder };
+    const layout: Layout = { spec, privateDir, identity, forwards, forwarder };
     return ok(openSandbox(tools.value, layout, proxy));
   } catch (e) {
     await proxy?.close();
@@ -282,6 +282,8 @@ function walkNoFollow(p: string, visit: (p: string) => void): void {
 interface Layout {
   spec: SandboxSpec;
   privateDir: string;
+  /** The process's synthetic passwd and group (identityDir). */
+  identity: string;
   /** The spec's forwards plus the egress proxy's. */
   forwards: { socket: string; port: number }[];
   /** Host path of forwarder.mjs, when there is anything to forward. */
@@ -445,10 +447,10 @@ function sandboxArgs(layout: Layout): string[] {
   const { spec } = layout;
   const args = [
     '--ro-bind',
-    join(layout.privateDir, 'passwd'),
+    join(layout.identity, 'passwd'),
     '/etc/passwd',
     '--ro-bind',
-    join(layout.privateDir, 'group'),
+    join(layout.identity, 'group'),
     '/etc/group',
     '--bind',
     join(layout.privateDir, 'home'),
@@ -601,6 +603,33 @@ function checkForward(f: { socket: string; port: number }): string | undefined {
   const other = readdirSync(dir).find((name) => !statOrUndefined(join(dir, name))?.isSocket());
   if (other) return `the socket's directory is bound into the sandbox and also holds "${other}"; keep the socket in a directory of its own`;
   return undefined;
+}
+
+let identity: Promise<string> | undefined;
+
+/**
+ * The synthetic passwd and group every sandbox of this process binds read-only: they name only the
+ * sandbox uid, fixed for the process, so they are written once (not two files made and removed per
+ * sandbox: on a disk mounted with discard each costs ~0.5 ms) and removed when the process exits.
+ * Made again if something removed them meanwhile (a tmp cleaner).
+ */
+async function identityDir(): Promise<string> {
+  const dir = await (identity ??= makeIdentityDir());
+  if (existsSync(join(dir, 'passwd')) && existsSync(join(dir, 'group'))) return dir;
+  identity = undefined;
+  return (identity ??= makeIdentityDir());
+}
+
+function makeIdentityDir(): Promise<string> {
+  return (async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'pairbench-bwrap-identity-'));
+    process.on('exit', () => rmSync(dir, { recursive: true, force: true }));
+    await writeIdentityFiles(dir);
+    return dir;
+  })().catch((e: unknown) => {
+    identity = undefined; // tried again by the next sandbox
+    throw e;
+  });
 }
 
 /** The sandbox user has a name and a HOME, so tools calling getpwuid (node's os.userInfo, git, ssh) work. */

@@ -625,8 +625,8 @@ export const runStep: StepKind = {
     const ws = join(ctx.workDir, 'ws');
     // Unsandboxed (local), the agent is a plain process: its HOME is outside the store, so no
     // path in its environment leads there (its working directory still does: see the README).
-    const home = settings.backend === 'local' ? mkdtempSync(join(tmpdir(), 'pairbench-home-')) : join(ctx.workDir, 'home');
-    mkdirSync(home, { recursive: true });
+    // Sandboxed, HOME is the sandbox's own (/tmp/home inside): nothing is made for it here.
+    const home = settings.backend === 'local' ? mkdtempSync(join(tmpdir(), 'pairbench-home-')) : undefined;
     ctx.artifacts.materialize(point.tree, ws);
     const entryOf = (src: TreatmentSource) => treatmentEntry(src, ctx.node, ctx.files, ctx.upstream);
     for (const [dest, src] of Object.entries(arm.files ?? {})) {
@@ -689,7 +689,7 @@ export const runStep: StepKind = {
       model: agentModelOf(s, ctx.node) ?? 'default',
       flags: s.agent.flags ?? [],
       limits: { turns: limits.turns, wallSeconds: limits.wallSeconds },
-      home: sandboxed ? '/tmp/home' : home,
+      home: home ?? '/tmp/home',
       sandboxed,
       ...(model ? { gatewayUrl: sandboxed ? `http://127.0.0.1:${GATEWAY_PORT_INSIDE}` : model.url } : {}),
       ...(s.agent.command ? { command: s.agent.command } : {}),
@@ -860,7 +860,7 @@ export const runStep: StepKind = {
     } finally {
       await sandbox?.close();
       await model?.close();
-      if (settings.backend === 'local') rmSync(home, { recursive: true, force: true });
+      if (home) rmSync(home, { recursive: true, force: true });
     }
   },
 };

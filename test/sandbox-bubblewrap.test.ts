@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -268,5 +268,49 @@ describe.skipIf(skip !== undefined)('bubblewrap specifics', () => {
     await s.close();
     expect(s.receipt().egress_log).toMatchObject([{ host: 'blocked.example', decision: 'blocked' }]);
     await expect(s.exec(['true'])).rejects.toThrow(/after close/);
+  });
+
+  it('every sandbox of a process shares one passwd and group, which none can change: one attempt cannot rename or add users in the next', async () => {
+    const a = await start();
+    const attack = await sh(
+      a,
+      'echo "pwned:x:0:0::/:/bin/sh" >> /etc/passwd && echo WROTE-PASSWD; echo "pwned:x:0:" > /etc/group && echo WROTE-GROUP; ' +
+        'mv /etc/passwd /tmp/p 2>/dev/null && echo MOVED; id -un; id -gn',
+    );
+    expect(attack.stdout).not.toMatch(/WROTE|MOVED/);
+    expect(attack.stdout.trim().split('\n')).toEqual(['pairbench', 'pairbench']);
+    const b = await start();
+    const seen = await sh(b, 'cat /etc/passwd /etc/group; id -un');
+    expect(seen.stdout).not.toContain('pwned');
+    expect(seen.stdout).toContain(`pairbench:x:${process.getuid?.() === 0 && SANDBOX_HOST_UID.ok ? SANDBOX_HOST_UID.value : 1000}:`);
+  });
+
+  it('the shared identity files go when the process exits, and are made again if removed meanwhile', async () => {
+    const scratch = mkdtempSync(join(root, 'tmpdir-'));
+    const script = `
+      const { bubblewrapBackend } = await import(${JSON.stringify(join(process.cwd(), 'dist', 'sandboxes', 'bubblewrap.js'))});
+      const { readdirSync, rmSync, mkdirSync } = await import('node:fs');
+      const ids = () => readdirSync(process.env.TMPDIR).filter((n) => n.startsWith('pairbench-bwrap-identity-'));
+      const names = [];
+      for (let i = 0; i < 3; i++) {
+        const ws = process.env.TMPDIR + '/ws' + i;
+        mkdirSync(ws);
+        const s = await bubblewrapBackend.create({ workspace: ws, egress: { mode: 'none' } });
+        if (!s.ok) throw new Error(s.error.message);
+        const r = await s.value.exec(['id', '-un']);
+        names.push(r.stdout.trim());
+        await s.value.close();
+        rmSync(ws, { recursive: true });
+        // A tmp cleaner removes them between two sandboxes: the next one makes them again.
+        if (i === 1) for (const d of ids()) rmSync(process.env.TMPDIR + '/' + d, { recursive: true });
+      }
+      console.log(JSON.stringify({ names, during: ids().length }));
+    `;
+    const { execFileSync } = await import('node:child_process');
+    const out = JSON.parse(
+      execFileSync(process.execPath, ['--input-type=module', '-e', script], { env: { ...process.env, TMPDIR: scratch }, encoding: 'utf8' }),
+    );
+    expect(out).toEqual({ names: ['pairbench', 'pairbench', 'pairbench'], during: 1 });
+    expect(readdirSync(scratch)).toEqual([]);
   });
 });
