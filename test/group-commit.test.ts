@@ -3,10 +3,11 @@ import { randomInt } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, renameSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { outputsDigest, type ActionRecord } from '../pipeline/store/action-cache.js';
-import { cacheKeyOf, type CacheKey } from '../pipeline/digest.js';
+import type { ActionRecord } from '../pipeline/store/action-cache.js';
+import type { CacheKey } from '../pipeline/digest.js';
 import { canonicalJson } from '../pipeline/canonical-json.js';
 import { Store } from '../pipeline/store/store.js';
+import { bareRecord } from './bare-record.js';
 import { BIN, Rig } from './rig.js';
 
 // Group commit (pipeline/store/record-journal.ts): records are written loose without an fsync each
@@ -175,24 +176,7 @@ describe('group commit of action records', () => {
     rig.write('bench.config.yaml', config(1));
     const store = new Store(storeDir());
     // A record as a node's: the pre-image names it; no outputs (none are needed to be one).
-    const record = (i: number): ActionRecord => {
-      const preimage = canonicalJson({ node: `work/${i}`, long: true });
-      return {
-        schema: 1,
-        key: cacheKeyOf(preimage),
-        preimage,
-        node: `work/${i}`,
-        step: 'work',
-        kind: 'command',
-        outputs: {},
-        outputs_digest: outputsDigest({}),
-        stamps: {},
-        log: null,
-        started_at: new Date(0).toISOString(),
-        duration_ms: 1,
-        pairbench_version: '0.0.0-test',
-      };
-    };
+    const record = (i: number) => bareRecord(canonicalJson({ node: `work/${i}`, long: true }), `work/${i}`);
     const written = 10_000;
     let most = 0;
     for (let i = 0; i < written; i++) {

@@ -3,9 +3,9 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmdirSync
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { RecordPack } from '../pipeline/store/record-pack.js';
-import { outputsDigest, type ActionRecord } from '../pipeline/store/action-cache.js';
+import type { ActionRecord } from '../pipeline/store/action-cache.js';
 import { Store } from '../pipeline/store/store.js';
-import { cacheKeyOf } from '../pipeline/digest.js';
+import { bareRecord } from './bare-record.js';
 import { BIN, logged, Rig } from './rig.js';
 
 // The records of a run that executed more than the loose threshold (64) end up in one sealed pack.
@@ -118,24 +118,7 @@ describe('the record pack', () => {
     const store = new Store(join(rig.dir, '.pairbench'));
     store.init();
     // Records as the remote tier hands them over (verified: each pre-image hashes to its key).
-    const records: ActionRecord[] = Array.from({ length: NODES }, (_, i) => {
-      const preimage = `{"n":${i}}`;
-      return {
-        schema: 1,
-        key: cacheKeyOf(preimage),
-        preimage,
-        node: `work/${i}`,
-        step: 'work',
-        kind: 'command',
-        outputs: {},
-        outputs_digest: outputsDigest({}),
-        stamps: {},
-        log: null,
-        started_at: '2026-12-01T00:00:00.000Z',
-        duration_ms: 1,
-        pairbench_version: '0.1.0',
-      };
-    });
+    const records: ActionRecord[] = Array.from({ length: NODES }, (_, i) => bareRecord(`{"n":${i}}`, `work/${i}`));
     for (const r of records) store.actions.putFetched(r);
     // A directory where the pack belongs: the file system refuses to read or replace it.
     mkdirSync(join(ac(), 'pack'), { recursive: true });
