@@ -16,6 +16,7 @@ import { repeatedEffect, unrepeatedEffect } from '../pipeline/memo/declare.js';
 import type { MemoFile } from '../pipeline/memo/memo-file.js';
 import { startRecording } from '../pipeline/memo/record.js';
 import { replayMemo, type Streams } from '../pipeline/memo/replay.js';
+import { Store } from '../pipeline/store/store.js';
 import { BIN, logged, Rig } from './rig.js';
 
 let rig: Rig;
@@ -151,15 +152,26 @@ describe('the whole-plan memo answering a fully cached run', () => {
     expect(rig.executions().length).toBeGreaterThan(0);
   });
 
-  it('an access log due to be merged is a miss: the full run merges it, then the memo answers again', () => {
+  it("an access log due to be merged is merged by the memo's replay (a hit), as a full run merges it: each key keeps its last use", () => {
     runUntilHit(['--progress', 'plain']);
-    // A run then merges the logs (store.ts): as many as that, left by earlier runs.
-    for (let i = accessLogs().length; i < 40; i++)
-      writeFileSync(join(accessDir(), `${1000 + i}-1.json`), `{"at":"${new Date(1000 + i).toISOString()}","keys":[]}\n`);
+    const store = () => new Store(join(rig.dir, '.pairbench'));
+    // As many logs as runs leave before a merge: uses of keys of this store and of its config's root, long ago.
+    const [root] = store().roots();
+    const keys = root!.keys;
+    for (let i = accessLogs().length; i < 40; i++) {
+      const entry = i % 2 ? { root: root!.name } : { keys: [keys[i % keys.length]] };
+      writeFileSync(join(accessDir(), `${1000 + i}-1.json`), JSON.stringify({ at: new Date(1000 + i).toISOString(), ...entry }) + '\n');
+    }
+    const before = store().lastAccess();
     const due = run(['--progress', 'plain']);
-    expect(due.memo).toMatch(/^miss: store-access: the store's access log holds \d+ files and is due to be merged/);
-    expect(accessLogs().length).toBeLessThan(40);
-    expect(runUntilHit(['--progress', 'plain']).code).toBe(0);
+    expect(due.memo).toMatch(/^hit/);
+    expect(due.stderr).toContain('6 nodes: 0 ran, 6 cached');
+    expect(accessLogs().length).toBeLessThan(5);
+    const after = store().lastAccess();
+    for (const [k, t] of before) expect(after.get(k), k).toBeGreaterThanOrEqual(t);
+    // This run's use is in the merged log: every key of the root was used now, not in 1970.
+    for (const k of keys) expect(after.get(k)!, k).toBeGreaterThan(Date.now() - 600_000);
+    expect(run(['--progress', 'plain']).memo).toMatch(/^hit/);
   });
 
   it('a run that connects to a remote cache connects as without the memo, and saves no memo (a connection is a doubt)', async () => {

@@ -9,7 +9,8 @@ import { StoreUse } from './store-use.js';
 import { StatCache } from './stat-cache.js';
 import { HeldRecords } from './remote-held.js';
 import { ChainedLog } from './chained-log.js';
-import { ACCESS_EFFECT, accessDir, appendAccess, mergeDue, type AccessEffectData } from './access-log.js';
+import { ACCESS_EFFECT, compactAccessLogs, logAccess, readAccess, type AccessEffectData } from './access-log.js';
+import { readRoots, rootsDir, type Root } from './roots-dir.js';
 import { repeatedEffect } from '../memo/declare.js';
 import { randomBytes } from 'node:crypto';
 
@@ -133,7 +134,7 @@ export class Store {
 
   /** Keeps `keys` from gc under `name` (replacing what that root held), with a note of what it is. */
   setRoot(name: string, keys: Iterable<string>, about: Record<string, string> = {}): void {
-    const file = join(this.dir, 'roots', `${sha256(name).slice(0, 32)}.json`);
+    const file = join(rootsDir(this.dir), `${sha256(name).slice(0, 32)}.json`);
     const sorted = sortedUnique(keys);
     // A no-op run reaches what its last run reached: the root is not rewritten (it holds every key).
     const current = this.roots().find((r) => r.name === name);
@@ -149,31 +150,18 @@ export class Store {
   }
 
   /** Every root: its name, what it says it is, and its keys. */
-  roots(): { name: string; about: Record<string, string>; keys: string[]; file: string }[] {
-    const dir = join(this.dir, 'roots');
+  roots(): Root[] {
+    const dir = rootsDir(this.dir);
     const mtimeMs = statSync(dir, { throwIfNoEntry: false })?.mtimeMs;
     if (mtimeMs === undefined) return [];
     // A run reads them more than once (its access log, then its config's root): parsed once while the directory is unchanged.
     if (this.rootsRead?.mtimeMs === mtimeMs) return this.rootsRead.roots;
-    const out = [];
-    for (const f of readdirSync(dir)) {
-      try {
-        const {
-          name,
-          keys,
-          at: _at,
-          ...about
-        } = JSON.parse(readFileSync(join(dir, f), 'utf8')) as { name: string; keys: string[]; at: string } & Record<string, string>;
-        out.push({ name, about, keys, file: join(dir, f) });
-      } catch {
-        // a root being replaced, or garbage: ignored
-      }
-    }
-    this.rootsRead = { mtimeMs, roots: out };
-    return out;
+    const roots = readRoots(dir);
+    this.rootsRead = { mtimeMs, roots };
+    return roots;
   }
 
-  private rootsRead: { mtimeMs: number; roots: ReturnType<Store['roots']> } | undefined;
+  private rootsRead: { mtimeMs: number; roots: Root[] } | undefined;
 
   /** The JSON document `name` of the registry, if any. */
   readDocument<T>(name: string): T | undefined {
@@ -225,7 +213,7 @@ export class Store {
   }
 
   /**
-   * Records that a run used these keys (one file per run, access-log.ts; gc merges them). A
+   * Records that a run used these keys (one file per run, access-log.ts; merged now and then). A
    * replay of the run by the whole-plan memo records its use again (a declared effect).
    */
   recordAccess(keys: Iterable<CacheKey>): void {
@@ -234,46 +222,16 @@ export class Store {
     // A run that used only what a root holds (a no-op of a config) is recorded as a use of that root, not of each key.
     const root = this.roots().find((r) => r.keys.length >= list.length && isSubset(list, r.keys));
     const data: AccessEffectData = { store: this.dir, tmp: this.tmpDir, entry: root ? { root: root.name } : { keys: list } };
-    repeatedEffect({ kind: ACCESS_EFFECT, data }, () => {
-      // Keep the log from growing with every run: merge it now and then.
-      if (mergeDue(appendAccess(data, new Date()))) this.compactAccess(this.lastAccess());
-    });
+    repeatedEffect({ kind: ACCESS_EFFECT, data }, () => logAccess(data, () => this.roots()));
   }
 
   /** Last use of each key according to the access logs. */
   lastAccess(): Map<string, number> {
-    const dir = accessDir(this.dir);
-    const last = new Map<string, number>();
-    if (!existsSync(dir)) return last;
-    let roots: Map<string, string[]> | undefined;
-    for (const name of readdirSync(dir).sort()) {
-      try {
-        const entry = JSON.parse(readFileSync(join(dir, name), 'utf8')) as { at: string; keys?: string[]; root?: string };
-        const t = Date.parse(entry.at);
-        if (entry.root !== undefined) roots ??= new Map(this.roots().map((r) => [r.name, r.keys]));
-        const keys = entry.keys ?? roots?.get(entry.root ?? '') ?? [];
-        for (const k of keys) last.set(k, Math.max(t, last.get(k) ?? 0));
-      } catch {
-        rmSync(join(dir, name), { force: true });
-      }
-    }
-    return last;
+    return readAccess(this.dir, () => this.roots()).last;
   }
 
-  /** Replaces all access logs with one (keeps gc's reading cheap as runs accumulate). */
+  /** Replaces all access logs with one per time of last use (keeps gc's reading cheap as runs accumulate). */
   compactAccess(last: Map<string, number>): void {
-    const dir = accessDir(this.dir);
-    if (!existsSync(dir)) return;
-    const old = readdirSync(dir);
-    const byTime = new Map<number, string[]>();
-    for (const [k, t] of last) {
-      const keys = byTime.get(t);
-      if (keys) keys.push(k);
-      else byTime.set(t, [k]);
-    }
-    for (const [t, keys] of byTime) {
-      writeFileAtomic(join(dir, `${t}-compacted-${process.pid}.json`), JSON.stringify({ at: new Date(t).toISOString(), keys }) + '\n', { tmpDir: this.tmpDir });
-    }
-    for (const name of old) if (!name.includes(`-compacted-${process.pid}`)) rmSync(join(dir, name), { force: true });
+    compactAccessLogs(this.dir, this.tmpDir, last);
   }
 }
