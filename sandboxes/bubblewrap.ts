@@ -1,7 +1,20 @@
 import { spawnSync } from 'node:child_process';
 import { stampedQuery } from '../pipeline/memo/declare.js';
-import { chmodSync, existsSync, lchownSync, lstatSync, readFileSync, readdirSync, readlinkSync, realpathSync, rmSync, statSync } from 'node:fs';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import {
+  chmodSync,
+  existsSync,
+  lchownSync,
+  lstatSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  readlinkSync,
+  realpathSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, delimiter, dirname, join, posix } from 'node:path';
 import { err, errorMessage, ok, type Result } from '../pipeline/result.js';
@@ -235,7 +248,7 @@ async function create(spec: SandboxSpec): Promise<Result<Sandbox, SandboxFailure
   const privateDir = await mkdtemp(join(tmpdir(), 'pairbench-bwrap-'));
   let proxy: EgressProxy | undefined;
   try {
-    const identity = await identityDir();
+    const identity = identityDir();
     // HOME is made here, owned by the sandbox user: no `mkdir` process in every exec (it was ~4 ms of each).
     await mkdir(join(privateDir, 'home'), { mode: 0o700 });
     if (privileged()) lchownSync(join(privateDir, 'home'), insideUid(), insideUid());
@@ -605,41 +618,26 @@ function checkForward(f: { socket: string; port: number }): string | undefined {
   return undefined;
 }
 
-let identity: Promise<string> | undefined;
+let identity: string | undefined;
 
 /**
- * The synthetic passwd and group every sandbox of this process binds read-only: they name only the
- * sandbox uid, fixed for the process, so they are written once (not two files made and removed per
- * sandbox: on a disk mounted with discard each costs ~0.5 ms) and removed when the process exits.
- * Made again if something removed them meanwhile (a tmp cleaner).
+ * The synthetic passwd and group every sandbox of this process binds read-only, so tools calling
+ * getpwuid (node's os.userInfo, git, ssh) work: they name only the sandbox uid, fixed for the
+ * process, so they are written once (not two files made and removed per sandbox: on a disk mounted
+ * with discard each costs ~0.5 ms) and removed when the process exits. Made again if something
+ * removed them meanwhile (a tmp cleaner). Synchronous: two sandboxes started together share one.
  */
-async function identityDir(): Promise<string> {
-  const dir = await (identity ??= makeIdentityDir());
-  if (existsSync(join(dir, 'passwd')) && existsSync(join(dir, 'group'))) return dir;
-  identity = undefined;
-  return (identity ??= makeIdentityDir());
-}
-
-function makeIdentityDir(): Promise<string> {
-  return (async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'pairbench-bwrap-identity-'));
-    process.on('exit', () => rmSync(dir, { recursive: true, force: true }));
-    await writeIdentityFiles(dir);
-    return dir;
-  })().catch((e: unknown) => {
-    identity = undefined; // tried again by the next sandbox
-    throw e;
-  });
-}
-
-/** The sandbox user has a name and a HOME, so tools calling getpwuid (node's os.userInfo, git, ssh) work. */
-async function writeIdentityFiles(dir: string): Promise<void> {
+function identityDir(): string {
+  if (identity && existsSync(join(identity, 'passwd')) && existsSync(join(identity, 'group'))) return identity;
+  const dir = mkdtempSync(join(tmpdir(), 'pairbench-bwrap-identity-'));
+  process.on('exit', () => rmSync(dir, { recursive: true, force: true }));
   const uid = insideUid();
-  await writeFile(
+  writeFileSync(
     join(dir, 'passwd'),
     `root:x:0:0:root:/root:/bin/sh\npairbench:x:${uid}:${uid}:pairbench sandbox:${HOME}:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n`,
   );
-  await writeFile(join(dir, 'group'), `root:x:0:\npairbench:x:${uid}:\nnogroup:x:65534:\n`);
+  writeFileSync(join(dir, 'group'), `root:x:0:\npairbench:x:${uid}:\nnogroup:x:65534:\n`);
+  return (identity = dir);
 }
 
 export function findOnPath(name: string, pathVar = process.env['PATH'] ?? DEFAULT_PATH): string | undefined {

@@ -9,6 +9,7 @@ import { appendFileSync, lstatSync, readFileSync, statSync, type Stats } from 'n
 import { createRequire } from 'node:module';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { lazyRequire } from '../lazy-require.js';
 import type { ElapsedStyle } from './declare.js';
 import type { Effect } from './effects.js';
 import type { StampRecord } from './stamps.js';
@@ -96,9 +97,7 @@ export function outputShape(stdout: { isTTY?: boolean; columns?: number }, stder
  * node:crypto, loaded only when a memo needs it (a large kernel file's digest, a recording's nonce):
  * loading it, and the streams it pulls in, was 6 of the ~15 ms a replay spends beside Node's start.
  */
-export function nodeCrypto(): typeof import('node:crypto') {
-  return createRequire(import.meta.url)('node:crypto') as typeof import('node:crypto');
-}
+export const nodeCrypto = lazyRequire<typeof import('node:crypto')>('node:crypto');
 
 /**
  * The memo file of an invocation, named by a hash of its identity. Not a cryptographic one: the file

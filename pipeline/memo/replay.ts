@@ -6,7 +6,7 @@
  * duration it printed being this replay's own.
  */
 import { fstatSync, readFileSync, statSync, writeSync } from 'node:fs';
-import { createRequire } from 'node:module';
+import { lazyRequire } from '../lazy-require.js';
 import { renderElapsed } from './declare.js';
 import { performEffects, type EffectPerformers } from './effects.js';
 import { changedAnswer, type StampAskers } from './stamps.js';
@@ -46,8 +46,10 @@ function isatty(fd: number): boolean {
   } catch {
     return false;
   }
-  return (createRequire(import.meta.url)('node:tty') as typeof import('node:tty')).isatty(fd);
+  return nodeTty().isatty(fd);
 }
+
+const nodeTty = lazyRequire<typeof import('node:tty')>('node:tty');
 
 /**
  * This process's stdout and stderr, written by file descriptor: process.stdout on a pipe loads

@@ -6,7 +6,7 @@
  * run does: this module is the performer of that effect (pipeline/memo/effects.ts), bundled with
  * the memo, so it uses Node's built-ins only.
  */
-import { existsSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { writeFileAtomic } from '../atomic-write.js';
 import { readRoots, rootsDir, type Root } from './roots-dir.js';
@@ -61,7 +61,7 @@ export function logAccess(data: AccessEffectData, roots: () => Root[]): void {
 /** The memo's performer: logs a replayed run's use now, merging the log when due, as the run did. */
 export function replayAccess(data: unknown): string | undefined {
   if (!isAccessEffectData(data)) return 'not an access log entry';
-  logAccess(data, () => (statSync(rootsDir(data.store), { throwIfNoEntry: false })?.isDirectory() ? readRoots(rootsDir(data.store)) : []));
+  logAccess(data, () => readRoots(rootsDir(data.store)));
   return undefined;
 }
 

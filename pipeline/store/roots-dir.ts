@@ -17,10 +17,16 @@ export function rootsDir(storeDir: string): string {
   return join(storeDir, 'roots');
 }
 
-/** Every root in `dir`; a file being replaced, or garbage, is skipped. */
+/** Every root in `dir` (none when there is no such directory); a file being replaced, or garbage, is skipped. */
 export function readRoots(dir: string): Root[] {
   const out: Root[] = [];
-  for (const f of readdirSync(dir)) {
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return out;
+  }
+  for (const f of names) {
     try {
       const {
         name,
