@@ -71,3 +71,12 @@ export function parseJsonArtifact<T>(a: JsonArtifact<T>, text: string, node: str
     ? err(`${node}'s ${a.name} is not ${a.about}: ${problems.slice(0, 3).join('; ')}${problems.length > 3 ? ` (and ${problems.length - 3} more)` : ''}`)
     : ok(value as T);
 }
+
+/** An output made in memory, stored as a file (no file is written to be read back). */
+export function putFileOutput(
+  cas: { putBytes(bytes: Uint8Array): Sha256 },
+  content: string | Uint8Array,
+): { type: 'file'; digest: Sha256; size: number; executable: false } {
+  const bytes = typeof content === 'string' ? Buffer.from(content) : content;
+  return { type: 'file', digest: cas.putBytes(bytes), size: bytes.length, executable: false };
+}

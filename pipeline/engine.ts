@@ -1,4 +1,4 @@
-import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, renameSync, rmSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import pLimit, { type LimitFunction } from 'p-limit';
 import type { BenchConfig } from './config/load.js';
@@ -15,6 +15,7 @@ import { err, errorMessage, ok, type Result } from './result.js';
 import { EARLIER_TRIES, type GraphNode, type HostEnv, type StagedFile, type StepFailure } from './step-kind.js';
 import { outputsDigest, type ActionRecord, type NodeTry, type OutputManifest } from './store/action-cache.js';
 import { tempPath } from './atomic-write.js';
+import { NodeLog } from './node-log.js';
 import { startTimer } from './memo/declare.js';
 import { CorruptBlobError } from './store/cas.js';
 import type { Store } from './store/store.js';
@@ -506,7 +507,7 @@ async function executeLocked(
     ...(options.lockStaleMs ? { staleMs: options.lockStaleMs } : {}),
   });
   const workDir = tempPath(store.tmpDir, 'work');
-  const logFile = `${workDir}.log`;
+  const nodeLog = new NodeLog(`${workDir}.log`);
   try {
     // Another run may have built it while we waited for the lock.
     const again = lookup(store, key.key);
@@ -518,7 +519,6 @@ async function executeLocked(
     if (options.signal?.aborted) return { status: 'skipped', because: 'interrupted' };
     emit({ type: 'running', node: node.id });
     mkdirSync(workDir, { recursive: true, mode: 0o700 }); // private to the harness: attempts are handed only their own workspace
-    writeFileSync(logFile, '');
     const startedAt = new Date();
     let transient: string | undefined;
     let outcome: { word: string; detail: string } | undefined;
@@ -528,7 +528,7 @@ async function executeLocked(
       inputs,
       records,
       workDir,
-      logFile,
+      nodeLog,
       options,
       (reason) => (transient ??= reason),
       (word, detail) => (outcome = { word, detail }),
@@ -536,15 +536,9 @@ async function executeLocked(
     const durationMs = Date.now() - startedAt.getTime();
     // Work cut short by an interrupt is not a result: nothing of it is stored.
     if (options.signal?.aborted) return { status: 'failed', failure: { reason: 'killed', message: 'interrupted' } };
-    let log: Sha256 | null = null;
-    let logText = '';
-    try {
-      const bytes = readFileSync(logFile);
-      logText = bytes.toString('utf8');
-      log = bytes.length ? store.cas.putBytes(bytes) : null;
-    } catch {
-      // no log
-    }
+    const logBytes = nodeLog.bytes();
+    const logText = logBytes.toString('utf8');
+    const log: Sha256 | null = logBytes.length ? store.cas.putBytes(logBytes) : null;
     if (!result.ok) {
       // A corrupt upstream blob is not this node's failure (the caller rebuilds the producer and retries), nor an interrupt.
       if (!isOwnFailure(result.error)) return { status: 'failed', failure: result.error };
@@ -583,7 +577,7 @@ async function executeLocked(
   } finally {
     // The work directory goes off the critical path: renamed away at once, removed in the background.
     removeLater(workDir);
-    rmSync(logFile, { force: true });
+    nodeLog.remove();
     lock.release();
   }
 }
@@ -632,9 +626,8 @@ export async function executeUnrecorded(
   options: Pick<RunOptions, 'hostEnv' | 'signal'> & { extraFiles?: readonly StagedFile[]; doNotCache?: (reason: string) => void },
 ): Promise<{ ok: true; outputs: OutputManifest } | { ok: false; failure: StepFailure; logTail: string }> {
   const workDir = tempPath(ctx.store.tmpDir, 'unrecorded');
-  const logFile = `${workDir}.log`;
+  const nodeLog = new NodeLog(`${workDir}.log`);
   mkdirSync(workDir, { recursive: true });
-  writeFileSync(logFile, '');
   try {
     // The node as it runs here: without the upstreams the caller left unbuilt (they have no record).
     const here: GraphNode = { ...node, upstream: node.upstream.filter((u) => records.has(u.id)) };
@@ -644,26 +637,20 @@ export async function executeUnrecorded(
       inputs,
       records,
       workDir,
-      logFile,
+      nodeLog,
       options,
       options.doNotCache ?? (() => undefined),
       () => undefined,
       options.extraFiles,
     );
     if (r.ok) return { ok: true, outputs: r.value };
-    let log = '';
-    try {
-      log = readFileSync(logFile, 'utf8');
-    } catch {
-      // no log
-    }
-    return { ok: false, failure: r.error, logTail: tail(log, 20) };
+    return { ok: false, failure: r.error, logTail: tail(nodeLog.bytes().toString('utf8'), 20) };
   } catch (e) {
     // A step that throws fails this one execution; the command says why (run would record it the same way).
     return { ok: false, failure: { reason: 'internal', message: errorMessage(e) }, logTail: '' };
   } finally {
     rmSync(workDir, { recursive: true, force: true });
-    rmSync(logFile, { force: true });
+    nodeLog.remove();
   }
 }
 
@@ -695,7 +682,7 @@ async function executeNode(
   inputs: readonly ResolvedInput[],
   records: ReadonlyMap<string, ActionRecord>,
   workDir: string,
-  logFile: string,
+  nodeLog: NodeLog,
   options: Pick<RunOptions, 'hostEnv' | 'signal'>,
   doNotCache: (reason: string) => void,
   outcome: (word: string, detail: string) => void,
@@ -741,6 +728,7 @@ async function executeNode(
     read: watch(store.cas.read.bind(store.cas)),
     putPath: store.cas.putPath.bind(store.cas),
     putBytes: store.cas.putBytes.bind(store.cas),
+    putOpenFile: store.cas.putOpenFile.bind(store.cas),
     putTree: store.cas.putTree.bind(store.cas),
     entryAt: watch(store.cas.entryAt.bind(store.cas)),
   };
@@ -761,7 +749,10 @@ async function executeNode(
       files,
       upstream,
       artifacts,
-      logFile,
+      log: (line) => nodeLog.append(line + '\n'),
+      get logFile() {
+        return nodeLog.file();
+      },
       mirrorOf: (source) => store.mirrorPath(source),
       hostEnv: options.hostEnv ?? process.env,
       signal: options.signal ?? new AbortController().signal,

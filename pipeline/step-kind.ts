@@ -58,9 +58,14 @@ export interface ExecutionContext {
   /** The outputs of the upstream nodes, selected as the step asked. */
   upstream: UpstreamOutputs[];
   /** Writes stored outputs into the work directory (verifying each blob) and stores new ones. */
-  artifacts: Pick<Cas, 'materialize' | 'putPath' | 'putBytes' | 'putTree' | 'read' | 'entryAt'>;
-  /** The node's log file: the step writes what a person needs to see when it fails. */
-  logFile: string;
+  artifacts: Pick<Cas, 'materialize' | 'putPath' | 'putBytes' | 'putOpenFile' | 'putTree' | 'read' | 'entryAt'>;
+  /** Adds a line to the node's log: what a person needs to see when it fails (kept with its record). */
+  log(line: string): void;
+  /**
+   * The node's log as a file, for a child process to write to (made when first asked for; lines
+   * logged before are in it, and lines logged after are appended to it).
+   */
+  readonly logFile: string;
   /** Where the store keeps a bare mirror of the git repository at `source` (the step fills it; the layout is the store's). */
   mirrorOf(source: string): string;
   hostEnv: HostEnv;

@@ -301,7 +301,7 @@ export const lookStep: StepKind = {
     const look = result.looks[k - 1]!;
     if (look.decision !== 'stopped-earlier' && look.pending_families.length > 0) {
       const message = `look ${k} waits: family ${look.pending_families.join(', ')} has an attempt with an infrastructure fault, retried on the next run; a look never uses a family before all its pairs are in. Run again.`;
-      writeFileSync(ctx.logFile, message + '\n', { flag: 'a' });
+      ctx.log(message);
       return err({ reason: 'infra', message });
     }
     const stop = result.stopped_at !== null;
@@ -315,7 +315,7 @@ export const lookStep: StepKind = {
             (look.lower !== null ? `, futility ${look.lower.toFixed(3)}` : '') +
             (look.interval ? `, interval [${look.interval.low.toFixed(3)}, ${look.interval.high.toFixed(3)}]` : '') +
             `: ${look.decision}`;
-    writeFileSync(ctx.logFile, because + '\n', { flag: 'a' });
+    ctx.log(because);
     ctx.outcome?.(stop ? 'stop' : 'continue', because);
     const out = join(ctx.workDir, 'out');
     mkdirSync(out, { recursive: true });

@@ -295,7 +295,7 @@ export const auditStep: StepKind = {
     const out = join(ctx.workDir, 'out');
     mkdirSync(out, { recursive: true });
     writeFileSync(join(out, AUDIT_RECORD.name), JSON.stringify(record, null, 2) + '\n');
-    writeFileSync(ctx.logFile, `${ctx.node.id}: ${admission} (${reason}) ${explanation}\n`, { flag: 'a' });
+    ctx.log(`${ctx.node.id}: ${admission} (${reason}) ${explanation}`);
     return ok({ [AUDIT_RECORD.name]: ctx.artifacts.putPath(join(out, AUDIT_RECORD.name)) });
   },
 };

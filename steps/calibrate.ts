@@ -1,4 +1,3 @@
-import { writeFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import type { JsonEncodable } from '../pipeline/canonical-json.js';
 import { err, errorMessage, ok } from '../pipeline/result.js';
@@ -68,7 +67,7 @@ export const calibrateStep: StepKind = {
     if (!configured.ok) return err({ reason: 'infra', message: configured.error });
     const settings = inEnvironment(configured.value, point.environment, task);
     const verifierSettings = verifierPhase(configured.value, point.environment, task, s.strict_verifier === true);
-    const log = (line: string) => writeFileSync(ctx.logFile, line + '\n', { flag: 'a' });
+    const log = (line: string) => ctx.log(line);
     const untrusted = (note: string): CanaryCalibrations =>
       Object.fromEntries(Object.keys(task.verifier.failToPass).map((name) => [name, { targets: [], calibrated: false, note }]));
     const ws = join(ctx.workDir, 'ws');

@@ -201,7 +201,7 @@ export const certifyStep: StepKind = {
         message: `task ${task.id} runs in the image its environment step built: give step ${ctx.node.step.name} sandbox: { backend: docker }`,
       });
     }
-    const log = (line: string) => writeFileSync(ctx.logFile, line + '\n', { flag: 'a' });
+    const log = (line: string) => ctx.log(line);
     const staged = (path: string): OutputEntry | undefined => ctx.files.find((f) => f.path === path)?.entry;
     const root = join(ctx.workDir, 'surfaces');
     const { scanSurfaces, surfaceFromDir } = await import('./certify/scan.js');

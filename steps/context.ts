@@ -112,7 +112,7 @@ export const contextStep: StepKind = {
 
   async execute(ctx: ExecutionContext) {
     const s = spec(ctx.node.step);
-    const log = (line: string) => writeFileSync(ctx.logFile, line + '\n', { flag: 'a' });
+    const log = (line: string) => ctx.log(line);
     const tree = join(ctx.workDir, 'tree');
     mkdirSync(tree, { recursive: true });
     try {

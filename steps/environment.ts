@@ -95,7 +95,7 @@ export const environmentStep: StepKind = {
     } catch {
       return err({ reason: 'refused', message: `task ${task.id}: no ${env.dockerfile} in its environment tree` });
     }
-    const log = (line: string) => writeFileSync(ctx.logFile, line + '\n', { flag: 'a' });
+    const log = (line: string) => ctx.log(line);
     const [{ dockerClient, dockerEndpoint }, { buildImage, copyFromImage }] = await Promise.all([
       import('../sandboxes/docker-client.js'),
       import('../sandboxes/docker-build.js'),
@@ -250,7 +250,7 @@ async function buildFromTemplate(ctx: ExecutionContext, task: Task, template: En
   }
   const image = await pending;
   if (!image.ok) return image;
-  writeFileSync(ctx.logFile, `${task.id}: environment ${digest.slice(0, 12)} is ${image.value.imageId}\n${image.value.log}\n`, { flag: 'a' });
+  ctx.log(`${task.id}: environment ${digest.slice(0, 12)} is ${image.value.imageId}\n${image.value.log}`);
   const out = join(ctx.workDir, 'out');
   mkdirSync(out, { recursive: true });
   const record: BuiltEnvironment = {

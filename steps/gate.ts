@@ -102,7 +102,7 @@ export const gateStep: StepKind = {
     if (!read.ok) return err({ reason: 'store-error', message: `gate ${ctx.node.step.name}: ${read.error}` });
     const analysis = read.value;
     const result = evaluateGate(s.require, analysis);
-    writeFileSync(ctx.logFile, `${result.pass ? 'PASS' : 'CLOSED'}: ${result.because}\n`, { flag: 'a' });
+    ctx.log(`${result.pass ? 'PASS' : 'CLOSED'}: ${result.because}`);
     const decision = result.pass
       ? `gate ${ctx.node.step.name} is open: ${result.because}`
       : `gate ${ctx.node.step.name} is closed: ${result.because}. The attempts after it are not run; the pilot's result stands on its own`;

@@ -192,9 +192,7 @@ export const judgeStep: StepKind = {
       cost_usd: reply.value.cost_usd,
     };
     writeFileSync(join(out, JUDGEMENT.name), JSON.stringify(judgement, null, 2) + '\n');
-    writeFileSync(ctx.logFile, `${task.id}: ${parsed.classification ? `(${parsed.classification})` : 'unclassified'} ${parsed.reason.split('\n')[0]}\n`, {
-      flag: 'a',
-    });
+    ctx.log(`${task.id}: ${parsed.classification ? `(${parsed.classification})` : 'unclassified'} ${parsed.reason.split('\n')[0]}`);
     return ok(Object.fromEntries([JUDGEMENT, JUDGE_REQUEST, MODEL_EXCHANGE].map(({ name: n }) => [n, ctx.artifacts.putPath(join(out, n))])));
   },
 };

@@ -9,8 +9,7 @@ import { err, errorMessage, ok } from '../pipeline/result.js';
 import type { ExecutionContext, StepKind } from '../pipeline/step-kind.js';
 import { artifact, jsonArtifact } from '../pipeline/artifact.js';
 import type { StepConfig } from '../pipeline/config/load.js';
-import { Cas, type OutputEntry, type TreeEntry } from '../pipeline/store/cas.js';
-import type { Sha256 } from '../pipeline/digest.js';
+import { buildTree, Cas, type OutputEntry, type TreeItem } from '../pipeline/store/cas.js';
 import { checkTasks, taskMatrixSource, taskOf } from './agent-step-config.js';
 import { gitApply } from '../sandboxes/git-apply.js';
 import { extractTree } from './git-archive.js';
@@ -171,7 +170,7 @@ export const materializeStep: StepKind = {
         (!task.repo.setupPatch && (await fromObjects(ctx, mirror, treeish, redaction))) ||
         (await fromArchive(ctx, mirror, treeish, task.repo.setupPatch ?? undefined, redaction));
     } catch (e) {
-      writeFileSync(ctx.logFile, errorMessage(e) + '\n', { flag: 'a' });
+      ctx.log(errorMessage(e));
       return err({
         reason: 'refused',
         message: `task ${task.id}: cannot materialize ${task.repo.source}@${task.repo.commit.slice(0, 12)}: ${errorMessage(e).split('\n')[0]}`,
@@ -190,7 +189,7 @@ export const materializeStep: StepKind = {
     const receipt: RedactionReceipt = { ...body, receipt_digest: sha256(canonicalJson(body)) };
     const receiptFile = join(ctx.workDir, 'redaction.json');
     writeFileSync(receiptFile, JSON.stringify(receipt, null, 2) + '\n');
-    writeFileSync(ctx.logFile, `materialized ${task.id} at ${task.repo.commit}; redacted ${made.removed.length} file(s)\n`, { flag: 'a' });
+    ctx.log(`materialized ${task.id} at ${task.repo.commit}; redacted ${made.removed.length} file(s)`);
     return ok({ [TREE.name]: made.tree, [REDACTION_RECEIPT.name]: ctx.artifacts.putPath(receiptFile), [REDACTED.name]: made.kept });
   },
 };
@@ -298,39 +297,6 @@ function walkOrder(a: string, b: string): number {
   const y = b.split('/');
   for (let i = 0; i < Math.min(x.length, y.length); i++) if (x[i] !== y[i]) return x[i]! < y[i]! ? -1 : 1;
   return x.length - y.length;
-}
-
-/** A path of the tree and what is there: a stored file, a symlink, or an empty directory. */
-interface TreeItem {
-  path: string;
-  entry: { type: 'file'; digest: Sha256; size: number; executable: boolean } | { type: 'symlink'; target: string } | 'empty-dir';
-}
-
-/** The Merkle tree of `items` (paths with '/'), its directories made by `dir` (stored, or only hashed). */
-function buildTree(items: readonly TreeItem[], dir: (entries: TreeEntry[]) => { digest: Sha256; size: number }): { type: 'dir'; digest: Sha256; size: number } {
-  interface Node {
-    dirs: Map<string, Node>;
-    leaves: TreeEntry[];
-  }
-  const root: Node = { dirs: new Map(), leaves: [] };
-  const nodeAt = (parts: string[]): Node => {
-    let n = root;
-    for (const p of parts) {
-      let next = n.dirs.get(p);
-      if (!next) n.dirs.set(p, (next = { dirs: new Map(), leaves: [] }));
-      n = next;
-    }
-    return n;
-  };
-  for (const { path, entry } of items) {
-    const parts = path.split('/');
-    const name = parts.pop()!;
-    if (entry === 'empty-dir') nodeAt([...parts, name]);
-    else nodeAt(parts).leaves.push({ name, ...entry });
-  }
-  const make = (n: Node): { digest: Sha256; size: number } =>
-    dir([...n.leaves, ...[...n.dirs].map(([name, sub]): TreeEntry => ({ name, type: 'dir', ...make(sub) }))]);
-  return { type: 'dir', ...make(root) };
 }
 
 /** A git config value as the mirror sees it (its own, the user's, the system's); undefined when unset. */

@@ -63,7 +63,7 @@ export function notRunOutputs(ctx: ExecutionContext, because: string): OutputMan
   mkdirSync(out, { recursive: true });
   const record: NotRunRecord = { schema_version: 1, node: ctx.node.id, not_run: because };
   writeFileSync(join(out, NOT_RUN.name), JSON.stringify(record, null, 2) + '\n');
-  writeFileSync(ctx.logFile, `${ctx.node.id}: not run: ${because}\n`, { flag: 'a' });
+  ctx.log(`${ctx.node.id}: not run: ${because}`);
   ctx.outcome?.('not run', because);
   return { [NOT_RUN.name]: ctx.artifacts.putPath(join(out, NOT_RUN.name)) };
 }

@@ -22,7 +22,7 @@ import type { ModelSession } from './model-session.js';
 import { MODEL_PROVIDERS } from '../gateway/providers.js';
 import { mergedTable, parsePriceTable, PRICE_TABLE, type PriceTable } from '../gateway/price-table.js';
 import { GATEWAY_LIMITS, type ProviderError } from '../gateway/gateway.js';
-import { CHANGED, CHANGES, copyWritten, diffSnapshots, snapshot, type Snapshot, type WorkspaceChanges } from './workspace.js';
+import { CHANGED, CHANGES, diffSnapshots, snapshot, storeWritten, type Snapshot, type WorkspaceChanges } from './workspace.js';
 import { materializeStep, REDACTED, REDACTION_RECEIPT, TREE } from './materialize.js';
 import type { ExitReason, InfraKind, RunResult } from './run-result.js';
 import { stepOutputProblems } from './step-output-checks.js';
@@ -32,7 +32,7 @@ import { LOOK_DECISION, NOT_RUN, notRunOutputs, stoppedBy } from './not-run.js';
 import { specOf, type SpecByKind } from './step-spec.js';
 import { annotateImageTemplates } from './image-annotations.js';
 import { CERTIFICATION_VERDICT, CERTIFY_KIND } from './certification.js';
-import { artifact, jsonArtifact, readJsonArtifact } from '../pipeline/artifact.js';
+import { artifact, jsonArtifact, putFileOutput, readJsonArtifact } from '../pipeline/artifact.js';
 
 /** An arm's treatment (arms differ only here); an ablation arm is another arm's treatment with its steering lines removed. */
 export type ArmSpec = RunSpec['arms'][string];
@@ -583,7 +583,7 @@ export const runStep: StepKind = {
     const stopped = stoppedBy(ctx);
     if (stopped) return ok(notRunOutputs(ctx, stopped));
     const adapter = agentAdapters.get(s.agent.adapter)!;
-    const log = (line: string) => writeFileSync(ctx.logFile, line + '\n', { flag: 'a' });
+    const log = (line: string) => ctx.log(line);
     // The task's own environment (a Harbor task's image, at its WORKDIR) when the step has one.
     const start = startingPoint(ctx);
     if (!start.ok) return start;
@@ -653,8 +653,6 @@ export const runStep: StepKind = {
     const fake = script ? ctx.files.find((f) => f.path === normalizedPath(script)) : undefined;
     let model: ModelSession | undefined;
     let priceTable: PriceTable = PRICE_TABLE;
-    const outDir = join(ctx.workDir, 'out');
-    mkdirSync(outDir, { recursive: true });
     const sandboxed = settings.backend !== 'local';
     if (adapter.needsModel && (s.model?.upstream || fake)) {
       const prices = priceTableOf(ctx, s.model?.prices);
@@ -669,7 +667,8 @@ export const runStep: StepKind = {
         markers,
         prices: priceTable.models,
         provider: adapter.provider ?? 'any',
-        logFile: join(outDir, GATEWAY_LOG.name),
+        // The one output written as it is made (by the gateway, as the agent talks to its model); the rest are stored from memory.
+        logFile: join(ctx.workDir, GATEWAY_LOG.name),
         ...gatewayLimitsOf(s),
         socketDir: sandboxed ? join(ctx.workDir, 'gw') : undefined,
       });
@@ -725,7 +724,7 @@ export const runStep: StepKind = {
       // behind could otherwise swap a directory for a link to /etc while it is copied.
       const receipt = sandbox?.receipt();
       await sandbox?.close();
-      writeFileSync(join(outDir, AGENT_LOG.name), `$ ${inv?.argv.join(' ') ?? '(nothing)'}\n--- stdout\n${result.stdout}\n--- stderr\n${result.stderr}\n`);
+      const agentLog = `$ ${inv?.argv.join(' ') ?? '(nothing)'}\n--- stdout\n${result.stdout}\n--- stderr\n${result.stderr}\n`;
       const parsed = adapter.parse(result, actx, adapter.version());
       const gw = model?.summary();
       // A provider that failed or refused (transport errors, 401/403/429/5xx) while the agent did not
@@ -765,12 +764,9 @@ export const runStep: StepKind = {
                   : endedBadly
                     ? 'agent-crash'
                     : 'done';
-      copyWritten(changes, ws, join(outDir, CHANGED.name));
-      writeFileSync(join(outDir, CHANGES.name), JSON.stringify(changes, null, 2) + '\n');
-      writeFileSync(join(outDir, TRAJECTORY.name), JSON.stringify(parsed.trajectory, null, 2) + '\n');
+      const changed = storeWritten(changes, ws, ctx.artifacts);
       // Harbor's models reject a trajectory that breaks their cross-field rules: kept as written, and said.
-      for (const problem of atifModelProblems(parsed.trajectory))
-        writeFileSync(ctx.logFile, `trajectory.json: ${problem} (Harbor's ATIF models reject this)\n`, { flag: 'a' });
+      for (const problem of atifModelProblems(parsed.trajectory)) ctx.log(`trajectory.json: ${problem} (Harbor's ATIF models reject this)`);
       // Host paths (this attempt's work directory, the store, the project) are redacted before the
       // logs are stored: they differ per machine and per run, and say nothing about the agent.
       const hostPaths = [
@@ -842,17 +838,18 @@ export const runStep: StepKind = {
         ...(arm.restore ? { restored: restored.value } : {}),
         sandbox: sandboxReceipt,
       };
-      writeFileSync(join(outDir, RUN_RESULT.name), JSON.stringify(resultJson, null, 2) + '\n');
       log(`${ctx.node.id}: ${exitReason} in ${(wallMs / 1000).toFixed(2)} s, ${resultJson.files_changed} file(s) changed`);
-      if (!model) writeFileSync(join(outDir, GATEWAY_LOG.name), '');
-      for (const name of [TRAJECTORY.name, GATEWAY_LOG.name, AGENT_LOG.name]) {
-        const file = join(outDir, name);
-        writeFileSync(file, redact(readFileSync(file, 'utf8'), { hostPaths }));
-      }
+      const json = (value: unknown) => JSON.stringify(value, null, 2) + '\n';
+      const made: Record<RunOutput, OutputEntry> = {
+        [RUN_RESULT.name]: putFileOutput(ctx.artifacts, json(resultJson)),
+        [TRAJECTORY.name]: putFileOutput(ctx.artifacts, redact(json(parsed.trajectory), { hostPaths })),
+        [GATEWAY_LOG.name]: putFileOutput(ctx.artifacts, model ? redact(readFileSync(join(ctx.workDir, GATEWAY_LOG.name), 'utf8'), { hostPaths }) : ''),
+        [AGENT_LOG.name]: putFileOutput(ctx.artifacts, redact(agentLog, { hostPaths })),
+        [CHANGES.name]: putFileOutput(ctx.artifacts, json(changes)),
+        [CHANGED.name]: changed,
+      };
       const outputs: OutputManifest = {};
-      for (const { name } of RUN_OUTPUTS) {
-        outputs[name] = ctx.artifacts.putPath(join(outDir, name));
-      }
+      for (const { name } of RUN_OUTPUTS) outputs[name] = made[name];
       return ok(outputs);
     } catch (e) {
       log(errorMessage(e));

@@ -1,4 +1,3 @@
-import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import type { JsonEncodable } from '../pipeline/canonical-json.js';
 import type { StepConfig } from '../pipeline/config/load.js';
@@ -18,7 +17,7 @@ import { applyChanges, CHANGED, CHANGES, type WorkspaceChanges } from './workspa
 import { NOT_RUN, passedNotRun } from './not-run.js';
 import { specOf, type SpecByKind } from './step-spec.js';
 import { annotateImageTemplates } from './image-annotations.js';
-import { artifact, jsonArtifact, optional, parseJsonArtifact, readJsonArtifact } from '../pipeline/artifact.js';
+import { artifact, jsonArtifact, optional, parseJsonArtifact, putFileOutput, readJsonArtifact } from '../pipeline/artifact.js';
 import { stepOutputProblems } from './step-output-checks.js';
 import type { VerifierVerdict } from './verifier-verdict.js';
 
@@ -262,8 +261,6 @@ function writeVerdict(ctx: ExecutionContext, v: Verdict) {
     transcript = '',
     noVerdict = null,
   } = v;
-  const outDir = join(ctx.workDir, 'out');
-  mkdirSync(outDir, { recursive: true });
   const verdict: VerifierVerdict = {
     schema_version: 1,
     task: taskId,
@@ -284,14 +281,15 @@ function writeVerdict(ctx: ExecutionContext, v: Verdict) {
     no_verdict: pass === null ? noVerdict : null,
     sandbox,
   };
-  writeFileSync(join(outDir, VERIFIER_VERDICT.name), JSON.stringify(verdict, null, 2) + '\n');
-  writeFileSync(join(outDir, EVIDENCE.name), JSON.stringify(evidence, null, 2) + '\n');
-  writeFileSync(
-    ctx.logFile,
-    `${ctx.node.id}: ${pass === null ? 'NO VERDICT' : pass ? 'PASS' : forgery ? `FAIL (forged: ${forgery.detail})` : 'FAIL'} (${evidence.map((e) => `${e.name}=${e.status}`).join(', ')})\n`,
-    { flag: 'a' },
+  ctx.log(
+    `${ctx.node.id}: ${pass === null ? 'NO VERDICT' : pass ? 'PASS' : forgery ? `FAIL (forged: ${forgery.detail})` : 'FAIL'} (${evidence.map((e) => `${e.name}=${e.status}`).join(', ')})`,
   );
   // Every verifier process's full output: what a person reads to see why.
-  writeFileSync(join(outDir, VERIFIER_LOG.name), transcript);
-  return ok(Object.fromEntries([VERIFIER_VERDICT, EVIDENCE, VERIFIER_LOG].map((a) => [a.name, ctx.artifacts.putPath(join(outDir, a.name))])));
+  // Stored from memory: nothing is written to be read back.
+  return ok({
+    [VERIFIER_VERDICT.name]: putFileOutput(ctx.artifacts, JSON.stringify(verdict, null, 2) + '\n'),
+    [EVIDENCE.name]: putFileOutput(ctx.artifacts, JSON.stringify(evidence, null, 2) + '\n'),
+    // Every verifier process's full output: what a person reads to see why.
+    [VERIFIER_LOG.name]: putFileOutput(ctx.artifacts, transcript),
+  });
 }

@@ -16,7 +16,8 @@ import {
   type Stats,
 } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { ioBuffer } from '../pipeline/digest.js';
+import { ioBuffer, type Sha256 } from '../pipeline/digest.js';
+import { buildTree, type Cas, type TreeItem } from '../pipeline/store/cas.js';
 import { artifact, jsonArtifact } from '../pipeline/artifact.js';
 
 /**
@@ -241,6 +242,44 @@ export function copyWritten(changes: WorkspaceChanges, from: string, dest: strin
       chmodSync(target, st.mode & 0o777);
     } else throw new Error(`refusing to copy ${p}: it is no longer a regular file or link`);
   }
+}
+
+/**
+ * Stores the written files and links straight from the workspace as one tree (what copyWritten
+ * would copy, with the same digest, without the copy): links as links, files with their
+ * executable bit. Each file is opened without following a link, must be the file the snapshot
+ * listed, and must still have the digest `changes` holds for it.
+ */
+export function storeWritten(
+  changes: WorkspaceChanges,
+  from: string,
+  cas: Pick<Cas, 'putOpenFile' | 'putTree'>,
+): { type: 'dir'; digest: Sha256; size: number } {
+  const items: TreeItem[] = [];
+  for (const [p, state] of Object.entries(changes.written)) {
+    assertNoSymlinkParent(from, p);
+    const at = join(from, p);
+    const st = lstatSync(at);
+    const changedMeanwhile = () => new Error(`${at} changed while the workspace was read (it is no longer the file or link listed)`);
+    if (st.isSymbolicLink()) {
+      const target = readlinkSync(at);
+      if (`link:${target}` !== state) throw changedMeanwhile();
+      items.push({ path: p, entry: { type: 'symlink', target } });
+      continue;
+    }
+    if (!st.isFile()) throw new Error(`refusing to store ${p}: it is no longer a regular file or link`);
+    const fd = openNoFollow(at, st);
+    let stored;
+    try {
+      stored = cas.putOpenFile(fd);
+    } finally {
+      closeSync(fd);
+    }
+    const executable = (st.mode & 0o111) !== 0;
+    if (`${stored.digest}${executable ? ':x' : ''}` !== state) throw changedMeanwhile();
+    items.push({ path: p, entry: { type: 'file', digest: stored.digest, size: stored.size, executable } });
+  }
+  return buildTree(items, (entries) => cas.putTree(entries));
 }
 
 /** Applies changes (written files from `changedDir`, deletions) onto a tree; never writes through a symlink. */

@@ -188,6 +188,7 @@ describe('a look and infrastructure faults', () => {
         files: [],
         upstream,
         artifacts: store.cas,
+        log: () => {},
         logFile: join(dir, 'look.log'),
         mirrorOf: (source) => store.mirrorPath(source),
         hostEnv: {},

@@ -144,15 +144,28 @@ export class Cas {
    * (hashed as they are copied: one pass, any size).
    */
   putFile(path: string): { digest: Sha256; size: number } {
+    const fd = openSync(path, 'r');
+    try {
+      return this.putOpenFile(fd);
+    } finally {
+      closeSync(fd);
+    }
+  }
+
+  /**
+   * Stores the file open at `fd` from where it is read to its end, as putFile does (the caller
+   * opened it: a workspace file is opened without following a link, and checked, before it is read).
+   */
+  putOpenFile(fd: number): { digest: Sha256; size: number } {
     // A file that fits the I/O buffer is read once: hashed, and written only when the store lacks it.
-    const small = readWhole(path);
+    const small = readWhole(fd);
     if (small) {
       const digest = sha256(small);
       if (!this.hasWithSize(digest, small.length)) this.writeBlob(digest, small);
       return { digest, size: small.length };
     }
     const tmp = tempPath(this.tmpDir, 'blob');
-    const { digest, size } = copyHashing(path, tmp);
+    const { digest, size } = copyHashing(fd, tmp);
     if (this.hasWithSize(digest, size)) {
       rmSync(tmp, { force: true });
     } else {
@@ -313,9 +326,9 @@ export class Cas {
   }
 }
 
-/** Copies src to a new file dest, hashing the bytes as they pass. */
-function copyHashing(src: string, dest: string, mode = 0o600, flags = 'wx', onBytes?: (bytes: number) => void): { digest: Sha256; size: number } {
-  const from = openSync(src, 'r');
+/** Copies `src` (a path, or an open file read from its start) to a new file `dest`, hashing the bytes as they pass. */
+function copyHashing(src: string | number, dest: string, mode = 0o600, flags = 'wx', onBytes?: (bytes: number) => void): { digest: Sha256; size: number } {
+  const from = typeof src === 'number' ? src : openSync(src, 'r');
   let to: number | undefined;
   try {
     to = openSync(dest, flags, mode);
@@ -323,7 +336,7 @@ function copyHashing(src: string, dest: string, mode = 0o600, flags = 'wx', onBy
     const buf = ioBuffer();
     let size = 0;
     for (;;) {
-      const n = readSync(from, buf, 0, buf.length, null);
+      const n = readSync(from, buf, 0, buf.length, size);
       if (n === 0) break;
       hash.update(buf.subarray(0, n));
       for (let off = 0; off < n;) off += writeSync(to, buf, off, n - off);
@@ -332,26 +345,57 @@ function copyHashing(src: string, dest: string, mode = 0o600, flags = 'wx', onBy
     }
     return { digest: hash.digest('hex') as Sha256, size };
   } finally {
-    closeSync(from);
+    if (from !== src) closeSync(from);
     if (to !== undefined) closeSync(to);
   }
 }
 
-/** The whole file in the shared I/O buffer, when it fits (a view valid until the next use of the buffer); otherwise undefined. */
-function readWhole(path: string): Buffer | undefined {
+/** The whole open file, read from its start into the shared I/O buffer, when it fits (a view valid until the next use of the buffer); otherwise undefined. */
+function readWhole(fd: number): Buffer | undefined {
   const buf = ioBuffer();
-  const fd = openSync(path, 'r');
-  try {
-    let n = 0;
-    for (;;) {
-      const got = readSync(fd, buf, n, buf.length - n, null);
-      if (got === 0) return buf.subarray(0, n);
-      n += got;
-      if (n === buf.length) return undefined;
-    }
-  } finally {
-    closeSync(fd);
+  let n = 0;
+  for (;;) {
+    const got = readSync(fd, buf, n, buf.length - n, n);
+    if (got === 0) return buf.subarray(0, n);
+    n += got;
+    if (n === buf.length) return undefined;
   }
+}
+
+/** A path of the tree and what is there: a stored file, a symlink, or an empty directory. */
+export interface TreeItem {
+  path: string;
+  entry: { type: 'file'; digest: Sha256; size: number; executable: boolean } | { type: 'symlink'; target: string } | 'empty-dir';
+}
+
+/** The Merkle tree of `items` (paths with '/'), its directories made by `dir` (stored, or only hashed). */
+export function buildTree(
+  items: readonly TreeItem[],
+  dir: (entries: TreeEntry[]) => { digest: Sha256; size: number },
+): { type: 'dir'; digest: Sha256; size: number } {
+  interface Node {
+    dirs: Map<string, Node>;
+    leaves: TreeEntry[];
+  }
+  const root: Node = { dirs: new Map(), leaves: [] };
+  const nodeAt = (parts: string[]): Node => {
+    let n = root;
+    for (const p of parts) {
+      let next = n.dirs.get(p);
+      if (!next) n.dirs.set(p, (next = { dirs: new Map(), leaves: [] }));
+      n = next;
+    }
+    return n;
+  };
+  for (const { path, entry } of items) {
+    const parts = path.split('/');
+    const name = parts.pop()!;
+    if (entry === 'empty-dir') nodeAt([...parts, name]);
+    else nodeAt(parts).leaves.push({ name, ...entry });
+  }
+  const make = (n: Node): { digest: Sha256; size: number } =>
+    dir([...n.leaves, ...[...n.dirs].map(([name, sub]): TreeEntry => ({ name, type: 'dir', ...make(sub) }))]);
+  return { type: 'dir', ...make(root) };
 }
 
 /** A directory's blob: its entries sorted by name, as canonical JSON; its size is its files' bytes. */
