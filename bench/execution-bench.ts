@@ -14,6 +14,8 @@ import { git, median, nodeDurations, spread, timed, type Timing } from './measur
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const bin = join(root, 'bin', 'pairbench.js');
+/** Preloaded into each measured run: says what its own process spent (bench/rss-report.cjs). */
+const reporter = join(root, 'bench', 'rss-report.cjs');
 /** Reps of the smaller project per round (the larger has 3x): docker's nodes take a second each. */
 const REPS: Record<string, number> = { local: 5, bubblewrap: 5, docker: 2 };
 
@@ -124,14 +126,18 @@ const ownCpuMs = (): number => {
   return (u.user + u.system) / 1000;
 };
 
-/** A project's run: its materialize built first (unmeasured), then a full run and (`noop`) a no-op made in full, timed. */
-function runProject(b: Row, reps: number, noop: boolean): { full: Timing; noop?: Timing; durations: Map<string, number> } | string {
+/**
+ * A project's run: its materialize built first (unmeasured), then a full run and (`noop`) a no-op
+ * made in full, timed; `ownCpuMs` is what the full run's pairbench process spent itself (its
+ * preloaded reporter says), the rest of its CPU being the processes it started (the sandboxes).
+ */
+function runProject(b: Row, reps: number, noop: boolean): { full: Timing; ownCpuMs: number; noop?: Timing; durations: Map<string, number> } | string {
   const base = b.base ?? tmpdir();
   const dir = project(b.backend, b.image, reps, base);
   try {
     const pb = (args: string[] = [], env: Record<string, string> = {}) =>
       timed(() =>
-        spawnSync(process.execPath, [bin, 'run', '--progress', 'none', ...args, '--config', join(dir, 'bench.config.yaml')], {
+        spawnSync(process.execPath, ['--require', reporter, bin, 'run', '--progress', 'none', ...args, '--config', join(dir, 'bench.config.yaml')], {
           encoding: 'utf8',
           // The sandbox's private directory (os.tmpdir()) beside the project.
           env: { ...process.env, TMPDIR: base, ...env },
@@ -141,8 +147,10 @@ function runProject(b: Row, reps: number, noop: boolean): { full: Timing; noop?:
     if (first.status !== 0) return `materialize failed: ${first.stderr.slice(-500)}`;
     const full = pb();
     if (full.value.status !== 0) return `run failed: ${full.value.stderr.slice(-500)}`;
+    const own = /@@own_cpu_ms=([\d.]+)/.exec(full.value.stderr);
+    if (!own) return `the run's CPU report is missing (${reporter} not preloaded?)`;
     // The baseline is a no-op made in full (the planning every run that builds pays), not a memo's replay.
-    return { full: full.timing, ...(noop ? { noop: pb([], { PAIRBENCH_MEMO: '0' }).timing } : {}), durations: nodeDurations(dir) };
+    return { full: full.timing, ownCpuMs: Number(own[1]), ...(noop ? { noop: pb([], { PAIRBENCH_MEMO: '0' }).timing } : {}), durations: nodeDurations(dir) };
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -150,8 +158,12 @@ function runProject(b: Row, reps: number, noop: boolean): { full: Timing; noop?:
 
 interface Round {
   bare: Timing;
+  /** CPU of a bare start's child alone (bare.cpuMs less what this process spent starting it). */
+  bareChildCpuMs: number;
   run: Timing;
   verify: Timing;
+  /** Of a node's CPU, what pairbench's own process spent (the rest is the sandbox's processes). */
+  ownCpuMs: number;
   /** CPU per node of the smaller run, its fixed costs (start-up, planning, loading what executing needs) spread over its nodes. */
   amortizedCpuMs: number;
 }
@@ -170,15 +182,19 @@ function round(b: Row & { bare: string[] }, reps: number): Round | string {
     for (let i = 0; i < starts; i++)
       if (spawnSync(b.bare[0]!, b.bare.slice(1), { stdio: 'ignore' }).status !== 0) throw new Error(`${b.bare.join(' ')} failed`);
   }).timing;
+  const bareChildCpuMs = bare.cpuMs / starts;
   bare.cpuMs += ownCpuMs() - own0;
   const small = runProject(b, reps, true);
   if (typeof small === 'string') return small;
   const large = runProject(b, 3 * reps, false);
   if (typeof large === 'string') return large;
-  const perNode = Math.max(0, large.full.cpuMs - small.full.cpuMs) / (nodes(3 * reps) - nodes(reps));
+  const extra = nodes(3 * reps) - nodes(reps);
+  const perNode = Math.max(0, large.full.cpuMs - small.full.cpuMs) / extra;
   const wallOf = (step: string) => median([...large.durations].filter(([n]) => n.startsWith(`${step}/`)).map(([, v]) => v));
   return {
     bare: { wallMs: bare.wallMs / starts, cpuMs: bare.cpuMs / starts },
+    bareChildCpuMs,
+    ownCpuMs: Math.max(0, large.ownCpuMs - small.ownCpuMs) / extra,
     run: { wallMs: wallOf('attempts'), cpuMs: perNode },
     verify: { wallMs: wallOf('verify'), cpuMs: perNode },
     amortizedCpuMs: Math.max(0, small.full.cpuMs - small.noop!.cpuMs) / nodes(reps),
@@ -227,7 +243,9 @@ for (const b of backends) {
         rounds.map((r) => r.verify.wallMs),
         0,
       )}, ` +
-      `CPU per node ${ms(node.map((t) => t.cpuMs))} (amortized ${ms(rounds.map((r) => r.amortizedCpuMs))}) | ` +
+      `CPU per node ${ms(node.map((t) => t.cpuMs))} (amortized ${ms(rounds.map((r) => r.amortizedCpuMs))}; ` +
+      `pairbench's own process ${ms(rounds.map((r) => r.ownCpuMs))}, the processes it started ${ms(rounds.map((r, i) => node[i]!.cpuMs - r.ownCpuMs))}, ` +
+      `against a bare start's child ${ms(rounds.map((r) => r.bareChildCpuMs))}) | ` +
       `per node (the slower of the two) vs a bare start, paired x${rounds.length}: wall ${spread(ratios.wall, 2)}x, CPU ${spread(ratios.cpu, 2)}x` +
       (goal === undefined
         ? b.reference
