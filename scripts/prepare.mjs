@@ -15,11 +15,13 @@
 // bin/, package.json, the lock that pins the compilers, tsconfig.json); names starting with a
 // dot (bench/.cache, a bench's stores) and node_modules are not sources. The outputs are every file
 // under dist/ but V8's code cache, which bin/ writes as the CLI runs. A build run some other way
-// (tsc alone) changes dist/ and so invalidates the stamp. --force builds anyway; --check only
-// says whether a build is due (exit 1) and why.
+// (tsc alone) changes dist/ and so invalidates the stamp; one that writes the same bytes still
+// leaves the compiled entry newer than the bundle, which bin/pairbench.js then no longer runs (nor
+// its memo), so that asks for a build too. --force builds anyway; --check only says whether a build
+// is due (exit 1) and why.
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, lstatSync, readdirSync, readFileSync, readlinkSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, lstatSync, readdirSync, readFileSync, readlinkSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -62,6 +64,14 @@ function inputs() {
 
 const outputs = () => digest(['dist'], NOT_OUTPUTS);
 
+/** bin/pairbench.js's own rule: the bundle runs only while it is not older than the compiled entry. */
+function bundleShadowed() {
+  const at = (p) => statSync(join(DIST, p), { throwIfNoEntry: false })?.mtimeMs;
+  const bundle = at('bundle/main.cjs');
+  const compiled = at('cli/index.js');
+  return bundle !== undefined && compiled !== undefined && bundle < compiled;
+}
+
 function stamped() {
   try {
     return JSON.parse(readFileSync(STAMP, 'utf8'));
@@ -73,7 +83,16 @@ function stamped() {
 const force = process.argv.includes('--force');
 const before = inputs();
 const stamp = stamped();
-const stale = !stamp || !existsSync(DIST) ? 'no stamp' : stamp.inputs !== before ? 'sources changed' : stamp.outputs !== outputs() ? 'dist/ changed' : null;
+const stale =
+  !stamp || !existsSync(DIST)
+    ? 'no stamp'
+    : stamp.inputs !== before
+      ? 'sources changed'
+      : stamp.outputs !== outputs()
+        ? 'dist/ changed'
+        : bundleShadowed()
+          ? 'dist/cli/index.js is newer than the CLI bundle (a tsc since): bin/pairbench.js would not run the bundle'
+          : null;
 if (process.argv.includes('--check')) {
   console.log(stale ? `prepare: would build (${stale})` : 'prepare: up to date');
   process.exit(stale ? 1 : 0);

@@ -23,6 +23,7 @@ export function checkoutCopy(prefix = 'pairbench-copy-'): string {
     cpSync(join(CHECKOUT, f), join(dir, f), { verbatimSymlinks: true });
   }
   symlinkSync(join(CHECKOUT, 'node_modules'), join(dir, 'node_modules'));
-  cpSync(join(CHECKOUT, 'dist'), join(dir, 'dist'), { recursive: true });
+  // With its times: which of the bundle and the compiled entry is newer decides what bin/ runs.
+  cpSync(join(CHECKOUT, 'dist'), join(dir, 'dist'), { recursive: true, preserveTimestamps: true });
   return dir;
 }

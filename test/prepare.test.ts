@@ -6,7 +6,7 @@
  * directory tsconfig.json includes), so a new source directory is covered without a new case.
  */
 import { spawnSync } from 'node:child_process';
-import { appendFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -71,6 +71,17 @@ describe('prepare builds only what is not built', () => {
     writeFileSync(join(dir, 'dist', 'bundle', '.v8-cache', 'planted'), 'x');
     mkdirSync(join(dir, 'bench', '.cache'), { recursive: true });
     writeFileSync(join(dir, 'bench', '.cache', 'planted.json'), '{}');
+    expect(check(dir).status).toBe(0);
+  });
+
+  it('a tsc since the build (dist/ rewritten with the same bytes) asks for a build: bin/ would run the compiled modules, not the bundle and its memo', () => {
+    const entry = join(dir, 'dist', 'cli', 'index.js');
+    const st = statSync(entry);
+    utimesSync(entry, st.atime, new Date(statSync(join(dir, 'dist', 'bundle', 'main.cjs')).mtimeMs + 1000));
+    const r = check(dir);
+    expect(r.status, r.stdout).toBe(1);
+    expect(r.stdout).toContain('newer than the CLI bundle');
+    utimesSync(entry, st.atime, st.mtime);
     expect(check(dir).status).toBe(0);
   });
 
