@@ -306,10 +306,10 @@ export function startRecording(argv: readonly string[], env: NodeJS.ProcessEnv, 
         const file = memoPath(dir, identity);
         // A memo is a cache: one lost to a power cut is recorded again by the next plan, so no fsync.
         writeFileAtomic(file, JSON.stringify(memo), { mode: 0o600, label: 'memo', sync: false });
-        evictOldest(dir);
+        const evicted = evictOldest(dir);
         return log(
           env,
-          `saved ${basename(file)}: ${memo.observations.length} paths${state.stamps.length ? `, stamped: ${[...new Set(state.stamps)].join('; ')}` : ''}${
+          `saved ${basename(file)}${evicted.length ? ` (the oldest ${evicted.length} of ${KEEP + evicted.length} removed: ${evicted.join(', ')})` : ''}: ${memo.observations.length} paths${state.stamps.length ? `, stamped: ${[...new Set(state.stamps)].join('; ')}` : ''}${
             state.effects.length + state.unrepeated.length
               ? `, effects: ${[...new Set([...state.effects.map((e) => e.kind), ...state.unrepeated])].join('; ')}`
               : ''
@@ -386,11 +386,14 @@ function opensForWriting(flags: unknown): boolean {
   return true;
 }
 
-function evictOldest(dir: string): void {
+/** Keeps the KEEP newest memos; the names of those removed. */
+function evictOldest(dir: string): string[] {
   const memos = readdirSync(dir)
     .filter((n) => n.endsWith('.json'))
     .map((n) => ({ n, at: statSync(join(dir, n), { throwIfNoEntry: false })?.mtimeMs ?? 0 }));
-  if (memos.length <= KEEP) return;
+  if (memos.length <= KEEP) return [];
   memos.sort((a, b) => a.at - b.at);
-  for (const m of memos.slice(0, memos.length - KEEP)) rmSync(join(dir, m.n), { force: true });
+  const old = memos.slice(0, memos.length - KEEP).map((m) => m.n);
+  for (const n of old) rmSync(join(dir, n), { force: true });
+  return old;
 }

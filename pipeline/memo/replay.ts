@@ -6,6 +6,7 @@
  * duration it printed being this replay's own.
  */
 import { fstatSync, readFileSync, statSync, writeSync } from 'node:fs';
+import { basename } from 'node:path';
 import { lazyRequire } from '../lazy-require.js';
 import { renderElapsed } from './declare.js';
 import { performEffects, type EffectPerformers } from './effects.js';
@@ -99,8 +100,10 @@ export async function replayMemo(
       return undefined;
     }
     memo = JSON.parse(readFileSync(file, 'utf8')) as MemoFile;
-  } catch {
-    log(env, 'miss: no memo for this command line');
+  } catch (e) {
+    // Which it was (none saved, or one that cannot be read) says where to look when a memo saved is not found.
+    const code = (e as NodeJS.ErrnoException).code;
+    log(env, `miss: no memo for this command line (${code === 'ENOENT' ? `no ${basename(file)}` : `${basename(file)}: ${code ?? (e as Error).message}`})`);
     return undefined;
   }
   const why = changed(memo, identity) ?? (await changedAnswer(memo.stamps, owners.askers)) ?? performEffects(memo.effects, owners.performers);
