@@ -4,11 +4,9 @@
  * nodes after it; once one says stop they run nothing and output `not-run.json`, which verify
  * and audit pass on, and analyze counts (with why).
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import type { OutputManifest } from '../pipeline/store/action-cache.js';
 import type { ExecutionContext } from '../pipeline/step-kind.js';
-import { jsonArtifact, parseJsonArtifact, readJsonArtifact } from '../pipeline/artifact.js';
+import { jsonArtifact, parseJsonArtifact, putFileOutput, readJsonArtifact } from '../pipeline/artifact.js';
 import type { Result } from '../pipeline/result.js';
 import { stepOutputProblems } from './step-output-checks.js';
 
@@ -59,13 +57,10 @@ export function stoppedBy(ctx: ExecutionContext): string | null {
 
 /** The output of an attempt that did not run. */
 export function notRunOutputs(ctx: ExecutionContext, because: string): OutputManifest {
-  const out = join(ctx.workDir, 'out');
-  mkdirSync(out, { recursive: true });
   const record: NotRunRecord = { schema_version: 1, node: ctx.node.id, not_run: because };
-  writeFileSync(join(out, NOT_RUN.name), JSON.stringify(record, null, 2) + '\n');
   ctx.log(`${ctx.node.id}: not run: ${because}`);
   ctx.outcome?.('not run', because);
-  return { [NOT_RUN.name]: ctx.artifacts.putPath(join(out, NOT_RUN.name)) };
+  return { [NOT_RUN.name]: putFileOutput(ctx.artifacts, JSON.stringify(record, null, 2) + '\n') };
 }
 
 /** An upstream attempt that did not run: this node passes that on instead of doing its work. */

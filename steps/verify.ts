@@ -284,7 +284,6 @@ function writeVerdict(ctx: ExecutionContext, v: Verdict) {
   ctx.log(
     `${ctx.node.id}: ${pass === null ? 'NO VERDICT' : pass ? 'PASS' : forgery ? `FAIL (forged: ${forgery.detail})` : 'FAIL'} (${evidence.map((e) => `${e.name}=${e.status}`).join(', ')})`,
   );
-  // Every verifier process's full output: what a person reads to see why.
   // Stored from memory: nothing is written to be read back.
   return ok({
     [VERIFIER_VERDICT.name]: putFileOutput(ctx.artifacts, JSON.stringify(verdict, null, 2) + '\n'),
