@@ -67,14 +67,13 @@ export const calibrateStep: StepKind = {
     if (!configured.ok) return err({ reason: 'infra', message: configured.error });
     const settings = inEnvironment(configured.value, point.environment, task);
     const verifierSettings = verifierPhase(configured.value, point.environment, task, s.strict_verifier === true);
-    const log = (line: string) => ctx.log(line);
     const untrusted = (note: string): CanaryCalibrations =>
       Object.fromEntries(Object.keys(task.verifier.failToPass).map((name) => [name, { targets: [], calibrated: false, note }]));
     const ws = join(ctx.workDir, 'ws');
     ctx.artifacts.materialize(point.tree, ws);
     const applied = await applySolution(task, ws, settings);
     if (!applied.ok) {
-      log(`no calibration: ${applied.error}`);
+      ctx.log(`no calibration: ${applied.error}`);
       return ok(writeCanaries(ctx, task.id, untrusted(`the canary could not be calibrated: ${applied.error}`)));
     }
     let verifierDir: string | null = null;
@@ -96,7 +95,7 @@ export const calibrateStep: StepKind = {
       });
       if (!outcome.ok) return err({ reason: 'infra', message: `infrastructure: ${describeVerifierFault(outcome.error)}` });
       const tests = calibrationsOf(outcome.value);
-      for (const [name, c] of Object.entries(tests)) log(`canary for ${name}: ${c.calibrated ? 'calibrated' : `not usable (${c.note})`}`);
+      for (const [name, c] of Object.entries(tests)) ctx.log(`canary for ${name}: ${c.calibrated ? 'calibrated' : `not usable (${c.note})`}`);
       return ok(writeCanaries(ctx, task.id, tests));
     } catch (e) {
       return err({ reason: 'infra', message: `calibration could not run: ${errorMessage(e)}` });

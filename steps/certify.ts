@@ -201,7 +201,6 @@ export const certifyStep: StepKind = {
         message: `task ${task.id} runs in the image its environment step built: give step ${ctx.node.step.name} sandbox: { backend: docker }`,
       });
     }
-    const log = (line: string) => ctx.log(line);
     const staged = (path: string): OutputEntry | undefined => ctx.files.find((f) => f.path === path)?.entry;
     const root = join(ctx.workDir, 'surfaces');
     const { scanSurfaces, surfaceFromDir } = await import('./certify/scan.js');
@@ -319,7 +318,7 @@ export const certifyStep: StepKind = {
             oracleFailing = outcome.value.evidence
               .filter((e) => e.status === 'fail' || e.status === 'timeout')
               .map((e) => `${e.kind} ${e.name}${e.status === 'timeout' ? ' (timed out)' : ''}`);
-          log(
+          ctx.log(
             `check ${i + 1}/${policy.repeats} ${agent}: verifier ${outcome.value.pass ? 'passes' : 'fails'} (${outcome.value.evidence.map((e) => `${e.name}=${e.status}`).join(', ')})`,
           );
         }
@@ -395,8 +394,8 @@ export const certifyStep: StepKind = {
     // What verify keys on: which canaries it may trust.
     const canaryRecord: CanaryRecord = { schema_version: 1, task: task.id, tests: canaries };
     writeFileSync(join(out, CANARY.name), JSON.stringify(canaryRecord, null, 2) + '\n');
-    for (const [name, c] of Object.entries(canaries)) if (!c.calibrated) log(`canary for ${name}: not usable (${c.note})`);
-    log(`${task.id}: ${receipt.verdict}${reasons.length ? ': ' + reasons.join('; ') : ''}`);
+    for (const [name, c] of Object.entries(canaries)) if (!c.calibrated) ctx.log(`canary for ${name}: not usable (${c.note})`);
+    ctx.log(`${task.id}: ${receipt.verdict}${reasons.length ? ': ' + reasons.join('; ') : ''}`);
     if (receipt.verdict === 'rejected')
       ctx.outcome?.(
         'rejected',

@@ -112,7 +112,6 @@ export const contextStep: StepKind = {
 
   async execute(ctx: ExecutionContext) {
     const s = spec(ctx.node.step);
-    const log = (line: string) => ctx.log(line);
     const tree = join(ctx.workDir, 'tree');
     mkdirSync(tree, { recursive: true });
     try {
@@ -120,11 +119,11 @@ export const contextStep: StepKind = {
       const mirror = await ensureMirror(ctx.mirrorOf(source), source, s.commit);
       await extractTree(mirror, s.subdir ? `${s.commit}:${s.subdir}` : s.commit, tree);
     } catch (e) {
-      log(errorMessage(e));
+      ctx.log(errorMessage(e));
       return err({ reason: 'refused', message: `cannot read ${s.repo}@${s.commit.slice(0, 12)}: ${errorMessage(e).split('\n')[0]}` });
     }
     const request = contextRequest(s.prompt, tree, s.include ?? ['**'], hiddenOf(s));
-    log(
+    ctx.log(
       `sending the prompt and ${request.sent.length} file(s) to ${s.model.name}${request.listed.length ? ` (${request.listed.length} listed by name only)` : ''}`,
     );
     const out = join(ctx.workDir, 'out');
@@ -132,7 +131,7 @@ export const contextStep: StepKind = {
     writeFileSync(join(out, CONTEXT_REQUEST.name), request.text);
     const reply = await callModel(ctx, s.model, { system: SYSTEM, user: request.text }, join(out, MODEL_EXCHANGE.name));
     if (!reply.ok) {
-      log(reply.error);
+      ctx.log(reply.error);
       return err({ reason: 'infra', message: `context step ${ctx.node.step.name}: ${reply.error}` });
     }
     if (!reply.value.text.trim())
@@ -148,7 +147,7 @@ export const contextStep: StepKind = {
         2,
       ) + '\n',
     );
-    log(
+    ctx.log(
       `wrote ${outName(s)} (${Buffer.byteLength(reply.value.text)} bytes); ${tokens ?? 'unknown'} tokens, ${reply.value.cost_usd === null ? 'unpriced' : `$${reply.value.cost_usd.toFixed(4)}`}`,
     );
     return ok(Object.fromEntries([outName(s), ...CONTEXT_RECORDS.map((r) => r.name)].map((n) => [n, ctx.artifacts.putPath(join(out, n))])));

@@ -95,7 +95,6 @@ export const environmentStep: StepKind = {
     } catch {
       return err({ reason: 'refused', message: `task ${task.id}: no ${env.dockerfile} in its environment tree` });
     }
-    const log = (line: string) => ctx.log(line);
     const [{ dockerClient, dockerEndpoint }, { buildImage, copyFromImage }] = await Promise.all([
       import('../sandboxes/docker-client.js'),
       import('../sandboxes/docker-build.js'),
@@ -114,7 +113,7 @@ export const environmentStep: StepKind = {
       signal: ctx.signal,
     });
     if (!built.ok) {
-      log(built.error.log);
+      ctx.log(built.error.log);
       const offline = !env.allowInternet && NETWORK_ERROR.test(built.error.log + built.error.message);
       return err({
         reason: 'exit-non-zero',
@@ -127,7 +126,7 @@ export const environmentStep: StepKind = {
             : ''),
       });
     }
-    log(built.value.log);
+    ctx.log(built.value.log);
     const workdirTree = join(ctx.workDir, 'tree');
     const copied = await copyFromImage(docker, built.value.imageId, built.value.workdir, workdirTree);
     if (!copied.ok) return err({ reason: 'infra', message: `task ${task.id}: ${copied.error}` });
@@ -142,7 +141,7 @@ export const environmentStep: StepKind = {
     };
     writeFileSync(join(out, IMAGE.name), JSON.stringify(image, null, 2) + '\n');
     writeFileSync(join(out, BUILD_LOG.name), built.value.log);
-    log(`${task.id}: built ${built.value.imageId} (WORKDIR ${built.value.workdir})`);
+    ctx.log(`${task.id}: built ${built.value.imageId} (WORKDIR ${built.value.workdir})`);
     return ok({
       [IMAGE.name]: ctx.artifacts.putPath(join(out, IMAGE.name)),
       [WORKDIR_TREE.name]: ctx.artifacts.putPath(workdirTree),

@@ -11,7 +11,6 @@ import type { Diagnostic } from '../pipeline/diagnostic.js';
 import { sha256 } from '../pipeline/digest.js';
 import { err, errorMessage, ok, type Result } from '../pipeline/result.js';
 import { produces, type ExecutionContext, type FileInputSpec, type GraphNode, type StepKind } from '../pipeline/step-kind.js';
-import type { OutputManifest } from '../pipeline/store/action-cache.js';
 import { bubblewrapProblemSync } from '../sandboxes/bubblewrap.js';
 import { sandboxBackend, type BackendName } from '../sandboxes/index.js';
 import type { Mount, Sandbox } from '../sandboxes/sandbox.js';
@@ -583,7 +582,6 @@ export const runStep: StepKind = {
     const stopped = stoppedBy(ctx);
     if (stopped) return ok(notRunOutputs(ctx, stopped));
     const adapter = agentAdapters.get(s.agent.adapter)!;
-    const log = (line: string) => ctx.log(line);
     // The task's own environment (a Harbor task's image, at its WORKDIR) when the step has one.
     const start = startingPoint(ctx);
     if (!start.ok) return start;
@@ -703,7 +701,7 @@ export const runStep: StepKind = {
       await adapter.beforeRun?.(actx, ws);
       const sb = await startSandbox(settings, ws, inv?.mounts ?? [], model, ctx.node.id);
       if (!sb.ok) {
-        log(sb.error.message);
+        ctx.log(sb.error.message);
         if (!sb.error.transient) return err({ reason: 'infra', message: `infrastructure: ${sb.error.message}` });
         ctx.doNotCache(`infrastructure error: ${sb.error.message}`);
       }
@@ -838,9 +836,10 @@ export const runStep: StepKind = {
         ...(arm.restore ? { restored: restored.value } : {}),
         sandbox: sandboxReceipt,
       };
-      log(`${ctx.node.id}: ${exitReason} in ${(wallMs / 1000).toFixed(2)} s, ${resultJson.files_changed} file(s) changed`);
+      ctx.log(`${ctx.node.id}: ${exitReason} in ${(wallMs / 1000).toFixed(2)} s, ${resultJson.files_changed} file(s) changed`);
       const json = (value: unknown) => JSON.stringify(value, null, 2) + '\n';
-      const made: Record<RunOutput, OutputEntry> = {
+      // Every output the kind declares (RUN_OUTPUTS), by the type: one left out does not compile.
+      const outputs: Record<RunOutput, OutputEntry> = {
         [RUN_RESULT.name]: putFileOutput(ctx.artifacts, json(resultJson)),
         [TRAJECTORY.name]: putFileOutput(ctx.artifacts, redact(json(parsed.trajectory), { hostPaths })),
         [GATEWAY_LOG.name]: putFileOutput(ctx.artifacts, model ? redact(readFileSync(join(ctx.workDir, GATEWAY_LOG.name), 'utf8'), { hostPaths }) : ''),
@@ -848,11 +847,9 @@ export const runStep: StepKind = {
         [CHANGES.name]: putFileOutput(ctx.artifacts, json(changes)),
         [CHANGED.name]: changed,
       };
-      const outputs: OutputManifest = {};
-      for (const { name } of RUN_OUTPUTS) outputs[name] = made[name];
       return ok(outputs);
     } catch (e) {
-      log(errorMessage(e));
+      ctx.log(errorMessage(e));
       return err({ reason: 'infra', message: `attempt could not run: ${errorMessage(e)}` });
     } finally {
       await sandbox?.close();

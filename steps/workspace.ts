@@ -109,13 +109,16 @@ function kindOf(st: Stats): string {
   return 'a special file';
 }
 
+/** A path that is no longer what the walk listed there (a process of the attempt outlived it, or the walk raced one). */
+const changedMeanwhile = (path: string) => new Error(`${path} changed while the workspace was read (it is no longer the file or link listed)`);
+
 /** Opens a path that must be the very regular file `expected` (no symlink, not swapped since it was listed). */
 function openNoFollow(path: string, expected: Stats): number {
   const fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
   const st = fstatSync(fd);
   if (!st.isFile() || st.ino !== expected.ino || st.dev !== expected.dev) {
     closeSync(fd);
-    throw new Error(`${path} changed while the workspace was read (it is no longer the file listed)`);
+    throw changedMeanwhile(path);
   }
   return fd;
 }
@@ -260,10 +263,9 @@ export function storeWritten(
     assertNoSymlinkParent(from, p);
     const at = join(from, p);
     const st = lstatSync(at);
-    const changedMeanwhile = () => new Error(`${at} changed while the workspace was read (it is no longer the file or link listed)`);
     if (st.isSymbolicLink()) {
       const target = readlinkSync(at);
-      if (`link:${target}` !== state) throw changedMeanwhile();
+      if (`link:${target}` !== state) throw changedMeanwhile(at);
       items.push({ path: p, entry: { type: 'symlink', target } });
       continue;
     }
@@ -276,7 +278,7 @@ export function storeWritten(
       closeSync(fd);
     }
     const executable = (st.mode & 0o111) !== 0;
-    if (`${stored.digest}${executable ? ':x' : ''}` !== state) throw changedMeanwhile();
+    if (`${stored.digest}${executable ? ':x' : ''}` !== state) throw changedMeanwhile(at);
     items.push({ path: p, entry: { type: 'file', digest: stored.digest, size: stored.size, executable } });
   }
   return buildTree(items, (entries) => cas.putTree(entries));

@@ -153,8 +153,8 @@ export class Cas {
   }
 
   /**
-   * Stores the file open at `fd` from where it is read to its end, as putFile does (the caller
-   * opened it: a workspace file is opened without following a link, and checked, before it is read).
+   * Stores the whole file open at `fd` (read from its start, whatever its offset), as putFile does
+   * (the caller opened it: a workspace file is opened without following a link, and checked).
    */
   putOpenFile(fd: number): { digest: Sha256; size: number } {
     // A file that fits the I/O buffer is read once: hashed, and written only when the store lacks it.
