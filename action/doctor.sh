@@ -1,5 +1,12 @@
 #!/usr/bin/env bash
-# Prepares the head checkout (the prepare input) and checks every prerequisite of the config.
+# Checks every prerequisite of what will run. On a pull request that is the review tree (the
+# base's checkout, prepared by the base step: the pull request's own scripts never run); on a
+# push, the checkout, prepared here.
 set -euo pipefail
-if [ -n "${INPUT_PREPARE:-}" ]; then bash -e -c "$INPUT_PREPARE"; fi
+if [ -f "${RUNNER_TEMP:-}/pairbench-review.json" ]; then
+  top=$(git rev-parse --show-toplevel)
+  cd "$RUNNER_TEMP/pairbench-base/$(realpath --relative-to="$top" "$(pwd)")"
+elif [ -n "${INPUT_PREPARE:-}" ]; then
+  bash -e -c "$INPUT_PREPARE"
+fi
 pairbench doctor --config "$INPUT_CONFIG"

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# The check's result: run --fail-on's exit code (pairbench run --help: 3 a verdict in fail-on).
+# The check's result, last (so the summary, the comment and the bundle exist whatever it is):
+# pairbench check's exit code (3: a gate failed, a protocol change, a refused treatment), or the
+# run's when it failed.
 set -uo pipefail
 case "${GATE:-}" in
   0) exit 0 ;;
-  3) echo "::error::pairbench: a comparison's verdict is in fail-on, or the run analysed none (see the summary)"; exit 3 ;;
-  '') echo "::error::pairbench: the run did not report its gate"; exit 1 ;;
-  *) echo "::error::pairbench run failed (exit $GATE; see its step's log)"; exit "$GATE" ;;
+  3) echo "::error::pairbench: the check failed (its first line says which gate and why: see the comment or the job summary)"; exit 3 ;;
+  '') echo "::error::pairbench: the check did not report its result"; exit 1 ;;
+  *) echo "::error::pairbench failed (exit $GATE; see the run's and the check's logs)"; exit "$GATE" ;;
 esac

@@ -60,6 +60,12 @@ export const OPTIONS = {
   list: { value: false, short: 'l' },
   shard: { value: true },
   'remote-cache': { value: true },
+  'ignore-config-cache': { value: false },
+  'cache-auth-env': {
+    value: true,
+    check: (v) => (/^[A-Za-z_][A-Za-z0-9_]*$/.test(v) ? undefined : `--cache-auth-env takes the name of an environment variable, not "${v}"`),
+  },
+  'read-store': { value: true },
   'cache-mode': { value: true },
   executor: { value: true },
   'fail-on': { value: true, check: (v) => failOnProblem(v) },
@@ -68,6 +74,12 @@ export const OPTIONS = {
   port: { value: true, check: (v) => (/^\d+$/.test(v) && Number(v) <= 65535 ? undefined : `--port takes a port number (0-65535), not "${v}"`) },
   host: { value: true },
   html: { value: true },
+  base: { value: true },
+  'base-missing': { value: true },
+  review: { value: true },
+  link: { value: true },
+  'base-label': { value: true },
+  'head-label': { value: true },
 } as const satisfies Record<string, OptionSpec>;
 export type OptionName = keyof typeof OPTIONS;
 

@@ -209,6 +209,8 @@ export interface RunOptions {
   lockStaleMs?: number;
   /** The remote tier: read on a local miss, written after a node succeeds. */
   remote?: RemoteCache;
+  /** Stores read on a local miss, before the remote tier, never written (a base branch's store: caching/read-only-stores.ts). */
+  readStores?: readonly Store[];
   /** Only the nodes this shard owns execute; the others are used from a cache or left (pipeline/shard.ts). */
   shard?: Shard;
   /** Where a node executes (default: here, under the store's per-key lock). */
@@ -263,11 +265,11 @@ export async function run(
   const promiseOf = (id: string): Promise<NodeState> => promises.get(id) ?? Promise.resolve(states.get(id)!);
   // Where records are found and kept: the local store, and the remote tier behind it when there is one
   // (whose local hits are published at the end, unless a remote executor's workers write it themselves).
-  const cache = cacheFor(store, options.remote, { publishLocalHits: !options.executor });
+  const cache = cacheFor(store, options.remote, { publishLocalHits: !options.executor }, options.readStores);
   // The hits this run used, by node: a node executing here makes what it reads of them local first.
   const hits = new Map<string, CacheHit>();
   const noteHit = (node: GraphNode, hit: CacheHit) => {
-    emit({ type: 'cached', node: node.id, key: hit.record.key, builtElsewhere: hit.tier !== 'local', ...(hit.tier === 'remote' ? { remote: true } : {}) });
+    emit({ type: 'cached', node: node.id, key: hit.record.key, builtElsewhere: hit.tier !== 'local', ...(hit.tier !== 'local' ? { from: hit.tier } : {}) });
     used.push(hit.record.key);
     hits.set(node.id, hit);
   };
@@ -479,12 +481,22 @@ export async function executeHere(
 ): Promise<NodeState> {
   const emit = (e: EngineEvent) => options.reporter.event(e);
   const used: CacheKey[] = [];
-  return executeLocked(ctx, node, key, inputs, records, options, emit, used, cacheFor(ctx.store, options.remote, { publishLocalHits: false }));
+  return executeLocked(
+    ctx,
+    node,
+    key,
+    inputs,
+    records,
+    options,
+    emit,
+    used,
+    cacheFor(ctx.store, options.remote, { publishLocalHits: false }, options.readStores),
+  );
 }
 
-/** The local store, with the remote tier behind it when there is one. */
-export function cacheFor(store: Store, remote: RemoteCache | undefined, options: { publishLocalHits: boolean }): Cache {
-  const local = new LocalCache(store);
+/** The local store (with the read-only stores behind it), and the remote tier behind them when there is one. */
+export function cacheFor(store: Store, remote: RemoteCache | undefined, options: { publishLocalHits: boolean }, readStores: readonly Store[] = []): Cache {
+  const local = new LocalCache(store, readStores);
   return remote ? new TieredCache(local, new RemoteTier(store, remote), options) : local;
 }
 

@@ -5,7 +5,7 @@ import type { StepFailure } from './step-kind.js';
 /** What the engine tells a reporter; reporters decide how (or whether) to show it. */
 export type EngineEvent =
   | { type: 'start'; total: number; steps: { name: string; nodes: number }[] }
-  | { type: 'cached'; node: string; key: CacheKey; builtElsewhere: boolean; remote?: boolean }
+  | { type: 'cached'; node: string; key: CacheKey; builtElsewhere: boolean; from?: 'remote' | 'read-only' }
   | { type: 'waiting'; node: string; holder: string }
   | { type: 'running'; node: string }
   | { type: 'done'; node: string; key: CacheKey; durationMs: number; recorded: boolean; outcome?: { word: string; detail: string }; worker?: string }

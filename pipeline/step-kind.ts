@@ -32,6 +32,12 @@ export interface FileInputSpec {
   pattern: string;
   /** Where it was written, for errors. */
   field: FieldPath;
+  /**
+   * The input is an arm's treatment (a file the arm adds to the agent's tree): what a pull
+   * request under review may change (`pairbench review` lets it differ from the base's only
+   * where every node that reads it reads it as such).
+   */
+  treatment?: { step: string; arm: string };
 }
 
 export interface StagedFile {

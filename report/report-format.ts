@@ -353,21 +353,38 @@ export function escapeHtml(s: string): string {
   return s.replace(/[&<>"']/g, (ch) => `&#${ch.charCodeAt(0)};`);
 }
 
+/** A zero-width space: breaks what GitHub would turn into a mention, a reference or a link, and reads the same. */
+const ZWSP = '\u200b';
+
 /**
- * Text for Markdown (GitHub-flavoured, as in a CI job summary, which also renders
- * HTML): inline markup characters are backslash-escaped, angle brackets and ampersands
- * become entities, and line breaks become spaces so a value cannot break a table.
+ * Text for Markdown, inert where GitHub renders it (a pull-request comment, a CI job summary,
+ * which also render HTML): whatever a bundle, a config or an agent put in it renders as the same
+ * text and nothing else. Inline markup characters are backslash-escaped (emphasis, code, links,
+ * tables, math, headings); angle brackets and ampersands become entities (no HTML); line breaks
+ * and runs of blanks become one space, and control and bidirectional characters go (a value
+ * cannot break a table or a line, or start a block); a line-start list or quote marker is
+ * escaped; and what GitHub links after rendering (@mentions, #123 references, bare URLs and
+ * www. names, e-mail addresses) is broken by a zero-width space.
  */
 export function escapeMarkdown(s: string): string {
   return (
     s
-      .replace(/\r\n|\r|\n/g, ' ')
-      .replace(/[\\`*[\]|~]/g, (ch) => `\\${ch}`)
+      // eslint-disable-next-line no-control-regex
+      .replace(/[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]+/g, ' ')
+      .replace(/\s+/g, ' ')
+      .replace(/[\\`*[\]|~#$!]/g, (ch) => `\\${ch}`)
       // Intraword underscores (stub_function) are literal in GFM; others could start emphasis.
       .replace(/(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])/g, '\\_')
       .replace(/&/g, '&amp;')
       .replace(/</g, '&lt;')
       .replace(/>/g, '&gt;')
+      // A list marker where the value starts a line (or a list item's content).
+      .replace(/^([-+]|\d+[.)])(?=\s|$)/, (m) => `${m.slice(0, -1)}\\${m.slice(-1)}`)
+      // What GitHub turns into links or pings after rendering: @user, #123, http(s)://, www., user@host.
+      .replace(/@/g, `@${ZWSP}`)
+      .replace(/#(?=\d)/g, `#${ZWSP}`)
+      .replace(/:\/\//g, `:${ZWSP}//`)
+      .replace(/\bwww\./gi, (m) => `${m.slice(0, 3)}${ZWSP}.`)
   );
 }
 

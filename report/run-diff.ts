@@ -3,7 +3,7 @@
  * and as a self-contained HTML page. Both render the same rows (diffRows), so the comment and
  * the page never disagree. Every string from a bundle passes through the escapers.
  */
-import type { ComparisonDiff, RunDiff } from '../stats/run-diff.js';
+import type { ComparisonDiff, FlippedTask, RunDiff } from '../stats/run-diff.js';
 import { escapeHtml, escapeMarkdown, NONE, pct, pp, ratio, verdictWord } from './report-format.js';
 
 function side(f: ComparisonDiff['base']): string {
@@ -21,7 +21,7 @@ function costChange(d: ComparisonDiff): string {
   return parts.length ? parts.join(', ') : NONE;
 }
 
-const HEADERS = ['comparison', 'base', 'head', 'effect change (head - base)', 'flipped tasks', 'cost per attempt (head / base)'];
+const HEADERS = ['comparison', 'base', 'head', 'effect change (head - base)', 'flipped beyond noise', 'cost per attempt (head / base)'];
 
 /** One row per comparison, its cells in words in the order of HEADERS: what both renderers show. */
 function diffRows(diff: RunDiff): string[][] {
@@ -35,13 +35,22 @@ function diffRows(diff: RunDiff): string[][] {
   ]);
 }
 
-/** Each flipped task in words (plain text: each renderer escapes it). */
-function flippedText(d: ComparisonDiff): string[] {
-  return d.flipped.map(
-    (f) =>
-      `${f.task}: ${d.control} ${pct(f.control.base)} → ${pct(f.control.head)}, ${d.treatment} ${pct(f.treatment.base)} → ${pct(f.treatment.head)} ` +
-      `(pass rates; outcome ${f.base_class} → ${f.head_class})`,
-  );
+/** A task's change in words (plain text: each renderer escapes it). */
+const taskLine = (d: ComparisonDiff, f: FlippedTask) =>
+  `${f.task}: ${d.control} ${pct(f.control.base)} → ${pct(f.control.head)}, ${d.treatment} ${pct(f.treatment.base)} → ${pct(f.treatment.head)} ` +
+  `(pass rates; outcome ${f.base_class} → ${f.head_class}; p ${f.p.toPrecision(2)})`;
+
+/**
+ * The tasks of a comparison in words: those beyond noise on their own, headed by how many a change
+ * that does nothing would list at this size, and those that moved within it.
+ */
+function tasksText(d: ComparisonDiff): { head: string; flipped: string[]; moved: string[] } | null {
+  if (d.flips_expected_no_change === null) return null;
+  const noise = `a change that does nothing would list about ${d.flips_expected_no_change.toFixed(1)} at this size`;
+  const head = d.flipped.length
+    ? `Flipped beyond noise in ${d.treatment} vs ${d.control} (${noise}):`
+    : `No task of ${d.treatment} vs ${d.control} changed beyond noise on its own (${noise}; a task needs ${d.reps_for_one_task_flip} reps a side to show a flip alone)${d.moved.length ? '. Moved within noise:' : '.'}`;
+  return { head, flipped: d.flipped.map((f) => taskLine(d, f)), moved: d.moved.map((f) => taskLine(d, f)) };
 }
 
 function title(diff: RunDiff): string {
@@ -56,8 +65,11 @@ export function runDiffMarkdown(diff: RunDiff): string {
   }
   out.push(`| ${HEADERS.join(' | ')} |`, `|${HEADERS.map(() => '---').join('|')}|`);
   for (const r of diffRows(diff)) out.push(`| ${r.map(escapeMarkdown).join(' | ')} |`);
-  for (const d of diff.comparisons.filter((x) => x.flipped.length))
-    out.push('', `Flipped in ${escapeMarkdown(`${d.treatment} vs ${d.control}`)}:`, ...flippedText(d).map((l) => `- ${escapeMarkdown(l)}`));
+  for (const d of diff.comparisons) {
+    const t = tasksText(d);
+    if (t && (t.flipped.length || t.moved.length))
+      out.push('', escapeMarkdown(t.head), ...[...t.flipped, ...(t.flipped.length ? [] : t.moved)].map((l) => `- ${escapeMarkdown(l)}`));
+  }
   out.push(
     '',
     `Base: ${escapeMarkdown(diff.base.label)}. Head: ${escapeMarkdown(diff.head.label)}. The effect change is paired by task over the tasks both runs share (cluster t over the task or family units).`,
@@ -74,12 +86,11 @@ export function runDiffHtml(diff: RunDiff): string {
     ? `<section class="warning"><p><strong>The runs differ</strong> (named, not averaged over):</p><ul>${diff.mismatches.map((m) => `<li>${escapeHtml(m)}</li>`).join('')}</ul></section>`
     : '';
   const flipped = diff.comparisons
-    .filter((d) => d.flipped.length)
+    .map(tasksText)
+    .filter((t) => t !== null && (t.flipped.length || t.moved.length))
     .map(
-      (d) =>
-        `<h2>Flipped in ${escapeHtml(`${d.treatment} vs ${d.control}`)}</h2><ul>${flippedText(d)
-          .map((l) => `<li>${escapeHtml(l)}</li>`)
-          .join('')}</ul>`,
+      (t) =>
+        `<h2>${escapeHtml(t!.head)}</h2><ul>${[...t!.flipped, ...(t!.flipped.length ? [] : t!.moved)].map((l) => `<li>${escapeHtml(l)}</li>`).join('')}</ul>`,
     )
     .join('\n');
   return `<!doctype html>

@@ -128,7 +128,12 @@ export interface AnalysisSpec {
   stopping?: StoppingSpec;
   /** The arms are crossed with models (or agents): each compared within each, and the interaction tested (stats/crossed.ts). */
   by?: CrossedBy;
+  /** The pull-request check, preregistered (absent: the default gate, stats/verdicts.ts DEFAULT_FAIL_ON). */
+  gate?: GatePolicy;
 }
+
+/** A cohort's pull-request check: what fails it, not-noninferior's margin, and the drop regression must catch. */
+export type GatePolicy = NonNullable<AnalyzeStep['gate']>;
 
 /** What a cohort crosses its arms with: the agent's model, or the agent itself. */
 export type CrossedBy = 'model' | 'agent';

@@ -103,6 +103,7 @@ export function analysisSpecOf(step: StepConfig, schedule: string[][] = []): Ana
     ...(c.factorial ? { factorial: c.factorial } : {}),
     ...(c.comparisons?.length ? { comparisons: c.comparisons } : {}),
     ...(c.by ? { by: c.by } : {}),
+    ...(c.gate ? { gate: c.gate } : {}),
   });
 }
 
@@ -164,6 +165,15 @@ export const analyzeStep: StepKind = {
         message: `sequential stopping needs the cohort's attempts from exactly one run step, through audit steps in needs (found: ${[...runStepsUpstream(step, steps)].join(', ') || 'none'})`,
         location: step.source.locate([...step.path, 'stopping']),
         hint: 'the looks order the families of that run step; analyse one run step per sequential cohort',
+      });
+    }
+    const g = cfg(step).gate;
+    if (g?.fail_on?.includes('not-noninferior') && g.noninferiority_margin === undefined) {
+      problems.push({
+        field: `steps.${step.name}.gate.noninferiority_margin`,
+        message: 'gate.fail_on lists not-noninferior, which needs its preregistered margin: set gate.noninferiority_margin (e.g. 0.2 for 20 pp)',
+        location: step.source.locate([...step.path, 'gate']),
+        hint: '`pairbench size` says which margin this cohort can carry',
       });
     }
     const o = cfg(step).overhead;

@@ -169,7 +169,10 @@ export const certifyStep: StepKind = {
     const out: FileInputSpec[] = [];
     if (task.verifier.filesDir) out.push({ pattern: relative(node.step.rootDir, task.verifier.filesDir), field: ['tasks'] });
     if (task.solution.script) out.push({ pattern: relative(node.step.rootDir, dirname(task.solution.script)), field: ['tasks'] });
-    for (const arm of Object.values(armsOf(node))) for (const [, src] of fileSources(arm.files)) out.push({ pattern: src, field: ['tasks'] });
+    for (const [name, arm] of Object.entries(armsOf(node))) {
+      const [step, armName] = [name.slice(0, name.indexOf(':')), name.slice(name.indexOf(':') + 1)];
+      for (const [, src] of fileSources(arm.files)) out.push({ pattern: src, field: ['tasks'], treatment: { step, arm: armName } });
+    }
     return out;
   },
   selectUpstream(node, upstream) {

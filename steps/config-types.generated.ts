@@ -715,6 +715,22 @@ export interface AnalyzeStep {
     out: string;
   };
   /**
+   * The pull-request check, preregistered with the cohort: on a pull request the base branch's cohort decides it (pairbench review; the GitHub Action). fail_on lists what fails the check: verdicts of the head's own analysis, and the gates of the head against the base, paired by task over the tasks both ran: regression (a drop below the base's effect, one-sided exact test at the cohort's alpha), new-harm (more tasks the head hurts in every rep, that the base did not, than no change gives at alpha), not-noninferior (the head is not shown within noninferiority_margin of the base: the lower bound of head - base at alpha is not above -margin). Without gate: fail_on [negative, unisolated, invalid, regression, new-harm]. `pairbench size` says what size each gate needs.
+   */
+  gate?: {
+    fail_on?: (
+      'positive' | 'negative' | 'within-noise' | 'insufficient-n' | 'unisolated' | 'refused' | 'invalid' | 'regression' | 'new-harm' | 'not-noninferior'
+    )[];
+    /**
+     * not-noninferior's margin, as a difference of pass rates (0.2 = 20 pp): the most harm a change may do and still be shown safe. Needed when fail_on lists not-noninferior.
+     */
+    noninferiority_margin?: number;
+    /**
+     * The drop in the treatment's pass rate the regression gate must catch with the cohort's power (default 0.3): pairbench size and doctor say what size that takes, and when the cohort is smaller.
+     */
+    detect?: number;
+  };
+  /**
    * The cohort's preregistered version: its freeze (derived from every step upstream of the analysis) is bound to it at its first observation (an attempt executed, an analysis, look, gate or export produced or reused); change anything frozen and run refuses until this is bumped.
    */
   version?: number;

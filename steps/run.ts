@@ -524,7 +524,13 @@ export const runStep: StepKind = {
   fileInputs(node): FileInputSpec[] {
     const s = spec(node.step);
     const arm = armOf(s, node.matrix['arm']!);
-    const out: FileInputSpec[] = fileSources(arm.files).map(([dest, src]) => ({ pattern: src, field: ['arms', node.matrix['arm']!, 'files', dest] }));
+    const name = node.matrix['arm']!;
+    const out: FileInputSpec[] = fileSources(arm.files).map(([dest, src]) => ({
+      pattern: src,
+      field: ['arms', name, 'files', dest],
+      // An ablation arm's files are its base arm's unless it names its own.
+      treatment: { step: node.step.name, arm: arm.ablate && !s.arms[name]?.files ? arm.ablate.from : name },
+    }));
     if (s.model?.fake_script) out.push({ pattern: fakeScriptOf(s, node)!, field: ['model', 'fake_script'] });
     if (s.model?.prices) out.push({ pattern: s.model.prices, field: ['model', 'prices'] });
     // The oracle's solution directory (its solve script and what it reads) is an input of its attempts (a patch is in keyConfig as text).

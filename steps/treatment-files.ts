@@ -6,7 +6,9 @@
  * what that step produced.
  */
 import { normalize } from 'node:path';
+import type { StepConfig } from '../pipeline/config/load.js';
 import type { StagedFile, UpstreamOutputs, GraphNode } from '../pipeline/step-kind.js';
+import { specIf } from './step-spec.js';
 import type { OutputEntry } from '../pipeline/store/cas.js';
 
 export type TreatmentSource = string | { from: string; out: string };
@@ -57,4 +59,20 @@ export function treatmentEntry(
   if (!isStepOutput(src)) return files.find((f) => f.path === normalizedPath(src))?.entry;
   const producers = new Set(node.upstream.filter((u) => u.step.name === src.from).map((u) => u.id));
   return upstream.find((u) => producers.has(u.node) && u.outputs[src.out])?.outputs[src.out];
+}
+
+/**
+ * The arms a pull request may change (`pairbench review`): every arm of a run step but the
+ * control of an analysis that reads it. A control is the protocol: what a treatment is measured
+ * against is the base's to say.
+ */
+export function armsUnderReview(steps: readonly StepConfig[]): Map<string, Set<string>> {
+  const controls = new Set(steps.flatMap((s) => specIf(s, 'analyze')?.control ?? []));
+  const out = new Map<string, Set<string>>();
+  for (const s of steps) {
+    const run = specIf(s, 'run');
+    if (!run) continue;
+    out.set(s.name, new Set(Object.keys(run.arms).filter((a) => !controls.has(a))));
+  }
+  return out;
 }

@@ -59,9 +59,25 @@ describe.skipIf(!existsSync(claudeBinary()))('pairbench compare: the shipped CLA
     expect(out).toMatchObject({ comparable: true, mismatches: [], base: { cohort: 'context-file', version: 1 }, head: { cohort: 'context-file', version: 2 } });
     const [c] = out.comparisons;
     expect(c).toMatchObject({ treatment: 'claude-md', control: 'control', base: { verdict: 'positive', delta: 0.75 }, head: { delta: 0.5 } });
-    // The two arithmetic tasks flipped in the treatment (solved, now broken); the control did not move.
-    expect(c.flipped.map((f: { task: string }) => f.task)).toEqual(['split-cents', 'sum-cents']);
-    for (const f of c.flipped) expect(f).toMatchObject({ control: { base: 1, head: 1 }, treatment: { base: 1, head: 0 }, base_class: 'b', head_class: 'c' });
+    // The two arithmetic tasks moved in the treatment (solved, now broken); the control did not move. At 2 reps
+    // a side neither is a flip on its own (p 1/3: a change that does nothing moves a task that far that often).
+    expect(c.flipped).toEqual([]);
+    expect(c.moved.map((f: { task: string }) => f.task)).toEqual(['split-cents', 'sum-cents']);
+    for (const f of c.moved)
+      expect(f).toMatchObject({
+        control: { base: 1, head: 1 },
+        treatment: { base: 1, head: 0 },
+        base_class: 'b',
+        head_class: 'c',
+        change: -1,
+        consistent: true,
+      });
+    expect(c.moved[0].p).toBeCloseTo(1 / 3, 12);
+    expect(c.flips_expected_no_change).toBe(0);
+    expect(c.reps_for_one_task_flip).toBe(4);
+    // Together they are evidence: the exact tests over all tasks.
+    expect(c.tests.regression.p).toBeCloseTo(1 / 36, 12);
+    expect(c.tests.new_harm).toMatchObject({ tasks: ['split-cents', 'sum-cents'] });
     expect(c.shared_tasks).toHaveLength(8);
     expect(c.effect_change.estimate).toBeCloseTo(-0.25, 12);
     expect(c.effect_change.ci).toMatchObject({ method: 'cluster-t', confidence: 0.95, units: 8 });
@@ -73,11 +89,14 @@ describe.skipIf(!existsSync(claudeBinary()))('pairbench compare: the shipped CLA
     expect(md.code, md.stderr).toBe(0);
     expect(md.stdout).toContain('## pairbench compare: context-file v1 (base) vs context-file v2 (head)');
     expect(md.stdout).toMatch(
-      /\| claude-md vs control \| POSITIVE \+75\.0 pp \| WITHIN NOISE \+50\.0 pp \| -25\.0 pp \(95% CI -\d+\.\d pp to \+\d+\.\d pp; 8 tasks\) \| split-cents, sum-cents \|/,
+      /\| claude-md vs control \| POSITIVE \+75\.0 pp \| WITHIN NOISE \+50\.0 pp \| -25\.0 pp \(95% CI -\d+\.\d pp to \+\d+\.\d pp; 8 tasks\) \| none \|/,
     );
-    expect(md.stdout).toContain('- sum-cents: control 100.0% → 100.0%, claude-md 100.0% → 0.0% (pass rates; outcome b → c)');
+    expect(md.stdout).toContain(
+      'No task of claude-md vs control changed beyond noise on its own (a change that does nothing would list about 0.0 at this size; a task needs 4 reps a side to show a flip alone). Moved within noise:',
+    );
+    expect(md.stdout).toContain('- sum-cents: control 100.0% → 100.0%, claude-md 100.0% → 0.0% (pass rates; outcome b → c; p 0.33)');
     const page = readFileSync(html, 'utf8');
-    expect(page).toContain('<td>split-cents, sum-cents</td>');
+    expect(page).toContain('<td>none</td>');
     expect(page).toContain('sum-cents: control 100.0% → 100.0%');
   });
 

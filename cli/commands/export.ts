@@ -12,7 +12,7 @@ import { ANY_OPERANDS, CONFIG_ERROR, defineCommand, EXIT, fail } from '../comman
 import { printJson } from '../json-output.js';
 import { selectOrFail } from '../node-selection.js';
 import { ownKeys } from '../project.js';
-import { remoteCacheFor } from '../remote.js';
+import { CONFIG_CACHE_OPTIONS, remoteCacheFor, remoteFlags } from '../remote.js';
 import { writeStoredBundle } from '../stored-bundle.js';
 
 /**
@@ -101,6 +101,7 @@ DIR/<cohort>/pairbench/ (what verify-bundle checks)`,
       'URL',
       'fetch the bundle from this remote cache when the store holds only\nits record (a run that replayed remote hits); cache.remote otherwise',
     ],
+    ...CONFIG_CACHE_OPTIONS,
     ['progress', 'MODE', 'auto (a bar on a terminal for a bundle over 64 MiB), plain (a line\nat every tenth of the bytes written), none'],
   ],
   operands: ANY_OPERANDS,
@@ -154,14 +155,14 @@ DIR/<cohort>/pairbench/ (what verify-bundle checks)`,
       const bundleDir = staging ? join(staging, 'bundle') : dest;
       const bundle = found.record.outputs[BUNDLE_OUTPUT]!;
       // A bundle whose record came from the remote cache is fetched now (records travel first, blobs when read).
-      const remote = remoteCacheFor(config, { url: values['remote-cache'], mode: 'read-only' }, io.env, (message) => io.stderr.write(`warning: ${message}\n`));
+      const remote = remoteCacheFor(config, remoteFlags(values, 'read-only'), io.env, (message) => io.stderr.write(`warning: ${message}\n`));
       if (remote?.ok && !(await ensureLocal(ctx.store, remote.value, [bundle])))
         return fail(
           io,
           json,
           [
             {
-              message: `${n.id}: its bundle could not be fetched from the remote cache ${values['remote-cache'] ?? config.cache?.remote}`,
+              message: `${n.id}: its bundle could not be fetched from the remote cache ${values['remote-cache'] ?? (values['ignore-config-cache'] ? '' : config.cache?.remote)}`,
               hint: 'check that the cache is reachable, then export again',
             },
           ],

@@ -3,6 +3,7 @@
  * folder and its line here: the parser, its --help and the dispatch follow from it.
  */
 import type { Command } from '../command.js';
+import { checkCommand } from './check.js';
 import { compareCommand } from './compare.js';
 import { doctorCommand } from './doctor.js';
 import { explainCommand } from './explain.js';
@@ -15,6 +16,7 @@ import { historyCommand } from './history.js';
 import { initCommand } from './init.js';
 import { planCommand } from './plan.js';
 import { probeCommand } from './probe.js';
+import { reviewCommand } from './review.js';
 import { runCommand } from './run.js';
 import { showCommand } from './show.js';
 import { statusCommand } from './status.js';
@@ -38,6 +40,8 @@ const ALL = [
   exportCommand,
   verifyBundleCommand,
   compareCommand,
+  reviewCommand,
+  checkCommand,
   generateCommand,
   workerCommand,
   viewCommand,

@@ -4,7 +4,7 @@ import { CONFIG_ERROR, defineCommand, EXIT, fail } from '../command.js';
 import { printJson } from '../json-output.js';
 import { oneNode, selectNodes } from '../node-selection.js';
 import { ownKeys } from '../project.js';
-import { remoteCacheFor } from '../remote.js';
+import { CONFIG_CACHE_OPTIONS, remoteCacheFor, remoteFlags } from '../remote.js';
 
 export const showCommand = defineCommand({
   name: 'show',
@@ -22,6 +22,7 @@ cannot be had).`,
   options: [
     ['list', null, "list instead of printing (an output file's entry)"],
     ['remote-cache', 'URL', 'where to fetch the bytes of a record the remote cache supplied (overrides cache.remote; read only)'],
+    ...CONFIG_CACHE_OPTIONS,
   ],
   operands: { min: 1, max: 2, message: 'show takes a NODE and, optionally, one OUTPUT' },
   config: true,
@@ -39,7 +40,7 @@ cannot be had).`,
     let shown = showNode(ctx, node, entries, own, output, Boolean(values.list));
     // A record replayed from the remote cache: its bytes are fetched (read-only) and shown.
     if (!shown.ok && shown.code === 'not-local') {
-      const remote = remoteCacheFor(config, { url: values['remote-cache'], mode: 'read-only' }, io.env, (m) => io.stderr.write(`warning: ${m}\n`));
+      const remote = remoteCacheFor(config, remoteFlags(values, 'read-only'), io.env, (m) => io.stderr.write(`warning: ${m}\n`));
       if (remote && !remote.ok) return fail(io, json, [{ message: remote.error }], EXIT.usage);
       if (remote && (await ensureLocal(ctx.store, remote.value, shown.outputs))) shown = showNode(ctx, node, entries, own, output, Boolean(values.list));
     }

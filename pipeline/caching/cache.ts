@@ -12,8 +12,8 @@ import type { OutputEntry } from '../store/cas.js';
 export interface CacheHit {
   status: 'hit';
   record: ActionRecord;
-  /** Where it was found: this store, or a remote tier (the record was built elsewhere). */
-  tier: 'local' | 'remote';
+  /** Where it was found: this store, a read-only store behind it (copied here), or a remote tier (the last two: built elsewhere). */
+  tier: 'local' | 'read-only' | 'remote';
   /**
    * Makes these outputs' blobs (by default all of the record's) readable from the local store,
    * fetching what it lacks; false when the tier cannot supply them intact.

@@ -106,7 +106,8 @@ export class PlainReporter implements Reporter {
       case 'start':
         return `pairbench: ${e.total} nodes in ${e.steps.length} steps`;
       case 'cached':
-        if (e.remote) return this.options.verbose ? this.paint('dim', `cached  ${e.node} (remote cache)`) : undefined;
+        if (e.from)
+          return this.options.verbose ? this.paint('dim', `cached  ${e.node} (${e.from === 'remote' ? 'remote cache' : 'read-only store'})`) : undefined;
         return e.builtElsewhere ? `cached  ${e.node} (built by a concurrent run)` : this.options.verbose ? this.paint('dim', `cached  ${e.node}`) : undefined;
       case 'waiting':
         return this.paint('yellow', `waiting ${e.node}: another run is building it (${e.holder})`);
