@@ -97,6 +97,8 @@ export interface AgentAdapter {
   systemPrompt?: boolean;
   /** Version of the agent binary (recorded and part of the run key); memoised by the adapter. */
   version(): string;
+  /** The file the agent runs from (a native binary or a Node script), whose bytes are its identity (doctor's canary is cached by them). */
+  binary?(): string;
   /** An agent that is an npm package: its name (doctor checks it is installed at the pinned version) and its provider key's variable. */
   cli?: { package: string; credential: string };
   invocation(ctx: AttemptContext): AgentInvocation | null;

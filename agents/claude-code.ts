@@ -137,6 +137,7 @@ export const claudeCodeAgent: AgentAdapter = {
     const file = dest.split('/').pop()!;
     return file === 'CLAUDE.md' || file === 'CLAUDE.local.md' ? { kind: 'instruction-file', file } : null;
   },
+  binary: () => claudeBinary(),
   version() {
     cachedVersion ??= binaryVersion(claudeBinary(), () => {
       const r = spawnSync(claudeBinary(), ['--version'], { encoding: 'utf8', env: { HOME: '/nonexistent', PATH: process.env['PATH'] ?? '' } });

@@ -207,6 +207,7 @@ export const codexAgent: AgentAdapter = {
   cli: { package: PACKAGE, credential: 'OPENAI_API_KEY' },
   // Codex hands AGENTS.md to the model as a user message "# AGENTS.md instructions for /work".
   deliveryScope: (dest) => (dest.split('/').pop() === 'AGENTS.md' ? { kind: 'instruction-file', file: 'AGENTS.md' } : null),
+  binary: () => codexBinary(),
   version() {
     cachedVersion ??= binaryVersion(codexBinary(), () => {
       const r = spawnSync(codexBinary(), ['--version'], { encoding: 'utf8', env: { HOME: '/nonexistent', PATH: process.env['PATH'] ?? '' } });

@@ -118,6 +118,7 @@ export const geminiCliAgent: AgentAdapter = {
   cli: { package: PACKAGE, credential: 'GEMINI_API_KEY' },
   // Gemini CLI puts GEMINI.md into its system instruction as "--- Context from: GEMINI.md ---".
   deliveryScope: (dest) => (dest.split('/').pop() === 'GEMINI.md' ? { kind: 'instruction-file', file: 'GEMINI.md' } : null),
+  binary: () => geminiCli(),
   version() {
     cachedVersion ??= nodeCliVersion(geminiCli(), { GEMINI_CLI_NO_RELAUNCH: 'true' });
     return cachedVersion;

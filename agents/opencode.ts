@@ -172,6 +172,7 @@ export const opencodeAgent: AgentAdapter = {
   // OpenCode puts AGENTS.md into its system prompt as "Instructions from: /work/AGENTS.md"
   // (CLAUDE.md too, unless told not to: it is told not to read Claude Code's files).
   deliveryScope: (dest) => (dest.split('/').pop() === 'AGENTS.md' ? { kind: 'instruction-file', file: 'AGENTS.md' } : null),
+  binary: () => opencodeBinary(),
   version() {
     cachedVersion ??= binaryVersion(opencodeBinary(), () => {
       const r = spawnSync(opencodeBinary(), ['--version'], { encoding: 'utf8', env: { HOME: '/nonexistent', PATH: process.env['PATH'] ?? '' } });

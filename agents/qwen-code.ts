@@ -52,6 +52,7 @@ export const qwenCodeAgent: AgentAdapter = {
     const file = dest.split('/').pop()!;
     return file === 'QWEN.md' || file === 'AGENTS.md' ? { kind: 'instruction-file', file } : null;
   },
+  binary: () => qwenCli(),
   version() {
     cachedVersion ??= nodeCliVersion(qwenCli());
     return cachedVersion;

@@ -361,6 +361,61 @@ function sequentialSection(spending: SpendingFunction, reps: number, nFixed: num
   );
 }
 
+// 9. The pull-request gates (head against base, stats/head-vs-base.ts), through analyze(), diffRuns() and judgeChange()
+// as `pairbench check` runs them: no-change pull requests (a stochastic agent, the base's control attempts reused),
+// the planner's sizes, and its predicted power beside the measured.
+{
+  const { gateRatesThroughAnalysis } = await import('./pr-calibration.js');
+  const { gateRates, planGates } = await import('../stats/gate-planner.js');
+  const hetero = { low: 0.1, high: 0.9 };
+  for (const [tasks, reps] of [
+    [8, 2],
+    [16, 3],
+    [30, 3],
+  ] as const) {
+    const design = `${tasks} tasks x ${reps} reps, no change`;
+    const r = gateRatesThroughAnalysis({ tasks, reps, baseline: hetero, shift: 0 }, COHORTS, 81_000 + tasks * 10_000);
+    record('PR regression (A/A)', design, Math.round(r.regression * COHORTS), COHORTS, '<= 5%', (x) => x <= 0.05);
+    record('PR new-harm (A/A)', design, Math.round(r.newHarm * COHORTS), COHORTS, '<= 5%', (x) => x <= 0.05);
+    record('compare flips (A/A)', design, Math.round(r.flippedShare * COHORTS * tasks), COHORTS * tasks, '<= 5%', (x) => x <= 0.05);
+  }
+  for (const [reps, margin] of [
+    [2, 0.3],
+    [3, 0.4],
+  ] as const) {
+    const plan = planGates({ tasks: 8, reps, alpha: 0.05, power: 0.8, baseline: 0.5, detect: 0.3, margin, sims: 2000, otherReps: false });
+    const n = plan.noninferiority!.tasks_needed!;
+    const design = `planner: ${n} tasks x ${reps} reps, margin ${margin * 100} pp`;
+    const same = gateRatesThroughAnalysis({ tasks: n, reps, baseline: 0.5, shift: 0, margin }, COHORTS, 91_000 + reps);
+    record('PR not-noninferior (A/A)', design, Math.round(same.notNoninferior! * COHORTS), COHORTS, '<= 5%', (x) => x <= 0.05);
+    const worse = gateRatesThroughAnalysis({ tasks: n, reps, baseline: 0.5, shift: -margin, margin }, COHORTS, 92_000 + reps);
+    const se = Math.sqrt((0.05 * 0.95) / COHORTS);
+    record(
+      'PR shown safe at -margin',
+      design,
+      Math.round((1 - worse.notNoninferior!) * COHORTS),
+      COHORTS,
+      `5% +-${(200 * se).toFixed(1)}`,
+      (x) => x <= 0.05 + 2 * se,
+    );
+  }
+  for (const reps of [2, 3]) {
+    const input = { tasks: 8, reps, alpha: 0.05, power: 0.8, baseline: 0.65, detect: 0.3, sims: 2000, otherReps: false };
+    const n = planGates(input).regression.tasks_needed!;
+    const predicted = gateRates(input, n, reps).regression_power;
+    const measured = gateRatesThroughAnalysis({ tasks: n, reps, baseline: 0.65, shift: -0.3 }, COHORTS, 93_000 + reps).regression;
+    recordRatio(
+      'PR regression power (-30 pp)',
+      `planner: ${n} tasks x ${reps} reps, 65% -> 35%`,
+      measured,
+      COHORTS,
+      `(planner predicted ${(100 * predicted).toFixed(1)}%)`,
+      'pred. +-5',
+      Math.abs(measured - predicted) <= 0.05,
+    );
+  }
+}
+
 const seconds = ((performance.now() - started) / 1000).toFixed(1);
 const missed = rows.filter((r) => !r.ok);
 console.log(`\n${rows.length} rows in ${seconds} s: ${missed.length === 0 ? 'every goal met' : `${missed.length} goal(s) MISSED`}`);

@@ -4,8 +4,15 @@
  * cannot start there (its binary or a library missing, a path not mounted) is found
  * before a cohort spends anything. Nothing is recorded; no provider is contacted.
  */
+import { existsSync } from 'node:fs';
+import { arch, release, type as osType } from 'node:os';
 import type { GraphNode, StagedFile } from '../pipeline/step-kind.js';
+import type { AgentAdapter } from '../agents/adapter.js';
 import { agentAdapters } from '../agents/index.js';
+import { canonicalJson } from '../pipeline/canonical-json.js';
+import { sha256, sha256File, type Sha256 } from '../pipeline/digest.js';
+import { packageVersion } from '../pipeline/package-root.js';
+import type { Store } from '../pipeline/store/store.js';
 import { AGENT_LOG, sandboxOf, runStep } from '../steps/run.js';
 import { specOf } from '../steps/step-spec.js';
 import type { PreflightCheck as DoctorCheck } from '../pipeline/step-kind.js';
@@ -18,7 +25,32 @@ const CANARY_SCRIPT = '.pairbench-doctor/canary-model.json';
 const SCRIPT = { turns: [{ text: 'pairbench doctor canary: done', usage: { input_tokens: 1, output_tokens: 1 } }] };
 const CANARY_WALL_SECONDS = 120;
 
-export async function canaryChecks(loaded: LoadedConfig, io: CliIO, signal?: AbortSignal): Promise<DoctorCheck[]> {
+/**
+ * What a canary's outcome depends on: the agent's bytes and version, the step's agent and sandbox
+ * settings as this machine resolves them, the node's facts (the image IDs), the kernel, Node and
+ * pairbench. A canary that passed with the same digest (in this store, or one it reads) is not run
+ * again: a CI job whose restored store holds it starts no agent to learn it.
+ */
+function canaryIdentity(node: GraphNode, adapter: AgentAdapter): Sha256 | undefined {
+  const bin = adapter.binary?.();
+  if (!bin || !existsSync(bin)) return undefined;
+  const spec = specOf(node.step, 'run');
+  return sha256(
+    canonicalJson({
+      check: 'agent canary',
+      adapter: adapter.name,
+      version: adapter.version(),
+      binary: sha256File(bin).digest,
+      agent: spec.agent,
+      sandbox: sandboxOf(spec),
+      facts: node.annotation ?? null,
+      machine: `${osType()} ${release()} ${arch()}, node ${process.version}`,
+      pairbench: packageVersion(),
+    } as never),
+  );
+}
+
+export async function canaryChecks(loaded: LoadedConfig, io: CliIO, signal?: AbortSignal, readStores: readonly Store[] = []): Promise<DoctorCheck[]> {
   const steps = [...new Set(loaded.graph.nodes.filter((n) => n.kind === runStep).map((n) => n.step))];
   const out: DoctorCheck[] = [];
   for (const step of steps) {
@@ -28,14 +60,35 @@ export async function canaryChecks(loaded: LoadedConfig, io: CliIO, signal?: Abo
     const settings = sandboxOf(spec);
     const where = `${settings.backend}${settings.image ? ` image ${settings.image}` : ''}`;
     const name = `agent canary (step ${step.name}: ${adapter.name} ${adapter.version()} in ${where})`;
-    out.push(await canary(loaded, io, firstAsListed(loaded.graph.nodes.filter((n) => n.step === step)), name, signal));
+    const target = firstAsListed(loaded.graph.nodes.filter((n) => n.step === step));
+    const key = canaryIdentity(target, adapter);
+    const passed = key ? [loaded.ctx.store, ...readStores].map((s) => s.checks.get(key)).find(Boolean) : undefined;
+    if (passed) {
+      out.push({
+        name,
+        ok: true,
+        detail: `passed at ${passed.at} with these agent bytes, this sandbox and this machine (${passed.detail}): not run again`,
+        fix: null,
+      });
+      continue;
+    }
+    const check = await canary(loaded, io, target, name, signal, readStores);
+    if (check.ok && key) loaded.ctx.store.checks.put(key, check.detail);
+    out.push(check);
   }
   return out;
 }
 
-async function canary(loaded: LoadedConfig, io: CliIO, target: GraphNode, name: string, signal: AbortSignal | undefined): Promise<DoctorCheck> {
+async function canary(
+  loaded: LoadedConfig,
+  io: CliIO,
+  target: GraphNode,
+  name: string,
+  signal: AbortSignal | undefined,
+  readStores: readonly Store[],
+): Promise<DoctorCheck> {
   const fail = (detail: string, fix: string): DoctorCheck => ({ name, ok: false, detail, fix });
-  const built = await buildUpstream(loaded, target, io, signal);
+  const built = await buildUpstream(loaded, target, io, signal, undefined, readStores);
   if (!built.ok)
     return fail(
       `the canary's task tree could not be built: ${built.message}`,

@@ -11,6 +11,7 @@ import type { BackendReport, BackendUse } from '../sandboxes/backend-doctor.js';
 import { isolationFallback, sandboxOf, runStep } from '../steps/run.js';
 import { EXIT } from './command.js';
 import type { CliIO, LoadedConfig } from './command-context.js';
+import type { Store } from '../pipeline/store/store.js';
 import type { PreflightCheck, PreflightContext } from '../pipeline/step-kind.js';
 import { builtinStepKinds } from '../steps/index.js';
 import { formatBytes, missing, pass } from '../pipeline/preflight.js';
@@ -69,13 +70,14 @@ export async function runDoctor(
   io: CliIO,
   json: boolean,
   floors: DoctorFloors = DEFAULT_FLOORS,
-  options: { canary?: boolean } = {},
+  options: { canary?: boolean; readStores?: readonly Store[] } = {},
 ): Promise<number> {
   const checks = await doctorChecks(loaded, io.env, floors);
+  checks.push(...(await gateChecks(loaded, io)));
   // The canary starts real agents: only once everything they need is there.
   if (options.canary !== false && checks.every((c) => c.ok)) {
     const { canaryChecks } = await import('./canary.js');
-    checks.push(...(await canaryChecks(loaded, io)));
+    checks.push(...(await canaryChecks(loaded, io, undefined, options.readStores ?? [])));
   }
   const allOk = checks.every((c) => c.ok);
   if (json) {
@@ -95,6 +97,33 @@ export async function runDoctor(
     io.stdout.write(lines.join('\n') + '\n');
   }
   return allOk ? EXIT.ok : EXIT.nodeFailed;
+}
+
+/**
+ * Each cohort's pull-request gate at the cohort's size: a warning (not a missing prerequisite:
+ * the run works) when a gate its check fails on cannot be met there -- regression below the
+ * cohort's power against its `detect` drop, not-noninferior failing more than 5% of pull
+ * requests that change nothing.
+ */
+async function gateChecks(loaded: LoadedConfig, io: CliIO): Promise<DoctorCheck[]> {
+  const { cohortsOf } = await import('./cohorts.js');
+  const { gateShortfalls } = await import('./size.js');
+  const out: DoctorCheck[] = [];
+  for (const c of cohortsOf(loaded.graph.nodes, loaded.inputs, io.env)) {
+    const short = await gateShortfalls(loaded, c);
+    const name = `pull-request gate of cohort ${c.name} at its size`;
+    out.push(
+      short.length
+        ? {
+            name,
+            ok: true,
+            detail: short.join('; '),
+            fix: `pairbench size ${c.name} says what size each gate needs and what it costs; or widen the gate (analyze gate: detect, noninferiority_margin)`,
+          }
+        : pass(name, 'every gate its check fails on can be met at this size'),
+    );
+  }
+  return out;
 }
 
 // ---------------------------------------------------------------------------

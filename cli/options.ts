@@ -80,6 +80,10 @@ export const OPTIONS = {
   link: { value: true },
   'base-label': { value: true },
   'head-label': { value: true },
+  detect: { value: true },
+  margin: { value: true },
+  baseline: { value: true },
+  'cost-per-attempt': { value: true },
 } as const satisfies Record<string, OptionSpec>;
 export type OptionName = keyof typeof OPTIONS;
 

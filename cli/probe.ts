@@ -6,6 +6,7 @@ import { lookup } from '../pipeline/caching/local-cache.js';
 import { withUpstream } from '../pipeline/dag.js';
 import type { GraphNode, StagedFile } from '../pipeline/step-kind.js';
 import type { ActionRecord, OutputManifest } from '../pipeline/store/action-cache.js';
+import type { Store } from '../pipeline/store/store.js';
 import { DEFAULT_WEIGHTS } from '../stats/spec.js';
 import type { CostWeights } from '../stats/types.js';
 import { AGENT_LOG, armOf, BUDGET_EXITS, RUN_RESULT, runStep, type RunOutput } from '../steps/run.js';
@@ -144,12 +145,18 @@ export async function buildUpstream(
   io: CliIO,
   signal: AbortSignal | undefined,
   note: (line: string) => void = () => undefined,
+  readStores: readonly Store[] = [],
 ): Promise<{ ok: true; records: Map<string, ActionRecord> } | { ok: false; message: string }> {
   const prereqs = closure(
     loaded,
     target.upstream.filter((u) => u.kind !== certifyStep),
   );
-  const { states } = await run(loaded.ctx, loaded.inputs, { reporter: silent, hostEnv: io.env, ...(signal ? { signal } : {}) }, prereqs);
+  const { states } = await run(
+    loaded.ctx,
+    loaded.inputs,
+    { reporter: silent, hostEnv: io.env, ...(signal ? { signal } : {}), ...(readStores.length ? { readStores } : {}) },
+    prereqs,
+  );
   const records = new Map<string, ActionRecord>();
   for (const n of prereqs) {
     const s = states.get(n.id);

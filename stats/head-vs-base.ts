@@ -22,9 +22,8 @@
  * 0.05; a gate on a fixed suite asks about these tasks.
  */
 import { holm } from './exact-tests.js';
-import { clusterTInterval, unitsOf } from './inference.js';
+import { unitsOf } from './inference.js';
 import { seededRng, type Rng } from './rng.js';
-import type { Interval } from './types.js';
 
 /** One side's valid pairs of a task, aligned by rep: 1 passed, 0 did not (failures and no answer). */
 export interface SideOutcomes {
@@ -297,23 +296,66 @@ export function newHarmTest(changes: readonly TaskChange[]): NewHarmTest {
 
 export interface NoninferiorityTest {
   margin: number;
-  /** The one-sided lower bound of head - base at the cohort's alpha (cluster t over task or family units); null below 2 units. */
+  /** The lower confidence bound of head - base at the cohort's alpha (a betting bound over the task or family units); null below 2 units. */
   lower: number | null;
-  interval: Interval | null;
   /** Shown not worse than the margin: the lower bound above -margin. */
   shown: boolean;
 }
 
-/** not-noninferior: fails unless the lower bound of head - base is above -margin ("not shown safe"). */
+/**
+ * A one-sided lower confidence bound at level 1 - alpha for the mean of `xs` in [0, 1], valid at
+ * any n and whatever the distribution: a gambler bets, unit by unit in a fixed order, that the
+ * mean is above m, with predictable plug-in stakes sized for n units (Waudby-Smith and Ramdas,
+ * "Estimating means of bounded random variables by betting", 2024); by Ville's inequality a
+ * candidate m at or under the true mean makes his wealth reach 1 / alpha with probability at
+ * most alpha, so the m he never reaches it on bound the mean from below. The smaller m is, the
+ * surer the win, so the bound is found by bisection.
+ */
+export function bettingLowerBound(xs: readonly number[], alpha: number): number {
+  const n = xs.length;
+  const threshold = Math.log(1 / alpha);
+  const rejected = (m: number): boolean => {
+    let logWealth = 0;
+    let sum = 0;
+    let squares = 0.25;
+    for (let t = 0; t < n; t++) {
+      const stake = Math.min(0.5 / m, Math.sqrt((2 * threshold) / ((squares / (t + 1)) * n)));
+      const x = Math.min(1, Math.max(0, xs[t]!));
+      logWealth += Math.log1p(stake * (x - m));
+      if (logWealth >= threshold) return true;
+      squares += (x - (0.5 + sum) / (t + 1)) ** 2;
+      sum += x;
+    }
+    return false;
+  };
+  let lo = 0;
+  let hi = 1;
+  if (!rejected(1e-9)) return 0;
+  for (let i = 0; i < 40; i++) {
+    const mid = (lo + hi) / 2;
+    if (rejected(mid)) lo = mid;
+    else hi = mid;
+  }
+  return hi;
+}
+
+/**
+ * not-noninferior: fails unless the lower bound of head - base is above -margin ("not shown
+ * safe"). The bound is a betting bound, valid at any size and for any pass rates: a t interval
+ * over tasks showed a change as bad as the margin "safe" 9% of the time at 8 tasks when the base
+ * solves every task, and a quarter of the time at 2 (every task unchanged by chance: no spread).
+ */
 export function noninferiorityTest(changes: readonly TaskChange[], margin: number, alpha: number): NoninferiorityTest {
   const units = unitsOf(
     changes.map((c) => c.delta),
     changes.map((c) => c.family),
   );
-  // The lower end of a two-sided 1 - 2 alpha interval is the one-sided 1 - alpha bound.
-  const interval = clusterTInterval(units, 1 - 2 * alpha, [-2, 2]);
-  const lower = interval ? interval.low : null;
-  return { margin, lower, interval, shown: lower !== null && lower > -margin + 1e-12 };
+  if (units.sums.length < 2) return { margin, lower: null, shown: false };
+  // A reused control makes each change a difference of two pass rates: in [-1, 1]; else in [-2, 2].
+  const half = changes.every((c) => c.sharedControl) ? 1 : 2;
+  const xs = Array.from(units.sums, (sum, u) => (sum / units.sizes[u]! + half) / (2 * half));
+  const lower = bettingLowerBound(xs, alpha) * 2 * half - half;
+  return { margin, lower, shown: lower > -margin + 1e-12 };
 }
 
 export interface Flips {

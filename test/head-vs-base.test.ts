@@ -5,7 +5,9 @@
  * the smallest designs at which a gate or a flip can fire at all.
  */
 import { describe, expect, it } from 'vitest';
+import { seededRng } from '../stats/rng.js';
 import {
+  bettingLowerBound,
   flipsOf,
   newHarmTest,
   noninferiorityTest,
@@ -56,11 +58,15 @@ describe('head against base', () => {
     const changes = taskChanges(same, 0.05);
     expect(regressionTest(changes).p).toBe(1);
     expect(newHarmTest(changes)).toMatchObject({ tasks: [], p: 1 });
-    expect(noninferiorityTest(changes, 0.1, 0.05)).toMatchObject({ lower: 0, shown: true });
-    // The harmful line's bound is far below any margin 8 tasks can carry.
-    const ni = noninferiorityTest(taskChanges(harmfulLine(), 0.05), 0.3, 0.05);
+    // 8 unchanged tasks bound the change from below at about -48 pp: no narrower margin can be shown.
+    const unchanged = noninferiorityTest(changes, 0.1, 0.05);
+    expect(unchanged.lower!).toBeCloseTo(-0.479, 2);
+    expect(unchanged.shown).toBe(false);
+    expect(noninferiorityTest(changes, 0.5, 0.05).shown).toBe(true);
+    // The harmful line's bound is lower still.
+    const ni = noninferiorityTest(taskChanges(harmfulLine(), 0.05), 0.5, 0.05);
     expect(ni.shown).toBe(false);
-    expect(ni.lower!).toBeLessThan(-0.5);
+    expect(ni.lower!).toBeLessThan(unchanged.lower!);
   });
 
   it('the convolution equals a brute-force enumeration of every joint deal (shared and re-run controls)', () => {
@@ -102,5 +108,33 @@ describe('head against base', () => {
     expect(at(4).p).toBeCloseTo(2 / 70, 12);
     expect(flipsOf([at(4)], 0.05).flipped.map((c) => c.task)).toEqual(['x']);
     expect(at(4).consistent).toBe(true);
+  });
+
+  it('the lower bound covers the mean at least 95% of the time, at any size and for skewed or spread-less changes', () => {
+    // Each unit's change as the check scales it to [0, 1]: a base that solves every task and a head that drops by
+    // 30 pp (mass at 0.5 and below), a symmetric three-point law, and a nearly constant one.
+    const laws: { name: string; draw: (u: number) => number; mean: number }[] = [
+      { name: 'skewed (base solves all, head -30 pp, 2 reps)', draw: (u) => (u < 0.09 ? 0 : u < 0.51 ? 0.25 : 0.5), mean: 0.5 - 0.15 },
+      { name: 'three-point', draw: (u) => (u < 0.25 ? 0.25 : u < 0.75 ? 0.5 : 0.75), mean: 0.5 },
+      { name: 'nearly constant', draw: (u) => (u < 0.97 ? 0.5 : 0), mean: 0.5 - 0.015 },
+    ];
+    const rng = seededRng(99);
+    for (const law of laws)
+      for (const n of [2, 4, 8, 16, 32]) {
+        let covered = 0;
+        const runs = 400;
+        for (let r = 0; r < runs; r++)
+          if (
+            bettingLowerBound(
+              Array.from({ length: n }, () => law.draw(rng.uniform())),
+              0.05,
+            ) <=
+            law.mean + 1e-12
+          )
+            covered++;
+        expect(covered / runs, `${law.name}, n = ${n}`).toBeGreaterThanOrEqual(0.95);
+      }
+    // A t interval's failure: two unchanged tasks are no evidence of anything.
+    expect(bettingLowerBound([0.5, 0.5], 0.05)).toBeLessThan(0.01);
   });
 });

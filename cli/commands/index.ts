@@ -19,6 +19,7 @@ import { probeCommand } from './probe.js';
 import { reviewCommand } from './review.js';
 import { runCommand } from './run.js';
 import { showCommand } from './show.js';
+import { sizeCommand } from './size.js';
 import { statusCommand } from './status.js';
 import { verifyBundleCommand } from './verify-bundle.js';
 import { viewCommand } from './view.js';
@@ -35,6 +36,7 @@ const ALL = [
   fsckCommand,
   doctorCommand,
   probeCommand,
+  sizeCommand,
   freezeCommand,
   historyCommand,
   exportCommand,

@@ -1,8 +1,4 @@
-import { existsSync } from 'node:fs';
-import { delimiter, join, resolve } from 'node:path';
 import { run, type NodeState } from '../../pipeline/engine.js';
-import { err, ok, type Result } from '../../pipeline/result.js';
-import { Store } from '../../pipeline/store/store.js';
 import { ensureLocal } from '../../pipeline/caching/remote-tier.js';
 import type { Reporter, RunSummary } from '../../pipeline/events.js';
 import { parseShard } from '../../pipeline/shard.js';
@@ -15,26 +11,11 @@ import { printJson } from '../json-output.js';
 import { selectOrFail } from '../node-selection.js';
 import { configRootName } from '../project.js';
 import { CONFIG_CACHE_OPTIONS, remoteCacheFor, remoteFlags } from '../remote.js';
+import { READ_STORE_OPTION, readStoresOf } from '../read-stores.js';
 import { chooseReporter } from '../reporter.js';
 import { formatRunOutcome, runOutcome, type RunOutcome } from '../run-summary.js';
 import { judgeGate, type GateResult } from '../verdict-gate.js';
 import { parseFailOn, VERDICTS } from '../../stats/verdicts.js';
-
-/** --read-store's stores (a path list, as PATH is written): each must be a store, and not the run's own. */
-function readStoresOf(value: string | undefined, own: string): Result<Store[], string> {
-  if (!value) return ok([]);
-  const dirs = value
-    .split(delimiter)
-    .filter(Boolean)
-    .map((d) => resolve(d));
-  const notStores = dirs.filter((d) => !existsSync(join(d, 'cas')));
-  if (notStores.length)
-    return err(
-      `--read-store: ${notStores.join(', ')} ${notStores.length === 1 ? 'is not a store' : 'are not stores'} (no cas/ in it): give the directory of a pairbench store, e.g. a restored .pairbench`,
-    );
-  if (dirs.includes(resolve(own))) return err(`--read-store: ${own} is this run's own store`);
-  return ok(dirs.map((d) => new Store(d)));
-}
 
 /** `run --json`: the summary, what was reused, each comparison's verdict, and every node's state. */
 function printRunJson(
@@ -112,14 +93,7 @@ left to a final run without --shard. Skipped nodes do not fail a shard (exit 0).
     ['remote-cache', 'URL', 'the remote cache tier (overrides cache.remote): read on a local miss,\nwritten after a node succeeds (see README "Remote cache")'],
     ['cache-mode', 'MODE', 'read-write or read-only (a pull-request job: it never writes)'],
     ...CONFIG_CACHE_OPTIONS,
-    [
-      'read-store',
-      'DIR[:DIR...]',
-      `other stores read on a local miss (before the remote cache), never
-written: a record there is verified and copied here with its blobs (a
-pull request's job reads the base branch's store that actions/cache
-restored, and re-runs only what its change touches)`,
-    ],
+    READ_STORE_OPTION,
     [
       'fail-on',
       'LIST',

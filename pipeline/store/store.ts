@@ -1,3 +1,4 @@
+import { PassedChecks } from './passed-checks.js';
 import { existsSync, linkSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { sha256, type CacheKey, type Sha256 } from '../digest.js';
@@ -51,6 +52,7 @@ function sortedUnique(keys: Iterable<string>): string[] {
  *   roots/   named sets of keys that gc keeps (each config's last full run, each cohort's attempts)
  *   registry/ hash-chained append-only logs (the cohorts' preregistration records), and older JSON documents
  *   STORE    the layout version; STORE.id the store's own random id (records made here name it)
+ *   checks/  checks that passed, by the digest of what they depend on (passed-checks.ts)
  *   stat-cache.json  input file digests by stat, so unchanged inputs are not read again
  *   tmp/     temp files and work directories (named by owner pid)
  */
@@ -65,6 +67,8 @@ export class Store {
   readonly tmpDir: string;
   /** Append-only hash-chained logs (registry/*.chain.jsonl). */
   readonly logs: ChainedLog;
+  /** Checks that passed, by the digest of what they depend on (checks/: doctor's agent canary). */
+  readonly checks: PassedChecks;
 
   constructor(readonly dir: string) {
     forgetDirsUnder(dir);
@@ -77,6 +81,7 @@ export class Store {
     this.statCache = new StatCache(join(dir, 'stat-cache.json'), this.tmpDir);
     // An entry may name an attempt's record: the records written so far are committed first.
     this.logs = new ChainedLog(join(dir, 'registry'), this.locks, () => this.actions.commit());
+    this.checks = new PassedChecks(join(dir, 'checks'), this.tmpDir);
   }
 
   private storeId: string | undefined;
