@@ -15,7 +15,7 @@ import { READ_STORE_OPTION, readStoresOf } from '../read-stores.js';
 import { chooseReporter } from '../reporter.js';
 import { formatRunOutcome, runOutcome, type RunOutcome } from '../run-summary.js';
 import { judgeGate, type GateResult } from '../verdict-gate.js';
-import { parseFailOn, VERDICTS } from '../../stats/verdicts.js';
+import { parseFailOn, parseFailOnGates, VERDICTS } from '../../stats/verdicts.js';
 
 /** `run --json`: the summary, what was reused, each comparison's verdict, and every node's state. */
 function printRunJson(
@@ -202,6 +202,11 @@ key; concurrency.kinds limits hold across the fleet); needs the remote cache`,
           `warning: sandbox backend auto ran unisolated (local): ${fallback.cause}\n  fix: ${fallback.fix}; then bump each analysis' version (the sandbox is frozen with it), or use a new store\n`,
         );
       const gate = values['fail-on'] ? judgeGate(outcome.comparisons, parseFailOn(values['fail-on'])) : undefined;
+      const againstBase = values['fail-on'] ? [...parseFailOnGates(values['fail-on'])] : [];
+      if (againstBase.length && !json)
+        io.stderr.write(
+          `note: --fail-on ${againstBase.join(', ')}: a gate of a pull request against its base, which pairbench check judges (a run has no base)\n`,
+        );
       if (gate?.message && !json) io.stderr.write(`gate failed: ${gate.message}\n`);
       if (json)
         printRunJson(io, {
