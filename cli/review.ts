@@ -167,6 +167,18 @@ function covers(root: string, pattern: string, rel: string): boolean {
   return p === rel || rel.startsWith(`${p}/`) || p === '' || p.startsWith(`${rel}/`);
 }
 
+/** The first symbolic link on the way from `root` to `rel` (itself included), if any. */
+function linkOnTheWay(root: string, rel: string): string | undefined {
+  const parts = rel.split('/');
+  for (let i = 1; i <= parts.length; i++) {
+    const at = parts.slice(0, i).join('/');
+    const st = lstatSync(join(root, at), { throwIfNoEntry: false });
+    if (!st) return undefined;
+    if (st.isSymbolicLink()) return at;
+  }
+  return undefined;
+}
+
 /** The YAML file a step was written in. */
 const fileOf = (step: StepConfig) => resolve(step.source.displayPath);
 
@@ -227,12 +239,17 @@ export async function review(baseConfig: string, headConfig: string, env: HostEn
       }
     }
   }
-  // The files that differ from the base's (a directory file by file).
+  // The files that differ from the base's (a directory file by file), each written where the base's tree has no link on the way.
   const overlay: string[] = [];
   for (const rel of [...wanted].sort()) {
     for (const f of filesUnder(join(headRoot, rel), problems, rel)) {
       const file = f ? `${rel}/${f}` : rel;
       const there = join(baseRoot, file);
+      const link = linkOnTheWay(baseRoot, file);
+      if (link) {
+        problems.push(`${file}: the base's tree has a symbolic link at ${link}: a treatment file is written only inside the review tree`);
+        continue;
+      }
       const differs = !existsSync(there) || !statSync(there).isFile() || !readFileSync(there).equals(readFileSync(join(headRoot, file)));
       if (differs) overlay.push(file);
     }
