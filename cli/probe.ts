@@ -371,5 +371,7 @@ export function formatReport(r: ProbeReport): string {
     `                tokens ${int(c.total_tokens)}, weighted ${int(c.weighted_tokens)}, ${costText(c.cost_usd, r.cost_confidence)}`,
     `                wall ${duration(c.wall_ms_total)} of agent time; about ${duration(c.wall_ms_elapsed)} elapsed at concurrency ${r.cohort.concurrency}`,
     ...r.caveats.map((x) => `  note: ${x}`),
+    // The planner prices a gate's size at this attempt's cost.
+    ...(p.cost_usd !== null ? [`  size the pull-request gates at this price: pairbench size --cost-per-attempt ${Number(p.cost_usd.toPrecision(3))}`] : []),
   ].join('\n');
 }

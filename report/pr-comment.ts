@@ -63,7 +63,10 @@ const ORDER: readonly GateFailure['on'][] = [
 ];
 
 function bottomLine(c: PrCheck): string {
-  const failures = c.cohorts.flatMap((x) => x.check.failures);
+  const shown = new Set(c.cohorts.map((x) => x.check.cohort));
+  // A protocol change to a cohort the head did not run (one the pull request added, or a config that does not load) fails too.
+  const elsewhere = Object.keys(c.review?.protocol ?? {}).some((k) => !shown.has(k));
+  const failures = [...c.cohorts.flatMap((x) => x.check.failures), ...(elsewhere ? [{ on: 'protocol' as const, comparison: null, message: '' }] : [])];
   if (c.review?.refused.length)
     return `❌ **pairbench: the treatment could not be reviewed** — ${inert(c.review.refused[0]!)}${c.review.refused.length > 1 ? ` (and ${c.review.refused.length - 1} more)` : ''}: check failed`;
   if (!failures.length) {

@@ -97,4 +97,19 @@ describe('the pull-request comment', () => {
       expect(inertProblems(body)).toEqual([]);
     });
   }
+
+  it("a protocol change to a cohort the head did not run fails the bottom line too (the pull request's config does not load)", () => {
+    const { base } = sides((a) => a, 'control', 'treatment');
+    const diff = diffRuns(base, base);
+    const check = judgeChange({ cohort: base.cohort, policy: undefined, head: base.analysis, diff, protocolChanges: [] });
+    expect(check.failures).toEqual([]);
+    const c: PrCheck = {
+      cohorts: [{ node: '', check, diff, head: base.analysis, sizing: null }],
+      review: { treatment: {}, protocol: { '(config)': ["the pull request's config does not load"] }, refused: [] },
+      labels: { base: 'b', head: 'h' },
+      link: null,
+      passed: false,
+    };
+    expect(prComment(c).split('\n')[0]).toMatch(/^❌ \*\*pairbench: this pull request changes the protocol/);
+  });
 });
