@@ -99,6 +99,11 @@ export class FakeActionsCache {
     this.entries.push({ key: w['key']!, scope, dir });
   }
 
+  /** A save made before (a store main's earlier runs left), under `key`. */
+  seed(scope: string, key: string, dir: string): void {
+    this.entries.push({ key, scope, dir });
+  }
+
   keys(): string[] {
     return this.entries.map((e) => `${e.scope} ${e.key}`);
   }

@@ -1,8 +1,8 @@
 /**
  * Golden stores: a shipped config run end to end once per suite run, and copied to each test
  * that needs its results. Building the example costs ~45 s of CPU (32 attempts of the real
- * Claude Code CLI, their verifications and canaries); three test files need it (cohorts,
- * remote-cache, viewer), so the suite builds it once instead of three times.
+ * Claude Code CLI, their verifications and canaries); several test files need it (cohorts, github-action,
+ * remote-cache, viewer), so the suite builds it once instead of once each.
  *
  * Whichever test asks first builds it, in its own worker (mkdir is the lock); any other worker
  * waits for the record the builder leaves (a file event, not a sleep), whether the build passed
