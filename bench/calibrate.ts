@@ -368,10 +368,12 @@ function sequentialSection(spending: SpendingFunction, reps: number, nFixed: num
   const { gateRatesThroughAnalysis } = await import('./pr-calibration.js');
   const { gateRates, planGates } = await import('../stats/gate-planner.js');
   const hetero = { low: 0.1, high: 0.9 };
+  // (At 2 and 3 reps a side no single task can show a flip: it needs 4. At 5 the flips are measured too.)
   for (const [tasks, reps] of [
     [8, 2],
     [16, 3],
     [30, 3],
+    [10, 5],
   ] as const) {
     const design = `${tasks} tasks x ${reps} reps, no change`;
     const r = gateRatesThroughAnalysis({ tasks, reps, baseline: hetero, shift: 0 }, COHORTS, 81_000 + tasks * 10_000);
