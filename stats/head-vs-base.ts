@@ -186,7 +186,7 @@ export function taskChanges(tasks: readonly TaskSides[], alpha: number, seed = 1
   return tasks.map((t) => {
     const deals = memoDeals(t, taskSeed(seed, t.task));
     const d = scaled(effectOf(t.head) - effectOf(t.base));
-    // Two-sided: the mass at least as far from 0 as the observed change (with slack for sampled nulls).
+    // Two-sided: the mass at least as far from 0 as the observed change.
     const tailOf = (x: number) => deals.reduce((s, e) => (Math.abs(e.d) >= Math.abs(x) ? s + e.w : s), 0);
     const p = Math.min(1, tailOf(d));
     const flipChance = deals.reduce((s, e) => (e.d !== 0 && tailOf(e.d) <= alpha + 1e-12 ? s + e.w : s), 0);
