@@ -12,6 +12,9 @@ import { readJsonArtifact } from '../pipeline/artifact.js';
 import { ANALYSIS, analyzeStep } from '../steps/analyze-step.js';
 import { GATE_DECISION, gateStep } from '../steps/gate.js';
 import { runStep } from '../steps/run.js';
+import { CERTIFICATION_VERDICT } from '../steps/certification.js';
+import { certifyStep } from '../steps/certify.js';
+import type { CacheKey } from '../pipeline/digest.js';
 
 /** A cohort: an analyze node, its version, its attempts, what observes it, and its freeze. */
 export interface Cohort {
@@ -74,7 +77,10 @@ function provenanceIn(record: ActionRecord): Provenance | undefined {
 function storedRegistrations(ctx: EngineContext, c: Cohort): Map<string, { version: number; records: number }> {
   const out = new Map<string, { version: number; records: number }>();
   const id = ctx.store.id();
-  for (const n of [...c.attempts, ...c.observers]) {
+  // An observer of a cohort none of whose attempts has a record here (every task rejected by
+  // certify) observed nothing: it binds nothing either.
+  const observed = c.attempts.some((a) => ctx.store.nodes.get(a.id)?.latest);
+  for (const n of observed ? [...c.attempts, ...c.observers] : c.attempts) {
     const latest = ctx.store.nodes.get(n.id)?.latest;
     if (!latest) continue;
     const found = ctx.store.actions.get(latest.key);
@@ -216,9 +222,21 @@ export function provenanceFor(ctx: EngineContext, cohorts: readonly Cohort[], ad
   };
 }
 
+/** Whether a certify node's stored result rejected its task (certify results are not verdicts: a rejection observes nothing). */
+function certifyRejected(ctx: EngineContext, node: GraphNode, key: CacheKey): boolean {
+  if (node.kind !== certifyStep) return false;
+  const found = ctx.store.actions.get(key);
+  if (found.status !== 'hit') return false;
+  const read = readJsonArtifact(CERTIFICATION_VERDICT, found.record.outputs, (d) => ctx.store.cas.read(d), node.id);
+  return read?.ok === true && read.value.verdict !== 'certified';
+}
+
 /**
  * Binds each cohort version at its first observation: an attempt that starts, or an analysis,
- * look, gate or export that starts or is reused. Written when it happens (a run that crashes
+ * look, gate or export that starts or is reused once some attempt of the cohort has run (here
+ * or before). An attempt of a task certify rejected starts no agent and binds nothing; nor does
+ * an analysis of a cohort whose every task was rejected: it observed nothing, so its certify
+ * policy can still change without a new version. Written when it happens (a run that crashes
  * afterwards has still bound it); `settled` waits for the writes.
  */
 export function observationBinder(
@@ -235,12 +253,25 @@ export function observationBinder(
   }
   const bound = new Set<string>();
   const writes: Promise<unknown>[] = [];
+  /** Certify nodes whose task was rejected, as they settle (before their attempts start). */
+  const rejected = new Set<string>();
+  /** Cohorts with an attempt that started here, or was reused (it ran before). */
+  const drawn = new Set<string>();
   return {
     event(e) {
+      if (e.type === 'cached' || e.type === 'done') {
+        const n = ctx.graph.byId.get(e.node);
+        if (n && certifyRejected(ctx, n, e.key)) rejected.add(n.id);
+      }
       if (e.type !== 'running' && e.type !== 'cached') return;
       for (const { cohort: c, as } of byNode.get(e.node) ?? []) {
-        // A reused attempt by itself observes nothing; an attempt that starts, or any observation, binds.
-        if ((as === 'attempt' && e.type !== 'running') || bound.has(c.name)) continue;
+        if (as === 'attempt') {
+          if (e.type === 'running' && ctx.graph.byId.get(e.node)?.upstream.some((u) => rejected.has(u.id))) continue;
+          drawn.add(c.name);
+          // A reused attempt by itself observes nothing; an attempt that starts binds.
+          if (e.type !== 'running') continue;
+        } else if (!drawn.has(c.name)) continue;
+        if (bound.has(c.name)) continue;
         bound.add(c.name);
         writes.push(
           registry.append(c.name, (record) => {
