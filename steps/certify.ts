@@ -7,7 +7,7 @@ import { err, errorMessage, ok } from '../pipeline/result.js';
 import type { ExecutionContext, FileInputSpec, GraphNode, StepKind } from '../pipeline/step-kind.js';
 import type { OutputEntry } from '../pipeline/store/cas.js';
 import { checkTasks, taskMatrixSource, taskOf } from './agent-step-config.js';
-import { allowedBy, bySeverity, failingFindings, policyFromSpec, type AllowEntry, type CertifyPolicy } from './certify/policy.js';
+import { allowEntriesFor, allowedBy, bySeverity, failingFindings, policyFromSpec, type AllowEntry, type CertifyPolicy } from './certify/policy.js';
 import type { Finding, Surface } from './certify/scan.js';
 import { vendoredPackageDir } from './certify/vendored.js';
 import { runStep, sandboxFor, sandboxOf, type ArmSpec } from './run.js';
@@ -103,10 +103,12 @@ export const certifyStep: StepKind = {
   sandboxed: true,
   // The image a per-task template names is part of the key (as the engine has it now).
   annotate: annotateImageTemplates,
+  // 5: third-party code (node_modules, vendor/, site-packages) is searched for copies of the answer and the canary
+  //    only; a solution line the tree carries in two files or more is its idiom; rejections say the allow entries.
   // 4: a task whose canary passes even with the reference solution is rejected (no pass of it could be trusted).
   // 3: test runners; findings by severity, an allowlist with reasons, vendored copies named; verifier logs kept.
   // 2: canaries, every arm surface (directories, env, MCP servers), encodings normalised and decoded.
-  version: 4,
+  version: 5,
   check(step, steps) {
     const problems = checkTasks(step);
     // Generated treatment files are scanned like any other surface, so certify must read them.
@@ -357,6 +359,11 @@ export const certifyStep: StepKind = {
       );
     for (const f of failing.slice(0, 20)) reasons.push(`${f.class} in ${f.surface} ${f.path}:${f.line}: ${f.detail}${vendoredNote(f)}`);
     if (failing.length > 20) reasons.push(`... and ${failing.length - 20} more findings (every finding is in certification.json, most severe first)`);
+    // What a person who judged the findings harmless pastes: the allow entries that accept exactly these.
+    if (failing.length)
+      reasons.push(
+        `to accept these findings, paste under steps.${ctx.node.step.name}.policy.allow (and write each reason):\n${allowEntriesFor(failing).join('\n')}`,
+      );
     if (scanRejects) reasons.push('the discrimination check was not run: the static scan rejects the task first');
 
     const count: Record<string, number> = {};

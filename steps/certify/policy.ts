@@ -95,3 +95,30 @@ export function failingFindings(findings: Finding[], policy: CertifyPolicy): Fin
   const failOn = new Set(policy.fail_on);
   return bySeverity(findings.filter((f) => failOn.has(f.class) && !allowedBy(f, policy)));
 }
+
+/** Distinct paths of one class on one surface beyond which the entries name a directory glob instead. */
+const PATHS_PER_ENTRY = 4;
+
+/**
+ * The `policy.allow` entries that would accept `findings`, as YAML lines ready to paste under the
+ * certify step's `policy: allow:` (each with a reason for the person to write): one entry per
+ * class, surface and path, or per top-level directory (`dir/**`) where a class has many paths.
+ * Accepting a finding is a person's decision: the entry says what it accepts, nothing more.
+ */
+export function allowEntriesFor(findings: readonly Finding[]): string[] {
+  const groups = new Map<string, { cls: FindingClass; surface: string; paths: Set<string> }>();
+  for (const f of findings) {
+    const key = `${f.class}\0${f.surface}`;
+    const g = groups.get(key) ?? { cls: f.class, surface: f.surface, paths: new Set<string>() };
+    g.paths.add(f.path);
+    groups.set(key, g);
+  }
+  const lines: string[] = [];
+  for (const g of groups.values()) {
+    const paths = [...g.paths].sort();
+    const globs = paths.length <= PATHS_PER_ENTRY ? paths : [...new Set(paths.map((p) => (p.includes('/') ? `${p.slice(0, p.indexOf('/'))}/**` : p)))].sort();
+    for (const path of globs)
+      lines.push(`- { path: ${JSON.stringify(path)}, class: ${g.cls}, surface: ${JSON.stringify(g.surface)}, reason: "<why this is not a leak>" }`);
+  }
+  return lines;
+}

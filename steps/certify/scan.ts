@@ -166,8 +166,13 @@ export function scanSurfaces(inputs: ScanInputs): Finding[] {
         if (why) add({ surface: surface.name, path, line: 1, class: 'instructions-survived', match: path, detail: why });
       }
     }
-    // Each file as written, and everything it decodes to (to a fixed point, bounded: decode.ts).
-    for (const { file, encoded, folded, searchable } of surface.files.flatMap(preparedVariants)) {
+    // Each file as written, and everything it decodes to (to a fixed point, bounded: decode.ts). Third-party
+    // code a package manager installed (node_modules, vendor/, site-packages) is searched as written only,
+    // for copies of the answer and the canary: the agent did not write it, so its words are no awareness.
+    const thirdParty = (path: string) => surface.kind === 'tree' && vendoredPackageDir(path) !== null;
+    const variants = surface.files.flatMap((f) => (thirdParty(f.path) ? preparedVariants(f).filter((v) => !v.encoded) : preparedVariants(f)));
+    for (const { file, encoded, folded, searchable } of variants) {
+      const installed = thirdParty(file.path);
       let rawStarts: number[] | undefined;
       const at = (offset: number) => ({
         surface: surface.name,
@@ -193,7 +198,7 @@ export function scanSurfaces(inputs: ScanInputs): Finding[] {
         });
       }
 
-      for (const n of names) {
+      for (const n of installed ? [] : names) {
         if (n.authoredOnly && !authored) continue;
         if (n.notInTree && surface.kind === 'tree') continue;
         for (let i = folded.indexOf(n.name); i !== -1; i = folded.indexOf(n.name, i + 1)) {
@@ -208,7 +213,7 @@ export function scanSurfaces(inputs: ScanInputs): Finding[] {
         }
       }
 
-      if (encoded) continue; // benchmark words are looked for as written
+      if (encoded || installed) continue; // benchmark words are looked for as written, in what the repository wrote
       for (const w of words) {
         for (const m of file.text.matchAll(w.re)) {
           add({ ...at(m.index), class: 'benchmark-awareness', match: m[0], detail: `benchmark word "${w.word}"` });
@@ -217,30 +222,32 @@ export function scanSurfaces(inputs: ScanInputs): Finding[] {
     }
   }
   const solutionLines = new Set(textNeedles.filter((n) => n.class === 'solution-leak').map((n) => n.text)).size;
-  return withoutVendoredIdioms([...found.values()], solutionLines, inputs.surfaces).sort(compareFindings);
+  return withoutIdioms([...found.values()], solutionLines, inputs.surfaces).sort(compareFindings);
 }
 
 /**
- * Third-party code under node_modules (vendor/, site-packages/, ...) shares idioms with any
- * solution (`if (!opts) { opts = {}; }` is in tape and in minimist): there, solution lines are
- * a leak only when one vendored package holds at least half of the solution's distinctive lines
- * (a copy of the answer, whole or in part), counted over the package so that a copy split across
- * files is still one. In the repository's own files every solution line is a leak.
+ * A solution line in the starting tree is a leak when it is part of a copy of the answer, not
+ * when it is one of the tree's own idioms. Third-party code under node_modules (vendor/,
+ * site-packages/, ...) shares idioms with any solution (`if (!opts) { opts = {}; }` is in tape
+ * and in minimist): there, solution lines are a leak only when one vendored package holds at
+ * least half of the solution's distinctive lines (a copy of the answer, whole or in part),
+ * counted over the package so that a copy split across files is still one. In the repository's
+ * own files the same holds per file, and a line the tree carries in two files or more
+ * (`'use strict';` at the top of eighteen of them) is its idiom; a line planted once is a leak.
  */
-function withoutVendoredIdioms(findings: Finding[], solutionLines: number, surfaces: readonly Surface[]): Finding[] {
+function withoutIdioms(findings: Finding[], solutionLines: number, surfaces: readonly Surface[]): Finding[] {
   const trees = new Set(surfaces.filter((s) => s.kind === 'tree').map((s) => s.name));
-  const packageOf = (f: Finding) => {
-    const dir = f.class === 'solution-leak' && trees.has(f.surface) ? vendoredPackageDir(f.path) : null;
-    return dir === null ? null : `${f.surface}\0${dir}`;
-  };
+  const inTree = (f: Finding) => f.class === 'solution-leak' && trees.has(f.surface);
+  const groupOf = (f: Finding) => `${f.surface}\0${vendoredPackageDir(f.path) ?? f.path}`;
   const held = new Map<string, Set<string>>();
-  for (const f of findings) {
-    const p = packageOf(f);
-    if (p !== null) held.set(p, (held.get(p) ?? new Set()).add(f.match));
+  const filesOf = new Map<string, Set<string>>();
+  for (const f of findings.filter(inTree)) {
+    held.set(groupOf(f), (held.get(groupOf(f)) ?? new Set()).add(f.match));
+    filesOf.set(f.match, (filesOf.get(f.match) ?? new Set()).add(`${f.surface}\0${f.path}`));
   }
   return findings.filter((f) => {
-    const p = packageOf(f);
-    return p === null || held.get(p)!.size * 2 >= solutionLines;
+    if (!inTree(f) || held.get(groupOf(f))!.size * 2 >= solutionLines) return true;
+    return vendoredPackageDir(f.path) === null && filesOf.get(f.match)!.size < 2;
   });
 }
 
