@@ -735,6 +735,13 @@ async function executeNode(
         throw e;
       }
     };
+  const watchAsync =
+    <A extends unknown[], R>(f: (...a: A) => Promise<R>) =>
+    (...a: A): Promise<R> =>
+      f(...a).catch((e: unknown) => {
+        if (e instanceof CorruptBlobError) corrupt ??= e;
+        throw e;
+      });
   const artifacts = {
     materialize: watch(store.cas.materialize.bind(store.cas)),
     read: watch(store.cas.read.bind(store.cas)),
@@ -743,6 +750,8 @@ async function executeNode(
     putOpenFile: store.cas.putOpenFile.bind(store.cas),
     putTree: store.cas.putTree.bind(store.cas),
     entryAt: watch(store.cas.entryAt.bind(store.cas)),
+    readTreeFiles: watchAsync(store.cas.readTreeFiles.bind(store.cas)),
+    materializeAsync: watchAsync(store.cas.materializeAsync.bind(store.cas)),
   };
   const corruptFailure = (e: CorruptBlobError): Result<OutputManifest, StepFailure> => {
     const dropped = store.forgetBlob(e.digest);

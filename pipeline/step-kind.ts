@@ -64,7 +64,7 @@ export interface ExecutionContext {
   /** The outputs of the upstream nodes, selected as the step asked. */
   upstream: UpstreamOutputs[];
   /** Writes stored outputs into the work directory (verifying each blob) and stores new ones. */
-  artifacts: Pick<Cas, 'materialize' | 'putPath' | 'putBytes' | 'putOpenFile' | 'putTree' | 'read' | 'entryAt'>;
+  artifacts: Pick<Cas, 'materialize' | 'materializeAsync' | 'putPath' | 'putBytes' | 'putOpenFile' | 'putTree' | 'read' | 'readTreeFiles' | 'entryAt'>;
   /** Adds a line to the node's log: what a person needs to see when it fails (kept with its record). */
   log(line: string): void;
   /**

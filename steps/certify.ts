@@ -208,12 +208,10 @@ export const certifyStep: StepKind = {
     }
     const staged = (path: string): OutputEntry | undefined => ctx.files.find((f) => f.path === path)?.entry;
     const root = join(ctx.workDir, 'surfaces');
-    const { scanSurfaces, surfaceFromDir } = await import('./certify/scan.js');
+    const { installedAnchors, scanSurfacesInterruptibly, surfaceFromDir, surfaceFromStoredTree } = await import('./certify/scan.js');
 
     // 1. The static scan of every surface the agent can see.
-    const treeDir = join(root, 'tree');
-    ctx.artifacts.materialize(tree, treeDir);
-    const surfaces: Surface[] = [{ kind: 'prompt', name: 'prompt', files: [{ path: 'prompt', text: task.prompt }] }, surfaceFromDir('tree', 'tree', treeDir)];
+    const surfaces: Surface[] = [{ kind: 'prompt', name: 'prompt', files: [{ path: 'prompt', text: task.prompt }] }];
     // Every surface an arm adds: its files and directories (recursively), prompt additions,
     // environment values, and its MCP servers' commands, arguments and environment.
     for (const [name, arm] of Object.entries(armsOf(ctx.node))) {
@@ -252,7 +250,17 @@ export const certifyStep: StepKind = {
       }
     }
     const verifierFiles = verifierDir ? surfaceFromDir('tree', 'verifier', verifierDir).files : [];
-    const findings = scanSurfaces({ task, surfaces, extraWords: policy.words, verifierFiles });
+    // The tree is read from the store, not written out; of its installed dependencies only a file
+    // holding an anchor of a needle is kept, to be read as text.
+    const interrupted = (e: unknown) => (ctx.signal.aborted ? err({ reason: 'killed' as const, message: 'interrupted' }) : Promise.reject(e));
+    let findings: Finding[];
+    try {
+      const anchors = installedAnchors(task, verifierFiles);
+      surfaces.splice(1, 0, await surfaceFromStoredTree('tree', tree.digest, ctx.artifacts, { anchors, signal: ctx.signal }));
+      findings = await scanSurfacesInterruptibly({ task, surfaces, extraWords: policy.words, verifierFiles }, ctx.signal);
+    } catch (e) {
+      return interrupted(e);
+    }
     const failing = failingFindings(findings, policy);
     const { factProblems } = await import('./certify/facts.js');
     const memoryReasons = factProblems(task.facts ?? [], surfaces, spec(ctx.node.step).memory_arms ?? []);
@@ -272,12 +280,15 @@ export const certifyStep: StepKind = {
     let solutionOutside: string[] = [];
     // The static scan rejects a task at once: the discrimination check (minutes of verifier runs) is not run for it.
     const scanRejects = failing.length > 0;
+    // The pristine tree the verifier restores what it owns from: written out only for the check.
+    const treeDir = join(root, 'tree');
     try {
+      if (!scanRejects) await ctx.artifacts.materializeAsync(tree, treeDir, ctx.signal);
       for (let i = 0; i < (scanRejects ? 0 : policy.repeats); i++) {
         for (const agent of ['nop', 'oracle'] as const) {
           const scratch = join(ctx.workDir, `check-${agent}-${i}`);
           const ws = join(scratch, 'ws');
-          ctx.artifacts.materialize(tree, ws);
+          await ctx.artifacts.materializeAsync(tree, ws, ctx.signal);
           if (agent === 'oracle') {
             const before = i === 0 ? await snapshot(ws) : undefined;
             const applied = await applySolution(task, ws, settings);
@@ -329,6 +340,7 @@ export const certifyStep: StepKind = {
         }
       }
     } catch (e) {
+      if (ctx.signal.aborted) return err({ reason: 'killed', message: 'interrupted' });
       return err({ reason: 'infra', message: `certification could not run: ${errorMessage(e)}` });
     }
     const nopPasses = checks.nop.filter(Boolean).length;
@@ -380,7 +392,13 @@ export const certifyStep: StepKind = {
       // Where the solution wrote outside the workspace (verification never sees these paths).
       solution_outside_workspace: solutionOutside,
       reasons,
-      surfaces: Object.fromEntries(surfaces.map((s) => [s.name, sha256(canonicalJson(s.files))])),
+      // A surface's files (its installed ones by path and digest).
+      surfaces: Object.fromEntries(
+        surfaces.map((s) => [
+          s.name,
+          sha256(canonicalJson(s.installed?.length ? { files: s.files, installed: s.installed.map((f) => [f.path, f.digest]) } : s.files)),
+        ]),
+      ),
       findings_count: count,
       findings: bySeverity(findings),
       // Findings an allow entry accepted, each with the entry and its reason.

@@ -627,11 +627,13 @@ export const runStep: StepKind = {
 
     // 1. The workspace: the materialized tree, then the arm's treatment files.
     const ws = join(ctx.workDir, 'ws');
-    // Unsandboxed (local), the agent is a plain process: its HOME is outside the store, so no
-    // path in its environment leads there (its working directory still does: see the README).
-    // Sandboxed, HOME is the sandbox's own (/tmp/home inside): nothing is made for it here.
-    const home = settings.backend === 'local' ? mkdtempSync(join(tmpdir(), 'pairbench-home-')) : undefined;
-    ctx.artifacts.materialize(point.tree, ws);
+    // Written as the event loop turns: an interrupt stops a tree of ten thousand files at once.
+    try {
+      await ctx.artifacts.materializeAsync(point.tree, ws, ctx.signal);
+    } catch (e) {
+      if (ctx.signal.aborted) return err({ reason: 'killed', message: 'interrupted' });
+      throw e;
+    }
     const entryOf = (src: TreatmentSource) => treatmentEntry(src, ctx.node, ctx.files, ctx.upstream);
     for (const [dest, src] of Object.entries(arm.files ?? {})) {
       const entry = entryOf(src);
@@ -684,6 +686,11 @@ export const runStep: StepKind = {
         message: `agent ${adapter.name} needs its model, but no gateway was opened (model.fake_script not staged, or no model.upstream)`,
       });
     }
+    // Unsandboxed (local), the agent is a plain process: its HOME is outside the store, so no
+    // path in its environment leads there (its working directory still does: see the README).
+    // Sandboxed, HOME is the sandbox's own (/tmp/home inside): nothing is made for it here.
+    // Made here, where the attempt's try (which removes it) is next.
+    const home = settings.backend === 'local' ? mkdtempSync(join(tmpdir(), 'pairbench-home-')) : undefined;
     const actx: AttemptContext = {
       // An addition goes to the system prompt where the agent has one (the seed's ablations are system-prompt text).
       prompt: arm.prompt_append && !adapter.systemPrompt ? `${task.prompt}\n\n${arm.prompt_append}` : task.prompt,

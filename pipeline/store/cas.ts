@@ -20,6 +20,10 @@ import { join, sep } from 'node:path';
 import { canonicalJson } from '../canonical-json.js';
 import { ioBuffer, sha256, sha256File, type Sha256 } from '../digest.js';
 import { ensureDir, tempPath, writeFileAtomic } from '../atomic-write.js';
+import { readTreeFiles, type ReadTreeOptions, type TreeFileRead } from './tree-reader.js';
+
+/** Files materializeAsync writes between two turns of the event loop (a few milliseconds). */
+const FILES_PER_TURN = 32;
 
 /** A stored output: a file blob or a directory stored as a Merkle tree. */
 export type OutputEntry = { type: 'file'; digest: Sha256; size: number; executable: boolean } | { type: 'dir'; digest: Sha256; size: number };
@@ -122,6 +126,11 @@ export class Cas {
     }
     if (sha256(bytes) !== digest) throw new CorruptBlobError(digest, 'content does not match its digest');
     return bytes;
+  }
+
+  /** Every file of a stored tree, each verified, in one pass (tree-reader.ts: on threads when the tree is large). */
+  readTreeFiles(root: Sha256, o: ReadTreeOptions): Promise<TreeFileRead[]> {
+    return readTreeFiles(this.prefix, sep, root, o);
   }
 
   remove(digest: Sha256): void {
@@ -301,6 +310,32 @@ export class Cas {
       if (e.type === 'symlink') symlinkSync(e.target, p);
       else this.materialize(e, p, onBytes);
     }
+  }
+
+  /**
+   * materialize, yielding to the event loop every few files and stopping (rejecting with the
+   * signal's reason) once `signal` is aborted: ten thousand installed files take seconds to write,
+   * and an interrupt must not wait for them.
+   */
+  async materializeAsync(entry: { type: 'file' | 'dir'; digest: Sha256; executable?: boolean }, dest: string, signal?: AbortSignal): Promise<void> {
+    let written = 0;
+    const write = async (e: typeof entry, p: string): Promise<void> => {
+      if (e.type === 'file') {
+        this.materialize(e, p);
+        if (++written % FILES_PER_TURN === 0) {
+          await new Promise((r) => setImmediate(r));
+          signal?.throwIfAborted();
+        }
+        return;
+      }
+      mkdirSync(p, { recursive: true });
+      for (const c of this.readTree(e.digest).entries) {
+        if (c.type === 'symlink') symlinkSync(c.target, join(p, c.name));
+        else await write(c, join(p, c.name));
+      }
+    };
+    signal?.throwIfAborted();
+    await write(entry, dest);
   }
 
   /** Digest of a file or directory without storing it (inputs are hashed before a node runs). */

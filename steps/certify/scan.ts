@@ -5,7 +5,9 @@ import type { Task } from '../task.js';
 import { decodedVariants, lineAt, lineStarts } from '../../text/decode.js';
 import { diffLines } from '../../text/diff-lines.js';
 import { MultiSearch } from '../../text/multi-search.js';
-import { vendoredPackageDir } from './vendored.js';
+import { VENDORED_PACKAGE_DIR, vendoredPackageDir } from './vendored.js';
+import type { Sha256 } from '../../pipeline/digest.js';
+import type { ReadTreeOptions, TreeFileRead } from '../../pipeline/store/tree-reader.js';
 
 /**
  * The static half of `certify`: every agent-visible surface (the prompt, the
@@ -29,6 +31,14 @@ export interface SkippedFile {
   reason: 'binary' | 'too-large' | 'not-regular';
 }
 
+/** A file of third-party code a package manager installed (node_modules, vendor/, site-packages), held as its bytes. */
+export interface InstalledFile {
+  path: string;
+  digest: string;
+  /** Absent when the file holds no anchor of a needle (surfaceFromStoredTree): it cannot match. */
+  bytes?: Buffer;
+}
+
 export interface Surface {
   kind: SurfaceKind;
   /** e.g. 'prompt', 'tree', 'treatment:treatment' */
@@ -37,6 +47,11 @@ export interface Surface {
   files: SurfaceFile[];
   /** Files present but not scanned as text; their paths still count for instructions-survived. */
   skipped?: SkippedFile[];
+  /**
+   * A tree's third-party files, as bytes: searched for copies of the answer and the canary by
+   * their anchors first (one byte search per needle), read as text only where one is found.
+   */
+  installed?: InstalledFile[];
 }
 
 export interface Finding {
@@ -128,14 +143,97 @@ export function surfaceFromDir(kind: SurfaceKind, name: string, dir: string): Su
   return { kind, name, files, skipped };
 }
 
+/** What the scan reads a stored tree through (pipeline/store/tree-reader.ts). */
+export interface StoredTreeReader {
+  readTreeFiles(root: Sha256, o: ReadTreeOptions): Promise<TreeFileRead[]>;
+}
+
+/**
+ * A tree surface from a stored tree, without writing the tree out, with surfaceFromDir's limits
+ * (binary, over 1 MB, links). Its third-party files (`installed`: below node_modules/<name>/,
+ * vendor/..., site-packages/...) keep their bytes only when they hold one of `anchors`
+ * (installedAnchors): the rest of a dependency tree is never decoded as text. Rejects with the
+ * signal's reason when it is aborted.
+ */
+export async function surfaceFromStoredTree(
+  name: string,
+  root: Sha256,
+  store: StoredTreeReader,
+  o: { anchors: Buffer[][]; signal?: AbortSignal },
+): Promise<Surface> {
+  const read = await store.readTreeFiles(root, {
+    sniff: BINARY_SNIFF_BYTES,
+    maxSize: MAX_FILE_BYTES,
+    filterBelow: VENDORED_PACKAGE_DIR,
+    keepIf: o.anchors,
+    signal: o.signal,
+  });
+  const files: SurfaceFile[] = [];
+  const skipped: SkippedFile[] = [];
+  const installed: InstalledFile[] = [];
+  for (const f of read) {
+    if (f.state === 'symlink') skipped.push({ path: f.path, reason: 'not-regular' });
+    else if (f.state === 'too-large' || f.state === 'binary') skipped.push({ path: f.path, reason: f.state });
+    else if (f.filtered) installed.push({ path: f.path, digest: f.digest, ...(f.bytes ? { bytes: f.bytes } : {}) });
+    else files.push({ path: f.path, text: f.bytes!.toString('utf8') });
+  }
+  const byPath = (a: { path: string }, b: { path: string }) => compare(a.path, b.path);
+  return { kind: 'tree', name, files: files.sort(byPath), skipped: skipped.sort(byPath), installed: installed.sort(byPath) };
+}
+
 /** All findings over all surfaces, deduplicated, sorted by (surface, path, line, class, match, detail). */
 export function scanSurfaces(inputs: ScanInputs): Finding[] {
-  const { task } = inputs;
-  // Each needle as the text is compared: folded, whitespace collapsed, and with no whitespace at all.
-  const textNeedles = textNeedlesOf(task, inputs.verifierFiles ?? []).map((n) => {
+  const it = scanning(inputs);
+  for (;;) {
+    const r = it.next();
+    if (r.done) return r.value;
+  }
+}
+
+/** Files scanned between two turns of the event loop. */
+const FILES_PER_TURN = 256;
+
+/** scanSurfaces, yielding to the event loop as it goes: an interrupt (`signal`) stops it within a turn. */
+export async function scanSurfacesInterruptibly(inputs: ScanInputs, signal: AbortSignal): Promise<Finding[]> {
+  const it = scanning(inputs);
+  for (let n = 1; ; n++) {
+    const r = it.next();
+    if (r.done) return r.value;
+    if (n % FILES_PER_TURN === 0) {
+      await new Promise((resolve) => setImmediate(resolve));
+      signal.throwIfAborted();
+    }
+  }
+}
+
+/**
+ * What every match in a third-party file contains, as byte strings: for each text needle, its
+ * runs with no whitespace (there, text is compared as written, whitespace aside, so a match holds
+ * each of them), longest first; for the canary, itself as written, in lower and in upper case. A
+ * file that holds no needle's every run, nor the canary, cannot match: it is not read as text.
+ */
+function anchorsOf(needles: readonly { needle: string }[], canary: string | undefined): Buffer[][] {
+  const out = needles.map((n) => [...new Set(n.needle.split(' ').filter(Boolean))].sort((a, b) => b.length - a.length).map((t) => Buffer.from(t)));
+  if (canary) for (const c of new Set([canary, canary.toLowerCase(), canary.toUpperCase()])) out.push([Buffer.from(c)]);
+  return out.filter((a) => a.length);
+}
+
+/** Each needle as the text is compared: folded, whitespace collapsed, and with no whitespace at all. */
+function comparedNeedles(task: Task, verifierFiles: SurfaceFile[]) {
+  return textNeedlesOf(task, verifierFiles).map((n) => {
     const needle = normalize(fold(n.text));
     return { ...n, needle, bare: needle.replaceAll(' ', '') };
   });
+}
+
+/** The anchors of a task's needles (anchorsOf): what surfaceFromStoredTree keeps a third-party file for. */
+export function installedAnchors(task: Task, verifierFiles: SurfaceFile[] = []): Buffer[][] {
+  return anchorsOf(comparedNeedles(task, verifierFiles), task.canary?.trim() || undefined);
+}
+
+function* scanning(inputs: ScanInputs): Generator<void, Finding[]> {
+  const { task } = inputs;
+  const textNeedles = comparedNeedles(task, inputs.verifierFiles ?? []);
   const names = testNameNeedles(task).filter(notTheCodeAskedFor(task, inputs.surfaces));
   const words = wordMatchers([...DEFAULT_BENCHMARK_WORDS, ...(inputs.extraWords ?? [])]);
   const canary = task.canary?.trim() ? new RegExp(escapeRegExp(task.canary.trim()), 'gi') : null;
@@ -156,11 +254,12 @@ export function scanSurfaces(inputs: ScanInputs): Finding[] {
   const lineSearch = new MultiSearch(textNeedles.map((n) => n.needle));
   const bareIndex = textNeedles.map((_, i) => i).filter((i) => textNeedles[i]!.bare.length >= 8);
   const bareSearch = new MultiSearch(bareIndex.map((i) => textNeedles[i]!.bare));
+  const anchors = anchorsOf(textNeedles, task.canary?.trim() || undefined);
 
   for (const surface of inputs.surfaces) {
     const authored = surface.kind !== 'tree';
     if (surface.kind === 'tree') {
-      const paths = [...surface.files.map((f) => f.path), ...(surface.skipped ?? []).map((s) => s.path)];
+      const paths = [...surface.files.map((f) => f.path), ...(surface.skipped ?? []).map((s) => s.path), ...(surface.installed ?? []).map((f) => f.path)];
       for (const path of paths) {
         const why = instructionsFile(path);
         if (why) add({ surface: surface.name, path, line: 1, class: 'instructions-survived', match: path, detail: why });
@@ -170,8 +269,13 @@ export function scanSurfaces(inputs: ScanInputs): Finding[] {
     // code a package manager installed (node_modules, vendor/, site-packages) is searched as written only,
     // for copies of the answer and the canary: the agent did not write it, so its words are no awareness.
     const thirdParty = (path: string) => surface.kind === 'tree' && vendoredPackageDir(path) !== null;
-    const variants = surface.files.flatMap((f) => (thirdParty(f.path) ? preparedVariants(f).filter((v) => !v.encoded) : preparedVariants(f)));
+    const holdsAnchor = (bytes: Buffer) => anchors.some((runs) => runs.every((r) => bytes.includes(r)));
+    const installedText = (surface.installed ?? []).flatMap((f) => (f.bytes && holdsAnchor(f.bytes) ? [{ path: f.path, text: f.bytes.toString('utf8') }] : []));
+    const variants = [...surface.files, ...installedText].flatMap((f) =>
+      thirdParty(f.path) ? preparedVariants(f).filter((v) => !v.encoded) : preparedVariants(f),
+    );
     for (const { file, encoded, folded, searchable } of variants) {
+      yield;
       const installed = thirdParty(file.path);
       let rawStarts: number[] | undefined;
       const at = (offset: number) => ({
@@ -188,7 +292,7 @@ export function scanSurfaces(inputs: ScanInputs): Finding[] {
         const t = searchable();
         const hits = textNeedles.map(() => new Set<number>());
         lineSearch.search(t.norm, (n, start) => hits[n]!.add(lineAt(t.starts, start)));
-        bareSearch.search(t.bare, (k, start) => hits[bareIndex[k]!]!.add(lineAt(t.bareStarts, start)));
+        if (!installed) bareSearch.search(t.bare, (k, start) => hits[bareIndex[k]!]!.add(lineAt(t.bareStarts, start)));
         const lineOfIndex = (i: number) => (encoded ? encoded.lineOf(t.rawLineStarts[i - 1] ?? 0) : i);
         textNeedles.forEach((n, k) => {
           for (const line of hits[k]!) {

@@ -14,3 +14,6 @@ export function vendoredPackageDir(path: string): string | null {
   const name = rest[0]!.startsWith('@') ? rest.slice(0, 2).join('/') : rest[0]!;
   return `${path.slice(0, end)}${name}/`;
 }
+
+/** A directory path (no trailing '/') that is a vendored package directory or lies below one: what vendoredPackageDir says of every file below it. */
+export const VENDORED_PACKAGE_DIR = /(?:^|\/)(?:node_modules|vendor|third_party|site-packages|bower_components)\/[^/]+/;
