@@ -15,6 +15,7 @@ import { runStep } from '../steps/run.js';
 import { CERTIFICATION_VERDICT } from '../steps/certification.js';
 import { certifyStep } from '../steps/certify.js';
 import type { CacheKey } from '../pipeline/digest.js';
+import { CorruptBlobError } from '../pipeline/store/corrupt-blob.js';
 
 /** A cohort: an analyze node, its version, its attempts, what observes it, and its freeze. */
 export interface Cohort {
@@ -222,13 +223,22 @@ export function provenanceFor(ctx: EngineContext, cohorts: readonly Cohort[], ad
   };
 }
 
-/** Whether a certify node's stored result rejected its task (certify results are not verdicts: a rejection observes nothing). */
+/**
+ * Whether a certify node's stored result rejected its task (certify results are not verdicts: a
+ * rejection observes nothing). Asked when an attempt under it starts: by then the engine has made
+ * the certify outputs local (a record read lazily from a remote cache holds no blobs before). One
+ * that still cannot be read counts as certified: the attempt binds, the safe side.
+ */
 function certifyRejected(ctx: EngineContext, node: GraphNode, key: CacheKey): boolean {
-  if (node.kind !== certifyStep) return false;
   const found = ctx.store.actions.get(key);
   if (found.status !== 'hit') return false;
-  const read = readJsonArtifact(CERTIFICATION_VERDICT, found.record.outputs, (d) => ctx.store.cas.read(d), node.id);
-  return read?.ok === true && read.value.verdict !== 'certified';
+  try {
+    const read = readJsonArtifact(CERTIFICATION_VERDICT, found.record.outputs, (d) => ctx.store.cas.read(d), node.id);
+    return read?.ok === true && read.value.verdict !== 'certified';
+  } catch (e) {
+    if (e instanceof CorruptBlobError) return false;
+    throw e;
+  }
 }
 
 /**
@@ -253,20 +263,21 @@ export function observationBinder(
   }
   const bound = new Set<string>();
   const writes: Promise<unknown>[] = [];
-  /** Certify nodes whose task was rejected, as they settle (before their attempts start). */
-  const rejected = new Set<string>();
+  /** Certify nodes as they settle (before their attempts start), with their keys. */
+  const certified = new Map<string, CacheKey>();
+  const underRejection = (attempt: string) =>
+    ctx.graph.byId.get(attempt)?.upstream.some((u) => certified.has(u.id) && certifyRejected(ctx, u, certified.get(u.id)!)) ?? false;
   /** Cohorts with an attempt that started here, or was reused (it ran before). */
   const drawn = new Set<string>();
   return {
     event(e) {
       if (e.type === 'cached' || e.type === 'done') {
-        const n = ctx.graph.byId.get(e.node);
-        if (n && certifyRejected(ctx, n, e.key)) rejected.add(n.id);
+        if (ctx.graph.byId.get(e.node)?.kind === certifyStep) certified.set(e.node, e.key);
       }
       if (e.type !== 'running' && e.type !== 'cached') return;
       for (const { cohort: c, as } of byNode.get(e.node) ?? []) {
         if (as === 'attempt') {
-          if (e.type === 'running' && ctx.graph.byId.get(e.node)?.upstream.some((u) => rejected.has(u.id))) continue;
+          if (e.type === 'running' && underRejection(e.node)) continue;
           drawn.add(c.name);
           // A reused attempt by itself observes nothing; an attempt that starts binds.
           if (e.type !== 'running') continue;

@@ -40,17 +40,8 @@ export interface Tree {
 /** Evidence that a blob was checked: its size and mtime; a changed stamp means re-hash before trusting it. */
 export type Stamp = string;
 
-export class CorruptBlobError extends Error {
-  /** The blob is not here at all (a record replayed from a remote cache holds none until they are read), rather than here with other bytes. */
-  readonly missing: boolean;
-  constructor(
-    readonly digest: Sha256,
-    detail: string,
-  ) {
-    super(`stored blob ${digest.slice(0, 12)} is corrupt (${detail})`);
-    this.missing = detail === 'missing';
-  }
-}
+import { CorruptBlobError } from './corrupt-blob.js';
+export { CorruptBlobError };
 
 /** Content-addressed blobs: files and tree objects, by SHA-256, written once and read-only. */
 export class Cas {

@@ -4,7 +4,7 @@ import { availableParallelism } from 'node:os';
 import type { Worker } from 'node:worker_threads';
 import type { Sha256 } from '../digest.js';
 import { lazyRequire } from '../lazy-require.js';
-import { CorruptBlobError } from './cas.js';
+import { CorruptBlobError } from './corrupt-blob.js';
 
 const workerThreads = lazyRequire<typeof import('node:worker_threads')>('node:worker_threads');
 
