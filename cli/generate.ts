@@ -41,7 +41,7 @@ export async function generate(args: GenerateArgs, log: (line: string) => void):
   if (rev.status !== 0)
     return { status: 'usage', message: `--commit ${args.commit}: ${resolve(args.repo!)} has no such revision (give a commit, branch or tag of it)` };
   const commit = rev.stdout.trim();
-  const language = (args.language ?? 'js') as Language;
+  const language = (args.language ?? languageAt(resolve(args.repo!), commit, log)) as Language;
   if (language !== 'js' && language !== 'python') return { status: 'usage', message: `--language takes js or python, not "${args.language}"` };
   const num = (v: string | undefined, name: string, dflt: number) => {
     const n = v === undefined ? dflt : Number(v);
@@ -75,4 +75,19 @@ export async function generate(args: GenerateArgs, log: (line: string) => void):
       )
     : null;
   return { status: 'ok', commit: { given: args.commit!, id: commit }, asked: count, report: r.value, added };
+}
+
+/** Python files that mark a Python project at a repository's root; a package.json marks JavaScript. */
+const PYTHON_MARKERS = ['pyproject.toml', 'setup.py', 'setup.cfg', 'pytest.ini', 'tox.ini'];
+
+/** The language of the repository at `commit` as its root says (package.json: js; a Python project file: python), said in the log. */
+function languageAt(repo: string, commit: string, log: (line: string) => void): Language {
+  const ls = spawnSync('git', ['-C', repo, 'ls-tree', '--name-only', commit], { encoding: 'utf8' });
+  const root = new Set(ls.status === 0 ? ls.stdout.split('\n') : []);
+  const marker = root.has('package.json') ? 'package.json' : PYTHON_MARKERS.find((m) => root.has(m));
+  const language: Language = marker && marker !== 'package.json' ? 'python' : 'js';
+  log(
+    `language: ${language === 'js' ? 'JavaScript/TypeScript' : 'Python'} (${marker ? `${marker} at the commit's root` : 'no project file at the root'}; --language js|python to choose)`,
+  );
+  return language;
 }

@@ -6,9 +6,11 @@ import { etaMs, shortDuration } from '../pipeline/progress.js';
 import { err, ok, type Result } from '../pipeline/result.js';
 import type { Surface } from '../steps/certify/scan.js';
 import { compare, seededOrder } from './seeded-order.js';
-import { adapterFor, defaultTestCommand, type JsRunner, type LanguageAdapter, type RunnerContext } from './test-suite.js';
+import type { LanguageAdapter, RunnerContext } from './language-adapter.js';
+import { adapterFor, defaultTestCommand, jsRunnerOf, type JsRunner } from './test-suite.js';
 import { discriminationFailure } from './discrimination.js';
 import type { CandidateScanner } from './pre-certify.js';
+import type { ReportRunner } from './language-adapter.js';
 import type { TaskFiles, VendoredRedaction } from './task-files.js';
 import type { DroppedCandidate, GenerateOptions, SuiteResult } from './types.js';
 
@@ -63,7 +65,7 @@ export function checkOptions(kind: string, o: GenerateOptions): Result<Setup, st
     if (!found.ok) return err(`${kind}: ${found.error}`);
     testCommand = found.value.command;
     if (found.value.runner !== 'pytest') runner = found.value.runner;
-  } else if (o.language === 'js' && /(^|\s)tape(\s|$)/.test(testCommand)) runner = 'tape';
+  } else if (o.language === 'js') runner = jsRunnerOf(testCommand) ?? 'node-test';
   const concurrency = o.concurrency ?? Math.max(1, Math.min(4, availableParallelism()));
   const ctx: RunnerContext = { testCommand, env: o.env ?? defaultTestEnv(), timeoutMs: timeoutSec * 1000, limit: pLimit(concurrency) };
   return ok({
@@ -164,6 +166,11 @@ function packageJsonAt(repo: string, commit: string): string | null {
   }
 }
 
+/** A task's verifier.runner: the runner's command for its tests' files. */
+function runnerFor(runner: ReportRunner, files: readonly string[]): NonNullable<TaskFiles['runner']> {
+  return { command: runner.command([...new Set(files)].sort(compare)), report: runner.report };
+}
+
 /**
  * The last checks of a candidate, the same for every generator: the task as it would be written
  * (its tests chosen, each with its command) is scanned again (a test's name in the prompt is a
@@ -186,6 +193,15 @@ export async function checkedTask(
     passToPass: Object.fromEntries(p2p.map((t) => [t, command(t)])),
     setupPatch: scanned.setupPatch,
     ...(scanned.redactions.length ? { redactions: scanned.redactions } : {}),
+    // One invocation of a report runner for every test, as the discrimination check below runs it.
+    ...(s.adapter.reportRunner
+      ? {
+          runner: runnerFor(
+            s.adapter.reportRunner,
+            [...f2p, ...p2p].map((id) => suite.get(id)!.file),
+          ),
+        }
+      : {}),
   };
   const rejected = scanner.check(files, scanned.tree);
   if (rejected) return err(rejected);

@@ -1,6 +1,8 @@
 import { runProcess } from '../sandboxes/exec-process.js';
 import type { ExecResult } from '../sandboxes/sandbox.js';
-import { runShell, type LanguageAdapter, type RunnerContext } from './test-suite.js';
+import { graded, reportedStatus, type RunnerStatus } from '../test-results/index.js';
+import { runWithReport } from './report-runners.js';
+import { runShell, type LanguageAdapter, type RunnerContext } from './language-adapter.js';
 import { compare } from './seeded-order.js';
 import type { TestResult } from './types.js';
 
@@ -29,9 +31,28 @@ export async function discriminationFailure(
     ...[...plan.passToPass].map(([id, t]) => ({ id, t, kind: 'pass_to_pass' as const })),
   ].sort((a, b) => (a.kind === b.kind ? compare(a.id, b.id) : a.kind === 'fail_to_pass' ? -1 : 1));
   const shared: SharedRuns = new Map();
+  const runner = adapter.reportRunner;
+  // A report runner: one invocation per tree and repeat for every test's file, as verify runs it.
+  const reports = runner ? new Map<string, Promise<ReadonlyMap<string, RunnerStatus>>>() : null;
+  const files = [...new Set(tests.map((t) => t.t.file))].sort(compare);
+  const reportOf = (tree: string, repeat: number) => {
+    const key = JSON.stringify([tree, repeat]);
+    let r = reports!.get(key);
+    if (!r) reports!.set(key, (r = runWithReport(ctx, runner!, tree, files).then((x) => (x.ok ? x.value : new Map<string, RunnerStatus>()))));
+    return r;
+  };
   const runs = await Promise.all(
     tests.map(async (test) => {
-      const on = (tree: string) => Promise.all(Array.from({ length: repeats }, (_, repeat) => outcome(adapter, ctx, shared, test, tree, repeat)));
+      const on = (tree: string) =>
+        Promise.all(
+          Array.from({ length: repeats }, async (_, repeat): Promise<Outcome> => {
+            if (!runner) return outcome(adapter, ctx, shared, test, tree, repeat);
+            // A test the report does not name did not pass (and did not run).
+            const status = reportedStatus(await reportOf(tree, repeat), test.id);
+            const pass = graded(status) === 'pass';
+            return { pass, ran: pass };
+          }),
+        );
       const starting = await on(trees.starting);
       const solved = await on(trees.solved);
       return { ...test, starting, solved };

@@ -26,7 +26,8 @@ export function startingSurface(base: Surface, changed: ReadonlyMap<string, stri
   const files = base.files.filter((f) => !changed.has(f.path) && !gone(f.path));
   for (const [path, text] of changed) files.push({ path, text });
   files.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
-  return { ...base, files };
+  const installed = base.installed?.filter((f) => !changed.has(f.path) && !gone(f.path));
+  return { ...base, files, ...(installed ? { installed } : {}) };
 }
 
 /** Every finding of certify's scan on the task `files` would be written as, over `tree`. */

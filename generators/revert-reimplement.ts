@@ -103,10 +103,15 @@ async function evaluate(s: Setup, o: RevertOptions, commit: string, scanner: Can
       solutionPatch,
     };
     // certify's static scan before any test runs: a vendored copy of the answer is redacted, any other leak drops it.
-    const scanned = await scanner.prepare(draft, { dir: base, surface: surfaceFromDir('tree', 'tree', base) }, new Map([[src.path, before]]), {
-      path: src.path,
-      text: after,
-    });
+    const scanned = await scanner.prepare(
+      draft,
+      { dir: base, surface: surfaceFromDir('tree', 'tree', base, { installed: true }) },
+      new Map([[src.path, before]]),
+      {
+        path: src.path,
+        text: after,
+      },
+    );
     if (!scanned.ok) return scanned;
     const trees = await prepareTrees(base, dir, scanned.value.setupPatch, solutionPatch);
     const atCommit = await s.adapter.runSuite(base);

@@ -51,7 +51,7 @@ async function generate(s: Setup, options: StubFunctionOptions, work: string): P
   const base = join(work, 'base');
   await exportCommit(s.repo, s.commit, base);
   // The tree every candidate starts from, as certify's scan reads it (before a test run writes into it): walked once.
-  const tree = { dir: base, surface: surfaceFromDir('tree', 'tree', base) };
+  const tree = { dir: base, surface: surfaceFromDir('tree', 'tree', base, { installed: true }) };
   s.log(`running the suite at ${where}`);
   const baseline = await s.adapter.runSuite(base);
   if (!baseline.ok) return err(`${KIND}: ${where}: ${baseline.error}`);
@@ -59,9 +59,11 @@ async function generate(s: Setup, options: StubFunctionOptions, work: string): P
     return err(`${KIND}: ${where}: no test passes on the untouched commit (${baseline.value.size} reported); check testCommand`);
   }
   const files = await listCommitFiles(s.repo, s.commit);
+  // The files the runner itself ran as tests (its own discovery: vitest's or jest's config) are no source to stub.
+  const testFiles = new Set([...baseline.value.values()].map((t) => t.file));
   const candidates: Candidate[] = [];
   for (const [file, mode] of files) {
-    if (!s.adapter.isSourceFile(file)) continue;
+    if (!s.adapter.isSourceFile(file) || testFiles.has(file)) continue;
     let text: string;
     try {
       text = readFileSync(join(base, file), 'utf8');

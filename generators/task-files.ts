@@ -2,6 +2,7 @@ import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import { stringify } from 'yaml';
 import { packageRoot } from '../pipeline/package-root.js';
+import type { ReportFormat } from '../test-results/index.js';
 
 /** Everything a generated task directory holds, before it is written. */
 export interface TaskFiles {
@@ -18,6 +19,8 @@ export interface TaskFiles {
   solutionPatch: string;
   /** What the setup patch removes from the tree beyond the task's own change, and why (written as redactions.json). */
   redactions?: VendoredRedaction[];
+  /** One invocation of the test runner for every test, read from its report (verifier.runner). */
+  runner?: { command: string; report: ReportFormat };
 }
 
 /** A vendored copy of the package under test that the setup patch takes out of the tree. */
@@ -51,6 +54,7 @@ export function writeTaskDir(outDir: string, repo: string, taskRepoPath: string 
     prompt: t.prompt,
     allowed_paths: t.allowedPaths,
     verifier: {
+      ...(t.runner ? { runner: t.runner } : {}),
       fail_to_pass: t.failToPass,
       ...(Object.keys(t.passToPass).length ? { pass_to_pass: t.passToPass } : {}),
       timeout: t.timeoutSec,

@@ -1,66 +1,36 @@
 import picomatch from 'picomatch';
-import pLimit from 'p-limit';
-import { runProcess } from '../sandboxes/exec-process.js';
-import type { ExecResult } from '../sandboxes/sandbox.js';
 import { err, ok, type Result } from '../pipeline/result.js';
-import { findJsFunctions, type FunctionSpan } from './js-functions.js';
+import { findJsFunctions } from './js-functions.js';
 import { pytestLines } from '../test-results/pytest.js';
 import { findPythonFunctions } from './python-functions.js';
 import { escapeRegExp, shellQuote } from './shell.js';
 import { tapeSections, tapTests } from '../test-results/tap.js';
 import { walkFiles } from './tree.js';
 import type { Language, SuiteResult, TestResult } from './types.js';
-
-/** What a generator needs to know about one language and its test runner. */
-export interface LanguageAdapter {
-  readonly language: Language;
-  isTestFile(path: string): boolean;
-  /** A non-test source file whose exported functions may be stubbed. */
-  isSourceFile(path: string): boolean;
-  /** The exported functions of `source` (the file's path picks the dialect). */
-  findFunctions(source: string, file: string): FunctionSpan[];
-  /** How the prompt says what a stub does. */
-  readonly stubBehaviour: string;
-  /** An error message when `file` in `tree` does not parse, else null. */
-  syntaxError(tree: string, file: string): Promise<string | null>;
-  /** Runs the whole suite in `tree`; each test keyed by its id. */
-  runSuite(tree: string): Promise<Result<SuiteResult, string>>;
-  /** A shell command, run from the tree's root, that runs just this test and exits non-zero when it fails. */
-  commandFor(id: string, test: TestResult): string;
-  /** Whether the output of commandFor(id) shows the test ran and passed (not merely that nothing failed). */
-  ranAndPassed(id: string, test: TestResult, output: string): boolean;
-  /**
-   * For a runner whose per-test command runs a whole file and then reads what it printed (tape):
-   * the two halves, with commandFor(id) exactly `${run} 2>&1 | ${check}`. Tests that share a
-   * `run` can then be checked from one run of it (the discrimination check runs each file once
-   * per tree and repeat, not once per test).
-   */
-  verifierHalves?(id: string, test: TestResult): { run: string; check: string };
-}
-
-export interface RunnerContext {
-  testCommand: string;
-  env: Record<string, string>;
-  timeoutMs: number;
-  /** Bounds how many test processes run at once (shared by everything a generator runs). */
-  limit: ReturnType<typeof pLimit>;
-}
-
-export function runShell(ctx: RunnerContext, tree: string, command: string): Promise<ExecResult> {
-  return ctx.limit(() => runProcess(['sh', '-c', command], { cwd: tree, env: ctx.env, timeoutMs: ctx.timeoutMs }));
-}
+import { runShell, type LanguageAdapter, type RunnerContext } from './language-adapter.js';
+import { jestRunner, pytestRunner, reportRunnerAdapter, vitestRunner } from './report-runners.js';
 
 export function adapterFor(language: Language, ctx: RunnerContext, runner: JsRunner = 'node-test'): LanguageAdapter {
-  switch (language) {
-    case 'js':
-      return runner === 'tape' ? tapeAdapter(ctx) : runner === 'mocha' || runner === 'jest' ? jsonReporterAdapter(ctx, runner) : jsAdapter(ctx);
-    case 'python':
-      return pythonAdapter(ctx);
+  return language === 'python' ? reportRunnerAdapter(pythonAdapter(ctx), ctx, pytestRunner(ctx.testCommand), false) : jsAdapterFor(runner, ctx);
+}
+
+function jsAdapterFor(runner: JsRunner, ctx: RunnerContext): LanguageAdapter {
+  switch (runner) {
+    case 'tape':
+      return tapeAdapter(ctx);
+    case 'mocha':
+      return mochaAdapter(ctx);
+    case 'jest':
+      return reportRunnerAdapter(jsAdapter(ctx), ctx, jestRunner(ctx.testCommand), true);
+    case 'vitest':
+      return reportRunnerAdapter(jsAdapter(ctx), ctx, vitestRunner(ctx.testCommand), true);
+    case 'node-test':
+      return jsAdapter(ctx);
   }
 }
 
-/** The JavaScript test runners a generator reads: node:test's TAP, tape's TAP, mocha's and jest's JSON reporters. */
-export type JsRunner = 'node-test' | 'tape' | 'mocha' | 'jest';
+/** The JavaScript test runners a generator reads: node:test's TAP, tape's TAP, mocha's JSON reporter, jest's and vitest's JSON reports. */
+export type JsRunner = 'node-test' | 'tape' | 'mocha' | 'jest' | 'vitest';
 
 /**
  * The repository's own test command when the caller gives none: package.json's
@@ -78,15 +48,25 @@ export function defaultTestCommand(language: Language, packageJson: string | nul
     return err(`package.json does not parse (${(e as Error).message}): give --test-command`);
   }
   if (typeof script !== 'string' || !script.trim()) return ok({ command: 'node --test --test-reporter=tap', runner: 'node-test' });
-  if (/(^|[\s;&|(])tape(\s|$)/.test(script)) return ok({ command: script.trim(), runner: 'tape' });
-  if (/(^|[\s;&|(])node\s+(?:[^|;&]*\s)?--test\b/.test(script)) return ok({ command: 'node --test --test-reporter=tap', runner: 'node-test' });
-  // mocha and jest print per-test results with their JSON reporters (added to the script's command).
-  if (/(^|[\s;&|(])mocha(\s|$)/.test(script)) return ok({ command: script.trim(), runner: 'mocha' });
-  if (/(^|[\s;&|(])jest(\s|$)/.test(script)) return ok({ command: script.trim(), runner: 'jest' });
+  const runner = jsRunnerOf(script);
+  if (runner === 'node-test') return ok({ command: 'node --test --test-reporter=tap', runner });
+  if (runner) return ok({ command: script.trim(), runner });
   return err(
     `runner output not understood: package.json's test script is ${JSON.stringify(script)}; ` +
-      'give --test-command with a runner whose per-test results pairbench reads (node --test --test-reporter=tap, tape FILES, mocha, jest)',
+      'give --test-command with a runner whose per-test results pairbench reads (vitest, jest, mocha, tape FILES, node --test)',
   );
+}
+
+/** The JavaScript runner a test command runs, as its words say; null when none pairbench reads. */
+export function jsRunnerOf(command: string): JsRunner | null {
+  const word = (w: string) => new RegExp(`(^|[\\s;&|(/])${w}(\\s|$)`).test(command);
+  if (word('tape')) return 'tape';
+  if (/(^|[\s;&|(])node\s+(?:[^|;&]*\s)?--test\b/.test(command)) return 'node-test';
+  // mocha's, jest's and vitest's reports are added to the command.
+  if (word('mocha')) return 'mocha';
+  if (word('jest')) return 'jest';
+  if (word('vitest')) return 'vitest';
+  return null;
 }
 
 /** Messages name files relative to the tree: temp paths would make reports differ run to run. */
@@ -220,44 +200,41 @@ function tapeAdapter(ctx: RunnerContext): LanguageAdapter {
 }
 
 /**
- * mocha and jest: one run of the whole suite with the runner's JSON reporter (`--reporter
- * json`, `--json`), each test identified as `file::full title` (file relative to the
- * repository, a repeated title by its ordinal). A task's command runs the test's file with a
- * name filter and passes only when the JSON says at least one test passed and none failed.
+ * mocha: one run of the whole suite with its JSON reporter (`--reporter json`), each test
+ * identified as `file::full title` (file relative to the repository, a repeated title by its
+ * ordinal). A task's command runs the test's file with a name filter and passes only when the
+ * JSON says at least one test passed and none failed.
  */
-function jsonReporterAdapter(ctx: RunnerContext, runner: 'mocha' | 'jest'): LanguageAdapter {
+function mochaAdapter(ctx: RunnerContext): LanguageAdapter {
   const base = jsAdapter(ctx);
   const bin = `PATH="$PWD/node_modules/.bin:$PATH" ${ctx.testCommand}`;
-  const reporter = runner === 'mocha' ? '--reporter json' : '--json';
+  const reporter = '--reporter json';
   const check =
-    runner === 'mocha'
-      ? 'let s="";process.stdin.on("data",(d)=>(s+=d)).on("end",()=>{const r=JSON.parse(s.slice(s.indexOf("{")));process.exit(r.stats.passes>0&&r.stats.failures===0?0:1)})'
-      : 'let s="";process.stdin.on("data",(d)=>(s+=d)).on("end",()=>{const r=JSON.parse(s.slice(s.indexOf("{")));process.exit(r.numPassedTests>0&&r.numFailedTests===0?0:1)})';
+    'let s="";process.stdin.on("data",(d)=>(s+=d)).on("end",()=>{const r=JSON.parse(s.slice(s.indexOf("{")));process.exit(r.stats.passes>0&&r.stats.failures===0?0:1)})';
   return {
     ...base,
     async runSuite(tree) {
       const r = await runShell(ctx, tree, `${bin} ${reporter}`);
-      const suite = parseJsonReport(runner, r.stdout, tree);
+      const suite = parseMochaJson(r.stdout, tree);
       if (!suite.ok)
         return err(
-          `runner output not understood: ${runner} ${reporter} printed no JSON report (${suite.error}; exit ${r.exitCode}: ${(r.stdout + r.stderr).trim().split('\n').slice(-2).join(' | ')})`,
+          `runner output not understood: mocha ${reporter} printed no JSON report (${suite.error}; exit ${r.exitCode}: ${(r.stdout + r.stderr).trim().split('\n').slice(-2).join(' | ')})`,
         );
       return ok(suite.value);
     },
     commandFor(id, test) {
       const title = id.slice(test.file.length + 2).replace(/ #\d+$/, '');
-      const filter = runner === 'mocha' ? `--grep ${shellQuote(`^${escapeRegExp(title)}$`)}` : `-t ${shellQuote(`^${escapeRegExp(title)}$`)}`;
-      return `${bin} ${reporter} ${filter} ${shellQuote(test.file)} 2>/dev/null | node -e ${shellQuote(check)}`;
+      return `${bin} ${reporter} --grep ${shellQuote(`^${escapeRegExp(title)}$`)} ${shellQuote(test.file)} 2>/dev/null | node -e ${shellQuote(check)}`;
     },
     ranAndPassed(id, test, output) {
-      const suite = parseJsonReport(runner, output, null);
+      const suite = parseMochaJson(output, null);
       return suite.ok && suite.value.get(id)?.status === 'pass';
     },
   };
 }
 
-/** mocha's `--reporter json` or jest's `--json` output as a suite (file paths made relative to `tree`). */
-export function parseJsonReport(runner: 'mocha' | 'jest', output: string, tree: string | null): Result<SuiteResult, string> {
+/** mocha's `--reporter json` output as a suite (file paths made relative to `tree`). */
+export function parseMochaJson(output: string, tree: string | null): Result<SuiteResult, string> {
   const start = output.indexOf('{');
   let data: unknown;
   try {
@@ -268,22 +245,15 @@ export function parseJsonReport(runner: 'mocha' | 'jest', output: string, tree: 
   const rel = (file: string) => (tree && file.startsWith(`${tree}/`) ? file.slice(tree.length + 1) : file.replace(/^\/work\//, '').replace(/^\.\//, ''));
   const suite: SuiteResult = new Map();
   const seen = new Map<string, number>();
-  const add = (file: string, title: string, status: TestResult['status']) => {
-    const key = `${rel(file)}::${title}`;
+  const r = data as { tests?: { fullTitle: string; file?: string; err?: Record<string, unknown> }[]; pending?: { fullTitle: string }[] };
+  if (!Array.isArray(r.tests)) return err('no "tests" array');
+  const pending = new Set((r.pending ?? []).map((t) => t.fullTitle));
+  for (const t of r.tests) {
+    const key = `${rel(t.file ?? '')}::${t.fullTitle}`;
     const n = (seen.get(key) ?? 0) + 1;
     seen.set(key, n);
-    suite.set(n > 1 ? `${key} #${n}` : key, { status, file: rel(file), selectors: [] });
-  };
-  if (runner === 'mocha') {
-    const r = data as { tests?: { fullTitle: string; file?: string; err?: Record<string, unknown> }[]; pending?: { fullTitle: string }[] };
-    if (!Array.isArray(r.tests)) return err('no "tests" array');
-    const pending = new Set((r.pending ?? []).map((t) => t.fullTitle));
-    for (const t of r.tests) add(t.file ?? '', t.fullTitle, pending.has(t.fullTitle) ? 'skip' : t.err && Object.keys(t.err).length ? 'fail' : 'pass');
-  } else {
-    const r = data as { testResults?: { name: string; assertionResults?: { fullName: string; status: string }[] }[] };
-    if (!Array.isArray(r.testResults)) return err('no "testResults" array');
-    for (const f of r.testResults)
-      for (const a of f.assertionResults ?? []) add(f.name, a.fullName, a.status === 'passed' ? 'pass' : a.status === 'failed' ? 'fail' : 'skip');
+    const status = pending.has(t.fullTitle) ? 'skip' : t.err && Object.keys(t.err).length ? 'fail' : 'pass';
+    suite.set(n > 1 ? `${key} #${n}` : key, { status, file: rel(t.file ?? ''), selectors: [] });
   }
   return ok(suite);
 }

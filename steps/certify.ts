@@ -333,7 +333,7 @@ export const certifyStep: StepKind = {
           if (agent === 'oracle' && i === 0)
             oracleFailing = outcome.value.evidence
               .filter((e) => e.status === 'fail' || e.status === 'timeout')
-              .map((e) => `${e.kind} ${e.name}${e.status === 'timeout' ? ' (timed out)' : ''}`);
+              .map((e) => `${e.kind} ${e.name}${e.status === 'timeout' ? ' (timed out)' : e.reported === null ? " (not in the runner's report)" : ''}`);
           ctx.log(
             `check ${i + 1}/${policy.repeats} ${agent}: verifier ${outcome.value.pass ? 'passes' : 'fails'} (${outcome.value.evidence.map((e) => `${e.name}=${e.status}`).join(', ')})`,
           );

@@ -58,9 +58,9 @@ export type TaskSource =
        */
       test_command?: string;
       /**
-       * How a {tests} runner's report is read: from a file the runner writes to {report} (a path pairbench owns, outside the workspace): junit-xml or tap, structured, so nothing a test prints is a result; or from its log by SWE-bench's harness rules (fidelity mode, with the harness's exit-code cross-check): pytest's -rA summary (default), Django's runner (verbosity 2) or sympy's bin/test.
+       * How a {tests} runner's report is read: from a file the runner writes to {report} (a path pairbench owns, outside the workspace): junit-xml, jest-json (jest --json --outputFile={report}, vitest --reporter=json --outputFile={report}) or tap, structured, so nothing a test prints is a result; or from its log by SWE-bench's harness rules (fidelity mode, with the harness's exit-code cross-check): pytest's -rA summary (default), Django's runner (verbosity 2) or sympy's bin/test.
        */
-      report?: 'pytest-rA' | 'junit-xml' | 'tap' | 'django' | 'sympy';
+      report?: 'pytest-rA' | 'junit-xml' | 'jest-json' | 'tap' | 'django' | 'sympy';
       /**
        * The report file's name in pairbench's report directory ({report} in test_command is its path; default report.xml, or report.tap).
        */
@@ -79,7 +79,7 @@ export type TaskSource =
       test_commands?: {
         [k: string]: {
           command: string;
-          report?: 'pytest-rA' | 'junit-xml' | 'tap' | 'django' | 'sympy';
+          report?: 'pytest-rA' | 'junit-xml' | 'jest-json' | 'tap' | 'django' | 'sympy';
         };
       };
       /**

@@ -150,9 +150,25 @@ function parseTask(file: string, id: string): Result<Task, Diagnostic[]> {
     files?: string;
     result?: 'exit-code' | 'reward-file';
     owned?: string[];
+    runner?: { command: string; report: ReportFormat };
   };
   if (v.files && !existsSync(join(dirname(file), v.files))) {
     problems.push({ field: 'verifier.files', message: `task "${id}": ${v.files} does not exist`, location: source.locate(['verifier', 'files']) });
+  }
+  if (v.runner && !v.runner.command.includes('{report}')) {
+    problems.push({
+      field: 'verifier.runner.command',
+      message: `task "${id}": the runner's command must write its report to {report} (a path pairbench owns)`,
+      hint: 'e.g. vitest run --reporter=json --outputFile={report} FILES, jest --json --outputFile={report} FILES, python -m pytest --junitxml={report} FILES',
+      location: source.locate(['verifier', 'runner', 'command']),
+    });
+  }
+  if (v.runner && v.command) {
+    problems.push({
+      field: 'verifier.runner',
+      message: `task "${id}": give a runner with fail_to_pass tests, or a command, not both`,
+      location: source.locate(['verifier', 'runner']),
+    });
   }
   if (!v.command && !v.fail_to_pass && !v.pass_to_pass) {
     problems.push({ field: 'verifier', message: `task "${id}": the verifier needs a command or fail_to_pass tests`, location: source.locate(['verifier']) });
@@ -186,6 +202,7 @@ function parseTask(file: string, id: string): Result<Task, Diagnostic[]> {
       patch: null,
       result: v.result ?? 'exit-code',
       ...(v.owned ? { owned: v.owned } : {}),
+      ...(v.runner ? { runner: { command: v.runner.command, report: v.runner.report, reportFile: null, testTimeoutSec: null } } : {}),
     },
     solution: { patch: sol.patch ? readFileSync(join(dir, sol.patch), 'utf8') : null, script: sol.script ? join(dir, sol.script) : null },
     canary: data['canary'] ?? null,

@@ -148,10 +148,11 @@ interface RunnerReport {
   contradiction: string | null;
 }
 
-function runnerReport(runner: TestRunner, r: ExecResult, reportDir: string): RunnerReport {
+/** `root`: the workspace as the runner saw it (a report naming files by absolute path is read relative to it). */
+function runnerReport(runner: TestRunner, r: ExecResult, reportDir: string, root: string): RunnerReport {
   const file = REPORT_CHANNEL[runner.report] === 'file';
   const output = `${r.stdout}\n${r.stderr}`;
-  const parsed = parseReport(runner.report, file ? readReport(reportDir, reportName(runner)) : testOutput(output));
+  const parsed = parseReport(runner.report, file ? readReport(reportDir, reportName(runner)) : testOutput(output), root);
   if (!parsed.ok) return { statuses: new Map(), problem: parsed.error, contradiction: null };
   // The test command's own exit status: recorded by an eval script, else the runner's.
   const recorded = TEST_EXIT_CODE.exec(output);
@@ -161,7 +162,7 @@ function runnerReport(runner: TestRunner, r: ExecResult, reportDir: string): Run
 
 /** The report file's name in pairbench's report directory. */
 function reportName(runner: TestRunner): string {
-  return runner.reportFile ?? (runner.report === 'tap' ? 'report.tap' : 'report.xml');
+  return runner.reportFile ?? (runner.report === 'tap' ? 'report.tap' : runner.report === 'jest-json' ? 'report.json' : 'report.xml');
 }
 
 /** Every verifier process's command, exit and full output, capped so a runaway log cannot fill the store. */
@@ -417,6 +418,8 @@ export async function runVerifier(request: VerifierRequest): Promise<Result<Veri
     if (!reportFileChannel) return;
     for (const f of readdirSync(reportDir)) rmSync(join(reportDir, f), { recursive: true, force: true });
   };
+  // Where the runner runs: the sandbox's mount of the workspace, or the workspace itself.
+  const workspaceInside = sandboxed ? (settings.workdir ?? '/work') : ws;
   let sandbox: Sandbox | undefined;
   try {
     const backend = await sandboxBackend(settings.backend);
@@ -468,7 +471,7 @@ export async function runVerifier(request: VerifierRequest): Promise<Result<Veri
         'runner (every listed test)',
         runnerCommand(runner.command, ids, task.verifier.patch ?? task.verifier.scanOnlyPatch ?? null, reportPath),
       );
-      const report = runnerReport(runner, r, reportDir);
+      const report = runnerReport(runner, r, reportDir, workspaceInside);
       if (report.problem) transcript.note(`no report: ${report.problem}; every listed test is unreported, so it fails`);
       // Passes that the test command's own failure contradicts were printed by the code under test: a forged verdict.
       if (report.contradiction) contradicted = report.contradiction;
@@ -479,6 +482,8 @@ export async function runVerifier(request: VerifierRequest): Promise<Result<Veri
       ] as const) {
         for (const id of Object.keys(list)) {
           const reported = reportedStatus(statuses, id);
+          if (reported === null && !report.problem)
+            transcript.note(`${kind} ${id}: not in the runner's report, so it fails (its file did not load, or no test has that id)`);
           const g = graded(reported ?? undefined);
           // As SWE-bench grades: a skipped FAIL_TO_PASS test is a failure, a skipped PASS_TO_PASS one is fine.
           const status = r.timedOut && reported === null ? 'timeout' : g === 'skipped' && kind === 'fail_to_pass' ? 'fail' : g;
@@ -561,7 +566,7 @@ export async function runVerifier(request: VerifierRequest): Promise<Result<Veri
       // that still passes every one is forged, whatever the exit code says.
       const planted = runner
         ? (() => {
-            const rep = runnerReport(runner, r, reportDir);
+            const rep = runnerReport(runner, r, reportDir, workspaceInside);
             return rep.contradiction === null && Object.keys(task.verifier.failToPass).some((id) => graded(reportedStatus(rep.statuses, id)) !== 'pass');
           })()
         : r.exitCode !== 0 || r.timedOut;

@@ -9,6 +9,7 @@
  */
 import { err, ok, type Result } from '../pipeline/result.js';
 import { parseDjangoLog, parseSympyLog } from './django-sympy.js';
+import { parseJestJson } from './jest-json.js';
 import { parseJunitXml } from './junit.js';
 import { parsePytestLog } from './pytest.js';
 import type { RunnerStatus } from './status.js';
@@ -16,11 +17,12 @@ import { parseTap } from './tap.js';
 
 export { exitCodeProblem, graded, reportedStatus, type RunnerStatus } from './status.js';
 
-export type ReportFormat = 'pytest-rA' | 'junit-xml' | 'tap' | 'django' | 'sympy';
+export type ReportFormat = 'pytest-rA' | 'junit-xml' | 'jest-json' | 'tap' | 'django' | 'sympy';
 
 /** Each format's channel: a report file at `{report}`, or the runner's log. */
 export const REPORT_CHANNEL: Readonly<Record<ReportFormat, 'file' | 'log'>> = {
   'junit-xml': 'file',
+  'jest-json': 'file',
   tap: 'file',
   'pytest-rA': 'log',
   django: 'log',
@@ -28,13 +30,18 @@ export const REPORT_CHANNEL: Readonly<Record<ReportFormat, 'file' | 'log'>> = {
 };
 export const REPORT_FORMATS = Object.keys(REPORT_CHANNEL) as ReportFormat[];
 
-/** The statuses a report gives, or why it is no report (a JUnit file that does not parse). */
-export function parseReport(format: ReportFormat, text: string): Result<Map<string, RunnerStatus>, string> {
+/**
+ * The statuses a report gives, or why it is no report (a JUnit file that does not parse). `root`:
+ * the directory the runner ran in, for a report that names files by absolute path (jest-json).
+ */
+export function parseReport(format: ReportFormat, text: string, root: string | null = null): Result<Map<string, RunnerStatus>, string> {
   switch (format) {
     case 'pytest-rA':
       return ok(parsePytestLog(text));
     case 'junit-xml':
       return text.trim() ? parseJunitXml(text) : err('the runner wrote no JUnit XML report');
+    case 'jest-json':
+      return text.trim() ? parseJestJson(text, root) : err('the runner wrote no JSON report');
     case 'tap':
       return text.trim() ? ok(parseTap(text)) : err('the runner wrote no TAP report');
     case 'django':

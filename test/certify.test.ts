@@ -143,6 +143,28 @@ describe('certify', () => {
     expect(c.reasons).toContain('non-discriminating: the verifier passes on the untouched tree');
   });
 
+  it('a listed test the runner\'s report does not name fails as "not in the runner\'s report", never as a plain failure', async () => {
+    calculatorTask(rig.dir);
+    // node's test runner writing TAP to {report}: its file defines one of the two listed tests.
+    const run = `node --test --test-reporter=tap --test-reporter-destination={report} "$VERIFIER_DIR/add.test.mjs"`;
+    editTask((y) =>
+      y.replace(
+        /verifier:\n[\s\S]*?timeout: 30\n/,
+        `verifier:\n  runner: { command: '${run}', report: tap }\n  fail_to_pass:\n    add works: '${run}'\n    wc0: '${run}'\n  timeout: 30\n`,
+      ),
+    );
+    rig.write(
+      'tasks/fix-add/verifier/add.test.mjs',
+      "import test from 'node:test';\nimport assert from 'node:assert';\ntest('add works', async () => {\n  const { add } = await import(process.cwd() + '/src/add.mjs');\n  assert.strictEqual(add(2, 3), 5);\n});\n",
+    );
+    rig.write('fixtures/CLAUDE.md', 'Prefer small pure functions.\n');
+    rig.write('bench.config.yaml', config());
+    await rig.cli('run');
+    const c = await rig.outputJson('certify/fix-add', 'certification.json');
+    expect(c.verdict).toBe('rejected');
+    expect(c.reasons.join('\n')).toContain(`1 failed (fail_to_pass wc0 (not in the runner's report))`);
+  });
+
   it('names a verifier that passes 2 times in 3 with the reference solution flaky', async () => {
     calculatorTask(rig.dir);
     const counter = join(rig.dir, 'oracle-passes');

@@ -16,7 +16,10 @@ import {
 } from '../generators/index.js';
 import pLimit from 'p-limit';
 import { discriminationFailure } from '../generators/discrimination.js';
-import { adapterFor, defaultTestCommand, parseJsonReport, type LanguageAdapter, type RunnerContext } from '../generators/test-suite.js';
+import type { LanguageAdapter, RunnerContext } from '../generators/language-adapter.js';
+import { adapterFor, defaultTestCommand, parseMochaJson } from '../generators/test-suite.js';
+import { parseReport, type ReportFormat } from '../test-results/index.js';
+import { parseJestJson } from '../test-results/jest-json.js';
 import type { TestResult } from '../generators/types.js';
 import { packageRoot } from '../pipeline/package-root.js';
 import { loadTask } from '../steps/task.js';
@@ -85,13 +88,25 @@ function assertTaskDiscriminates(outDir: string, id: string, repo: string, label
   const f2p = Object.entries(data['verifier'].fail_to_pass as Record<string, string>);
   const p2p = Object.entries((data['verifier'].pass_to_pass ?? {}) as Record<string, string>);
   expect(f2p.length).toBeGreaterThan(0);
-  for (const [, cmd] of [...f2p, ...p2p]) expect(sh(tree, cmd)).toBe(0);
+  // A runner read from its report (verifier.runner): each test's status is the report's, not the exit code's.
+  const runner = data['verifier'].runner as { report: ReportFormat } | undefined;
+  const passes = (name: string, cmd: string) => (runner ? reportSays(tree, cmd, runner.report, name) : sh(tree, cmd) === 0);
+  for (const [name, cmd] of [...f2p, ...p2p]) expect(passes(name, cmd), `${id}: ${name} passes on the commit`).toBe(true);
   gitApply(tree, join(dir, 'setup.patch'));
-  for (const [name, cmd] of f2p) expect(sh(tree, cmd), `${id}: ${name} fails on the starting tree`).not.toBe(0);
-  for (const [name, cmd] of p2p) expect(sh(tree, cmd), `${id}: ${name} passes on the starting tree`).toBe(0);
+  for (const [name, cmd] of f2p) expect(passes(name, cmd), `${id}: ${name} fails on the starting tree`).toBe(false);
+  for (const [name, cmd] of p2p) expect(passes(name, cmd), `${id}: ${name} passes on the starting tree`).toBe(true);
   gitApply(tree, join(dir, 'solution.patch'));
-  for (const [name, cmd] of [...f2p, ...p2p]) expect(sh(tree, cmd), `${id}: ${name} passes with the solution`).toBe(0);
+  for (const [name, cmd] of [...f2p, ...p2p]) expect(passes(name, cmd), `${id}: ${name} passes with the solution`).toBe(true);
   return data;
+}
+
+/** Runs a runner's command with its report at a fresh path; whether the report says `test` passed. */
+function reportSays(tree: string, cmd: string, format: ReportFormat, test: string): boolean {
+  const report = join(mkdtempSync(join(tmpdir(), 'report-')), 'report');
+  sh(tree, cmd.replaceAll('{report}', report));
+  const read = parseReport(format, readFileSync(report, 'utf8'), tree);
+  if (!read.ok) throw new Error(read.error);
+  return read.value.get(test) === 'PASSED';
 }
 
 describe('parsers and scanners', () => {
@@ -225,7 +240,7 @@ describe('parsers and scanners', () => {
     expect(refused.ok ? '' : refused.error).toMatch(/^runner output not understood: package.json's test script is "ava"; give --test-command/);
   });
 
-  it("mocha's and jest's JSON reports: ids are file (relative) and full title, a repeated title by its ordinal", () => {
+  it("mocha's JSON output and jest's (and vitest's) JSON report: ids are file (relative) and full title, a repeated title by its ordinal", () => {
     const mocha = JSON.stringify({
       stats: { passes: 2, failures: 1, pending: 1 },
       tests: [
@@ -236,7 +251,7 @@ describe('parsers and scanners', () => {
       ],
       pending: [{ fullTitle: 'calc later' }],
     });
-    const m = parseJsonReport('mocha', `> calc@1.0.0 test\n${mocha}`, '/tmp/tree');
+    const m = parseMochaJson(`> calc@1.0.0 test\n${mocha}`, '/tmp/tree');
     expect(m.ok && Object.fromEntries([...m.value].map(([id, t]) => [id, t.status]))).toEqual({
       'test/calc.js::calc adds': 'pass',
       'test/calc.js::calc adds #2': 'pass',
@@ -244,26 +259,31 @@ describe('parsers and scanners', () => {
       'test/calc.js::calc later': 'skip',
     });
     const jest = JSON.stringify({
-      numPassedTests: 1,
+      numPassedTests: 2,
       numFailedTests: 1,
       testResults: [
         {
-          name: '/tmp/tree/src/calc.test.js',
+          name: '/tmp/tree/src/calc.test.ts',
           assertionResults: [
-            { fullName: 'calc adds', status: 'passed' },
-            { fullName: 'calc subtracts', status: 'failed' },
-            { fullName: 'calc todo', status: 'todo' },
+            { ancestorTitles: ['calc'], title: 'adds', fullName: 'calc adds', status: 'passed' },
+            { ancestorTitles: ['calc'], title: 'adds', fullName: 'calc adds', status: 'passed' },
+            { ancestorTitles: ['calc', 'minus'], title: 'subtracts', fullName: 'calc minus subtracts', status: 'failed' },
+            { ancestorTitles: [], title: 'todo', fullName: 'todo', status: 'todo' },
           ],
         },
+        // A file that failed to load names no test: its tests are unreported (failing), never passed.
+        { name: '/tmp/tree/src/broken.test.ts', status: 'failed', assertionResults: [] },
       ],
     });
-    const j = parseJsonReport('jest', jest, '/tmp/tree');
-    expect(j.ok && Object.fromEntries([...j.value].map(([id, t]) => [id, t.status]))).toEqual({
-      'src/calc.test.js::calc adds': 'pass',
-      'src/calc.test.js::calc subtracts': 'fail',
-      'src/calc.test.js::calc todo': 'skip',
+    const j = parseJestJson(jest, '/tmp/tree');
+    expect(j.ok && Object.fromEntries([...j.value].map(([id, t]) => [id, t]))).toEqual({
+      'src/calc.test.ts::calc > adds': 'PASSED',
+      'src/calc.test.ts::calc > adds #2': 'PASSED',
+      'src/calc.test.ts::calc > minus > subtracts': 'FAILED',
+      'src/calc.test.ts::todo': 'SKIPPED',
     });
-    expect(parseJsonReport('jest', 'no json here', null).ok).toBe(false);
+    expect(parseJestJson('no json here', null).ok).toBe(false);
+    expect(parseJestJson('{"stats": {}}', null).ok).toBe(false);
   });
 
   it('finds public top-level Python functions and keeps their docstrings', () => {

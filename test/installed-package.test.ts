@@ -2,7 +2,9 @@
  * pairbench as a new user gets it: `npm pack`, the tarball installed globally into an empty
  * prefix (no checkout, no dev dependencies; the agent CLIs and TypeScript come as optional
  * dependencies), and from an empty directory outside this checkout, on a repository this test
- * builds: init, generate, doctor, probe, run, export, verify-bundle. Then as a project's dev
+ * builds: init, generate, doctor, probe, run, export, verify-bundle, as the README writes them, on a
+ * TypeScript package tested with vitest, a CommonJS one tested with jest and a Python one tested
+ * with pytest, each with its dependencies installed into its tree. Then as a project's dev
  * dependency with the optional ones omitted: what doctor and generate say is missing is
  * installed by running the command they print, as written. Nothing of the checkout is on PATH.
  */
@@ -15,6 +17,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { bubblewrapBackend } from '../sandboxes/bubblewrap.js';
 import { makeRepo } from './fixtures.js';
+import { commonJsJestRepo, pythonPytestRepo, typescriptVitestRepo } from './user-repos.js';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const bwrap = await bubblewrapBackend.available();
@@ -24,6 +27,17 @@ interface Ran {
   code: number;
   stdout: string;
   stderr: string;
+}
+
+/** The README's "A first cohort on your own repository" block: its command lines, comments dropped. */
+function firstCohortCommands(): string[] {
+  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+  const block = /A first cohort on your own repository:\n\n```\n([\s\S]*?)```/.exec(readme)?.[1];
+  if (!block) throw new Error('README.md: no block after "A first cohort on your own repository:"');
+  return block
+    .split('\n')
+    .map((l) => l.replace(/\s+#.*$/, '').trim())
+    .filter(Boolean);
 }
 
 /** A small CommonJS library with node:test tests: a repository pairbench has never seen. */
@@ -126,18 +140,15 @@ describe.skipIf(!bwrap.ok && !required)('the packed package, installed into an e
       expect(existsSync(join(pkg, absent)), absent).toBe(false);
   });
 
-  it('from an empty directory: init, generate, doctor, probe, run, export, verify-bundle end on a verdict', async () => {
+  it('from an empty directory: init prints a generate command that works here, with its arguments filled in', async () => {
     const repo = join(tmp, 'strkit');
     const commit = foreignRepo(repo);
     const project = join(tmp, 'project');
     mkdirSync(project);
-
     const init = await pairbench(project, 'init', '--repo', repo, '--fake-model');
     expect(init.code, init.stderr).toBe(0);
-    // The line init prints to go on is a command that works here, with its arguments filled in.
     const next = init.stdout.match(/^ {2}(pairbench generate .*)$/m)?.[1];
     expect(next, init.stdout).toBeTruthy();
-
     const generated = await pairbench(project, ...next!.split(' ').slice(1), '--count', '2', '--commit', 'HEAD');
     expect(generated.code, generated.stdout + generated.stderr).toBe(0);
     expect(generated.stdout).toContain(`HEAD is commit ${commit}`);
@@ -146,22 +157,35 @@ describe.skipIf(!bwrap.ok && !required)('the packed package, installed into an e
     const config = parse(readFileSync(join(project, 'bench.config.yaml'), 'utf8')) as { steps: Record<string, { matrix?: { task?: string[] } }> };
     const ids = readdirSync(join(project, 'tasks')).filter((d) => d !== 'first-task');
     for (const step of ['materialize', 'certify', 'attempts', 'verify', 'audit']) expect(config.steps[step]!.matrix!.task!.sort(), step).toEqual(ids.sort());
+  });
 
-    const doctor = await pairbench(project, 'doctor');
-    expect(doctor.code, doctor.stdout + doctor.stderr).toBe(0);
-
-    const probe = await pairbench(project, 'probe');
-    expect(probe.code, probe.stdout + probe.stderr).toBe(0);
-
-    const run = await pairbench(project, 'run');
-    expect(run.code, run.stdout + run.stderr).toBe(0);
-    const bundle = join(project, 'bundle');
-    const exported = await pairbench(project, 'export', '--out', bundle);
-    expect(exported.code, exported.stdout + exported.stderr).toBe(0);
-    const verified = await pairbench(project, 'verify-bundle', bundle);
-    expect(verified.code, verified.stdout + verified.stderr).toBe(0);
-    // The verdict line, as the run printed it.
-    expect(run.stdout + run.stderr).toMatch(/context-file: claude-md vs control {2}(POSITIVE|NEGATIVE|WITHIN NOISE|INCONCLUSIVE|UNISOLATED|INSUFFICIENT)/);
+  // The README's "A first cohort on your own repository", word for word, on repositories shaped
+  // like the packages teams keep, each with its dependencies installed into the tree.
+  it.each([
+    ['a TypeScript ESM package tested with vitest', 'textkit', typescriptVitestRepo],
+    ['a CommonJS package tested with jest', 'qs-lite', commonJsJestRepo],
+    ['a Python package tested with pytest', 'unitconv', pythonPytestRepo],
+  ])("%s: the README's four commands give 3 certified tasks and a verdict line, with no edit by hand", async (_what, name, build) => {
+    const repo = join(tmp, name);
+    build(repo);
+    const project = join(tmp, `${name}-evals`);
+    mkdirSync(project);
+    const outputs: string[] = [];
+    for (const line of firstCohortCommands()) {
+      const command = line.replaceAll('../your-repo', `../${name}`);
+      const r = await sh(project, 'sh', ['-c', command]);
+      outputs.push(`$ ${command}\n${r.stdout}${r.stderr}`);
+      expect(r.code, outputs.join('\n')).toBe(0);
+    }
+    const all = outputs.join('\n');
+    expect(all).toMatch(/^3 tasks written \(up to 3 asked for\)/m);
+    const certified = readdirSync(join(project, 'report', 'nodes', 'certify')).filter(
+      (id) =>
+        (JSON.parse(readFileSync(join(project, 'report', 'nodes', 'certify', id, 'verdict.json'), 'utf8')) as { verdict: string }).verdict === 'certified',
+    );
+    expect(certified, all).toHaveLength(3);
+    expect(all).toMatch(/context-file: claude-md vs control {2}(POSITIVE|NEGATIVE|WITHIN NOISE|INCONCLUSIVE|UNISOLATED|INSUFFICIENT)/);
+    expect(all).toMatch(/^bundle ok: \d+ files match manifest\.json/m);
   });
 
   it('as a dev dependency without its optional dependencies: doctor and generate name what to install, and that command works', async () => {

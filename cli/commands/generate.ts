@@ -24,7 +24,7 @@ CONFIG that reads its tasks from --out (init's unwritten placeholder task leaves
     ['seed', 'N', 'orders the candidates (default 0)'],
     ['count', 'N', 'at most how many tasks (default 5)'],
     ['add-to', 'CONFIG', "add the new task ids to CONFIG's task matrix (edited in place, comments kept)"],
-    ['language', 'js|python', '(default js)'],
+    ['language', 'js|python', "(default: the repository's: package.json is js, pyproject.toml, setup.py, setup.cfg, pytest.ini or tox.ini python)"],
     [
       'test-command',
       'CMD',

@@ -1,3 +1,4 @@
+import { hash } from 'node:crypto';
 import { lstatSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import picomatch from 'picomatch';
@@ -107,11 +108,15 @@ export function promptSurface(task: Task): Surface {
 /**
  * Every regular file below `dir`, sorted by path. Binary files (a NUL byte in the
  * first 8 KB), files over 1 MB and non-regular entries (symlinks, sockets) are
- * listed in `skipped` instead of `files`.
+ * listed in `skipped` instead of `files`. With `installed`, third-party files (below
+ * node_modules/<name>/, vendor/..., site-packages/...) are held as bytes in `installed`:
+ * the scan decodes one only where it holds an anchor of a needle (surfaceFromStoredTree's
+ * rule, for a tree on disk).
  */
-export function surfaceFromDir(kind: SurfaceKind, name: string, dir: string): Surface {
+export function surfaceFromDir(kind: SurfaceKind, name: string, dir: string, o: { installed?: boolean } = {}): Surface {
   const files: SurfaceFile[] = [];
   const skipped: SkippedFile[] = [];
+  const installed: InstalledFile[] = [];
   const walk = (abs: string, rel: string): void => {
     const entries = readdirSync(abs, { withFileTypes: true }).sort((a, b) => compare(a.name, b.name));
     for (const e of entries) {
@@ -134,13 +139,14 @@ export function surfaceFromDir(kind: SurfaceKind, name: string, dir: string): Su
         skipped.push({ path: childRel, reason: 'binary' });
         continue;
       }
-      files.push({ path: childRel, text: bytes.toString('utf8') });
+      if (o.installed && VENDORED_PACKAGE_DIR.test(childRel)) installed.push({ path: childRel, digest: hash('sha256', bytes), bytes });
+      else files.push({ path: childRel, text: bytes.toString('utf8') });
     }
   };
   walk(dir, '');
   files.sort((a, b) => compare(a.path, b.path));
   skipped.sort((a, b) => compare(a.path, b.path));
-  return { kind, name, files, skipped };
+  return { kind, name, files, skipped, ...(o.installed ? { installed: installed.sort((a, b) => compare(a.path, b.path)) } : {}) };
 }
 
 /** What the scan reads a stored tree through (pipeline/store/tree-reader.ts). */
@@ -334,8 +340,9 @@ function* scanning(inputs: ScanInputs): Generator<void, Finding[]> {
  * when it is one of the tree's own idioms. Third-party code under node_modules (vendor/,
  * site-packages/, ...) shares idioms with any solution (`if (!opts) { opts = {}; }` is in tape
  * and in minimist): there, solution lines are a leak only when one vendored package holds at
- * least half of the solution's distinctive lines (a copy of the answer, whole or in part),
- * counted over the package so that a copy split across files is still one. In the repository's
+ * least half of the solution's distinctive lines, and two of them when it has more than one (a
+ * copy of the answer, whole or in part), counted over the package so that a copy split across
+ * files is still one. In the repository's
  * own files the same holds per file, and a line the tree carries in two files or more
  * (`'use strict';` at the top of eighteen of them) is its idiom; a line planted once is a leak.
  */
@@ -349,8 +356,13 @@ function withoutIdioms(findings: Finding[], solutionLines: number, surfaces: rea
     held.set(groupOf(f), (held.get(groupOf(f)) ?? new Set()).add(f.match));
     filesOf.set(f.match, (filesOf.get(f.match) ?? new Set()).add(`${f.surface}\0${f.path}`));
   }
+  // In a vendored package, one line of a longer solution is no copy (`return Object.keys(obj)` is in ci-info): two at least.
+  const copy = (f: Finding) => {
+    const n = held.get(groupOf(f))!.size;
+    return vendoredPackageDir(f.path) === null ? n * 2 >= solutionLines : n * 2 >= solutionLines && (n >= 2 || solutionLines <= 1);
+  };
   return findings.filter((f) => {
-    if (!inTree(f) || held.get(groupOf(f))!.size * 2 >= solutionLines) return true;
+    if (!inTree(f) || copy(f)) return true;
     return vendoredPackageDir(f.path) === null && filesOf.get(f.match)!.size < 2;
   });
 }
