@@ -20,6 +20,7 @@ const BENCHES = [
   'turbo-bench.js',
   'pr-job-bench.js',
   'certify-bench.js',
+  'generate-bench.js',
 ];
 const results: { name: string; code: number | null; seconds: number }[] = [];
 // Every figure is a ratio to an anchor measured in the same run; the machine's load says how far to trust them.

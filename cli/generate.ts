@@ -1,4 +1,6 @@
 import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { parse } from 'yaml';
 import { resolve } from 'node:path';
 import { addTasksToConfig, type AddToOutcome } from './generate-add-to.js';
 import type { GenerateOptions, GenerateReport, Language } from '../generators/index.js';
@@ -14,6 +16,7 @@ export interface GenerateArgs {
   out?: string | undefined;
   repeats?: string | undefined;
   addTo?: string | undefined;
+  jobs?: string | undefined;
 }
 
 export type GenerateOutcome =
@@ -50,8 +53,10 @@ export async function generate(args: GenerateArgs, log: (line: string) => void):
   const seed = num(args.seed, 'seed', 0);
   const count = num(args.count, 'count', 5);
   const repeats = num(args.repeats, 'repeats', 2);
-  if ([seed, count, repeats].some(Number.isNaN) || count < 1 || repeats < 1)
-    return { status: 'usage', message: '--seed, --count and --repeats take whole numbers (count and repeats >= 1)' };
+  const jobs = args.jobs === undefined ? undefined : num(args.jobs, 'jobs', 1);
+  if ([seed, count, repeats, jobs ?? 1].some(Number.isNaN) || count < 1 || repeats < 1 || jobs === 0)
+    return { status: 'usage', message: '--seed, --count, --repeats and --jobs take whole numbers (count, repeats and jobs >= 1)' };
+  const concurrency = jobs ?? (args.addTo ? configConcurrency(args.addTo) : undefined);
   const options: GenerateOptions = {
     repo: resolve(args.repo!),
     commit,
@@ -63,6 +68,7 @@ export async function generate(args: GenerateArgs, log: (line: string) => void):
     outDir: resolve(args.out!),
     repeats,
     log,
+    ...(concurrency ? { concurrency } : {}),
   };
   const { generateRevertTasks, generateStubFunctionTasks } = await import('../generators/index.js');
   const r = args.kind === 'stub_function' ? await generateStubFunctionTasks(options) : await generateRevertTasks(options);
@@ -75,6 +81,16 @@ export async function generate(args: GenerateArgs, log: (line: string) => void):
       )
     : null;
   return { status: 'ok', commit: { given: args.commit!, id: commit }, asked: count, report: r.value, added };
+}
+
+/** The config's `concurrency.global`, when it sets one: how many candidates generate checks at once. */
+function configConcurrency(config: string): number | undefined {
+  try {
+    const global = (parse(readFileSync(config, 'utf8')) as { concurrency?: { global?: unknown } } | null)?.concurrency?.global;
+    return Number.isInteger(global) && (global as number) >= 1 ? (global as number) : undefined;
+  } catch {
+    return undefined; // --add-to says what is wrong with it, after the tasks are written
+  }
 }
 
 /** Python files that mark a Python project at a repository's root; a package.json marks JavaScript. */

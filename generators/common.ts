@@ -13,6 +13,7 @@ import type { CandidateScanner } from './pre-certify.js';
 import type { ReportRunner } from './language-adapter.js';
 import type { TaskFiles, VendoredRedaction } from './task-files.js';
 import type { DroppedCandidate, GenerateOptions, SuiteResult } from './types.js';
+import { interruptSignal } from './work-dir.js';
 
 export const DEFAULT_REPEATS = 2;
 export const DEFAULT_TIMEOUT_SEC = 600;
@@ -28,6 +29,8 @@ export interface Setup {
   ctx: RunnerContext;
   adapter: LanguageAdapter;
   log: (line: string) => void;
+  /** How many candidates are evaluated at once (their test processes share ctx.limit). */
+  parallel: number;
 }
 
 /** The environment of test runs: enough to find the tools, nothing from the caller's session. */
@@ -67,7 +70,14 @@ export function checkOptions(kind: string, o: GenerateOptions): Result<Setup, st
     if (found.value.runner !== 'pytest') runner = found.value.runner;
   } else if (o.language === 'js') runner = jsRunnerOf(testCommand) ?? 'node-test';
   const concurrency = o.concurrency ?? Math.max(1, Math.min(4, availableParallelism()));
-  const ctx: RunnerContext = { testCommand, env: o.env ?? defaultTestEnv(), timeoutMs: timeoutSec * 1000, limit: pLimit(concurrency) };
+  if (!Number.isInteger(concurrency) || concurrency < 1) return err(`${kind}: concurrency must be a positive integer, got ${concurrency}`);
+  const ctx: RunnerContext = {
+    testCommand,
+    env: o.env ?? defaultTestEnv(),
+    timeoutMs: timeoutSec * 1000,
+    limit: pLimit(concurrency),
+    signal: interruptSignal(),
+  };
   return ok({
     repo: resolve(o.repo),
     commit: o.commit,
@@ -78,6 +88,7 @@ export function checkOptions(kind: string, o: GenerateOptions): Result<Setup, st
     ctx,
     adapter: adapterFor(o.language, ctx, runner),
     log: o.log ?? (() => {}),
+    parallel: concurrency,
   });
 }
 
@@ -123,9 +134,12 @@ export function refusal(kind: string, found: number, asked: number, dropped: Dro
 }
 
 /**
- * Evaluates candidates one at a time, in the given (seeded) order, until `count` are valid,
- * logging each one's start (its place among the candidates) and its end (how long it took, and
- * the most the rest can take at the mean so far: evaluation stops early once `count` are valid).
+ * Evaluates candidates, up to `parallel` at once, in the given (seeded) order, until `count` are
+ * valid: the result is the first `count` valid candidates in that order and the candidates before
+ * the last of them that were dropped, exactly as one at a time would give (a candidate evaluated
+ * past that point is discarded, never reported). Each start is logged with its place; each end
+ * with how long it took, the time elapsed and the most the rest can take at the mean so far
+ * (evaluation stops early once `count` are valid).
  */
 export async function firstValid<C, T>(
   candidates: readonly C[],
@@ -133,28 +147,64 @@ export async function firstValid<C, T>(
   idOf: (c: C) => string,
   evaluate: (c: C, index: number) => Promise<{ ok: true; value: T } | { ok: false; error: string }>,
   log: (line: string) => void,
+  parallel = 1,
 ): Promise<{ accepted: T[]; dropped: DroppedCandidate[] }> {
-  const accepted: T[] = [];
-  const dropped: DroppedCandidate[] = [];
+  const t0 = Date.now();
+  const results: ({ ok: true; value: T } | { ok: false; error: string } | undefined)[] = [];
+  const startedAt = new Map<number, number>();
   const tookMs: number[] = [];
-  for (const [i, c] of candidates.entries()) {
-    if (accepted.length >= count) break;
-    log(`candidate ${i + 1} of ${candidates.length}: ${idOf(c)}`);
-    const started = Date.now();
-    const r = await evaluate(c, i);
-    tookMs.push(Date.now() - started);
-    const left = candidates.length - i - 1;
-    const eta = accepted.length + (r.ok ? 1 : 0) < count ? etaMs({ finishedMs: tookMs, runningMs: [], queued: left }) : null;
-    const timing = `${shortDuration(tookMs.at(-1)!)}${eta === null ? '' : `; at most ${shortDuration(eta)} for the ${left} left`}`;
-    if (r.ok) {
-      accepted.push(r.value);
-      log(`accepted ${idOf(c)} (${accepted.length} of up to ${count}; ${timing})`);
-    } else {
-      dropped.push({ candidate: idOf(c), reason: r.error });
-      log(`dropped ${idOf(c)}: ${r.error} (${timing})`);
+  let launched = 0;
+  /** The index of the count-th valid candidate once every one before it has ended, else null. */
+  const decided = (): number | null => {
+    let valid = 0;
+    for (let i = 0; i < candidates.length; i++) {
+      const r = results[i];
+      if (!r) return null;
+      if (r.ok && ++valid === count) return i;
     }
-  }
-  return { accepted, dropped };
+    return candidates.length - 1;
+  };
+  const accepted = () => results.filter((r) => r?.ok).length;
+  await new Promise<void>((resolve, reject) => {
+    const launch = (): void => {
+      if (decided() !== null) {
+        if (!startedAt.size) resolve();
+        return;
+      }
+      // Enough valid so far among ended and running ones: wait for the running ones before starting more.
+      // Once `count` have ended valid, no later candidate can be needed: only those running finish.
+      while (startedAt.size < Math.max(1, parallel) && launched < candidates.length && accepted() < count) {
+        const i = launched++;
+        const c = candidates[i]!;
+        startedAt.set(i, Date.now());
+        log(`candidate ${i + 1} of ${candidates.length}: ${idOf(c)}`);
+        evaluate(c, i).then((r) => ended(i, r), reject);
+      }
+      if (!startedAt.size) resolve();
+    };
+    const ended = (i: number, r: { ok: true; value: T } | { ok: false; error: string }): void => {
+      const took = Date.now() - startedAt.get(i)!;
+      startedAt.delete(i);
+      tookMs.push(took);
+      results[i] = r;
+      const done = accepted() >= count;
+      const eta = done
+        ? null
+        : etaMs({ finishedMs: tookMs, runningMs: [...startedAt.values()].map((s) => Date.now() - s), queued: candidates.length - launched });
+      const timing = `${shortDuration(took)}; ${shortDuration(Date.now() - t0)} in all${eta === null ? '' : `; at most ${shortDuration(eta)} for the ${candidates.length - launched + startedAt.size} left`}`;
+      const c = candidates[i]!;
+      if (r.ok) log(`accepted ${idOf(c)} (${accepted()} of up to ${count}; ${timing})`);
+      else log(`dropped ${idOf(c)}: ${r.error} (${timing})`);
+      launch();
+    };
+    launch();
+  });
+  const last = decided() ?? candidates.length - 1;
+  const kept = results.slice(0, last + 1);
+  return {
+    accepted: kept.flatMap((r) => (r?.ok ? [r.value] : [])),
+    dropped: kept.flatMap((r, i) => (r && !r.ok ? [{ candidate: idOf(candidates[i]!), reason: r.error }] : [])),
+  };
 }
 
 /** package.json at the commit's root, or null when it has none. */

@@ -44,10 +44,14 @@ export interface RunnerContext {
   timeoutMs: number;
   /** Bounds how many test processes run at once (shared by everything a generator runs). */
   limit: ReturnType<typeof pLimit>;
+  /** Aborted on SIGINT or SIGTERM: every running test process group is killed. */
+  signal?: AbortSignal;
 }
 
 export function runShell(ctx: RunnerContext, tree: string, command: string): Promise<ExecResult> {
-  return ctx.limit(() => runProcess(['sh', '-c', command], { cwd: tree, env: ctx.env, timeoutMs: ctx.timeoutMs }));
+  return ctx.limit(() =>
+    runProcess(['sh', '-c', command], { cwd: tree, env: ctx.env, timeoutMs: ctx.timeoutMs, ...(ctx.signal ? { signal: ctx.signal } : {}) }),
+  );
 }
 
 /** One runner: how its report is read, and its command for some test files (none: the whole suite). */

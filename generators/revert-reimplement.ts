@@ -46,6 +46,7 @@ export async function generateRevertTasks(options: RevertOptions): Promise<Resul
       (c) => c,
       (c, i) => evaluate(s, options, c, scanner, join(work, `c${i}`)),
       s.log,
+      s.parallel,
     );
     if (!accepted.length) return err(refusal(KIND, accepted.length, s.count, dropped, where));
     const tasks = accepted.map(({ task, files }) => ({ ...task, dir: writeTaskDir(options.outDir, s.repo, options.taskRepoPath, files) }));

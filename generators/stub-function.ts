@@ -81,6 +81,7 @@ async function generate(s: Setup, options: StubFunctionOptions, work: string): P
     (c) => c.id,
     (c, i) => evaluate(s, c, tree, scanner, baseline.value, join(work, `c${i}`)),
     s.log,
+    s.parallel,
   );
   if (!accepted.length) return err(refusal(KIND, accepted.length, s.count, dropped, where));
   const tasks = accepted.map(({ task, files: f }) => ({ ...task, dir: writeTaskDir(options.outDir, s.repo, options.taskRepoPath, f) }));

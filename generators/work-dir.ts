@@ -16,7 +16,15 @@ function removeAll(): void {
   live.clear();
 }
 
+/** Aborted when a signal ends the generator: its test processes are killed (their own process groups outlive it otherwise). */
+const interrupted = new AbortController();
+
+export function interruptSignal(): AbortSignal {
+  return interrupted.signal;
+}
+
 function onSignal(signal: NodeJS.Signals): void {
+  interrupted.abort();
   removeAll();
   for (const s of SIGNALS) process.removeListener(s, onSignal);
   process.kill(process.pid, signal);

@@ -1,4 +1,4 @@
-import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, watch, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { makeRepo } from './fixtures.js';
@@ -106,31 +106,71 @@ describe('pairbench generate', () => {
 });
 
 describe('pairbench generate, interrupted', () => {
-  it.each(['SIGINT', 'SIGTERM'] as const)('%s mid-run leaves no scratch directory behind', async (signal) => {
-    // The suite's one test waits for a file the test never writes: generate is mid-run when signalled.
+  it.each(['SIGINT', 'SIGTERM'] as const)('%s mid-run stops the test processes it started and leaves no scratch directory behind', async (signal) => {
+    // The suite's one test waits for a file the test writes only once generate has ended: generate
+    // is mid-run when signalled. Its process says how it ended: stopped by a signal, or finished.
     const hold = join(rig.dir, 'never');
+    const stopped = join(rig.dir, 'stopped');
+    const finished = join(rig.dir, 'finished');
     const [commit] = makeRepo(join(rig.dir, 'repos', 'held'), [
       {
         'package.json': '{ "type": "module" }\n',
         'src/math.mjs': 'export function add(a, b) {\n  return a + b;\n}\n',
-        'test/math.test.mjs': `import { test } from 'node:test';\nimport { existsSync } from 'node:fs';\nimport { add } from '../src/math.mjs';\ntest('add', async () => {\n  while (!existsSync(${JSON.stringify(hold)})) await new Promise((r) => setTimeout(r, 50));\n  if (add(2, 3) !== 5) throw new Error('no');\n});\n`,
+        'test/math.test.mjs': [
+          "import { test } from 'node:test';",
+          "import { existsSync, writeFileSync } from 'node:fs';",
+          "import { add } from '../src/math.mjs';",
+          `process.on('SIGTERM', () => { writeFileSync(${JSON.stringify(stopped)}, ''); process.exit(1); });`,
+          "test('add', async () => {",
+          `  writeFileSync(${JSON.stringify(join(rig.dir, 'started'))}, '');`,
+          `  while (!existsSync(${JSON.stringify(hold)})) await new Promise((r) => setTimeout(r, 50));`,
+          `  writeFileSync(${JSON.stringify(finished)}, '');`,
+          "  if (add(2, 3) !== 5) throw new Error('no');",
+          '});',
+          '',
+        ].join('\n'),
       },
     ]);
     const tmp = join(rig.dir, 'tmp');
     mkdirSync(tmp);
     rig.env = { TMPDIR: tmp };
-    const child = rig.spawn('generate', 'stub_function', '--repo', join(rig.dir, 'repos', 'held'), '--commit', commit!, '--out', join(rig.dir, 'out'));
-    let stderr = '';
-    await new Promise<void>((resolve) =>
-      child.stderr!.on('data', (d) => {
-        stderr += d;
-        if (stderr.includes('running the suite at')) resolve();
-      }),
+    // The file run by node itself (no runner process between): nothing but generate can stop it.
+    const child = rig.spawn(
+      'generate',
+      'stub_function',
+      '--repo',
+      join(rig.dir, 'repos', 'held'),
+      '--commit',
+      commit!,
+      '--out',
+      join(rig.dir, 'out'),
+      '--test-command',
+      'node --test-reporter=tap test/math.test.mjs',
     );
+    // Signalled once the suite's test runs (its handler set).
+    await fileAppears(rig.dir, (names) => names.includes('started'));
     expect(readdirSync(tmp).filter((d) => d.startsWith('pairbench-gen-'))).not.toEqual([]);
     child.kill(signal);
     await child.done;
     expect(child.signalCode ?? child.exitCode).toBe(signal);
     expect(readdirSync(tmp).filter((d) => d.startsWith('pairbench-gen-'))).toEqual([]);
+    // Released now: a test process generate left running finishes; one it stopped has said so.
+    writeFileSync(hold, '');
+    await fileAppears(rig.dir, (names) => names.includes('stopped') || names.includes('finished'));
+    expect(existsSync(stopped) && !existsSync(finished)).toBe(true);
   });
 });
+
+/** Resolves once a name in `dir` satisfies `seen`, woken by the directory's events. */
+function fileAppears(dir: string, seen: (names: string[]) => boolean): Promise<void> {
+  return new Promise((resolve) => {
+    const check = () => {
+      if (!seen(readdirSync(dir))) return false;
+      watcher.close();
+      resolve();
+      return true;
+    };
+    const watcher = watch(dir, check);
+    check();
+  });
+}

@@ -203,7 +203,7 @@ describe('generators on a CommonJS package with a tape suite', () => {
     expect(files.length, 'some covering tests share a file').toBeGreaterThan(new Set(files).size);
     // Progress per candidate: its place, then how long it took and the most the rest can take.
     expect(lines).toContainEqual(expect.stringMatching(/^candidate 1 of \d+: index\.js#\w+$/));
-    expect(lines).toContainEqual(expect.stringMatching(/^accepted index\.js#\w+ \(1 of up to 2; \S+; at most \S+ for the \d+ left\)$/));
+    expect(lines).toContainEqual(expect.stringMatching(/^accepted index\.js#\w+ \(1 of up to 2; \S+; \S+ in all; at most \S+ for the \d+ left\)$/));
     for (const t of r.value.tasks) {
       expect(t.file).toBe('index.js');
       expect(['merge', 'clone', 'keys', 'isObject']).toContain(t.function);

@@ -28,9 +28,10 @@ CONFIG that reads its tasks from --out (init's unwritten placeholder task leaves
     [
       'test-command',
       'CMD',
-      "runs the suite with per-test results (default: the repository's own:\npackage.json scripts.test when it is tape or node --test; pytest -rA)",
+      "runs the suite with per-test results (default: the repository's own:\npackage.json scripts.test when it is vitest, jest, mocha, tape or node --test; pytest)",
     ],
     ['repeats', 'N', 'discrimination check repeats (default 2)'],
+    ['jobs', 'N', "candidates checked at once (default: --add-to CONFIG's concurrency.global, else 4 or the cores, if fewer)"],
     ['json', null, 'machine-readable output'],
     ['help', null, 'this help'],
   ],
@@ -51,6 +52,7 @@ CONFIG that reads its tasks from --out (init's unwritten placeholder task leaves
         out: values.out,
         repeats: values.repeats,
         addTo: values['add-to'],
+        jobs: values.jobs,
       },
       (line) => {
         if (!json) io.stderr.write(line + '\n');
