@@ -17,7 +17,7 @@ else
   elif [ "$(node -p 'require(process.argv[1]).name' "$dir/package.json" 2>/dev/null)" = pairbench ]; then
     target="$dir/bin/pairbench.js" # pairbench's own repository
   else
-    echo "::error::pairbench is not installed in $dir: add it to devDependencies (npm install -D pairbench) and run npm ci before this action, or set its package input" >&2
+    echo "::error::pairbench is not installed in $dir: add it to devDependencies (pairbench is not on the npm registry: npm install --save-dev with its packed tarball or its git URL) and run npm ci before this action, or set the action's package input to one of those" >&2
     exit 1
   fi
 fi

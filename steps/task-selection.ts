@@ -19,6 +19,19 @@ export function selectIds(ids: readonly string[], select: TaskSelection, sourceN
   };
   if (Array.isArray(select)) return ok(matching(select));
   const pool = select.match ? matching(select.match) : sorted;
+  // A glob that matches nothing is the mistake to name, not the sample's size.
+  if (select.match && !pool.length)
+    return err([
+      {
+        message: `select.match (${select.match.join(', ')}) matches none of the ${sorted.length} task${sorted.length === 1 ? '' : 's'} of ${sourceName}`,
+        hint: sorted.length
+          ? `a glob is matched against whole ids, such as ${sorted
+              .slice(0, 3)
+              .map((id) => JSON.stringify(id))
+              .join(', ')}: fix the glob (a prefix needs a trailing *)`
+          : `${sourceName} has no task: check its path`,
+      },
+    ]);
   if (select.sample > pool.length)
     return err([
       {

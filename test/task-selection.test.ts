@@ -49,6 +49,15 @@ describe('selectIds', () => {
     expect(m.ok && m.value.every((id) => /^acme__calc-2\d$/.test(id))).toBe(true);
   });
 
+  it('a select.match that matches nothing says so, with ids it could match, never "sample at most 0"', () => {
+    const r = selectIds(ids, { sample: 3, seed: 1, match: ['calc-*'] }, 'instances.jsonl');
+    expect(r.ok).toBe(false);
+    const d = r.ok ? undefined : r.error[0]!;
+    expect(d?.message).toBe('select.match (calc-*) matches none of the 40 tasks of instances.jsonl');
+    expect(d?.hint).toContain(JSON.stringify([...ids].sort()[0]));
+    expect(d?.hint).not.toContain('sample at most 0');
+  });
+
   it('a sample larger than the source says how many there are', () => {
     expect(selectIds(ids, { sample: 41, seed: 1 }, 'instances.jsonl')).toMatchObject({
       ok: false,
