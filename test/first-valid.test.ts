@@ -2,19 +2,9 @@
 // at a time gives (the first `count` valid candidates in seeded order, and the drops before them).
 import { describe, expect, it } from 'vitest';
 import { firstValid } from '../generators/common.js';
+import { seededRng } from '../stats/rng.js';
 
 type R = { ok: true; value: number } | { ok: false; error: string };
-
-/** A tiny seeded generator (mulberry32): the same cases every run. */
-function rng(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function sequential(valid: boolean[], count: number): { accepted: number[]; dropped: string[] } {
   const accepted: number[] = [];
@@ -29,7 +19,7 @@ function sequential(valid: boolean[], count: number): { accepted: number[]; drop
 
 describe('firstValid', () => {
   it('checked up to N at once, ending in any order, gives what one at a time gives; never more than N run at once', async () => {
-    const random = rng(7);
+    const random = seededRng(7).uniform;
     for (let trial = 0; trial < 300; trial++) {
       const n = 1 + Math.floor(random() * 12);
       const valid = Array.from({ length: n }, () => random() < 0.5);

@@ -261,10 +261,12 @@ function onThreads(tasks: Task[], o: WalkOptions, threads: number, signal: Abort
       settled = true;
       signal?.removeEventListener('abort', onAbort);
       for (const off of detach) off();
+      // Stopped mid-way (an abort, a failure, a corrupt object found while groups were still out):
+      // a thread may still be reading, and its late answer would be taken as the next read's. Not kept.
+      const midway = e !== undefined || pending > 0;
       for (const w of workers) {
         w.unref();
-        // Stopped mid-way (an abort, a failure): its thread may still be reading; it is not kept.
-        if (e !== undefined) {
+        if (midway) {
           pool.splice(pool.indexOf(w), 1);
           void w.terminate();
         }
