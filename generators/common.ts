@@ -6,11 +6,10 @@ import { etaMs, shortDuration } from '../pipeline/progress.js';
 import { err, ok, type Result } from '../pipeline/result.js';
 import type { Surface } from '../steps/certify/scan.js';
 import { compare, seededOrder } from './seeded-order.js';
-import type { LanguageAdapter, RunnerContext } from './language-adapter.js';
+import type { LanguageAdapter, ReportRunner, RunnerContext } from './language-adapter.js';
 import { adapterFor, defaultTestCommand, jsRunnerOf, type JsRunner } from './test-suite.js';
 import { discriminationFailure } from './discrimination.js';
 import type { CandidateScanner } from './pre-certify.js';
-import type { ReportRunner } from './language-adapter.js';
 import type { TaskFiles, VendoredRedaction } from './task-files.js';
 import type { DroppedCandidate, GenerateOptions, SuiteResult } from './types.js';
 import { interruptSignal } from './work-dir.js';
@@ -171,7 +170,6 @@ export async function firstValid<C, T>(
         if (!startedAt.size) resolve();
         return;
       }
-      // Enough valid so far among ended and running ones: wait for the running ones before starting more.
       // Once `count` have ended valid, no later candidate can be needed: only those running finish.
       while (startedAt.size < Math.max(1, parallel) && launched < candidates.length && accepted() < count) {
         const i = launched++;
@@ -193,7 +191,9 @@ export async function firstValid<C, T>(
         : etaMs({ finishedMs: tookMs, runningMs: [...startedAt.values()].map((s) => Date.now() - s), queued: candidates.length - launched });
       const timing = `${shortDuration(took)}; ${shortDuration(Date.now() - t0)} in all${eta === null ? '' : `; at most ${shortDuration(eta)} for the ${candidates.length - launched + startedAt.size} left`}`;
       const c = candidates[i]!;
-      if (r.ok) log(`accepted ${idOf(c)} (${accepted()} of up to ${count}; ${timing})`);
+      const validBefore = results.slice(0, i).filter((x) => x?.ok).length;
+      if (r.ok && validBefore >= count) log(`not needed: ${idOf(c)} (${count} valid candidates come before it; ${timing})`);
+      else if (r.ok) log(`accepted ${idOf(c)} (${accepted()} of up to ${count}; ${timing})`);
       else log(`dropped ${idOf(c)}: ${r.error} (${timing})`);
       launch();
     };

@@ -56,8 +56,12 @@ describe('firstValid', () => {
       expect(most).toBeLessThanOrEqual(parallel);
       if (n > 1) expect(most).toBe(Math.min(parallel, n)); // they do run at once
       expect(running).toBe(0); // nothing is left running when it returns
+      // Every candidate returned was said to be accepted as it ended (one past them may be too: it ended first).
+      const said = new Set(lines.filter((l) => l.startsWith('accepted ')).map((l) => Number(/^accepted c(\d+) /.exec(l)![1])));
+      for (const i of got.accepted) expect(said.has(i), `trial ${trial}: c${i}`).toBe(true);
       // Every end is logged with its time, the time in all and (while more are needed) the time left.
-      for (const l of lines.filter((x) => /^(accepted|dropped) /.test(x))) expect(l).toMatch(/\(.*\S+; \S+ in all(; at most \S+ for the \d+ left)?\)$/);
+      for (const l of lines.filter((x) => /^(accepted|dropped|not needed:) /.test(x)))
+        expect(l).toMatch(/\(.*\S+; \S+ in all(; at most \S+ for the \d+ left)?\)$/);
     }
   });
 });
