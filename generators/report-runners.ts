@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { err, ok, type Result } from '../pipeline/result.js';
-import { graded, parseReport, reportedStatus, type RunnerStatus } from '../test-results/index.js';
+import { graded, parseReport, reportedStatus, reportFileName, type RunnerStatus } from '../test-results/index.js';
 import { shellQuote } from './shell.js';
 import { runShell, type LanguageAdapter, type ReportRunner, type RunnerContext } from './language-adapter.js';
 import type { SuiteResult, TestResult } from './types.js';
@@ -57,7 +57,7 @@ export async function runWithReport(
 ): Promise<Result<Map<string, RunnerStatus>, string>> {
   const dir = mkdtempSync(join(tmpdir(), 'pairbench-report-'));
   try {
-    const report = join(dir, runner.report === 'jest-json' ? 'report.json' : 'report.xml');
+    const report = join(dir, reportFileName(runner.report));
     const r = await runShell(ctx, tree, runner.command(files).replaceAll('{report}', shellQuote(report)));
     let text = '';
     try {
@@ -93,7 +93,6 @@ function suiteOf(statuses: ReadonlyMap<string, RunnerStatus>): SuiteResult {
  * base's runSuite names them (pytest's -rA node ids, which its JUnit cases are also found by).
  */
 export function reportRunnerAdapter(base: LanguageAdapter, ctx: RunnerContext, runner: ReportRunner, suiteFromReport: boolean): LanguageAdapter {
-  const reported = (statuses: ReadonlyMap<string, RunnerStatus>, id: string) => reportedStatus(statuses, id);
   return {
     ...base,
     async runSuite(tree) {
@@ -106,7 +105,7 @@ export function reportRunnerAdapter(base: LanguageAdapter, ctx: RunnerContext, r
     },
     ranAndPassed(id, _test, output) {
       const parsed = parseReport(runner.report, output, null);
-      return parsed.ok && graded(reported(parsed.value, id)) === 'pass';
+      return parsed.ok && graded(reportedStatus(parsed.value, id)) === 'pass';
     },
     reportRunner: runner,
   };

@@ -6,7 +6,7 @@ import { sandboxBackend, type BackendName } from '../sandboxes/index.js';
 import type { EgressMode, ExecResult, Mount, Sandbox } from '../sandboxes/sandbox.js';
 import { shellQuote } from './task-sources/swebench.js';
 import type { Task, TestRunner } from './task.js';
-import { exitCodeProblem, graded, parseReport, REPORT_CHANNEL, reportedStatus, type RunnerStatus } from '../test-results/index.js';
+import { exitCodeProblem, graded, parseReport, REPORT_CHANNEL, reportedStatus, reportFileName, type RunnerStatus } from '../test-results/index.js';
 import { plant, plantTargets, type CanaryCalibrations, type CanaryOutcome, type PlantTarget } from './verifier-canary.js';
 
 export interface TestEvidence {
@@ -162,7 +162,7 @@ function runnerReport(runner: TestRunner, r: ExecResult, reportDir: string, root
 
 /** The report file's name in pairbench's report directory. */
 function reportName(runner: TestRunner): string {
-  return runner.reportFile ?? (runner.report === 'tap' ? 'report.tap' : runner.report === 'jest-json' ? 'report.json' : 'report.xml');
+  return runner.reportFile ?? reportFileName(runner.report);
 }
 
 /** Every verifier process's command, exit and full output, capped so a runaway log cannot fill the store. */

@@ -30,6 +30,11 @@ export const REPORT_CHANNEL: Readonly<Record<ReportFormat, 'file' | 'log'>> = {
 };
 export const REPORT_FORMATS = Object.keys(REPORT_CHANNEL) as ReportFormat[];
 
+/** The name a report file of `format` is written under (its extension says what it holds). */
+export function reportFileName(format: ReportFormat): string {
+  return format === 'tap' ? 'report.tap' : format === 'jest-json' ? 'report.json' : 'report.xml';
+}
+
 /**
  * The statuses a report gives, or why it is no report (a JUnit file that does not parse). `root`:
  * the directory the runner ran in, for a report that names files by absolute path (jest-json).
