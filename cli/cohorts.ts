@@ -1,12 +1,23 @@
-import type { EngineContext, NodeState } from '../pipeline/engine.js';
-import type { Json } from '../pipeline/canonical-json.js';
+import type { EngineContext, NodeState, RunOptions } from '../pipeline/engine.js';
+import { canonicalJson, type Json } from '../pipeline/canonical-json.js';
 import type { EngineEvent } from '../pipeline/events.js';
 import { freezeOf, type Freeze } from '../pipeline/freeze.js';
 import type { ResolvedInput } from '../pipeline/inputs.js';
 import { withUpstream } from '../pipeline/dag.js';
+import { annotateNodes } from '../pipeline/annotate.js';
+import { lockDisagreement, type RecordLock } from '../steps/record-lock.js';
 import type { GraphNode, HostEnv } from '../pipeline/step-kind.js';
-import type { ActionRecord } from '../pipeline/store/action-cache.js';
-import { checkFreeze, FREEZE_FORMAT, Registry, type CohortEntry, type CohortRecord, type ResetRecord } from '../steps/preregistration.js';
+import { plainRecord, type ActionRecord } from '../pipeline/store/action-cache.js';
+import {
+  checkFreeze,
+  FREEZE_FORMAT,
+  Registry,
+  type CohortEntry,
+  type CohortRecord,
+  type Draw,
+  type DrawData,
+  type ResetRecord,
+} from '../steps/preregistration.js';
 import { specOf } from '../steps/step-spec.js';
 import { readJsonArtifact } from '../pipeline/artifact.js';
 import { ANALYSIS, analyzeStep } from '../steps/analyze-step.js';
@@ -14,7 +25,7 @@ import { GATE_DECISION, gateStep } from '../steps/gate.js';
 import { runStep } from '../steps/run.js';
 import { CERTIFICATION_VERDICT } from '../steps/certification.js';
 import { certifyStep } from '../steps/certify.js';
-import type { CacheKey } from '../pipeline/digest.js';
+import type { CacheKey, Sha256 } from '../pipeline/digest.js';
 import { CorruptBlobError } from '../pipeline/store/corrupt-blob.js';
 
 /** A cohort: an analyze node, its version, its attempts, what observes it, and its freeze. */
@@ -128,10 +139,24 @@ function orphanRefusal(registry: Registry, c: Cohort, orphans: ResetRecord['orph
  * it holds, and a bound version must still have the same freeze. Registers what is new;
  * returns the refusals, in words.
  */
-export async function admitCohorts(ctx: EngineContext, cohorts: readonly Cohort[], options: { acknowledgeReset?: boolean } = {}): Promise<Admission> {
+export async function admitCohorts(
+  ctx: EngineContext,
+  cohorts: readonly Cohort[],
+  options: { acknowledgeReset?: boolean; lock?: { path: string; lock: RecordLock } } = {},
+): Promise<Admission> {
   const registry = registryOf(ctx);
   const out: Admission = { refusals: [], notes: [], registrations: new Map(), bound: new Set() };
   for (const c of cohorts) {
+    // Anchored outside the machine: the store's record must begin with what the committed lock names.
+    const locked = options.lock?.lock.cohorts[c.name];
+    if (locked) {
+      const read = ctx.store.logs.read(c.name);
+      const disagreement = read.ok ? lockDisagreement(options.lock!.path, c.name, locked, read.entries) : undefined;
+      if (disagreement) {
+        out.refusals.push(disagreement);
+        continue;
+      }
+    }
     const stored = storedRegistrations(ctx, c);
     // Judged and registered in one locked step: two runs starting together register once. The
     // judgement may be asked twice (first without the lock): what the last one said is kept.
@@ -336,9 +361,10 @@ export async function recordCohorts(ctx: EngineContext, cohorts: readonly Cohort
       const v = record.versions.find((x) => x.version === c.version);
       if (!v) return [];
       const entries: CohortEntry[] = [];
-      const fresh = executed.filter((k) => !v.executed.includes(k));
-      if (fresh.length) entries.push({ type: 'executed', data: { version: c.version, keys: fresh } });
-      const mine = new Set([...v.executed, ...fresh]);
+      // What this version executed is on record as its draws (drawKeeper): a result not cached (an
+      // infrastructure fault, retried by the next run) is no draw.
+      const mine = new Set([...v.executed, ...executed]);
+      const redrawn = executed.filter((k) => v.draws.some((d) => d.key === k && d.n > 1)).length;
       const reused: Record<string, number> = {};
       for (const key of reached) {
         if (mine.has(key)) continue;
@@ -365,7 +391,10 @@ export async function recordCohorts(ctx: EngineContext, cohorts: readonly Cohort
             verdicts: o === c.node && produced ? verdictsIn(ctx, produced) : {},
             reused,
             ...(gate ? { gate } : {}),
-            ...(v.observations.length && executed.length ? { reran: executed.length } : {}),
+            ...(redrawn ? { redrawn } : {}),
+            ...(v.observations.length && executed.length > redrawn ? { reran: executed.length - redrawn } : {}),
+            // What the analysis read: another cohort analysing some of them later is told it came after.
+            ...(o === c.node && produced ? { keys: reached } : {}),
           },
         });
       }
@@ -389,4 +418,142 @@ export async function recordCohorts(ctx: EngineContext, cohorts: readonly Cohort
     for (const [version, n] of reused) lines.push(`cohort ${c.name} version ${c.version}: reused ${n} attempt(s) first produced by version ${version}`);
   }
   return lines;
+}
+
+/** Where each key was first drawn, across every cohort's record in the store. */
+interface FirstDraw {
+  cohort: string;
+  version: number;
+  draw: Draw;
+}
+
+/** A stored draw's record, when it and every blob of its outputs are intact (each blob hashed again). */
+function restorable(ctx: EngineContext, draw: Draw): ActionRecord | undefined {
+  if (!draw.record) return undefined;
+  try {
+    const record = JSON.parse(ctx.store.cas.read(draw.record as Sha256).toString('utf8')) as ActionRecord;
+    if (record.key !== draw.key || record.outputs_digest !== draw.outputs) return undefined;
+    for (const entry of Object.values(record.outputs)) for (const d of ctx.store.cas.closure(entry)) if (ctx.store.cas.hashOnDisk(d) !== d) return undefined;
+    return record;
+  } catch {
+    return undefined; // gone, corrupt, or a tree that cannot be read: not restorable
+  }
+}
+
+/**
+ * Every draw counts. Each execution of a node whose kind draws (an agent attempt, a verifier
+ * run) under a registered cohort version is appended to the cohort's record with its stored
+ * record. A key drawn before (under any cohort of this store) is not drawn again: its first
+ * draw is restored, so deleting records re-rolls nothing. When the first draw cannot be
+ * restored (its blobs are gone), the node is refused, unless `redraw` is given or the engine
+ * found the record corrupt: then it is drawn again, and the draw is on record as a re-draw.
+ */
+export function drawKeeper(
+  ctx: EngineContext,
+  cohorts: readonly Cohort[],
+  admission: Admission,
+  options: { redraw?: boolean } = {},
+): { recall: NonNullable<RunOptions['recall']>; event(e: EngineEvent): void; settled(): Promise<{ redraws: number }> } {
+  const registry = registryOf(ctx);
+  const first = new Map<string, FirstDraw>();
+  for (const record of registry.all())
+    for (const v of record.versions)
+      for (const d of v.draws) {
+        const had = first.get(d.key);
+        if (!had || (d.record && (!had.draw.record || d.at < had.draw.at))) first.set(d.key, { cohort: record.cohort, version: v.version, draw: d });
+      }
+  const byNode = new Map<string, Cohort[]>();
+  for (const c of cohorts) {
+    if (!admission.registrations.has(c.name)) continue;
+    for (const n of withUpstream([c.node])) if (n.kind.draws) byNode.set(n.id, [...(byNode.get(n.id) ?? []), c]);
+  }
+  /** Keys allowed to draw again, with why. */
+  const because = new Map<string, string>();
+  const pending = new Map<string, { version: number; draws: DrawData[] }>();
+  let writing: Promise<unknown> | undefined;
+  let redraws = 0;
+  // One append per cohort at a time: draws that finish while one is written go in the next.
+  const flush = () => {
+    if (writing || !pending.size) return;
+    const batch = [...pending];
+    pending.clear();
+    writing = Promise.all(batch.map(([cohort, { version, draws }]) => registry.append(cohort, () => [{ type: 'draw', data: { version, draws } }]))).finally(
+      () => {
+        writing = undefined;
+        flush();
+      },
+    );
+  };
+  return {
+    recall(node, key, why) {
+      if (!byNode.has(node.id)) return undefined;
+      const f = first.get(key);
+      if (!f) return undefined;
+      const restored = restorable(ctx, f.draw);
+      const made = `cohort ${f.cohort} version ${f.version}, ${f.draw.at}`;
+      if (restored)
+        return {
+          restore: restored,
+          note: `its record was gone: draw ${f.draw.n} of this key (${made}) is restored from the cohort's record, not drawn again`,
+        };
+      if (why === 'corrupt') because.set(key, `the outputs of draw ${f.draw.n} (${made}) were found corrupt`);
+      else if (options.redraw) because.set(key, `draw ${f.draw.n} (${made}) could not be restored (--redraw)`);
+      else
+        return {
+          refuse:
+            `${node.id} was drawn before under this key (${made}) and that draw cannot be restored from this store (its record or outputs are gone): ` +
+            `drawing it again would let deleted records re-roll a verdict.\n` +
+            `  restore the store from a copy (a CI cache, a backup, the remote cache) and run again;\n` +
+            `  or draw again on record: pairbench run --redraw (the bundle lists every re-draw);\n` +
+            `  or bump the cohort's \`version\` (the earlier version stays in the record)`,
+        };
+      return undefined;
+    },
+    event(e) {
+      if (e.type !== 'done' || !e.recorded) return;
+      const owners = byNode.get(e.node);
+      if (!owners) return;
+      const found = ctx.store.actions.get(e.key);
+      if (found.status !== 'hit') return;
+      const record = ctx.store.cas.putBytes(Buffer.from(canonicalJson(plainRecord(found.record) as unknown as Json)));
+      const why = because.get(e.key) ?? (first.has(e.key) ? 'drawn again' : undefined);
+      if (why) redraws++;
+      const draw: DrawData = {
+        node: e.node,
+        key: e.key,
+        record,
+        outputs: found.record.outputs_digest,
+        ...(why ? { because: why } : {}),
+        ...(ctx.graph.byId.get(e.node)?.kind === runStep ? { attempt: true } : {}),
+      };
+      for (const c of owners) {
+        const p = pending.get(c.name) ?? { version: c.version, draws: [] };
+        p.draws.push(draw);
+        pending.set(c.name, p);
+      }
+      flush();
+    },
+    async settled() {
+      flush();
+      while (writing) await writing;
+      return { redraws };
+    },
+  };
+}
+
+/**
+ * The nodes whose annotation tells the record (an export's freeze and history) and changed with
+ * what this run recorded (a re-draw, an analysis another cohort made first): annotated again
+ * here, so a second pass builds their bundle with it. Others keep theirs.
+ */
+export async function staleAnnotations(
+  ctx: EngineContext,
+  nodes: readonly GraphNode[],
+  inputs: ReadonlyMap<string, ResolvedInput[]>,
+  env: HostEnv,
+): Promise<GraphNode[]> {
+  const told = nodes.filter((n) => n.kind.annotate && withUpstream(n.upstream).some((u) => u.kind === analyzeStep));
+  const before = new Map(told.map((n) => [n, canonicalJson((n.annotation ?? null) as Json)]));
+  await annotateNodes(told, { env, store: ctx.store, inputs, configFile: ctx.config.configFile });
+  return told.filter((n) => canonicalJson((n.annotation ?? null) as Json) !== before.get(n));
 }

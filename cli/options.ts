@@ -84,6 +84,8 @@ export const OPTIONS = {
   margin: { value: true },
   baseline: { value: true },
   'cost-per-attempt': { value: true },
+  redraw: { value: false },
+  relock: { value: false },
 } as const satisfies Record<string, OptionSpec>;
 export type OptionName = keyof typeof OPTIONS;
 

@@ -38,7 +38,7 @@ export async function loadProject(
   const ctx: EngineContext = { config: config.value, graph: graph.value, store: new Store(config.value.storeDir) };
   const inputs = resolveInputs(ctx, graph.value.nodes);
   if (!inputs.ok) return inputs;
-  await annotateNodes(graph.value.nodes, { env, store: ctx.store, inputs: inputs.value });
+  await annotateNodes(graph.value.nodes, { env, store: ctx.store, inputs: inputs.value, configFile: config.value.configFile });
   return { ok: true, value: { config: config.value, graph: graph.value, ctx, inputs: inputs.value } };
 }
 

@@ -217,7 +217,15 @@ export interface RunOptions {
   executor?: NodeExecutor;
   /** Facts about an execution to keep in its record (ActionRecord.provenance; never part of the key). */
   provenanceOf?: (node: GraphNode) => Json | undefined;
+  /**
+   * Asked before a node with no usable record executes (`why`: its key had no record, or the
+   * record's outputs were found corrupt): a record kept elsewhere to restore instead, or a
+   * refusal to execute, in words; undefined lets it execute.
+   */
+  recall?: (node: GraphNode, key: CacheKey, why: 'missing' | 'corrupt') => Recall | undefined;
 }
+
+export type Recall = { restore: ActionRecord; note: string } | { refuse: string };
 
 /**
  * Executes one node whose key has no record. The local executor runs it in this process;
@@ -288,6 +296,16 @@ export async function run(
     const looked = keyAndLookup(node);
     return looked.ok ? afterLookup(node, looked.value.key, looked.value.found) : { status: 'failed', failure: looked.error };
   };
+  // What a node reads of its upstreams' outputs is local before it runs (a record read lazily
+  // from the remote tier names blobs not fetched yet). A remote executor's workers fetch their own.
+  const upstreamLocal = async (node: GraphNode) => {
+    if (options.executor) return;
+    for (const u of node.upstream) {
+      const hit = hits.get(u.id);
+      const sel = hit ? selectedOutputs(node, u, hit.record) : undefined;
+      if (sel?.ok) await hit!.apply(Object.values(sel.value));
+    }
+  };
   const afterLookup = async (node: GraphNode, key: NodeKey, lookingUp: CacheLookup | Promise<CacheLookup>): Promise<NodeState> => {
     const found = settledNow(lookingUp) ? lookingUp : await lookingUp;
     if (found.dropped) emit({ type: 'warning', node: node.id, message: `${found.dropped}; dropped the entry, rebuilding` });
@@ -299,19 +317,25 @@ export async function run(
       const own = ownership(node, options.shard);
       if (!own.owned) return { status: 'skipped', because: `not in shard ${options.shard.index}/${options.shard.count}: ${own.because}` };
     }
-    // What this node reads of its upstreams' outputs is local before it runs (a record read
-    // lazily from the remote tier names blobs not fetched yet). A remote executor's workers fetch their own.
-    if (!options.executor) {
-      for (const u of node.upstream) {
-        const hit = hits.get(u.id);
-        const sel = hit ? selectedOutputs(node, u, hit.record) : undefined;
-        if (sel?.ok) await hit!.apply(Object.values(sel.value));
+    await upstreamLocal(node);
+    const execute = (n: GraphNode, nk: NodeKey, why: 'missing' | 'corrupt' = 'missing'): Promise<NodeState> => {
+      const recalled = options.recall?.(n, nk.key, why);
+      if (recalled && 'refuse' in recalled) {
+        const failure: StepFailure = { reason: 'refused', message: recalled.refuse };
+        emit({ type: 'failed', node: n.id, failure, logTail: '' });
+        return Promise.resolve({ status: 'failed', failure });
       }
-    }
-    const execute = (n: GraphNode, nk: NodeKey) =>
-      options.executor
+      if (recalled) {
+        store.actions.put(recalled.restore);
+        emit({ type: 'warning', node: n.id, message: recalled.note });
+        emit({ type: 'cached', node: n.id, key: nk.key, builtElsewhere: false });
+        used.push(nk.key);
+        return Promise.resolve({ status: 'cached', record: recalled.restore });
+      }
+      return options.executor
         ? options.executor.execute(n, nk, records, emit).then((s) => (s.status === 'executed' && used.push(s.record.key), withProvenance(store, options, n, s)))
         : limitFor(n.kind.name)(() => global(() => executeLocked(ctx, n, nk, inputs.get(n.id)!, records, options, emit, used, cache)));
+    };
     const state = await execute(node, key);
     if (state.status !== 'failed' || state.failure.reason !== 'corrupt-blob') return state;
     // A blob an upstream produced was corrupt (its size and mtime had not changed): the engine
@@ -329,7 +353,9 @@ export async function run(
       // Its record goes too (one taken from the remote tier would otherwise answer the lookup again,
       // run after run, without the blob): the producer is built here, now.
       dropRecord(store, uk.value.key);
-      const rebuilt = await execute(u, uk.value);
+      // Rebuilt here, it reads its own upstreams' outputs: local first, as for any node that runs.
+      await upstreamLocal(u);
+      const rebuilt = await execute(u, uk.value, 'corrupt');
       if (rebuilt.status !== 'executed' && rebuilt.status !== 'cached')
         return { status: 'failed', failure: { reason: 'store-error', message: `${u.id} could not be rebuilt after its output was found corrupt` } };
       // Built here, it went into every tier like any other result (putting right what the server held wrong).

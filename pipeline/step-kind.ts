@@ -125,6 +125,8 @@ export interface AnnotationContext {
   store: Store;
   /** Each node's resolved file inputs, by node id. */
   inputs: ReadonlyMap<string, ResolvedInput[]>;
+  /** The config file the graph was loaded from (what sits beside it: a committed record lock). */
+  configFile?: string;
 }
 
 /** A step kind: a pure description of inputs -> key -> outputs. Registered by name. */
@@ -166,6 +168,12 @@ export interface StepKind {
    * reusing one is an observation, which binds the preregistered versions it reads.
    */
   observes?: boolean;
+  /**
+   * Each execution of one of its nodes is a random draw (an agent attempt, a verifier's or a
+   * judge's run): under a preregistered version, a key drawn once is restored from its record,
+   * never drawn again unseen (RunOptions.recall).
+   */
+  draws?: boolean;
   /**
    * Steps its nodes read whatever `needs` says (joined on shared matrix dimensions like needs,
    * but a node with no match simply goes without): a guarantee that must not depend on an edge

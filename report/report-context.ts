@@ -68,4 +68,10 @@ export interface ReportHistory {
   resets: string[];
   /** The registry could not be read when the bundle was built (its chain was broken). */
   registry_problem: string | null;
+  /** Every later draw of this version's attempts and verifier runs, in words (the analysis reads each key's first draw). */
+  redraws: string[];
+  /** Other cohorts' analyses of these attempts made before this one's, in words. */
+  prior_analyses: string[];
+  /** The committed lock anchoring the record outside the store, in words; null when nothing anchors it. */
+  anchor: string | null;
 }

@@ -22,7 +22,7 @@ import type {
 } from '../stats/types.js';
 import { ENVELOPE_FORMULA } from '../stats/envelope.js';
 import { unreachable } from '../pipeline/result.js';
-import type { ReportContext } from './report-context.js';
+import type { ReportContext, ReportHistory } from './report-context.js';
 
 export const NONE = '—';
 
@@ -649,4 +649,16 @@ export function agreementText(j: JudgeSummary): string {
 /** The judge's classes: "(a) 3 · (b) 4 · (c) 1 · unclassified 0". */
 export function judgeCountsText(j: JudgeSummary): string {
   return `(a) ${j.counts.judge.a} · (b) ${j.counts.judge.b} · (c) ${j.counts.judge.c} · unclassified ${j.counts.judge.unclassified}`;
+}
+
+/** The cohort's record in a status line: which registration, and whether any draw was not the first or another cohort analysed these attempts first. */
+export function recordStatus(h: ReportHistory): { text: string; warn: boolean } {
+  const warnings = [
+    h.redraws.length ? `${h.redraws.length} re-draw(s)` : '',
+    h.prior_analyses.length ? `analysed first by ${h.prior_analyses.length} other cohort version(s)` : '',
+    h.registry_problem ? 'registry broken' : '',
+  ].filter(Boolean);
+  const base = `version ${h.version}${h.first_registration_in_store ? ', first registration in this store' : `, ${h.earlier.length} earlier version(s)`}`;
+  const anchor = h.anchor ?? 'not anchored outside the store (no committed lock: pairbench freeze writes one)';
+  return { text: [base, ...(warnings.length ? warnings : ['first draws only']), anchor].join(' · '), warn: warnings.length > 0 };
 }

@@ -6,6 +6,7 @@
  */
 import type { AnalysisResult, ArmMetrics, Comparison, ConfigField, FactorialResult, JudgeSummary, SequentialResult, TaskOutcome } from '../stats/types.js';
 import type { ReportContext, ReportHistory } from './report-context.js';
+import { recordStatus } from './report-format.js';
 import { PRIVATE_NOTICE } from './public-bundle.js';
 import { infraCauses } from '../stats/arm-metrics.js';
 import {
@@ -299,8 +300,15 @@ function statusBar(result: AnalysisResult, ctx: ReportContext): string {
     ),
     item('isolation', isolation.isolated ? esc(isolation.text) : `⚠ ${esc(isolation.text)}`, isolation.isolated ? 'isolated' : 'unisolated'),
     item('design', `${ctx.tasks.length} tasks x ${ctx.reps} reps`),
+    ...(ctx.history ? [recordItem(ctx.history, item)] : []),
     '</header>',
   ].join('\n');
+}
+
+/** The record in one item: a first registration, the draws that were not first, analyses another cohort made first. */
+function recordItem(h: ReportHistory, item: (k: string, v: string, cls?: string) => string): string {
+  const r = recordStatus(h);
+  return r.warn ? item('record', `⚠ ${esc(r.text)}`, 'record-warn') : item('record', esc(r.text));
 }
 
 function comparison(c: Comparison, index: number, caveat: string | null): string {
@@ -917,6 +925,8 @@ function historySection(h: ReportHistory): string {
     items.length ? `<ul>${items.join('')}</ul>` : '',
     reused.length ? `<p>Version ${h.version} reused ${esc(reused.map(([v, n]) => `${n} attempt(s) version ${v} executed`).join(', '))}.</p>` : '',
     ...h.resets.map((r) => `<p class="warn">${esc(r)}</p>`),
+    ...h.redraws.map((r) => `<p class="warn redraw">⚠ ${esc(r)} (the analysis reads each attempt's first draw when it can be restored)</p>`),
+    ...h.prior_analyses.map((p) => `<p class="warn prior-analysis">⚠ ${esc(p)}</p>`),
     '</section>',
   ].join('');
 }

@@ -8,6 +8,7 @@ import type { ReportContext, ReportHistory } from './report-context.js';
 import { PRIVATE_NOTICE } from './public-bundle.js';
 import { infraCauses } from '../stats/arm-metrics.js';
 import {
+  recordStatus,
   armText,
   timesText,
   INTEGRITY_INTRO,
@@ -91,6 +92,11 @@ export function renderMarkdown(result: AnalysisResult, ctx: ReportContext): stri
       ` · ${egress} · ${isolationText(result, ctx).isolated ? `isolation ${md(isolationText(result, ctx).text)}` : `⚠ **${md(isolationText(result, ctx).text)}**`} · ${ctx.tasks.length} tasks x ${ctx.reps} reps`,
   );
   line();
+  if (ctx.history) {
+    const r = recordStatus(ctx.history);
+    line(r.warn ? `⚠ **Record: ${md(r.text)}**` : `Record: ${md(r.text)}`);
+    line();
+  }
   line(`${timesText(ctx.times)} · config ${code(ctx.config_digest)} · freeze ${code(ctx.freeze_digest)}`);
   line();
   // Which form of the bundle this is: the public form replaces this line (public-bundle.ts).
@@ -402,5 +408,7 @@ function historySection(h: ReportHistory, line: (s?: string) => void): void {
   const reused = Object.entries(h.reused);
   if (reused.length) line(`- version ${h.version} reused ${reused.map(([v, n]) => `${n} attempt(s) version ${v} executed`).join(', ')}`);
   for (const r of h.resets) line(`- ⚠ ${md(r)}`);
+  for (const r of h.redraws) line(`- ⚠ ${md(r)} (the analysis reads each attempt's first draw when it can be restored)`);
+  for (const p of h.prior_analyses) line(`- ⚠ ${md(p)}`);
   line();
 }

@@ -4,15 +4,18 @@ import { withUpstream } from '../pipeline/dag.js';
 import { describeFreezeChange, freezeOf } from '../pipeline/freeze.js';
 import type { AnnotationContext, GraphNode } from '../pipeline/step-kind.js';
 import { analyzeStep } from './analyze-step.js';
-import { Registry, type FreezeAnnotation } from './preregistration.js';
+import { priorAnalyses, Registry, type FreezeAnnotation } from './preregistration.js';
 import { specOf } from './step-spec.js';
+import { basename } from 'node:path';
+import { readLock, type LockRead } from './record-lock.js';
 
 /**
  * Gives each export node the freeze of the cohort it exports and the cohort's record before
  * this version (earlier versions, their freezes, what each observed and which attempts each
  * executed), so its bundle and report tell the whole history. Part of the export node's key.
  */
-export async function annotateExports(nodes: readonly GraphNode[], { inputs, env, store }: AnnotationContext): Promise<void> {
+export async function annotateExports(nodes: readonly GraphNode[], { inputs, env, store, configFile }: AnnotationContext): Promise<void> {
+  const lock = configFile ? readLock(configFile) : undefined;
   const registry = new Registry(store);
   for (const node of nodes) {
     const named = specOf(node.step, 'export').cohort;
@@ -45,8 +48,19 @@ export async function annotateExports(nodes: readonly GraphNode[], { inputs, env
         })),
         resets: read.ok ? read.record.resets : [],
         registry_problem: read.ok ? null : read.problem,
+        redraws: (own?.draws ?? [])
+          .filter((d) => d.n > 1)
+          .map(({ at, node, key, n, because, attempt }) => ({ at, node, key, n, ...(because ? { because } : {}), ...(attempt ? { attempt } : {}) })),
+        prior_analyses: own ? priorAnalyses(registry.all(), analyze.step.name, version) : [],
+        anchor: anchorOf(lock, analyze.step.name),
       },
     };
     addAnnotation(node, 'freeze', annotation as unknown as Json);
   }
+}
+
+/** The lock's anchor of a cohort, as the bundle names it (the file's name, not where it is on this machine). */
+function anchorOf(lock: LockRead | undefined, cohort: string): FreezeAnnotation['history']['anchor'] {
+  const c = lock?.ok ? lock.lock?.cohorts[cohort] : undefined;
+  return c && lock?.ok ? { lock: basename(lock.path), version: c.version, entries: c.entries, head: c.head } : null;
 }

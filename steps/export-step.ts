@@ -13,7 +13,7 @@ import type { ResultsFile } from '../report/results-file.js';
 import { taskOf } from './agent-step-config.js';
 import type { BundleFile } from '../report/bundle.js';
 import type { ReportContext, ReportHistory } from '../report/report-context.js';
-import { observationWords, type FreezeAnnotation } from './preregistration.js';
+import { observationWords, priorAnalysisWords, redrawWords, type FreezeAnnotation } from './preregistration.js';
 import { AGENT_LOG, armOf, GATEWAY_LOG, limitsOf, RUN_RESULT, runStep, sandboxOf, TRAJECTORY, type ArmSpec } from './run.js';
 import { isStepOutput } from './treatment-files.js';
 import { materializeStep, TREE, treeEntries } from './materialize.js';
@@ -114,7 +114,7 @@ function freezeRecord(node: GraphNode, attempts: readonly AttemptRecord[], confi
   const f = freezeOf(node);
   const span = attemptSpan(attempts);
   return {
-    schema_version: 3,
+    schema_version: 4,
     config_digest: configDigest,
     cohort: f?.cohort ?? null,
     version: f?.version ?? null,
@@ -135,6 +135,9 @@ function freezeRecord(node: GraphNode, attempts: readonly AttemptRecord[], confi
     reused_attempts: reused,
     registry_resets: (f?.history.resets ?? []) as unknown as Json,
     registry_problem: f?.history.registry_problem ?? null,
+    redraws: (f?.history.redraws ?? []) as unknown as Json,
+    prior_analyses: (f?.history.prior_analyses ?? []) as unknown as Json,
+    anchor: (f?.history.anchor ?? null) as unknown as Json,
     registry:
       "the store's cohort registry (a hash-chained log) binds this version to freeze_digest at its first observation; 'pairbench history <cohort>' lists every version and observation",
   };
@@ -163,6 +166,11 @@ function reportHistory(node: GraphNode, reused: Record<string, string>): ReportH
         `registry reset acknowledged ${r.at}: ${r.orphans.map((o) => `${o.records} record(s) of version ${o.version}`).join(', ')} were made under registrations the registry had lost`,
     ),
     registry_problem: f.history.registry_problem,
+    redraws: f.history.redraws.map(redrawWords),
+    prior_analyses: f.history.prior_analyses.map((p) => priorAnalysisWords(p)),
+    anchor: f.history.anchor
+      ? `anchored by ${f.history.anchor.lock} (version ${f.history.anchor.version}, entry ${f.history.anchor.entries}, ${f.history.anchor.head.slice(0, 12)})`
+      : null,
   };
 }
 

@@ -73,6 +73,7 @@ export const JUDGEMENT = jsonArtifact<Judgement, 'judgement.json'>(
 
 export const judgeStep: StepKind = {
   name: 'judge',
+  draws: true,
   matrixSource: taskMatrixSource,
   title: { one: 'judge verdict', many: 'judge verdicts' },
   preflight: async (steps, ctx) => (await import('./provider-preflight.js')).modelCallPreflight(steps, ctx),

@@ -31,9 +31,36 @@ export interface Observation {
   reused: Record<string, number>;
   /** A gate's decision. */
   gate?: { pass: boolean; because: string };
-  /** Attempts that re-ran with an unchanged freeze (an upstream produced different bytes). */
+  /** Attempts that ran under a new key with an unchanged freeze (an upstream produced different bytes). */
   reran?: number;
+  /** Attempts drawn again under a key already drawn (their first draw's record was lost). */
+  redrawn?: number;
 }
+
+/**
+ * One execution of a node whose outcome is a random draw (StepKind.draws: an agent attempt, a
+ * verifier run): every one is on record, in order. The analysis uses each key's first draw (a
+ * later run restores it from `record`); a later draw is a re-draw, reported, never substituted
+ * unless the first could not be restored.
+ */
+export interface Draw {
+  at: string;
+  node: string;
+  key: string;
+  /** Digest of the stored action record of this draw (what restores it), null when not kept. */
+  record: string | null;
+  /** Digest of its outputs. */
+  outputs: string;
+  /** 1 for the first draw of this key in this cohort's record, 2 for the next, ... */
+  n: number;
+  /** Why a later draw was made (the first draw's record was lost, or corrupt). */
+  because?: string;
+  /** One of the cohort's agent attempts (not a verifier's or a judge's draw). */
+  attempt?: boolean;
+}
+
+/** A draw as an entry carries it (the fold numbers them). */
+export type DrawData = Omit<Draw, 'at' | 'n'>;
 
 export interface VersionRecord {
   version: number;
@@ -51,6 +78,10 @@ export interface VersionRecord {
   bound_by: string | null;
   /** Keys of the attempts this version executed. */
   executed: string[];
+  /** Every draw made under this version, in order (first draws and re-draws). */
+  draws: Draw[];
+  /** Keys of the attempts its analyses read (reused ones too): what another cohort's earlier analysis may have seen. */
+  analysed: string[];
   observations: Observation[];
 }
 
@@ -77,7 +108,8 @@ export type CohortEntry =
   | { type: 'register'; data: { version: number; freeze_digest: string; fields: Record<string, string>; format: number } }
   | { type: 'bind'; data: { version: number; by: string } }
   | { type: 'executed'; data: { version: number; keys: string[] } }
-  | { type: 'observe'; data: { version: number } & Omit<Observation, 'at'> }
+  | { type: 'draw'; data: { version: number; draws: DrawData[] } }
+  | { type: 'observe'; data: { version: number; keys?: string[] } & Omit<Observation, 'at'> }
   | { type: 'acknowledge-reset'; data: { orphans: ResetRecord['orphans'] } }
   | { type: 'import'; data: { versions: LegacyVersion[] } };
 
@@ -100,6 +132,8 @@ function emptyRecord(cohort: string): CohortRecord {
 export function foldRecord(cohort: string, entries: readonly ChainEntry[]): CohortRecord {
   const r = emptyRecord(cohort);
   const find = (v: number) => r.versions.find((x) => x.version === v);
+  /** Draws of each key so far, across versions. */
+  const drawn = new Map<string, number>();
   for (const raw of entries) {
     const e = raw as unknown as CohortEntry & { at: string; hash: string };
     switch (e.type) {
@@ -122,6 +156,8 @@ export function foldRecord(cohort: string, entries: readonly ChainEntry[]): Coho
             bound_at: null,
             bound_by: null,
             executed: [],
+            draws: [],
+            analysed: [],
             observations: [],
           });
         break;
@@ -132,14 +168,33 @@ export function foldRecord(cohort: string, entries: readonly ChainEntry[]): Coho
         break;
       }
       case 'executed': {
+        // Written before draws were: each key a first draw whose record was not kept.
         const v = find(e.data.version);
-        if (v) v.executed = [...new Set([...v.executed, ...e.data.keys])];
+        if (!v) break;
+        for (const key of e.data.keys)
+          if (!drawn.has(key)) {
+            drawn.set(key, 1);
+            v.draws.push({ at: raw.at, node: '', key, record: null, outputs: '', n: 1 });
+          }
+        v.executed = [...new Set([...v.executed, ...e.data.keys])];
+        break;
+      }
+      case 'draw': {
+        const v = find(e.data.version);
+        if (!v) break;
+        for (const d of e.data.draws) {
+          drawn.set(d.key, (drawn.get(d.key) ?? 0) + 1);
+          v.draws.push({ at: raw.at, ...d, n: drawn.get(d.key)! });
+        }
+        v.executed = [...new Set([...v.executed, ...e.data.draws.filter((d) => d.attempt).map((d) => d.key)])];
         break;
       }
       case 'observe': {
-        const { version, ...o } = e.data;
+        const { version, keys, ...o } = e.data;
         const v = find(version);
-        if (v) v.observations.push({ at: raw.at, ...o });
+        if (!v) break;
+        v.observations.push({ at: raw.at, ...o });
+        if (keys) v.analysed = [...new Set([...v.analysed, ...keys])];
         break;
       }
       case 'acknowledge-reset':
@@ -147,7 +202,8 @@ export function foldRecord(cohort: string, entries: readonly ChainEntry[]): Coho
         break;
       case 'import':
         r.imported = true;
-        for (const l of e.data.versions)
+        for (const l of e.data.versions) {
+          for (const key of l.executed) drawn.set(key, 1);
           r.versions.push({
             version: l.version,
             freeze_digest: l.freeze_digest,
@@ -160,10 +216,13 @@ export function foldRecord(cohort: string, entries: readonly ChainEntry[]): Coho
             bound_at: l.first_attempt_at,
             bound_by: l.first_attempt_at ? 'first attempt (recorded before the log)' : null,
             executed: l.executed,
+            draws: l.executed.map((key) => ({ at: l.first_attempt_at ?? l.frozen_at, node: '', key, record: null, outputs: '', n: 1 })),
+            analysed: [],
             observations: l.observed
               ? [{ at: l.observed.at, by: '(recorded before the log)', digest: null, attempts: l.observed.attempts, verdicts: l.observed.verdicts, reused: {} }]
               : [],
           });
+        }
         break;
       default:
         break; // an entry a later pairbench wrote: not read here
@@ -192,6 +251,14 @@ export class Registry {
       if (legacy) return { ok: true, record: foldRecord(cohort, [importEntry(legacy)]) };
     }
     return { ok: true, record: foldRecord(cohort, r.entries) };
+  }
+
+  /** Every cohort's record that can be read (for what one cohort's record says of another's). */
+  all(): CohortRecord[] {
+    return this.store.logs.names().flatMap((name) => {
+      const r = this.read(name);
+      return r.ok ? [r.record] : [];
+    });
   }
 
   /** The record, or an empty one when the log cannot be read (for views that only show it). */
@@ -265,6 +332,7 @@ export function historyLines(record: CohortRecord): string[] {
       `  version ${v.version}  freeze ${v.freeze_digest.slice(0, 12)}  frozen ${v.frozen_at}  bound ${v.bound_at ? `${v.bound_at} by ${v.bound_by}` : '(not yet)'}  attempts executed ${v.executed.length}`,
     );
     for (const r of v.refrozen) lines.push(`    re-frozen at ${r.at} before any observation: ${r.changes.length} field(s) changed`);
+    for (const d of v.draws.filter((x) => x.n > 1)) lines.push(`    ${redrawWords(d)}`);
     if (!v.observations.length) lines.push('    no observation yet');
     for (const o of v.observations) lines.push(`    observed at ${o.at} by ${o.by}: ${observationWords(o)}`);
   }
@@ -289,8 +357,57 @@ export function observationWords(o: Observation): string {
   }
   const reused = Object.entries(o.reused).map(([v, n]) => `${n} reused from version ${v}`);
   if (reused.length) parts.push(reused.join(', '));
-  if (o.reran) parts.push(`${o.reran} attempt(s) re-ran with the same freeze (an upstream produced different bytes)`);
+  if (o.redrawn) parts.push(`${o.redrawn} re-drawn (an attempt's first draw was lost and it ran again: see its draws)`);
+  if (o.reran) parts.push(`${o.reran} attempt(s) ran under a new key with the same freeze (an upstream produced different bytes)`);
   return parts.join('; ');
+}
+
+/** A later draw in words: "re-draw 2 of run/t1/ctx/1 at T: its first draw's record was lost". */
+export function redrawWords(d: Pick<Draw, 'n' | 'node' | 'key' | 'at' | 'because'>): string {
+  return `re-draw: draw ${d.n} of ${d.node || d.key.slice(0, 19)} at ${d.at}${d.because ? `: ${d.because}` : ''}`;
+}
+
+/** Another cohort's analysis that read some of this version's attempts before this version first observed them. */
+export interface PriorAnalysis {
+  cohort: string;
+  version: number;
+  at: string;
+  /** How many of this version's analysed attempts it read, how many it read in all, and how many this version read. */
+  shared: number;
+  of: number;
+  total: number;
+  verdicts: Record<string, string>;
+}
+
+/** A prior analysis in words: "11 of these attempts were analysed first by cohort wide version 1 (50 attempts, at T: ...)". */
+export function priorAnalysisWords(p: PriorAnalysis): string {
+  const verdicts = Object.entries(p.verdicts).map(([k, v]) => `${k}: ${v}`);
+  return (
+    `${p.shared} of these ${p.total} attempts were analysed before, by cohort ${p.cohort} version ${p.version} at ${p.at} (an analysis of ${p.of}` +
+    `${verdicts.length ? `; ${verdicts.join(', ')}` : ''}): this cohort may have been chosen after seeing them`
+  );
+}
+
+/**
+ * Analyses by other cohorts (any version) that read attempts this version analysed, made before
+ * this version's first observation: a selection chosen after a look.
+ */
+export function priorAnalyses(records: readonly CohortRecord[], cohort: string, version: number): PriorAnalysis[] {
+  const own = records.find((r) => r.cohort === cohort)?.versions.find((v) => v.version === version);
+  if (!own?.analysed.length) return [];
+  const mine = new Set(own.analysed);
+  const since = own.observations[0]?.at;
+  const out: PriorAnalysis[] = [];
+  for (const r of records) {
+    if (r.cohort === cohort) continue;
+    for (const v of r.versions) {
+      const shared = v.analysed.filter((k) => mine.has(k)).length;
+      const first = v.observations.find((o) => Object.keys(o.verdicts).length);
+      if (!shared || !first || (since && first.at >= since)) continue;
+      out.push({ cohort: r.cohort, version: v.version, at: first.at, shared, of: v.analysed.length, total: own.analysed.length, verdicts: first.verdicts });
+    }
+  }
+  return out;
 }
 
 /** What an export node carries of its cohort's record: the freeze and the history before this version (part of its key). */
@@ -314,5 +431,11 @@ export interface FreezeAnnotation {
     }[];
     resets: ResetRecord[];
     registry_problem: string | null;
+    /** This version's later draws (each key's first draw is the one analysed). */
+    redraws: Omit<Draw, 'record' | 'outputs'>[];
+    /** Other cohorts' analyses of some of these attempts, made before this version first observed them. */
+    prior_analyses: PriorAnalysis[];
+    /** The committed lock that anchors this cohort's record outside the store, when there is one (its file name, entries and head). */
+    anchor: { lock: string; version: number; entries: number; head: string } | null;
   };
 }

@@ -46,6 +46,7 @@ export const VERIFIER_LOG = artifact('verifier.log', "the verifier's output");
  */
 export const verifyStep: StepKind = {
   name: 'verify',
+  draws: true,
   matrixSource: taskMatrixSource,
   title: { one: 'verification', many: 'verifications' },
   outputs: () => [VERIFIER_VERDICT, EVIDENCE, VERIFIER_LOG, NOT_RUN],

@@ -1,5 +1,8 @@
-import { existsSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { generateKeyPairSync, sign as cryptoSign } from 'node:crypto';
+import { canonicalJson } from '../pipeline/canonical-json.js';
+import { sha256 } from '../pipeline/digest.js';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { calculatorTask } from './fixtures.js';
 import { Rig } from './rig.js';
@@ -27,6 +30,8 @@ interface Options {
 }
 
 const FIX = 'if [ -f CLAUDE.md ]; then sed -i "s/a - b/a + b/" src/add.mjs; fi';
+/** Fixes the task half the time, in either arm. */
+const COIN = '[ "$(od -An -N1 -tu1 /dev/urandom)" -lt 128 ] && sed -i "s/a - b/a + b/" src/add.mjs; true';
 
 function config(o: Options = {}): string {
   const rep = o.rep ?? 2;
@@ -203,7 +208,7 @@ describe('preregistration: a tamper-evident record', () => {
     rig.write('bench.config.yaml', config());
     expect((await run()).code).toBe(0);
     const lines = readFileSync(logFile(), 'utf8').split('\n');
-    expect(lines.filter(Boolean).map((l) => JSON.parse(l).type)).toEqual(expect.arrayContaining(['register', 'bind', 'executed', 'observe']));
+    expect(lines.filter(Boolean).map((l) => JSON.parse(l).type)).toEqual(expect.arrayContaining(['register', 'bind', 'draw', 'observe']));
     writeFileSync(logFile(), lines[0] + '\n'); // only the registration is left
     rig.write('bench.config.yaml', config({ analysis: '    confidence: 0.9\n' }));
     const refused = await run();
@@ -226,20 +231,159 @@ describe('preregistration: a tamper-evident record', () => {
     expect(h.stderr).toContain('does not match its own hash');
   });
 
-  it('history keeps every observation of a version (a re-run of lost attempts is a second one, with the re-run counted)', async () => {
+  /** The attack of issue 61: entries dropped, the chain re-hashed as anyone can (seq, prev, hash), signed by `sign` or not at all. */
+  function rewrite(keep: (e: { type: string }) => boolean, sign?: (hash: string) => unknown): void {
+    const entries = readFileSync(logFile(), 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as Record<string, unknown> & { type: string });
+    let prev: string | null = null;
+    const out = entries.filter(keep).map((e, i) => {
+      const base = { seq: i + 1, at: e['at'], prev, type: e.type, data: e['data'] };
+      const hash = sha256(canonicalJson(base as never));
+      prev = hash;
+      return JSON.stringify({ ...base, hash, ...(sign ? { sig: sign(hash) } : {}) });
+    });
+    writeFileSync(logFile(), out.join('\n') + '\n');
+  }
+
+  it('a record rewritten without the key (entries dropped, the chain re-hashed) is found by run and fsck; re-signed with another key, fsck names the key', async () => {
     rig.write('bench.config.yaml', config());
     expect((await run()).code).toBe(0);
-    // The attempts' records are lost (not the registry): they run again under the same freeze.
+    const original = readFileSync(logFile(), 'utf8');
+    for (const [sign, problem] of [
+      [undefined, 'is not signed: it was written without the record key'],
+      [(hash: string) => ({ ...(JSON.parse(original.split('\n')[0]!) as { sig: object }).sig, hash }), 'signature does not hold'],
+    ] as const) {
+      rewrite((e) => e.type !== 'observe', sign as never);
+      const r = await run();
+      expect(r.code, r.stderr).toBe(2);
+      expect(r.stderr).toContain(problem);
+      const f = await rig.cli('fsck');
+      expect(f.code).toBe(1);
+      expect(f.stdout).toMatch(new RegExp(`registry log context-file is broken: .*${problem}`));
+      writeFileSync(logFile(), original);
+    }
+    expect((await rig.cli('fsck')).code).toBe(0);
+    // Re-signed whole with a key of the attacker's own: the chain holds, and fsck names the stranger.
+    const { privateKey, publicKey } = generateKeyPairSync('ed25519');
+    const raw = publicKey.export({ type: 'spki', format: 'der' }).subarray(-32);
+    rewrite(
+      (e) => e.type !== 'observe',
+      (hash) => ({ key: sha256(raw).slice(0, 16), pub: raw.toString('base64'), sig: cryptoSign(null, Buffer.from(hash), privateKey).toString('base64') }),
+    );
+    const f = await rig.cli('fsck');
+    expect(f.stdout).toContain(`is signed by key(s) ${sha256(raw).slice(0, 16)}, not this machine's record key`);
+  });
+
+  it('a committed lock anchors the record: a store cut short, rewritten and re-signed, or fresh, is refused; the report says whether a lock anchors it', async () => {
+    rig.write('bench.config.yaml', config());
+    expect((await run()).code).toBe(0);
+    const unanchored = join(rig.dir, 'b0');
+    expect((await rig.cli('export', '--out', unanchored)).code).toBe(0);
+    expect(readFileSync(join(unanchored, 'report.md'), 'utf8')).toContain('not anchored outside the store (no committed lock');
+    const frozen = await rig.cli('freeze');
+    expect(frozen.code, frozen.stderr).toBe(0);
+    expect(frozen.stdout).toContain('bench.config.yaml.lock: commit it with the config');
+    const lock = JSON.parse(rig.read('bench.config.yaml.lock'));
+    expect(lock.cohorts['context-file']).toMatchObject({ version: 1, entries: expect.any(Number), head: expect.stringMatching(/^[0-9a-f]{64}$/) });
+    expect((await run()).code).toBe(0); // the record holds the anchored prefix, and goes on from it
+    const anchored = join(rig.dir, 'b1');
+    expect((await rig.cli('export', '--out', anchored)).code).toBe(0);
+    expect(readFileSync(join(anchored, 'report.md'), 'utf8')).toContain('anchored by bench.config.yaml.lock (version 1');
+    // A fresh store would draw version 1 again.
+    const fresh = await rig.cli('run', '--store', join(rig.dir, 'other-store'));
+    expect(fresh.code).toBe(2);
+    expect(fresh.stderr).toContain('this store holds no record of it: a run here would draw version 1 afresh');
+    // Cut short below the anchor.
+    const original = readFileSync(logFile(), 'utf8');
+    writeFileSync(logFile(), original.split('\n').slice(0, 2).join('\n') + '\n');
+    const cut = await run();
+    expect(cut.code).toBe(2);
+    expect(cut.stderr).toContain('it was cut short or rewritten');
+    // Re-signed whole by another key, the chain intact: the lock names the keys it trusts.
+    writeFileSync(logFile(), original);
+    const { privateKey, publicKey } = generateKeyPairSync('ed25519');
+    const raw = publicKey.export({ type: 'spki', format: 'der' }).subarray(-32);
+    rewrite(
+      () => true,
+      (hash) => ({ key: sha256(raw).slice(0, 16), pub: raw.toString('base64'), sig: cryptoSign(null, Buffer.from(hash), privateKey).toString('base64') }),
+    );
+    const resigned = await run();
+    expect(resigned.code).toBe(2);
+    expect(resigned.stderr).toContain('written with a key the lock does not name');
+  });
+
+  it('deleting records re-rolls nothing: each draw is restored from the record; with its blobs gone it is refused; --redraw draws again, on record as a re-draw', async () => {
+    // A coin-flip agent: any re-draw would change the outcomes.
+    rig.write('bench.config.yaml', config({ agent: COIN }));
+    expect((await run()).code).toBe(0);
+    const analysis = async () => JSON.parse((await rig.cli('explain', 'context-file', '--json')).stdout).record.outputs_digest as string;
+    const history = async () => (await rig.cli('history')).stdout;
+    const first = await analysis();
+    // The records are lost (not the registry, nor the blobs): every draw comes back as it was.
     for (const d of ['ac', 'nodes']) renameSync(join(rig.dir, '.pairbench', d), join(rig.dir, `${d}.lost`));
+    rig.clearExecutions();
     const again = await run();
     expect(again.code, again.stderr).toBe(0);
-    const h = (await rig.cli('history')).stdout;
-    const observed = h.split('\n').filter((l) => l.includes('observed at') && l.includes('by context-file:'));
-    expect(observed).toHaveLength(2);
-    expect(observed[1]).toContain('4 attempt(s) re-ran with the same freeze');
-    // A no-op run observes nothing new.
+    expect(again.stderr).toContain("is restored from the cohort's record, not drawn again");
+    expect(rig.executions().filter((n) => n.startsWith('attempts/') || n.startsWith('verify/'))).toEqual([]);
+    expect(await analysis()).toBe(first);
+    const observed = async () => (await history()).split('\n').filter((l) => l.includes('observed at') && l.includes('by context-file:'));
+    expect(await observed()).toHaveLength(1);
+    // The blobs go too: a draw that cannot be restored is refused, saying what to do.
+    for (const d of ['ac', 'nodes', 'cas']) rmSync(join(rig.dir, '.pairbench', d), { recursive: true, force: true });
+    const refused = await run();
+    expect(refused.code, refused.stderr).toBe(1);
+    expect(refused.stderr).toMatch(/attempts\/fix-add\/(control|treatment)\/1 was drawn before under this key/);
+    expect(refused.stderr).toContain('pairbench run --redraw');
+    // On record: drawn again, each a re-draw in history, the bundle and the report's status bar.
+    const redrawn = await run('--redraw');
+    expect(redrawn.code, redrawn.stderr).toBe(0);
+    const h = await history();
+    expect(h.match(/re-draw: draw 2 of attempts\//g)).toHaveLength(4);
+    expect((await observed()).at(-1)).toContain('4 re-drawn');
+    expect(h).not.toContain('an upstream produced different bytes');
+    const out = join(rig.dir, 'bundle');
+    expect((await rig.cli('export', '--out', out)).code).toBe(0);
+    const freeze = JSON.parse(readFileSync(join(out, 'config', 'freeze.json'), 'utf8'));
+    expect(freeze.redraws.filter((d: { n: number; attempt?: boolean }) => d.n === 2 && d.attempt)).toHaveLength(4);
+    expect(readFileSync(join(out, 'report.md'), 'utf8')).toMatch(/⚠ \*\*Record: version 1, first registration in this store · \d+ re-draw\(s\) · not anchored/);
+    expect(readFileSync(join(out, 'report.html'), 'utf8')).toMatch(/<span class="k">record<\/span><span class="v">⚠ version 1[^<]* · \d+ re-draw\(s\)/);
+  });
+
+  it('a second cohort over attempts another cohort analysed first says so, in its bundle and status bar', async () => {
+    rig.write('bench.config.yaml', config({ agent: COIN }));
     expect((await run()).code).toBe(0);
-    expect((await rig.cli('history')).stdout.split('\n').filter((l) => l.includes('observed at') && l.includes('by context-file:'))).toHaveLength(2);
+    // Chosen after the look: a second analysis of the same stored attempts, exported.
+    rig.write(
+      'bench.config.yaml',
+      config({ agent: COIN }) +
+        `  picked:
+    kind: analyze
+    needs: [audit]
+    control: control
+    treatments: [treatment]
+    bootstrap: { resamples: 200, seed: 1 }
+  export-picked:
+    kind: export
+    cohort: picked
+    needs: [materialize, attempts, verify, audit, picked]
+`,
+    );
+    const r = await run();
+    expect(r.code, r.stderr).toBe(0);
+    const out = join(rig.dir, 'picked-bundle');
+    expect((await rig.cli('export', 'export-picked', '--out', out)).code).toBe(0);
+    const freeze = JSON.parse(readFileSync(join(out, 'config', 'freeze.json'), 'utf8'));
+    expect(freeze.prior_analyses).toEqual([expect.objectContaining({ cohort: 'context-file', version: 1, shared: 4, of: 4 })]);
+    const md = readFileSync(join(out, 'report.md'), 'utf8');
+    expect(md).toContain('4 of these 4 attempts were analysed before, by cohort context-file version 1');
+    expect(md).toContain('analysed first by 1 other cohort version(s)');
+    // The first cohort's own bundle is unchanged by the later look.
+    const own = join(rig.dir, 'own-bundle');
+    expect((await rig.cli('export', 'export', '--out', own)).code).toBe(0);
+    expect(JSON.parse(readFileSync(join(own, 'config', 'freeze.json'), 'utf8')).prior_analyses).toEqual([]);
   });
 
   it('a second store starting the cohort from scratch is allowed, and its bundle says it is the first registration there', async () => {

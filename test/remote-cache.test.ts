@@ -238,6 +238,48 @@ steps:
       expect(readFileSync(blob).equals(bytes)).toBe(true);
     });
 
+    it("a verifier's blob on the server with the wrong bytes, read by a later step in a new store: the verifier is rebuilt in the same run, exit 0, and the next run is clean", async () => {
+      const own = await startNginx();
+      onTestFinished(() => own.stop());
+      // A cohort: the verify output is read by audit, and audit by the analysis.
+      rig.write(
+        'bench.config.yaml',
+        rig.read('bench.config.yaml').replace(nginx.url, own.url) +
+          `  audit:
+    kind: audit
+    needs: [attempts, verify]
+    matrix: { task: [fix-add], arm: [control, treatment], rep: 2 }
+  context-file:
+    kind: analyze
+    needs: [audit]
+    control: control
+    treatments: [treatment]
+    bootstrap: { resamples: 200, seed: 1 }
+`,
+      );
+      const first = await rig.cli('run', '--json');
+      expect(first.code, first.stderr).toBe(0);
+      const nodes = JSON.parse(first.stdout).nodes as Node[];
+      const verify = nodes.find((n) => n.node === 'verify/fix-add/treatment/1')!;
+      const digest = JSON.parse(readFileSync(join(own.data, 'ac', verify.key!), 'utf8')).record.outputs['verdict.json'].digest as string;
+      const blob = join(own.data, 'cas', digest);
+      writeFileSync(blob, Buffer.alloc(readFileSync(blob).length, 'x'));
+      // The audit that reads it is not on the server: a new store runs it.
+      rmSync(join(own.data, 'ac', nodes.find((n) => n.node === 'audit/fix-add/treatment/1')!.key!));
+      const store = join(rig.dir, 'store-new');
+      const r = await rig.cli('run', '--json', '--store', store);
+      expect(r.code, r.stdout).toBe(0);
+      expect(
+        (JSON.parse(r.stdout).nodes as Node[])
+          .filter((n) => n.status === 'executed')
+          .map((n) => n.node)
+          .sort(),
+      ).toEqual(['audit/fix-add/treatment/1', 'verify/fix-add/treatment/1']);
+      const again = await rig.cli('run', '--json', '--store', store);
+      expect(again.code).toBe(0);
+      expect((JSON.parse(again.stdout).nodes as Node[]).filter((n) => n.status !== 'cached')).toEqual([]);
+    });
+
     it('show on a record the remote cache supplied fetches its bytes, or says how to; never a stack trace', async () => {
       expect((await rig.cli('run')).code).toBe(0);
       const store = join(rig.dir, 'store-replay');

@@ -27,6 +27,12 @@ nodes that need it are rebuilt by the next 'pairbench run'.`,
         ...report.corrupt_records.map((r) => `${verb} corrupt record ${r.key}: ${r.reason}`),
         ...report.broken_records.map((r) => `${verb} record ${r.key} of ${r.node}: it needs ${r.blobs.length} missing or corrupt blob(s)`),
         ...(report.corrupt_pack ? [report.corrupt_pack] : []),
+        `checked ${report.logs_checked} registry log(s)`,
+        ...report.broken_logs.map((l) => `registry log ${l.name} is broken: ${l.problem} (restore it from a copy; --repair does not touch it)`),
+        ...report.foreign_signers.map(
+          (l) =>
+            `note: registry log ${l.name} is signed by key(s) ${l.keys.join(', ')}, not this machine's record key: made on another machine, or rewritten and re-signed (a committed lock names the keys it trusts)`,
+        ),
         clean
           ? 'the store is intact'
           : report.repaired

@@ -4,7 +4,9 @@ import type { Reporter, RunSummary } from '../../pipeline/events.js';
 import { parseShard } from '../../pipeline/shard.js';
 import { analyzeStep } from '../../steps/analyze-step.js';
 import { isolationFallback } from '../../steps/run.js';
-import { admitCohorts, cohortsOf, observationBinder, provenanceFor, recordCohorts } from '../cohorts.js';
+import { admitCohorts, cohortsOf, drawKeeper, observationBinder, provenanceFor, recordCohorts, staleAnnotations } from '../cohorts.js';
+import { withUpstream } from '../../pipeline/dag.js';
+import { readLock } from '../../steps/record-lock.js';
 import { ANY_OPERANDS, CONFIG_ERROR, defineCommand, EXIT, fail } from '../command.js';
 import type { CliIO } from '../command-context.js';
 import { printJson } from '../json-output.js';
@@ -103,6 +105,14 @@ unisolated also fails a comparison an unisolated arm ran in, whatever
 its verdict; e.g. --fail-on negative,unisolated,invalid on a PR's check`,
     ],
     [
+      'redraw',
+      null,
+      `draw again an agent attempt or verifier run whose first draw under a
+preregistered version cannot be restored from the store (its record and
+outputs are gone); without it such a node is refused. Every re-draw is on
+record: history, the bundle and the report's status bar list it`,
+    ],
+    [
       'executor',
       'redis://HOST:PORT/DB',
       `hand every node that must run to 'pairbench worker' processes through
@@ -120,7 +130,9 @@ key; concurrency.kinds limits hold across the fleet); needs the remote cache`,
     if ('code' in sel) return sel.code;
     // Preregistration: a cohort version that has executed attempts keeps its frozen fields.
     const cohorts = cohortsOf(sel.nodes, inputs, io.env);
-    const admitted = await admitCohorts(ctx, cohorts);
+    const lock = readLock(config.configFile);
+    if (!lock.ok) return fail(io, json, [{ message: lock.problem }]);
+    const admitted = await admitCohorts(ctx, cohorts, lock.lock ? { lock: { path: lock.path, lock: lock.lock } } : {});
     if (admitted.refusals.length)
       return fail(
         io,
@@ -130,9 +142,11 @@ key; concurrency.kinds limits hold across the fleet); needs the remote cache`,
     if (!json) for (const n of admitted.notes) io.stderr.write(`${n}\n`);
     const shown = json ? { event: () => undefined } : chooseReporter(io, values.progress, Boolean(values.verbose));
     const binder = observationBinder(ctx, cohorts, admitted);
+    const draws = drawKeeper(ctx, cohorts, admitted, { redraw: Boolean(values.redraw) });
     const reporter: Reporter = {
       event: (e) => {
         binder.event(e);
+        draws.event(e);
         shown.event(e);
       },
       ...(shown.close ? { close: () => shown.close!() } : {}),
@@ -161,22 +175,19 @@ key; concurrency.kinds limits hold across the fleet); needs the remote cache`,
     const executor = values.executor ? await (await import('../worker.js')).queueExecutor(values.executor, ctx, remote?.value, sel.nodes) : undefined;
     if (executor && !executor.ok) return fail(io, json, [{ message: executor.error }], EXIT.usage);
     try {
-      const { summary, states } = await run(
-        ctx,
-        inputs,
-        {
-          reporter,
-          signal: controller.signal,
-          hostEnv: io.env,
-          ...(values.jobs ? { jobs: Number(values.jobs) } : {}),
-          ...(remote ? { remote: remote.value } : {}),
-          ...(readStores.value.length ? { readStores: readStores.value } : {}),
-          ...(shard ? { shard: shard.value } : {}),
-          ...(executor ? { executor: executor.value } : {}),
-          provenanceOf: provenanceFor(ctx, cohorts, admitted),
-        },
-        sel.nodes,
-      ).finally(() => (executor?.ok ? executor.value.close() : undefined));
+      const runOptions = {
+        reporter,
+        signal: controller.signal,
+        hostEnv: io.env,
+        ...(values.jobs ? { jobs: Number(values.jobs) } : {}),
+        ...(remote ? { remote: remote.value } : {}),
+        ...(readStores.value.length ? { readStores: readStores.value } : {}),
+        ...(shard ? { shard: shard.value } : {}),
+        ...(executor ? { executor: executor.value } : {}),
+        provenanceOf: provenanceFor(ctx, cohorts, admitted),
+        recall: draws.recall,
+      };
+      const { summary, states } = await run(ctx, inputs, runOptions, sel.nodes).finally(() => (executor?.ok ? executor.value.close() : undefined));
       // What this command reads after the run (each cohort's analysis) is made local if it came from the remote cache.
       if (remote?.ok) {
         for (const [id, s] of states) {
@@ -186,7 +197,28 @@ key; concurrency.kinds limits hold across the fleet); needs the remote cache`,
       }
       await reporter.close?.();
       await binder.settled();
-      const reuse = await recordCohorts(ctx, cohorts, states);
+      await draws.settled();
+      let reuse = await recordCohorts(ctx, cohorts, states);
+      // A bundle tells the record: what this run put on it (a re-draw, an analysis another cohort
+      // made first) is in its bundle now, by a second pass over what it changed (the rest is cached).
+      const stale = controller.signal.aborted ? [] : await staleAnnotations(ctx, sel.nodes, inputs, io.env);
+      if (stale.length) {
+        const again = new Set(withUpstream(stale));
+        const second = await run(
+          ctx,
+          inputs,
+          { ...runOptions, reporter: { event: () => undefined } },
+          sel.nodes.filter((n) => again.has(n)),
+        );
+        // Only the refreshed nodes take their second state (the rest were built by the first pass).
+        for (const n of stale) {
+          const st = second.states.get(n.id);
+          if (!st) continue;
+          if (st.status === 'failed') summary.failed++;
+          states.set(n.id, st);
+        }
+        reuse = await recordCohorts(ctx, cohorts, states);
+      }
       // What this config reaches stays through another config's gc (a run of some nodes adds to it).
       const reached = [...states.values()].flatMap((s) => (s.status === 'cached' || s.status === 'executed' ? [s.record.key] : []));
       const rootName = configRootName(config.configFile);

@@ -1,9 +1,10 @@
-import { closeSync, existsSync, fsyncSync, ftruncateSync, mkdirSync, openSync, readFileSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, fsyncSync, ftruncateSync, mkdirSync, openSync, readdirSync, readFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { canonicalJson, type Json } from '../canonical-json.js';
 import { syncDir } from '../atomic-write.js';
 import { sha256, type Sha256 } from '../digest.js';
 import type { LockDir } from './lock.js';
+import { recordKey, signatureHolds } from './record-key.js';
 
 /**
  * An append-only, hash-chained log (one file per name, one JSON line per entry): each entry
@@ -20,13 +21,20 @@ export interface ChainEntry {
   prev: Sha256 | null;
   type: string;
   data: Json;
-  /** SHA-256 of the canonical JSON of the entry without this field. */
+  /** SHA-256 of the canonical JSON of the entry without this field and `sig`. */
   hash: Sha256;
+  /** The record key's Ed25519 signature of `hash`, with its public key (record-key.ts). */
+  sig?: { key: string; pub: string; sig: string };
 }
 
 export type NewEntry = { type: string; data: Json };
 
 export type ChainRead = { ok: true; entries: ChainEntry[] } | { ok: false; problem: string };
+
+/** The key ids that signed a log's entries, in order of first use. */
+export function signersOf(entries: readonly ChainEntry[]): string[] {
+  return [...new Set(entries.flatMap((e) => (e.sig ? [e.sig.key] : [])))];
+}
 
 function hashOf(e: Omit<ChainEntry, 'hash'>): Sha256 {
   return sha256(canonicalJson({ seq: e.seq, at: e.at, prev: e.prev, type: e.type, data: e.data }));
@@ -55,6 +63,9 @@ function parse(path: string, text: string): ChainRead & { wholeBytes: number } {
         wholeBytes,
       };
     if (e.hash !== hashOf(e)) return { ok: false, problem: `${where} does not match its own hash: it was edited`, wholeBytes };
+    // Re-hashing a log is in anyone's reach; signing it needs the record key, which lives outside the store.
+    if (!e.sig) return { ok: false, problem: `${where} is not signed: it was written without the record key (the log was rewritten)`, wholeBytes };
+    if (!signatureHolds(e.hash, e.sig)) return { ok: false, problem: `${where}'s signature does not hold: it was edited after it was signed`, wholeBytes };
     entries.push(e);
   }
   return { ok: true, entries, wholeBytes };
@@ -76,6 +87,20 @@ export class ChainedLog {
   pathOf(name: string): string {
     if (!/^[A-Za-z0-9._-]+$/.test(name)) throw new Error(`log name "${name}" must be letters, digits, . _ or -`);
     return join(this.dir, `${name}.chain.jsonl`);
+  }
+
+  /** The names of the logs there are. */
+  names(): string[] {
+    let files: string[];
+    try {
+      files = readdirSync(this.dir);
+    } catch {
+      return [];
+    }
+    return files
+      .filter((f) => f.endsWith('.chain.jsonl'))
+      .map((f) => f.slice(0, -'.chain.jsonl'.length))
+      .sort();
   }
 
   exists(name: string): boolean {
@@ -122,7 +147,8 @@ export class ChainedLog {
       for (const f of fresh) {
         const prev = entries[entries.length - 1];
         const base = { seq: entries.length + 1, at: now().toISOString(), prev: prev?.hash ?? null, type: f.type, data: f.data };
-        const entry: ChainEntry = { ...base, hash: hashOf(base) };
+        const hash = hashOf(base);
+        const entry: ChainEntry = { ...base, hash, sig: recordKey().sign(hash) };
         entries.push(entry);
         out += JSON.stringify(entry) + '\n';
       }

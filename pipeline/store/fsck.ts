@@ -1,5 +1,7 @@
 import type { CacheKey, Sha256 } from '../digest.js';
 import type { Store } from './store.js';
+import { signersOf } from './chained-log.js';
+import { recordKey } from './record-key.js';
 
 /** What `pairbench fsck` found, and (with repair) dropped. */
 export interface FsckReport {
@@ -14,6 +16,11 @@ export interface FsckReport {
   broken_records: { key: CacheKey; node: string; blobs: Sha256[] }[];
   /** The record pack did not match its seal (it is set aside; the records it held rebuild). */
   corrupt_pack: string | null;
+  logs_checked: number;
+  /** Registry logs whose chain or signatures do not hold (never dropped: restore them from a copy). */
+  broken_logs: { name: string; problem: string }[];
+  /** Logs signed by a key other than this machine's record key (made elsewhere, or rewritten and re-signed). */
+  foreign_signers: { name: string; keys: string[] }[];
   repaired: boolean;
 }
 
@@ -32,6 +39,9 @@ export function fsck(store: Store, options: { repair: boolean; onProgress?: (blo
     corrupt_records: [],
     broken_records: [],
     corrupt_pack: null,
+    logs_checked: 0,
+    broken_logs: [],
+    foreign_signers: [],
     repaired: false,
   };
   const bad = new Set<string>();
@@ -55,6 +65,16 @@ export function fsck(store: Store, options: { repair: boolean; onProgress?: (blo
     if (missing.length) report.broken_records.push({ key: r.key, node: found.record.node, blobs: missing });
   }
   report.corrupt_pack = store.actions.packProblem ?? null;
+  const own = recordKey().id;
+  for (const name of store.logs.names()) {
+    report.logs_checked++;
+    const r = store.logs.read(name);
+    if (!r.ok) report.broken_logs.push({ name, problem: r.problem });
+    else {
+      const foreign = signersOf(r.entries).filter((k) => k !== own);
+      if (foreign.length) report.foreign_signers.push({ name, keys: foreign });
+    }
+  }
   if (options.repair) {
     for (const d of report.corrupt_blobs) store.cas.remove(d);
     for (const r of [...report.corrupt_records, ...report.broken_records]) store.actions.remove(r.key);
@@ -64,5 +84,7 @@ export function fsck(store: Store, options: { repair: boolean; onProgress?: (blo
 }
 
 export function fsckClean(r: FsckReport): boolean {
-  return r.corrupt_blobs.length === 0 && r.corrupt_records.length === 0 && r.broken_records.length === 0 && r.corrupt_pack === null;
+  return (
+    r.corrupt_blobs.length === 0 && r.corrupt_records.length === 0 && r.broken_records.length === 0 && r.corrupt_pack === null && r.broken_logs.length === 0
+  );
 }
