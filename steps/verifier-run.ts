@@ -7,6 +7,7 @@ import type { EgressMode, ExecResult, Mount, Sandbox } from '../sandboxes/sandbo
 import { shellQuote } from './task-sources/swebench.js';
 import type { Task, TestRunner } from './task.js';
 import { exitCodeProblem, graded, parseReport, REPORT_CHANNEL, reportedStatus, reportFileName, type RunnerStatus } from '../test-results/index.js';
+import { reportAmbiguity } from '../test-results/ambiguity.js';
 import { plant, plantTargets, type CanaryCalibrations, type CanaryOutcome, type PlantTarget } from './verifier-canary.js';
 
 export interface TestEvidence {
@@ -146,18 +147,22 @@ interface RunnerReport {
   problem: string | null;
   /** The report names passes and no failure while the test command failed (SWE-bench's exit-code rule). */
   contradiction: string | null;
+  /** A report printed as text that has two readings (a second summary, text after the runner's last line): it decides nothing. */
+  ambiguous: string | null;
 }
 
 /** `root`: the workspace as the runner saw it (a report naming files by absolute path is read relative to it). */
 function runnerReport(runner: TestRunner, r: ExecResult, reportDir: string, root: string): RunnerReport {
   const file = REPORT_CHANNEL[runner.report] === 'file';
   const output = `${r.stdout}\n${r.stderr}`;
-  const parsed = parseReport(runner.report, file ? readReport(reportDir, reportName(runner)) : testOutput(output), root);
-  if (!parsed.ok) return { statuses: new Map(), problem: parsed.error, contradiction: null };
+  const text = file ? readReport(reportDir, reportName(runner)) : testOutput(output);
+  const ambiguous = reportAmbiguity(runner.report, text);
+  const parsed = parseReport(runner.report, text, root);
+  if (!parsed.ok) return { statuses: new Map(), problem: parsed.error, contradiction: null, ambiguous };
   // The test command's own exit status: recorded by an eval script, else the runner's.
   const recorded = TEST_EXIT_CODE.exec(output);
   const exitCode = recorded ? Number(recorded[1]) : runner.env?.['PAIRBENCH_EVAL_SCRIPT'] ? null : r.exitCode;
-  return { statuses: parsed.value, problem: null, contradiction: exitCodeProblem(parsed.value, exitCode) };
+  return { statuses: parsed.value, problem: null, contradiction: exitCodeProblem(parsed.value, exitCode), ambiguous };
 }
 
 /** The report file's name in pairbench's report directory. */
@@ -463,6 +468,7 @@ export async function runVerifier(request: VerifierRequest): Promise<Result<Veri
     };
     const evidence: TestEvidence[] = [];
     let contradicted: string | null = null;
+    let ambiguous: string | null = null;
     if (runner) {
       // Every listed test in one invocation; each test's status from the runner's report.
       const ids = [...Object.keys(task.verifier.failToPass), ...Object.keys(task.verifier.passToPass)];
@@ -475,6 +481,7 @@ export async function runVerifier(request: VerifierRequest): Promise<Result<Veri
       if (report.problem) transcript.note(`no report: ${report.problem}; every listed test is unreported, so it fails`);
       // Passes that the test command's own failure contradicts were printed by the code under test: a forged verdict.
       if (report.contradiction) contradicted = report.contradiction;
+      if (report.ambiguous) ambiguous = `the runner's report is ambiguous: ${report.ambiguous}`;
       const statuses = report.statuses;
       for (const [kind, list] of [
         ['fail_to_pass', task.verifier.failToPass],
@@ -515,7 +522,7 @@ export async function runVerifier(request: VerifierRequest): Promise<Result<Veri
 
     // The canaries, after every real test: the workspace's test files get their planted failure now.
     const canaries: Record<string, CanaryOutcome> = {};
-    let forgery: Forgery | null = contradicted ? { reason: 'report-contradicts-exit-code', detail: contradicted } : null;
+    let forgery: Forgery | null = contradicted && !ambiguous ? { reason: 'report-contradicts-exit-code', detail: contradicted } : null;
     let unverifiable: string | null = null;
     // A runner's canary only matters when its FAIL_TO_PASS tests passed (a failing run needs none).
     const runnerPassed = evidence.filter((e) => e.kind === 'fail_to_pass').every((e) => e.status === 'pass');
@@ -596,7 +603,8 @@ export async function runVerifier(request: VerifierRequest): Promise<Result<Veri
         : evidence.length > 0 && evidence.every((e) => e.status === 'pass' || e.status === 'skipped') && evidence.some((e) => e.status === 'pass');
     // No reward at all is the verifier's failure, and so is a pass no calibrated canary stands behind:
     // no verdict (the attempt is excluded, an infrastructure-class fault), never a 0 or a 1.
-    const noVerdict = forgery === null ? (rewardError ?? (honestPass ? unverifiable : null)) : null;
+    // A report with two readings decides nothing, whichever way it reads.
+    const noVerdict = forgery === null ? (ambiguous ?? rewardError ?? (honestPass ? unverifiable : null)) : null;
     if (noVerdict) {
       transcript.note(`no verdict: ${noVerdict}`);
       const rs = sandbox.receipt();
