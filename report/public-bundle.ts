@@ -11,6 +11,7 @@ import { lstatSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { sha256 } from '../pipeline/digest.js';
 import { diffLines } from '../text/diff-lines.js';
+import { decodedVariants } from '../text/decode.js';
 import { MANIFEST_FILE, SIGNATURE_FILE, type BundleFile } from './bundle.js';
 
 /** The longest run of a secret's bytes a public bundle may still hold. */
@@ -44,6 +45,15 @@ class Scrubber {
       h = (Math.imul(h - Math.imul(buf[i - MIN_QUOTE]!, this.pow), 257) + buf[i]!) | 0;
       visit(h, i - MIN_QUOTE + 1);
     }
+  }
+
+  /** Whether `buf` holds any run of a secret MIN_QUOTE bytes long. */
+  finds(buf: Buffer): boolean {
+    let found = false;
+    this.eachWindow(buf, (h, at) => {
+      if (!found && this.windows.get(h)?.some((c) => c.s.compare(buf, at, at + MIN_QUOTE, c.at, c.at + MIN_QUOTE) === 0)) found = true;
+    });
+    return found;
   }
 
   /** `buf` with every run of a secret at least MIN_QUOTE bytes long replaced by a mark, and how many bytes went. */
@@ -130,9 +140,28 @@ function scrubJson(v: unknown, scrubber: Scrubber): { value: unknown; removed: n
   return { value: v, removed: 0 };
 }
 
+/** A text with its line breaks taken out: a copy split into pieces, one per line, joined again. */
+const joined = (text: string) => text.replace(/\r?\n/g, '');
+
+/**
+ * How a file's text still holds a secret after its verbatim quotes went: decoded (certify's
+ * fixed-point decoder: base64, hex, escapes, compression, ...) or split into pieces shorter than
+ * MIN_QUOTE across lines. Undefined when none of its decodings does.
+ */
+function hiddenCopy(text: string, secrets: Scrubber): string | undefined {
+  for (const v of decodedVariants(text)) {
+    const how = v.chain.join(' -> ');
+    if (v.chain.length && secrets.finds(Buffer.from(v.text))) return `decoded (${how})`;
+    if (secrets.finds(Buffer.from(joined(v.text))))
+      return v.chain.length ? `decoded (${how}), its pieces joined across lines` : 'in pieces across lines, joined';
+  }
+  return undefined;
+}
+
 export interface PublicBundle {
   files: BundleFile[];
-  withheld: { path: string; sha256: string; bytes: number }[];
+  /** Files not published, with their private digest; `reason` when a decoding of one held a secret. */
+  withheld: { path: string; sha256: string; bytes: number; reason?: string }[];
   scrubbed: { path: string; sha256: string; bytes: number; withheld_bytes: number }[];
 }
 
@@ -149,6 +178,7 @@ export function publicBundle(dir: string): PublicBundle {
     }
   }
   const scrubber = new Scrubber(secretTexts.flatMap(forms));
+  const decodedSecrets = new Scrubber(secretTexts.flatMap((t) => [Buffer.from(t), Buffer.from(joined(t))]));
   const out: PublicBundle = { files: [], withheld: [], scrubbed: [] };
   for (const p of paths) {
     const bytes = readFileSync(join(dir, p));
@@ -196,6 +226,12 @@ export function publicBundle(dir: string): PublicBundle {
       text = r.out;
       removed = r.removed;
     }
+    // What is left is published only if no decoding of it gives a secret back: else the whole file is withheld.
+    const copy = hiddenCopy(text.toString('utf8'), decodedSecrets);
+    if (copy) {
+      out.withheld.push({ ...digest, reason: `a copy of the hidden verifier or the solution, ${copy}` });
+      continue;
+    }
     if (removed) out.scrubbed.push({ ...digest, withheld_bytes: removed });
     out.files.push({ path: p, bytes: text });
   }
@@ -207,7 +243,7 @@ export function publicBundle(dir: string): PublicBundle {
           schema_version: 1,
           visibility: 'public',
           min_quote_bytes: MIN_QUOTE,
-          note: 'withheld from this public form of the bundle: the hidden verifier files, the reference solution and the hidden test patch, and every run of their bytes elsewhere; each file is named with the digest and size it has in the private bundle',
+          note: 'withheld from this public form of the bundle: the hidden verifier files, the reference solution and the hidden test patch, every run of their bytes elsewhere, and every file any decoding of which (base64, hex, escapes, compression, pieces joined across lines) gives a run of them back; each file is named with the digest and size it has in the private bundle',
           withheld_files: out.withheld,
           scrubbed_files: out.scrubbed,
         },

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { calculatorTask } from './fixtures.js';
 import { Rig } from './rig.js';
+import { decodedVariants } from '../text/decode.js';
 
 let rig: Rig;
 beforeEach(() => {
@@ -116,5 +117,66 @@ describe('public and private bundles', () => {
     const spec = JSON.parse(readFileSync(join(pub, 'tasks', 'fix-add', 'task.json'), 'utf8'));
     expect(spec.solution.patch).toMatch(/^\[withheld: sha256 [0-9a-f]{64}\]$/);
     expect(spec.prompt).toBe(JSON.parse(readFileSync(join(priv, 'tasks', 'fix-add', 'task.json'), 'utf8')).prompt);
+  });
+
+  it('an agent that prints the verifier in base64 and in 39-byte pieces: no file of the public bundle decodes to it; those files are withheld with their digest and why', async () => {
+    const module = [
+      "import { readFileSync } from 'node:fs';",
+      'try {',
+      "  const v = readFileSync(process.env.VERIFIER_DIR + '/test_add.mjs', 'utf8');",
+      "  console.log(Buffer.from(v).toString('base64'));",
+      '  for (let i = 0; i < v.length; i += 39) console.log(v.slice(i, i + 39));',
+      '} catch {}',
+      'export const add = (a, b) => a + b;',
+      '',
+    ].join('\n');
+    rig.write(
+      'bench.config.yaml',
+      `steps:
+  materialize: { kind: materialize, matrix: { task: [fix-add] } }
+  attempts:
+    kind: run
+    needs: [materialize]
+    matrix: { task: [fix-add], arm: [control, treatment], rep: 1 }
+    agent: { adapter: command, command: 'echo ${Buffer.from(module).toString('base64')} | base64 -d > src/add.mjs' }
+    arms: { control: {}, treatment: { env: { X: '1' } } }
+    sandbox: { backend: local, egress: open }
+  verify: { kind: verify, needs: [materialize, attempts], matrix: { task: [fix-add], arm: [control, treatment], rep: 1 }, sandbox: { backend: local, egress: open } }
+  audit: { kind: audit, needs: [attempts, verify], matrix: { task: [fix-add], arm: [control, treatment], rep: 1 } }
+  cohort: { kind: analyze, needs: [audit], control: control, treatments: [treatment], bootstrap: { resamples: 100, seed: 1 } }
+  export: { kind: export, needs: [materialize, attempts, verify, audit, cohort], public: true }
+`,
+    );
+    expect((await rig.cli('run')).code).toBe(0);
+    const verifier = rig.read('tasks/fix-add/verifier/test_add.mjs');
+    const priv = join(rig.dir, 'private');
+    expect((await rig.cli('export', '--out', priv, '--private')).code).toBe(0);
+    const log = readFileSync(join(priv, 'nodes', 'verify', 'fix-add', 'control', '1', 'verifier.log'), 'utf8');
+    expect(log).toContain(Buffer.from(verifier).toString('base64'));
+    const pub = join(rig.dir, 'public');
+    expect((await rig.cli('export', '--out', pub)).code).toBe(0);
+    expect((await rig.cli('verify-bundle', pub)).code).toBe(0);
+    // Every file as certify's decoder reads it, and with its line breaks taken out: no run of 41 bytes of the verifier.
+    const all = new Set([...windows(verifier, 41), ...windows(verifier.replace(/\n/g, ''), 41)]);
+    const decodedLeaks = files(pub).filter((f) =>
+      decodedVariants(readFileSync(join(pub, f), 'utf8')).some((v) =>
+        [v.text, v.text.replace(/\r?\n/g, '')].some((t) => {
+          const b = Buffer.from(t).toString('latin1');
+          for (let i = 0; i + 41 <= b.length; i++) if (all.has(b.slice(i, i + 41))) return true;
+          return false;
+        }),
+      ),
+    );
+    expect(decodedLeaks).toEqual([]);
+    const withheld = JSON.parse(readFileSync(join(pub, 'withheld.json'), 'utf8')).withheld_files as { path: string; reason?: string }[];
+    for (const arm of ['control', 'treatment'])
+      expect(withheld).toContainEqual(
+        expect.objectContaining({
+          path: `nodes/verify/fix-add/${arm}/1/verifier.log`,
+          reason: expect.stringMatching(/^a copy of the hidden verifier or the solution, /),
+        }),
+      );
+    // The verdicts are still published.
+    expect(JSON.parse(readFileSync(join(pub, 'results.json'), 'utf8')).attempts).toHaveLength(2);
   });
 });
