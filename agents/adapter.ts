@@ -69,7 +69,8 @@ export interface AtifStep {
   message: string;
   reasoning_content?: string;
   tool_calls?: { tool_call_id: string; function_name: string; arguments: Record<string, unknown> }[];
-  observation?: { results: { source_call_id?: string; content?: string }[] };
+  /** `extra.is_error`: the agent reported the call failed (its tool did not exist or broke). */
+  observation?: { results: { source_call_id?: string; content?: string; extra?: { is_error?: boolean } }[] };
   metrics?: { prompt_tokens?: number; completion_tokens?: number; cached_tokens?: number };
 }
 

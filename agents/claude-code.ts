@@ -32,14 +32,15 @@ interface StreamLine {
 type ContentBlock =
   | { type: 'text'; text: string }
   | { type: 'tool_use'; id: string; name: string; input: unknown }
-  | { type: 'tool_result'; tool_use_id: string; content: unknown };
+  | { type: 'tool_result'; tool_use_id: string; content: unknown; is_error: boolean };
 
 function contentBlock(b: unknown): ContentBlock | undefined {
   if (!isRecord(b)) return undefined;
   if (b['type'] === 'text' && typeof b['text'] === 'string') return { type: 'text', text: b['text'] };
   if (b['type'] === 'tool_use' && typeof b['id'] === 'string' && typeof b['name'] === 'string')
     return { type: 'tool_use', id: b['id'], name: b['name'], input: b['input'] };
-  if (b['type'] === 'tool_result' && typeof b['tool_use_id'] === 'string') return { type: 'tool_result', tool_use_id: b['tool_use_id'], content: b['content'] };
+  if (b['type'] === 'tool_result' && typeof b['tool_use_id'] === 'string')
+    return { type: 'tool_result', tool_use_id: b['tool_use_id'], content: b['content'], is_error: b['is_error'] === true };
   return undefined; // thinking, images, a forged block: nothing the trajectory takes
 }
 
@@ -93,7 +94,9 @@ export function toAtif(
         const step = byCall.get(b.tool_use_id);
         if (!step) continue;
         const content = typeof b.content === 'string' ? b.content : JSON.stringify(b.content);
-        step.observation = { results: [...(step.observation?.results ?? []), { source_call_id: b.tool_use_id, content }] };
+        // A call that failed (no such tool, an MCP server not connected) is marked: it used nothing.
+        const result = { source_call_id: b.tool_use_id, content, ...(b.is_error ? { extra: { is_error: true } } : {}) };
+        step.observation = { results: [...(step.observation?.results ?? []), result] };
       }
     }
   }

@@ -82,7 +82,10 @@ function toAtif(lines: EventLine[], ctx: AttemptContext, version: string): Parse
       steps.push(step);
     } else if (l.type === 'tool_result' && l.toolId) {
       const step = byCall.get(l.toolId);
-      if (step) step.observation = { results: [{ source_call_id: l.toolId, content: l.output ?? l.status ?? '' }] };
+      if (step)
+        step.observation = {
+          results: [{ source_call_id: l.toolId, content: l.output ?? l.status ?? '', ...(l.status === 'error' ? { extra: { is_error: true } } : {}) }],
+        };
     }
   }
   const init = lines.find((l) => l.type === 'init');

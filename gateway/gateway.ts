@@ -49,6 +49,8 @@ export interface GatewayOptions {
   defaultPrice?: Price | null;
   /** name -> the fingerprint and scope whose presence in a forwarded request proves delivery (markers.ts). */
   markers?: Record<string, Marker>;
+  /** name -> the tools (an MCP server's) that must be offered in the attempt's first turn (GatewaySummary.not_ready_at_first_turn). */
+  ready?: Record<string, Marker>;
   /** Appends every exchange as a JSON line (credentials redacted). */
   logFile?: string;
   /** Whose model endpoints are forwarded (default `any`: Anthropic's and OpenAI's); every other path is refused. */

@@ -56,6 +56,17 @@ export function markersFound(body: unknown, markers: Record<string, Marker>): st
     .map(([name]) => name);
 }
 
+/**
+ * The tool markers (MCP server arms) a request that offers tools does not carry: checked on an
+ * attempt's first such request, the agent's first turn, whose tools the model plans with. A
+ * server whose tools come later (it started late, or not at all) was not ready for this attempt.
+ */
+export function toolMarkersMissing(body: unknown, markers: Record<string, Marker>): string[] {
+  return Object.entries(markers)
+    .filter(([, m]) => m.scope.kind === 'tools' && !carries(body, m))
+    .map(([name]) => name);
+}
+
 function carries(body: unknown, m: Marker): boolean {
   const all = (texts: string[]) => texts.some((t) => m.lines.every((l) => foldLine(t).includes(l)));
   const scope = m.scope;
@@ -132,7 +143,7 @@ function userTexts(body: unknown): string[] {
 }
 
 /** The tools a request offers, by name: Anthropic's and the Responses API's {name}, Chat Completions' {function: {name}}, Gemini's {functionDeclarations: [{name}]}. */
-function toolNames(body: unknown): string[] {
+export function toolNames(body: unknown): string[] {
   if (!isObject(body) || !Array.isArray(body['tools'])) return [];
   const named = (x: unknown): string[] => (isObject(x) && typeof x['name'] === 'string' ? [x['name']] : []);
   return body['tools'].flatMap((t) =>

@@ -1,7 +1,7 @@
 /** The gateway's running account of one attempt: usage, cost, caps, turns, tool calls, delivery. */
 import { combineConfidence, costOf, DEFAULT_PRICE, priceFor, type CostConfidence, type Price, type Prices } from './cost.js';
 import type { CapHit } from './exchange-log.js';
-import { instructionLineDigests, markersFound, type Marker } from './markers.js';
+import { instructionLineDigests, markersFound, toolMarkersMissing, toolNames, type Marker } from './markers.js';
 import { addUsage, totalTokens, ZERO_USAGE, type ReplyFacts, type TokenUsage } from './usage.js';
 
 export interface GatewayCaps {
@@ -32,6 +32,11 @@ export interface GatewaySummary {
   cost_confidence: CostConfidence;
   cap_hit: CapHit | null;
   delivered: Record<string, boolean>;
+  /**
+   * The MCP server arms whose tools the attempt's first tool-offering request (its first turn)
+   * lacked: the treatment was not ready when the model started. Null: no request offered tools.
+   */
+  not_ready_at_first_turn: string[] | null;
   /** Digests of the lines of every instruction section the model received (CLAUDE.md, AGENTS.md, ...), sorted. */
   instruction_lines: string[];
   /** Upstream connection failures (infrastructure errors, not the agent's doing). */
@@ -56,6 +61,8 @@ export interface MeterOptions {
   /** Price for models missing from `prices` (and no `*` entry); null: leave them unpriced. */
   defaultPrice?: Price | null;
   markers?: Record<string, Marker>;
+  /** name -> tools that must be in the first tool-offering request (markers.ts toolMarkersMissing). */
+  ready?: Record<string, Marker>;
 }
 
 /** What a request may at most spend, held against the caps while it is in flight. */
@@ -93,6 +100,7 @@ export class Meter {
   /** The ids of the responses this attempt received (continuing another's is refused). */
   private readonly responses = new Set<string>();
   private readonly delivered: Record<string, boolean>;
+  private notReady: string[] | null = null;
   private readonly instructionLines = new Set<string>();
 
   constructor(private readonly options: MeterOptions) {
@@ -189,6 +197,7 @@ export class Meter {
   sawRequest(body: unknown): string[] {
     const found = markersFound(body, this.options.markers ?? {});
     for (const name of found) this.delivered[name] = true;
+    if (this.notReady === null && toolNames(body).length) this.notReady = toolMarkersMissing(body, this.options.ready ?? {});
     for (const d of instructionLineDigests(body)) if (this.instructionLines.size < 5000) this.instructionLines.add(d);
     return found;
   }
@@ -261,6 +270,7 @@ export class Meter {
       cost_confidence: this.confidence ?? 'none',
       cap_hit: this.capHit,
       delivered: { ...this.delivered },
+      not_ready_at_first_turn: this.notReady,
       instruction_lines: [...this.instructionLines].sort(),
       upstream_errors: this.upstreamErrors,
       upstream_statuses: Object.fromEntries([...this.upstreamStatuses].sort((a, b) => a[0] - b[0]).map(([k, v]) => [String(k), v])),

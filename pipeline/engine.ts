@@ -12,7 +12,7 @@ import { buildPreimage, keyOf, type KeyPreimage } from './key.js';
 import { packageVersion } from './package-root.js';
 import { describePreimageDiff, preimageChanges } from './preimage-diff.js';
 import { err, errorMessage, ok, type Result } from './result.js';
-import { EARLIER_TRIES, type GraphNode, type HostEnv, type StagedFile, type StepFailure } from './step-kind.js';
+import { EARLIER_TRIES, type ExecutionContext, type GraphNode, type HostEnv, type StagedFile, type StepFailure } from './step-kind.js';
 import { outputsDigest, type ActionRecord, type NodeTry, type OutputManifest } from './store/action-cache.js';
 import { tempPath } from './atomic-write.js';
 import { NodeLog } from './node-log.js';
@@ -458,6 +458,8 @@ function withProvenance(store: Store, options: Pick<RunOptions, 'provenanceOf'>,
 
 /** Transient tries of one key kept on record; older ones beyond this are dropped. */
 const MAX_TRIES = 50;
+/** Tries of a node whose fault asked to be retried at once (ExecutionContext.doNotCache's retryNow), in all. */
+const IMMEDIATE_TRIES = 3;
 
 /** The EARLIER_TRIES output: `01/`, `02/`, ... each an earlier try's outputs (tries whose blobs are gone are left out). */
 function earlierTries(store: Store, tries: readonly NodeTry[]): OutputManifest {
@@ -560,17 +562,33 @@ async function executeLocked(
     const startedAt = new Date();
     let transient: string | undefined;
     let outcome: { word: string; detail: string } | undefined;
-    const result = await executeNode(
-      ctx,
-      node,
-      inputs,
-      records,
-      workDir,
-      nodeLog,
-      options,
-      (reason) => (transient ??= reason),
-      (word, detail) => (outcome = { word, detail }),
-    );
+    let result: Result<OutputManifest, StepFailure>;
+    for (let tryNo = 1; ; tryNo++) {
+      transient = undefined;
+      let retryNow = false;
+      const tryAt = new Date();
+      result = await executeNode(
+        ctx,
+        node,
+        inputs,
+        records,
+        workDir,
+        nodeLog,
+        options,
+        (reason, o) => {
+          transient ??= reason;
+          retryNow ||= Boolean(o?.retryNow);
+        },
+        (word, detail) => (outcome = { word, detail }),
+      );
+      if (!result.ok || !transient || !retryNow || tryNo >= IMMEDIATE_TRIES || options.signal?.aborted) break;
+      // The try is on record (a transient result is kept as one), and the node runs again now, in a clean work directory.
+      const failedTry: NodeTry = { key: key.key, at: tryAt.toISOString(), reason: transient, outputs: result.value };
+      store.nodes.update(node.id, (h) => ({ ...h, tries: [...(h.tries ?? []).filter((t) => t.key === key.key), failedTry].slice(-MAX_TRIES) }));
+      emit({ type: 'warning', node: node.id, message: `${transient}; trying again now (try ${tryNo + 1} of ${IMMEDIATE_TRIES})` });
+      rmSync(workDir, { recursive: true, force: true });
+      mkdirSync(workDir, { recursive: true, mode: 0o700 });
+    }
     const durationMs = Date.now() - startedAt.getTime();
     // Work cut short by an interrupt is not a result: nothing of it is stored.
     if (options.signal?.aborted) return { status: 'failed', failure: { reason: 'killed', message: 'interrupted' } };
@@ -661,7 +679,7 @@ export async function executeUnrecorded(
   node: GraphNode,
   inputs: readonly ResolvedInput[],
   records: ReadonlyMap<string, ActionRecord>,
-  options: Pick<RunOptions, 'hostEnv' | 'signal'> & { extraFiles?: readonly StagedFile[]; doNotCache?: (reason: string) => void },
+  options: Pick<RunOptions, 'hostEnv' | 'signal'> & { extraFiles?: readonly StagedFile[]; doNotCache?: ExecutionContext['doNotCache'] },
 ): Promise<{ ok: true; outputs: OutputManifest } | { ok: false; failure: StepFailure; logTail: string }> {
   const workDir = tempPath(ctx.store.tmpDir, 'unrecorded');
   const nodeLog = new NodeLog(`${workDir}.log`);
@@ -722,7 +740,7 @@ async function executeNode(
   workDir: string,
   nodeLog: NodeLog,
   options: Pick<RunOptions, 'hostEnv' | 'signal'>,
-  doNotCache: (reason: string) => void,
+  doNotCache: ExecutionContext['doNotCache'],
   outcome: (word: string, detail: string) => void,
   /** Files staged beside the inputs (executeUnrecorded: doctor's canary script). */
   extraFiles: readonly StagedFile[] = [],

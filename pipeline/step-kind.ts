@@ -79,9 +79,11 @@ export interface ExecutionContext {
   /**
    * Marks this execution's result as transient: used downstream in this run but not
    * cached, so the next run tries again (e.g. an infrastructure error, which audit
-   * must see and exclude, but which must not stick).
+   * must see and exclude, but which must not stick). `retryNow`: the fault is one a
+   * second try at once is likely to clear (a treatment's server that came up late): the
+   * engine runs the node again now, up to IMMEDIATE_TRIES in all, each try on record.
    */
-  doNotCache(reason: string): void;
+  doNotCache(reason: string, options?: { retryNow?: boolean }): void;
   /**
    * What the node's result means in one word and a line, when it is not simply "done"
    * (a task certify rejected): the progress output shows it instead of "done".

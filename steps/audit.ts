@@ -76,7 +76,7 @@ function upstreamText(ctx: ExecutionContext, a: Artifact): string | null {
 const producerOf = (ctx: ExecutionContext, a: Artifact): string | undefined => ctx.upstream.find((u) => u.outputs[a.name])?.node;
 
 /** The reason code of an attempt the harness failed: from the part that failed, as run recorded it. */
-function infraReason(run: RunResult): 'infra-sandbox' | 'infra-agent-start' | 'infra-provider' {
+function infraReason(run: RunResult): 'infra-sandbox' | 'infra-agent-start' | 'infra-provider' | 'infra-treatment' {
   // Recorded before infra_kind was: run's own words for the cause, which begin with the part.
   const kind =
     run.infra_kind ?? (run.infra_error?.startsWith('sandbox') ? 'sandbox' : run.infra_error?.startsWith('agent did not start') ? 'agent-start' : 'provider');
@@ -87,15 +87,22 @@ function infraReason(run: RunResult): 'infra-sandbox' | 'infra-agent-start' | 'i
       return 'infra-agent-start';
     case 'provider':
       return 'infra-provider';
+    case 'treatment':
+      return 'infra-treatment';
     default:
       return unreachable(kind);
   }
 }
 
-/** "Used": the agent observably read or called the treatment (its files, or its MCP tools). */
+/**
+ * "Used": the agent observably read or called the treatment (its files, or its MCP tools) in a
+ * call that succeeded: one the agent reported failed (no such tool: the server was not there) used nothing.
+ */
 function usedTreatment(trajectory: Pick<AtifTrajectory, 'steps'>, files: string[], mcpServers: string[]): boolean {
   return trajectory.steps.some((s) =>
     (s.tool_calls ?? []).some((c) => {
+      const failed = (s.observation?.results ?? []).some((r) => r.source_call_id === c.tool_call_id && r.extra?.['is_error'] === true);
+      if (failed) return false;
       if (mcpServers.some((m) => c.function_name.startsWith(`mcp__${m}__`))) return true;
       const text = JSON.stringify(c.arguments ?? '');
       return files.some((f) => text.includes(f));

@@ -21,6 +21,8 @@ export interface ModelOptions {
   fakeScript?: FakeScript;
   caps: GatewayCaps;
   markers: Record<string, Marker>;
+  /** MCP servers whose tools the first turn must offer (the treatment is not ready otherwise). */
+  ready?: Record<string, Marker>;
   /** USD per million tokens by model (the price table); a model not in it is costed at the default price, estimated. */
   prices?: Prices;
   logFile: string;
@@ -52,6 +54,7 @@ export async function openModel(options: ModelOptions): Promise<ModelSession> {
     caps: options.caps,
     provider: options.provider,
     markers: options.markers,
+    ...(options.ready ? { ready: options.ready } : {}),
     ...(options.prices ? { prices: options.prices } : {}),
     logFile: options.logFile,
     unboundedRequests: options.unboundedRequests,

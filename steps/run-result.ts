@@ -11,7 +11,8 @@ import type { ProviderError } from '../gateway/meter.js';
 export type ExitReason = 'done' | 'turn-cap' | 'time-cap' | 'token-cap' | 'cost-cap' | 'output-budget' | 'agent-crash' | 'infra-error';
 
 /** The sandbox did not start; the agent made no model request; the model provider failed or refused. */
-export type InfraKind = 'sandbox' | 'agent-start' | 'provider';
+/** treatment: an MCP server of the arm was not offered at the model's first turn (not ready). */
+export type InfraKind = 'sandbox' | 'agent-start' | 'provider' | 'treatment';
 
 export interface RunResult {
   schema_version: 1;

@@ -369,6 +369,7 @@ export type RunOutput = (typeof RUN_OUTPUTS)[number]['name'];
 
 export const runStep: StepKind = {
   name: 'run',
+  draws: true,
   matrixSource: taskMatrixSource,
   title: { one: 'agent attempt', many: 'agent attempts' },
   outputs: () => [...RUN_OUTPUTS, NOT_RUN],
@@ -655,6 +656,10 @@ export const runStep: StepKind = {
     const markers: Record<string, Marker> = {};
     const marker = markerOf(arm, adapter, entryOf, (d) => ctx.artifacts.read(d).toString('utf8')) ?? restoredMarker(restored.value, adapter, ws);
     if (marker) markers[armName] = marker;
+    // Every MCP server the arm offers must be offered to the model at its first turn.
+    const ready: Record<string, Marker> = Object.fromEntries(
+      Object.keys(arm.mcp_servers ?? {}).map((server) => [server, { lines: [], scope: { kind: 'tools', prefix: `mcp__${server}__` } } satisfies Marker]),
+    );
     const script = fakeScriptOf(s, ctx.node);
     const fake = script ? ctx.files.find((f) => f.path === normalizedPath(script)) : undefined;
     let model: ModelSession | undefined;
@@ -671,6 +676,7 @@ export const runStep: StepKind = {
         caps: { ...(limits.tokens ? { maxTokens: limits.tokens } : {}), ...(limits.costUsd ? { maxCostUsd: limits.costUsd } : {}), maxTurns: limits.turns },
         ...(s.model?.api_key_env && !fake ? { upstreamAuth: upstreamAuthFor(adapter, ctx.hostEnv[s.model.api_key_env] ?? '') } : {}),
         markers,
+        ready,
         prices: priceTable.models,
         provider: adapter.provider ?? 'any',
         // The one output written as it is made (by the gateway, as the agent talks to its model); the rest are stored from memory.
@@ -747,6 +753,9 @@ export const runStep: StepKind = {
       // path it needs is not there in this sandbox. That is the harness's fault, never the agent's.
       // A request the provider refused was a request: that agent started.
       const didNotStart = Boolean(sandbox && gw && adapter.name !== 'command' && gw.model_requests === 0 && !gw.cap_hit && !providerFault);
+      // A treatment the model did not have at its first turn (an MCP server that came up late, or
+      // never) is not an outcome of the treatment: the harness's fault, retried.
+      const notReady = sandbox && gw && !didNotStart && !providerFault ? (gw.not_ready_at_first_turn ?? []) : [];
       // 3. What the attempt changed (the verifier sees only this, applied to a fresh tree), within its budgets.
       const mb = 1024 * 1024;
       const after = await snapshot(ws, {
@@ -766,7 +775,7 @@ export const runStep: StepKind = {
           ? 'output-budget'
           : gw?.cap_hit
             ? gw.cap_hit
-            : providerFault || didNotStart
+            : providerFault || didNotStart || notReady.length
               ? 'infra-error'
               : result.timedOut
                 ? 'time-cap'
@@ -786,7 +795,18 @@ export const runStep: StepKind = {
         { path: ctx.config.rootDir, as: '<project>' },
       ];
       const { redact } = await import('../report/bundle.js');
-      const infraKind: InfraKind | null = exitReason !== 'infra-error' ? null : !sandbox ? 'sandbox' : didNotStart ? 'agent-start' : 'provider';
+      const infraKind: InfraKind | null =
+        exitReason !== 'infra-error'
+          ? null
+          : !sandbox
+            ? 'sandbox'
+            : didNotStart
+              ? 'agent-start'
+              : providerFault
+                ? 'provider'
+                : notReady.length
+                  ? 'treatment'
+                  : 'provider';
       const infraCause =
         exitReason !== 'infra-error'
           ? null
@@ -794,9 +814,17 @@ export const runStep: StepKind = {
             ? `sandbox failed to start: ${sb.ok ? '' : sb.error.message}`
             : didNotStart
               ? `agent did not start: ${startFailure(result)}`
-              : `model provider: ${providerErrorText(gw!.provider_error!)}`;
+              : infraKind === 'treatment'
+                ? `treatment not ready: the model's first turn was not offered the tools of MCP server(s) ${notReady.join(', ')} (mcp__${notReady[0]}__*): the server came up late or not at all`
+                : `model provider: ${providerErrorText(gw!.provider_error!)}`;
       if (exitReason === 'infra-error' && sandbox) {
-        ctx.doNotCache(didNotStart ? `infrastructure error: ${infraCause}` : 'infrastructure error: the model provider failed or refused (see gateway.jsonl)');
+        ctx.doNotCache(
+          didNotStart || infraKind === 'treatment'
+            ? `infrastructure error: ${infraCause}`
+            : 'infrastructure error: the model provider failed or refused (see gateway.jsonl)',
+          // A server that came up late is likely up for a second try now.
+          { retryNow: infraKind === 'treatment' },
+        );
       }
       const sandboxReceipt = receipt ?? {
         backend: settings.backend,

@@ -182,6 +182,68 @@ describe.skipIf(!existsSync(claudeBinary()))('Claude Code end to end', () => {
     expect(changes.written).toEqual({}); // the server file is treatment, not a change
   });
 
+  it("an MCP server that is not up at the first turn: that try is an infrastructure fault naming the server, retried at once, the try kept on the attempt's record", async () => {
+    // The server crashes on its first start (it leaves a mark on the host: the local backend), then serves.
+    const mark = join(rig.dir, 'probe-started-once');
+    rig.write(
+      'fixtures/late-server.mjs',
+      `import { existsSync, writeFileSync } from 'node:fs';\nif (!existsSync(${JSON.stringify(mark)})) { writeFileSync(${JSON.stringify(mark)}, ''); process.exit(1); }\n` +
+        MCP_SERVER,
+    );
+    rig.write(
+      'fixtures/mcp.script.json',
+      JSON.stringify({ turns: [{ tool_calls: [{ name: 'mcp__probe__ping', input: {} }] }, { text: 'The probe answered.' }] }),
+    );
+    rig.write(
+      'bench.config.yaml',
+      config('local')
+        .replace(
+          'treatment: { files: { CLAUDE.md: fixtures/CLAUDE.md } }',
+          'treatment: { files: { .tools/probe.mjs: fixtures/late-server.mjs }, mcp_servers: { probe: { command: node, args: [.tools/probe.mjs] } } }',
+        )
+        .replace('fake_script: fixtures/fix-add.script.json', 'fake_script: fixtures/mcp.script.json') +
+        `  audit: { kind: audit, needs: [attempts, verify], matrix: { task: [fix-add], arm: [control, treatment], rep: 1 } }
+`,
+    );
+    const r = await rig.cli('run', '--progress', 'plain');
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout + r.stderr).toMatch(
+      /treatment not ready: the model's first turn was not offered the tools of MCP server\(s\) probe .*; trying again now \(try 2 of 3\)/,
+    );
+    // The attempt that counts is the second try: delivered and used; the first is on its record, as an infrastructure fault.
+    const audit = JSON.parse(await rig.outputText('audit/fix-add/treatment/1', 'audit.json'));
+    expect(audit).toMatchObject({ admission: 'accepted', mechanism: { delivered: true, used: true } });
+    expect(audit.tries).toEqual([expect.objectContaining({ exit_reason: 'infra-error', infra_error: expect.stringContaining('treatment not ready') })]);
+  });
+
+  it('an MCP server that never comes up: after three tries the attempt is excluded as infra-treatment, not cached; the model calls to its tool failed, so nothing was delivered or used', async () => {
+    rig.write('fixtures/dead-server.mjs', 'process.exit(1);\n');
+    rig.write(
+      'fixtures/mcp.script.json',
+      JSON.stringify({ turns: [{ tool_calls: [{ name: 'mcp__probe__ping', input: {} }] }, { text: 'The probe answered.' }] }),
+    );
+    rig.write(
+      'bench.config.yaml',
+      config('local')
+        .replace(
+          'treatment: { files: { CLAUDE.md: fixtures/CLAUDE.md } }',
+          'treatment: { files: { .tools/probe.mjs: fixtures/dead-server.mjs }, mcp_servers: { probe: { command: node, args: [.tools/probe.mjs] } } }',
+        )
+        .replace('fake_script: fixtures/fix-add.script.json', 'fake_script: fixtures/mcp.script.json') +
+        `  audit: { kind: audit, needs: [attempts, verify], matrix: { task: [fix-add], arm: [control, treatment], rep: 1 } }
+`,
+    );
+    const r = await rig.cli('run', '--json');
+    expect(r.code, r.stderr).toBe(0);
+    const nodes = JSON.parse(r.stdout).nodes as { node: string; key?: string }[];
+    const audit = rig.recordOutputJson(nodes.find((n) => n.node === 'audit/fix-add/treatment/1')!.key!, 'audit.json');
+    expect(audit).toMatchObject({ admission: 'excluded', reason_code: 'infra-treatment', mechanism: { delivered: false, used: false } });
+    expect(audit.explanation).toContain("treatment not ready: the model's first turn was not offered the tools of MCP server(s) probe");
+    expect(audit.tries).toHaveLength(2);
+    // Not cached: the next run tries again.
+    await expect(rig.outputText('attempts/fix-add/treatment/1', 'result.json')).rejects.toThrow('has no cached output');
+  });
+
   it('a prompt addition and its ablation go to the system prompt (--append-system-prompt), never into the task prompt', async () => {
     rig.write(
       'bench.config.yaml',

@@ -38,7 +38,7 @@ interface Verdicts {
 // The fixtures' cohorts are small (3 to 5 tasks, some in shared families): too few units for
 // any test to reach alpha, so they are insufficient-n -- descriptive, with the effect each
 // fixture is built to show. The example has 8 independent tasks and ends in a real verdict.
-const CASES: { config: string; tasks: number; verdicts: Verdicts }[] = [
+const CASES: { config: string; tasks: number; verdicts: Verdicts; deltas?: Record<string, Record<string, number>> }[] = [
   { config: 'bench.config.yaml', tasks: 8, verdicts: { 'context-file': { 'claude-md vs control': ['positive', '+'] } } },
   {
     config: 'cohorts/stele-memory.yaml',
@@ -47,6 +47,8 @@ const CASES: { config: string; tasks: number; verdicts: Verdicts }[] = [
       'stele-memory': { 'memory vs disabled': ['insufficient-n', '+'] },
       'stele-file-boundaries': { 'boundaries vs disabled': ['insufficient-n', '+'] },
     },
+    // What cohorts/README.md says each reads, in pp: the value, not only the sign.
+    deltas: { 'stele-memory': { 'memory vs disabled': 100 }, 'stele-file-boundaries': { 'boundaries vs disabled': 33.3 } },
   },
   { config: 'cohorts/primer-context-file.yaml', tasks: 3, verdicts: { 'primer-context-file': { 'with vs without': ['insufficient-n', '+'] } } },
   {
@@ -180,6 +182,10 @@ describe.skipIf(!existsSync(claudeBinary()))('shipped cohorts, end to end on the
           ]),
         );
         expect(got).toEqual(want);
+        for (const [comparison, pp] of Object.entries(c.deltas?.[cohort] ?? {})) {
+          const x = b.results.analysis.comparisons.find((y: { treatment: string; control: string }) => `${y.treatment} vs ${y.control}` === comparison);
+          expect(Math.round(x.delta * 1000) / 10, `${cohort} ${comparison}`).toBe(pp);
+        }
         expect(b.report).toContain(NOTE);
         expect(b.report).toMatch(/^### .+: \*\*(POSITIVE|NEGATIVE|WITHIN NOISE|INSUFFICIENT N|REFUSED|INVALID)\*\*$/m);
         // Scripted outcomes are disclosed before any verdict.
