@@ -23,6 +23,7 @@ import { readJsonArtifact } from '../pipeline/artifact.js';
 import { ANALYSIS, analyzeStep } from '../steps/analyze-step.js';
 import { GATE_DECISION, gateStep } from '../steps/gate.js';
 import { runStep } from '../steps/run.js';
+import { auditStep } from '../steps/audit.js';
 import { CERTIFICATION_VERDICT } from '../steps/certification.js';
 import { certifyStep } from '../steps/certify.js';
 import type { CacheKey, Sha256 } from '../pipeline/digest.js';
@@ -556,4 +557,21 @@ export async function staleAnnotations(
   const before = new Map(told.map((n) => [n, canonicalJson((n.annotation ?? null) as Json)]));
   await annotateNodes(told, { env, store: ctx.store, inputs, configFile: ctx.config.configFile });
   return told.filter((n) => canonicalJson((n.annotation ?? null) as Json) !== before.get(n));
+}
+
+/**
+ * A look at an outcome outside a run (`show` of an attempt, a verifier's verdict, an audit or an
+ * analysis) goes on the record of every registered cohort version whose analysis reads that
+ * node: looks before the first analysis make optional stopping visible in history and the bundle.
+ */
+export async function recordPeek(ctx: EngineContext, node: GraphNode, by: string): Promise<void> {
+  if (!node.kind.draws && !node.kind.observes && node.kind !== auditStep) return;
+  const registry = registryOf(ctx);
+  for (const analysis of ctx.graph.nodes) {
+    if (analysis.kind !== analyzeStep || (analysis !== node && !withUpstream(analysis.upstream).includes(node))) continue;
+    const version = specOf(analysis.step, 'analyze').version ?? 1;
+    await registry.append(analysis.step.name, (record) =>
+      record.versions.some((v) => v.version === version) ? [{ type: 'peek', data: { version, node: node.id, by } }] : [],
+    );
+  }
 }

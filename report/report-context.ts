@@ -72,6 +72,8 @@ export interface ReportHistory {
   redraws: string[];
   /** Other cohorts' analyses of these attempts made before this one's, in words. */
   prior_analyses: string[];
+  /** Outcomes looked at outside a run before the first analysis, in words. */
+  peeks: string[];
   /** The committed lock anchoring the record outside the store, in words; null when nothing anchors it. */
   anchor: string | null;
 }

@@ -656,6 +656,7 @@ export function recordStatus(h: ReportHistory): { text: string; warn: boolean } 
   const warnings = [
     h.redraws.length ? `${h.redraws.length} re-draw(s)` : '',
     h.prior_analyses.length ? `analysed first by ${h.prior_analyses.length} other cohort version(s)` : '',
+    h.peeks.length ? `${h.peeks.length} peek(s) at outcomes before the analysis` : '',
     h.registry_problem ? 'registry broken' : '',
   ].filter(Boolean);
   const base = `version ${h.version}${h.first_registration_in_store ? ', first registration in this store' : `, ${h.earlier.length} earlier version(s)`}`;

@@ -927,6 +927,7 @@ function historySection(h: ReportHistory): string {
     ...h.resets.map((r) => `<p class="warn">${esc(r)}</p>`),
     ...h.redraws.map((r) => `<p class="warn redraw">⚠ ${esc(r)} (the analysis reads each attempt's first draw when it can be restored)</p>`),
     ...h.prior_analyses.map((p) => `<p class="warn prior-analysis">⚠ ${esc(p)}</p>`),
+    ...h.peeks.map((p) => `<p class="warn peek">⚠ outcome looked at outside a run: ${esc(p)}</p>`),
     '</section>',
   ].join('');
 }

@@ -410,5 +410,6 @@ function historySection(h: ReportHistory, line: (s?: string) => void): void {
   for (const r of h.resets) line(`- ⚠ ${md(r)}`);
   for (const r of h.redraws) line(`- ⚠ ${md(r)} (the analysis reads each attempt's first draw when it can be restored)`);
   for (const p of h.prior_analyses) line(`- ⚠ ${md(p)}`);
+  for (const p of h.peeks) line(`- ⚠ outcome looked at outside a run: ${md(p)}`);
   line();
 }

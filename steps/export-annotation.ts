@@ -4,7 +4,7 @@ import { withUpstream } from '../pipeline/dag.js';
 import { describeFreezeChange, freezeOf } from '../pipeline/freeze.js';
 import type { AnnotationContext, GraphNode } from '../pipeline/step-kind.js';
 import { analyzeStep } from './analyze-step.js';
-import { priorAnalyses, Registry, type FreezeAnnotation } from './preregistration.js';
+import { peeksBefore, priorAnalyses, Registry, type FreezeAnnotation } from './preregistration.js';
 import { specOf } from './step-spec.js';
 import { basename } from 'node:path';
 import { readLock, type LockRead } from './record-lock.js';
@@ -53,6 +53,7 @@ export async function annotateExports(nodes: readonly GraphNode[], { inputs, env
           .map(({ at, node, key, n, because, attempt }) => ({ at, node, key, n, ...(because ? { because } : {}), ...(attempt ? { attempt } : {}) })),
         prior_analyses: own ? priorAnalyses(registry.all(), analyze.step.name, version) : [],
         anchor: anchorOf(lock, analyze.step.name),
+        peeks: own ? peeksBefore(own) : [],
       },
     };
     addAnnotation(node, 'freeze', annotation as unknown as Json);

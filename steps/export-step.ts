@@ -138,6 +138,7 @@ function freezeRecord(node: GraphNode, attempts: readonly AttemptRecord[], confi
     redraws: (f?.history.redraws ?? []) as unknown as Json,
     prior_analyses: (f?.history.prior_analyses ?? []) as unknown as Json,
     anchor: (f?.history.anchor ?? null) as unknown as Json,
+    peeks: (f?.history.peeks ?? []) as unknown as Json,
     registry:
       "the store's cohort registry (a hash-chained log) binds this version to freeze_digest at its first observation; 'pairbench history <cohort>' lists every version and observation",
   };
@@ -168,6 +169,7 @@ function reportHistory(node: GraphNode, reused: Record<string, string>): ReportH
     registry_problem: f.history.registry_problem,
     redraws: f.history.redraws.map(redrawWords),
     prior_analyses: f.history.prior_analyses.map((p) => priorAnalysisWords(p)),
+    peeks: f.history.peeks.map((p) => `${p.by} ${p.node} at ${p.at}, before the first analysis`),
     anchor: f.history.anchor
       ? `anchored by ${f.history.anchor.lock} (version ${f.history.anchor.version}, entry ${f.history.anchor.entries}, ${f.history.anchor.head.slice(0, 12)})`
       : null,

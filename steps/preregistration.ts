@@ -59,6 +59,13 @@ export interface Draw {
   attempt?: boolean;
 }
 
+/** A look at an outcome outside a run: which node, by what, when. */
+export interface Peek {
+  at: string;
+  node: string;
+  by: string;
+}
+
 /** A draw as an entry carries it (the fold numbers them). */
 export type DrawData = Omit<Draw, 'at' | 'n'>;
 
@@ -82,6 +89,8 @@ export interface VersionRecord {
   draws: Draw[];
   /** Keys of the attempts its analyses read (reused ones too): what another cohort's earlier analysis may have seen. */
   analysed: string[];
+  /** Outcomes looked at outside a run (`show` of an attempt, a verdict, an audit): each look, in order. */
+  peeks: Peek[];
   observations: Observation[];
 }
 
@@ -110,6 +119,7 @@ export type CohortEntry =
   | { type: 'executed'; data: { version: number; keys: string[] } }
   | { type: 'draw'; data: { version: number; draws: DrawData[] } }
   | { type: 'observe'; data: { version: number; keys?: string[] } & Omit<Observation, 'at'> }
+  | { type: 'peek'; data: { version: number; node: string; by: string } }
   | { type: 'acknowledge-reset'; data: { orphans: ResetRecord['orphans'] } }
   | { type: 'import'; data: { versions: LegacyVersion[] } };
 
@@ -158,6 +168,7 @@ export function foldRecord(cohort: string, entries: readonly ChainEntry[]): Coho
             executed: [],
             draws: [],
             analysed: [],
+            peeks: [],
             observations: [],
           });
         break;
@@ -197,6 +208,11 @@ export function foldRecord(cohort: string, entries: readonly ChainEntry[]): Coho
         if (keys) v.analysed = [...new Set([...v.analysed, ...keys])];
         break;
       }
+      case 'peek': {
+        const v = find(e.data.version);
+        if (v) v.peeks.push({ at: raw.at, node: e.data.node, by: e.data.by });
+        break;
+      }
       case 'acknowledge-reset':
         r.resets.push({ at: raw.at, entry: raw.hash, orphans: e.data.orphans });
         break;
@@ -218,6 +234,7 @@ export function foldRecord(cohort: string, entries: readonly ChainEntry[]): Coho
             executed: l.executed,
             draws: l.executed.map((key) => ({ at: l.first_attempt_at ?? l.frozen_at, node: '', key, record: null, outputs: '', n: 1 })),
             analysed: [],
+            peeks: [],
             observations: l.observed
               ? [{ at: l.observed.at, by: '(recorded before the log)', digest: null, attempts: l.observed.attempts, verdicts: l.observed.verdicts, reused: {} }]
               : [],
@@ -333,6 +350,7 @@ export function historyLines(record: CohortRecord): string[] {
     );
     for (const r of v.refrozen) lines.push(`    re-frozen at ${r.at} before any observation: ${r.changes.length} field(s) changed`);
     for (const d of v.draws.filter((x) => x.n > 1)) lines.push(`    ${redrawWords(d)}`);
+    for (const p of peeksBefore(v)) lines.push(`    peeked at ${p.at}: ${p.by} ${p.node} (before the version's first analysis)`);
     if (!v.observations.length) lines.push('    no observation yet');
     for (const o of v.observations) lines.push(`    observed at ${o.at} by ${o.by}: ${observationWords(o)}`);
   }
@@ -360,6 +378,12 @@ export function observationWords(o: Observation): string {
   if (o.redrawn) parts.push(`${o.redrawn} re-drawn (an attempt's first draw was lost and it ran again: see its draws)`);
   if (o.reran) parts.push(`${o.reran} attempt(s) ran under a new key with the same freeze (an upstream produced different bytes)`);
   return parts.join('; ');
+}
+
+/** The looks at outcomes made before the version's first observation (all of them while it has none). */
+export function peeksBefore(v: Pick<VersionRecord, 'peeks' | 'observations'>): Peek[] {
+  const first = v.observations[0]?.at;
+  return v.peeks.filter((p) => !first || p.at < first);
 }
 
 /** A later draw in words: "re-draw 2 of run/t1/ctx/1 at T: its first draw's record was lost". */
@@ -435,6 +459,8 @@ export interface FreezeAnnotation {
     redraws: Omit<Draw, 'record' | 'outputs'>[];
     /** Other cohorts' analyses of some of these attempts, made before this version first observed them. */
     prior_analyses: PriorAnalysis[];
+    /** Outcomes looked at outside a run before this version's first analysis (optional stopping is visible). */
+    peeks: Peek[];
     /** The committed lock that anchors this cohort's record outside the store, when there is one (its file name, entries and head). */
     anchor: { lock: string; version: number; entries: number; head: string } | null;
   };

@@ -386,6 +386,28 @@ describe('preregistration: a tamper-evident record', () => {
     expect(JSON.parse(readFileSync(join(own, 'config', 'freeze.json'), 'utf8')).prior_analyses).toEqual([]);
   });
 
+  it('a look at an outcome outside a run, before the analysis, is on record: history, the bundle and its status bar', async () => {
+    rig.write('bench.config.yaml', config({ agent: COIN }));
+    expect((await rig.cli('freeze')).code).toBe(0); // registered; nothing observed yet
+    expect((await run('verify')).code).toBe(0); // the attempts and their verdicts, no analysis
+    const peek = await rig.cli('show', 'verify/fix-add/treatment/1', 'verdict.json');
+    expect(peek.code, peek.stderr).toBe(0);
+    expect((await run()).code).toBe(0);
+    // A look after the analysis is no peek before it.
+    expect((await rig.cli('show', 'verify/fix-add/control/1', 'verdict.json')).code).toBe(0);
+    const h = (await rig.cli('history')).stdout;
+    expect(h.match(/peeked at .*: show verify\/fix-add\/treatment\/1 \(before the version's first analysis\)/g)).toHaveLength(1);
+    expect(h).not.toContain('show verify/fix-add/control/1');
+    const out = join(rig.dir, 'peeked');
+    expect((await rig.cli('export', '--out', out)).code).toBe(0);
+    expect(JSON.parse(readFileSync(join(out, 'config', 'freeze.json'), 'utf8')).peeks).toEqual([
+      expect.objectContaining({ node: 'verify/fix-add/treatment/1', by: 'show' }),
+    ]);
+    const md = readFileSync(join(out, 'report.md'), 'utf8');
+    expect(md).toContain('1 peek(s) at outcomes before the analysis');
+    expect(md).toContain('outcome looked at outside a run: show verify/fix-add/treatment/1 at');
+  });
+
   it('a second store starting the cohort from scratch is allowed, and its bundle says it is the first registration there', async () => {
     rig.write('bench.config.yaml', config());
     expect((await run()).code).toBe(0);

@@ -4,6 +4,7 @@ import { CONFIG_ERROR, defineCommand, EXIT, fail } from '../command.js';
 import { printJson } from '../json-output.js';
 import { oneNode, selectNodes } from '../node-selection.js';
 import { ownKeys } from '../project.js';
+import { recordPeek } from '../cohorts.js';
 import { CONFIG_CACHE_OPTIONS, remoteCacheFor, remoteFlags } from '../remote.js';
 
 export const showCommand = defineCommand({
@@ -51,6 +52,8 @@ cannot be had).`,
         [{ message: shown.message, hint: shown.hint }],
         shown.code === 'not-built' || shown.code === 'not-local' ? EXIT.nodeFailed : EXIT.usage,
       );
+    // A look at an outcome is on its cohorts' record (listing a directory shows no outcome).
+    if (shown.kind !== 'list') await recordPeek(ctx, node, 'show');
     if (shown.note && !json) io.stderr.write(`note: ${shown.note}\n`);
     if (shown.kind === 'list') {
       if (json) printJson(io.stdout, { ok: true, node: shown.node, output: shown.output, entries: shown.entries, note: shown.note });
