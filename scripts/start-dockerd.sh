@@ -25,6 +25,13 @@ if ! command -v dockerd >/dev/null 2>&1 && [ ! -x /usr/sbin/dockerd ]; then
 fi
 DOCKERD="$(command -v dockerd || echo /usr/sbin/dockerd)"
 
+# A pid file left by an engine that is gone (the machine restarted under it) stops a new one from starting.
+PIDFILE=/var/run/docker.pid
+if [ -f "$PIDFILE" ] && ! kill -0 "$(cat "$PIDFILE")" 2>/dev/null; then
+  echo "removing $PIDFILE: its engine (pid $(cat "$PIDFILE")) is not running"
+  rm -f "$PIDFILE"
+fi
+
 # setsid + nohup: the engine survives the shell (and CI step) that started it.
 setsid nohup "$DOCKERD" --storage-driver=vfs --iptables=false --ip-masq=false --bridge=none \
   >"$LOG" 2>&1 </dev/null &
