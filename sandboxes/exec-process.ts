@@ -59,8 +59,10 @@ export function runProcess(argv: string[], options: ProcessOptions): Promise<Exe
       }
     };
     let timedOut = false;
+    let stopping = false;
     let graceTimer: NodeJS.Timeout | undefined;
     const stop = () => {
+      stopping = true;
       killGroup('SIGTERM');
       graceTimer ??= setTimeout(() => killGroup('SIGKILL'), KILL_GRACE_MS);
       graceTimer.unref();
@@ -97,7 +99,10 @@ export function runProcess(argv: string[], options: ProcessOptions): Promise<Exe
     // left the group and still holds the output pipes gets a moment, then is cut off.
     child.on('exit', (code, signal) => {
       exit = { code, signal };
-      killGroup('SIGKILL');
+      // Stopped, the group got SIGTERM: what is left of it has the grace period to act on it (a
+      // test's handler saying it was stopped) before the SIGKILL the grace timer sends; a shell
+      // that died of the SIGTERM first must not cut that short.
+      if (!stopping) killGroup('SIGKILL');
       setTimeout(finish, KILL_GRACE_MS).unref();
     });
     child.on('close', finish);

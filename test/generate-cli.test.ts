@@ -122,7 +122,7 @@ describe('pairbench generate, interrupted', () => {
           "import { add } from '../src/math.mjs';",
           `process.on('SIGTERM', () => { writeFileSync(${JSON.stringify(stopped)}, ''); process.exit(1); });`,
           "test('add', async () => {",
-          `  writeFileSync(${JSON.stringify(join(rig.dir, 'started'))}, '');`,
+          `  writeFileSync(${JSON.stringify(join(rig.dir, 'started'))}, String(process.pid));`,
           `  while (!existsSync(${JSON.stringify(hold)})) await new Promise((r) => setTimeout(r, 50));`,
           `  writeFileSync(${JSON.stringify(finished)}, '');`,
           "  if (add(2, 3) !== 5) throw new Error('no');",
@@ -154,12 +154,28 @@ describe('pairbench generate, interrupted', () => {
     await child.done;
     expect(child.signalCode ?? child.exitCode).toBe(signal);
     expect(readdirSync(tmp).filter((d) => d.startsWith('pairbench-gen-'))).toEqual([]);
-    // Released now: a test process generate left running finishes; one it stopped has said so.
+    // Released now: a test process generate left running finishes; one it stopped has said so (one
+    // killed before its handler ran says nothing: then its end is what is awaited, and the check fails).
     writeFileSync(hold, '');
-    await fileAppears(rig.dir, (names) => names.includes('stopped') || names.includes('finished'));
-    expect(existsSync(stopped) && !existsSync(finished)).toBe(true);
+    const pid = Number(readFileSync(join(rig.dir, 'started'), 'utf8'));
+    await Promise.race([fileAppears(rig.dir, (names) => names.includes('stopped') || names.includes('finished')), processEnds(pid)]);
+    expect({ stopped: existsSync(stopped), finished: existsSync(finished) }).toEqual({ stopped: true, finished: false });
   });
 });
+
+/** Resolves once process `pid` is gone (asked every 100 ms: a process's end raises no event here), with a moment for its last write. */
+function processEnds(pid: number): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setInterval(() => {
+      try {
+        process.kill(pid, 0);
+      } catch {
+        clearInterval(timer);
+        setTimeout(resolve, 200);
+      }
+    }, 100);
+  });
+}
 
 /** Resolves once a name in `dir` satisfies `seen`, woken by the directory's events. */
 function fileAppears(dir: string, seen: (names: string[]) => boolean): Promise<void> {
