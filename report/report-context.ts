@@ -28,6 +28,12 @@ export interface ReportContext {
     /** e.g. "none" for the local backend, "namespaces", "container". */
     isolation?: string;
   };
+  /**
+   * The verifier's environment: pinned when it is an image by ID (docker; the ID is in every
+   * verify key); otherwise the host's files it runs with (bubblewrap's read-only system mounts,
+   * or the host itself) are not in the key, and a verdict says so.
+   */
+  verifier_environment?: { pinned: boolean; text: string };
   /** The frozen tasks, in cohort order. */
   tasks: ReportTask[];
   reps: number;

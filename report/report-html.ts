@@ -299,6 +299,13 @@ function statusBar(result: AnalysisResult, ctx: ReportContext): string {
       'egress',
     ),
     item('isolation', isolation.isolated ? esc(isolation.text) : `⚠ ${esc(isolation.text)}`, isolation.isolated ? 'isolated' : 'unisolated'),
+    ...(ctx.verifier_environment
+      ? [
+          ctx.verifier_environment.pinned
+            ? item('verifier', esc(ctx.verifier_environment.text))
+            : item('verifier', `⚠ ${esc(ctx.verifier_environment.text)}`, 'unpinned'),
+        ]
+      : []),
     item('design', `${ctx.tasks.length} tasks x ${ctx.reps} reps`),
     ...(ctx.history ? [recordItem(ctx.history, item)] : []),
     '</header>',

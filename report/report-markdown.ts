@@ -92,6 +92,12 @@ export function renderMarkdown(result: AnalysisResult, ctx: ReportContext): stri
       ` · ${egress} · ${isolationText(result, ctx).isolated ? `isolation ${md(isolationText(result, ctx).text)}` : `⚠ **${md(isolationText(result, ctx).text)}**`} · ${ctx.tasks.length} tasks x ${ctx.reps} reps`,
   );
   line();
+  if (ctx.verifier_environment) {
+    line(
+      ctx.verifier_environment.pinned ? `Verifier: ${md(ctx.verifier_environment.text)}` : `⚠ **Verifier environment ${md(ctx.verifier_environment.text)}**`,
+    );
+    line();
+  }
   if (ctx.history) {
     const r = recordStatus(ctx.history);
     line(r.warn ? `⚠ **Record: ${md(r.text)}**` : `Record: ${md(r.text)}`);

@@ -17,7 +17,7 @@ import { observationWords, priorAnalysisWords, redrawWords, type FreezeAnnotatio
 import { AGENT_LOG, armOf, GATEWAY_LOG, limitsOf, RUN_RESULT, runStep, sandboxOf, TRAJECTORY, type ArmSpec } from './run.js';
 import { isStepOutput } from './treatment-files.js';
 import { materializeStep, TREE, treeEntries } from './materialize.js';
-import { EVIDENCE, VERIFIER_LOG } from './verify.js';
+import { EVIDENCE, VERIFIER_LOG, verifyStep } from './verify.js';
 import { environmentStep } from './environment.js';
 import { attemptDiff } from './attempt-diff.js';
 import type { Task } from './task.js';
@@ -37,6 +37,21 @@ const REDACTED_OUTPUTS = new Set<string>([TRAJECTORY, GATEWAY_LOG, AGENT_LOG, RU
 
 function runStepOf(node: GraphNode): GraphNode | undefined {
   return withUpstream(node.upstream).find((n) => n.kind === runStep);
+}
+
+/** Whether the cohort's verifier ran in an environment its key pins (an image by ID), in words. */
+function verifierEnvironment(node: GraphNode): { pinned: boolean; text: string } {
+  const verify = withUpstream(node.upstream).find((n) => n.kind === verifyStep);
+  const spec: Partial<SpecByKind['verify']> = specIf(verify?.step, 'verify') ?? {};
+  const s = sandboxOf({ ...(spec.sandbox ? { sandbox: spec.sandbox } : {}) });
+  if (s.backend === 'docker' && s.image) return { pinned: true, text: `image ${s.image}, pinned by ID in every verify key` };
+  return {
+    pinned: false,
+    text:
+      s.backend === 'local'
+        ? 'not pinned: the verifier ran on the host (local), reading whatever the host holds'
+        : `not pinned: ${s.backend} mounts the host's system directories read-only, and their contents are not in the key`,
+  };
 }
 
 /** One run node per task the cohort ran (its task is loaded from that run's task source). */
@@ -229,6 +244,7 @@ function reportContext(
       image_id: sandbox.image,
       isolation: first?.sandbox.isolation ?? 'unknown',
     },
+    verifier_environment: verifierEnvironment(node),
     tasks,
     reps: Math.max(0, ...attempts.map((a) => a.rep)),
     limits: { turns: limits.turns, wall_seconds: limits.wallSeconds, tokens: limits.tokens, cost_usd: limits.costUsd },

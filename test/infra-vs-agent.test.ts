@@ -133,6 +133,8 @@ describe.skipIf(!dockerUp || !existsSync(claudeBinary()))('an agent that cannot 
         /^arm "control": 2 of 2 tries were infrastructure faults \(excluded, never scored\): agent did not start: .*librt\.so\.1/,
       );
       const report = readFileSync(join(out, 'b1', 'report.md'), 'utf8');
+      // The verifier ran in the image by ID: its environment is pinned, and the report says so.
+      expect(report).toContain(`Verifier: image ${image}, pinned by ID in every verify key`);
       const warning = report.indexOf('⚠ **Warning:** arm "control": 2 of 2 tries were infrastructure faults');
       expect(warning).toBeGreaterThan(0);
       expect(warning).toBeLessThan(report.indexOf('## Verdicts'));

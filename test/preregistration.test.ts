@@ -282,6 +282,11 @@ describe('preregistration: a tamper-evident record', () => {
     const unanchored = join(rig.dir, 'b0');
     expect((await rig.cli('export', '--out', unanchored)).code).toBe(0);
     expect(readFileSync(join(unanchored, 'report.md'), 'utf8')).toContain('not anchored outside the store (no committed lock');
+    // Its verifier ran on the host (local backend): not pinned, and said so.
+    expect(readFileSync(join(unanchored, 'report.md'), 'utf8')).toContain(
+      '⚠ **Verifier environment not pinned: the verifier ran on the host (local), reading whatever the host holds**',
+    );
+    expect(readFileSync(join(unanchored, 'report.html'), 'utf8')).toContain('<span class="item unpinned"><span class="k">verifier</span>');
     const frozen = await rig.cli('freeze');
     expect(frozen.code, frozen.stderr).toBe(0);
     expect(frozen.stdout).toContain('bench.config.yaml.lock: commit it with the config');
