@@ -68,6 +68,26 @@ for await (const line of createInterface({ input: process.stdin })) {
 }
 `;
 
+/** The treatment arm an MCP server (`server`'s source, as probe), on the local backend (a server may leave a mark on the host), audited; its model calls the probe's tool. */
+function mcpArmOnLocal(server: string): void {
+  rig.write('fixtures/probe-server.mjs', server);
+  rig.write(
+    'fixtures/mcp.script.json',
+    JSON.stringify({ turns: [{ tool_calls: [{ name: 'mcp__probe__ping', input: {} }] }, { text: 'The probe answered.' }] }),
+  );
+  rig.write(
+    'bench.config.yaml',
+    config('local')
+      .replace(
+        'treatment: { files: { CLAUDE.md: fixtures/CLAUDE.md } }',
+        'treatment: { files: { .tools/probe.mjs: fixtures/probe-server.mjs }, mcp_servers: { probe: { command: node, args: [.tools/probe.mjs] } } }',
+      )
+      .replace('fake_script: fixtures/fix-add.script.json', 'fake_script: fixtures/mcp.script.json') +
+      `  audit: { kind: audit, needs: [attempts, verify], matrix: { task: [fix-add], arm: [control, treatment], rep: 1 } }
+`,
+  );
+}
+
 describe.skipIf(!existsSync(claudeBinary()))('Claude Code end to end', () => {
   it('export --harbor-layout: a Harbor jobs directory (one trial per attempt, ATIF trajectories, Harbor-shaped results) around the same bundle', async () => {
     rig.write(
@@ -185,25 +205,9 @@ describe.skipIf(!existsSync(claudeBinary()))('Claude Code end to end', () => {
   it("an MCP server that is not up at the first turn: that try is an infrastructure fault naming the server, retried at once, the try kept on the attempt's record", async () => {
     // The server crashes on its first start (it leaves a mark on the host: the local backend), then serves.
     const mark = join(rig.dir, 'probe-started-once');
-    rig.write(
-      'fixtures/late-server.mjs',
+    mcpArmOnLocal(
       `import { existsSync, writeFileSync } from 'node:fs';\nif (!existsSync(${JSON.stringify(mark)})) { writeFileSync(${JSON.stringify(mark)}, ''); process.exit(1); }\n` +
         MCP_SERVER,
-    );
-    rig.write(
-      'fixtures/mcp.script.json',
-      JSON.stringify({ turns: [{ tool_calls: [{ name: 'mcp__probe__ping', input: {} }] }, { text: 'The probe answered.' }] }),
-    );
-    rig.write(
-      'bench.config.yaml',
-      config('local')
-        .replace(
-          'treatment: { files: { CLAUDE.md: fixtures/CLAUDE.md } }',
-          'treatment: { files: { .tools/probe.mjs: fixtures/late-server.mjs }, mcp_servers: { probe: { command: node, args: [.tools/probe.mjs] } } }',
-        )
-        .replace('fake_script: fixtures/fix-add.script.json', 'fake_script: fixtures/mcp.script.json') +
-        `  audit: { kind: audit, needs: [attempts, verify], matrix: { task: [fix-add], arm: [control, treatment], rep: 1 } }
-`,
     );
     const r = await rig.cli('run', '--progress', 'plain');
     expect(r.code, r.stderr).toBe(0);
@@ -217,22 +221,7 @@ describe.skipIf(!existsSync(claudeBinary()))('Claude Code end to end', () => {
   });
 
   it('an MCP server that never comes up: after three tries the attempt is excluded as infra-treatment, not cached; the model calls to its tool failed, so nothing was delivered or used', async () => {
-    rig.write('fixtures/dead-server.mjs', 'process.exit(1);\n');
-    rig.write(
-      'fixtures/mcp.script.json',
-      JSON.stringify({ turns: [{ tool_calls: [{ name: 'mcp__probe__ping', input: {} }] }, { text: 'The probe answered.' }] }),
-    );
-    rig.write(
-      'bench.config.yaml',
-      config('local')
-        .replace(
-          'treatment: { files: { CLAUDE.md: fixtures/CLAUDE.md } }',
-          'treatment: { files: { .tools/probe.mjs: fixtures/dead-server.mjs }, mcp_servers: { probe: { command: node, args: [.tools/probe.mjs] } } }',
-        )
-        .replace('fake_script: fixtures/fix-add.script.json', 'fake_script: fixtures/mcp.script.json') +
-        `  audit: { kind: audit, needs: [attempts, verify], matrix: { task: [fix-add], arm: [control, treatment], rep: 1 } }
-`,
-    );
+    mcpArmOnLocal('process.exit(1);\n');
     const r = await rig.cli('run', '--json');
     expect(r.code, r.stderr).toBe(0);
     const nodes = JSON.parse(r.stdout).nodes as { node: string; key?: string }[];

@@ -45,18 +45,11 @@ function leaks(dir: string, secrets: string[]): string[] {
   return found;
 }
 
-describe('public and private bundles', () => {
-  it('an agent that prints the hidden verifier: the public bundle withholds it, every quote of it and the solution, and verifies', async () => {
-    // The attempt: the right fix (the reference solution's own line), plus code that prints the hidden test at import.
-    const module = [
-      "import { readFileSync } from 'node:fs';",
-      "try { console.log(readFileSync(process.env.VERIFIER_DIR + '/test_add.mjs', 'utf8')); } catch {}",
-      'export const add = (a, b) => a + b;',
-      '',
-    ].join('\n');
-    rig.write(
-      'bench.config.yaml',
-      `steps:
+/** The cohort whose attempts write `module` as src/add.mjs (the code the verifier then runs), exported public. */
+function writeConfig(module: string): void {
+  rig.write(
+    'bench.config.yaml',
+    `steps:
   materialize: { kind: materialize, matrix: { task: [fix-add] } }
   attempts:
     kind: run
@@ -70,7 +63,19 @@ describe('public and private bundles', () => {
   cohort: { kind: analyze, needs: [audit], control: control, treatments: [treatment], bootstrap: { resamples: 100, seed: 1 } }
   export: { kind: export, needs: [materialize, attempts, verify, audit, cohort], public: true }
 `,
-    );
+  );
+}
+
+describe('public and private bundles', () => {
+  it('an agent that prints the hidden verifier: the public bundle withholds it, every quote of it and the solution, and verifies', async () => {
+    // The attempt: the right fix (the reference solution's own line), plus code that prints the hidden test at import.
+    const module = [
+      "import { readFileSync } from 'node:fs';",
+      "try { console.log(readFileSync(process.env.VERIFIER_DIR + '/test_add.mjs', 'utf8')); } catch {}",
+      'export const add = (a, b) => a + b;',
+      '',
+    ].join('\n');
+    writeConfig(module);
     const r = await rig.cli('run');
     expect(r.code, r.stderr).toBe(0);
     const verifier = rig.read('tasks/fix-add/verifier/test_add.mjs');
@@ -130,23 +135,7 @@ describe('public and private bundles', () => {
       'export const add = (a, b) => a + b;',
       '',
     ].join('\n');
-    rig.write(
-      'bench.config.yaml',
-      `steps:
-  materialize: { kind: materialize, matrix: { task: [fix-add] } }
-  attempts:
-    kind: run
-    needs: [materialize]
-    matrix: { task: [fix-add], arm: [control, treatment], rep: 1 }
-    agent: { adapter: command, command: 'echo ${Buffer.from(module).toString('base64')} | base64 -d > src/add.mjs' }
-    arms: { control: {}, treatment: { env: { X: '1' } } }
-    sandbox: { backend: local, egress: open }
-  verify: { kind: verify, needs: [materialize, attempts], matrix: { task: [fix-add], arm: [control, treatment], rep: 1 }, sandbox: { backend: local, egress: open } }
-  audit: { kind: audit, needs: [attempts, verify], matrix: { task: [fix-add], arm: [control, treatment], rep: 1 } }
-  cohort: { kind: analyze, needs: [audit], control: control, treatments: [treatment], bootstrap: { resamples: 100, seed: 1 } }
-  export: { kind: export, needs: [materialize, attempts, verify, audit, cohort], public: true }
-`,
-    );
+    writeConfig(module);
     expect((await rig.cli('run')).code).toBe(0);
     const verifier = rig.read('tasks/fix-add/verifier/test_add.mjs');
     const priv = join(rig.dir, 'private');
