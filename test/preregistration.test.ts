@@ -345,6 +345,8 @@ describe('preregistration: a tamper-evident record', () => {
     // On record: drawn again, each a re-draw in history, the bundle and the report's status bar.
     const redrawn = await run('--redraw');
     expect(redrawn.code, redrawn.stderr).toBe(0);
+    // The run's own bundle was built again with its re-draws (a second pass): nothing is left to build.
+    expect((await rig.cli('plan')).stdout).toMatch(/^nothing to run: all \d+ nodes are cached$/m);
     const h = await history();
     expect(h.match(/re-draw: draw 2 of attempts\//g)).toHaveLength(4);
     expect((await observed()).at(-1)).toContain('4 re-drawn');

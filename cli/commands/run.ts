@@ -207,7 +207,8 @@ key; concurrency.kinds limits hold across the fleet); needs the remote cache`,
         const second = await run(
           ctx,
           inputs,
-          { ...runOptions, reporter: { event: () => undefined } },
+          // Here, quietly: the queue executor is closed by now, and only exports are left to build.
+          { ...runOptions, reporter: { event: () => undefined }, executor: undefined },
           sel.nodes.filter((n) => again.has(n)),
         );
         // Only the refreshed nodes take their second state (the rest were built by the first pass).
