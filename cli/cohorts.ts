@@ -6,6 +6,7 @@ import type { ResolvedInput } from '../pipeline/inputs.js';
 import { withUpstream } from '../pipeline/dag.js';
 import { annotateNodes } from '../pipeline/annotate.js';
 import { lockDisagreement, type RecordLock } from '../steps/record-lock.js';
+import type { Store } from '../pipeline/store/store.js';
 import type { GraphNode, HostEnv } from '../pipeline/step-kind.js';
 import { plainRecord, type ActionRecord } from '../pipeline/store/action-cache.js';
 import {
@@ -143,18 +144,20 @@ function orphanRefusal(registry: Registry, c: Cohort, orphans: ResetRecord['orph
 export async function admitCohorts(
   ctx: EngineContext,
   cohorts: readonly Cohort[],
-  options: { acknowledgeReset?: boolean; lock?: { path: string; lock: RecordLock } } = {},
+  /** lock.stores: read-only stores (a pull request's base store) whose record may hold what the lock anchors. */
+  options: { acknowledgeReset?: boolean; lock?: { path: string; lock: RecordLock; stores?: readonly Store[] } } = {},
 ): Promise<Admission> {
   const registry = registryOf(ctx);
   const out: Admission = { refusals: [], notes: [], registrations: new Map(), bound: new Set() };
   for (const c of cohorts) {
     // Anchored outside the machine: the store's record must begin with what the committed lock names.
+    // On a pull request the base's record, in the base's store read beside a fresh one, is the anchored one.
     const locked = options.lock?.lock.cohorts[c.name];
     if (locked) {
-      const read = ctx.store.logs.read(c.name);
-      const disagreement = read.ok ? lockDisagreement(options.lock!.path, c.name, locked, read.entries) : undefined;
-      if (disagreement) {
-        out.refusals.push(disagreement);
+      const holders = [ctx.store, ...(options.lock!.stores ?? [])].map((st) => st.logs.read(c.name));
+      const disagreements = holders.map((read) => (read.ok ? lockDisagreement(options.lock!.path, c.name, locked, read.entries) : undefined));
+      if (disagreements.every((d) => d !== undefined)) {
+        out.refusals.push(disagreements[0]!);
         continue;
       }
     }
@@ -454,7 +457,7 @@ export function drawKeeper(
   cohorts: readonly Cohort[],
   admission: Admission,
   options: { redraw?: boolean } = {},
-): { recall: NonNullable<RunOptions['recall']>; event(e: EngineEvent): void; settled(): Promise<{ redraws: number }> } {
+): { recall: NonNullable<RunOptions['recall']>; event(e: EngineEvent): void; settled(): Promise<string[]> } {
   const registry = registryOf(ctx);
   const first = new Map<string, FirstDraw>();
   for (const record of registry.all())
@@ -472,18 +475,22 @@ export function drawKeeper(
   const because = new Map<string, string>();
   const pending = new Map<string, { version: number; draws: DrawData[] }>();
   let writing: Promise<unknown> | undefined;
-  let redraws = 0;
+  /** Draws that could not be put on record (a log that broke during the run), in words. */
+  const problems: string[] = [];
   // One append per cohort at a time: draws that finish while one is written go in the next.
   const flush = () => {
     if (writing || !pending.size) return;
     const batch = [...pending];
     pending.clear();
-    writing = Promise.all(batch.map(([cohort, { version, draws }]) => registry.append(cohort, () => [{ type: 'draw', data: { version, draws } }]))).finally(
-      () => {
-        writing = undefined;
-        flush();
-      },
-    );
+    writing = Promise.all(
+      batch.map(async ([cohort, { version, draws }]) => {
+        const r = await registry.append(cohort, () => [{ type: 'draw', data: { version, draws } }]);
+        if (!r.ok) problems.push(`cohort ${cohort}: ${draws.length} draw(s) of this run could not be put on record: ${r.problem}`);
+      }),
+    ).finally(() => {
+      writing = undefined;
+      flush();
+    });
   };
   return {
     recall(node, key, why) {
@@ -518,7 +525,6 @@ export function drawKeeper(
       if (found.status !== 'hit') return;
       const record = ctx.store.cas.putBytes(Buffer.from(canonicalJson(plainRecord(found.record) as unknown as Json)));
       const why = because.get(e.key) ?? (first.has(e.key) ? 'drawn again' : undefined);
-      if (why) redraws++;
       const draw: DrawData = {
         node: e.node,
         key: e.key,
@@ -537,7 +543,7 @@ export function drawKeeper(
     async settled() {
       flush();
       while (writing) await writing;
-      return { redraws };
+      return problems;
     },
   };
 }

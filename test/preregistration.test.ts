@@ -300,6 +300,9 @@ describe('preregistration: a tamper-evident record', () => {
     const fresh = await rig.cli('run', '--store', join(rig.dir, 'other-store'));
     expect(fresh.code).toBe(2);
     expect(fresh.stderr).toContain('this store holds no record of it: a run here would draw version 1 afresh');
+    // A pull request's job: a fresh store beside the base's, read-only: the base's record is the anchored one.
+    const beside = await rig.cli('run', '--store', join(rig.dir, 'pr-store'), '--read-store', join(rig.dir, '.pairbench'));
+    expect(beside.code, beside.stderr).toBe(0);
     // Cut short below the anchor.
     const original = readFileSync(logFile(), 'utf8');
     writeFileSync(logFile(), original.split('\n').slice(0, 2).join('\n') + '\n');

@@ -130,9 +130,11 @@ key; concurrency.kinds limits hold across the fleet); needs the remote cache`,
     if ('code' in sel) return sel.code;
     // Preregistration: a cohort version that has executed attempts keeps its frozen fields.
     const cohorts = cohortsOf(sel.nodes, inputs, io.env);
+    const readStores = readStoresOf(values['read-store'], ctx.store.dir);
+    if (!readStores.ok) return fail(io, json, [{ message: readStores.error }], EXIT.usage);
     const lock = readLock(config.configFile);
     if (!lock.ok) return fail(io, json, [{ message: lock.problem }]);
-    const admitted = await admitCohorts(ctx, cohorts, lock.lock ? { lock: { path: lock.path, lock: lock.lock } } : {});
+    const admitted = await admitCohorts(ctx, cohorts, lock.lock ? { lock: { path: lock.path, lock: lock.lock, stores: readStores.value } } : {});
     if (admitted.refusals.length)
       return fail(
         io,
@@ -165,8 +167,6 @@ key; concurrency.kinds limits hold across the fleet); needs the remote cache`,
     if (shard && !shard.ok) return fail(io, json, [{ message: shard.error }], EXIT.usage);
     // Remote-cache warnings (a record ignored, the server gone) are printed, and kept for --json, which prints no events.
     const remoteWarnings: string[] = [];
-    const readStores = readStoresOf(values['read-store'], ctx.store.dir);
-    if (!readStores.ok) return fail(io, json, [{ message: readStores.error }], EXIT.usage);
     const remote = remoteCacheFor(config, remoteFlags(values, values['cache-mode']), io.env, (message) => {
       remoteWarnings.push(message);
       reporter.event({ type: 'warning', message });
@@ -197,7 +197,7 @@ key; concurrency.kinds limits hold across the fleet); needs the remote cache`,
       }
       await reporter.close?.();
       await binder.settled();
-      await draws.settled();
+      for (const problem of await draws.settled()) io.stderr.write(`warning: ${problem}\n`);
       let reuse = await recordCohorts(ctx, cohorts, states);
       // A bundle tells the record: what this run put on it (a re-draw, an analysis another cohort
       // made first) is in its bundle now, by a second pass over what it changed (the rest is cached).
