@@ -7,6 +7,7 @@ import { DEFAULT_CONFIG_FILE } from '../pipeline/config/load.js';
 import { closest } from '../pipeline/diagnostic.js';
 import { errorMessage } from '../pipeline/result.js';
 import type { HeldLock } from '../pipeline/store/lock.js';
+import { RecordKeyError } from '../pipeline/store/record-key.js';
 import { CorruptBlobError } from '../pipeline/store/cas.js';
 import { EXIT, fail, usageError, type Invocation } from './command.js';
 import type { CliIO } from './command-context.js';
@@ -26,7 +27,9 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
     const hint =
       e instanceof CorruptBlobError
         ? "a blob the store needs is missing or damaged: 'pairbench fsck --repair' drops what needs it, and the next run rebuilds it"
-        : 'this is a fault in pairbench itself: please report it, with the command and PAIRBENCH_DEBUG=1 output';
+        : e instanceof RecordKeyError
+          ? 'the record key signs the registry of every store this machine writes: point PAIRBENCH_RECORD_KEY at an Ed25519 private key (openssl genpkey -algorithm ed25519 -out key.pem), or unset it to use ~/.config/pairbench/record-key.pem'
+          : 'this is a fault in pairbench itself: please report it, with the command and PAIRBENCH_DEBUG=1 output';
     if (argv.includes('--json')) printJsonErrors(io.stdout, [{ message: errorMessage(e), hint }]);
     else io.stderr.write(`pairbench: ${errorMessage(e)}\n${hint}\n${io.env['PAIRBENCH_DEBUG'] === '1' && e instanceof Error ? `${e.stack}\n` : ''}`);
     return EXIT.nodeFailed;

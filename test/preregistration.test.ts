@@ -276,6 +276,16 @@ describe('preregistration: a tamper-evident record', () => {
     expect(f.stdout).toContain(`is signed by key(s) ${sha256(raw).slice(0, 16)}, not this machine's record key`);
   });
 
+  it('a record key that cannot be read stops the run, saying which file and how to make one (the real CLI, whose environment names the key)', async () => {
+    rig.write('bench.config.yaml', config());
+    rig.env = { PAIRBENCH_RECORD_KEY: join(rig.dir, 'no-such-key.pem') };
+    const r = await rig.spawn('run').done;
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain(`the record key ${join(rig.dir, 'no-such-key.pem')} cannot be read`);
+    expect(r.stderr).toContain('openssl genpkey -algorithm ed25519');
+    expect(r.stderr).not.toContain('a fault in pairbench itself');
+  });
+
   it('a committed lock anchors the record: a store cut short, rewritten and re-signed, or fresh, is refused; the report says whether a lock anchors it', async () => {
     rig.write('bench.config.yaml', config());
     expect((await run()).code).toBe(0);

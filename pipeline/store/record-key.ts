@@ -51,6 +51,9 @@ function makeKey(path: string): void {
   }
 }
 
+/** The record key cannot be had: what the message says is the user's to fix (cli/main.ts gives the hint). */
+export class RecordKeyError extends Error {}
+
 const loaded = new Map<string, RecordKey>();
 
 /** This machine's record key (made when it does not exist and no path was given). */
@@ -63,7 +66,7 @@ export function recordKey(env: NodeJS.ProcessEnv = process.env): RecordKey {
     pem = readFileSync(path, 'utf8');
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code !== 'ENOENT' || env['PAIRBENCH_RECORD_KEY'])
-      throw new Error(`the record key ${path} cannot be read: ${(e as Error).message}`, { cause: e });
+      throw new RecordKeyError(`the record key ${path} cannot be read: ${(e as Error).message}`, { cause: e });
     makeKey(path);
     pem = readFileSync(path, 'utf8');
   }
@@ -71,12 +74,12 @@ export function recordKey(env: NodeJS.ProcessEnv = process.env): RecordKey {
   try {
     key = createPrivateKey(pem);
   } catch (e) {
-    throw new Error(
+    throw new RecordKeyError(
       `the record key ${path} is not a private key in PEM (${(e as Error).message}): make one with openssl genpkey -algorithm ed25519 -out ${path}`,
       { cause: e },
     );
   }
-  if (key.asymmetricKeyType !== 'ed25519') throw new Error(`the record key ${path} is ${key.asymmetricKeyType ?? 'not asymmetric'}, not Ed25519`);
+  if (key.asymmetricKeyType !== 'ed25519') throw new RecordKeyError(`the record key ${path} is ${key.asymmetricKeyType ?? 'not asymmetric'}, not Ed25519`);
   const pub = rawPublic(key);
   const out: RecordKey = {
     id: keyIdOf(pub),
