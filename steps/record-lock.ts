@@ -62,12 +62,20 @@ export function readLock(configFile: string): LockRead {
 export function lockWith(
   lock: RecordLock | undefined,
   cohorts: { name: string; version: number; freeze_digest: string; entries: readonly ChainEntry[] }[],
+  /** The key that signs what is appended from here on: trusted too. */
+  writer: string,
 ): RecordLock {
   const out: RecordLock = { schema_version: 1, about: ABOUT, cohorts: { ...(lock?.cohorts ?? {}) } };
   for (const c of cohorts) {
     const last = c.entries[c.entries.length - 1];
     if (!last) continue;
-    out.cohorts[c.name] = { version: c.version, freeze_digest: c.freeze_digest, entries: last.seq, head: last.hash, signers: signersOf(c.entries) };
+    out.cohorts[c.name] = {
+      version: c.version,
+      freeze_digest: c.freeze_digest,
+      entries: last.seq,
+      head: last.hash,
+      signers: [...new Set([...signersOf(c.entries), writer])],
+    };
   }
   return out;
 }

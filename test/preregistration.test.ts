@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { generateKeyPairSync, sign as cryptoSign } from 'node:crypto';
 import { canonicalJson } from '../pipeline/canonical-json.js';
 import { sha256 } from '../pipeline/digest.js';
+import { recordKey } from '../pipeline/store/record-key.js';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { calculatorTask } from './fixtures.js';
 import { Rig } from './rig.js';
@@ -330,6 +331,16 @@ describe('preregistration: a tamper-evident record', () => {
     const resigned = await run();
     expect(resigned.code).toBe(2);
     expect(resigned.stderr).toContain('written with a key the lock does not name');
+    // Re-anchored on purpose: freeze --relock writes the lock from this store's record, and the change is in the lock's text.
+    const before = rig.read('bench.config.yaml.lock');
+    expect((await rig.cli('freeze')).code).toBe(2); // without --relock, the disagreement stands
+    const relocked = await rig.cli('freeze', '--relock');
+    expect(relocked.code, relocked.stderr).toBe(0);
+    expect(rig.read('bench.config.yaml.lock')).not.toBe(before);
+    // It names the record's signer and this machine's key, which signs what is appended from here on: two runs go on.
+    expect(JSON.parse(rig.read('bench.config.yaml.lock')).cohorts['context-file'].signers).toEqual([sha256(raw).slice(0, 16), recordKey().id]);
+    expect((await run()).code).toBe(0);
+    expect((await run()).code).toBe(0);
   });
 
   it('deleting records re-rolls nothing: each draw is restored from the record; with its blobs gone it is refused; --redraw draws again, on record as a re-draw', async () => {

@@ -3,6 +3,7 @@ import { ANY_OPERANDS, CONFIG_ERROR, defineCommand, EXIT, fail } from '../comman
 import { printJson } from '../json-output.js';
 import { chosenCohorts } from './cohort-selection.js';
 import { lockWith, readLock, writeLock } from '../../steps/record-lock.js';
+import { recordKey } from '../../pipeline/store/record-key.js';
 
 export const freezeCommand = defineCommand({
   name: 'freeze',
@@ -72,6 +73,7 @@ written into the registry and every later bundle says so`,
           const read = project.ctx.store.logs.read(c.name);
           return { name: c.name, version: c.version, freeze_digest: c.freeze.digest, entries: read.ok ? read.entries : [] };
         }),
+        recordKey().id,
       ),
     );
     if (json)
