@@ -414,20 +414,22 @@ export function priorAnalysisWords(p: PriorAnalysis): string {
 
 /**
  * Analyses by other cohorts (any version) that read attempts this version analysed, made before
- * this version's first observation: a selection chosen after a look.
+ * this version was registered (its freeze as it is): a selection chosen after a look.
  */
 export function priorAnalyses(records: readonly CohortRecord[], cohort: string, version: number): PriorAnalysis[] {
   const own = records.find((r) => r.cohort === cohort)?.versions.find((v) => v.version === version);
   if (!own?.analysed.length) return [];
   const mine = new Set(own.analysed);
-  const since = own.observations[0]?.at;
+  // Chosen after a look: registered (or re-frozen) after the other analysis was made. Two cohorts
+  // registered before either analysed (analyses of one run) looked at nothing first.
+  const since = own.frozen_at;
   const out: PriorAnalysis[] = [];
   for (const r of records) {
     if (r.cohort === cohort) continue;
     for (const v of r.versions) {
       const shared = v.analysed.filter((k) => mine.has(k)).length;
       const first = v.observations.find((o) => Object.keys(o.verdicts).length);
-      if (!shared || !first || (since && first.at >= since)) continue;
+      if (!shared || !first || first.at >= since) continue;
       out.push({ cohort: r.cohort, version: v.version, at: first.at, shared, of: v.analysed.length, total: own.analysed.length, verdicts: first.verdicts });
     }
   }
@@ -457,7 +459,7 @@ export interface FreezeAnnotation {
     registry_problem: string | null;
     /** This version's later draws (each key's first draw is the one analysed). */
     redraws: Omit<Draw, 'record' | 'outputs'>[];
-    /** Other cohorts' analyses of some of these attempts, made before this version first observed them. */
+    /** Other cohorts' analyses of some of these attempts, made before this version was registered. */
     prior_analyses: PriorAnalysis[];
     /** Outcomes looked at outside a run before this version's first analysis (optional stopping is visible). */
     peeks: Peek[];

@@ -204,6 +204,9 @@ describe.skipIf(!existsSync(claudeBinary()))('shipped cohorts, end to end on the
           ['out-of-bounds', false],
         ]);
         expect(bundles['stele-memory']!.results.analysis.comparisons[0].mechanism).toMatchObject({ pairs: 6, delivered: 6, used: 6 });
+        // Two cohorts over the same attempts, registered and analysed in one run: neither was chosen after the other's look.
+        for (const cohort of ['stele-memory', 'stele-file-boundaries'])
+          expect(json(join(bundles[cohort]!.dir, 'config', 'freeze.json')).prior_analyses, cohort).toEqual([]);
       }
       if (c.config.includes('primer')) {
         const b = bundles['primer-context-file']!;
