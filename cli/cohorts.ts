@@ -459,13 +459,20 @@ export function drawKeeper(
   options: { redraw?: boolean } = {},
 ): { recall: NonNullable<RunOptions['recall']>; event(e: EngineEvent): void; settled(): Promise<string[]> } {
   const registry = registryOf(ctx);
-  const first = new Map<string, FirstDraw>();
-  for (const record of registry.all())
-    for (const v of record.versions)
-      for (const d of v.draws) {
-        const had = first.get(d.key);
-        if (!had || (d.record && (!had.draw.record || d.at < had.draw.at))) first.set(d.key, { cohort: record.cohort, version: v.version, draw: d });
-      }
+  // Read when a node is about to execute, never on a run that executes nothing (a no-op reads no log).
+  let firstDraws: Map<string, FirstDraw> | undefined;
+  const firstOf = (key: string): FirstDraw | undefined => {
+    if (!firstDraws) {
+      firstDraws = new Map();
+      for (const record of registry.all())
+        for (const v of record.versions)
+          for (const d of v.draws) {
+            const had = firstDraws.get(d.key);
+            if (!had || (d.record && (!had.draw.record || d.at < had.draw.at))) firstDraws.set(d.key, { cohort: record.cohort, version: v.version, draw: d });
+          }
+    }
+    return firstDraws.get(key);
+  };
   const byNode = new Map<string, Cohort[]>();
   for (const c of cohorts) {
     if (!admission.registrations.has(c.name)) continue;
@@ -495,7 +502,7 @@ export function drawKeeper(
   return {
     recall(node, key, why) {
       if (!byNode.has(node.id)) return undefined;
-      const f = first.get(key);
+      const f = firstOf(key);
       if (!f) return undefined;
       const restored = restorable(ctx, f.draw);
       const made = `cohort ${f.cohort} version ${f.version}, ${f.draw.at}`;
@@ -524,7 +531,8 @@ export function drawKeeper(
       const found = ctx.store.actions.get(e.key);
       if (found.status !== 'hit') return;
       const record = ctx.store.cas.putBytes(Buffer.from(canonicalJson(plainRecord(found.record) as unknown as Json)));
-      const why = because.get(e.key) ?? (first.has(e.key) ? 'drawn again' : undefined);
+      // The first draws were read at this node's recall, before anything of this run was on record.
+      const why = because.get(e.key) ?? (firstDraws?.has(e.key) ? 'drawn again' : undefined);
       const draw: DrawData = {
         node: e.node,
         key: e.key,

@@ -1,4 +1,4 @@
-import { closeSync, fsyncSync, mkdirSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, fsyncSync, linkSync, mkdirSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { dirname, join, sep } from 'node:path';
 
 /**
@@ -69,6 +69,33 @@ export function writeFileAtomic(target: string, data: string | Uint8Array, optio
   } catch (e) {
     rmSync(tmp, { force: true });
     throw e;
+  }
+}
+
+/**
+ * Writes `target` whole unless it exists: a temp file, then a hard link, which fails if the
+ * name is taken, so two writers at once agree on one file (the first one's). Returns whether
+ * this call made it.
+ */
+export function writeFileOnce(target: string, data: string | Uint8Array, options: Pick<AtomicWriteOptions, 'tmpDir' | 'label' | 'mode'> = {}): boolean {
+  const tmpDir = options.tmpDir ?? dirname(target);
+  const tmp = tempPath(tmpDir, options.label);
+  try {
+    const fd = openSync(tmp, 'wx', options.mode ?? 0o644);
+    try {
+      const bytes = typeof data === 'string' ? Buffer.from(data) : data;
+      for (let off = 0; off < bytes.length;) off += writeSync(fd, bytes, off, bytes.length - off);
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+    linkSync(tmp, target);
+    return true;
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'EEXIST') return false;
+    throw e;
+  } finally {
+    rmSync(tmp, { force: true });
   }
 }
 

@@ -461,6 +461,11 @@ const MAX_TRIES = 50;
 /** Tries of a node whose fault asked to be retried at once (ExecutionContext.doNotCache's retryNow), in all. */
 const IMMEDIATE_TRIES = 3;
 
+/** A transient try of a node kept on its record (only tries of the same key are kept with it). */
+function recordTry(store: Store, nodeId: string, attempt: NodeTry): void {
+  store.nodes.update(nodeId, (h) => ({ ...h, tries: [...(h.tries ?? []).filter((t) => t.key === attempt.key), attempt].slice(-MAX_TRIES) }));
+}
+
 /** The EARLIER_TRIES output: `01/`, `02/`, ... each an earlier try's outputs (tries whose blobs are gone are left out). */
 function earlierTries(store: Store, tries: readonly NodeTry[]): OutputManifest {
   const intact = tries.filter((t) => Object.values(t.outputs).every((e) => isIntact(store, e)));
@@ -583,8 +588,7 @@ async function executeLocked(
       );
       if (!result.ok || !transient || !retryNow || tryNo >= IMMEDIATE_TRIES || options.signal?.aborted) break;
       // The try is on record (a transient result is kept as one), and the node runs again now, in a clean work directory.
-      const failedTry: NodeTry = { key: key.key, at: tryAt.toISOString(), reason: transient, outputs: result.value };
-      store.nodes.update(node.id, (h) => ({ ...h, tries: [...(h.tries ?? []).filter((t) => t.key === key.key), failedTry].slice(-MAX_TRIES) }));
+      recordTry(store, node.id, { key: key.key, at: tryAt.toISOString(), reason: transient, outputs: result.value });
       emit({ type: 'warning', node: node.id, message: `${transient}; trying again now (try ${tryNo + 1} of ${IMMEDIATE_TRIES})` });
       rmSync(workDir, { recursive: true, force: true });
       mkdirSync(workDir, { recursive: true, mode: 0o700 });
@@ -621,8 +625,7 @@ async function executeLocked(
       });
     } else if (transient) {
       emit({ type: 'warning', node: node.id, message: `${transient}; the result is used by this run but not cached (the next run tries again)` });
-      const attempt: NodeTry = { key: key.key, at: startedAt.toISOString(), reason: transient, outputs: result.value };
-      store.nodes.update(node.id, (h) => ({ ...h, tries: [...(h.tries ?? []).filter((t) => t.key === key.key), attempt].slice(-MAX_TRIES) }));
+      recordTry(store, node.id, { key: key.key, at: startedAt.toISOString(), reason: transient, outputs: result.value });
     } else {
       await cache.set(record);
       store.nodes.recordBuilt(node.id, key.key, startedAt.toISOString());

@@ -47,12 +47,15 @@ class Scrubber {
     }
   }
 
+  /** Whether the window of `buf` at `at` (its rolling hash `h`) is a run of a secret, byte for byte. */
+  private isSecretAt(buf: Buffer, h: number, at: number): boolean {
+    return this.windows.get(h)?.some((c) => c.s.compare(buf, at, at + MIN_QUOTE, c.at, c.at + MIN_QUOTE) === 0) ?? false;
+  }
+
   /** Whether `buf` holds any run of a secret MIN_QUOTE bytes long. */
   finds(buf: Buffer): boolean {
     let found = false;
-    this.eachWindow(buf, (h, at) => {
-      if (!found && this.windows.get(h)?.some((c) => c.s.compare(buf, at, at + MIN_QUOTE, c.at, c.at + MIN_QUOTE) === 0)) found = true;
-    });
+    this.eachWindow(buf, (h, at) => (found ||= this.isSecretAt(buf, h, at)));
     return found;
   }
 
@@ -61,8 +64,7 @@ class Scrubber {
     const hit = new Uint8Array(buf.length);
     let any = false;
     this.eachWindow(buf, (h, at) => {
-      const candidates = this.windows.get(h);
-      if (!candidates?.some((c) => c.s.compare(buf, at, at + MIN_QUOTE, c.at, c.at + MIN_QUOTE) === 0)) return;
+      if (!this.isSecretAt(buf, h, at)) return;
       hit.fill(1, at, at + MIN_QUOTE);
       any = true;
     });

@@ -13,3 +13,15 @@ export const EGRESS_MODES: Record<BackendName, readonly EgressMode[]> = {
   bubblewrap: ['none', 'allowlist', 'open'],
   docker: ['none', 'allowlist', 'open'],
 };
+
+/**
+ * What a backend's processes run with besides their inputs, and whether a key pins it: an image
+ * by ID does (its ID is in every key of a node that names it); the host's own files do not. Said
+ * beside a verdict, so one whose verifier environment is not pinned is labelled so.
+ */
+export const ENVIRONMENT: Record<BackendName, (image: string | null, of: { who: string; step: string }) => { pinned: boolean; text: string }> = {
+  local: (_, of) => ({ pinned: false, text: `not pinned: ${of.who} ran on the host (local), reading whatever the host holds` }),
+  bubblewrap: () => ({ pinned: false, text: "not pinned: bubblewrap mounts the host's system directories read-only, and their contents are not in the key" }),
+  docker: (image, of) =>
+    image ? { pinned: true, text: `image ${image}, pinned by ID in every ${of.step} key` } : { pinned: false, text: `not pinned: ${of.who} named no image` },
+};

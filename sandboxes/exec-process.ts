@@ -59,10 +59,9 @@ export function runProcess(argv: string[], options: ProcessOptions): Promise<Exe
       }
     };
     let timedOut = false;
-    let stopping = false;
+    /** Set once the group was told to stop (SIGTERM sent, SIGKILL due after the grace period). */
     let graceTimer: NodeJS.Timeout | undefined;
     const stop = () => {
-      stopping = true;
       killGroup('SIGTERM');
       graceTimer ??= setTimeout(() => killGroup('SIGKILL'), KILL_GRACE_MS);
       graceTimer.unref();
@@ -102,7 +101,7 @@ export function runProcess(argv: string[], options: ProcessOptions): Promise<Exe
       // Stopped, the group got SIGTERM: what is left of it has the grace period to act on it (a
       // test's handler saying it was stopped) before the SIGKILL the grace timer sends; a shell
       // that died of the SIGTERM first must not cut that short.
-      if (!stopping) killGroup('SIGKILL');
+      if (!graceTimer) killGroup('SIGKILL');
       setTimeout(finish, KILL_GRACE_MS).unref();
     });
     child.on('close', finish);

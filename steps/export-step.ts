@@ -18,6 +18,7 @@ import { AGENT_LOG, armOf, GATEWAY_LOG, limitsOf, RUN_RESULT, runStep, sandboxOf
 import { isStepOutput } from './treatment-files.js';
 import { materializeStep, TREE, treeEntries } from './materialize.js';
 import { EVIDENCE, VERIFIER_LOG, verifyStep } from './verify.js';
+import { ENVIRONMENT } from '../sandboxes/egress-modes.js';
 import { environmentStep } from './environment.js';
 import { attemptDiff } from './attempt-diff.js';
 import type { Task } from './task.js';
@@ -39,19 +40,12 @@ function runStepOf(node: GraphNode): GraphNode | undefined {
   return withUpstream(node.upstream).find((n) => n.kind === runStep);
 }
 
-/** Whether the cohort's verifier ran in an environment its key pins (an image by ID), in words. */
+/** Whether the cohort's verifier ran in an environment its key pins (an image by ID), in words (its backend says). */
 function verifierEnvironment(node: GraphNode): { pinned: boolean; text: string } {
   const verify = withUpstream(node.upstream).find((n) => n.kind === verifyStep);
   const spec: Partial<SpecByKind['verify']> = specIf(verify?.step, 'verify') ?? {};
   const s = sandboxOf({ ...(spec.sandbox ? { sandbox: spec.sandbox } : {}) });
-  if (s.backend === 'docker' && s.image) return { pinned: true, text: `image ${s.image}, pinned by ID in every verify key` };
-  return {
-    pinned: false,
-    text:
-      s.backend === 'local'
-        ? 'not pinned: the verifier ran on the host (local), reading whatever the host holds'
-        : `not pinned: ${s.backend} mounts the host's system directories read-only, and their contents are not in the key`,
-  };
+  return ENVIRONMENT[s.backend](s.image, { who: 'the verifier', step: 'verify' });
 }
 
 /** One run node per task the cohort ran (its task is loaded from that run's task source). */

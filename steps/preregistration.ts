@@ -83,7 +83,7 @@ export interface VersionRecord {
   bound_at: string | null;
   /** What bound it ("attempt run/...", "observation analyze/..."). */
   bound_by: string | null;
-  /** Keys of the attempts this version executed. */
+  /** Keys of the attempts this version executed (its attempt draws, each once). */
   executed: string[];
   /** Every draw made under this version, in order (first draws and re-draws). */
   draws: Draw[];
@@ -185,9 +185,8 @@ export function foldRecord(cohort: string, entries: readonly ChainEntry[]): Coho
         for (const key of e.data.keys)
           if (!drawn.has(key)) {
             drawn.set(key, 1);
-            v.draws.push({ at: raw.at, node: '', key, record: null, outputs: '', n: 1 });
+            v.draws.push({ at: raw.at, node: '', key, record: null, outputs: '', n: 1, attempt: true });
           }
-        v.executed = [...new Set([...v.executed, ...e.data.keys])];
         break;
       }
       case 'draw': {
@@ -197,7 +196,6 @@ export function foldRecord(cohort: string, entries: readonly ChainEntry[]): Coho
           drawn.set(d.key, (drawn.get(d.key) ?? 0) + 1);
           v.draws.push({ at: raw.at, ...d, n: drawn.get(d.key)! });
         }
-        v.executed = [...new Set([...v.executed, ...e.data.draws.filter((d) => d.attempt).map((d) => d.key)])];
         break;
       }
       case 'observe': {
@@ -231,8 +229,8 @@ export function foldRecord(cohort: string, entries: readonly ChainEntry[]): Coho
             refrozen: [],
             bound_at: l.first_attempt_at,
             bound_by: l.first_attempt_at ? 'first attempt (recorded before the log)' : null,
-            executed: l.executed,
-            draws: l.executed.map((key) => ({ at: l.first_attempt_at ?? l.frozen_at, node: '', key, record: null, outputs: '', n: 1 })),
+            executed: [],
+            draws: l.executed.map((key) => ({ at: l.first_attempt_at ?? l.frozen_at, node: '', key, record: null, outputs: '', n: 1, attempt: true })),
             analysed: [],
             peeks: [],
             observations: l.observed
@@ -245,6 +243,8 @@ export function foldRecord(cohort: string, entries: readonly ChainEntry[]): Coho
         break; // an entry a later pairbench wrote: not read here
     }
   }
+  // What each version executed: its agent attempts' keys, from its draws.
+  for (const v of r.versions) v.executed = [...new Set(v.draws.filter((d) => d.attempt).map((d) => d.key))];
   r.entries = entries.length;
   r.head = entries[entries.length - 1]?.hash ?? null;
   return r;
@@ -391,7 +391,7 @@ export function redrawWords(d: Pick<Draw, 'n' | 'node' | 'key' | 'at' | 'because
   return `re-draw: draw ${d.n} of ${d.node || d.key.slice(0, 19)} at ${d.at}${d.because ? `: ${d.because}` : ''}`;
 }
 
-/** Another cohort's analysis that read some of this version's attempts before this version first observed them. */
+/** Another cohort's analysis that read some of this version's attempts before this version was registered. */
 export interface PriorAnalysis {
   cohort: string;
   version: number;

@@ -795,18 +795,9 @@ export const runStep: StepKind = {
         { path: ctx.config.rootDir, as: '<project>' },
       ];
       const { redact } = await import('../report/bundle.js');
+      // notReady is empty when the provider failed (its own cause comes first).
       const infraKind: InfraKind | null =
-        exitReason !== 'infra-error'
-          ? null
-          : !sandbox
-            ? 'sandbox'
-            : didNotStart
-              ? 'agent-start'
-              : providerFault
-                ? 'provider'
-                : notReady.length
-                  ? 'treatment'
-                  : 'provider';
+        exitReason !== 'infra-error' ? null : !sandbox ? 'sandbox' : didNotStart ? 'agent-start' : notReady.length ? 'treatment' : 'provider';
       const infraCause =
         exitReason !== 'infra-error'
           ? null

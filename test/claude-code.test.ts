@@ -68,8 +68,8 @@ for await (const line of createInterface({ input: process.stdin })) {
 }
 `;
 
-/** The treatment arm an MCP server (`server`'s source, as probe), on the local backend (a server may leave a mark on the host), audited; its model calls the probe's tool. */
-function mcpArmOnLocal(server: string): void {
+/** Arm `arm` an MCP server (`server`'s source, as probe) on `backend`, the cohort audited; its model calls the probe's tool. */
+function mcpArm(backend: string, arm: string, server: string): void {
   rig.write('fixtures/probe-server.mjs', server);
   rig.write(
     'fixtures/mcp.script.json',
@@ -77,13 +77,14 @@ function mcpArmOnLocal(server: string): void {
   );
   rig.write(
     'bench.config.yaml',
-    config('local')
+    config(backend)
       .replace(
         'treatment: { files: { CLAUDE.md: fixtures/CLAUDE.md } }',
-        'treatment: { files: { .tools/probe.mjs: fixtures/probe-server.mjs }, mcp_servers: { probe: { command: node, args: [.tools/probe.mjs] } } }',
+        `${arm}: { files: { .tools/probe.mjs: fixtures/probe-server.mjs }, mcp_servers: { probe: { command: node, args: [.tools/probe.mjs] } } }`,
       )
-      .replace('fake_script: fixtures/fix-add.script.json', 'fake_script: fixtures/mcp.script.json') +
-      `  audit: { kind: audit, needs: [attempts, verify], matrix: { task: [fix-add], arm: [control, treatment], rep: 1 } }
+      .replace('fake_script: fixtures/fix-add.script.json', 'fake_script: fixtures/mcp.script.json')
+      .replace(/arm: \[control, treatment\]/g, `arm: [control, ${arm}]`) +
+      `  audit: { kind: audit, needs: [attempts, verify], matrix: { task: [fix-add], arm: [control, ${arm}], rep: 1 } }
 `,
   );
 }
@@ -168,22 +169,7 @@ describe.skipIf(!existsSync(claudeBinary()))('Claude Code end to end', () => {
   });
 
   it('an MCP server arm: its tools are offered to the model (delivery) and called through MCP inside the sandbox', async () => {
-    rig.write('fixtures/mcp-server.mjs', MCP_SERVER);
-    rig.write(
-      'fixtures/mcp.script.json',
-      JSON.stringify({ turns: [{ tool_calls: [{ name: 'mcp__probe__ping', input: {} }] }, { text: 'The probe answered.' }] }),
-    );
-    rig.write(
-      'bench.config.yaml',
-      config('bubblewrap')
-        .replace('arm: [control, treatment]', 'arm: [control, mcp]')
-        .replace(
-          'treatment: { files: { CLAUDE.md: fixtures/CLAUDE.md } }',
-          'mcp: { files: { .tools/probe.mjs: fixtures/mcp-server.mjs }, mcp_servers: { probe: { command: node, args: [.tools/probe.mjs] } } }',
-        )
-        .replace('fake_script: fixtures/fix-add.script.json', 'fake_script: fixtures/mcp.script.json')
-        .replace(/arm: \[control, treatment\]/g, 'arm: [control, mcp]'),
-    );
+    mcpArm('bubblewrap', 'mcp', MCP_SERVER);
     const r = await rig.cli('run', 'attempts');
     expect(r.code, r.stderr).toBe(0);
     const mcp = JSON.parse(await rig.outputText('attempts/fix-add/mcp/1', 'result.json'));
@@ -205,7 +191,9 @@ describe.skipIf(!existsSync(claudeBinary()))('Claude Code end to end', () => {
   it("an MCP server that is not up at the first turn: that try is an infrastructure fault naming the server, retried at once, the try kept on the attempt's record", async () => {
     // The server crashes on its first start (it leaves a mark on the host: the local backend), then serves.
     const mark = join(rig.dir, 'probe-started-once');
-    mcpArmOnLocal(
+    mcpArm(
+      'local',
+      'treatment',
       `import { existsSync, writeFileSync } from 'node:fs';\nif (!existsSync(${JSON.stringify(mark)})) { writeFileSync(${JSON.stringify(mark)}, ''); process.exit(1); }\n` +
         MCP_SERVER,
     );
@@ -221,7 +209,7 @@ describe.skipIf(!existsSync(claudeBinary()))('Claude Code end to end', () => {
   });
 
   it('an MCP server that never comes up: after three tries the attempt is excluded as infra-treatment, not cached; the model calls to its tool failed, so nothing was delivered or used', async () => {
-    mcpArmOnLocal('process.exit(1);\n');
+    mcpArm('local', 'treatment', 'process.exit(1);\n');
     const r = await rig.cli('run', '--json');
     expect(r.code, r.stderr).toBe(0);
     const nodes = JSON.parse(r.stdout).nodes as { node: string; key?: string }[];

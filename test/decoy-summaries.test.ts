@@ -5,7 +5,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { makeRepo } from './fixtures.js';
+import { FIX_ADD_PATCH, makeRepo, newFilePatch } from './fixtures.js';
 import { Rig } from './rig.js';
 
 let rig: Rig;
@@ -57,29 +57,12 @@ function instance(format: keyof typeof FORMATS): string {
   const repo = join(rig.dir, 'repos', 'calc');
   const [base] = makeRepo(repo, [{ 'src/add.mjs': 'export const add = (a, b) => a - b;\n', 'package.json': '{"type": "module"}\n' }]);
   const body = runner(format).split('\n');
-  const testPatch = [
-    'diff --git a/tests/run.mjs b/tests/run.mjs',
-    'new file mode 100644',
-    '--- /dev/null',
-    '+++ b/tests/run.mjs',
-    `@@ -0,0 +1,${body.length} @@`,
-    ...body.map((l) => `+${l}`),
-    '',
-  ].join('\n');
-  const gold = [
-    'diff --git a/src/add.mjs b/src/add.mjs',
-    '--- a/src/add.mjs',
-    '+++ b/src/add.mjs',
-    '@@ -1 +1 @@',
-    '-export const add = (a, b) => a - b;',
-    '+export const add = (a, b) => a + b;',
-    '',
-  ].join('\n');
+  const testPatch = newFilePatch('tests/run.mjs', body);
   const record = {
     repo: 'acme/calc',
     instance_id: 'acme__calc-1',
     base_commit: base,
-    patch: gold,
+    patch: FIX_ADD_PATCH,
     test_patch: testPatch,
     problem_statement: 'add() returns a - b instead of the sum.',
     version: '1.0',

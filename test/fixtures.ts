@@ -41,6 +41,30 @@ export function makeRepo(dir: string, commits: Record<string, string>[]): string
 }
 
 /** The calculator fixture: `add` subtracts; the task is to fix it. */
+/** A unified diff that adds `path` holding `lines` (the shape of a SWE-bench test patch). */
+export function newFilePatch(path: string, lines: readonly string[]): string {
+  return [
+    `diff --git a/${path} b/${path}`,
+    'new file mode 100644',
+    '--- /dev/null',
+    `+++ b/${path}`,
+    `@@ -0,0 +1,${lines.length} @@`,
+    ...lines.map((l) => `+${l}`),
+    '',
+  ].join('\n');
+}
+
+/** The reference fix of src/add.mjs (a - b made a + b), as a SWE-bench gold patch. */
+export const FIX_ADD_PATCH = [
+  'diff --git a/src/add.mjs b/src/add.mjs',
+  '--- a/src/add.mjs',
+  '+++ b/src/add.mjs',
+  '@@ -1 +1 @@',
+  '-export const add = (a, b) => a - b;',
+  '+export const add = (a, b) => a + b;',
+  '',
+].join('\n');
+
 export function calculatorTask(projectDir: string, options: { id?: string; commit?: string } = {}): { repo: string; commit: string; taskDir: string } {
   const repo = join(projectDir, 'repos', 'calc');
   const [commit] = makeRepo(repo, [

@@ -8,7 +8,7 @@ import { execa } from 'execa';
 import { bubblewrapBackend } from '../sandboxes/bubblewrap.js';
 import { dockerBackend } from '../sandboxes/docker.js';
 import { ensureTestImage } from './docker-image.js';
-import { makeRepo } from './fixtures.js';
+import { FIX_ADD_PATCH, makeRepo, newFilePatch } from './fixtures.js';
 import { Rig } from './rig.js';
 
 // Tasks in external formats, written by the test as those formats document them,
@@ -107,36 +107,19 @@ describe('a SWE-bench JSONL instance', () => {
       const repo = join(rig.dir, 'repos', 'data');
       const [base] = makeRepo(repo, [{ 'src/add.mjs': 'export const add = (a, b) => a - b;\n', 'package.json': '{"type": "module"}\n' }]);
       const body = [
-        "+import { test } from 'node:test';",
-        "+import assert from 'node:assert/strict';",
-        "+import { add } from '../src/add.mjs';",
-        "+test('add sums two numbers', () => assert.equal(add(2, 3), 5));",
+        "import { test } from 'node:test';",
+        "import assert from 'node:assert/strict';",
+        "import { add } from '../src/add.mjs';",
+        "test('add sums two numbers', () => assert.equal(add(2, 3), 5));",
         // As a PASS_TO_PASS test that fetches its fixture data does (offline, it fails).
-        "+test('loads the reference table', async () => { const r = await fetch('http://data.example.com/table.json'); assert.ok(r.ok); });",
+        "test('loads the reference table', async () => { const r = await fetch('http://data.example.com/table.json'); assert.ok(r.ok); });",
       ];
-      const testPatch = [
-        'diff --git a/test/add.test.mjs b/test/add.test.mjs',
-        'new file mode 100644',
-        '--- /dev/null',
-        '+++ b/test/add.test.mjs',
-        `@@ -0,0 +1,${body.length} @@`,
-        ...body,
-        '',
-      ].join('\n');
-      const gold = [
-        'diff --git a/src/add.mjs b/src/add.mjs',
-        '--- a/src/add.mjs',
-        '+++ b/src/add.mjs',
-        '@@ -1 +1 @@',
-        '-export const add = (a, b) => a - b;',
-        '+export const add = (a, b) => a + b;',
-        '',
-      ].join('\n');
+      const testPatch = newFilePatch('test/add.test.mjs', body);
       const instance = {
         repo: 'acme/data',
         instance_id: 'acme__data-1',
         base_commit: base,
-        patch: gold,
+        patch: FIX_ADD_PATCH,
         test_patch: testPatch,
         problem_statement: 'add() returns a - b instead of the sum.',
         hints_text: '',
@@ -166,33 +149,18 @@ describe('a SWE-bench JSONL instance', () => {
   it('imports, certifies, and runs: oracle passes, nop fails (FAIL_TO_PASS and PASS_TO_PASS from the hidden test patch)', async () => {
     const repo = join(rig.dir, 'repos', 'calc');
     const [base] = makeRepo(repo, [{ 'src/add.mjs': 'export const add = (a, b) => a - b;\n', 'package.json': '{"type": "module"}\n' }]);
-    const testPatch = [
-      'diff --git a/test/add.test.mjs b/test/add.test.mjs',
-      'new file mode 100644',
-      '--- /dev/null',
-      '+++ b/test/add.test.mjs',
-      '@@ -0,0 +1,5 @@',
-      "+import { test } from 'node:test';",
-      "+import assert from 'node:assert/strict';",
-      "+import { add } from '../src/add.mjs';",
-      "+test('add sums two numbers', () => assert.equal(add(2, 3), 5));",
-      "+test('add is a function', () => assert.equal(typeof add, 'function'));",
-      '',
-    ].join('\n');
-    const gold = [
-      'diff --git a/src/add.mjs b/src/add.mjs',
-      '--- a/src/add.mjs',
-      '+++ b/src/add.mjs',
-      '@@ -1 +1 @@',
-      '-export const add = (a, b) => a - b;',
-      '+export const add = (a, b) => a + b;',
-      '',
-    ].join('\n');
+    const testPatch = newFilePatch('test/add.test.mjs', [
+      "import { test } from 'node:test';",
+      "import assert from 'node:assert/strict';",
+      "import { add } from '../src/add.mjs';",
+      "test('add sums two numbers', () => assert.equal(add(2, 3), 5));",
+      "test('add is a function', () => assert.equal(typeof add, 'function'));",
+    ]);
     const instance = {
       repo: 'acme/calc',
       instance_id: 'acme__calc-1',
       base_commit: base,
-      patch: gold,
+      patch: FIX_ADD_PATCH,
       test_patch: testPatch,
       problem_statement: 'add() returns a - b instead of the sum.',
       hints_text: '',
@@ -561,20 +529,11 @@ describe.skipIf(!dockerUp && process.env['PAIRBENCH_REQUIRE_SANDBOXES'] !== '1')
             "import { test } from 'node:test';\nimport assert from 'node:assert/strict';\nimport { add } from '../src/add.mjs';\ntest('add sums', () => assert.equal(add(2, 3), 5));\n",
         },
       ]);
-      const gold = [
-        'diff --git a/src/add.mjs b/src/add.mjs',
-        '--- a/src/add.mjs',
-        '+++ b/src/add.mjs',
-        '@@ -1 +1 @@',
-        '-export const add = (a, b) => a - b;',
-        '+export const add = (a, b) => a + b;',
-        '',
-      ].join('\n');
       const instance = (id: string) => ({
         repo: 'acme/calc',
         instance_id: id,
         base_commit: commit,
-        patch: gold,
+        patch: FIX_ADD_PATCH,
         test_patch: '',
         problem_statement: 'add subtracts',
         FAIL_TO_PASS: ['add sums'],

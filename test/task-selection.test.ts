@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { execa } from 'execa';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { selectIds } from '../steps/task-selection.js';
-import { makeRepo } from './fixtures.js';
+import { FIX_ADD_PATCH, makeRepo, newFilePatch } from './fixtures.js';
 import { Rig } from './rig.js';
 import { dockerBackend } from '../sandboxes/docker.js';
 import { ensureTestImage } from './docker-image.js';
@@ -75,36 +75,21 @@ const version = (n: number) => `${(n % 3) + 1}.0`;
 
 function dataset(): string[] {
   const [base] = makeRepo(join(rig.dir, 'repos', 'calc'), [{ 'src/add.mjs': 'export const add = (a, b) => a - b;\n', 'package.json': '{"type": "module"}\n' }]);
-  const gold = [
-    'diff --git a/src/add.mjs b/src/add.mjs',
-    '--- a/src/add.mjs',
-    '+++ b/src/add.mjs',
-    '@@ -1 +1 @@',
-    '-export const add = (a, b) => a - b;',
-    '+export const add = (a, b) => a + b;',
-    '',
-  ].join('\n');
   const ids: string[] = [];
   const lines = Array.from({ length: 40 }, (_, i) => {
     const n = i + 1;
     const id = `acme__calc-${n}`;
     ids.push(id);
-    const test = [
-      `diff --git a/test/add${n}.test.mjs b/test/add${n}.test.mjs`,
-      'new file mode 100644',
-      '--- /dev/null',
-      `+++ b/test/add${n}.test.mjs`,
-      '@@ -0,0 +1,3 @@',
-      "+import { test } from 'node:test';",
-      "+import assert from 'node:assert/strict';",
-      `+test('adds ${n}', async () => assert.equal((await import('../src/add.mjs')).add(${n}, 1), ${n + 1}));`,
-      '',
-    ].join('\n');
+    const test = newFilePatch(`test/add${n}.test.mjs`, [
+      "import { test } from 'node:test';",
+      "import assert from 'node:assert/strict';",
+      `test('adds ${n}', async () => assert.equal((await import('../src/add.mjs')).add(${n}, 1), ${n + 1}));`,
+    ]);
     return JSON.stringify({
       repo: 'acme/calc',
       instance_id: id,
       base_commit: base,
-      patch: gold,
+      patch: FIX_ADD_PATCH,
       test_patch: test,
       problem_statement: `add(${n}, 1) is not ${n + 1}.`,
       version: version(n),

@@ -187,6 +187,9 @@ key; concurrency.kinds limits hold across the fleet); needs the remote cache`,
         provenanceOf: provenanceFor(ctx, cohorts, admitted),
         recall: draws.recall,
       };
+      // The exports were annotated with the record as loaded (what admission adds changes none of it):
+      // only what the run itself appends can make one stale, so a run that appends nothing skips the check.
+      const appendedBefore = ctx.store.logs.appended;
       const { summary, states } = await run(ctx, inputs, runOptions, sel.nodes).finally(() => (executor?.ok ? executor.value.close() : undefined));
       // What this command reads after the run (each cohort's analysis) is made local if it came from the remote cache.
       if (remote?.ok) {
@@ -201,7 +204,7 @@ key; concurrency.kinds limits hold across the fleet); needs the remote cache`,
       let reuse = await recordCohorts(ctx, cohorts, states);
       // A bundle tells the record: what this run put on it (a re-draw, an analysis another cohort
       // made first) is in its bundle now, by a second pass over what it changed (the rest is cached).
-      const stale = controller.signal.aborted ? [] : await staleAnnotations(ctx, sel.nodes, inputs, io.env);
+      const stale = controller.signal.aborted || ctx.store.logs.appended === appendedBefore ? [] : await staleAnnotations(ctx, sel.nodes, inputs, io.env);
       if (stale.length) {
         const again = new Set(withUpstream(stale));
         const second = await run(

@@ -77,6 +77,9 @@ function textOf(path: string): string {
 }
 
 export class ChainedLog {
+  /** Appends that wrote, by this process (what a reader of the logs may have missed since it read them). */
+  appended = 0;
+
   constructor(
     private readonly dir: string,
     private readonly locks: LockDir,
@@ -164,6 +167,7 @@ export class ChainedLog {
         closeSync(fd);
       }
       if (!text) syncDir(this.dir); // a new log's name is durable too
+      this.appended++;
       return { ok: true, entries };
     } finally {
       lock.release();

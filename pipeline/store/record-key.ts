@@ -1,8 +1,9 @@
-import { createPrivateKey, createPublicKey, generateKeyPairSync, randomBytes, sign, verify, type KeyObject } from 'node:crypto';
-import { linkSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createPrivateKey, createPublicKey, generateKeyPairSync, sign, verify, type KeyObject } from 'node:crypto';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { sha256 } from '../digest.js';
+import { writeFileOnce } from '../atomic-write.js';
 
 /**
  * The key that signs the store's records (its hash-chained logs). It lives outside the store,
@@ -40,15 +41,7 @@ export function keyIdOf(rawPub: Buffer): string {
 function makeKey(path: string): void {
   mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
   const { privateKey } = generateKeyPairSync('ed25519');
-  const tmp = `${path}.${randomBytes(6).toString('hex')}.tmp`;
-  writeFileSync(tmp, privateKey.export({ type: 'pkcs8', format: 'pem' }), { mode: 0o600 });
-  try {
-    linkSync(tmp, path);
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
-  } finally {
-    rmSync(tmp, { force: true });
-  }
+  writeFileOnce(path, privateKey.export({ type: 'pkcs8', format: 'pem' }), { label: 'record-key', mode: 0o600 });
 }
 
 /** The record key cannot be had: what the message says is the user's to fix (cli/main.ts gives the hint). */

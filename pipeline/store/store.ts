@@ -1,9 +1,9 @@
 import { PassedChecks } from './passed-checks.js';
-import { existsSync, linkSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { sha256, type CacheKey, type Sha256 } from '../digest.js';
 import { ActionCache, NodeIndex } from './action-cache.js';
-import { ensureDir, forgetDirsUnder, tempPath, writeFileAtomic } from '../atomic-write.js';
+import { ensureDir, forgetDirsUnder, writeFileAtomic, writeFileOnce } from '../atomic-write.js';
 import { Cas } from './cas.js';
 import { isAlive, LockDir } from './lock.js';
 import { StoreUse } from './store-use.js';
@@ -94,17 +94,7 @@ export class Store {
   id(): string {
     if (this.storeId) return this.storeId;
     const file = join(this.dir, 'STORE.id');
-    if (!existsSync(file)) {
-      const tmp = tempPath(this.tmpDir, 'store-id');
-      writeFileSync(tmp, randomBytes(16).toString('hex') + '\n');
-      try {
-        linkSync(tmp, file);
-      } catch (e) {
-        if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
-      } finally {
-        rmSync(tmp, { force: true });
-      }
-    }
+    if (!existsSync(file)) writeFileOnce(file, randomBytes(16).toString('hex') + '\n', { tmpDir: this.tmpDir, label: 'store-id' });
     return (this.storeId = readFileSync(file, 'utf8').trim());
   }
 
