@@ -305,7 +305,11 @@ interface Layout {
 
 function openSandbox(tools: Tools, layout: Layout, proxy: EgressProxy | undefined): Sandbox {
   const { spec } = layout;
-  const options = [...namespaceArgs(spec.egress.mode), ...withParentDirs([...systemArgs(), ...scratchArgs(), ...sandboxArgs(layout)]), '--seccomp', '4'];
+  const system = spec.system ? declaredSystemArgs(spec.system) : systemArgs();
+  // The drop tool's binds go on the fresh /run that scratchArgs makes.
+  const tool = spec.system ? dropToolArgs(tools) : [];
+  const options = [...namespaceArgs(spec.egress.mode), ...withParentDirs([...system, ...scratchArgs(), ...tool, ...sandboxArgs(layout)]), '--seccomp', '4'];
+  const drop = spec.system ? toolDropArgv(tools) : dropArgv(tools);
   const wrapper = sandboxWrapper(layout.forwards);
   const env = sandboxEnv(spec);
   const seccomp = seccompProgram();
@@ -321,7 +325,7 @@ function openSandbox(tools: Tools, layout: Layout, proxy: EgressProxy | undefine
       const cwd = posix.resolve(WORKDIR, o.cwd ?? WORKDIR);
       // Every process of this exec lives in the new pid namespace: when the command exits,
       // bwrap's init exits and the kernel kills the rest before this promise resolves.
-      return runProcess([tools.bwrap, '--args', '3', '--', ...dropArgv(tools), ...wrapper, ...argv], {
+      return runProcess([tools.bwrap, '--args', '3', '--', ...drop, ...wrapper, ...argv], {
         cwd: spec.workspace,
         env: { ...env, ...o.env },
         inputFds: [nulArgs([...options, '--chdir', cwd]), seccomp],
@@ -423,6 +427,60 @@ export function systemArgs(): string[] {
     ...ETC_FILES.filter((p) => existsSync(p)).flatMap((p) => ['--ro-bind', p, p]),
     ...nodeInstallArgs(),
   ]);
+}
+
+/** Where the privilege-drop tool and its libraries are bound when the host paths are declared. */
+const TOOL_DIR = `${RUN_DIR}/tool`;
+const LOADER = 'ld.so';
+
+let dropToolCache: string[] | null | undefined;
+
+/**
+ * The files the privilege drop runs from (setpriv, its shared libraries, the dynamic loader):
+ * bound under TOOL_DIR when a step declares its host paths, so that nothing of the host's
+ * system directories is there but what it declared. Their digests are in the key beside the
+ * declared paths' (steps/host-paths.ts). Empty when pairbench is not root (no drop inside).
+ */
+export function privilegeDropFiles(): string[] {
+  if (dropToolCache !== undefined) return dropToolCache ?? [];
+  const tools = findTools(process.env['PATH'] ?? DEFAULT_PATH);
+  if (!tools.ok || !tools.value.setpriv) return (dropToolCache = []);
+  const ldd = spawnSync('ldd', [tools.value.setpriv], { encoding: 'utf8', env: { PATH: DEFAULT_PATH } });
+  // "libc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x...)" and "/lib64/ld-linux-x86-64.so.2 (0x...)".
+  const libs = String(ldd.stdout ?? '')
+    .split('\n')
+    .map((l) => /(?:=>\s*)?(\/\S+)\s+\(0x[0-9a-f]+\)/.exec(l)?.[1])
+    .filter((p): p is string => p !== undefined);
+  const loader = libs.find((l) => /\/ld-linux[^/]*\.so/.test(l) || /\/ld-[^/]*\.so/.test(l));
+  if (ldd.status !== 0 || !loader)
+    throw new Error(`bubblewrap: cannot list what ${tools.value.setpriv} loads (ldd: ${String(ldd.stderr ?? '').trim() || `exit ${ldd.status}`})`);
+  return (dropToolCache = [tools.value.setpriv, ...libs]);
+}
+
+/** The declared host paths, read-only at their own paths, and nothing else of the host's system (merged-/usr links are links only). */
+function declaredSystemArgs(paths: readonly string[]): string[] {
+  const links = SYSTEM_ROOTS.flatMap((p) => {
+    const st = lstatOrUndefined(p);
+    return st?.isSymbolicLink() ? ['--symlink', readlinkSync(p), p] : [];
+  });
+  // At its parent's real location (/lib/x/libc.so.6 lands in /usr/lib/x when /lib is a link), under its own name.
+  const binds = paths
+    .map((p) => join(realpathSync(dirname(p)), basename(p)))
+    .sort((a, b) => depth(a) - depth(b))
+    .flatMap((p) => ['--ro-bind', p, p]);
+  return [...links, ...binds];
+}
+
+/** The privilege-drop tool's files, under TOOL_DIR (none when pairbench is not root). */
+function dropToolArgs(tools: Tools): string[] {
+  if (!tools.setpriv) return [];
+  return privilegeDropFiles().flatMap((f, i) => ['--ro-bind', f, `${TOOL_DIR}/${i === 0 ? 'setpriv' : /\/ld-[^/]*\.so/.test(f) ? LOADER : basename(f)}`]);
+}
+
+/** The privilege drop through the bound tool: its own loader and libraries, none of the host's. */
+function toolDropArgv(tools: Tools): string[] {
+  const argv = dropArgv(tools);
+  return argv.length ? [`${TOOL_DIR}/${LOADER}`, '--library-path', TOOL_DIR, `${TOOL_DIR}/setpriv`, ...argv.slice(1)] : [];
 }
 
 /** Paths the system binds cover (a mount point cannot be created under them). */
@@ -583,6 +641,12 @@ function checkSpec(spec: SandboxSpec): string | undefined {
   for (const m of spec.mounts ?? []) {
     const problem = checkMount(m);
     if (problem) return `mount ${m.host} -> ${m.target}: ${problem}`;
+  }
+  for (const p of spec.system ?? []) {
+    if (!posix.isAbsolute(p) || posix.normalize(p) !== p || p === '/') return `host path ${p}: give a normalized absolute path other than /`;
+    if (!existsSync(p)) return `host path ${p} does not exist on this host`;
+    const reserved = ['/proc', '/dev', '/tmp', '/run', WORKDIR, '/etc/passwd', '/etc/group'].find((r) => p === r || isUnder(p, r) || isUnder(r, p));
+    if (reserved) return `host path ${p} overlaps ${reserved}, which the sandbox makes itself`;
   }
   const ports = (spec.forwards ?? []).map((f) => f.port);
   if (spec.egress.mode === 'allowlist') ports.push(PROXY_PORT);

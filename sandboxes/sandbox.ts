@@ -36,6 +36,11 @@ export interface SandboxSpec {
   workspace: string;
   /** Extra mounts (the agent's own install, a verifier's files at verify time). Nothing else of the host is visible. */
   mounts?: Mount[];
+  /**
+   * bubblewrap: the host paths bound read-only instead of the system directories (the verifier's
+   * declared, digested environment); nothing else of the host is there. Other backends ignore it.
+   */
+  system?: readonly string[];
   /** Docker: image ID (sha256:...) to run; other backends ignore it. */
   image?: string;
   /** Docker: where the workspace is mounted and processes start (an image's WORKDIR, e.g. /app); default /work. */

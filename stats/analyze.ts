@@ -7,6 +7,7 @@ import { ENVELOPE_FORMULA, MDE_FORMULA } from './envelope.js';
 import { MONTE_CARLO_SAMPLES } from './inference.js';
 import { holm } from './exact-tests.js';
 import { pairAttempts } from './pairing.js';
+import { excludeFlakyTasks, FLAKY_VERIFIER } from './flaky-tasks.js';
 import { headlineWarnings } from './warnings.js';
 import { analyzeFactorial, decideEffects, decideFactorial } from './factorial.js';
 import { crossCells, crossedDesigns } from './crossed.js';
@@ -31,7 +32,8 @@ export function analyze(attempts: readonly AttemptRecord[], spec: AnalysisSpec):
   return analyzeValid(attempts, spec);
 }
 
-function analyzeValid(given: readonly AttemptRecord[], cohortSpec: AnalysisSpec): AnalysisResult {
+function analyzeValid(audited: readonly AttemptRecord[], cohortSpec: AnalysisSpec): AnalysisResult {
+  const { attempts: given, tasks: flakyTasks } = excludeFlakyTasks(audited);
   // Crossed with models or agents: the arms at each level are cells, compared within their level.
   const crossing = cohortSpec.by ? crossCells(given, { ...cohortSpec, by: cohortSpec.by }) : null;
   const attempts = crossing?.attempts ?? given;
@@ -76,6 +78,10 @@ function analyzeValid(given: readonly AttemptRecord[], cohortSpec: AnalysisSpec)
   const comparisons = sequential ? decided.map((c, i) => (i === 0 ? applySequential(c, sequential, compared[0]!.unisolatedArms) : c)) : decided;
 
   const notes = methodNotes(spec, m);
+  if (flakyTasks.length)
+    notes.push(
+      `${flakyTasks.length} task(s) excluded whole (${FLAKY_VERIFIER}): the verifier gave an attempt's changes different verdicts, so no attempt of ${flakyTasks.join(', ')} is scored, in any arm.`,
+    );
   const acceptedNullPass = attempts.filter((a) => a.admission === 'accepted' && a.pass === null).length;
   if (acceptedNullPass > 0) notes.push(`${acceptedNullPass} accepted attempt(s) had no pass value and were scored as failures.`);
   const duplicates = duplicateCount(attempts);

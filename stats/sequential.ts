@@ -18,6 +18,7 @@
  * confidence-sequence: a betting confidence sequence on family deltas, mapped from [-1, 1]
  * to [0, 1]; it is looked at after every family and stops once it excludes 0.
  */
+import { excludeFlakyTasks } from './flaky-tasks.js';
 import { scored } from './arm-metrics.js';
 import { unisolatedProblem } from './compare.js';
 import { bettingConfidenceSequence } from './confidence-sequence.js';
@@ -112,7 +113,9 @@ const BIAS_NOTE =
  * `stopped-earlier`. Pure: the same attempts and spec give the same looks, so a look
  * node and the final analysis agree.
  */
-export function sequentialAnalysis(attempts: readonly AttemptRecord[], spec: AnalysisSpec, upTo?: number): SequentialResult {
+export function sequentialAnalysis(audited: readonly AttemptRecord[], spec: AnalysisSpec, upTo?: number): SequentialResult {
+  // A flaky verifier's task is out whole (all its attempts are in one family, so in one look).
+  const attempts = excludeFlakyTasks(audited).attempts;
   const s = stoppingOf(spec);
   const maxFamilies = s.schedule.reduce((n, g) => n + g.length, 0);
   const lastLook = Math.min(upTo ?? s.schedule.length, s.schedule.length);

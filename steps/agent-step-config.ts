@@ -138,7 +138,7 @@ export function taskMatrixSource(step: StepConfig, dimension: string, source: Re
 }
 
 /** Checks that the step fans out over `task` and that every task loads (the first 20 failures are listed). */
-export function checkTasks(step: StepConfig): Diagnostic[] {
+export function checkTasks(step: StepConfig, options: { hostPaths?: boolean } = {}): Diagnostic[] {
   const dim = step.matrix.find((d) => d.name === 'task');
   if (!dim) {
     return [
@@ -151,7 +151,7 @@ export function checkTasks(step: StepConfig): Diagnostic[] {
   }
   const missingSource = taskSourceProblem(step);
   if (missingSource) return [missingSource];
-  const out: Diagnostic[] = sandboxProblems(step);
+  const out: Diagnostic[] = [...sandboxProblems(step), ...hostPathProblems(step, options.hostPaths === true)];
   let failing = 0;
   dim.values.forEach((id, i) => {
     if (failing >= 20) return void failing++;
@@ -191,6 +191,30 @@ function sandboxProblems(step: StepConfig): Diagnostic[] {
       hint: `use backend ${others.join(' or ')} for egress ${egress}, or egress ${modes.join(' or ')} on ${backend}`,
     },
   ];
+}
+
+/** sandbox.host_paths: only where the hidden verifier runs (verify, certify), only under bubblewrap. */
+function hostPathProblems(step: StepConfig, runsVerifier: boolean): Diagnostic[] {
+  const sandbox = step.spec['sandbox'] as { backend?: string; host_paths?: string[] } | undefined;
+  if (!sandbox?.host_paths) return [];
+  const where = { field: `steps.${step.name}.sandbox.host_paths`, location: step.source.locate([...step.path, 'sandbox', 'host_paths']) };
+  if (!runsVerifier)
+    return [
+      {
+        ...where,
+        message: `host_paths pins the hidden verifier's environment: a ${step.kind} step does not run it`,
+        hint: 'declare it on the verify and certify steps',
+      },
+    ];
+  if (sandbox.backend !== 'bubblewrap')
+    return [
+      {
+        ...where,
+        message: `host_paths is for the bubblewrap backend (this step's is ${sandbox.backend ?? 'auto'})`,
+        hint: sandbox.backend === 'docker' ? 'docker pins the environment by image ID: remove host_paths' : 'set sandbox.backend: bubblewrap',
+      },
+    ];
+  return [];
 }
 
 /** A task source that is not there at all: one error at `tasks`, not one per task. */

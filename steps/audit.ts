@@ -18,6 +18,7 @@ import { NOT_RUN, passedNotRun } from './not-run.js';
 import { specIf, specOf, type SpecByKind } from './step-spec.js';
 import { jsonArtifact, optional, parseJsonArtifact, readJsonArtifact, type Artifact, type JsonArtifact } from '../pipeline/artifact.js';
 import { auditedAttemptProblems } from '../stats/output-checks.js';
+import { FLAKY_VERIFIER } from '../stats/flaky-tasks.js';
 import { VERIFIER_VERDICT, verifyStep } from './verify.js';
 
 /** audit.json: the attempt's record as analyze reads it (checked against its generated schema by every reader). */
@@ -126,7 +127,8 @@ export const auditStep: StepKind = {
   // leakage over the whole trajectory (tool results, reassembled text, agent output, normalised probes).
   // 5: the record names the run and verify nodes it was made from (sources).
   // 7: a provider's failure is infra-provider (was infra-gateway).
-  version: 7,
+  // 8: a verdict whose verifier runs disagreed is a flaky-verifier exclusion.
+  version: 8,
   check: (step) => checkTasks(step),
   keyConfig(node): Json {
     const task = taskOf(node);
@@ -205,6 +207,11 @@ export const auditStep: StepKind = {
       admission = 'excluded';
       reason = infraReason(run);
       explanation = `infrastructure fault, not attributable to the agent: ${run.infra_error ?? 'unknown'}`;
+      pass = null;
+    } else if (verdict?.flaky_verifier) {
+      admission = 'excluded';
+      reason = FLAKY_VERIFIER;
+      explanation = `${verdict.flaky_verifier}: no verdict, and the analysis excludes every attempt of task ${task.id}`;
       pass = null;
     } else if (verdict === null || verdict.pass === null) {
       admission = 'excluded';

@@ -10,7 +10,7 @@ import { TREE } from './materialize.js';
 import { specOf } from './step-spec.js';
 import type { CanaryCalibrations } from './verifier-canary.js';
 import { describeVerifierFault, runVerifier, scoringOf, verifierSandbox } from './verifier-run.js';
-import { annotateImageTemplates } from './image-annotations.js';
+import { annotateVerifierEnvironment } from './host-paths.js';
 
 /**
  * `calibrate` (per task, a checkpoint a verify step adds for the tasks no certify step covers):
@@ -26,7 +26,7 @@ export const calibrateStep: StepKind = {
   outputs: () => [CANARY],
   sandboxed: true,
   // Its sandbox is its verify step's: the image a per-task template names is part of the key.
-  annotate: annotateImageTemplates,
+  annotate: annotateVerifierEnvironment,
   version: 1,
   keyConfig(node): JsonEncodable {
     const task = taskOf(node);

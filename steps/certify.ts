@@ -1,3 +1,4 @@
+import { discrimination } from './certify/discrimination.js';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { canonicalJson, type JsonEncodable } from '../pipeline/canonical-json.js';
@@ -19,7 +20,7 @@ import { applySolution, CANARY, calibrationsOf, unusableCanaries } from './canar
 import { verifierOwned } from './verifier-owned.js';
 import { diffSnapshots, snapshot } from './workspace.js';
 import { specIf, specOf, type SpecByKind } from './step-spec.js';
-import { annotateImageTemplates } from './image-annotations.js';
+import { annotateVerifierEnvironment } from './host-paths.js';
 import { CERTIFICATION_VERDICT, CERTIFY_KIND, type CertificationVerdict } from './certification.js';
 import { artifact, jsonArtifact } from '../pipeline/artifact.js';
 import { stepOutputProblems } from './step-output-checks.js';
@@ -102,7 +103,7 @@ export const certifyStep: StepKind = {
   outputs: () => [CERTIFICATION, CERTIFICATION_VERDICT, CANARY, VERIFIER_LOGS],
   sandboxed: true,
   // The image a per-task template names is part of the key (as the engine has it now).
-  annotate: annotateImageTemplates,
+  annotate: annotateVerifierEnvironment,
   // 5: third-party code (node_modules, vendor/, site-packages) is searched for copies of the answer and the canary
   //    only; a solution line the tree carries in two files or more is its idiom; rejections say the allow entries.
   // 4: a task whose canary passes even with the reference solution is rejected (no pass of it could be trusted).
@@ -110,7 +111,7 @@ export const certifyStep: StepKind = {
   // 2: canaries, every arm surface (directories, env, MCP servers), encodings normalised and decoded.
   version: 5,
   check(step, steps) {
-    const problems = checkTasks(step);
+    const problems = checkTasks(step, { hostPaths: true });
     // Generated treatment files are scanned like any other surface, so certify must read them.
     for (const run of steps.values()) {
       if (run.kind !== runStep.name || !run.needs.includes(step.name)) continue;
@@ -343,13 +344,7 @@ export const certifyStep: StepKind = {
       if (ctx.signal.aborted) return err({ reason: 'killed', message: 'interrupted' });
       return err({ reason: 'infra', message: `certification could not run: ${errorMessage(e)}` });
     }
-    const nopPasses = checks.nop.filter(Boolean).length;
-    const oraclePasses = checks.oracle.filter(Boolean).length;
-    const flaky: string[] = [];
-    if (nopPasses > 0 && nopPasses < policy.repeats) flaky.push(`flaky verifier: passed ${nopPasses} of ${policy.repeats} times on the untouched tree`);
-    if (oraclePasses > 0 && oraclePasses < policy.repeats)
-      flaky.push(`flaky verifier: passed ${oraclePasses} of ${policy.repeats} times with the reference solution`);
-    const discriminating = nopPasses === 0 && oraclePasses === policy.repeats;
+    const { nopPasses, oraclePasses, flaky, discriminating } = discrimination(checks.nop, checks.oracle, policy.repeats);
     if (!scanRejects && nopPasses === policy.repeats) reasons.push('non-discriminating: the verifier passes on the untouched tree');
     if (!scanRejects && oraclePasses === 0 && !reasons.some((r) => r.startsWith('oracle:'))) {
       const note = networkNote(task, verifierSettings.egress, oracleOutput);

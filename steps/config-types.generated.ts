@@ -335,6 +335,12 @@ export interface Sandbox {
   egress?: 'none' | 'allowlist' | 'open';
   allow?: string[];
   /**
+   * bubblewrap, on the steps that run the hidden verifier (verify, certify): the host paths (absolute; files or directories) the verifier's sandbox binds read-only, instead of the host's system directories. Each one's contents are digested into every key of the step, so a changed host file is a new key (and, under a registered cohort version, a refused freeze); a path not declared is not there. Not given: the system directories are bound undigested, and the verdict says its environment is not pinned.
+   *
+   * @minItems 1
+   */
+  host_paths?: [string, ...string[]];
+  /**
    * Docker: the image ID (sha256:...), never a tag; or a per-task template such as sweb.eval.x86_64.{instance_id} (or {task}; {image}: the instance's own image field, SWE-bench 5.x), resolved for each task to the local image's ID when the run is planned (that ID is part of the key and recorded in every receipt).
    */
   image?: {
@@ -545,6 +551,10 @@ export interface VerifyStep {
    * Run the verifier offline (egress none) as the agent's unprivileged uid 1000, whatever the task's verifier phase says (Harbor's default: root, with the task's network mode). Part of the key.
    */
   strict_verifier?: boolean;
+  /**
+   * How many times the verifier runs on each attempt's changes, each in a fresh sandbox on a fresh copy of the tree (no agent cost). Runs that disagree are a flaky-verifier exclusion, and every attempt of that task is excluded from the analysis. Default 3: with certify's 3 checks, an 80%-flaky verifier is caught on 99% of tasks at the README's shape (2 arms x 3 reps of correct attempts). Part of the key.
+   */
+  repeats?: number;
 }
 /**
  * Per task, before any attempt: static leakage scan of every agent-visible surface and the discrimination check (nop fails, oracle passes, repeated). Run steps that need it refuse a rejected task.

@@ -1,3 +1,4 @@
+import { pinnedHostPaths } from './host-paths.js';
 import { lstatSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
@@ -45,7 +46,11 @@ function verifierEnvironment(node: GraphNode): { pinned: boolean; text: string }
   const verify = withUpstream(node.upstream).find((n) => n.kind === verifyStep);
   const spec: Partial<SpecByKind['verify']> = specIf(verify?.step, 'verify') ?? {};
   const s = sandboxOf({ ...(spec.sandbox ? { sandbox: spec.sandbox } : {}) });
-  return ENVIRONMENT[s.backend](s.image, { who: 'the verifier', step: 'verify' });
+  const hostPaths = verify ? pinnedHostPaths(verify) : undefined;
+  return ENVIRONMENT[s.backend](
+    { image: s.image, ...(hostPaths?.ok && hostPaths.value ? { hostPaths: hostPaths.value } : {}) },
+    { who: 'the verifier', step: 'verify' },
+  );
 }
 
 /** One run node per task the cohort ran (its task is loaded from that run's task source). */

@@ -16,6 +16,7 @@ import { sandboxBackend, type BackendName } from '../sandboxes/index.js';
 import type { Mount, Sandbox } from '../sandboxes/sandbox.js';
 import { checkTasks, taskMatrixSource, taskOf } from './agent-step-config.js';
 import type { SandboxSettings } from './sandbox-settings.js';
+import { pinnedHostPaths } from './host-paths.js';
 import { ENVIRONMENT_OUTPUTS, environmentStep, inEnvironment, startingPoint } from './environment.js';
 import type { ModelSession } from './model-session.js';
 import { MODEL_PROVIDERS } from '../gateway/providers.js';
@@ -151,6 +152,8 @@ export function sandboxOf(s: { sandbox?: SandboxSettings }) {
     allow: b.allow ?? [],
     image: b.image ?? null,
     resources: b.resources ?? {},
+    // Only when declared: every other step's key stays as it was.
+    ...(b.host_paths ? { host_paths: b.host_paths } : {}),
   } as const;
 }
 
@@ -158,8 +161,15 @@ export function sandboxOf(s: { sandbox?: SandboxSettings }) {
  * The step's sandbox for one node: a per-task image template (`sweb.eval.x86_64.{instance_id}`)
  * is the image ID the CLI resolved when it planned the node (GraphNode.annotation, part of its key).
  */
-export function sandboxFor(node: GraphNode, s: { sandbox?: SandboxSettings }): Result<ReturnType<typeof sandboxOf>, string> {
-  const settings = sandboxOf(s);
+export function sandboxFor(
+  node: GraphNode,
+  s: { sandbox?: SandboxSettings },
+): Result<ReturnType<typeof sandboxOf> & { hostPaths?: readonly string[] }, string> {
+  const declared = sandboxOf(s);
+  // Declared host paths are bound only once digested (their digests are in the node's key).
+  const pinned = pinnedHostPaths(node);
+  if (!pinned.ok) return err(pinned.error);
+  const settings = pinned.value ? { ...declared, hostPaths: Object.keys(pinned.value) } : declared;
   if (!settings.image?.includes('{')) return ok(settings);
   const resolved = (node.annotation as { image?: { name: string; id: string | null } } | undefined)?.image;
   if (!resolved) return err(`the image template ${settings.image} was not resolved for ${node.id} (it is resolved when a run is planned by the CLI)`);

@@ -8,4 +8,5 @@ export interface SandboxSettings {
   allow?: string[];
   image?: string;
   resources?: { cpus?: number; memory_mb?: number; pids?: number };
+  host_paths?: string[];
 }

@@ -59,6 +59,8 @@ export interface VerifierSandbox {
   user?: string;
   allow?: readonly string[];
   resources?: { cpus?: number; memory_mb?: number; pids?: number };
+  /** bubblewrap: the declared, digested host paths bound instead of the system directories. */
+  hostPaths?: readonly string[];
 }
 
 /**
@@ -83,6 +85,7 @@ export function verifierSandbox(s: {
   resources: { cpus?: number; memory_mb?: number; pids?: number };
   workdir?: string;
   user?: string;
+  hostPaths?: readonly string[];
 }): VerifierSandbox {
   return {
     backend: s.backend,
@@ -92,6 +95,7 @@ export function verifierSandbox(s: {
     resources: s.resources,
     ...(s.workdir ? { workdir: s.workdir } : {}),
     ...(s.user ? { user: s.user } : {}),
+    ...(s.hostPaths ? { hostPaths: s.hostPaths } : {}),
   };
 }
 
@@ -434,6 +438,7 @@ export async function runVerifier(request: VerifierRequest): Promise<Result<Veri
       ...(settings.image ? { image: settings.image } : {}),
       ...(settings.workdir ? { workdir: settings.workdir } : {}),
       ...(settings.user ? { user: settings.user } : {}),
+      ...(settings.hostPaths ? { system: settings.hostPaths } : {}),
       egress: { mode: settings.egress, allow: [...(settings.allow ?? [])] },
       resources: {
         ...(settings.resources?.cpus ? { cpus: settings.resources.cpus } : {}),

@@ -6,6 +6,7 @@
  */
 import type { CanaryOutcome } from './verifier-canary.js';
 import type { Forgery, RewardFile, TestEvidence } from './verifier-run.js';
+import type { VerifierRuns } from './verifier-repeats.js';
 
 export interface VerifierVerdict {
   schema_version: 1;
@@ -26,5 +27,9 @@ export interface VerifierVerdict {
   verifier_owned_kept_pristine?: string[];
   /** Why there is no verdict (pass null). */
   no_verdict?: string | null;
+  /** How many times the verifier ran on these changes (verify's `repeats`) and what the runs gave. */
+  runs?: VerifierRuns;
+  /** The runs disagreed (pass null): the verifier cannot score this task; the analysis excludes all its attempts. */
+  flaky_verifier?: string | null;
   sandbox: { backend: string; isolation: string; image_id: string | null };
 }

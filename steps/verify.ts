@@ -16,14 +16,19 @@ import { VERIFIER_OWNED, verifierOwned } from './verifier-owned.js';
 import { applyChanges, CHANGED, CHANGES, type WorkspaceChanges } from './workspace.js';
 import { NOT_RUN, passedNotRun } from './not-run.js';
 import { specOf, type SpecByKind } from './step-spec.js';
-import { annotateImageTemplates } from './image-annotations.js';
+import { annotateVerifierEnvironment } from './host-paths.js';
 import { artifact, jsonArtifact, optional, parseJsonArtifact, putFileOutput, readJsonArtifact } from '../pipeline/artifact.js';
 import { stepOutputProblems } from './step-output-checks.js';
 import type { VerifierVerdict } from './verifier-verdict.js';
+import { combineRuns, runsOf, type VerifierRuns } from './verifier-repeats.js';
 
 type VerifySpec = SpecByKind['verify'];
 
 const spec = (step: StepConfig): VerifySpec => specOf(step, 'verify');
+
+/** How many times the verifier runs on each attempt (the schema's default when not given). */
+export const DEFAULT_VERIFY_REPEATS = 3;
+const repeatsOf = (s: VerifySpec): number => s.repeats ?? DEFAULT_VERIFY_REPEATS;
 
 /** Whether two steps read the same task source (a task id names the same task in both). */
 function sameTasks(a: StepConfig, b: StepConfig): boolean {
@@ -52,12 +57,13 @@ export const verifyStep: StepKind = {
   outputs: () => [VERIFIER_VERDICT, EVIDENCE, VERIFIER_LOG, NOT_RUN],
   sandboxed: true,
   // The image a per-task template names is part of the key (as the engine has it now).
-  annotate: annotateImageTemplates,
+  annotate: annotateVerifierEnvironment,
+  // 5: the verifier runs `repeats` times (default 3), each in a fresh sandbox; runs that disagree are no verdict (flaky-verifier).
   // 4: a pass no calibrated canary stands behind is no verdict (its canaries are calibrated by certify, needed or not, or by calibrate).
   // 3: one test-runner invocation per verification (verifier.runner); the full verifier output kept (verifier.log).
   // 2: verifier-owned files are taken from the pristine tree; canaries.
-  version: 4,
-  check: (step) => checkTasks(step),
+  version: 5,
+  check: (step) => checkTasks(step, { hostPaths: true }),
   // The canaries of its tasks are calibrated by their certify step whatever needs says; a task
   // no certify step covers gets a calibrate node of its own (checkpoints, below).
   impliedNeeds: (step, steps) => [...steps.values()].filter((s) => s.kind === certifyStep.name && sameTasks(s, step)).map((s) => s.name),
@@ -87,6 +93,7 @@ export const verifyStep: StepKind = {
   keyConfig(node): JsonEncodable {
     const task = taskOf(node);
     return {
+      repeats: repeatsOf(spec(node.step)),
       command: task.verifier.command,
       fail_to_pass: task.verifier.failToPass,
       pass_to_pass: task.verifier.passToPass,
@@ -143,8 +150,6 @@ export const verifyStep: StepKind = {
         message: `task ${task.id} is verified in the image its environment step built: give step ${ctx.node.step.name} sandbox: { backend: docker }`,
       });
     }
-    const ws = join(ctx.workDir, 'ws');
-    ctx.artifacts.materialize(tree, ws);
     const read = parseJsonArtifact(CHANGES, ctx.artifacts.read(run.outputs[CHANGES.name]!.digest).toString('utf8'), run.node);
     if (!read.ok) return err({ reason: 'store-error', message: read.error });
     const changes = read.value;
@@ -158,8 +163,16 @@ export const verifyStep: StepKind = {
       written: Object.fromEntries(Object.entries(changes.written).filter(([p]) => !owned(p))),
       deleted: changes.deleted.filter((p) => !owned(p)),
     };
-    try {
+    // Each run of the verifier gets a fresh copy of the tree with the changes applied (it may write there).
+    const freshWorkspace = (run: number) => {
+      const ws = join(ctx.workDir, run === 0 ? 'ws' : `ws-${run + 1}`);
+      ctx.artifacts.materialize(tree, ws);
       applyChanges(applied, changedDir, ws);
+      return ws;
+    };
+    let ws: string;
+    try {
+      ws = freshWorkspace(0);
     } catch (e) {
       // An attempt whose changes would write outside the tree is scored, not applied: it fails.
       return writeVerdict(ctx, {
@@ -190,32 +203,41 @@ export const verifyStep: StepKind = {
       pristine = join(ctx.workDir, 'pristine');
       ctx.artifacts.materialize(tree, pristine);
     }
-    const outcome = await runVerifier({
-      task,
-      workspace: ws,
-      verifierFiles: verifierHost,
-      scratch: ctx.workDir,
-      sandbox: verifierSandbox(settings),
-      signal: ctx.signal,
-      canary: { mode: 'verify', calibrations },
-      scoring: scoringOf(spec(ctx.node.step)),
-      pristine,
-    });
-    if (!outcome.ok) {
-      const fault = describeVerifierFault(outcome.error);
-      // The verifier could not run: an infrastructure fault. No verdict (audit excludes the
-      // attempt), and not cached, so the next run tries again.
-      ctx.doNotCache(`infrastructure error: ${fault}`);
-      return writeVerdict(ctx, {
-        task: task.id,
-        pass: null,
-        evidence: [{ name: 'verifier', kind: 'command', status: 'fail', exit_code: null, duration_ms: 0, output_tail: fault }],
-        sandbox: { backend: settings.backend, isolation: 'n/a', image_id: settings.image },
-        noVerdict: `the verifier could not run: ${fault}`,
+    // Verdict stability: `repeats` runs, each in a fresh sandbox on a fresh copy (no agent cost).
+    const repeats = repeatsOf(spec(ctx.node.step));
+    const outcomes: VerifierOutcome[] = [];
+    for (let i = 0; i < repeats; i++) {
+      const outcome = await runVerifier({
+        task,
+        workspace: i === 0 ? ws : freshWorkspace(i),
+        verifierFiles: verifierHost,
+        scratch: i === 0 ? ctx.workDir : join(ctx.workDir, `run-${i + 1}`),
+        sandbox: verifierSandbox(settings),
+        signal: ctx.signal,
+        canary: { mode: 'verify', calibrations },
+        scoring: scoringOf(spec(ctx.node.step)),
+        pristine,
       });
+      if (!outcome.ok) {
+        const fault = describeVerifierFault(outcome.error);
+        // The verifier could not run: an infrastructure fault. No verdict (audit excludes the
+        // attempt), and not cached, so the next run tries again.
+        ctx.doNotCache(`infrastructure error: ${fault}`);
+        return writeVerdict(ctx, {
+          task: task.id,
+          pass: null,
+          evidence: [{ name: 'verifier', kind: 'command', status: 'fail', exit_code: null, duration_ms: 0, output_tail: fault }],
+          sandbox: { backend: settings.backend, isolation: 'n/a', image_id: settings.image },
+          noVerdict: `the verifier could not run: ${fault}`,
+        });
+      }
+      outcomes.push(outcome.value);
+      if (repeats > 1) ctx.log(`verifier run ${i + 1}/${repeats}: ${outcome.value.pass === null ? 'no verdict' : outcome.value.pass ? 'pass' : 'fail'}`);
     }
-    const v = outcome.value;
+    const { outcome: v, runs, flaky } = combineRuns(outcomes);
     return writeVerdict(ctx, {
+      runs,
+      flaky,
       task: task.id,
       pass: v.pass,
       evidence: v.evidence,
@@ -243,6 +265,10 @@ interface Verdict {
   forgery?: VerifierOutcome['forgery'];
   keptPristine?: string[];
   transcript?: string;
+  /** How many times the verifier ran on these changes and what the runs gave. */
+  runs?: VerifierRuns;
+  /** Why the runs cannot be believed (they disagree). */
+  flaky?: string | null;
   /** Why there is no verdict (pass null): what audit tells the reader. */
   noVerdict?: string | null;
 }
@@ -261,6 +287,8 @@ function writeVerdict(ctx: ExecutionContext, v: Verdict) {
     keptPristine = [],
     transcript = '',
     noVerdict = null,
+    runs = runsOf([{ pass }]),
+    flaky = null,
   } = v;
   const verdict: VerifierVerdict = {
     schema_version: 1,
@@ -280,6 +308,8 @@ function writeVerdict(ctx: ExecutionContext, v: Verdict) {
     verifier_owned_kept_pristine: keptPristine,
     // Why there is no verdict (an unrunnable verifier, no reward, a pass no calibrated canary stands behind).
     no_verdict: pass === null ? noVerdict : null,
+    runs,
+    flaky_verifier: flaky,
     sandbox,
   };
   ctx.log(
