@@ -271,7 +271,8 @@ const NOT_GENERATED: Record<string, string> = {
   'verify.sandbox.allow': 'as run.sandbox.allow',
   'certify.sandbox.allow': 'as run.sandbox.allow',
   'run.sandbox.host_paths': 'refused on a run step at load (it pins the verifier only)',
-  'verify.sandbox.host_paths': 'bubblewrap only, which this local-backend config refuses at load; verifier-host-paths tests that a declared path and its contents are frozen',
+  'verify.sandbox.host_paths':
+    'bubblewrap only, which this local-backend config refuses at load; verifier-host-paths tests that a declared path and its contents are frozen',
   'certify.sandbox.host_paths': 'as verify.sandbox.host_paths',
   'run.arms.*.ablate': 'an ablation needs the lines of an arm with its own file: the arm "ablated" has one and is checked',
   'run.arms.ablated.ablate.from': 'the only arm here with its own file is the one it ablates',
