@@ -275,13 +275,13 @@ describe.skipIf(!bwrap.ok && process.env['PAIRBENCH_REQUIRE_SANDBOXES'] !== '1')
     const nop = await rig.outputJson('verify-nop/acme__pycalc-7/only/1', 'verdict.json');
     expect(nop).toMatchObject({ pass: false, fail_to_pass: { 'tests/test_add.py::test_add_sums': 'fail', 'tests/test_add.py::test_add_commutes': 'fail' } });
     expect(Object.values(nop.pass_to_pass).every((s) => s === 'pass')).toBe(true);
-    // One pytest process ran every listed test: the whole verifier output is kept.
+    // In each of verify's 3 runs (verdict stability), one pytest process ran every listed test: the whole verifier output is kept.
     const log = await rig.outputText('verify-oracle/acme__pycalc-7/only/1', 'verifier.log');
-    // The run, then its canary (calibrated by certify, whatever verify's needs say).
-    expect(log.match(/^=== .*$/gm)).toEqual(['=== runner (every listed test)', '=== canary of runner']);
+    // Each run, then its canary (calibrated by certify, whatever verify's needs say).
+    expect(log.match(/^=== .*$/gm)).toEqual([1, 2, 3].flatMap((i) => [`=== verifier run ${i} of 3`, '=== runner (every listed test)', '=== canary of runner']));
     expect(log).toMatch(/^PASSED tests\/test_existing\.py::test_param\[a b\]$/m);
-    // The nop fails: no canary is run for a failure.
-    expect((await rig.outputText('verify-nop/acme__pycalc-7/only/1', 'verifier.log')).match(/^=== /gm)).toHaveLength(1);
+    // The nop fails: no canary is run for a failure (each run: its header and the runner).
+    expect((await rig.outputText('verify-nop/acme__pycalc-7/only/1', 'verifier.log')).match(/^=== /gm)).toHaveLength(6);
     // Certify calibrated the runner's canary on the reference solution: one run more, planted into the hidden test file.
     expect(cert.canaries.runner).toMatchObject({ calibrated: true, targets: [{ where: 'workspace', path: 'tests/test_add.py' }] });
     const calibration = (await rig.cli('show', 'certify/acme__pycalc-7', 'verifier-logs/oracle-1.log')).stdout;
