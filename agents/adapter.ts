@@ -1,4 +1,5 @@
 import type { MarkerScope } from '../gateway/markers.js';
+import type { ShellTool } from '../gateway/fake-actions.js';
 import type { ProviderName } from '../gateway/providers.js';
 import type { ExecResult, Mount } from '../sandboxes/sandbox.js';
 
@@ -112,6 +113,10 @@ export interface AgentAdapter {
    * be read): delivery is counted there and nowhere else.
    */
   deliveryScope(dest: string): MarkerScope | null;
+  /** The agent's own instruction file, where an arm's `instructions:` is delivered (CLAUDE.md, AGENTS.md, GEMINI.md, QWEN.md). */
+  instructionFile?: string;
+  /** The call of its shell tool that runs `command`: how a scripted model's actions reach this agent (gateway/fake-actions.ts). */
+  scriptedShell?: ShellTool;
 }
 
 export function minimalTrajectory(agent: string, version: string, model: string, prompt: string, notes: string): AtifTrajectory {
@@ -127,4 +132,13 @@ export function minimalTrajectory(agent: string, version: string, model: string,
 /** A JSON object (ATIF's tool-call arguments must be one). */
 export function isRecord(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/**
+ * A shell call whose command travels as base64 piped to sh: Gemini CLI and Qwen Code refuse a
+ * command with a command substitution in it ("Blocked: command substitution detected"), which a
+ * scripted program (a heredoc with template literals) looks like.
+ */
+export function viaBase64(command: string): string {
+  return `echo ${Buffer.from(command, 'utf8').toString('base64')} | base64 -d | sh`;
 }

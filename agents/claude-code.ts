@@ -134,6 +134,8 @@ export const claudeCodeAgent: AgentAdapter = {
   provider: 'anthropic',
   cli: { package: PACKAGE, credential: 'ANTHROPIC_API_KEY' },
   systemPrompt: true,
+  instructionFile: 'CLAUDE.md',
+  scriptedShell: (command) => ({ name: 'Bash', input: { command, description: 'scripted action' } }),
   // Claude Code loads CLAUDE.md (and CLAUDE.local.md) from the project into a <system-reminder>
   // "Contents of /work/CLAUDE.md (project instructions ...)"; any other file is only there to be read.
   deliveryScope: (dest) => {

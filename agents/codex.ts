@@ -202,6 +202,8 @@ const RETRIES = 4;
 /** `codex`: the real Codex CLI, `codex exec --json`, its provider pointed at the gateway by -c overrides. */
 export const codexAgent: AgentAdapter = {
   name: 'codex',
+  instructionFile: 'AGENTS.md',
+  scriptedShell: (cmd) => ({ name: 'exec_command', input: { cmd } }),
   needsModel: true,
   provider: 'openai',
   cli: { package: PACKAGE, credential: 'OPENAI_API_KEY' },

@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { agentPackageDir, nodeCliVersion, writeSettingsThenRun } from './node-cli.js';
-import { isRecord, type AgentAdapter, type AtifStep, type AttemptContext, type ParsedRun } from './adapter.js';
+import { isRecord, type AgentAdapter, type AtifStep, type AttemptContext, type ParsedRun, viaBase64 } from './adapter.js';
 import { countOr, jsonLines, stringOr } from './untrusted-json.js';
 
 const PACKAGE = '@google/gemini-cli';
@@ -116,6 +116,8 @@ function toAtif(lines: EventLine[], ctx: AttemptContext, version: string): Parse
 /** `gemini-cli`: the real Gemini CLI (Node, its bundle), headless with stream-json output, speaking Gemini's generateContent to the gateway. */
 export const geminiCliAgent: AgentAdapter = {
   name: 'gemini-cli',
+  instructionFile: 'GEMINI.md',
+  scriptedShell: (command) => ({ name: 'run_shell_command', input: { command: viaBase64(command), description: 'scripted action' } }),
   needsModel: true,
   provider: 'google',
   cli: { package: PACKAGE, credential: 'GEMINI_API_KEY' },

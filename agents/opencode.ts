@@ -166,6 +166,8 @@ function toAtif(lines: NonNullable<ReturnType<typeof eventLine>>[], ctx: Attempt
 /** `opencode`: the real OpenCode CLI (a native binary), `opencode run --format json`, its provider the gateway (Chat Completions). */
 export const opencodeAgent: AgentAdapter = {
   name: 'opencode',
+  instructionFile: 'AGENTS.md',
+  scriptedShell: (command) => ({ name: 'bash', input: { command, description: 'scripted action' } }),
   needsModel: true,
   provider: 'openai',
   cli: { package: PACKAGE, credential: 'OPENAI_API_KEY' },

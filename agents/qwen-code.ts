@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { agentPackageDir, nodeCliVersion, writeSettingsThenRun } from './node-cli.js';
-import type { AgentAdapter } from './adapter.js';
+import { viaBase64, type AgentAdapter } from './adapter.js';
 import { streamLine, toAtif } from './claude-code.js';
 import { jsonLines } from './untrusted-json.js';
 
@@ -43,6 +43,8 @@ const API_ERROR = /^\[API Error/;
  */
 export const qwenCodeAgent: AgentAdapter = {
   name: 'qwen-code',
+  instructionFile: 'QWEN.md',
+  scriptedShell: (command) => ({ name: 'run_shell_command', input: { command: viaBase64(command), description: 'scripted action' } }),
   needsModel: true,
   provider: 'openai',
   cli: { package: PACKAGE, credential: 'OPENAI_API_KEY' },

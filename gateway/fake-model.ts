@@ -15,8 +15,10 @@ import { answerFault, type Api } from './fake-faults.js';
 import { CHAT_DONE, chatChunks, chatCompletion, chatSse, chatTurnIndex } from './fake-chat.js';
 import { GEMINI_PATH, geminiResponse, geminiTurnIndex } from './fake-gemini.js';
 import { offersTools } from './request-bounds.js';
+import { toolNames } from './markers.js';
+import { resolveTurn, type ShellTool } from './fake-actions.js';
 
-export type { FakeFault, FakeScript, FakeTurn, FakeToolCall, FakeUsage } from './fake-script.js';
+export type { FakeAction, FakeFault, FakeScript, FakeTurn, FakeToolCall, FakeUsage, ScriptTurn } from './fake-script.js';
 
 export interface RecordedRequest {
   method: string;
@@ -32,11 +34,19 @@ export interface FakeModel {
   socket?: string;
   /** Every request received, in arrival order (live: grows while the server runs). */
   requests: RecordedRequest[];
+  /** Scripted calls the agent offered no tool for (each refused with a 400 saying so). */
+  problems: string[];
   close(): Promise<void>;
 }
 
-export async function startFakeModel(script: FakeScript, on: ListenOn): Promise<FakeModel> {
+export interface FakeModelOptions {
+  /** The attempt's agent's shell tool (its adapter's declared mapping): what the script's actions run through. */
+  shell?: ShellTool;
+}
+
+export async function startFakeModel(script: FakeScript, on: ListenOn, options: FakeModelOptions = {}): Promise<FakeModel> {
   const requests: RecordedRequest[] = [];
+  const problems: string[] = [];
   let seq = 0;
   let turnRequests = 0;
 
@@ -69,7 +79,17 @@ export async function startFakeModel(script: FakeScript, on: ListenOn): Promise<
     const side = !offersTools(body);
     const format = WIRE[api];
     const turn = side ? 0 : format.turnIndex(body);
-    const scripted: FakeTurn = side ? completionFor(script, body) : turnAt(script, turn);
+    let scripted: FakeTurn;
+    if (side) scripted = completionFor(script, body);
+    else {
+      const resolved = resolveTurn(turnAt(script, turn), toolNames(body), options.shell);
+      if ('problem' in resolved) {
+        // The attempt cannot do what the script says: refused at once, and said (run makes it an infrastructure fault).
+        problems.push(resolved.problem);
+        return sendJson(res, 400, { type: 'error', error: { type: 'invalid_request_error', message: `pairbench's scripted model: ${resolved.problem}` } });
+      }
+      scripted = resolved.turn;
+    }
     const answer: FakeTurn = script.usage_from_request
       ? {
           ...scripted,
@@ -98,6 +118,7 @@ export async function startFakeModel(script: FakeScript, on: ListenOn): Promise<
   return {
     ...bound,
     requests,
+    problems,
     close: () => closeServer(server),
   };
 }

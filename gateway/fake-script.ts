@@ -16,6 +16,22 @@ export interface FakeToolCall {
   input: Record<string, unknown>;
 }
 
+/**
+ * A scripted action in the agent's terms, not a tool's: the fake model carries it out with the
+ * tool the attempt's agent offers for it (its adapter's declared mapping, gateway/fake-actions.ts),
+ * so one script drives every agent. An action the agent offers no tool for is an infrastructure fault.
+ */
+export type FakeAction =
+  | { action: 'shell'; command: string }
+  | { action: 'read'; path: string }
+  | { action: 'write'; path: string; content: string }
+  | { action: 'edit'; path: string; old: string; new: string };
+
+export const ACTIONS = ['shell', 'read', 'write', 'edit'] as const;
+
+/** A scripted call: a tool by name (that agent's own), or an action any agent can carry out. */
+export type ScriptedCall = FakeToolCall | FakeAction;
+
 /** One model reply: optional text, then tool calls (stop reason tool_use when there are any). */
 export interface FakeTurn {
   text?: string;
@@ -23,9 +39,14 @@ export interface FakeTurn {
   usage?: FakeUsage;
 }
 
+/** A turn as the script writes it: its calls may be actions, resolved per request (fake-actions.ts). */
+export interface ScriptTurn extends Omit<FakeTurn, 'tool_calls'> {
+  tool_calls?: ScriptedCall[];
+}
+
 /** What the fake model answers, turn by turn; the same script drives the Anthropic and the OpenAI API. */
 export interface FakeScript {
-  turns: FakeTurn[];
+  turns: ScriptTurn[];
   /**
    * Answers to requests without tools (a context generator's or a judge's single call):
    * the first whose `match` (a regular expression) is found in the request body's JSON,
@@ -85,7 +106,7 @@ export const SIDE_TURN: FakeTurn = {
   usage: { input_tokens: 10, output_tokens: 2 },
 };
 
-export function turnAt(script: FakeScript, index: number): FakeTurn {
+export function turnAt(script: FakeScript, index: number): ScriptTurn {
   return script.turns[index] ?? FINAL_TURN;
 }
 
@@ -133,7 +154,15 @@ function assertFakeScript(value: unknown): asserts value is FakeScript {
       if (!Array.isArray(turn.tool_calls)) fail(`${at}.tool_calls`, 'expected an array');
       for (const [j, call] of turn.tool_calls.entries()) {
         const c = `${at}.tool_calls[${j}]`;
-        if (!isObject(call) || typeof call.name !== 'string' || call.name === '') fail(`${c}.name`, 'expected a non-empty string');
+        if (isObject(call) && call.action !== undefined) {
+          const action = call.action;
+          if (typeof action !== 'string' || !(ACTIONS as readonly string[]).includes(action)) fail(`${c}.action`, `expected one of ${ACTIONS.join(', ')}`);
+          const fields = { shell: ['command'], read: ['path'], write: ['path', 'content'], edit: ['path', 'old', 'new'] }[action as FakeAction['action']];
+          for (const f of fields) if (typeof call[f] !== 'string') fail(`${c}.${f}`, `a ${action} action needs ${f} (a string)`);
+          if (action !== 'shell' && (call.path as string) === '') fail(`${c}.path`, 'expected a path relative to the workspace');
+          continue;
+        }
+        if (!isObject(call) || typeof call.name !== 'string' || call.name === '') fail(`${c}.name`, 'expected a non-empty string (a tool), or an action');
         if (!isObject(call.input)) fail(`${c}.input`, 'expected an object');
       }
     }

@@ -140,7 +140,10 @@ function ownChanges(store: Store, node: GraphNode, files: readonly ResolvedInput
   return preimageChanges({ ...(JSON.parse(prev.record.preimage) as KeyPreimage), upstream: {} }, now, node.kind);
 }
 
-export type PlanEntry = { node: string; status: 'cached'; key: CacheKey } | { node: string; status: 'run'; key?: CacheKey; reasons: string[] };
+export type PlanEntry =
+  | { node: string; status: 'cached'; key: CacheKey }
+  /** if_upstream_changes: nothing of its own changed; it runs only if an upstream that runs first gives other bytes. */
+  | { node: string; status: 'run'; key?: CacheKey; reasons: string[]; if_upstream_changes?: true };
 
 /** The dry run: which nodes are cached and why each other one will run. Reads the store, changes nothing. */
 export function plan(
@@ -161,13 +164,14 @@ export function plan(
           .slice(0, 3)
           .map((u) => u.id)
           .join(', ') + (waiting.length > 3 ? ` and ${waiting.length - 3} more` : '');
+      const own = ownChanges(ctx.store, node, inputs.get(node.id) ?? [], hostEnv);
+      // A node built before whose own part is unchanged runs only if the upstream's bytes change.
+      const built = ctx.store.nodes.get(node.id)?.latest !== undefined;
       entries.push({
         node: node.id,
         status: 'run',
-        reasons: [
-          ...ownChanges(ctx.store, node, inputs.get(node.id) ?? [], hostEnv),
-          `upstream ${names} will run first (cached again if its output is unchanged)`,
-        ],
+        reasons: [...own, `upstream ${names} will run first (cached again if its output is unchanged)`],
+        ...(built && own.length === 0 ? { if_upstream_changes: true as const } : {}),
       });
       continue;
     }
@@ -435,8 +439,17 @@ export async function run(
   } catch (e) {
     emit({ type: 'warning', message: `could not pack the action records (they stay loose, as valid): ${errorMessage(e)}` });
   }
-  const summary: RunSummary = { total: nodes.length, cached: 0, executed: 0, failed: 0, skipped: 0, elapsed: timer.elapsed() };
-  for (const s of states.values()) summary[s.status === 'cached' ? 'cached' : s.status === 'executed' ? 'executed' : s.status]++;
+  const summary: RunSummary = { total: nodes.length, cached: 0, executed: 0, failed: 0, interrupted: 0, skipped: 0, elapsed: timer.elapsed() };
+  for (const s of states.values())
+    summary[
+      s.status === 'failed' && s.failure.reason === 'killed'
+        ? 'interrupted'
+        : s.status === 'cached'
+          ? 'cached'
+          : s.status === 'executed'
+            ? 'executed'
+            : s.status
+    ]++;
   emit({ type: 'end', summary });
   return { summary, states };
 }

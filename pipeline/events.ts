@@ -19,6 +19,8 @@ export interface RunSummary {
   cached: number;
   executed: number;
   failed: number;
+  /** Nodes an interrupt (Ctrl-C, SIGTERM) stopped before they finished: not failures, built again next run. */
+  interrupted: number;
   skipped: number;
   /** How long the run took (printed as itself only: a replay of the run prints its own). */
   elapsed: Elapsed;

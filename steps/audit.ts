@@ -77,7 +77,7 @@ function upstreamText(ctx: ExecutionContext, a: Artifact): string | null {
 const producerOf = (ctx: ExecutionContext, a: Artifact): string | undefined => ctx.upstream.find((u) => u.outputs[a.name])?.node;
 
 /** The reason code of an attempt the harness failed: from the part that failed, as run recorded it. */
-function infraReason(run: RunResult): 'infra-sandbox' | 'infra-agent-start' | 'infra-provider' | 'infra-treatment' {
+function infraReason(run: RunResult): 'infra-sandbox' | 'infra-agent-start' | 'infra-provider' | 'infra-treatment' | 'infra-script' {
   // Recorded before infra_kind was: run's own words for the cause, which begin with the part.
   const kind =
     run.infra_kind ?? (run.infra_error?.startsWith('sandbox') ? 'sandbox' : run.infra_error?.startsWith('agent did not start') ? 'agent-start' : 'provider');
@@ -90,6 +90,8 @@ function infraReason(run: RunResult): 'infra-sandbox' | 'infra-agent-start' | 'i
       return 'infra-provider';
     case 'treatment':
       return 'infra-treatment';
+    case 'script':
+      return 'infra-script';
     default:
       return unreachable(kind);
   }

@@ -428,6 +428,15 @@ export interface RunStep {
               out: string;
             };
       };
+      /**
+       * The arm's instruction file (a CLAUDE.md-style context file), delivered where the run step's agent reads its own: CLAUDE.md for claude-code, AGENTS.md for codex and opencode, GEMINI.md for gemini-cli, QWEN.md for qwen-code. A source file (relative to this config) or {from: STEP, out: NAME}. An entry of files naming that path wins.
+       */
+      instructions?:
+        | string
+        | {
+            from: StepName;
+            out: string;
+          };
       prompt_append?: string;
       /**
        * redacted: put back, in this arm only, exactly the instruction files materialize removed from the task's tree (the repository's own CLAUDE.md, AGENTS.md, ...), byte for byte; each attempt's result.json lists what it received.

@@ -2,6 +2,7 @@ import { join } from 'node:path';
 import { mkdirSync } from 'node:fs';
 import { startFakeModel, type FakeModel, type FakeScript } from '../gateway/fake-model.js';
 import type { GatewayCaps } from '../gateway/meter.js';
+import type { ShellTool } from '../gateway/fake-actions.js';
 import { startGateway, type GatewaySummary, type Marker, type Prices, type Provider, type UnboundedPolicy } from '../gateway/gateway.js';
 
 /** One attempt's model: the recording gateway, in front of a real upstream or a scripted fake. */
@@ -11,6 +12,8 @@ export interface ModelSession {
   /** For sandboxed agents: the gateway's unix socket, forwarded inside. */
   socket?: string;
   summary(): GatewaySummary;
+  /** Scripted calls the agent offered no tool for (a scripted model only): the attempt is an infrastructure fault. */
+  scriptProblems(): string[];
   /** Aborted when the provider refuses the host's credential (Gateway.providerRefused). */
   providerRefused: AbortSignal;
   close(): Promise<void>;
@@ -19,6 +22,8 @@ export interface ModelSession {
 export interface ModelOptions {
   upstream?: string;
   fakeScript?: FakeScript;
+  /** The agent's shell tool, which the fake script's actions run through. */
+  shell?: ShellTool;
   caps: GatewayCaps;
   markers: Record<string, Marker>;
   /** MCP servers whose tools the first turn must offer (the treatment is not ready otherwise). */
@@ -41,7 +46,7 @@ export interface ModelOptions {
 
 export async function openModel(options: ModelOptions): Promise<ModelSession> {
   let fake: FakeModel | undefined;
-  if (options.fakeScript) fake = await startFakeModel(options.fakeScript, { port: 0 });
+  if (options.fakeScript) fake = await startFakeModel(options.fakeScript, { port: 0 }, options.shell ? { shell: options.shell } : {});
   const upstream = fake?.url ?? options.upstream!;
   let socket: string | undefined;
   if (options.socketDir) {
@@ -67,6 +72,7 @@ export async function openModel(options: ModelOptions): Promise<ModelSession> {
     url: gateway.url ?? '',
     ...(socket ? { socket } : {}),
     summary: () => gateway.summary(),
+    scriptProblems: () => [...(fake?.problems ?? [])],
     providerRefused: gateway.providerRefused,
     close: async () => {
       await gateway.close();

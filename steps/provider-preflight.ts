@@ -47,8 +47,9 @@ async function keyCheck(uses: readonly ProviderUse[], env: HostEnv): Promise<Pre
   const { provider, upstream, variable, usualVariable } = uses[0]!;
   const steps = stepList(uses.map((u) => u.step));
   if (variable === null) {
-    // A model on this machine needs no key; a provider does, and the gateway sends only the one named.
-    if (isLocalUpstream(upstream)) return [];
+    // A model on this machine may need no key (the gateway sends none): it must answer, though.
+    if (isLocalUpstream(upstream)) return [await localModelCheck(uses, steps)];
+    // A provider does need one, and the gateway sends only the one named.
     return [
       missing(
         `credential ${usualVariable} (${steps})`,
@@ -91,6 +92,22 @@ async function keyCheck(uses: readonly ProviderUse[], env: HostEnv): Promise<Pre
       warning('rate limited or overloaded', 'attempts that meet this are excluded as infra-provider and retried; lower concurrency.kinds.run, or run later'),
     ];
   return [missing(name, `${upstream} did not accept the probe: ${said}`, `check model.upstream and the model in ${steps}`)];
+}
+
+/** A model on this machine, no key named: one keyless probe says whether it is there and takes requests. */
+async function localModelCheck(uses: readonly ProviderUse[], steps: string): Promise<PreflightCheck> {
+  const { provider, upstream, model } = uses[0]!;
+  const name = `model at ${upstream} (${steps}: no model.api_key_env, a model on this machine)`;
+  const { probeKey } = await import('../gateway/key-probe.js');
+  const a = await probeKey(provider, upstream, '', model);
+  if (a.status === null) return missing(name, `${upstream} was not reached: ${a.message}`, `start the model server, or correct model.upstream in ${steps}`);
+  if (a.status === 401 || a.status === 403)
+    return missing(
+      name,
+      `${upstream} refused a request without a key (HTTP ${a.status}${a.message ? `: ${a.message}` : ''})`,
+      `set model.api_key_env in ${steps} to the variable that holds its key`,
+    );
+  return pass(name, `reached without a key (HTTP ${a.status} in ${Math.round(a.ms)} ms): the gateway sends none`);
 }
 
 /** The preflight of a kind that calls a model itself (context, judge): its model's key, proven. */

@@ -12,7 +12,7 @@ export type ExitReason = 'done' | 'turn-cap' | 'time-cap' | 'token-cap' | 'cost-
 
 /** The sandbox did not start; the agent made no model request; the model provider failed or refused. */
 /** treatment: an MCP server of the arm was not offered at the model's first turn (not ready). */
-export type InfraKind = 'sandbox' | 'agent-start' | 'provider' | 'treatment';
+export type InfraKind = 'sandbox' | 'agent-start' | 'provider' | 'treatment' | 'script';
 
 export interface RunResult {
   schema_version: 1;

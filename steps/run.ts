@@ -1,7 +1,7 @@
 import { atifModelProblems } from '../agents/atif-rules.js';
 import { lstatSync, mkdirSync, mkdtempSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join, relative, resolve } from 'node:path';
+import { dirname, join, posix, relative, resolve } from 'node:path';
 import type { AgentAdapter, AtifTrajectory, AttemptContext } from '../agents/adapter.js';
 import { fingerprintLines, foldLine, lineDigest, type Marker } from '../gateway/markers.js';
 import { agentAdapters } from '../agents/index.js';
@@ -178,6 +178,48 @@ export function sandboxFor(
       `image ${resolved.name} (from ${settings.image}) is not in the engine: build or load it locally (docker build / docker load / docker import); pairbench never pulls`,
     );
   return ok({ ...settings, image: resolved.id });
+}
+
+/** Every agent's own instruction file name (CLAUDE.md, AGENTS.md, GEMINI.md, QWEN.md). */
+const INSTRUCTION_FILES = new Set([...agentAdapters.values()].flatMap((a) => (a.instructionFile ? [a.instructionFile] : [])));
+
+/**
+ * An arm's context file its agent would never read: delivered under another agent's instruction
+ * file name (a CLAUDE.md to Gemini CLI), the arm is the control with an unread file. And
+ * `instructions:` for an adapter that has no instruction file.
+ */
+function instructionFileProblems(
+  step: StepConfig,
+  s: RunSpec,
+  at: (f: (string | number)[]) => { field: string; location: Diagnostic['location'] },
+): Diagnostic[] {
+  const adapter = agentAdapters.get(s.agent.adapter);
+  if (!adapter) return [];
+  const raw = (step.spec['arms'] ?? {}) as Record<string, { files?: Record<string, unknown>; instructions?: unknown }>;
+  const out: Diagnostic[] = [];
+  for (const [name, a] of Object.entries(raw)) {
+    if (a.instructions !== undefined && !adapter.instructionFile)
+      out.push({
+        ...at(['arms', name, 'instructions']),
+        message: `agent ${adapter.name} reads no instruction file, so arm "${name}" cannot deliver one`,
+        hint: 'name the workspace path under files: instead',
+      });
+    for (const dest of Object.keys(a.files ?? {})) {
+      const file = posix.basename(dest);
+      if (!INSTRUCTION_FILES.has(file) || adapter.deliveryScope(dest) || !adapter.instructionFile) continue;
+      out.push({
+        ...at(['arms', name, 'files', dest]),
+        message: `agent ${adapter.name} never reads ${file} (its instruction file is ${adapter.instructionFile}): arm "${name}" would be the control with an unread file`,
+        hint: `deliver it where the agent reads it: arms.${name}.instructions: <the file> (or name ${adapter.instructionFile})`,
+      });
+    }
+  }
+  return out;
+}
+
+/** The tool calls a trajectory records, every step's. */
+export function trajectoryToolCalls(t: Pick<AtifTrajectory, 'steps'>): number {
+  return t.steps.reduce((n, step) => n + (step.tool_calls?.length ?? 0), 0);
 }
 
 /**
@@ -463,6 +505,7 @@ export const runStep: StepKind = {
         }
       }
     }
+    problems.push(...instructionFileProblems(step, s, at));
     if (!step.matrix.some((d) => d.name === 'rep')) problems.push({ ...at(['matrix']), message: 'a run step needs matrix.rep (repetitions, e.g. rep: 3)' });
     const needsModel = agentAdapters.get(s.agent.adapter)?.needsModel && s.agent.adapter !== 'command';
     if (needsModel && !s.model?.fake_script && !s.model?.upstream)
@@ -681,7 +724,12 @@ export const runStep: StepKind = {
       priceTable = prices.value;
       const { openModel } = await import('./model-session.js');
       model = await openModel({
-        ...(fake ? { fakeScript: JSON.parse(ctx.artifacts.read(fake.entry.digest).toString('utf8')) } : { upstream: s.model!.upstream! }),
+        ...(fake
+          ? {
+              fakeScript: JSON.parse(ctx.artifacts.read(fake.entry.digest).toString('utf8')),
+              ...(adapter.scriptedShell ? { shell: adapter.scriptedShell } : {}),
+            }
+          : { upstream: s.model!.upstream! }),
         // limits.turns at the gateway too: an agent whose own limit only asks the model to stop (OpenCode), or that has none (Codex), is stopped.
         caps: { ...(limits.tokens ? { maxTokens: limits.tokens } : {}), ...(limits.costUsd ? { maxCostUsd: limits.costUsd } : {}), maxTurns: limits.turns },
         ...(s.model?.api_key_env && !fake ? { upstreamAuth: upstreamAuthFor(adapter, ctx.hostEnv[s.model.api_key_env] ?? '') } : {}),
@@ -766,6 +814,8 @@ export const runStep: StepKind = {
       // A treatment the model did not have at its first turn (an MCP server that came up late, or
       // never) is not an outcome of the treatment: the harness's fault, retried.
       const notReady = sandbox && gw && !didNotStart && !providerFault ? (gw.not_ready_at_first_turn ?? []) : [];
+      // A scripted call this agent offered no tool for: the script cannot drive it (never a silent done).
+      const scriptProblem = model?.scriptProblems()[0] ?? null;
       // 3. What the attempt changed (the verifier sees only this, applied to a fresh tree), within its budgets.
       const mb = 1024 * 1024;
       const after = await snapshot(ws, {
@@ -785,7 +835,7 @@ export const runStep: StepKind = {
           ? 'output-budget'
           : gw?.cap_hit
             ? gw.cap_hit
-            : providerFault || didNotStart || notReady.length
+            : providerFault || didNotStart || notReady.length || scriptProblem
               ? 'infra-error'
               : result.timedOut
                 ? 'time-cap'
@@ -807,20 +857,32 @@ export const runStep: StepKind = {
       const { redact } = await import('../report/bundle.js');
       // notReady is empty when the provider failed (its own cause comes first).
       const infraKind: InfraKind | null =
-        exitReason !== 'infra-error' ? null : !sandbox ? 'sandbox' : didNotStart ? 'agent-start' : notReady.length ? 'treatment' : 'provider';
+        exitReason !== 'infra-error'
+          ? null
+          : !sandbox
+            ? 'sandbox'
+            : scriptProblem
+              ? 'script'
+              : didNotStart
+                ? 'agent-start'
+                : notReady.length
+                  ? 'treatment'
+                  : 'provider';
       const infraCause =
         exitReason !== 'infra-error'
           ? null
           : !sandbox
             ? `sandbox failed to start: ${sb.ok ? '' : sb.error.message}`
-            : didNotStart
-              ? `agent did not start: ${startFailure(result)}`
-              : infraKind === 'treatment'
-                ? `treatment not ready: the model's first turn was not offered the tools of MCP server(s) ${notReady.join(', ')} (mcp__${notReady[0]}__*): the server came up late or not at all`
-                : `model provider: ${providerErrorText(gw!.provider_error!)}`;
+            : infraKind === 'script'
+              ? `scripted model: ${scriptProblem}`
+              : didNotStart
+                ? `agent did not start: ${startFailure(result)}`
+                : infraKind === 'treatment'
+                  ? `treatment not ready: the model's first turn was not offered the tools of MCP server(s) ${notReady.join(', ')} (mcp__${notReady[0]}__*): the server came up late or not at all`
+                  : `model provider: ${providerErrorText(gw!.provider_error!)}`;
       if (exitReason === 'infra-error' && sandbox) {
         ctx.doNotCache(
-          didNotStart || infraKind === 'treatment'
+          didNotStart || infraKind === 'treatment' || infraKind === 'script'
             ? `infrastructure error: ${infraCause}`
             : 'infrastructure error: the model provider failed or refused (see gateway.jsonl)',
           // A server that came up late is likely up for a second try now.
@@ -862,7 +924,9 @@ export const runStep: StepKind = {
         harness_ms: Math.max(0, Math.round(tookMs) - wallMs),
         turns: gw ? gw.model_requests : parsed.turns,
         agent_reported_turns: parsed.turns,
-        tool_calls: gw ? gw.tool_calls : parsed.toolCalls,
+        // From the trajectory (one source with trajectory.json): a call the model made that the agent
+        // never ran (a tool it does not have) is no tool call of the attempt.
+        tool_calls: trajectoryToolCalls(parsed.trajectory),
         usage: gw?.usage ?? null,
         // A scripted model is no provider: its replies have no price, whatever the caps counted.
         cost_usd: fake ? null : (gw?.cost_usd ?? null),

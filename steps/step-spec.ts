@@ -1,3 +1,4 @@
+import { agentAdapters } from '../agents/index.js';
 import { definitionProblems, wasValidatedWithFile } from '../pipeline/config/schema-validate.js';
 import type { StepConfig } from '../pipeline/config/load.js';
 import type * as Config from './config-types.generated.js';
@@ -44,9 +45,35 @@ function isSpec<K extends StepKindName>(kind: K, spec: unknown): spec is SpecByK
  */
 export function specOf<K extends StepKindName>(step: Pick<StepConfig, 'name' | 'kind' | 'spec'>, kind: K): SpecByKind[K] {
   const spec: unknown = step.spec;
-  if (step.kind === kind && isSpec(kind, spec)) return spec;
+  if (step.kind === kind && isSpec(kind, spec)) return kind === 'run' ? (withInstructions(spec as SpecByKind['run']) as SpecByKind[K]) : spec;
   const problems = step.kind === kind ? definitionProblems('bench.config.schema.json', `${kind}Step`, spec) : [`its kind is ${step.kind}, not ${kind}`];
   throw new Error(`step "${step.name}" is not a valid ${kind} step: ${problems.join('; ')}`);
+}
+
+const withInstructionsMemo = new WeakMap<object, SpecByKind['run']>();
+
+/**
+ * A run spec with each arm's `instructions:` as an entry of its files at the agent's own
+ * instruction file (its adapter's `instructionFile`): every reader of an arm's files (staging,
+ * keys, certify's surfaces, delivery, audit) sees where it is delivered. An entry of `files`
+ * at that path wins; an adapter with no instruction file leaves it out (run's check refuses it).
+ */
+function withInstructions(spec: SpecByKind['run']): SpecByKind['run'] {
+  const known = withInstructionsMemo.get(spec);
+  if (known) return known;
+  const dest = agentAdapters.get(spec.agent.adapter)?.instructionFile;
+  const arms = Object.entries(spec.arms ?? {});
+  const resolved =
+    dest && arms.some(([, a]) => a.instructions !== undefined)
+      ? {
+          ...spec,
+          arms: Object.fromEntries(
+            arms.map(([name, a]) => [name, a.instructions === undefined ? a : { ...a, files: { [dest]: a.instructions, ...(a.files ?? {}) } }]),
+          ),
+        }
+      : spec;
+  withInstructionsMemo.set(spec, resolved);
+  return resolved;
 }
 
 /** The spec of `step` when it is of kind `kind`, else undefined (for code that reads a neighbour step it did not choose). */

@@ -99,46 +99,24 @@ const config = (a: AdapterCase, backend: string, turns?: number) =>
   fixAddConfig({ adapter: a.adapter, model: a.model, instructions: a.instructions, script: SCRIPT, backend, ...(turns ? { turns } : {}) });
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
-/** The shipped example's tasks (bench.config.yaml). */
-const EXAMPLE_TASKS = ['format-amount', 'parse-amount', 'signed-amount', 'statement-line', 'is-amount', 'csv-amount', 'sum-cents', 'split-cents'];
 
 /**
- * The shipped example (examples/toy: its tasks, its fixture repository, its CLAUDE.md and its
- * scripted model) for agent `a`: the model's turns with each shell command offered as `a`'s
- * own shell tool, and the context file delivered (and read) under `a`'s instruction file name.
+ * The shipped example as a user changes it: bench.config.yaml with only its `adapter:` line
+ * changed (its scripted model speaks in actions, its CLAUDE.md is the arm's `instructions:`).
  */
-function exampleFor(a: AdapterCase): string {
+function shippedExampleFor(a: AdapterCase): string {
   cpSync(join(ROOT, 'examples', 'toy'), join(rig.dir, 'examples', 'toy'), { recursive: true });
   cpSync(join(ROOT, 'examples', 'cohorts', 'fixtures', 'repos', 'money'), join(rig.dir, 'examples', 'cohorts', 'fixtures', 'repos', 'money'), {
     recursive: true,
   });
-  type Turn = { text?: string; tool_calls?: { name: string; input: { command: string } }[]; usage?: unknown };
-  const script = JSON.parse(readFileSync(join(ROOT, 'examples', 'toy', 'model.json'), 'utf8')) as { turns: Turn[] };
-  // Gemini CLI refuses a shell command with a command substitution in it ("Blocked: command substitution detected"),
-  // which the example's program (a heredoc of JavaScript with template literals) looks like: every agent gets it as base64 piped to sh.
-  const command = (c: string) => (/[`$]/.test(c) ? `printf %s ${Buffer.from(c).toString('base64')} | base64 -d | sh` : c);
-  const turns = script.turns.map((t) => ({
-    ...t,
-    tool_calls: t.tool_calls?.map((c) => a.shell(command(c.input.command.replaceAll('CLAUDE.md', a.instructions)))),
-  }));
-  rig.write('example-model.json', JSON.stringify({ turns }));
-  const sandbox = '{ backend: bubblewrap, egress: none }';
-  return `steps:
-  materialize: { kind: materialize, tasks: &tasks examples/toy/tasks, matrix: &task { task: &ids [${EXAMPLE_TASKS.join(', ')}] } }
-  certify: { kind: certify, needs: [materialize], tasks: *tasks, matrix: *task, sandbox: ${sandbox}, policy: { repeats: 1 } }
-  attempts:
-    kind: run
-    needs: [materialize, certify]
-    tasks: *tasks
-    matrix: &attempt { task: *ids, arm: [context], rep: 1 }
-    agent: { adapter: ${a.adapter}, model: ${a.model} }
-    arms: { context: { files: { ${a.instructions}: examples/toy/context/CLAUDE.md } } }
-    limits: { turns: 8, wall_seconds: 180 }
-    sandbox: ${sandbox}
-    model: { fake_script: example-model.json }
-  verify: { kind: verify, needs: [materialize, attempts], tasks: *tasks, matrix: *attempt, sandbox: ${sandbox} }
-`;
+  const shipped = readFileSync(join(ROOT, 'bench.config.yaml'), 'utf8');
+  const line = /^ {4}agent: \{ adapter: claude-code, /m;
+  expect(shipped).toMatch(line);
+  return shipped.replace(line, `    agent: { adapter: ${a.adapter}, `);
 }
+
+/** Two of the example's tasks: one only the context file makes pass (the house format), one plain arithmetic. */
+const EXAMPLE_PICK = { 'format-amount': { control: false, 'claude-md': true }, 'sum-cents': { control: true, 'claude-md': true } } as const;
 
 beforeAll(() => {
   execFileSync(process.execPath, [join(ROOT, 'scripts', 'build-fixtures.mjs'), '--quiet'], { stdio: 'inherit' });
@@ -197,20 +175,48 @@ for (const a of ADAPTERS) {
       });
     }
 
-    it(`bubblewrap: completes the example's ${EXAMPLE_TASKS.length} tasks with its CLAUDE.md delivered as ${a.instructions}: each verifies (six of them only by following it), each trajectory validates`, async () => {
-      rig.write('bench.config.yaml', exampleFor(a));
-      const r = await rig.cli('run');
+    it(`the shipped example with only its adapter line changed: every attempt runs the script's actions with ${a.adapter}'s own tools, the context arrives as ${a.instructions}, and the verdicts are the example's`, async () => {
+      rig.write('bench.config.yaml', shippedExampleFor(a));
+      const r = await rig.cli('run', ...Object.keys(EXAMPLE_PICK).map((t) => `verify/${t}`));
       expect(r.code, r.stderr).toBe(0);
-      for (const task of EXAMPLE_TASKS) {
-        const attempt = `attempts/${task}/context/1`;
-        const result = await rig.outputJson(attempt, 'result.json');
-        expect(result.exit_reason, `${task}: ${await rig.outputText(attempt, 'agent.log')}`).toBe('done');
-        expect(result.sandbox.backend).toBe('bubblewrap');
-        expect(result.delivered, task).toEqual({ context: true });
-        expect((await rig.outputJson(`verify/${task}/context/1`, 'verdict.json')).pass, task).toBe(true);
-        expect(atifProblems(await rig.outputJson(attempt, 'trajectory.json')), task).toEqual([]);
-        expect(await rig.outputText(attempt, 'gateway.jsonl'), task).toContain('the house format');
-      }
+      for (const [task, expected] of Object.entries(EXAMPLE_PICK))
+        for (const arm of ['control', 'claude-md'] as const)
+          for (const rep of [1, 2]) {
+            const attempt = `attempts/${task}/${arm}/${rep}`;
+            const result = await rig.outputJson(attempt, 'result.json');
+            expect(result.exit_reason, `${attempt}: ${await rig.outputText(attempt, 'agent.log')}`).toBe('done');
+            expect(result.sandbox.backend).toBe('bubblewrap');
+            expect(result.files_changed, attempt).toBe(1);
+            const trajectory = await rig.outputJson(attempt, 'trajectory.json');
+            expect(atifProblems(trajectory), attempt).toEqual([]);
+            // One source: result.json counts the trajectory's calls, both of the script's actions through the agent's shell tool.
+            expect(result.tool_calls, attempt).toBe(2);
+            const calls = trajectory.steps.flatMap((s: { tool_calls?: { function_name: string }[] }) => s.tool_calls ?? []);
+            expect(calls.map((c: { function_name: string }) => c.function_name)).toEqual([a.shell('').name, a.shell('').name]);
+            // Delivered as this agent's own instruction file, proven from what the model received.
+            expect(result.delivered, attempt).toEqual(arm === 'claude-md' ? { 'claude-md': true } : {});
+            expect(result.delivery.marker?.scope ?? null).toEqual(arm === 'claude-md' ? { kind: 'instruction-file', file: a.instructions } : null);
+            expect((await rig.outputText(attempt, 'gateway.jsonl')).includes('ISO 4217 currency code'), attempt).toBe(arm === 'claude-md');
+            expect((await rig.outputJson(`verify/${task}/${arm}/${rep}`, 'verdict.json')).pass, `${task} ${arm}`).toBe(expected[arm]);
+          }
+    });
+
+    it('a script that calls a tool this agent does not offer: an infrastructure fault naming the call and the tools offered, never a silent done', async () => {
+      const foreign = a.adapter === 'claude-code' ? 'run_shell_command' : 'Bash';
+      rig.write(SCRIPT, JSON.stringify({ turns: [{ tool_calls: [{ name: foreign, input: { command: "sed -i 's/a - b/a + b/' src/add.mjs" } }] }] }));
+      rig.write(
+        'bench.config.yaml',
+        config(a, 'bubblewrap') + '  audit: { kind: audit, needs: [attempts, verify], matrix: { task: [fix-add], arm: [control, treatment], rep: 1 } }\n',
+      );
+      const r = await rig.cli('run', '--json');
+      expect(r.code, r.stderr).toBe(0);
+      const nodes = JSON.parse(r.stdout).nodes as { node: string; key?: string }[];
+      const audit = rig.recordOutputJson(nodes.find((n) => n.node === 'audit/fix-add/control/1')!.key!, 'audit.json');
+      expect(audit).toMatchObject({ admission: 'excluded', reason_code: 'infra-script', exit_reason: 'infra-error' });
+      expect(audit.infra_cause).toContain(`scripted model: the script asks for tool ${foreign}; this agent offered: `);
+      expect(audit.infra_cause).toContain(a.shell('').name);
+      // Not cached: it is no outcome of the agent.
+      await expect(rig.outputText('attempts/fix-add/control/1', 'result.json')).rejects.toThrow('has no cached output');
     });
 
     it('bubblewrap: limits.turns bounds its turns: a model that would go on calling tools is stopped', async () => {

@@ -1,5 +1,5 @@
-import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -244,5 +244,30 @@ describe('an interrupted run', () => {
     expect(r.stderr).toContain(
       'interrupted: 1 node(s) stopped before they finished: attempts/fix-add/control/1; run again to build them (completed nodes are kept)\n',
     );
+    // The stopped node is counted as interrupted, not as a failure.
+    expect(r.stderr).toMatch(/ 0 failed, 1 interrupted, /);
+  });
+
+  it.skipIf(!existsSync('/usr/bin/script'))('Ctrl-C on a terminal (the live renderer) exits 130 too', async () => {
+    rig.write('bench.config.yaml', rig.read('bench.config.yaml').replace("command: 'true'", "command: 'sleep 20'"));
+    // A real terminal: script(1) gives the CLI a pty, and Ctrl-C is the byte the terminal turns into SIGINT.
+    // A terminal has a size (a pty script(1) makes has none): the renderer draws to its width.
+    const cmd = `stty cols 160 rows 40; exec ${[process.execPath, BIN, 'run', '--config', join(rig.dir, 'bench.config.yaml')].map((a) => `'${a}'`).join(' ')}`;
+    const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => k !== 'CI' && !k.startsWith('VITEST') && k !== 'NODE_ENV'));
+    const child = spawn('/usr/bin/script', ['-q', '-e', '-f', '-c', cmd, '/dev/null'], { env: { ...env, TERM: 'xterm' }, stdio: ['pipe', 'pipe', 'pipe'] });
+    let seen = '';
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    await new Promise<void>((resolve) =>
+      child.stdout!.on('data', (d) => {
+        seen += d;
+        // Once the live renderer shows the attempt running.
+        if (/attempts {2}0\/1, 1 running/.test(seen)) resolve();
+      }),
+    );
+    child.stdin!.write('\x03');
+    const code = await exited;
+    expect(code, seen.slice(-2000)).toBe(130);
+    expect(seen).toContain('pairbench: interrupted; stopping running nodes');
+    expect(seen).toMatch(/ 0 failed, 1 interrupted, /);
   });
 });

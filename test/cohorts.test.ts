@@ -66,7 +66,7 @@ const CASES: { config: string; tasks: number; verdicts: Verdicts; deltas?: Recor
     config: 'cohorts/agents-md-study.yaml',
     tasks: 3,
     verdicts: Object.fromEntries(
-      ['agents-md-claude-code', 'agents-md-codex'].map((cell) => [
+      ['agents-md-claude-code', 'agents-md-codex', 'agents-md-qwen-code'].map((cell) => [
         cell,
         { 'llm vs none': ['insufficient-n', '0'], 'human vs none': ['insufficient-n', '+'], 'human vs llm': ['insufficient-n', '+'] },
       ]),

@@ -28,6 +28,8 @@ describe.skipIf(!existsSync(claudeBinary()))('pairbench compare: the shipped CLA
   let dir: string;
   let base: string;
   let head: string;
+  /** `plan` after the edit, before the run. */
+  let planned: Awaited<ReturnType<typeof cli>>;
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'pairbench-compare-'));
@@ -44,12 +46,19 @@ describe.skipIf(!existsSync(claudeBinary()))('pairbench compare: the shipped CLA
     const claude = join(dir, 'examples', 'toy', 'context', 'CLAUDE.md');
     writeFileSync(claude, readFileSync(claude, 'utf8') + '- Amounts are floats in euros.\n');
     writeFileSync(config, readFileSync(config, 'utf8').replace(/^ {4}version: 1$/m, '    version: 2'));
+    planned = await cli('plan', '--config', config, '--store', store);
     const run = await cli('run', '--config', config, '--store', store);
     expect(run.code, run.stderr).toBe(0);
     const again = await cli('export', '--config', config, '--store', store, '--out', head);
     expect(again.code, again.stderr).toBe(0);
   });
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it("plan, after the edit, counts what will run apart from what runs only if an upstream's output changes: 16 attempts of the edited arm, not 32", () => {
+    expect(planned.code, planned.stderr).toBe(0);
+    const summary = planned.stdout.trimEnd().split('\n').at(-1)!;
+    expect(summary).toMatch(/ to run \(8 task certifications, 16 agent attempts, .*\), \d+ more only if an upstream's output changes \(16 agent attempts, /);
+  });
 
   it('lists the flipped tasks and the change in effect with its paired interval, in Markdown, HTML and JSON', async () => {
     const json = await cli('compare', base, head, '--json');

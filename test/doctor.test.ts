@@ -1,6 +1,7 @@
 import { mkdirSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { startFakeModel, type FakeModel } from '../gateway/fake-model.js';
 import { runDoctor, type DoctorCheck } from '../cli/doctor.js';
 import type { LoadedConfig } from '../cli/command-context.js';
 import { buildGraph } from '../pipeline/dag.js';
@@ -69,7 +70,14 @@ function brokenConfig(): string {
 `;
 }
 
-function cleanConfig(upstream = 'http://127.0.0.1:9', keyVariable?: string): string {
+/** A model server on this machine that needs no key (a scripted one): what a local upstream is. */
+let localModel: FakeModel;
+beforeAll(async () => {
+  localModel = await startFakeModel({ turns: [] }, { port: 0 });
+});
+afterAll(() => localModel.close());
+
+function cleanConfig(upstream = localModel.url, keyVariable?: string): string {
   return `steps:
   materialize: { kind: materialize, matrix: { task: [fix-add] } }
   attempts:
@@ -188,7 +196,7 @@ describe('pairbench doctor', () => {
   it.skipIf(!engineUp)('with a running engine: a present image passes, and memory a running container may still claim is subtracted', async () => {
     const imageId = await ensureTestImage();
     calculatorTask(rig.dir);
-    rig.write('bench.config.yaml', brokenConfig().replace(MISSING_IMAGE, imageId).replace('https://api.anthropic.com', 'http://127.0.0.1:9'));
+    rig.write('bench.config.yaml', brokenConfig().replace(MISSING_IMAGE, imageId).replace('https://api.anthropic.com', localModel.url));
     const docker = new Docker();
     const limit = 2 * 1024 ** 3;
     const container = await docker.createContainer({
@@ -299,6 +307,28 @@ describe('pairbench doctor', () => {
     } finally {
       provider.close();
     }
+  });
+
+  it('an upstream and no api_key_env: a provider is refused naming the field; a model on this machine is probed without a key, and one that is not there is named', async () => {
+    calculatorTask(rig.dir);
+    rig.write('bench.config.yaml', cleanConfig('https://api.anthropic.com'));
+    const provider = await doctor(rig, { PATH: process.env['PATH'] }, false, undefined, { canary: false });
+    expect(provider.code).toBe(1);
+    expect(provider.stdout).toContain('MISSING  credential ANTHROPIC_API_KEY (step attempts): no model.api_key_env');
+    expect(provider.stdout).toContain('fix: set model.api_key_env: ANTHROPIC_API_KEY in step attempts');
+    rig.write('bench.config.yaml', cleanConfig(localModel.url));
+    const local = await doctor(rig, { PATH: process.env['PATH'] }, false, undefined, { canary: false });
+    expect(local.code, local.stdout).toBe(0);
+    expect(local.stdout).toMatch(
+      /^ok {7}model at http:\/\/127\.0\.0\.1:\d+ \(step attempts: no model\.api_key_env, a model on this machine\): reached without a key/m,
+    );
+    rig.write('bench.config.yaml', cleanConfig('http://127.0.0.1:9'));
+    const gone = await doctor(rig, { PATH: process.env['PATH'] }, false, undefined, { canary: false });
+    expect(gone.code).toBe(1);
+    expect(gone.stdout).toContain(
+      'MISSING  model at http://127.0.0.1:9 (step attempts: no model.api_key_env, a model on this machine): http://127.0.0.1:9 was not reached',
+    );
+    expect(gone.stdout).toContain('fix: start the model server, or correct model.upstream in step attempts');
   });
 
   it('free disk and memory below their floors: says how much is free and how much is needed', async () => {

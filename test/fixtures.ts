@@ -128,13 +128,29 @@ export function copyTask(projectDir: string, from: string, to: string, edit: (ya
 /** The agent a cohort config runs by default: it fixes add() only when its arm has a CLAUDE.md. */
 export const READS_CLAUDE_MD = 'if [ -f CLAUDE.md ]; then sed -i "s/a - b/a + b/" src/add.mjs; fi';
 
+/** What a paired cohort's config may change from its defaults (the local backend, one rep, no export). */
+export interface PairedCohortOptions {
+  /** The run and verify steps' sandbox (a YAML flow map); default local, egress open. */
+  sandbox?: string;
+  /** The verify step's own sandbox, when it differs from the run step's. */
+  verifySandbox?: string;
+  /** More fields of the verify step (e.g. `repeats: 1`). */
+  verify?: string;
+  reps?: number;
+  /** The analysis' version (a cohort registered again). */
+  version?: number;
+  /** An export step of the cohort. */
+  exported?: boolean;
+}
+
 /**
- * A whole paired cohort on the local backend over `tasks` (materialize, run with a control
- * and a CLAUDE.md treatment from fixtures/CLAUDE.md, verify, audit, analyze), one rep each.
- * `head` goes before `steps:` (e.g. a cache: section).
+ * A whole paired cohort over `tasks` (materialize, run with a control and a CLAUDE.md treatment
+ * from fixtures/CLAUDE.md, verify, audit, analyze), on the local backend with one rep unless
+ * `options` says otherwise. `head` goes before `steps:` (e.g. a cache: section).
  */
-export function pairedCohortConfig(tasks: readonly string[], agent = READS_CLAUDE_MD, head = ''): string {
-  const m = `matrix: { task: [${tasks.join(', ')}], arm: [control, treatment], rep: 1 }`;
+export function pairedCohortConfig(tasks: readonly string[], agent = READS_CLAUDE_MD, head = '', options: PairedCohortOptions = {}): string {
+  const m = `matrix: { task: [${tasks.join(', ')}], arm: [control, treatment], rep: ${options.reps ?? 1} }`;
+  const sandbox = options.sandbox ?? '{ backend: local, egress: open }';
   return `${head}steps:
   materialize: { kind: materialize, matrix: { task: [${tasks.join(', ')}] } }
   attempts:
@@ -145,23 +161,23 @@ export function pairedCohortConfig(tasks: readonly string[], agent = READS_CLAUD
     arms:
       control: {}
       treatment: { files: { CLAUDE.md: fixtures/CLAUDE.md } }
-    sandbox: { backend: local, egress: open }
+    sandbox: ${sandbox}
   verify:
     kind: verify
     needs: [materialize, attempts]
     ${m}
-    sandbox: { backend: local, egress: open }
+    sandbox: ${options.verifySandbox ?? sandbox}${options.verify ? `\n    ${options.verify}` : ''}
   audit:
     kind: audit
     needs: [attempts, verify]
     ${m}
   analyze:
     kind: analyze
-    needs: [audit]
+    needs: [audit]${options.version ? `\n    version: ${options.version}` : ''}
     control: control
     treatments: [treatment]
     bootstrap: { resamples: 200, seed: 1 }
-`;
+${options.exported ? '  export: { kind: export, needs: [materialize, attempts, verify, audit, analyze] }\n' : ''}`;
 }
 
 const READS_CONTEXT = `if grep -q "use +" CLAUDE.md 2>/dev/null; then sed -i "s/a - b/a + b/" src/add.mjs; fi`;

@@ -17,7 +17,7 @@ import { excludeFlakyTasks, FLAKY_VERIFIER } from '../stats/flaky-tasks.js';
 import { seededRng } from '../stats/rng.js';
 import { makeAttempt } from '../stats/synthetic.js';
 import type { AttemptRecord } from '../stats/types.js';
-import { calculatorTask, copyTask } from './fixtures.js';
+import { calculatorTask, copyTask, pairedCohortConfig } from './fixtures.js';
 import { Rig } from './rig.js';
 
 const ROOT = join(import.meta.dirname, '..');
@@ -142,23 +142,9 @@ console.log('ok');
 `,
         );
       rig.write('fixtures/CLAUDE.md', 'Nothing the agent reads.\n');
-      const m = `matrix: { task: [${tasks.join(', ')}], arm: [control, treatment], rep: 3 }`;
-      const sandbox = 'sandbox: { backend: bubblewrap, egress: none }';
       rig.write(
         'bench.config.yaml',
-        `steps:
-  materialize: { kind: materialize, matrix: { task: [${tasks.join(', ')}] } }
-  attempts:
-    kind: run
-    needs: [materialize]
-    ${m}
-    agent: { adapter: command, command: 'sed -i "s/a - b/a + b/" src/add.mjs' }
-    arms: { control: {}, treatment: { files: { CLAUDE.md: fixtures/CLAUDE.md } } }
-    ${sandbox}
-  verify: { kind: verify, needs: [materialize, attempts], ${m}, ${sandbox} }
-  audit: { kind: audit, needs: [attempts, verify], ${m} }
-  analyze: { kind: analyze, needs: [audit], control: control, treatments: [treatment], bootstrap: { resamples: 200, seed: 1 } }
-`,
+        pairedCohortConfig(tasks, 'sed -i "s/a - b/a + b/" src/add.mjs', '', { sandbox: '{ backend: bubblewrap, egress: none }', reps: 3 }),
       );
       const r = await rig.cli('run');
       expect(r.code, r.stderr + r.stdout).toBe(0);

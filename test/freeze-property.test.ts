@@ -270,6 +270,8 @@ const NOT_GENERATED: Record<string, string> = {
   'certify.sandbox.egress': 'as run.sandbox.egress',
   'verify.sandbox.allow': 'as run.sandbox.allow',
   'certify.sandbox.allow': 'as run.sandbox.allow',
+  'run.arms.*.instructions':
+    "the command adapter here reads no instruction file, so it is refused at load; with an agent that has one it is an entry of the arm's files, frozen as they are (agent-adapters delivers it)",
   'run.sandbox.host_paths': 'refused on a run step at load (it pins the verifier only)',
   'verify.sandbox.host_paths':
     'bubblewrap only, which this local-backend config refuses at load; verifier-host-paths tests that a declared path and its contents are frozen',

@@ -159,6 +159,10 @@ describe("the README's commands, as written", () => {
       for (const f of ['report.md', 'report.html', 'attempts.csv', 'results.json', 'manifest.json']) expect(existsSync(join(out, f)), f).toBe(true);
       const run = ran.find((r) => r.command.includes('npm run example'))!;
       expect(run.output).toMatch(/context-file: claude-md vs control {2}POSITIVE/);
+      // The output the README shows is this run's, line for line: the verdict, every warning, the report line.
+      const shown = README.split('and the headline warnings:\n\n```\n')[1]!.split('\n```')[0]!.split('\n');
+      const printed = run.output.split('\n').filter((l) => /^(context-file: |warning: |report: )/.test(l));
+      expect(shown).toEqual(printed);
       const plan = ran.find((r) => r.command.startsWith('npx pairbench plan'))!;
       expect(plan.output).toMatch(/^nothing to run: all \d+ nodes are cached$/m);
 

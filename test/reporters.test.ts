@@ -27,7 +27,7 @@ describe('reporters', () => {
       logTail: 'boom',
     });
     r.event({ type: 'skipped', node: 'b', because: 'upstream a/2 did not complete' });
-    r.event({ type: 'end', summary: { total: 3, cached: 1, executed: 0, failed: 1, skipped: 1, elapsed: new Elapsed(5) } });
+    r.event({ type: 'end', summary: { total: 3, cached: 1, executed: 0, failed: 1, interrupted: 0, skipped: 1, elapsed: new Elapsed(5) } });
     await r.close();
     expect(out).toContain('FAILED  a/2: command exited with code 1\n    | boom');
     expect(out).toContain('3 nodes: 0 ran, 1 cached, 1 failed, 1 skipped');
@@ -77,7 +77,7 @@ describe('signs of life on long work', () => {
     r.event({ type: 'start', total: 1, steps: [{ name: 'slow', nodes: 1 }] });
     r.event({ type: 'running', node: 'slow/1' });
     await beat;
-    r.event({ type: 'end', summary: { total: 1, cached: 0, executed: 1, failed: 0, skipped: 0, elapsed: new Elapsed(1) } });
+    r.event({ type: 'end', summary: { total: 1, cached: 0, executed: 1, failed: 0, interrupted: 0, skipped: 0, elapsed: new Elapsed(1) } });
     const after = lines.length;
     await new Promise((resolve) => setImmediate(resolve));
     expect(lines.length).toBe(after);

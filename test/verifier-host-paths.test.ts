@@ -9,7 +9,7 @@ import { mkdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'no
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { bubblewrapBackend } from '../sandboxes/bubblewrap.js';
-import { calculatorTask } from './fixtures.js';
+import { calculatorTask, pairedCohortConfig } from './fixtures.js';
 import { Rig } from './rig.js';
 
 const bwrap = await bubblewrapBackend.available();
@@ -54,22 +54,13 @@ if (add(2, 3) !== Number(host)) process.exit(1);
 `,
     );
     rig.write('fixtures/CLAUDE.md', 'Nothing the agent reads.\n');
-    const m = 'matrix: { task: [fix-add], arm: [control, treatment], rep: 1 }';
-    const verifySandbox = `{ backend: bubblewrap, egress: none${hostPaths ? `, host_paths: ${JSON.stringify(hostPaths)}` : ''} }`;
-    return `steps:
-  materialize: { kind: materialize, matrix: { task: [fix-add] } }
-  attempts:
-    kind: run
-    needs: [materialize]
-    ${m}
-    agent: { adapter: command, command: 'sed -i "s/a - b/a + b/" src/add.mjs' }
-    arms: { control: {}, treatment: { files: { CLAUDE.md: fixtures/CLAUDE.md } } }
-    sandbox: { backend: bubblewrap, egress: none }
-  verify: { kind: verify, needs: [materialize, attempts], ${m}, repeats: 1, sandbox: ${verifySandbox} }
-  audit: { kind: audit, needs: [attempts, verify], ${m} }
-  analyze: { kind: analyze, needs: [audit], version: ${version}, control: control, treatments: [treatment], bootstrap: { resamples: 200, seed: 1 } }
-  export: { kind: export, needs: [materialize, attempts, verify, audit, analyze] }
-`;
+    return pairedCohortConfig(['fix-add'], 'sed -i "s/a - b/a + b/" src/add.mjs', '', {
+      sandbox: '{ backend: bubblewrap, egress: none }',
+      verifySandbox: `{ backend: bubblewrap, egress: none${hostPaths ? `, host_paths: ${JSON.stringify(hostPaths)}` : ''} }`,
+      verify: 'repeats: 1',
+      version,
+      exported: true,
+    });
   }
 
   async function verdictLog(): Promise<{ pass: boolean | null; log: string; why: string | null }> {

@@ -27,10 +27,21 @@ function printPlan(io: CliIO, graph: Graph, entries: PlanEntry[], all: boolean):
     lines.push(`to run  ${e.node}`);
     for (const r of e.reasons) lines.push(`          ${r}`);
   }
+  // What will run for certain, apart from what runs only if an upstream's output changes (after an
+  // edit that certify reads, the control arm's attempts wait on a verdict that likely comes back the same).
+  const certain = toRun.filter((e) => !(e.status === 'run' && e.if_upstream_changes));
+  const maybe = toRun.length - certain.length;
   lines.push(
     toRun.length === 0
       ? `nothing to run: all ${entries.length} nodes are cached`
-      : `${entries.length} nodes: ${entries.length - toRun.length} cached, ${toRun.length} to run (${countByKind(graph, toRun)})`,
+      : `${entries.length} nodes: ${entries.length - toRun.length} cached, ${certain.length} to run${certain.length ? ` (${countByKind(graph, certain)})` : ''}${
+          maybe
+            ? `, ${maybe} more only if an upstream's output changes (${countByKind(
+                graph,
+                toRun.filter((e) => !certain.includes(e)),
+              )})`
+            : ''
+        }`,
   );
   io.stdout.write(lines.join('\n') + '\n');
 }

@@ -34,12 +34,13 @@ function printRunJson(
 ): void {
   const { summary, states, outcome } = r;
   printJson(io.stdout, {
-    ok: summary.failed === 0 && summary.skipped === 0,
+    ok: summary.failed === 0 && summary.interrupted === 0 && summary.skipped === 0,
     summary: {
       total: summary.total,
       cached: summary.cached,
       executed: summary.executed,
       failed: summary.failed,
+      interrupted: summary.interrupted,
       skipped: summary.skipped,
       duration_ms: summary.elapsed,
     },

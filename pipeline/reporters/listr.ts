@@ -24,6 +24,8 @@ export class ListrReporter implements Reporter {
   private readonly plain: PlainReporter;
   private readonly progress = new ProgressTracker();
   private timer: ReturnType<typeof setInterval> | undefined;
+  /** The run ended: a step still unsettled never will be. */
+  private ended = false;
 
   constructor(private readonly out: Writer) {
     this.plain = new PlainReporter({ write: (t: string) => this.after.push(t) }, { color: !process.env['NO_COLOR'] });
@@ -55,6 +57,8 @@ export class ListrReporter implements Reporter {
   }
 
   private settleIfDone(name: string, p: StepProgress): void {
+    // At the end of a run every step settles: an interrupted one (its nodes stopped, or never started) fails.
+    if (this.ended && p.cached + p.done + p.failed + p.skipped < p.total) return p.fail?.(new Error(`${this.title(name, p)}, interrupted`));
     if (p.cached + p.done + p.failed + p.skipped < p.total) return;
     if (p.failed || p.skipped) p.fail?.(new Error(this.title(name, p)));
     else p.finish?.();
@@ -90,6 +94,8 @@ export class ListrReporter implements Reporter {
         this.listr = new Listr(tasks as never, {
           concurrent: true,
           exitOnError: false,
+          // Its own SIGINT listener exits 127 at once; run's handler stops the nodes and exits 130.
+          registerSignalListeners: false,
           // Only a terminal gets the live renderer (a writer that is not one, e.g. in tests, gets nothing).
           renderer: this.out.isTTY ? 'default' : 'silent',
           rendererOptions: { collapseErrors: false },
@@ -122,6 +128,8 @@ export class ListrReporter implements Reporter {
         return;
       case 'end':
         clearInterval(this.timer);
+        this.ended = true;
+        for (const [name, p] of this.steps) this.settleIfDone(name, p);
         this.after.push(summaryLine(e.summary) + '\n');
         return;
     }

@@ -8,7 +8,8 @@ export interface Writer {
 }
 
 export function summaryLine(s: RunSummary): string {
-  return `${s.total} nodes: ${s.executed} ran, ${s.cached} cached, ${s.failed} failed, ${s.skipped} skipped (${s.elapsed.seconds()})`;
+  const interrupted = s.interrupted ? `, ${s.interrupted} interrupted` : '';
+  return `${s.total} nodes: ${s.executed} ran, ${s.cached} cached, ${s.failed} failed${interrupted}, ${s.skipped} skipped (${s.elapsed.seconds()})`;
 }
 
 function indent(text: string): string {
