@@ -52,7 +52,9 @@ export function resolveTurn(turn: ScriptTurn, offered: readonly string[], shell:
   const calls: FakeToolCall[] = [];
   for (const c of turn.tool_calls ?? []) {
     const call = isAction(c) ? shell?.(actionCommand(c)) : c;
-    if (call && (offered.includes(call.name) || isMcpTool(call.name))) {
+    // A named call to an agent pairbench does not know (a user's command, no shell tool declared) is its own affair.
+    const unknownAgent = !shell && !isAction(c);
+    if (call && (unknownAgent || offered.includes(call.name) || isMcpTool(call.name))) {
       calls.push(call);
       continue;
     }

@@ -38,10 +38,9 @@ function forge(forgery: string): string {
 }
 
 /** The scripted model's replies for an adapter: one shell call that forges, then done. */
-function hostileScript(adapter: string, forgery: string): string {
-  const call =
-    adapter === 'codex' ? { name: 'exec_command', input: { cmd: forge(forgery) } } : { name: 'Bash', input: { command: forge(forgery), description: 'edit' } };
-  return JSON.stringify({ turns: [{ text: 'Editing.', tool_calls: [call] }] }, null, 2) + '\n';
+/** The forgery as an action: each agent runs it with its own shell tool. */
+function hostileScript(forgery: string): string {
+  return JSON.stringify({ turns: [{ text: 'Editing.', tool_calls: [{ action: 'shell', command: forge(forgery) }] }] }, null, 2) + '\n';
 }
 
 let work: string;
@@ -97,7 +96,7 @@ describe.skipIf(!existsSync(claudeBinary()))('the three forgeries on every shipp
       };
       let forced = 0;
       for (const [name, forgery] of Object.entries(FORGERIES)) {
-        for (const s of scripts) writeFileSync(s.file, hostileScript(s.adapter, forgery));
+        for (const s of scripts) writeFileSync(s.file, hostileScript(forgery));
         const run = await cli('run', ...targets.values(), '--jobs', '2');
         expect(run.code, run.out).toBe(0);
         for (const node of targets.values()) {

@@ -84,8 +84,8 @@ describe('pairbench review', () => {
     edit('bench.config.yaml', (t) =>
       t
         .replace(
-          'claude-md: { files: { CLAUDE.md: examples/toy/context/CLAUDE.md } }',
-          'claude-md: { files: { CLAUDE.md: examples/toy/context/CLAUDE.md }, prompt_append: "Mind the cents." }',
+          'claude-md: { instructions: examples/toy/context/CLAUDE.md }',
+          'claude-md: { instructions: examples/toy/context/CLAUDE.md, prompt_append: "Mind the cents." }',
         )
         .replace('control: {}', 'control: { prompt_append: "Use floats." }'),
     );
@@ -98,7 +98,7 @@ describe('pairbench review', () => {
   });
 
   it("attack: the treatment names the fake model's script and edits it: refused, the base's tree untouched", async () => {
-    edit('bench.config.yaml', (t) => t.replace('CLAUDE.md: examples/toy/context/CLAUDE.md', 'CLAUDE.md: examples/toy/model.json'));
+    edit('bench.config.yaml', (t) => t.replace('instructions: examples/toy/context/CLAUDE.md', 'instructions: examples/toy/model.json'));
     edit('examples/toy/model.json', (t) => t.replace('"turns"', '"turns" ').trimEnd() + '\n');
     const r = await run();
     refusedUntouched(r);
@@ -109,7 +109,7 @@ describe('pairbench review', () => {
 
   it("attack: the treatment names a task's own file, read when the config loads: refused, the base's tree untouched", async () => {
     const task = 'examples/toy/tasks/sum-cents/task.yaml';
-    edit('bench.config.yaml', (t) => t.replace('CLAUDE.md: examples/toy/context/CLAUDE.md', `CLAUDE.md: ${task}`));
+    edit('bench.config.yaml', (t) => t.replace('instructions: examples/toy/context/CLAUDE.md', `instructions: ${task}`));
     edit(task, (t) => t.replace('the total of a', 'the total (rounded) of a'));
     const r = await run();
     refusedUntouched(r);
@@ -119,7 +119,7 @@ describe('pairbench review', () => {
   it("attack: a treatment outside the pull request's project, or a link to one: refused", async () => {
     writeFileSync(join(tmp, 'secret.txt'), 'a host secret\n');
     symlinkSync(join(tmp, 'secret.txt'), join(head, 'examples/toy/context/LINK.md'));
-    edit('bench.config.yaml', (t) => t.replace('CLAUDE.md: examples/toy/context/CLAUDE.md', 'CLAUDE.md: examples/toy/context/LINK.md'));
+    edit('bench.config.yaml', (t) => t.replace('instructions: examples/toy/context/CLAUDE.md', 'instructions: examples/toy/context/LINK.md'));
     const r = await run();
     refusedUntouched(r);
     expect(r.refused[0]).toContain("which is outside the pull request's project: not taken");
