@@ -419,15 +419,20 @@ let systemArgsCache: string[] | undefined;
 /** Read-only system binds, computed once from what exists on this host. */
 export function systemArgs(): string[] {
   return (systemArgsCache ??= [
-    ...SYSTEM_ROOTS.flatMap((p) => {
-      const st = lstatOrUndefined(p);
-      if (st?.isSymbolicLink()) return ['--symlink', readlinkSync(p), p];
-      return st?.isDirectory() ? ['--ro-bind', p, p] : [];
-    }),
+    ...mergedUsrLinks(),
+    ...SYSTEM_ROOTS.flatMap((p) => (lstatOrUndefined(p)?.isDirectory() ? ['--ro-bind', p, p] : [])),
     ...ETC_FILES.filter((p) => existsSync(p)).flatMap((p) => ['--ro-bind', p, p]),
     ...nodeInstallArgs(),
   ]);
 }
+
+/** The top-level system paths that are links (merged /usr: /bin -> usr/bin), recreated as links: no content. */
+function mergedUsrLinks(): string[] {
+  return SYSTEM_ROOTS.flatMap((p) => (lstatOrUndefined(p)?.isSymbolicLink() ? ['--symlink', readlinkSync(p), p] : []));
+}
+
+/** The dynamic loader among a binary's shared objects (ld-linux-x86-64.so.2, ld-linux-aarch64.so.1). */
+const isLoader = (path: string) => /\/ld-[^/]*\.so/.test(path);
 
 /** Where the privilege-drop tool and its libraries are bound when the host paths are declared. */
 const TOOL_DIR = `${RUN_DIR}/tool`;
@@ -451,7 +456,7 @@ export function privilegeDropFiles(): string[] {
     .split('\n')
     .map((l) => /(?:=>\s*)?(\/\S+)\s+\(0x[0-9a-f]+\)/.exec(l)?.[1])
     .filter((p): p is string => p !== undefined);
-  const loader = libs.find((l) => /\/ld-linux[^/]*\.so/.test(l) || /\/ld-[^/]*\.so/.test(l));
+  const loader = libs.find(isLoader);
   if (ldd.status !== 0 || !loader)
     throw new Error(`bubblewrap: cannot list what ${tools.value.setpriv} loads (ldd: ${String(ldd.stderr ?? '').trim() || `exit ${ldd.status}`})`);
   return (dropToolCache = [tools.value.setpriv, ...libs]);
@@ -459,22 +464,18 @@ export function privilegeDropFiles(): string[] {
 
 /** The declared host paths, read-only at their own paths, and nothing else of the host's system (merged-/usr links are links only). */
 function declaredSystemArgs(paths: readonly string[]): string[] {
-  const links = SYSTEM_ROOTS.flatMap((p) => {
-    const st = lstatOrUndefined(p);
-    return st?.isSymbolicLink() ? ['--symlink', readlinkSync(p), p] : [];
-  });
   // At its parent's real location (/lib/x/libc.so.6 lands in /usr/lib/x when /lib is a link), under its own name.
   const binds = paths
     .map((p) => join(realpathSync(dirname(p)), basename(p)))
     .sort((a, b) => depth(a) - depth(b))
     .flatMap((p) => ['--ro-bind', p, p]);
-  return [...links, ...binds];
+  return [...mergedUsrLinks(), ...binds];
 }
 
 /** The privilege-drop tool's files, under TOOL_DIR (none when pairbench is not root). */
 function dropToolArgs(tools: Tools): string[] {
   if (!tools.setpriv) return [];
-  return privilegeDropFiles().flatMap((f, i) => ['--ro-bind', f, `${TOOL_DIR}/${i === 0 ? 'setpriv' : /\/ld-[^/]*\.so/.test(f) ? LOADER : basename(f)}`]);
+  return privilegeDropFiles().flatMap((f, i) => ['--ro-bind', f, `${TOOL_DIR}/${i === 0 ? 'setpriv' : isLoader(f) ? LOADER : basename(f)}`]);
 }
 
 /** The privilege drop through the bound tool: its own loader and libraries, none of the host's. */

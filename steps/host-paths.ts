@@ -79,16 +79,17 @@ export function declaredHostPaths(node: GraphNode): readonly string[] | undefine
 /** Each node's declared paths by their digests, as of now (memoised per path across the nodes). */
 async function annotateHostPaths(nodes: readonly GraphNode[], { store }: AnnotationContext): Promise<void> {
   const known = new Map<string, HostPathDigest>();
+  const statCache = store.exists() ? store.statCache : undefined;
   let tool: HostPathDigest | undefined;
   for (const node of nodes) {
     const paths = declaredHostPaths(node);
     if (!paths) continue;
     // The privilege drop's own files are there too (under bubblewrap's tool directory): in the key as well.
-    tool ??= await privilegeDropDigest(store.exists() ? store.statCache : undefined);
+    tool ??= await privilegeDropDigest(statCache);
     const digests: Record<string, HostPathDigest> = { [PRIVILEGE_DROP]: tool };
     for (const p of paths) {
       let d = known.get(p);
-      if (!d) known.set(p, (d = digestHostPath(p, store.exists() ? store.statCache : undefined)));
+      if (!d) known.set(p, (d = digestHostPath(p, statCache)));
       digests[p] = d;
     }
     addAnnotation(node, ANNOTATION, digests);
