@@ -73,6 +73,12 @@ export interface GatewayOptions {
   maxReplyBytes?: number;
   /** The log's budget in bytes: past it, further requests are refused (default 256 MiB). */
   maxLogBytes?: number;
+  /**
+   * How long an agent's connection may sit with no request before it is closed (default Node's,
+   * 5 s; 0: kept until close()). A wall-clock bound: on a starved machine one long turn of the
+   * event loop can outlast it while requests already wait on the connection, which is then cut.
+   */
+  keepAliveTimeoutMs?: number;
 }
 
 export type UnboundedPolicy = 'refuse' | 'serialize';
@@ -211,6 +217,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       .catch(() => res.destroy())
       .finally(settledOne);
   });
+  if (options.keepAliveTimeoutMs !== undefined) server.keepAliveTimeout = options.keepAliveTimeoutMs;
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const started = Date.now();
@@ -413,9 +420,12 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     let soFar: () => Outcome = () => ({ status: 0, headers: {}, events: [] });
     const done = new Promise<Outcome>((resolve) => {
       let settled = false;
+      // The agent's connection, watched for its hang-up until the reply is settled.
+      const socket = res.socket;
       const done = (o: Outcome) => {
         if (settled) return;
         settled = true;
+        socket?.off('end', hangUp).off('error', hangUp);
         resolve(clientGone ? { ...o, clientAborted: true } : o);
       };
       const up = (secure ? httpsRequest : httpRequest)({
@@ -428,12 +438,17 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
         headers: upstreamHeaders(req.headers, upstream.host, raw.length, options.upstreamAuth),
         agent,
       });
-      res.on('close', () => {
-        if (res.writableFinished) return;
+      function hangUp(): void {
+        if (clientGone || res.writableFinished) return;
         clientGone = true;
         // Read on, bounded: what the provider generates is billed whether or not the agent listens.
         setTimeout(() => up.destroy(new Error('the agent hung up and the reply did not end')), DRAIN_AFTER_HANGUP_MS).unref();
-      });
+      }
+      // The agent hung up: known as soon as its end of the connection is read (a FIN or a reset),
+      // which the reply can no longer reach; the response's own 'close' comes turns later, once
+      // the socket is shut down, by when the rest of the reply may have been read and recorded as delivered.
+      socket?.once('end', hangUp).once('error', hangUp);
+      res.on('close', hangUp);
       const fail = (status: number, message: string, upstreamError: string) => {
         if (!res.headersSent && !clientGone) {
           const error = errorBody('upstream_error', message);

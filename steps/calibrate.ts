@@ -90,6 +90,7 @@ export const calibrateStep: StepKind = {
         scratch: ctx.workDir,
         sandbox: verifierSandbox(verifierSettings),
         signal: ctx.signal,
+        node: ctx.node.id,
         canary: { mode: 'calibrate' },
         scoring: scoringOf(s),
       });

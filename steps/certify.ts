@@ -320,6 +320,7 @@ export const certifyStep: StepKind = {
             scratch,
             sandbox: verifierSandbox(verifierSettings),
             signal: ctx.signal,
+            node: ctx.node.id,
             canary: calibrate ? { mode: 'calibrate' } : undefined,
             scoring: scoringOf(spec(ctx.node.step)),
             pristine: treeDir,

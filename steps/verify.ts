@@ -214,6 +214,7 @@ export const verifyStep: StepKind = {
         scratch: i === 0 ? ctx.workDir : join(ctx.workDir, `run-${i + 1}`),
         sandbox: verifierSandbox(settings),
         signal: ctx.signal,
+        node: ctx.node.id,
         canary: { mode: 'verify', calibrations },
         scoring: scoringOf(spec(ctx.node.step)),
         pristine,

@@ -1,3 +1,5 @@
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { execa } from 'execa';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { dockerBackend } from '../sandboxes/docker.js';
@@ -56,9 +58,65 @@ describe.skipIf(!availability.ok && !required)('run and verify in docker', () =>
       });
     }
     for (const node of ['attempts/fix-add/control/1', 'verify/fix-add/control/1']) {
-      const left = await execa('docker', ['ps', '-aq', '--filter', `label=pairbench.node=${node}`]);
+      // This process's (the CLI ran in it): another test file's run of the same node is not this one's leftover.
+      const left = await execa('docker', ['ps', '-aq', '--filter', `label=pairbench.node=${node}`, '--filter', `label=pairbench.pid=${process.pid}`]);
       expect(left.stdout.trim()).toBe('');
     }
+  });
+
+  it('SIGTERM mid-verify: the run exits with every container of its own already removed', async () => {
+    const image = await ensureTestImage();
+    // A verifier that never ends by itself: the run is stopped while it runs.
+    const task = join(rig.dir, 'tasks', 'fix-add', 'task.yaml');
+    writeFileSync(
+      task,
+      readFileSync(task, 'utf8').replace('add_works: node "$VERIFIER_DIR/test_add.mjs"', 'add_works: sleep 600').replace('timeout: 30', 'timeout: 900'),
+    );
+    rig.write(
+      'bench.config.yaml',
+      `steps:
+  materialize: { kind: materialize, matrix: { task: [fix-add] } }
+  attempts:
+    kind: run
+    needs: [materialize]
+    matrix: { task: [fix-add], arm: [control], rep: 1 }
+    agent: { adapter: oracle }
+    arms: { control: {} }
+  verify:
+    kind: verify
+    needs: [materialize, attempts]
+    matrix: { task: [fix-add], arm: [control], rep: 1 }
+    repeats: 1
+    sandbox: { backend: docker, egress: none, image: "${image}" }
+`,
+    );
+    // Docker's own event stream (from before the run started) says when a verifier's command of this run has started.
+    const since = String(Math.floor(Date.now() / 1000) - 1);
+    const run = rig.spawn('run');
+    const mine = ['--filter', `label=pairbench.pid=${run.pid}`];
+    const events = execa('docker', [
+      'events',
+      '--since',
+      since,
+      ...mine,
+      '--filter',
+      'label=pairbench.role=verifier',
+      '--filter',
+      'event=exec_start',
+      '--format',
+      '{{.Action}}',
+    ]);
+    const verifying = new Promise<void>((resolve) => events.stdout!.on('data', (d: Buffer) => d.toString().includes('sleep 600') && resolve()));
+    await Promise.race([verifying, run.done.then((r) => Promise.reject(new Error(`the run ended before its verifier started: ${r.code}\n${r.stderr}`)))]);
+    events.kill();
+    await events.catch(() => undefined);
+    expect((await execa('docker', ['ps', '-aq', ...mine])).stdout.trim()).not.toBe('');
+    run.kill('SIGTERM');
+    const r = await run.done;
+    expect(r.code, r.stderr).toBe(130);
+    expect(r.stderr).toContain('interrupted');
+    // At its exit, not some seconds later: nothing of this run is left for a reaper.
+    expect((await execa('docker', ['ps', '-aq', ...mine])).stdout.trim()).toBe('');
   });
 
   it('wall time is the agent process alone: container start and the harness around it are reported apart, under concurrency', async () => {

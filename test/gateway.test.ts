@@ -739,8 +739,11 @@ describe.runIf(existsSync(CLAUDE))('the real Claude Code CLI through the gateway
 });
 
 describe('gateway: an agent attacking its budget and the host key (each attack performed)', () => {
-  /** A real upstream that counts what it answered and may echo the credential it was sent. */
-  async function countingUpstream(usage: { input_tokens: number; output_tokens: number }, echoAuth = false) {
+  /**
+   * A real upstream that counts what it answered and may echo the credential it was sent; it sends
+   * the final usage event once `holdFinal` resolves (default: after 50 ms, the rest of a generation).
+   */
+  async function countingUpstream(usage: { input_tokens: number; output_tokens: number }, echoAuth = false, holdFinal?: () => Promise<void>) {
     const seen: string[] = [];
     const up = createServer((req, res) => {
       req.resume();
@@ -762,12 +765,14 @@ describe('gateway: an agent attacking its budget and the host key (each attack p
         res.write(
           `event: content_block_delta\ndata: ${JSON.stringify({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'hello' } })}\n\n`,
         );
-        setTimeout(() => {
+        const final = () => {
           res.write(
             `event: message_delta\ndata: ${JSON.stringify({ type: 'message_delta', delta: { stop_reason: 'end_turn' }, usage: { output_tokens: usage.output_tokens } })}\n\n`,
           );
           res.end('event: message_stop\ndata: {"type":"message_stop"}\n\n');
-        }, 50);
+        };
+        if (holdFinal) void holdFinal().then(final);
+        else setTimeout(final, 50);
       });
     });
     await new Promise<void>((r) => up.listen(0, '127.0.0.1', r));
@@ -788,24 +793,25 @@ describe('gateway: an agent attacking its budget and the host key (each attack p
   });
 
   it('an agent that hangs up before the final usage event: the request and its whole usage are still recorded', async () => {
-    const up = await countingUpstream({ input_tokens: 300, output_tokens: 700 });
+    // The upstream sends message_delta (the output tokens) only once the agent's connection is
+    // closed: the hang-up comes first on the wire, however slow the machine (an event, not a 50 ms race).
+    let agentGone: Promise<void> = Promise.resolve();
+    const up = await countingUpstream({ input_tokens: 300, output_tokens: 700 }, false, () => agentGone);
     const dir = tempDir();
     const gw = await gateway({ upstream: up.url, logFile: join(dir, 'gateway.jsonl') });
     for (let i = 0; i < 3; i++) {
-      await new Promise<void>((resolve) => {
+      await (agentGone = new Promise<void>((resolve) => {
         const req = request(
           { hostname: '127.0.0.1', port: new URL(gw.url).port, method: 'POST', path: '/v1/messages', headers: { 'content-type': 'application/json' } },
           (res) => {
             // The first event arrives: hang up before message_delta carries the output tokens.
-            res.once('data', () => {
-              req.destroy();
-              resolve();
-            });
+            res.once('data', () => req.destroy());
           },
         );
-        req.on('error', () => resolve());
+        req.on('socket', (socket) => socket.once('close', () => resolve()));
+        req.on('error', () => {});
         req.end(JSON.stringify(anthropicRequest([{ role: 'user', content: 'go' }])));
-      });
+      }));
     }
     // Each exchange is recorded once its reply has been read to the end: wait for that, then close.
     await gw.idle();

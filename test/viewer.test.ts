@@ -128,12 +128,15 @@ describe.skipIf(skipBrowser)('pairbench view', () => {
     await page.getByTestId('attempt').first().waitFor();
     expect(page.url()).toContain(`/task/${encodeURIComponent(task!)}`);
     const cards = page.getByTestId('attempt');
-    await expect.poll(() => cards.count()).toBe(4); // control and claude-md, 2 reps
+    // Each card loads on a request of its own (until then a placeholder without the test id): wait
+    // for the fourth with the browser's own waiting, not a poll with a one-second bound.
+    await cards.nth(3).waitFor();
+    expect(await cards.count()).toBe(4); // control and claude-md, 2 reps
     const arms = new Set<string>();
     for (let i = 0; i < 4; i++) {
       const card = cards.nth(i);
       arms.add((await card.locator('h3').first().textContent())!.split(' · ')[0]!);
-      await expect.poll(async () => (await card.getByTestId('verifier').textContent())?.includes('exit')).toBe(true);
+      await card.getByTestId('verifier').filter({ hasText: 'exit' }).waitFor();
       expect((await card.getByTestId('diff').textContent())!.length).toBeGreaterThan(0);
     }
     expect([...arms].sort()).toEqual(['claude-md', 'control']);

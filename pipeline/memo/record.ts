@@ -283,8 +283,16 @@ export function startRecording(argv: readonly string[], env: NodeJS.ProcessEnv, 
   // ES modules' named imports of the built-ins follow the patched objects too (and, at the end, the originals).
   syncBuiltinESMExports();
 
+  // A process that exits before its command settled (nothing left to wait on, or an exit called
+  // inside it) saves nothing: said in the memo log, so a miss on the next run is explained.
+  let finished = false;
+  const unfinished = () => void (finished || log(env, 'not saved: the process exited before the command settled'));
+  process.once('exit', unfinished);
+
   return {
     finish(exitCode) {
+      finished = true;
+      process.off('exit', unfinished);
       for (const u of undo.reverse()) u();
       syncBuiltinESMExports();
       const dir = memoDir(env);
