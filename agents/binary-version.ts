@@ -1,9 +1,10 @@
 /**
  * An agent CLI's version, asked once per binary: `claude --version` costs ~115 ms, on
  * every command that plans a run step. Cached in memory, and on disk by the binary's
- * path, size, mtime and inode (a new install changes them), in the user's cache dir.
+ * path and stat as the plan memo keys a file (size, mtime, ctime, inode, device): a new install
+ * changes them, and so does a rewrite in place that restores the size and mtime (the ctime moves).
  */
-import { mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, renameSync, statSync, writeFileSync, type BigIntStats } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -15,13 +16,13 @@ function cacheFile(): string {
 }
 
 export function binaryVersion(bin: string, ask: () => string): string {
-  let st: ReturnType<typeof statSync>;
+  let st: BigIntStats;
   try {
-    st = statSync(bin);
+    st = statSync(bin, { bigint: true });
   } catch {
     return ask(); // not installed: the adapter says so, nothing to cache
   }
-  const id = `${bin}\u0000${st.size}\u0000${st.mtimeMs}\u0000${st.ino}`;
+  const id = [bin, st.size, st.mtimeNs, st.ctimeNs, st.ino, st.dev].join('\u0000');
   const known = memory.get(id);
   if (known) return known;
   const file = cacheFile();

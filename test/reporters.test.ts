@@ -1,3 +1,4 @@
+import { stripVTControlCharacters } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { ListrReporter } from '../pipeline/reporters/listr.js';
 import { PlainReporter } from '../pipeline/reporters/plain.js';
@@ -29,16 +30,28 @@ describe('reporters', () => {
     r.event({ type: 'skipped', node: 'b', because: 'upstream a/2 did not complete' });
     r.event({ type: 'end', summary: { total: 3, cached: 1, executed: 0, failed: 1, interrupted: 0, skipped: 1, elapsed: new Elapsed(5) } });
     await r.close();
-    expect(out).toContain('FAILED  a/2: command exited with code 1\n    | boom');
-    expect(out).toContain('3 nodes: 0 ran, 1 cached, 1 failed, 1 skipped');
+    // The live display is a terminal's: its lines are coloured.
+    expect(stripVTControlCharacters(out)).toContain('FAILED  a/2: command exited with code 1\n    | boom');
+    expect(stripVTControlCharacters(out)).toContain('3 nodes: 0 ran, 1 cached, 1 failed, 1 skipped');
   });
 
-  it('plain output lists executed nodes, counts cached ones, and uses no colour when asked', () => {
-    let out = '';
-    const r = new PlainReporter({ write: (s: string) => (out += s), isTTY: true }, { color: false });
-    r.event({ type: 'cached', node: 'a/1', key, builtElsewhere: false });
-    r.event({ type: 'done', node: 'a/2', key, durationMs: 1500, recorded: true });
-    expect(out).toBe('done    a/2 (1.50 s)\n');
+  it('plain output lists executed nodes, counts cached ones, and uses no colour when asked (and colour when asked, whatever process.stdout is)', () => {
+    const printed = (color: boolean) => {
+      let out = '';
+      const r = new PlainReporter({ write: (s: string) => (out += s), isTTY: true }, { color });
+      r.event({ type: 'cached', node: 'a/1', key, builtElsewhere: false });
+      r.event({ type: 'done', node: 'a/2', key, durationMs: 1500, recorded: true });
+      r.event({
+        type: 'failed',
+        node: 'a/3',
+        failure: { reason: 'exit-non-zero', message: 'command exited with code 1', exit_code: 1, signal: null },
+        logTail: '',
+      });
+      return out;
+    };
+    expect(printed(false)).toBe('done    a/2 (1.50 s)\nFAILED  a/3: command exited with code 1\n');
+    // The same lines coloured (green, red) on a terminal that asked for colour: the lines checked above are ones colour would reach.
+    expect(printed(true)).toBe('\x1b[32mdone    a/2 (1.50 s)\x1b[39m\n\x1b[31mFAILED  a/3: command exited with code 1\x1b[39m\n');
   });
 });
 

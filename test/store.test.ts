@@ -1,6 +1,8 @@
 import { chmodSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { Sha256 } from '../pipeline/digest.js';
+import { Store } from '../pipeline/store/store.js';
 import { Rig } from './rig.js';
 
 let rig: Rig;
@@ -52,6 +54,9 @@ describe('store integrity', () => {
     const copy = blobs().find((p) => readFileSync(p, 'utf8') === 'payload\n' && !p.includes('"entries"'))!;
     // The blob of used.txt and of out/sub/copy.txt are the same content (stored once).
     flipByte(copy);
+    // Whatever reads the blob through the store (a downstream step's restore, show, export) is
+    // refused the changed bytes: each read checks the blob against its name itself.
+    expect(() => new Store(join(rig.dir, '.pairbench')).cas.read(basename(copy) as Sha256)).toThrow(/content does not match its digest/);
     const plan = await rig.cli('plan');
     expect(plan.stdout).toMatch(/to run {2}make\n {10}stored output blob [0-9a-f]{12} is missing or does not match its digest: it will be dropped and rebuilt/);
     const r = await rig.cli('run');

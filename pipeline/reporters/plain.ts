@@ -93,7 +93,9 @@ export class PlainReporter implements Reporter {
   }
 
   private paint(style: 'red' | 'green' | 'yellow' | 'dim', text: string): string {
-    return this.color ? styleText(style, text) : text;
+    // Whether to colour is this reporter's decision (its stream, NO_COLOR, --color): Node's styleText
+    // would otherwise decide again from process.stdout, which is not the stream written to.
+    return this.color ? styleText(style, text, { validateStream: false }) : text;
   }
 
   event(e: EngineEvent): void {
