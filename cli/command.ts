@@ -58,7 +58,7 @@ export interface ProjectCommand<N extends string = string> extends CommandDoc<N>
   usesStore: boolean;
   /**
    * Whether a memo may answer it (pipeline/memo/): what it prints is a function of what it reads,
-   * and what it writes when nothing changed is declared (pipeline/memo/declare.ts); anything else
+   * and what it writes when nothing changed is declared (pipeline/hooks.ts); anything else
    * makes a run of it unmemoizable. Listed in MEMOIZED_COMMANDS too, which bin/ reads before any
    * command loads.
    */

@@ -16,7 +16,7 @@ import { EARLIER_TRIES, type ExecutionContext, type GraphNode, type HostEnv, typ
 import { outputsDigest, type ActionRecord, type NodeTry, type OutputManifest } from './store/action-cache.js';
 import { tempPath } from './atomic-write.js';
 import { NodeLog } from './node-log.js';
-import { startTimer } from './memo/declare.js';
+import { startTimer } from './hooks.js';
 import { CorruptBlobError } from './store/cas.js';
 import type { Store } from './store/store.js';
 import type { RemoteCache } from './store/remote-cache.js';

@@ -1,5 +1,5 @@
 import type { CacheKey } from './digest.js';
-import type { Elapsed } from './memo/declare.js';
+import type { Elapsed } from './hooks.js';
 import type { StepFailure } from './step-kind.js';
 
 /** What the engine tells a reporter; reporters decide how (or whether) to show it. */

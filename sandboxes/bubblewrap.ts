@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { stampedQuery } from '../pipeline/memo/declare.js';
+import { stampedQuery } from '../pipeline/hooks.js';
 import {
   chmodSync,
   existsSync,

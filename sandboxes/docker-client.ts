@@ -5,7 +5,7 @@
  */
 import type Docker from 'dockerode';
 import { createRequire, Module } from 'node:module';
-import { stampedAnswer } from '../pipeline/memo/declare.js';
+import { stampedAnswer } from '../pipeline/hooks.js';
 import { dockerImagesAnswer, DOCKER_IMAGES_STAMP, type DockerImagesQuestion } from './docker-image-stamp.js';
 
 /** Where the engine is: a unix socket (DOCKER_HOST=unix://PATH), or dockerode's default (DOCKER_HOST over tcp, else /var/run/docker.sock). */

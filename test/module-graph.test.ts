@@ -99,6 +99,17 @@ describe('the module graph', () => {
     expect(upward).toEqual([]);
   });
 
+  it('the plan memo is known to no one but the CLI entry that installs it: modules declare what it cannot see through pipeline/hooks.ts', () => {
+    const memoUsers = [...graph]
+      .filter(([file]) => !file.startsWith('pipeline/memo/') && !file.startsWith('test/'))
+      .filter(([, targets]) => targets.some((t) => t.startsWith('pipeline/memo/')))
+      .map(([file]) => file);
+    expect(memoUsers).toEqual(['cli/memo-entry.ts']);
+    // A backend and the store declare through the hooks (the memo is their watcher, unnamed).
+    for (const declarer of ['sandboxes/bubblewrap.ts', 'sandboxes/docker-client.ts', 'pipeline/store/store.ts'])
+      expect(graph.get(declarer)).toContain('pipeline/hooks.ts');
+  });
+
   it('one Docker client: only sandboxes/docker-client.ts loads dockerode or runs the docker CLI (others import its types at most); only the memo stamp asks the engine over its socket, read-only', () => {
     const product = ['agents/', 'cli/', 'gateway/', 'generators/', 'pipeline/', 'sandboxes/', 'steps/', 'text/', 'test-results/', 'viewer/'];
     const clients = [...graph.keys()]

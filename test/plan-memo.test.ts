@@ -10,7 +10,7 @@ import { chmodSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSync, re
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { stampedQuery } from '../pipeline/memo/declare.js';
+import { stampedQuery } from '../pipeline/hooks.js';
 import { invocationIdentity, memoPath, outputShape, type MemoFile } from '../pipeline/memo/memo-file.js';
 import { startRecording } from '../pipeline/memo/record.js';
 import { replayMemo, type Streams } from '../pipeline/memo/replay.js';

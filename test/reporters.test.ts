@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { ListrReporter } from '../pipeline/reporters/listr.js';
 import { PlainReporter } from '../pipeline/reporters/plain.js';
 import type { CacheKey } from '../pipeline/digest.js';
-import { Elapsed } from '../pipeline/memo/declare.js';
+import { Elapsed } from '../pipeline/hooks.js';
 
 const key = 'k'.repeat(64) as CacheKey;
 

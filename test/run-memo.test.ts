@@ -12,7 +12,7 @@ import { promisify } from 'node:util';
 import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { repeatedEffect, unrepeatedEffect } from '../pipeline/memo/declare.js';
+import { repeatedEffect, unrepeatedEffect } from '../pipeline/hooks.js';
 import type { MemoFile } from '../pipeline/memo/memo-file.js';
 import { startRecording } from '../pipeline/memo/record.js';
 import { replayMemo, type Streams } from '../pipeline/memo/replay.js';

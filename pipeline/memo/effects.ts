@@ -1,16 +1,13 @@
 /**
  * Effects: writes a memoized command makes that a replay must make again (a use of the store
- * logged for gc), each declared by its owner where it writes (declare.ts) and made again at replay
+ * logged for gc), each declared by its owner where it writes (pipeline/hooks.ts) and made again at replay
  * by the performer its owner registers for its kind (cli/memo-entry.ts): the memo knows no store.
  * A performer first checks it can (it says why not: the replay is then a miss and the command
  * runs in full), then writes; an effect whose kind has no performer is a miss.
  */
+import type { Effect } from '../hooks.js';
 
-/** What to do again at replay: its kind names the performer; the data is JSON. */
-export interface Effect {
-  kind: string;
-  data: unknown;
-}
+export type { Effect };
 
 /** Makes an effect again: undefined once done, else why it cannot be made here (nothing written). */
 export type EffectPerformers = Readonly<Record<string, (data: unknown) => string | undefined>>;

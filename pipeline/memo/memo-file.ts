@@ -10,7 +10,7 @@ import { createRequire } from 'node:module';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { lazyRequire } from '../lazy-require.js';
-import type { ElapsedStyle } from './declare.js';
+import type { ElapsedStyle } from '../hooks.js';
 import type { Effect } from './effects.js';
 import type { StampRecord } from './stamps.js';
 
@@ -36,7 +36,7 @@ export type Observation =
   | readonly [path: string, tag: 'a']
   | readonly [path: string, tag: 'c', content: string];
 
-/** Printed text, or the place of a duration the command printed (declare.ts): a replay prints its own there. */
+/** Printed text, or the place of a duration the command printed (pipeline/hooks.ts): a replay prints its own there. */
 export type OutputPart = string | readonly [elapsed: ElapsedStyle];
 
 /** The value a host query (os.hostname(), process.getuid(), ...) gave, to ask again at replay. */

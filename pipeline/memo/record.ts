@@ -4,7 +4,7 @@
  * The layer is derived, not a list of what the planner happens to call: a file function is a
  * read (its path observed), a descriptor read, or a doubt; a child process, a socket, the clock, a
  * host query whose answer moves by itself, or any file function that writes is a doubt, unless its
- * owner declared it a stamped query (declare.ts). After a doubt no memo is saved: the next run plans in
+ * owner declared it a stamped query (pipeline/hooks.ts). After a doubt no memo is saved: the next run plans in
  * full. A memo is saved only when every path read looks at the end as it did when first read,
  * and changed before the run started by more than the file system's clock can blur (git's racy
  * timestamp rule): a file written in the same tick as it was read could change again unseen.
@@ -32,7 +32,7 @@ import {
   type Observation,
   type OutputPart,
 } from './memo-file.js';
-import { MEMO_RECORDER, renderElapsed, type ElapsedStyle, type MemoRecorder } from './declare.js';
+import { MEMO_RECORDER, renderElapsed, type ElapsedStyle, type Watcher } from '../hooks.js';
 import type { Effect } from './effects.js';
 import type { StampRecord } from './stamps.js';
 
@@ -225,7 +225,7 @@ export function startRecording(argv: readonly string[], env: NodeJS.ProcessEnv, 
     },
   });
   undo.push(() => (globals.Date = RealDate));
-  // What the command prints is kept; a duration it printed (declare.ts: startTimer), marked with
+  // What the command prints is kept; a duration it printed (pipeline/hooks.ts: startTimer), marked with
   // this recording's own nonce, is kept as its place, and printed as itself (in JSON, as a number).
   const holeMark = `@@pairbench-elapsed-${nodeCrypto().randomBytes(8).toString('hex')}:`;
   const hole = new RegExp(`("?)${holeMark}(seconds|ms):([0-9.]+)@@\\1`, 'g');
@@ -255,7 +255,7 @@ export function startRecording(argv: readonly string[], env: NodeJS.ProcessEnv, 
         },
     );
 
-  const stamped: MemoRecorder = {
+  const stamped: Watcher = {
     run(owner, inputs, fn) {
       if (doubted) return fn();
       for (const p of inputs) seePath(p);

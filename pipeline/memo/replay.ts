@@ -8,7 +8,7 @@
 import { fstatSync, readFileSync, statSync, writeSync } from 'node:fs';
 import { basename } from 'node:path';
 import { lazyRequire } from '../lazy-require.js';
-import { renderElapsed } from './declare.js';
+import { renderElapsed } from '../hooks.js';
 import { performEffects, type EffectPerformers } from './effects.js';
 import { changedAnswer, type StampAskers } from './stamps.js';
 import {

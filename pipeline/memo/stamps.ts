@@ -1,15 +1,12 @@
 /**
  * Stamps: the answers of queries a memo cannot see as files (a daemon's state), each declared by
- * its owner where it asks (declare.ts) and asked again at replay by the asker its owner registers
+ * its owner where it asks (pipeline/hooks.ts) and asked again at replay by the asker its owner registers
  * for its kind (cli/memo-entry.ts): the memo knows no daemon. A stamp whose kind has no asker, or
  * that cannot be answered (the daemon is gone, it does not answer in time), is a miss.
  */
+import type { Stamp } from '../hooks.js';
 
-/** A question to ask again at replay: its kind names the asker; the question is data (JSON). */
-export interface Stamp {
-  kind: string;
-  question: unknown;
-}
+export type { Stamp };
 
 /** A stamp and the answer it gave when the memo was recorded. */
 export type StampRecord = readonly [stamp: Stamp, answer: string];

@@ -1,7 +1,7 @@
 import { readFileSync, statSync, type BigIntStats } from 'node:fs';
 import { sha256File, type Sha256 } from '../digest.js';
 import { writeFileAtomic } from '../atomic-write.js';
-import { stampedQuery } from '../memo/declare.js';
+import { stampedQuery } from '../hooks.js';
 
 /** A file changed this recently may change again within the same timestamp tick, unseen: not remembered. */
 const RACY_MS = 2_000;

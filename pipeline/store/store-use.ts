@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { readdirSync } from 'node:fs';
 import type { HeldLock, LockDir } from './lock.js';
-import { unrepeatedEffect } from '../memo/declare.js';
+import { unrepeatedEffect } from '../hooks.js';
 
 /** The lock gc holds while it collects. */
 const GC = 'store-gc';

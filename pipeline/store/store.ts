@@ -12,7 +12,7 @@ import { HeldRecords } from './remote-held.js';
 import { ChainedLog } from './chained-log.js';
 import { ACCESS_EFFECT, compactAccessLogs, logAccess, readAccess, type AccessEffectData } from './access-log.js';
 import { readRoots, rootsDir, type Root } from './roots-dir.js';
-import { repeatedEffect } from '../memo/declare.js';
+import { repeatedEffect } from '../hooks.js';
 import { randomBytes } from 'node:crypto';
 
 export const STORE_LAYOUT_VERSION = 1;

@@ -1,12 +1,15 @@
 /**
- * How the owner of something a memo cannot see declares it, while a memo is being recorded
- * (record.ts). Undeclared, each is a doubt and no memo is saved.
+ * The hooks a module uses to declare what a watcher of this process cannot see for itself. Today's
+ * watcher is the plan memo (pipeline/memo/record.ts), which implements `Watcher` and installs it
+ * while it records; a module declares through these functions and knows nothing of the memo
+ * (test/module-graph.test.ts: only pipeline/memo and the CLI's memo entry import pipeline/memo/).
+ * Undeclared, each thing the watcher cannot see is a doubt, and no memo is saved.
  * - `stampedQuery(owner, inputs, fn)`: a query (a child process) whose answer is a function of
  *   `inputs` (paths: binaries, sysctls under /proc by their content), observed in its place;
  * - `stampedAnswer(stamp, fn, answer)`: the answer is a daemon's state, asked again at replay by
- *   the memo's own means (stamps.ts);
+ *   the asker its owner registers for the stamp's kind (cli/memo-entry.ts);
  * - `repeatedEffect(effect, fn)`: a write the command makes and a replay must make again (a use
- *   of the store logged for gc), by the performer its owner registers for its kind (effects.ts);
+ *   of the store logged for gc), by the performer its owner registers for its kind;
  * - `unrepeatedEffect(why, fn)`: a write a replay need not make (a mark held only while the
  *   command reads the store, which a replay does not);
  * - `startTimer()`: a duration the command prints: a replay prints its own in its place.
@@ -15,15 +18,26 @@
  * not excused. The recorder is bundled apart from the rest of pairbench (it starts first), so the
  * two meet on a global symbol.
  */
-import type { Effect } from './effects.js';
-import type { Stamp } from './stamps.js';
+
+/** A question to ask again at replay: its kind names the asker; the question is data (JSON). */
+export interface Stamp {
+  kind: string;
+  question: unknown;
+}
+
+/** What to do again at replay: its kind names the performer; the data is JSON. */
+export interface Effect {
+  kind: string;
+  data: unknown;
+}
 
 export const MEMO_RECORDER = Symbol.for('pairbench.memo.recorder');
 
 /** How a printed duration is written: "0.55 s" in text, whole milliseconds in JSON. */
 export type ElapsedStyle = 'seconds' | 'ms';
 
-export interface MemoRecorder {
+/** What watches this process (the plan memo while it records): the other side of each hook. */
+export interface Watcher {
   run<T>(owner: string, inputs: readonly string[], fn: () => T): T;
   ask<T>(stamp: Stamp, fn: () => Promise<T>, answer: (value: T) => string): Promise<T>;
   /** `effect` undefined: a replay need not repeat it, for the reason `why`. */
@@ -34,7 +48,7 @@ export interface MemoRecorder {
   hole(ms: number, style: ElapsedStyle): string;
 }
 
-const recorder = () => (globalThis as Record<symbol, MemoRecorder | undefined>)[MEMO_RECORDER];
+const recorder = () => (globalThis as Record<symbol, Watcher | undefined>)[MEMO_RECORDER];
 
 export function stampedQuery<T>(owner: string, inputs: readonly string[], fn: () => T): T {
   const r = recorder();
