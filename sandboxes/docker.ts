@@ -104,6 +104,7 @@ export const LABEL = {
   pidStart: 'pairbench.pid_start',
   host: 'pairbench.host',
   version: 'pairbench.version',
+  node: 'pairbench.node',
 } as const;
 
 const HOW_TO_START =
@@ -285,6 +286,7 @@ async function createSandbox(docker: Docker, spec: SandboxSpec, options: Resolve
       ...(networkMode === 'host' ? {} : { Hostname: 'sandbox' }),
       Labels: {
         ...spec.labels,
+        ...(spec.node ? { [LABEL.node]: spec.node } : {}),
         [LABEL.tool]: '1',
         [LABEL.pid]: String(process.pid),
         [LABEL.pidStart]: me.start,

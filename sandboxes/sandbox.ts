@@ -56,6 +56,8 @@ export interface SandboxSpec {
   forwards?: { socket: string; port: number }[];
   /** Environment of every process started in the sandbox (nothing of the host leaks in). */
   env?: Record<string, string>;
+  /** The node this sandbox runs for: a backend that labels what it makes names it (docker: pairbench.node). */
+  node?: string;
   /** Labels for the attempt (docker labels containers with them). */
   labels?: Record<string, string>;
 }

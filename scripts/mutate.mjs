@@ -38,7 +38,7 @@ const MUTATIONS = [
     file: 'gateway/redact.ts',
     from: '    for (const secret of this.secrets) if (out.includes(secret)) out = out.split(secret).join(REDACTED);\n',
     to: '',
-    test: 'test/gateway-redaction.test.ts',
+    test: 'test/gateway.test.ts',
     title: "the agent's credential, repeated in its message",
   },
   {
@@ -46,8 +46,8 @@ const MUTATIONS = [
     file: 'gateway/redact.ts',
     from: '    for (const form of [...this.secrets, ...this.encodedForms]) if (out.includes(form)) out = out.split(form).join(REDACTED);\n',
     to: '',
-    test: 'test/gateway-redaction.test.ts',
-    title: "the host's key echoed by the upstream inside a message",
+    test: 'test/gateway-hostile.test.ts',
+    title: 'an upstream echoing it inside a message',
   },
   {
     name: 'plain-reporter-colour-forced-on',

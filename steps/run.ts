@@ -294,7 +294,7 @@ async function startSandbox(
   workspace: string,
   mounts: Mount[],
   model: ModelSession | undefined,
-  label: string,
+  node: string,
 ): Promise<Result<Sandbox, { transient: boolean; message: string }>> {
   const backend = await sandboxBackend(settings.backend);
   const available = await backend.available();
@@ -312,7 +312,7 @@ async function startSandbox(
     egress: { mode: settings.egress, allow: [...settings.allow] },
     forwards: model?.socket ? [{ socket: model.socket, port: GATEWAY_PORT_INSIDE }] : [],
     env: { PATH: '/usr/local/bin:/usr/bin:/bin', LANG: 'C.UTF-8' },
-    labels: { 'pairbench.node': label },
+    node,
   });
   if (created.ok) return ok(created.value);
   // A sandbox that failed to start is an infrastructure fault of this attempt; a backend that

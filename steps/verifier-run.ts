@@ -309,7 +309,7 @@ export interface VerifierRequest {
   scoring?: Scoring;
   /** The base tree, for the files a hidden test patch resets (as SWE-bench's harness does). */
   pristine?: string | null;
-  /** The node this verifier runs for: a label on its sandbox (`docker ps` says whose a container is). */
+  /** The node this verifier runs for (its sandbox names it: `docker ps` says whose a container is). */
   node?: string;
 }
 
@@ -455,7 +455,8 @@ export async function runVerifier(request: VerifierRequest): Promise<Result<Veri
         // Harbor's root verifier has HOME=/root (the docker backend makes it writable); anyone else /tmp.
         HOME: sandboxed ? (settings.user === 'root' ? '/root' : '/tmp') : scratch,
       },
-      labels: { 'pairbench.role': 'verifier', ...(request.node ? { 'pairbench.node': request.node } : {}) },
+      ...(request.node ? { node: request.node } : {}),
+      labels: { 'pairbench.role': 'verifier' },
     });
     if (!created.ok) return err({ reason: 'sandbox', backend: settings.backend, message: created.error.message });
     sandbox = created.value;

@@ -395,6 +395,28 @@ describe('gateway: the host key never reaches the agent', () => {
     ],
     ['in a header', (res, key) => res.writeHead(200, { 'content-type': 'application/json', 'x-echo': key }).end('{}')],
   ];
+  it('an upstream echoing it inside a message: the agent reads the message with the key replaced, the rest intact', async () => {
+    // Blanking the whole text would hide the key too, so the echoes below cannot tell the two apart
+    // (npm run mutate: host-key-scrub-substring-replacement).
+    const up = await serve((req, _body, res) =>
+      res.writeHead(401, { 'content-type': 'application/json' }).end(
+        JSON.stringify({
+          type: 'error',
+          error: { type: 'authentication_error', message: `bad key ${String(req.headers['authorization']).replace(/^Bearer /, '')}, see the docs` },
+        }),
+      ),
+    );
+    const dir = mkdtempSync(join(tmpdir(), 'pairbench-gw-'));
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+    const gw = await gateway({ upstream: up.url, upstreamAuth: { authorization: `Bearer ${KEY}` }, logFile: join(dir, 'gateway.jsonl') });
+    const r = await post(gw, '/v1/messages', { model: 'claude-fake', max_tokens: 16, messages: [{ role: 'user', content: 'go' }] });
+    await gw.close();
+    expect(r.status).toBe(401);
+    expect(carriesKey(r.raw)).toBe(false);
+    expect((JSON.parse(r.raw.toString('utf8')) as { error: { message: string } }).error.message).toBe('bad key [redacted], see the docs');
+    expect(carriesKey(readFileSync(join(dir, 'gateway.jsonl')))).toBe(false);
+  });
+
   for (const [name, echo] of echoes) {
     it(`an upstream echoing it ${name}: absent from every byte the agent gets and from the log`, async () => {
       const up = await serve((req, _body, res) => echo(res, String(req.headers['authorization'] ?? '').replace(/^Bearer /, '')));

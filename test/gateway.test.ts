@@ -308,6 +308,28 @@ describe('gateway: records', () => {
     expect(JSON.stringify(gw.records())).not.toContain('sk-test');
   });
 
+  it("the agent's credential, repeated in its message and in a header of another name, is redacted there, and only it", async () => {
+    // Blanking the whole text would hide the key too: only the text around it kept tells the substring
+    // replacement is there (npm run mutate: redactor-substring-replacement).
+    const key = 'sk-agent-0123456789abcdef';
+    const dir = tempDir();
+    const gw = await gateway({ upstream: (await fake(WRITE_SCRIPT)).url, logFile: join(dir, 'gateway.jsonl') });
+    await send(gw, 'POST', '/v1/messages', anthropicRequest([{ role: 'user', content: `my key is ${key}, keep it` }]), {
+      'x-api-key': key,
+      'x-note': `from ${key} with care`,
+    });
+    await gw.close();
+    const text = readFileSync(join(dir, 'gateway.jsonl'), 'utf8');
+    expect(text).not.toContain(key);
+    const [line] = text
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { request_headers: Record<string, string>; request_body: { messages: { content: string }[] } });
+    expect(line!.request_headers['x-api-key']).toBe('[redacted]');
+    expect(line!.request_headers['x-note']).toBe('from [redacted] with care');
+    expect(line!.request_body.messages[0]!.content).toBe('my key is [redacted], keep it');
+  });
+
   it('an unreachable upstream answers 502 and counts as an upstream error', async () => {
     const probe = createServer();
     await new Promise<void>((r) => probe.listen(0, '127.0.0.1', r));

@@ -7,8 +7,6 @@
  */
 import type { Effect } from '../hooks.js';
 
-export type { Effect };
-
 /** Makes an effect again: undefined once done, else why it cannot be made here (nothing written). */
 export type EffectPerformers = Readonly<Record<string, (data: unknown) => string | undefined>>;
 

@@ -11,7 +11,7 @@ import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { lazyRequire } from '../lazy-require.js';
 import type { ElapsedStyle } from '../hooks.js';
-import type { Effect } from './effects.js';
+import type { Effect } from '../hooks.js';
 import type { StampRecord } from './stamps.js';
 
 export const MEMO_VERSION = 3;

@@ -32,8 +32,7 @@ import {
   type Observation,
   type OutputPart,
 } from './memo-file.js';
-import { MEMO_RECORDER, renderElapsed, type ElapsedStyle, type Watcher } from '../hooks.js';
-import type { Effect } from './effects.js';
+import { MEMO_RECORDER, renderElapsed, type Effect, type ElapsedStyle, type Watcher } from '../hooks.js';
 import type { StampRecord } from './stamps.js';
 
 const requireBuiltin = createRequire(import.meta.url);

@@ -6,8 +6,6 @@
  */
 import type { Stamp } from '../hooks.js';
 
-export type { Stamp };
-
 /** A stamp and the answer it gave when the memo was recorded. */
 export type StampRecord = readonly [stamp: Stamp, answer: string];
 
