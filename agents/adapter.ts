@@ -1,5 +1,5 @@
 import type { MarkerScope } from '../gateway/markers.js';
-import type { ShellTool } from '../gateway/fake-actions.js';
+import { claudeMcpToolName, type McpToolName, type ShellTool } from '../gateway/fake-actions.js';
 import type { ProviderName } from '../gateway/providers.js';
 import type { ExecResult, Mount } from '../sandboxes/sandbox.js';
 
@@ -117,6 +117,17 @@ export interface AgentAdapter {
   instructionFile?: string;
   /** The call of its shell tool that runs `command`: how a scripted model's actions reach this agent (gateway/fake-actions.ts). */
   scriptedShell?: ShellTool;
+  /**
+   * The name it offers the model an MCP server's tool under, as the gateway lists a request's
+   * tools (default: Claude Code's mcp__<server>__<tool>): the treatment's delivery and readiness,
+   * its use in the trajectory, and a scripted model's mcp actions go by it.
+   */
+  mcpToolName?: McpToolName;
+}
+
+/** An agent's name for an MCP server's tool (its adapter's, else Claude Code's). */
+export function mcpToolNameOf(adapter: Pick<AgentAdapter, 'mcpToolName'>, server: string, tool: string): string {
+  return (adapter.mcpToolName ?? claudeMcpToolName)(server, tool);
 }
 
 export function minimalTrajectory(agent: string, version: string, model: string, prompt: string, notes: string): AtifTrajectory {

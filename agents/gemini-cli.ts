@@ -118,6 +118,8 @@ export const geminiCliAgent: AgentAdapter = {
   name: 'gemini-cli',
   instructionFile: 'GEMINI.md',
   scriptedShell: (command) => ({ name: 'run_shell_command', input: { command: viaBase64(command), description: 'scripted action' } }),
+  // Gemini CLI offers an MCP server's tools as mcp_<server>_<tool>.
+  mcpToolName: (server, tool) => `mcp_${server}_${tool}`,
   needsModel: true,
   provider: 'google',
   cli: { package: PACKAGE, credential: 'GEMINI_API_KEY' },

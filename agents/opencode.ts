@@ -168,6 +168,8 @@ export const opencodeAgent: AgentAdapter = {
   name: 'opencode',
   instructionFile: 'AGENTS.md',
   scriptedShell: (command) => ({ name: 'bash', input: { command, description: 'scripted action' } }),
+  // OpenCode offers an MCP server's tools as <server>_<tool>.
+  mcpToolName: (server, tool) => `${server}_${tool}`,
   needsModel: true,
   provider: 'openai',
   cli: { package: PACKAGE, credential: 'OPENAI_API_KEY' },

@@ -5,7 +5,7 @@
 import { createServer, type IncomingHttpHeaders, type ServerResponse } from 'node:http';
 import { isObject } from './json.js';
 import { anthropicEvents, anthropicMessage, anthropicTurnIndex, type ReplyIds } from './fake-anthropic.js';
-import { openaiEvents, openaiResponse, openaiTurnIndex } from './fake-openai.js';
+import { inNamespaces, openaiEvents, openaiResponse, openaiTurnIndex } from './fake-openai.js';
 import { completionFor, turnAt, usageOf, type FakeScript, type FakeTurn } from './fake-script.js';
 import { decodeBody } from './http-body.js';
 import { readBody } from '../pipeline/read-body.js';
@@ -16,7 +16,7 @@ import { CHAT_DONE, chatChunks, chatCompletion, chatSse, chatTurnIndex } from '.
 import { GEMINI_PATH, geminiResponse, geminiTurnIndex } from './fake-gemini.js';
 import { offersTools } from './request-bounds.js';
 import { toolNames } from './markers.js';
-import { resolveTurn, type ShellTool } from './fake-actions.js';
+import { resolveTurn, type AgentTools } from './fake-actions.js';
 
 export type { FakeAction, FakeFault, FakeScript, FakeTurn, FakeToolCall, FakeUsage, ScriptTurn } from './fake-script.js';
 
@@ -40,8 +40,8 @@ export interface FakeModel {
 }
 
 export interface FakeModelOptions {
-  /** The attempt's agent's shell tool (its adapter's declared mapping): what the script's actions run through. */
-  shell?: ShellTool;
+  /** The attempt's agent's shell tool and MCP tool names (its adapter's declared mapping): what the script's actions run through. */
+  tools?: AgentTools;
 }
 
 export async function startFakeModel(script: FakeScript, on: ListenOn, options: FakeModelOptions = {}): Promise<FakeModel> {
@@ -82,13 +82,14 @@ export async function startFakeModel(script: FakeScript, on: ListenOn, options: 
     let scripted: FakeTurn;
     if (side) scripted = completionFor(script, body);
     else {
-      const resolved = resolveTurn(turnAt(script, turn), toolNames(body), options.shell);
+      const resolved = resolveTurn(turnAt(script, turn, body), toolNames(body), options.tools ?? {});
       if ('problem' in resolved) {
         // The attempt cannot do what the script says: refused at once, and said (run makes it an infrastructure fault).
         problems.push(resolved.problem);
         return sendJson(res, 400, { type: 'error', error: { type: 'invalid_request_error', message: `pairbench's scripted model: ${resolved.problem}` } });
       }
-      scripted = resolved.turn;
+      // Codex offers MCP tools in namespaces: a call of one names its namespace.
+      scripted = api === 'openai' ? inNamespaces(resolved.turn, body) : resolved.turn;
     }
     const answer: FakeTurn = script.usage_from_request
       ? {

@@ -47,6 +47,7 @@ export function openaiOutput(turn: FakeTurn, ids: ReplyIds): Record<string, unkn
       id: `fc_fake_${ids.turn}_${i}`,
       call_id: `call_fake_${ids.turn}_${i}`,
       name: c.name,
+      ...(c.namespace ? { namespace: c.namespace } : {}),
       arguments: JSON.stringify(c.input),
       status: 'completed',
     }),
@@ -93,4 +94,19 @@ export function openaiEvents(turn: FakeTurn, ids: ReplyIds): [string, unknown][]
   openaiOutput(turn, ids).forEach((item, output_index) => push('response.output_item.done', { output_index, item }));
   push('response.completed', { response: openaiResponse(turn, ids, 'completed') });
   return out;
+}
+
+/**
+ * The turn with each call of a tool the request offers inside a namespace (listed as
+ * `<namespace>__<tool>`, gateway/markers.ts toolNames) split into the tool's own name and its
+ * namespace, as the Responses API calls one.
+ */
+export function inNamespaces(turn: FakeTurn, body: unknown): FakeTurn {
+  if (!turn.tool_calls?.length || !isObject(body) || !Array.isArray(body.tools)) return turn;
+  const spaced = new Map<string, { namespace: string; name: string }>();
+  for (const t of body.tools)
+    if (isObject(t) && t.type === 'namespace' && typeof t.name === 'string' && Array.isArray(t.tools))
+      for (const inner of t.tools)
+        if (isObject(inner) && typeof inner.name === 'string') spaced.set(`${t.name}__${inner.name}`, { namespace: t.name, name: inner.name });
+  return { ...turn, tool_calls: turn.tool_calls.map((c) => ({ ...c, ...spaced.get(c.name) })) };
 }

@@ -14,6 +14,8 @@ export interface FakeUsage {
 export interface FakeToolCall {
   name: string;
   input: Record<string, unknown>;
+  /** OpenAI Responses only: the namespace of a tool offered inside one (Codex's MCP servers); `name` is then the tool's own. */
+  namespace?: string;
 }
 
 /**
@@ -25,9 +27,16 @@ export type FakeAction =
   | { action: 'shell'; command: string }
   | { action: 'read'; path: string }
   | { action: 'write'; path: string; content: string }
-  | { action: 'edit'; path: string; old: string; new: string };
+  | { action: 'edit'; path: string; old: string; new: string }
+  /**
+   * A call of an MCP server's tool, by the server's name in the arm's `mcp_servers` and the
+   * tool's own name: the agent's name for it is its adapter's (Claude Code mcp__graph__flow,
+   * Gemini CLI mcp_graph_flow, ...). `optional`: called only when the agent offers it (an arm
+   * without the server skips it), as a model uses a tool only when it has it.
+   */
+  | { action: 'mcp'; server: string; tool: string; input?: Record<string, unknown>; optional?: boolean };
 
-export const ACTIONS = ['shell', 'read', 'write', 'edit'] as const;
+export const ACTIONS = ['shell', 'read', 'write', 'edit', 'mcp'] as const;
 
 /** A scripted call: a tool by name (that agent's own), or an action any agent can carry out. */
 export type ScriptedCall = FakeToolCall | FakeAction;
@@ -47,6 +56,12 @@ export interface ScriptTurn extends Omit<FakeTurn, 'tool_calls'> {
 /** What the fake model answers, turn by turn; the same script drives the Anthropic and the OpenAI API. */
 export interface FakeScript {
   turns: ScriptTurn[];
+  /**
+   * Turns for one task (or any request whose JSON a `match` is found in: the task's prompt is
+   * in every request of its conversation): the first matching entry's turns answer instead of
+   * `turns`, so one script can act differently per task, as a model reading the prompt would.
+   */
+  by_task?: { match: string; turns: ScriptTurn[] }[];
   /**
    * Answers to requests without tools (a context generator's or a judge's single call):
    * the first whose `match` (a regular expression) is found in the request body's JSON,
@@ -106,8 +121,11 @@ export const SIDE_TURN: FakeTurn = {
   usage: { input_tokens: 10, output_tokens: 2 },
 };
 
-export function turnAt(script: FakeScript, index: number): ScriptTurn {
-  return script.turns[index] ?? FINAL_TURN;
+/** The index-th turn of the turns that answer this request (`by_task`'s first match, else `turns`). */
+export function turnAt(script: FakeScript, index: number, body?: unknown): ScriptTurn {
+  const text = script.by_task?.length && body !== undefined ? JSON.stringify(body) : '';
+  const turns = script.by_task?.find((t) => new RegExp(t.match).test(text))?.turns ?? script.turns;
+  return turns[index] ?? FINAL_TURN;
 }
 
 export function usageOf(turn: FakeTurn): Required<FakeUsage> {
@@ -142,39 +160,19 @@ class ScriptProblem extends Error {
 }
 
 function assertFakeScript(value: unknown): asserts value is FakeScript {
-  const fail: (path: string, message: string) => never = (path, message) => {
+  const fail: Fail = (path, message) => {
     throw new ScriptProblem(path, message);
   };
   if (!isObject(value) || !Array.isArray(value.turns)) fail('turns', 'expected an object with a "turns" array');
-  for (const [i, turn] of value.turns.entries()) {
-    const at = `turns[${i}]`;
-    if (!isObject(turn)) fail(at, 'expected an object');
-    if (turn.text !== undefined && typeof turn.text !== 'string') fail(`${at}.text`, 'expected a string');
-    if (turn.tool_calls !== undefined) {
-      if (!Array.isArray(turn.tool_calls)) fail(`${at}.tool_calls`, 'expected an array');
-      for (const [j, call] of turn.tool_calls.entries()) {
-        const c = `${at}.tool_calls[${j}]`;
-        if (isObject(call) && call.action !== undefined) {
-          const action = call.action;
-          if (typeof action !== 'string' || !(ACTIONS as readonly string[]).includes(action)) fail(`${c}.action`, `expected one of ${ACTIONS.join(', ')}`);
-          const fields = { shell: ['command'], read: ['path'], write: ['path', 'content'], edit: ['path', 'old', 'new'] }[action as FakeAction['action']];
-          for (const f of fields) if (typeof call[f] !== 'string') fail(`${c}.${f}`, `a ${action} action needs ${f} (a string)`);
-          if (action !== 'shell' && (call.path as string) === '') fail(`${c}.path`, 'expected a path relative to the workspace');
-          continue;
-        }
-        if (!isObject(call) || typeof call.name !== 'string' || call.name === '') fail(`${c}.name`, 'expected a non-empty string (a tool), or an action');
-        if (!isObject(call.input)) fail(`${c}.input`, 'expected an object');
-      }
-    }
-    if (turn.usage !== undefined) {
-      if (!isObject(turn.usage)) fail(`${at}.usage`, 'expected an object');
-      for (const k of ['input_tokens', 'output_tokens', 'cache_creation_input_tokens', 'cache_read_input_tokens', 'reasoning_tokens']) {
-        const v = turn.usage[k];
-        const required = k === 'input_tokens' || k === 'output_tokens';
-        if ((v !== undefined || required) && !(Number.isInteger(v) && (v as number) >= 0)) {
-          fail(`${at}.usage.${k}`, 'expected a non-negative integer');
-        }
-      }
+  assertTurns(value.turns, 'turns', fail);
+  if (value.by_task !== undefined) {
+    if (!Array.isArray(value.by_task)) fail('by_task', 'expected an array');
+    for (const [i, t] of value.by_task.entries()) {
+      const at = `by_task[${i}]`;
+      if (!isObject(t)) fail(at, 'expected an object with match and turns');
+      assertRegExp(t.match, `${at}.match`, fail);
+      if (!Array.isArray(t.turns)) fail(`${at}.turns`, 'expected an array');
+      assertTurns(t.turns, `${at}.turns`, fail);
     }
   }
   if (value.usage_from_request !== undefined && typeof value.usage_from_request !== 'boolean') fail('usage_from_request', 'expected true or false');
@@ -209,12 +207,56 @@ function assertFakeScript(value: unknown): asserts value is FakeScript {
     for (const [i, c] of value.completions.entries()) {
       const at = `completions[${i}]`;
       if (!isObject(c) || typeof c.text !== 'string') fail(`${at}.text`, 'expected a string');
-      if (c.match !== undefined) {
-        if (typeof c.match !== 'string') fail(`${at}.match`, 'expected a regular expression (string)');
-        try {
-          new RegExp(c.match);
-        } catch {
-          fail(`${at}.match`, `"${c.match}" is not a regular expression`);
+      if (c.match !== undefined) assertRegExp(c.match, `${at}.match`, fail);
+    }
+  }
+}
+
+type Fail = (path: string, message: string) => never;
+
+function assertRegExp(match: unknown, path: string, fail: Fail): void {
+  if (typeof match !== 'string') fail(path, 'expected a regular expression (string)');
+  try {
+    new RegExp(match as string);
+  } catch {
+    fail(path, `"${match as string}" is not a regular expression`);
+  }
+}
+
+function assertTurns(turns: unknown[], path: string, fail: Fail): void {
+  for (const [i, turn] of turns.entries()) {
+    const at = `${path}[${i}]`;
+    if (!isObject(turn)) fail(at, 'expected an object');
+    if (turn.text !== undefined && typeof turn.text !== 'string') fail(`${at}.text`, 'expected a string');
+    if (turn.tool_calls !== undefined) {
+      if (!Array.isArray(turn.tool_calls)) fail(`${at}.tool_calls`, 'expected an array');
+      for (const [j, call] of turn.tool_calls.entries()) {
+        const c = `${at}.tool_calls[${j}]`;
+        if (isObject(call) && call.action !== undefined) {
+          const action = call.action;
+          if (typeof action !== 'string' || !(ACTIONS as readonly string[]).includes(action)) fail(`${c}.action`, `expected one of ${ACTIONS.join(', ')}`);
+          const fields = { shell: ['command'], read: ['path'], write: ['path', 'content'], edit: ['path', 'old', 'new'], mcp: ['server', 'tool'] }[
+            action as FakeAction['action']
+          ];
+          for (const f of fields) if (typeof call[f] !== 'string') fail(`${c}.${f}`, `a ${action} action needs ${f} (a string)`);
+          if (action === 'mcp') {
+            for (const f of ['server', 'tool']) if (call[f] === '') fail(`${c}.${f}`, 'expected a non-empty name');
+            if (call.input !== undefined && !isObject(call.input)) fail(`${c}.input`, "expected an object (the tool's arguments)");
+            if (call.optional !== undefined && typeof call.optional !== 'boolean') fail(`${c}.optional`, 'expected true or false');
+          } else if (action !== 'shell' && (call.path as string) === '') fail(`${c}.path`, 'expected a path relative to the workspace');
+          continue;
+        }
+        if (!isObject(call) || typeof call.name !== 'string' || call.name === '') fail(`${c}.name`, 'expected a non-empty string (a tool), or an action');
+        if (!isObject(call.input)) fail(`${c}.input`, 'expected an object');
+      }
+    }
+    if (turn.usage !== undefined) {
+      if (!isObject(turn.usage)) fail(`${at}.usage`, 'expected an object');
+      for (const k of ['input_tokens', 'output_tokens', 'cache_creation_input_tokens', 'cache_read_input_tokens', 'reasoning_tokens']) {
+        const v = turn.usage[k];
+        const required = k === 'input_tokens' || k === 'output_tokens';
+        if ((v !== undefined || required) && !(Number.isInteger(v) && (v as number) >= 0)) {
+          fail(`${at}.usage.${k}`, 'expected a non-negative integer');
         }
       }
     }

@@ -153,7 +153,10 @@ export function toolNames(body: unknown): string[] {
         ? t['functionDeclarations'].flatMap(named)
         : isObject(t['function'])
           ? named(t['function'])
-          : named(t),
+          : t['type'] === 'namespace' && Array.isArray(t['tools'])
+            ? // OpenAI Responses namespaces (Codex's MCP servers): each tool as <namespace>__<tool>, Codex's own qualified name.
+              t['tools'].flatMap(named).map((n) => `${String(t['name'])}__${n}`)
+            : named(t),
   );
 }
 

@@ -9,7 +9,8 @@ import { EARLIER_TRIES, type ExecutionContext, type FileInputSpec, type StepKind
 import { surfaceFromDir } from './certify/scan.js';
 import { scanLeakage } from './leakage.js';
 import type { AttemptRecord, AttemptTry, AuditedAttempt } from '../stats/types.js';
-import type { AtifTrajectory } from '../agents/adapter.js';
+import { mcpToolNameOf, type AtifTrajectory } from '../agents/adapter.js';
+import { agentAdapters } from '../agents/index.js';
 import { checkTasks, taskMatrixSource, taskOf } from './agent-step-config.js';
 import { AGENT_LOG, armOf, BUDGET_EXITS, GATEWAY_LOG, RUN_RESULT, runStep, TRAJECTORY } from './run.js';
 import { VERIFIER_OWNED, verifierOwned } from './verifier-owned.js';
@@ -101,12 +102,12 @@ function infraReason(run: RunResult): 'infra-sandbox' | 'infra-agent-start' | 'i
  * "Used": the agent observably read or called the treatment (its files, or its MCP tools) in a
  * call that succeeded: one the agent reported failed (no such tool: the server was not there) used nothing.
  */
-function usedTreatment(trajectory: Pick<AtifTrajectory, 'steps'>, files: string[], mcpServers: string[]): boolean {
+function usedTreatment(trajectory: Pick<AtifTrajectory, 'steps'>, files: string[], mcpPrefixes: string[]): boolean {
   return trajectory.steps.some((s) =>
     (s.tool_calls ?? []).some((c) => {
       const failed = (s.observation?.results ?? []).some((r) => r.source_call_id === c.tool_call_id && r.extra?.['is_error'] === true);
       if (failed) return false;
-      if (mcpServers.some((m) => c.function_name.startsWith(`mcp__${m}__`))) return true;
+      if (mcpPrefixes.some((p) => c.function_name.startsWith(p))) return true;
       const text = JSON.stringify(c.arguments ?? '');
       return files.some((f) => text.includes(f));
     }),
@@ -193,8 +194,10 @@ export const auditStep: StepKind = {
     const leakage = scanLeakage({ task, trajectory, gatewayLog, agentLog: upstreamText(ctx, AGENT_LOG) ?? '', hiddenFiles });
 
     // Mechanism evidence: delivered (gateway), used (trajectory). "Changed" is per pair: analyze.
-    const arms = specIf(ctx.node.upstream.find((u) => u.kind === runStep)?.step, 'run')?.arms ?? {};
-    const arm = armOf({ arms }, run.arm);
+    const runSpec = specIf(ctx.node.upstream.find((u) => u.kind === runStep)?.step, 'run');
+    const arm = armOf({ arms: runSpec?.arms ?? {} }, run.arm);
+    // Its MCP tools as the agent names them in its trajectory (its adapter's naming).
+    const adapter = agentAdapters.get(runSpec?.agent.adapter ?? '') ?? {};
     // An arm's treatment: its files, the repository's own files it restored, its MCP servers.
     const treatmentFiles = [...Object.keys(arm.files ?? {}), ...(run.restored ?? []).map((r) => r.path)];
     const mcp = Object.keys(arm.mcp_servers ?? {});
@@ -298,7 +301,13 @@ export const auditStep: StepKind = {
       },
       mechanism: {
         delivered: hasTreatment ? (run.delivered[run.arm] ?? false) : null,
-        used: hasTreatment ? usedTreatment(trajectory, treatmentFiles, mcp) : null,
+        used: hasTreatment
+          ? usedTreatment(
+              trajectory,
+              treatmentFiles,
+              mcp.map((m) => mcpToolNameOf(adapter, m, '')),
+            )
+          : null,
       },
       integrity: { out_of_bounds: outOfBounds.length, leakage: acted.length, verdict_forged: Boolean(verdict?.forgery) },
       delivery: { marker_lines: run.delivery?.marker?.lines ?? [], instruction_lines: run.delivery?.instruction_lines ?? [] },

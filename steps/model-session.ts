@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { mkdirSync } from 'node:fs';
 import { startFakeModel, type FakeModel, type FakeScript } from '../gateway/fake-model.js';
 import type { GatewayCaps } from '../gateway/meter.js';
-import type { ShellTool } from '../gateway/fake-actions.js';
+import type { AgentTools } from '../gateway/fake-actions.js';
 import { startGateway, type GatewaySummary, type Marker, type Prices, type Provider, type UnboundedPolicy } from '../gateway/gateway.js';
 
 /** One attempt's model: the recording gateway, in front of a real upstream or a scripted fake. */
@@ -22,8 +22,8 @@ export interface ModelSession {
 export interface ModelOptions {
   upstream?: string;
   fakeScript?: FakeScript;
-  /** The agent's shell tool, which the fake script's actions run through. */
-  shell?: ShellTool;
+  /** The agent's shell tool and MCP tool names, which the fake script's actions run through. */
+  tools?: AgentTools;
   caps: GatewayCaps;
   markers: Record<string, Marker>;
   /** MCP servers whose tools the first turn must offer (the treatment is not ready otherwise). */
@@ -46,7 +46,7 @@ export interface ModelOptions {
 
 export async function openModel(options: ModelOptions): Promise<ModelSession> {
   let fake: FakeModel | undefined;
-  if (options.fakeScript) fake = await startFakeModel(options.fakeScript, { port: 0 }, options.shell ? { shell: options.shell } : {});
+  if (options.fakeScript) fake = await startFakeModel(options.fakeScript, { port: 0 }, options.tools ? { tools: options.tools } : {});
   const upstream = fake?.url ?? options.upstream!;
   let socket: string | undefined;
   if (options.socketDir) {

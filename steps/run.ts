@@ -2,7 +2,7 @@ import { atifModelProblems } from '../agents/atif-rules.js';
 import { lstatSync, mkdirSync, mkdtempSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, posix, relative, resolve } from 'node:path';
-import type { AgentAdapter, AtifTrajectory, AttemptContext } from '../agents/adapter.js';
+import { mcpToolNameOf, type AgentAdapter, type AtifTrajectory, type AttemptContext } from '../agents/adapter.js';
 import { fingerprintLines, foldLine, lineDigest, type Marker } from '../gateway/markers.js';
 import { agentAdapters } from '../agents/index.js';
 import type { JsonEncodable } from '../pipeline/canonical-json.js';
@@ -238,9 +238,9 @@ function markerOf(
   const files = Object.entries(arm.files ?? {});
   const instruction = files.map(([dest, src]) => ({ src, scope: adapter.deliveryScope(dest) })).find((f) => f.scope);
   if (arm.marker) return { lines: [foldLine(arm.marker)], scope: instruction?.scope ?? { kind: 'anywhere' } };
-  // An MCP arm is delivered when its tools are offered to the model (Claude Code names them mcp__<server>__<tool>).
+  // An MCP arm is delivered when its tools are offered to the model, under the agent's names for them.
   const server = Object.keys(arm.mcp_servers ?? {})[0];
-  if (server) return { lines: [], scope: { kind: 'tools', prefix: `mcp__${server}__` } };
+  if (server) return { lines: [], scope: { kind: 'tools', prefix: mcpToolNameOf(adapter, server, '') } };
   if (instruction?.scope) {
     const entry = entryOf(instruction.src);
     if (entry?.type !== 'file') return undefined;
@@ -711,7 +711,10 @@ export const runStep: StepKind = {
     if (marker) markers[armName] = marker;
     // Every MCP server the arm offers must be offered to the model at its first turn.
     const ready: Record<string, Marker> = Object.fromEntries(
-      Object.keys(arm.mcp_servers ?? {}).map((server) => [server, { lines: [], scope: { kind: 'tools', prefix: `mcp__${server}__` } } satisfies Marker]),
+      Object.keys(arm.mcp_servers ?? {}).map((server) => [
+        server,
+        { lines: [], scope: { kind: 'tools', prefix: mcpToolNameOf(adapter, server, '') } } satisfies Marker,
+      ]),
     );
     const script = fakeScriptOf(s, ctx.node);
     const fake = script ? ctx.files.find((f) => f.path === normalizedPath(script)) : undefined;
@@ -727,7 +730,7 @@ export const runStep: StepKind = {
         ...(fake
           ? {
               fakeScript: JSON.parse(ctx.artifacts.read(fake.entry.digest).toString('utf8')),
-              ...(adapter.scriptedShell ? { shell: adapter.scriptedShell } : {}),
+              tools: { ...(adapter.scriptedShell ? { shell: adapter.scriptedShell } : {}), ...(adapter.mcpToolName ? { mcpTool: adapter.mcpToolName } : {}) },
             }
           : { upstream: s.model!.upstream! }),
         // limits.turns at the gateway too: an agent whose own limit only asks the model to stop (OpenCode), or that has none (Codex), is stopped.
@@ -861,12 +864,12 @@ export const runStep: StepKind = {
           ? null
           : !sandbox
             ? 'sandbox'
-            : scriptProblem
-              ? 'script'
-              : didNotStart
-                ? 'agent-start'
-                : notReady.length
-                  ? 'treatment'
+            : notReady.length
+              ? 'treatment' // a script's call of a tool the late server did not offer is its consequence
+              : scriptProblem
+                ? 'script'
+                : didNotStart
+                  ? 'agent-start'
                   : 'provider';
       const infraCause =
         exitReason !== 'infra-error'
@@ -878,7 +881,7 @@ export const runStep: StepKind = {
               : didNotStart
                 ? `agent did not start: ${startFailure(result)}`
                 : infraKind === 'treatment'
-                  ? `treatment not ready: the model's first turn was not offered the tools of MCP server(s) ${notReady.join(', ')} (mcp__${notReady[0]}__*): the server came up late or not at all`
+                  ? `treatment not ready: the model's first turn was not offered the tools of MCP server(s) ${notReady.join(', ')} (${mcpToolNameOf(adapter, notReady[0]!, '*')}): the server came up late or not at all`
                   : `model provider: ${providerErrorText(gw!.provider_error!)}`;
       if (exitReason === 'infra-error' && sandbox) {
         ctx.doNotCache(

@@ -5,7 +5,9 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { mcpToolNameOf } from '../agents/adapter.js';
 import { claudeBinary } from '../agents/claude-code.js';
+import { agentAdapters } from '../agents/index.js';
 import { cli } from './cli-in-process.js';
 import { loadConfig } from '../pipeline/config/load.js';
 import { buildGraph } from '../pipeline/dag.js';
@@ -38,6 +40,9 @@ interface Verdicts {
 // The fixtures' cohorts are small (3 to 5 tasks, some in shared families): too few units for
 // any test to reach alpha, so they are insufficient-n -- descriptive, with the effect each
 // fixture is built to show. The example has 8 independent tasks and ends in a real verdict.
+/** gortex's agent dimension, and the name each gives the graph server's tool (its adapter's). */
+const GORTEX_AGENTS = ['claude-code', 'codex', 'gemini-cli'] as const;
+
 const CASES: { config: string; tasks: number; verdicts: Verdicts; deltas?: Record<string, Record<string, number>> }[] = [
   { config: 'bench.config.yaml', tasks: 8, verdicts: { 'context-file': { 'claude-md vs control': ['positive', '+'] } } },
   {
@@ -52,15 +57,20 @@ const CASES: { config: string; tasks: number; verdicts: Verdicts; deltas?: Recor
   },
   { config: 'cohorts/primer-context-file.yaml', tasks: 3, verdicts: { 'primer-context-file': { 'with vs without': ['insufficient-n', '+'] } } },
   {
+    // The seed's scale: 3 tasks in each of 5 categories (the families), one cell per agent.
     config: 'cohorts/gortex-mcp.yaml',
-    tasks: 5,
-    verdicts: {
-      'gortex-mcp': {
-        'with-tools vs without-tools': ['insufficient-n', '+'],
-        'with-tools-ablated vs without-tools': ['insufficient-n', '+'],
-        'with-tools-ablated vs with-tools': ['insufficient-n', '0'],
-      },
-    },
+    tasks: 15,
+    verdicts: Object.fromEntries(
+      GORTEX_AGENTS.map((agent) => [
+        `gortex-mcp-${agent}`,
+        {
+          'with-tools vs without-tools': ['insufficient-n', '+'],
+          'with-tools-ablated vs without-tools': ['insufficient-n', '+'],
+          'with-tools-ablated vs with-tools': ['insufficient-n', '0'],
+        },
+      ]),
+    ) as Verdicts,
+    deltas: Object.fromEntries(GORTEX_AGENTS.map((agent) => [`gortex-mcp-${agent}`, { 'with-tools vs without-tools': 26.7 }])),
   },
   {
     config: 'cohorts/agents-md-study.yaml',
@@ -240,24 +250,40 @@ describe.skipIf(!existsSync(claudeBinary()))('shipped cohorts, end to end on the
         expect(b.report).toContain('repeated CI at the stopping look');
       }
       if (c.config.includes('gortex')) {
-        const cmp = bundles['gortex-mcp']!.results.analysis.comparisons;
-        // (a)/(b)/(c) all reported, the negative row included; the ablation changes nothing on the fixture.
-        for (const x of cmp.slice(0, 2)) expect(x.outcomes.counts).toEqual({ a: 3, b: 1, c: 1, no_answer: 0 });
-        expect(cmp[0].outcomes.tasks.find((t: { task: string }) => t.task === 'bug-discount-total').class).toBe('c');
-        // The ablation's delta is in the headline, beside the treatment it ablates.
-        expect(cmp[2]).toMatchObject({ treatment: 'with-tools-ablated', control: 'with-tools', delta: 0 });
-        const report = bundles['gortex-mcp']!.report;
-        expect(report).toContain('(c) hurt: 1');
-        // The judge beside the verifier: one row per task, per category, with their agreement.
-        const judge = bundles['gortex-mcp']!.results.analysis.judge;
-        expect(judge.counts.judge).toEqual({ a: 3, b: 1, c: 1, unclassified: 0 });
-        expect(judge.rows.find((r: { task: string }) => r.task === 'bug-discount-total')).toMatchObject({
-          judge: 'c',
-          verifier: 'c',
-          category: 'bug-localization',
-        });
-        expect(report).toContain('## Judge and verifier: with-tools vs without-tools');
-        expect(report).toMatch(/\| bug-localization \| 1 \| 0 \| 0 \| 1 \| 0 \|/);
+        for (const agent of GORTEX_AGENTS) {
+          const b = bundles[`gortex-mcp-${agent}`]!;
+          const cmp = b.results.analysis.comparisons;
+          // (a)/(b)/(c) all reported, the negative row included; the ablation changes nothing on the fixture.
+          for (const x of cmp.slice(0, 2)) expect(x.outcomes.counts, agent).toEqual({ a: 5, b: 9, c: 1, no_answer: 0 });
+          expect(cmp[0].outcomes.tasks.find((t: { task: string }) => t.task === 'bug-discount-total').class).toBe('c');
+          // Delivered in every pair (the tools offered under this agent's names), used where the script asks the graph (13 of 15 tasks).
+          expect(cmp[0].mechanism, agent).toMatchObject({ pairs: 15, delivered: 15, used: 13 });
+          // The ablation's delta is in the headline, beside the treatment it ablates.
+          expect(cmp[2]).toMatchObject({ treatment: 'with-tools-ablated', control: 'with-tools', delta: 0 });
+          expect(b.report).toContain('(c) hurt: 1');
+          // The judge beside the verifier: one row per task, per category, with their agreement.
+          const judge = b.results.analysis.judge;
+          expect(judge.counts.judge).toEqual({ a: 5, b: 9, c: 1, unclassified: 0 });
+          expect(judge.rows.find((r: { task: string }) => r.task === 'bug-discount-total')).toMatchObject({
+            judge: 'c',
+            verifier: 'c',
+            category: 'bug-localization',
+          });
+          expect(b.report).toContain('## Judge and verifier: with-tools vs without-tools');
+          expect(b.report).toMatch(/\| bug-localization \| 3 \| 0 \| 2 \| 1 \| 0 \|/);
+          // The agent called the graph itself, by its own name for the tool: the script's one mcp action reached each.
+          const calls = (arm: string) =>
+            (
+              json(join(b.dir, 'nodes', `attempts-${agent}`, 'impact-priceof', arm, '1', 'trajectory.json')).steps as {
+                tool_calls?: { function_name: string }[];
+              }[]
+            ).flatMap((st) => (st.tool_calls ?? []).map((t) => t.function_name));
+          expect(calls('with-tools')[0], agent).toBe(mcpToolNameOf(agentAdapters.get(agent)!, 'graph', 'graph_tests'));
+          expect(
+            calls('without-tools').some((n) => n.includes('graph')),
+            agent,
+          ).toBe(false);
+        }
       }
       if (c.config.includes('agents-md')) {
         const repo = join(ROOT, 'examples', 'cohorts', 'fixtures', 'repos', 'inventory');

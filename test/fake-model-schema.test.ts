@@ -56,6 +56,27 @@ describe('the scripted model format', () => {
     expect(parseFakeScript(script).ok).toBe(true);
   });
 
+  it('a script with mcp actions and turns by task is valid under both', () => {
+    const script = {
+      turns: [],
+      by_task: [
+        {
+          match: 'rename priceOf',
+          turns: [
+            {
+              tool_calls: [
+                { action: 'mcp', server: 'graph', tool: 'graph_refs', input: { symbol: 'priceOf' }, optional: true },
+                { action: 'mcp', server: 'graph', tool: 'graph_flow' },
+              ],
+            },
+          ],
+        },
+      ],
+    };
+    expect(validate(script), JSON.stringify(validate.errors)).toBe(true);
+    expect(parseFakeScript(script).ok).toBe(true);
+  });
+
   it('what the gateway check refuses, the schema refuses', () => {
     const turn = { text: 'x', tool_calls: [{ name: 'Bash', input: { command: 'ls' } }], usage: { input_tokens: 1, output_tokens: 1 } };
     const broken: unknown[] = [
@@ -69,6 +90,14 @@ describe('the scripted model format', () => {
       { turns: [{ ...turn, usage: { input_tokens: -1, output_tokens: 1 } }] },
       { turns: [{ ...turn, usage: { output_tokens: 1 } }] },
       { turns: [{ ...turn, usage: { input_tokens: 1, output_tokens: 1, reasoning_tokens: 1.5 } }] },
+      { turns: [{ tool_calls: [{ action: 'mcp', tool: 'graph_flow' }] }] },
+      { turns: [{ tool_calls: [{ action: 'mcp', server: '', tool: 'graph_flow' }] }] },
+      { turns: [{ tool_calls: [{ action: 'mcp', server: 'graph', tool: 'graph_flow', input: 'x' }] }] },
+      { turns: [{ tool_calls: [{ action: 'mcp', server: 'graph', tool: 'graph_flow', optional: 'yes' }] }] },
+      { turns: [], by_task: {} },
+      { turns: [], by_task: [{ turns: [] }] },
+      { turns: [], by_task: [{ match: 'x' }] },
+      { turns: [], by_task: [{ match: 'x', turns: [7] }] },
       { turns: [], usage_from_request: 'yes' },
       { turns: [], completions: [{ match: 'x' }] },
       { turns: [], completions: [{ text: 'x', match: 3 }] },

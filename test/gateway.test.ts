@@ -12,6 +12,8 @@ import { parseFakeScript } from '../gateway/fake-script.js';
 import { startGateway, type Gateway, type GatewayOptions } from '../gateway/gateway.js';
 import { SseParser, type SseEvent } from '../gateway/sse.js';
 import { fingerprintLines, markersFound } from '../gateway/markers.js';
+import { mcpToolNameOf } from '../agents/adapter.js';
+import { agentAdapters } from '../agents/index.js';
 
 // Real sockets end to end: a client -> the gateway -> the scripted fake model (or a tiny real upstream).
 
@@ -620,6 +622,93 @@ describe('fake model + gateway: OpenAI Responses', () => {
       usage: { input_tokens: 50 + 100, output_tokens: 30, cache_write_tokens: 0, cache_read_tokens: 30 },
       delivered: { agents: true },
     });
+  });
+});
+
+describe("fake model: a script in the agent's terms (mcp actions, turns by task)", () => {
+  const GRAPH = { action: 'mcp', server: 'graph', tool: 'graph_flow', input: { entry: 'checkout' } } as const;
+  const LS = { action: 'shell', command: 'ls' } as const;
+  const tool = (name: string) => ({ name, description: name, input_schema: { type: 'object' } });
+
+  async function scripted(script: FakeScript, adapter: string): Promise<FakeModel> {
+    const a = agentAdapters.get(adapter)!;
+    const f = await startFakeModel(
+      script,
+      { port: 0 },
+      { tools: { ...(a.scriptedShell ? { shell: a.scriptedShell } : {}), ...(a.mcpToolName ? { mcpTool: a.mcpToolName } : {}) } },
+    );
+    cleanups.push(() => f.close());
+    return f;
+  }
+  const calls = async (model: FakeModel, tools: unknown[], prompt = 'go'): Promise<Reply & { names: string[] }> => {
+    const r = await send(model, 'POST', '/v1/messages', anthropicRequest([{ role: 'user', content: prompt }], { tools }));
+    const names =
+      r.status === 200
+        ? assemble(events(r.text))
+            .blocks.filter((b) => b.type === 'tool_use')
+            .map((b) => b.name as string)
+        : [];
+    return { ...r, names };
+  };
+
+  it("each scripted agent's MCP tool is called by the name its adapter declares, and an optional one is left out where it is not offered", async () => {
+    const scriptedAgents = [...agentAdapters.values()].filter((a) => a.scriptedShell);
+    expect(scriptedAgents.length).toBeGreaterThanOrEqual(5);
+    for (const a of scriptedAgents) {
+      const model = await scripted({ turns: [{ tool_calls: [{ ...GRAPH, optional: true }, LS] }] }, a.name);
+      const shell = a.scriptedShell!('ls').name;
+      const mcp = mcpToolNameOf(a, 'graph', 'graph_flow');
+      expect((await calls(model, [tool(shell), tool(mcp)])).names, a.name).toEqual([mcp, shell]);
+      // The arm without the server: only the shell call.
+      expect((await calls(model, [tool(shell)])).names, a.name).toEqual([shell]);
+    }
+    // The names differ between agents: one name for all would not reach Gemini CLI's or OpenCode's tool.
+    expect(new Set(scriptedAgents.map((a) => mcpToolNameOf(a, 'graph', 'graph_flow'))).size).toBeGreaterThanOrEqual(3);
+  });
+
+  it('an mcp action the agent does not offer, not optional: refused, naming the tool and what was offered', async () => {
+    const model = await scripted({ turns: [{ tool_calls: [GRAPH] }] }, 'gemini-cli');
+    const r = await calls(model, [tool('run_shell_command'), tool('read_file')]);
+    expect(r.status).toBe(400);
+    expect(model.problems).toEqual([
+      'the script asks for tool graph_flow of MCP server graph (action mcp), carried by tool mcp_graph_graph_flow; this agent offered: run_shell_command, read_file',
+    ]);
+  });
+
+  it('Codex: a tool offered inside a namespace is called with its namespace', async () => {
+    const model = await scripted({ turns: [{ tool_calls: [GRAPH] }] }, 'codex');
+    const tools = [
+      { type: 'function', name: 'exec_command', parameters: { type: 'object' } },
+      { type: 'namespace', name: 'mcp__graph', tools: [{ type: 'function', name: 'graph_flow', parameters: { type: 'object' } }] },
+    ];
+    const user = { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'go' }] };
+    const r = await send(model, 'POST', '/v1/responses', { model: 'gpt-fake', stream: true, tools, input: [user] });
+    expect((events(r.text)[1]!.data as any).item).toMatchObject({
+      type: 'function_call',
+      name: 'graph_flow',
+      namespace: 'mcp__graph',
+      arguments: '{"entry":"checkout"}',
+    });
+  });
+
+  it("by_task: each task's conversation gets its own turns, found by its prompt; any other gets turns", async () => {
+    const model = await scripted(
+      {
+        turns: [{ text: 'no task of mine' }],
+        by_task: [
+          { match: 'rename priceOf', turns: [{ tool_calls: [{ action: 'read', path: 'src/pricing.mjs' }] }] },
+          { match: 'API of src/catalog', turns: [{ tool_calls: [{ action: 'read', path: 'src/catalog.mjs' }] }] },
+        ],
+      },
+      'claude-code',
+    );
+    const input = async (prompt: string) => {
+      const r = await send(model, 'POST', '/v1/messages', anthropicRequest([{ role: 'user', content: prompt }], { tools: [tool('Bash')] }));
+      return assemble(events(r.text)).blocks.map((b) => (b.type === 'tool_use' ? (b.input as { command: string }).command : b.text));
+    };
+    expect(await input('What is the public API of src/catalog.mjs?')).toEqual(["cat -- 'src/catalog.mjs'"]);
+    expect(await input('We are about to rename priceOf to unitPrice.')).toEqual(["cat -- 'src/pricing.mjs'"]);
+    expect(await input('Something else.')).toEqual(['no task of mine']);
   });
 });
 
