@@ -880,6 +880,7 @@ function methods(result: AnalysisResult, ctx: ReportContext): string {
       `${esc(ctx.sandbox.backend)}${ctx.sandbox.isolation ? `, isolation ${esc(ctx.sandbox.isolation)}` : ''}, egress ${esc(ctx.sandbox.egress_mode)} (${egressEnforced(result, ctx) ? 'enforced' : 'NOT enforced'}), image ${ctx.sandbox.image_id ? `<code>${esc(ctx.sandbox.image_id)}</code>` : 'none'}`,
     ],
     ['verifier', esc(ctx.verifier_kind)],
+    ...(ctx.verifier_environment ? ([['verifier environment', esc(ctx.verifier_environment.text)]] as [string, string][]) : []),
     ['analysis', `<ul>${analysis.map((a) => `<li>${a}</li>`).join('')}</ul>`],
     ['exported', esc(ctx.times.exported_at)],
     ['first attempt', esc(ctx.times.first_attempt_at ?? NONE)],

@@ -215,6 +215,7 @@ export function renderMarkdown(result: AnalysisResult, ctx: ReportContext): stri
     `- Cost weights: input ${result.spec.weights.input}, cache write ${result.spec.weights.cache_write}, cache read ${result.spec.weights.cache_read}, output ${result.spec.weights.output}`,
   );
   for (const m of methodsUsed(result)) line(`- ${md(m)}`);
+  if (ctx.verifier_environment) line(`- Verifier environment: ${md(ctx.verifier_environment.text)}`);
   line(`- Validity floor ${pct(result.spec.validity_floor)}; infra-error threshold ${ppWidth(result.spec.infra_error_threshold)}`);
   // The analyzer's method notes (the envelope formula, already printed above, is not repeated).
   for (const n of result.notes) if (!formulas.some((f) => n.includes(f))) line(`- ${md(n)}`);

@@ -19,12 +19,13 @@
 //
 //   node scripts/build-fixtures.mjs            build what is missing or stale
 //   node scripts/build-fixtures.mjs --print    build, then print every commit id (to pin new commits)
-//   node scripts/build-fixtures.mjs --check    only say whether every repository is up to date (exit 1 if not)
+//   node scripts/build-fixtures.mjs --check    only say whether every repository is up to date and the verifier image loaded (exit 1 if not)
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { ensureVerifierImage } from './build-verifier-image.mjs';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const SOURCES = join(ROOT, 'examples', 'cohorts', 'fixtures', 'sources');
@@ -228,4 +229,14 @@ for (const name of names) {
   }
 }
 if (args.has('--print')) console.log(JSON.stringify(printed, null, 2));
+else {
+  // The pinned verifier image of primer-context-file (docker). Not having it fails only that
+  // cohort's verification, so it is said here and never stops the repositories' build.
+  const image = ensureVerifierImage({ check: args.has('--check') });
+  if (image.ok) log(image.message);
+  else {
+    console.error(`build-fixtures: ${image.message}`);
+    if (args.has('--check')) failed = true;
+  }
+}
 process.exit(failed ? 1 : 0);

@@ -1,4 +1,4 @@
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -147,6 +147,13 @@ describe.skipIf(!existsSync(claudeBinary()))('shipped cohorts, end to end on the
     expect(out).not.toContain('stale');
   });
 
+  it("the verifier image primer-context-file pins builds reproducibly: built again from this machine's files, the pinned ID", () => {
+    // (On a machine whose node or libraries differ, it fails naming them and how to re-pin.)
+    const again = spawnSync(process.execPath, [join(ROOT, 'scripts', 'build-verifier-image.mjs'), '--rebuild'], { encoding: 'utf8' });
+    expect(again.status, again.stderr).toBe(0);
+    expect(again.stdout).toBe(`verifier image ${json(join(ROOT, 'examples', 'cohorts', 'fixtures', 'verifier-image.json')).id}: the pinned one\n`);
+  });
+
   for (const c of CASES) {
     it(`${c.config}: certifies, runs, verifies, audits, analyses and exports a verifiable bundle with the expected verdicts`, async () => {
       const config = join(ROOT, c.config);
@@ -227,6 +234,20 @@ describe.skipIf(!existsSync(claudeBinary()))('shipped cohorts, end to end on the
         // Scripted generation: its tokens are counted, no price is claimed.
         expect(b.results.analysis.cost_streams.overhead).toMatchObject({ usd: null, tokens: 4100, model_source: 'scripted' });
         expect(b.report).toContain('Overhead (separate stream, never added to eval cost): unpriced (its model was scripted), 4100 tokens');
+        // Verified in the docker image the config pins by ID (scripts/build-verifier-image.mjs built it, reproducibly):
+        // in every verdict's receipt, under the report's status bar and in its Method.
+        const pinned = json(join(ROOT, 'examples', 'cohorts', 'fixtures', 'verifier-image.json')).id as string;
+        expect(readFileSync(config, 'utf8')).toContain(`image: ${pinned}`);
+        for (const task of readdirSync(join(b.dir, 'nodes', 'verify')))
+          for (const arm of ['without', 'with'])
+            expect(json(join(b.dir, 'nodes', 'verify', task, arm, '1', 'verdict.json')).sandbox).toEqual({
+              backend: 'docker',
+              isolation: 'container',
+              image_id: pinned,
+            });
+        expect(b.report).toContain(`Verifier: image ${pinned}, pinned by ID in every verify key`);
+        expect(b.report).toContain(`- Verifier environment: image ${pinned}, pinned by ID in every verify key`);
+        expect(readFileSync(join(b.dir, 'report.html'), 'utf8')).toContain(`<span class="k">verifier</span><span class="v">image ${pinned}, pinned by ID`);
       }
       if (c.config.includes('sequential')) {
         const b = bundles['sequential-stopping']!;
