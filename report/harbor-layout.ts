@@ -18,6 +18,7 @@ import { dirname, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { createHash } from 'node:crypto';
 import type { AttemptRecord } from '../stats/types.js';
+import { attemptSpan } from '../stats/attempt-span.js';
 import { err, ok, type Result } from '../pipeline/result.js';
 import { parseJsonArtifact, type Artifact, type JsonArtifact } from '../pipeline/artifact.js';
 
@@ -160,14 +161,7 @@ export function writeHarborJob(bundleDir: string, sources: HarborSources, jobDir
     if (result.exception_info) write(`${trialName}/exception.txt`, `${result.exception_info.exception_type}: ${result.exception_info.exception_message}\n`);
   }
 
-  const started = attempts
-    .map((a) => a.started_at)
-    .filter((x): x is string => Boolean(x))
-    .sort();
-  const ended = attempts
-    .map((a) => a.ended_at)
-    .filter((x): x is string => Boolean(x))
-    .sort();
+  const span = attemptSpan(attempts);
   const agents = [...new Map(attempts.map((a) => [`${a.agent.adapter} ${a.agent.model}`, { name: a.agent.adapter, model_name: a.agent.model }])).values()];
   write(
     'config.json',
@@ -183,9 +177,9 @@ export function writeHarborJob(bundleDir: string, sources: HarborSources, jobDir
     'result.json',
     json({
       id: jobId,
-      started_at: started[0] ?? new Date(0).toISOString(),
-      updated_at: ended[ended.length - 1] ?? null,
-      finished_at: ended[ended.length - 1] ?? null,
+      started_at: span.first ?? new Date(0).toISOString(),
+      updated_at: span.last,
+      finished_at: span.last,
       n_total_trials: trials.length,
       stats: jobStats(trials),
     }),

@@ -10,6 +10,7 @@ import { withUpstream } from '../pipeline/dag.js';
 import { EARLIER_TRIES, type ExecutionContext, type GraphNode, type StepKind } from '../pipeline/step-kind.js';
 import type { OutputEntry } from '../pipeline/store/cas.js';
 import type { AnalysisResult, AttemptRecord, AuditedAttempt } from '../stats/types.js';
+import { attemptSpan } from '../stats/attempt-span.js';
 import type { ResultsFile } from '../report/results-file.js';
 import { taskOf } from './agent-step-config.js';
 import type { BundleFile } from '../report/bundle.js';
@@ -104,19 +105,6 @@ function reusedFrom(node: GraphNode, upstream: ExecutionContext['upstream']): Re
     if (v !== undefined) out[u.node] = String(v);
   }
   return out;
-}
-
-/** The attempts' time span: when the first started and the last ended. */
-function attemptSpan(attempts: readonly AttemptRecord[]): { first: string | null; last: string | null } {
-  const started = attempts
-    .map((a) => a.started_at)
-    .filter((x): x is string => Boolean(x))
-    .sort();
-  const ended = attempts
-    .map((a) => a.ended_at)
-    .filter((x): x is string => Boolean(x))
-    .sort();
-  return { first: started[0] ?? null, last: ended[ended.length - 1] ?? null };
 }
 
 /**
