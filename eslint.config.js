@@ -15,6 +15,12 @@ export default tseslint.config(
       '@typescript-eslint/no-unused-expressions': ['error', { allowShortCircuit: true, allowTernary: true }],
     },
   },
+  // Functions a reader can hold (issue 63): none over 100 lines in the layers under the CLI. The
+  // few still longer are marked where they are, with their length, until they are split into phases.
+  {
+    files: ['gateway/**/*.ts', 'steps/**/*.ts', 'sandboxes/**/*.ts', 'pipeline/**/*.ts'],
+    rules: { 'max-lines-per-function': ['error', { max: 100, skipBlankLines: true, skipComments: true, IIFEs: true }] },
+  },
   // Tests read JSON the CLI printed: `any` there is a parsed document, checked by the assertions.
   { files: ['test/**/*.ts'], rules: { '@typescript-eslint/no-explicit-any': 'off' } },
 );

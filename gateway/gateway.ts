@@ -183,6 +183,7 @@ const DRAIN_AFTER_HANGUP_MS = 120_000;
 /** On close, how long in-flight exchanges get to finish before they are recorded as they stand. */
 const CLOSE_GRACE_MS = 2_000;
 
+// eslint-disable-next-line max-lines-per-function -- 341 lines, to be split into named phases (issue 63)
 export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const upstream = new URL(options.upstream);
   const secure = upstream.protocol === 'https:';
@@ -219,6 +220,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   });
   if (options.keepAliveTimeoutMs !== undefined) server.keepAliveTimeout = options.keepAliveTimeoutMs;
 
+  // eslint-disable-next-line max-lines-per-function -- 154 lines, to be split into named phases (issue 63)
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const started = Date.now();
     const at = new Date(started).toISOString();
@@ -415,9 +417,11 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
    * hangs up, the reply is still read to its end (the provider bills it): its usage is accounted
    * all the same. A reply over its size limit is cut off there.
    */
+  // eslint-disable-next-line max-lines-per-function -- 123 lines, to be split into named phases (issue 63)
   function forward(req: IncomingMessage, raw: Buffer, res: ServerResponse): { done: Promise<Outcome>; soFar: () => Outcome } {
     let clientGone = false;
     let soFar: () => Outcome = () => ({ status: 0, headers: {}, events: [] });
+    // eslint-disable-next-line max-lines-per-function -- 118 lines, to be split into named phases (issue 63)
     const done = new Promise<Outcome>((resolve) => {
       let settled = false;
       // The agent's connection, watched for its hang-up until the reply is settled.

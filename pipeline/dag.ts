@@ -151,11 +151,24 @@ function distinct(diagnostics: Diagnostic[]): Diagnostic[] {
   return [...out.slice(0, MAX_DIAGNOSTICS), { message: `... and ${out.length - MAX_DIAGNOSTICS} more problems of the same kinds; fix these and run again` }];
 }
 
-/**
- * Expands steps into nodes. A node of S needs every node of each upstream step U
- * that agrees with it on the matrix dimensions S and U share (so run/t1/a/2 needs
- * materialize/t1, and analyze, with no matrix, needs every verify node).
- */
+/** Each step's kind known, and what the kind's own check finds in the step. */
+function kindProblems(config: BenchConfig, kinds: StepKindRegistry, steps: ReadonlyMap<string, StepConfig>): Diagnostic[] {
+  const diagnostics: Diagnostic[] = [];
+  for (const s of config.steps) {
+    const kind = kinds.get(s.kind);
+    if (!kind) {
+      diagnostics.push({
+        field: `steps.${s.name}.kind`,
+        message: `unknown step kind "${s.kind}"; known kinds: ${[...kinds.keys()].join(', ')}`,
+        location: s.source.locate([...s.path, 'kind']),
+      });
+      continue;
+    }
+    diagnostics.push(...(kind.check?.(s, steps) ?? []));
+  }
+  return diagnostics;
+}
+
 /**
  * Draws every matrix dimension written as a source, through its step's kind, in place: the
  * loaded config then holds the lists, as if they had been written out (drawn once per load).
@@ -181,6 +194,11 @@ function drawMatrixSources(config: BenchConfig, kinds: StepKindRegistry): Diagno
   return out;
 }
 
+/**
+ * Expands steps into nodes. A node of S needs every node of each upstream step U
+ * that agrees with it on the matrix dimensions S and U share (so run/t1/a/2 needs
+ * materialize/t1, and analyze, with no matrix, needs every verify node).
+ */
 export function buildGraph(config: BenchConfig, kinds: StepKindRegistry): Result<Graph, Diagnostic[]> {
   const undrawn = drawMatrixSources(config, kinds);
   if (undrawn.length) return err(undrawn);
@@ -195,19 +213,7 @@ export function buildGraph(config: BenchConfig, kinds: StepKindRegistry): Result
   if (!ordered.ok) return ordered;
   const tooMany = nodeCountProblem(config);
   if (tooMany) return err([tooMany]);
-  const diagnostics: Diagnostic[] = [];
-  for (const s of config.steps) {
-    const kind = kinds.get(s.kind);
-    if (!kind) {
-      diagnostics.push({
-        field: `steps.${s.name}.kind`,
-        message: `unknown step kind "${s.kind}"; known kinds: ${[...kinds.keys()].join(', ')}`,
-        location: s.source.locate([...s.path, 'kind']),
-      });
-      continue;
-    }
-    diagnostics.push(...(kind.check?.(s, steps) ?? []));
-  }
+  const diagnostics = kindProblems(config, kinds, steps);
   if (diagnostics.length) return err(distinct(diagnostics));
 
   const nodes: GraphNode[] = [];

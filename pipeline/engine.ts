@@ -246,6 +246,7 @@ function tail(text: string, lines = 20): string {
 }
 
 /** Builds every stale node: cached ones are reused, failures stop only their downstream. */
+// eslint-disable-next-line max-lines-per-function -- 189 lines, to be split into named phases (issue 63)
 export async function run(
   ctx: EngineContext,
   inputs: ReadonlyMap<string, ResolvedInput[]>,

@@ -151,6 +151,7 @@ interface ResolvedOptions extends DockerBackendOptions {
   forwarderScript: string;
 }
 
+// eslint-disable-next-line max-lines-per-function -- 204 lines, to be split into named phases (issue 63)
 async function createSandbox(docker: Docker, spec: SandboxSpec, options: ResolvedOptions): Promise<Result<Sandbox, SandboxFailure>> {
   const startFailed = (message: string) => err({ reason: 'start-failed' as const, message });
 

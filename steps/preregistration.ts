@@ -138,6 +138,48 @@ function emptyRecord(cohort: string): CohortRecord {
   return { cohort, versions: [], resets: [], entries: 0, head: null, imported: false };
 }
 
+/** A version as registered: nothing bound, drawn, analysed, peeked at or observed unless given. */
+function versionRecord(
+  v: Pick<VersionRecord, 'version' | 'freeze_digest' | 'fields' | 'format' | 'frozen_at' | 'registration'> & Partial<VersionRecord>,
+): VersionRecord {
+  // In the order the log's readers have always seen its fields.
+  return {
+    version: v.version,
+    freeze_digest: v.freeze_digest,
+    fields: v.fields,
+    format: v.format,
+    frozen_at: v.frozen_at,
+    registration: v.registration,
+    registrations: v.registrations ?? [v.registration],
+    refrozen: v.refrozen ?? [],
+    bound_at: v.bound_at ?? null,
+    bound_by: v.bound_by ?? null,
+    executed: v.executed ?? [],
+    draws: v.draws ?? [],
+    analysed: v.analysed ?? [],
+    peeks: v.peeks ?? [],
+    observations: v.observations ?? [],
+  };
+}
+
+/** A version recorded before the log (imported whole): its attempts each a first draw, its observation if any. */
+function legacyVersion(l: LegacyVersion, registration: string): VersionRecord {
+  return versionRecord({
+    version: l.version,
+    freeze_digest: l.freeze_digest,
+    fields: l.fields,
+    format: 1,
+    frozen_at: l.frozen_at,
+    registration,
+    bound_at: l.first_attempt_at,
+    bound_by: l.first_attempt_at ? 'first attempt (recorded before the log)' : null,
+    draws: l.executed.map((key) => ({ at: l.first_attempt_at ?? l.frozen_at, node: '', key, record: null, outputs: '', n: 1, attempt: true })),
+    observations: l.observed
+      ? [{ at: l.observed.at, by: '(recorded before the log)', digest: null, attempts: l.observed.attempts, verdicts: l.observed.verdicts, reused: {} }]
+      : [],
+  });
+}
+
 /** The cohort's record, from its verified log. */
 export function foldRecord(cohort: string, entries: readonly ChainEntry[]): CohortRecord {
   const r = emptyRecord(cohort);
@@ -154,23 +196,16 @@ export function foldRecord(cohort: string, entries: readonly ChainEntry[]): Coho
           Object.assign(v, { freeze_digest: e.data.freeze_digest, fields: e.data.fields, format: e.data.format, frozen_at: raw.at, registration: raw.hash });
           v.registrations.push(raw.hash);
         } else
-          r.versions.push({
-            version: e.data.version,
-            freeze_digest: e.data.freeze_digest,
-            fields: e.data.fields,
-            format: e.data.format,
-            frozen_at: raw.at,
-            registration: raw.hash,
-            registrations: [raw.hash],
-            refrozen: [],
-            bound_at: null,
-            bound_by: null,
-            executed: [],
-            draws: [],
-            analysed: [],
-            peeks: [],
-            observations: [],
-          });
+          r.versions.push(
+            versionRecord({
+              version: e.data.version,
+              freeze_digest: e.data.freeze_digest,
+              fields: e.data.fields,
+              format: e.data.format,
+              frozen_at: raw.at,
+              registration: raw.hash,
+            }),
+          );
         break;
       }
       case 'bind': {
@@ -218,25 +253,7 @@ export function foldRecord(cohort: string, entries: readonly ChainEntry[]): Coho
         r.imported = true;
         for (const l of e.data.versions) {
           for (const key of l.executed) drawn.set(key, 1);
-          r.versions.push({
-            version: l.version,
-            freeze_digest: l.freeze_digest,
-            fields: l.fields,
-            format: 1,
-            frozen_at: l.frozen_at,
-            registration: raw.hash,
-            registrations: [raw.hash],
-            refrozen: [],
-            bound_at: l.first_attempt_at,
-            bound_by: l.first_attempt_at ? 'first attempt (recorded before the log)' : null,
-            executed: [],
-            draws: l.executed.map((key) => ({ at: l.first_attempt_at ?? l.frozen_at, node: '', key, record: null, outputs: '', n: 1, attempt: true })),
-            analysed: [],
-            peeks: [],
-            observations: l.observed
-              ? [{ at: l.observed.at, by: '(recorded before the log)', digest: null, attempts: l.observed.attempts, verdicts: l.observed.verdicts, reused: {} }]
-              : [],
-          });
+          r.versions.push(legacyVersion(l, raw.hash));
         }
         break;
       default:

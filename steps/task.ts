@@ -107,6 +107,45 @@ export function loadTask(tasksDir: string, id: string): Result<Task, Diagnostic[
   return parseTask(resolve(tasksDir, id, 'task.yaml'), id);
 }
 
+/** A task's verifier fields as the schema admits them. */
+type VerifierFields = {
+  command?: string;
+  fail_to_pass?: Record<string, string>;
+  pass_to_pass?: Record<string, string>;
+  timeout?: number;
+  files?: string;
+  result?: 'exit-code' | 'reward-file';
+  owned?: string[];
+  runner?: { command: string; report: ReportFormat };
+};
+
+/** What is wrong with a task's verifier fields beyond the schema (a missing files directory, a runner without its report). */
+function verifierProblems(id: string, v: VerifierFields, dir: string, source: YamlSource): Diagnostic[] {
+  const problems: Diagnostic[] = [];
+  if (v.files && !existsSync(join(dir, v.files))) {
+    problems.push({ field: 'verifier.files', message: `task "${id}": ${v.files} does not exist`, location: source.locate(['verifier', 'files']) });
+  }
+  if (v.runner && !v.runner.command.includes('{report}')) {
+    problems.push({
+      field: 'verifier.runner.command',
+      message: `task "${id}": the runner's command must write its report to {report} (a path pairbench owns)`,
+      hint: 'e.g. vitest run --reporter=json --outputFile={report} FILES, jest --json --outputFile={report} FILES, python -m pytest --junitxml={report} FILES',
+      location: source.locate(['verifier', 'runner', 'command']),
+    });
+  }
+  if (v.runner && v.command) {
+    problems.push({
+      field: 'verifier.runner',
+      message: `task "${id}": give a runner with fail_to_pass tests, or a command, not both`,
+      location: source.locate(['verifier', 'runner']),
+    });
+  }
+  if (!v.command && !v.fail_to_pass && !v.pass_to_pass) {
+    problems.push({ field: 'verifier', message: `task "${id}": the verifier needs a command or fail_to_pass tests`, location: source.locate(['verifier']) });
+  }
+  return problems;
+}
+
 function parseTask(file: string, id: string): Result<Task, Diagnostic[]> {
   let text: string;
   try {
@@ -142,37 +181,8 @@ function parseTask(file: string, id: string): Result<Task, Diagnostic[]> {
   if (!repo.path === !repo.url) {
     problems.push({ field: 'repo', message: `task "${id}": give exactly one of repo.path or repo.url`, location: source.locate(['repo']) });
   }
-  const v = data['verifier'] as {
-    command?: string;
-    fail_to_pass?: Record<string, string>;
-    pass_to_pass?: Record<string, string>;
-    timeout?: number;
-    files?: string;
-    result?: 'exit-code' | 'reward-file';
-    owned?: string[];
-    runner?: { command: string; report: ReportFormat };
-  };
-  if (v.files && !existsSync(join(dirname(file), v.files))) {
-    problems.push({ field: 'verifier.files', message: `task "${id}": ${v.files} does not exist`, location: source.locate(['verifier', 'files']) });
-  }
-  if (v.runner && !v.runner.command.includes('{report}')) {
-    problems.push({
-      field: 'verifier.runner.command',
-      message: `task "${id}": the runner's command must write its report to {report} (a path pairbench owns)`,
-      hint: 'e.g. vitest run --reporter=json --outputFile={report} FILES, jest --json --outputFile={report} FILES, python -m pytest --junitxml={report} FILES',
-      location: source.locate(['verifier', 'runner', 'command']),
-    });
-  }
-  if (v.runner && v.command) {
-    problems.push({
-      field: 'verifier.runner',
-      message: `task "${id}": give a runner with fail_to_pass tests, or a command, not both`,
-      location: source.locate(['verifier', 'runner']),
-    });
-  }
-  if (!v.command && !v.fail_to_pass && !v.pass_to_pass) {
-    problems.push({ field: 'verifier', message: `task "${id}": the verifier needs a command or fail_to_pass tests`, location: source.locate(['verifier']) });
-  }
+  const v = data['verifier'] as VerifierFields;
+  problems.push(...verifierProblems(id, v, dirname(file), source));
   const sol = (data['solution'] ?? {}) as { patch?: string; script?: string };
   for (const [k, p] of Object.entries(sol)) {
     if (p && !existsSync(join(dir, p)))

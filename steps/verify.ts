@@ -1,7 +1,7 @@
 import { join, relative } from 'node:path';
 import type { JsonEncodable } from '../pipeline/canonical-json.js';
 import type { StepConfig } from '../pipeline/config/load.js';
-import { err, errorMessage, ok } from '../pipeline/result.js';
+import { err, errorMessage, ok, type Result } from '../pipeline/result.js';
 import { produces, type Checkpoint, type ExecutionContext, type FileInputSpec, type GraphNode, type StepKind } from '../pipeline/step-kind.js';
 import { canonicalJson } from '../pipeline/canonical-json.js';
 import { calibrateStep } from './calibrate.js';
@@ -20,6 +20,8 @@ import { annotateVerifierEnvironment } from './host-paths.js';
 import { artifact, jsonArtifact, optional, parseJsonArtifact, putFileOutput, readJsonArtifact } from '../pipeline/artifact.js';
 import { stepOutputProblems } from './step-output-checks.js';
 import type { VerifierVerdict } from './verifier-verdict.js';
+import type { CanaryCalibrations } from './verifier-canary.js';
+import type { Task } from './task.js';
 import { combineRuns, runsOf, type VerifierRuns } from './verifier-repeats.js';
 
 type VerifySpec = SpecByKind['verify'];
@@ -49,6 +51,31 @@ export const VERIFIER_LOG = artifact('verifier.log', "the verifier's output");
  * The verdict comes from exit codes only (never from text the agent could forge);
  * FAIL_TO_PASS and PASS_TO_PASS must both hold.
  */
+/** The attempt's changes without the verifier's own files (tests, runner settings, manifests), which stay as the pristine tree has them. */
+function withoutVerifierFiles(task: Task, changes: WorkspaceChanges): { applied: WorkspaceChanges; keptPristine: string[] } {
+  const owned = verifierOwned(task);
+  return {
+    keptPristine: [...Object.keys(changes.written), ...changes.deleted].filter(owned).sort(),
+    applied: {
+      ...changes,
+      written: Object.fromEntries(Object.entries(changes.written).filter(([p]) => !owned(p))),
+      deleted: changes.deleted.filter((p) => !owned(p)),
+    },
+  };
+}
+
+/**
+ * The canaries certify (or the step's own calibrate node) calibrated with the reference solution:
+ * from a node whose kind declares them, never from another output of that name (a command's outs).
+ */
+function calibrationsOf(ctx: ExecutionContext): Result<CanaryCalibrations | null, string> {
+  const calibrators = new Set(ctx.node.upstream.filter((u) => produces(u, CANARY)).map((u) => u.id));
+  const withCanaries = ctx.upstream.find((u) => calibrators.has(u.node) && u.outputs[CANARY.name]);
+  if (!withCanaries) return ok(null);
+  const canaries = readJsonArtifact(CANARY, withCanaries.outputs, (d) => ctx.artifacts.read(d), withCanaries.node)!;
+  return canaries.ok ? ok(canaries.value.tests) : err(canaries.error);
+}
+
 export const verifyStep: StepKind = {
   name: 'verify',
   draws: true,
@@ -141,7 +168,6 @@ export const verifyStep: StepKind = {
     const configured = sandboxFor(ctx.node, spec(ctx.node.step));
     if (!configured.ok) return err({ reason: 'infra', message: configured.error });
     const settings = verifierPhase(configured.value, point.environment, task, spec(ctx.node.step).strict_verifier === true);
-    const tree = point.tree;
     const run = ctx.upstream.find((u) => u.outputs[CHANGES.name]);
     if (!run) return err({ reason: 'internal', message: 'verify needs a run upstream (changes)' });
     if (point.environment && settings.backend !== 'docker') {
@@ -155,18 +181,11 @@ export const verifyStep: StepKind = {
     const changes = read.value;
     const changedDir = join(ctx.workDir, CHANGED.name);
     ctx.artifacts.materialize(run.outputs[CHANGED.name]!, changedDir);
-    // The verifier's own files (tests, runner settings, manifests) stay as the pristine tree has them.
-    const owned = verifierOwned(task);
-    const keptPristine = [...Object.keys(changes.written), ...changes.deleted].filter(owned).sort();
-    const applied: WorkspaceChanges = {
-      ...changes,
-      written: Object.fromEntries(Object.entries(changes.written).filter(([p]) => !owned(p))),
-      deleted: changes.deleted.filter((p) => !owned(p)),
-    };
+    const { applied, keptPristine } = withoutVerifierFiles(task, changes);
     // Each run of the verifier gets a fresh copy of the tree with the changes applied (it may write there).
     const freshWorkspace = (run: number) => {
       const ws = join(ctx.workDir, run === 0 ? 'ws' : `ws-${run + 1}`);
-      ctx.artifacts.materialize(tree, ws);
+      ctx.artifacts.materialize(point.tree, ws);
       applyChanges(applied, changedDir, ws);
       return ws;
     };
@@ -190,18 +209,13 @@ export const verifyStep: StepKind = {
       // Read-only inside, and readable by the sandbox user: materialized files are 0644/0755.
       ctx.artifacts.materialize(staged.entry, verifierHost);
     }
-    // The canaries certify (or the step's own calibrate node) calibrated with the reference solution:
-    // from a node whose kind declares them, never from another output of that name (a command's outs).
-    const calibrators = new Set(ctx.node.upstream.filter((u) => produces(u, CANARY)).map((u) => u.id));
-    const withCanaries = ctx.upstream.find((u) => calibrators.has(u.node) && u.outputs[CANARY.name]);
-    const canaries = withCanaries && readJsonArtifact(CANARY, withCanaries.outputs, (d) => ctx.artifacts.read(d), withCanaries.node)!;
-    if (canaries && !canaries.ok) return err({ reason: 'store-error', message: canaries.error });
-    const calibrations = canaries ? canaries.value.tests : null;
+    const calibrations = calibrationsOf(ctx);
+    if (!calibrations.ok) return err({ reason: 'store-error', message: calibrations.error });
     // The pristine tree, for the files a hidden test patch resets to base (as SWE-bench's harness does).
     let pristine: string | null = null;
     if (task.verifier.patch) {
       pristine = join(ctx.workDir, 'pristine');
-      ctx.artifacts.materialize(tree, pristine);
+      ctx.artifacts.materialize(point.tree, pristine);
     }
     // Verdict stability: `repeats` runs, each in a fresh sandbox on a fresh copy (no agent cost).
     const repeats = repeatsOf(spec(ctx.node.step));
@@ -215,7 +229,7 @@ export const verifyStep: StepKind = {
         sandbox: verifierSandbox(settings),
         signal: ctx.signal,
         node: ctx.node.id,
-        canary: { mode: 'verify', calibrations },
+        canary: { mode: 'verify', calibrations: calibrations.value },
         scoring: scoringOf(spec(ctx.node.step)),
         pristine,
       });

@@ -206,6 +206,7 @@ class InstanceLine {
     }
   }
 
+  // eslint-disable-next-line max-lines-per-function -- 121 lines, to be split into named phases (issue 63)
   toTask(absFile: string, repos: Record<string, string>, options: SwebenchOptions): Task | undefined {
     const o0 = this.object();
     const repoName0 = typeof o0?.['repo'] === 'string' ? o0['repo'] : undefined;
