@@ -61,20 +61,9 @@ function ignoredFields(config: TomlTable): { field: string; reason: string }[] {
 }
 const DEFAULT_BUILD_TIMEOUT_SEC = 600;
 
-/**
- * A Harbor (Terminal-Bench) task directory as a pairbench Task:
- * `instruction.md` is the prompt, `tests/` the hidden verifier (its `test.sh` writes
- * /logs/verifier/reward.txt or reward.json), `solution/solve.sh` the reference solution.
- * task.toml is an external format: keys we do not read are ignored, but a field we read
- * with the wrong type is an error naming the file, the task and the field.
- */
-// eslint-disable-next-line max-lines-per-function -- 122 lines, to be split into named phases (issue 63)
-export function loadHarborTask(taskDir: string, id: string, tree: HarborTree): Result<Task, Diagnostic[]> {
-  const dir = resolve(taskDir);
-  const tomlFile = join(dir, 'task.toml');
-  const shown = displayPath(tomlFile);
+/** What is wrong with where a Harbor task comes from: its id, its dataset's commit, its subdirectory. */
+function identityProblems(id: string, dir: string, tree: HarborTree): Diagnostic[] {
   const problems: Diagnostic[] = [];
-
   if (!TASK_ID.test(id)) {
     problems.push({
       field: 'id',
@@ -96,6 +85,35 @@ export function loadHarborTask(taskDir: string, id: string, tree: HarborTree): R
       hint: `e.g. tasks/${id}/environment`,
     });
   }
+  return problems;
+}
+
+/** task.toml's table, or {} with the parse error among the problems (at its position). */
+function parsedToml(text: string, id: string, shown: string, problems: Diagnostic[]): TomlTable {
+  const parsed = parseToml(text);
+  if (parsed.ok) return parsed.value;
+  const p = parsed.error.position;
+  problems.push({
+    message: `Harbor task "${id}": invalid TOML: ${parsed.error.message}`,
+    location: p ? { file: shown, ...p } : { file: shown, line: 1, column: 1, length: 1 },
+  });
+  return {};
+}
+
+/**
+ * A Harbor (Terminal-Bench) task directory as a pairbench Task:
+ * `instruction.md` is the prompt, `tests/` the hidden verifier (its `test.sh` writes
+ * /logs/verifier/reward.txt or reward.json), `solution/solve.sh` the reference solution.
+ * task.toml is an external format: keys we do not read are ignored, but a field we read
+ * with the wrong type is an error naming the file, the task and the field.
+ */
+export function loadHarborTask(taskDir: string, id: string, tree: HarborTree): Result<Task, Diagnostic[]> {
+  const dir = resolve(taskDir);
+  const tomlFile = join(dir, 'task.toml');
+  const shown = displayPath(tomlFile);
+  const problems: Diagnostic[] = [];
+
+  problems.push(...identityProblems(id, dir, tree));
 
   const instruction = readRequired(join(dir, 'instruction.md'), id, 'instruction.md', 'the prompt the agent is given', problems);
   if (instruction !== undefined && !instruction.trim()) {
@@ -115,18 +133,7 @@ export function loadHarborTask(taskDir: string, id: string, tree: HarborTree): R
   }
 
   const text = readRequired(tomlFile, id, 'task.toml', 'the task configuration', problems);
-  let config: TomlTable = {};
-  if (text !== undefined) {
-    const parsed = parseToml(text);
-    if (parsed.ok) config = parsed.value;
-    else {
-      const p = parsed.error.position;
-      problems.push({
-        message: `Harbor task "${id}": invalid TOML: ${parsed.error.message}`,
-        location: p ? { file: shown, ...p } : { file: shown, line: 1, column: 1, length: 1 },
-      });
-    }
-  }
+  const config = text === undefined ? {} : parsedToml(text, id, shown, problems);
 
   const fields = new FieldReader(config, text ?? '', shown, id, problems);
   const metadata = fields.table('metadata');

@@ -206,7 +206,45 @@ class InstanceLine {
     }
   }
 
-  // eslint-disable-next-line max-lines-per-function -- 121 lines, to be split into named phases (issue 63)
+  /** The line as one JSON object (an instance), or undefined with the problem said. */
+  private instance(): Record<string, unknown> | undefined {
+    let data: unknown;
+    try {
+      data = JSON.parse(this.text);
+    } catch (e) {
+      const message = errorMessage(e);
+      const pos = /position (\d+)/.exec(message);
+      this.problems.push({ message: `line ${this.line} is not JSON: ${message}`, location: this.at(pos ? Number(pos[1]) + 1 : 1) });
+      return undefined;
+    }
+    if (typeof data !== 'object' || data === null || Array.isArray(data)) {
+      this.problems.push({
+        message: `line ${this.line}: expected a JSON object (one SWE-bench instance), got ${Array.isArray(data) ? 'an array' : typeof data}`,
+        location: this.at(1),
+      });
+      return undefined;
+    }
+    return data as Record<string, unknown>;
+  }
+
+  /** The local clone the source maps `repoName` to, or undefined with the nearest name offered. */
+  private localRepository(repoName: string, repos: Record<string, string>): string | undefined {
+    const source = repos[repoName];
+    if (source !== undefined) return source;
+    const known = Object.keys(repos);
+    const near = closest(repoName, known);
+    this.problem(
+      'repo',
+      `no local repository for "${repoName}"`,
+      near
+        ? `did you mean "${near}"?`
+        : known.length
+          ? `map "${repoName}" to a local git clone; known: ${known.join(', ')}`
+          : `map "${repoName}" to a local git clone of it`,
+    );
+    return undefined;
+  }
+
   toTask(absFile: string, repos: Record<string, string>, options: SwebenchOptions): Task | undefined {
     const o0 = this.object();
     const repoName0 = typeof o0?.['repo'] === 'string' ? o0['repo'] : undefined;
@@ -232,23 +270,8 @@ class InstanceLine {
           : 'e.g. node --test --test-reporter=tap --test-reporter-destination={report} {test_files}',
       );
     const image = typeof o0?.['image'] === 'string' ? o0['image'] : undefined;
-    let data: unknown;
-    try {
-      data = JSON.parse(this.text);
-    } catch (e) {
-      const message = errorMessage(e);
-      const pos = /position (\d+)/.exec(message);
-      this.problems.push({ message: `line ${this.line} is not JSON: ${message}`, location: this.at(pos ? Number(pos[1]) + 1 : 1) });
-      return undefined;
-    }
-    if (typeof data !== 'object' || data === null || Array.isArray(data)) {
-      this.problems.push({
-        message: `line ${this.line}: expected a JSON object (one SWE-bench instance), got ${Array.isArray(data) ? 'an array' : typeof data}`,
-        location: this.at(1),
-      });
-      return undefined;
-    }
-    const o = data as Record<string, unknown>;
+    const o = this.instance();
+    if (!o) return undefined;
     const before = this.problems.length;
 
     const id = this.string(o, 'instance_id');
@@ -258,23 +281,7 @@ class InstanceLine {
       if (!INSTANCE_ID.test(id)) this.problem('instance_id', `instance id "${id}" must match ${INSTANCE_ID.source}`);
     }
     const repoName = this.string(o, 'repo');
-    let source: string | undefined;
-    if (repoName !== undefined) {
-      source = repos[repoName];
-      if (source === undefined) {
-        const known = Object.keys(repos);
-        const near = closest(repoName, known);
-        this.problem(
-          'repo',
-          `no local repository for "${repoName}"`,
-          near
-            ? `did you mean "${near}"?`
-            : known.length
-              ? `map "${repoName}" to a local git clone; known: ${known.join(', ')}`
-              : `map "${repoName}" to a local git clone of it`,
-        );
-      }
-    }
+    const source = repoName === undefined ? undefined : this.localRepository(repoName, repos);
     const commit = this.string(o, 'base_commit');
     if (commit !== undefined && !FULL_SHA.test(commit)) {
       this.problem(
