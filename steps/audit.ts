@@ -5,6 +5,8 @@ import type { Json } from '../pipeline/canonical-json.js';
 import type { StepConfig } from '../pipeline/config/load.js';
 import { err, ok, unreachable, type Result } from '../pipeline/result.js';
 import type { RunResult } from './run-result.js';
+import type { Task } from './task.js';
+import type { VerifierVerdict } from './verifier-verdict.js';
 import { EARLIER_TRIES, type ExecutionContext, type FileInputSpec, type StepKind } from '../pipeline/step-kind.js';
 import { surfaceFromDir } from './certify/scan.js';
 import { scanLeakage } from './leakage.js';
@@ -114,6 +116,94 @@ function usedTreatment(trajectory: Pick<AtifTrajectory, 'steps'>, files: string[
   );
 }
 
+/** What the audit reads of its attempt: the run's result, the verdict, the changes, the trajectory, the gateway's log. */
+function auditInputs(
+  ctx: ExecutionContext,
+): Result<
+  { run: RunResult | null; verdict: VerifierVerdict | null; changes: WorkspaceChanges; trajectory: Pick<AtifTrajectory, 'steps'>; gatewayLog: string },
+  string
+> {
+  const run = upstreamJson(ctx, RUN_RESULT);
+  if (run && !run.ok) return run;
+  const verdict = upstreamJson(ctx, VERIFIER_VERDICT);
+  if (verdict && !verdict.ok) return verdict;
+  const withChanges = ctx.upstream.find((u) => u.outputs[CHANGES.name]);
+  const changes = withChanges && readJsonArtifact(CHANGES, withChanges.outputs, (d) => ctx.artifacts.read(d), withChanges.node);
+  if (changes && !changes.ok) return changes;
+  const trajectory = upstreamJson(ctx, TRAJECTORY);
+  if (trajectory && !trajectory.ok) return trajectory;
+  return ok({
+    run: run?.value ?? null,
+    verdict: verdict?.value ?? null,
+    changes: changes?.value ?? { schema_version: 1, written: {}, deleted: [] },
+    trajectory: trajectory?.value ?? { steps: [] },
+    gatewayLog: upstreamText(ctx, GATEWAY_LOG) ?? '',
+  });
+}
+
+/** The mutation audit: what the attempt touched, what of it the verifier owns (tests, runner settings), what is out of bounds. */
+function mutationOf(task: Task, changes: WorkspaceChanges): { touched: string[]; verifierFiles: string[]; outOfBounds: string[] } {
+  const allowed = picomatch(task.allowedPaths, { dot: true });
+  const owned = verifierOwned(task);
+  const touched = [...Object.keys(changes.written), ...changes.deleted];
+  return { touched, verifierFiles: touched.filter(owned), outOfBounds: touched.filter((p) => !allowed(p) || owned(p)) };
+}
+
+/**
+ * Mechanism evidence: delivered (the gateway saw the treatment), used (the trajectory reads or calls it);
+ * null for an arm without a treatment. "Changed" is per pair: analyze's.
+ */
+function mechanismOf(ctx: ExecutionContext, run: RunResult, trajectory: Pick<AtifTrajectory, 'steps'>): AuditedAttempt['mechanism'] {
+  const runSpec = specIf(ctx.node.upstream.find((u) => u.kind === runStep)?.step, 'run');
+  const arm = armOf({ arms: runSpec?.arms ?? {} }, run.arm);
+  // An arm's treatment: its files, the repository's own files it restored, its MCP servers (as its agent names their tools).
+  const treatmentFiles = [...Object.keys(arm.files ?? {}), ...(run.restored ?? []).map((r) => r.path)];
+  const mcp = Object.keys(arm.mcp_servers ?? {});
+  if (treatmentFiles.length === 0 && mcp.length === 0) return { delivered: null, used: null };
+  const adapter = agentAdapters.get(runSpec?.agent.adapter ?? '') ?? {};
+  return {
+    delivered: run.delivered[run.arm] ?? false,
+    used: usedTreatment(
+      trajectory,
+      treatmentFiles,
+      mcp.map((m) => mcpToolNameOf(adapter, m, '')),
+    ),
+  };
+}
+
+interface Admission {
+  admission: AttemptRecord['admission'];
+  reason: string;
+  explanation: string;
+  pass: boolean | null;
+  noAnswer: boolean;
+}
+
+/** Admission from the run and the verdict alone (the mutation and leakage policies act on it after). */
+function admissionOf(run: RunResult, verdict: VerifierVerdict | null, taskId: string): Admission {
+  const excluded = (reason: string, explanation: string): Admission => ({ admission: 'excluded', reason, explanation, pass: null, noAnswer: false });
+  const scored = (reason: string, explanation: string, pass: boolean, noAnswer = false): Admission => ({
+    admission: 'accepted',
+    reason,
+    explanation,
+    pass,
+    noAnswer,
+  });
+  if (run.exit_reason === 'infra-error')
+    return excluded(infraReason(run), `infrastructure fault, not attributable to the agent: ${run.infra_error ?? 'unknown'}`);
+  if (verdict?.flaky_verifier)
+    return excluded(FLAKY_VERIFIER, `${verdict.flaky_verifier}: no verdict, and the analysis excludes every attempt of task ${taskId}`);
+  if (verdict === null || verdict.pass === null)
+    return excluded('infra-verifier', `the verifier did not produce a verdict${verdict?.no_verdict ? `: ${verdict.no_verdict}` : ''}`);
+  if (verdict.forgery)
+    return scored('verdict-forged', `the verdict was forged by the code under test (${verdict.forgery.reason}): ${verdict.forgery.detail}`, false);
+  if (BUDGET_EXITS.has(run.exit_reason))
+    return scored(run.exit_reason, `over budget (${run.exit_reason}${run.over_budget ? `: ${run.over_budget}` : ''}): no answer, scored 0`, false, true);
+  if (run.exit_reason === 'agent-crash') return scored('agent-crash', 'the agent crashed: failures count, scored 0', false);
+  if (run.files_changed === 0) return scored('empty-diff', `the attempt changed nothing; the verifier says ${verdict.pass ? 'pass' : 'fail'}`, verdict.pass);
+  return scored('ok', 'scored by the hidden verifier', verdict.pass);
+}
+
 /**
  * `audit` (per attempt): admission, separately from execution. Infrastructure
  * faults are excluded (and kept); the agent's own failures are accepted and score 0
@@ -156,36 +246,20 @@ export const auditStep: StepKind = {
         ? [optional(VERIFIER_VERDICT), optional(NOT_RUN)]
         : undefined,
 
-  // eslint-disable-next-line max-lines-per-function -- 157 lines, to be split into named phases (issue 63)
   async execute(ctx: ExecutionContext) {
     const notRun = passedNotRun(ctx);
     if (notRun) return ok(notRun);
     const task = taskOf(ctx.node);
     const policy = policyOf(ctx.node.step);
-    const readRun = upstreamJson(ctx, RUN_RESULT);
-    if (readRun && !readRun.ok) return err({ reason: 'store-error', message: readRun.error });
-    const run = readRun?.value ?? null;
-    const readVerdict = upstreamJson(ctx, VERIFIER_VERDICT);
-    if (readVerdict && !readVerdict.ok) return err({ reason: 'store-error', message: readVerdict.error });
-    const verdict = readVerdict?.value ?? null;
-    const withChanges = ctx.upstream.find((u) => u.outputs[CHANGES.name]);
-    const readChanges = withChanges && readJsonArtifact(CHANGES, withChanges.outputs, (d) => ctx.artifacts.read(d), withChanges.node);
-    if (readChanges && !readChanges.ok) return err({ reason: 'store-error', message: readChanges.error });
-    const changes: WorkspaceChanges = readChanges?.value ?? { schema_version: 1, written: {}, deleted: [] };
-    const readTrajectory = upstreamJson(ctx, TRAJECTORY);
-    if (readTrajectory && !readTrajectory.ok) return err({ reason: 'store-error', message: readTrajectory.error });
-    const trajectory: Pick<AtifTrajectory, 'steps'> = readTrajectory?.value ?? { steps: [] };
-    const gatewayLog = upstreamText(ctx, GATEWAY_LOG) ?? '';
+    const inputs = auditInputs(ctx);
+    if (!inputs.ok) return err({ reason: 'store-error', message: inputs.error });
+    const { run, verdict, changes, trajectory, gatewayLog } = inputs.value;
     if (!run) return ok({});
     const tries = earlierTries(ctx);
     if (!tries.ok) return err({ reason: 'store-error', message: tries.error });
 
     // Mutation audit: outside the allowed paths, or a file the verifier owns (tests, runner settings).
-    const allowed = picomatch(task.allowedPaths, { dot: true });
-    const owned = verifierOwned(task);
-    const touched = [...Object.keys(changes.written), ...changes.deleted];
-    const verifierFiles = touched.filter(owned);
-    const outOfBounds = touched.filter((p) => !allowed(p) || owned(p));
+    const { touched, verifierFiles, outOfBounds } = mutationOf(task, changes);
     const hiddenFiles: { path: string; text: string }[] = [];
     if (ctx.files[0]) {
       const dir = join(ctx.workDir, 'verifier');
@@ -194,53 +268,8 @@ export const auditStep: StepKind = {
     }
     const leakage = scanLeakage({ task, trajectory, gatewayLog, agentLog: upstreamText(ctx, AGENT_LOG) ?? '', hiddenFiles });
 
-    // Mechanism evidence: delivered (gateway), used (trajectory). "Changed" is per pair: analyze.
-    const runSpec = specIf(ctx.node.upstream.find((u) => u.kind === runStep)?.step, 'run');
-    const arm = armOf({ arms: runSpec?.arms ?? {} }, run.arm);
-    // Its MCP tools as the agent names them in its trajectory (its adapter's naming).
-    const adapter = agentAdapters.get(runSpec?.agent.adapter ?? '') ?? {};
-    // An arm's treatment: its files, the repository's own files it restored, its MCP servers.
-    const treatmentFiles = [...Object.keys(arm.files ?? {}), ...(run.restored ?? []).map((r) => r.path)];
-    const mcp = Object.keys(arm.mcp_servers ?? {});
-    const hasTreatment = treatmentFiles.length > 0 || mcp.length > 0;
-
-    let admission: AttemptRecord['admission'] = 'accepted';
-    let reason = 'ok';
-    let explanation = 'scored by the hidden verifier';
-    let pass: boolean | null = verdict?.pass ?? null;
-    let noAnswer = false;
-    if (run.exit_reason === 'infra-error') {
-      admission = 'excluded';
-      reason = infraReason(run);
-      explanation = `infrastructure fault, not attributable to the agent: ${run.infra_error ?? 'unknown'}`;
-      pass = null;
-    } else if (verdict?.flaky_verifier) {
-      admission = 'excluded';
-      reason = FLAKY_VERIFIER;
-      explanation = `${verdict.flaky_verifier}: no verdict, and the analysis excludes every attempt of task ${task.id}`;
-      pass = null;
-    } else if (verdict === null || verdict.pass === null) {
-      admission = 'excluded';
-      reason = 'infra-verifier';
-      explanation = `the verifier did not produce a verdict${verdict?.no_verdict ? `: ${verdict.no_verdict}` : ''}`;
-      pass = null;
-    } else if (verdict.forgery) {
-      reason = 'verdict-forged';
-      explanation = `the verdict was forged by the code under test (${verdict.forgery.reason}): ${verdict.forgery.detail}`;
-      pass = false;
-    } else if (BUDGET_EXITS.has(run.exit_reason)) {
-      reason = run.exit_reason;
-      explanation = `over budget (${run.exit_reason}${run.over_budget ? `: ${run.over_budget}` : ''}): no answer, scored 0`;
-      pass = false;
-      noAnswer = true;
-    } else if (run.exit_reason === 'agent-crash') {
-      reason = 'agent-crash';
-      explanation = 'the agent crashed: failures count, scored 0';
-      pass = false;
-    } else if (run.files_changed === 0) {
-      reason = 'empty-diff';
-      explanation = `the attempt changed nothing; the verifier says ${verdict.pass ? 'pass' : 'fail'}`;
-    }
+    const admitted = admissionOf(run, verdict, task.id);
+    let { admission, reason, explanation, pass } = admitted;
     const apply = (consequence: Consequence, code: string, why: string) => {
       if (admission === 'excluded' || consequence === 'flag') return;
       if (consequence === 'exclude') {
@@ -273,7 +302,7 @@ export const auditStep: StepKind = {
       reason_code: reason,
       explanation,
       pass,
-      no_answer: noAnswer,
+      no_answer: admitted.noAnswer,
       exit_reason: run.exit_reason,
       infra_error: run.exit_reason === 'infra-error' || reason === 'infra-verifier',
       infra_cause:
@@ -300,16 +329,7 @@ export const auditStep: StepKind = {
         image_id: run.sandbox.image_id,
         resources: run.sandbox.resources,
       },
-      mechanism: {
-        delivered: hasTreatment ? (run.delivered[run.arm] ?? false) : null,
-        used: hasTreatment
-          ? usedTreatment(
-              trajectory,
-              treatmentFiles,
-              mcp.map((m) => mcpToolNameOf(adapter, m, '')),
-            )
-          : null,
-      },
+      mechanism: mechanismOf(ctx, run, trajectory),
       integrity: { out_of_bounds: outOfBounds.length, leakage: acted.length, verdict_forged: Boolean(verdict?.forgery) },
       delivery: { marker_lines: run.delivery?.marker?.lines ?? [], instruction_lines: run.delivery?.instruction_lines ?? [] },
       started_at: run.started_at,
